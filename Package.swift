@@ -1,0 +1,46 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "linkcond",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "LinkConditioner", targets: ["LinkConditioner"]),
+        .executable(name: "linkcond", targets: ["linkcond"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+    ],
+    targets: [
+        .target(name: "CLinuxShims"),
+        .target(
+            name: "LinkConditioner",
+            dependencies: [
+                "CLinuxShims",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
+        .systemLibrary(
+            name: "CNetlink",
+            pkgConfig: "libnl-route-3.0",
+            providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
+        ),
+        .target(name: "LinkNetem", dependencies: ["CNetlink", "LinkConditioner"]),
+        .executableTarget(
+            name: "linkcond",
+            dependencies: [
+                "LinkConditioner",
+                "LinkNetem",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "ShapingTests", dependencies: ["LinkConditioner"]),
+        .testTarget(name: "ProfilesTests", dependencies: ["LinkConditioner"]),
+        .testTarget(name: "ProxyTests", dependencies: ["LinkConditioner"]),
+        .testTarget(name: "CLITests", dependencies: ["LinkConditioner"]),
+        .testTarget(name: "NetemTests", dependencies: ["LinkNetem", "LinkConditioner"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

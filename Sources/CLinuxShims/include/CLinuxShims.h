@@ -1,0 +1,109 @@
+#ifndef CLINUXSHIMS_H
+#define CLINUXSHIMS_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/ioctl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <fcntl.h>
+#include <errno.h>
+#include <unistd.h>
+#include <signal.h>
+#include <time.h>
+#include <stdint.h>
+#include <pthread.h>
+
+static inline int clinux_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+static inline int clinux_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
+    struct epoll_event ev;
+    ev.events = events;
+    ev.data.u64 = data;
+    return epoll_ctl(epfd, op, fd, &ev);
+}
+
+/// Waits for events; `out_events[i]` and `out_data[i]` receive each ready event.
+static inline int clinux_epoll_wait(int epfd, uint32_t *out_events, uint64_t *out_data, int max, int timeout_ms) {
+    struct epoll_event evs[256];
+    if (max > 256) max = 256;
+    int n = epoll_wait(epfd, evs, max, timeout_ms);
+    for (int i = 0; i < n; i++) {
+        out_events[i] = evs[i].events;
+        out_data[i] = evs[i].data.u64;
+    }
+    return n;
+}
+
+static inline int clinux_timerfd_create(void) {
+    return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+}
+
+/// Arms the timer for an absolute CLOCK_MONOTONIC deadline in nanoseconds; 0 disarms it.
+static inline int clinux_timerfd_set_absolute(int fd, int64_t deadline_ns) {
+    struct itimerspec spec = {0};
+    if (deadline_ns > 0) {
+        spec.it_value.tv_sec = deadline_ns / 1000000000LL;
+        spec.it_value.tv_nsec = deadline_ns % 1000000000LL;
+    }
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
+static inline int clinux_eventfd_create(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+static inline int64_t clinux_monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline int clinux_errno(void) { return errno; }
+static inline void clinux_set_errno(int value) { errno = value; }
+
+static inline int clinux_socket_nonblocking(int domain, int type) {
+    return socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+static inline int clinux_accept_nonblocking(int fd, struct sockaddr_storage *addr, socklen_t *len) {
+    return accept4(fd, (struct sockaddr *)addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+static inline int clinux_fcntl_setfl(int fd, int flags) { return fcntl(fd, F_SETFL, flags); }
+static inline int clinux_fcntl_getfl(int fd) { return fcntl(fd, F_GETFL); }
+
+static inline ssize_t clinux_send_nosignal(int fd, const void *buf, size_t len) {
+    return send(fd, buf, len, MSG_NOSIGNAL);
+}
+
+/// Blocks SIGINT, SIGTERM and SIGPIPE in the calling thread (and the threads it starts later).
+static inline int clinux_block_signals(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGPIPE);
+    return pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/// Waits for SIGINT or SIGTERM (blocked beforehand with `clinux_block_signals`); returns the signal number.
+static inline int clinux_wait_termination_signal(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) return -1;
+    return sig;
+}
+
+static inline void clinux_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
+
+#endif

@@ -1,0 +1,57 @@
+/// A point on the monotonic clock, in nanoseconds since an arbitrary origin (boot, for the real clock).
+///
+/// The link model never reads a clock itself: every method that needs the time takes an `Instant`.
+public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
+    public var nanoseconds: Int64
+
+    public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
+
+    public static let zero = Instant(nanoseconds: 0)
+
+    public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+
+    public static func + (lhs: Instant, rhs: Duration) -> Instant {
+        Instant(nanoseconds: lhs.nanoseconds &+ rhs.nanoseconds)
+    }
+
+    public static func - (lhs: Instant, rhs: Duration) -> Instant {
+        Instant(nanoseconds: lhs.nanoseconds &- rhs.nanoseconds)
+    }
+
+    public static func - (lhs: Instant, rhs: Instant) -> Duration {
+        .nanoseconds(lhs.nanoseconds &- rhs.nanoseconds)
+    }
+
+    public var description: String { "\(Double(nanoseconds) / 1e9)s" }
+}
+
+extension Duration {
+    /// The duration as whole nanoseconds, saturating at `Int64.max`.
+    public var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? Int64.min : Int64.max }
+        return scaled &+ attoseconds / 1_000_000_000
+    }
+
+    /// The duration in seconds as a floating-point number.
+    public var seconds: Double { Double(nanoseconds) / 1e9 }
+}
+
+/// A source of the current time, injected so that the link model can be tested with a manual clock.
+public protocol LinkClock: Sendable {
+    func now() -> Instant
+}
+
+/// A clock moved by hand, for deterministic tests of the link model.
+public final class ManualClock: LinkClock, @unchecked Sendable {
+    private var current: Instant
+
+    public init(_ start: Instant = .zero) { current = start }
+
+    public func now() -> Instant { current }
+
+    public func advance(by duration: Duration) { current = current + duration }
+
+    public func set(_ instant: Instant) { current = instant }
+}

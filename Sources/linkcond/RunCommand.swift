@@ -1,0 +1,6 @@
+import ArgumentParser
+
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "run", abstract: "Not yet built.")
+    func run() throws { throw ExitStatus.runtimeFailure }
+}
