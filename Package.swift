@@ -11,6 +11,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .target(name: "CLinuxShims"),
@@ -20,6 +21,7 @@ let package = Package(
                 "CLinuxShims",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .systemLibrary(
@@ -34,6 +36,7 @@ let package = Package(
                 "LinkConditioner",
                 "LinkNetem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "ShapingTests", dependencies: ["LinkConditioner"]),

@@ -1,9 +1,6 @@
 #ifndef CLINUXSHIMS_H
 #define CLINUXSHIMS_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
@@ -72,9 +69,8 @@ static inline int clinux_socket_nonblocking(int domain, int type) {
     return socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 }
 
-static inline int clinux_accept_nonblocking(int fd, struct sockaddr_storage *addr, socklen_t *len) {
-    return accept4(fd, (struct sockaddr *)addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-}
+/// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC; defined in shims.c, which needs _GNU_SOURCE for accept4.
+int clinux_accept_nonblocking(int fd, struct sockaddr_storage *addr, socklen_t *len);
 
 static inline int clinux_fcntl_setfl(int fd, int flags) { return fcntl(fd, F_SETFL, flags); }
 static inline int clinux_fcntl_getfl(int fd) { return fcntl(fd, F_GETFL); }

@@ -1,0 +1,228 @@
+import Foundation
+import HeapModule
+
+/// One thread that owns every socket and timer registered with it, driven by epoll.
+///
+/// Deadlines use a timerfd armed with absolute nanosecond instants, so a 1 ms delay or a 100 Mbit/s pacing
+/// step is not rounded to epoll_wait's milliseconds. Other threads talk to the loop only through `execute`,
+/// which queues work under a lock and writes the eventfd. Everything else must be called on the loop thread.
+public final class EventLoop: @unchecked Sendable {
+    /// What a registered descriptor's owner is told: the epoll event bits.
+    typealias EventHandler = (UInt32) -> Void
+
+    private struct Registration {
+        var descriptor: Int32
+        var interest: UInt32
+        var handler: EventHandler
+    }
+
+    private struct TimerEntry: Comparable {
+        var deadline: Instant
+        var id: UInt64
+        static func < (lhs: TimerEntry, rhs: TimerEntry) -> Bool {
+            lhs.deadline == rhs.deadline ? lhs.id < rhs.id : lhs.deadline < rhs.deadline
+        }
+    }
+
+    /// A scheduled timer; pass it to `cancel` to drop it.
+    public struct TimerID: Hashable, Sendable { fileprivate let value: UInt64 }
+
+    /// A registered descriptor; the key packs a registration number with the fd so stale events are ignored.
+    struct RegistrationID: Hashable { fileprivate let key: UInt64 }
+
+    public let clock = MonotonicClock()
+    private let epoll: Epoll
+    private let timer: DeadlineTimer
+    private let wakeup: Wakeup
+    private var registrations: [UInt64: Registration] = [:]
+    private var nextRegistration: UInt64 = 2
+    private var timers = Heap<TimerEntry>()
+    private var timerActions: [UInt64: () -> Void] = [:]
+    private var nextTimer: UInt64 = 1
+    private var armedDeadline: Instant?
+    private var running = true
+    private var loopThread: ThreadIdentity?
+
+    private let pendingLock = NSLock()
+    private var pendingWork: [() -> Void] = []
+    private var thread: Thread?
+    private let finished = DispatchSemaphore(value: 0)
+
+    private static let wakeupKey: UInt64 = 0
+    private static let timerKey: UInt64 = 1
+
+    public init() throws {
+        epoll = try Epoll()
+        do {
+            timer = try DeadlineTimer()
+            wakeup = try Wakeup()
+            try epoll.add(wakeup.descriptor, events: Epoll.readable, data: Self.wakeupKey)
+            try epoll.add(timer.descriptor, events: Epoll.readable, data: Self.timerKey)
+        } catch {
+            epoll.close()
+            throw error
+        }
+    }
+
+    /// Starts the loop on a new thread.
+    public func start(name: String = "linkcond-loop") {
+        let thread = Thread { [self] in
+            self.run()
+            self.finished.signal()
+        }
+        thread.name = name
+        thread.stackSize = 1 << 22
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Runs `work` on the loop thread soon; safe from any thread.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        pendingLock.lock()
+        pendingWork.append(work)
+        pendingLock.unlock()
+        wakeup.signal()
+    }
+
+    /// Runs `work` on the loop thread and waits for its result; must not be called on the loop thread.
+    public func submitAndWait<T: Sendable>(_ work: @escaping @Sendable () throws -> T) throws -> T {
+        precondition(!inLoopThread, "submitAndWait on the loop thread would deadlock")
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: Result<T, Error>!
+        execute {
+            result = Result { try work() }
+            done.signal()
+        }
+        done.wait()
+        return try result.get()
+    }
+
+    /// Stops the loop after the work queued so far, waits for its thread to end, and closes its descriptors.
+    /// Owners must have closed their sockets first (typically in work queued before this call).
+    public func stopAndWait() {
+        execute { [self] in running = false }
+        if thread != nil { finished.wait() }
+        thread = nil
+        epoll.close()
+        timer.close()
+        wakeup.close()
+    }
+
+    var inLoopThread: Bool { loopThread == ThreadIdentity.current }
+
+    @inline(__always)
+    func assertInLoop() {
+        assert(inLoopThread, "called off the event loop thread")
+    }
+
+    /// Registers `descriptor` for `interest` events; `handler` runs on the loop thread for each event.
+    func register(_ descriptor: Int32, interest: UInt32, handler: @escaping EventHandler) throws(SystemError) -> RegistrationID {
+        assertInLoop()
+        let key = (nextRegistration << 32) | UInt64(UInt32(bitPattern: descriptor))
+        nextRegistration += 1
+        try epoll.add(descriptor, events: interest, data: key)
+        registrations[key] = Registration(descriptor: descriptor, interest: interest, handler: handler)
+        return RegistrationID(key: key)
+    }
+
+    /// Changes the events a registration waits for; a no-op when they are unchanged.
+    func setInterest(_ id: RegistrationID, _ interest: UInt32) {
+        assertInLoop()
+        guard var registration = registrations[id.key], registration.interest != interest else { return }
+        registration.interest = interest
+        registrations[id.key] = registration
+        do {
+            try epoll.modify(registration.descriptor, events: interest, data: id.key)
+        } catch {
+            preconditionFailure("epoll_ctl MOD failed for a registered descriptor: \(error)")
+        }
+    }
+
+    /// Forgets a registration; call before closing its descriptor.
+    func deregister(_ id: RegistrationID) {
+        assertInLoop()
+        guard let registration = registrations.removeValue(forKey: id.key) else { return }
+        try? epoll.remove(registration.descriptor)
+    }
+
+    /// Runs `action` on the loop thread at `deadline` (at once if it has passed).
+    @discardableResult
+    func schedule(at deadline: Instant, _ action: @escaping () -> Void) -> TimerID {
+        assertInLoop()
+        let id = nextTimer
+        nextTimer += 1
+        timers.insert(TimerEntry(deadline: deadline, id: id))
+        timerActions[id] = action
+        return TimerID(value: id)
+    }
+
+    func cancel(_ timer: TimerID) {
+        assertInLoop()
+        timerActions.removeValue(forKey: timer.value)
+    }
+
+    private func run() {
+        loopThread = ThreadIdentity.current
+        let capacity = 256
+        let events = UnsafeMutablePointer<UInt32>.allocate(capacity: capacity)
+        let data = UnsafeMutablePointer<UInt64>.allocate(capacity: capacity)
+        defer {
+            events.deallocate()
+            data.deallocate()
+        }
+        while running {
+            armTimer()
+            let count: Int
+            do {
+                count = try epoll.wait(events: events, data: data, capacity: Int32(capacity))
+            } catch {
+                preconditionFailure("epoll_wait failed: \(error)")
+            }
+            for index in 0..<count {
+                switch data[index] {
+                case Self.wakeupKey:
+                    wakeup.acknowledge()
+                    runPendingWork()
+                case Self.timerKey:
+                    timer.acknowledge()
+                    armedDeadline = nil
+                default:
+                    registrations[data[index]]?.handler(events[index])
+                }
+            }
+            runDueTimers()
+        }
+    }
+
+    private func runPendingWork() {
+        pendingLock.lock()
+        let work = pendingWork
+        pendingWork.removeAll(keepingCapacity: true)
+        pendingLock.unlock()
+        for item in work { item() }
+    }
+
+    private func runDueTimers() {
+        guard !timers.isEmpty else { return }
+        let now = clock.now()
+        var fired = 0
+        while let first = timers.min, first.deadline <= now, fired < 100_000 {
+            timers.removeMin()
+            fired += 1
+            if let action = timerActions.removeValue(forKey: first.id) { action() }
+        }
+    }
+
+    /// Re-arms the timerfd for the earliest live deadline, dropping cancelled entries from the top of the heap.
+    private func armTimer() {
+        while let first = timers.min, timerActions[first.id] == nil { timers.removeMin() }
+        guard let earliest = timers.min?.deadline else { return }
+        if let armed = armedDeadline, armed <= earliest { return }
+        do {
+            try timer.arm(at: earliest)
+            armedDeadline = earliest
+        } catch {
+            preconditionFailure("timerfd_settime failed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import CLinuxShims
+import Glibc
+
+/// A non-blocking, close-on-exec socket descriptor. A plain value: whoever created it closes it, exactly once.
+public struct Socket: Hashable, Sendable {
+    public let descriptor: Int32
+
+    init(descriptor: Int32) { self.descriptor = descriptor }
+
+    /// Opens a non-blocking TCP socket for `family` (`AF_INET` or `AF_INET6`).
+    static func tcp(family: Int32) throws(SystemError) -> Socket {
+        Socket(descriptor: try syscall("socket") { clinux_socket_nonblocking(family, Int32(SOCK_STREAM.rawValue)) })
+    }
+
+    /// Opens a non-blocking TCP socket bound to `address` and listening, with SO_REUSEADDR.
+    static func listening(on address: SocketAddress, backlog: Int32 = 1024) throws(SystemError) -> Socket {
+        let socket = try tcp(family: address.family)
+        do {
+            try socket.setOption(SOL_SOCKET, SO_REUSEADDR, 1, name: "SO_REUSEADDR")
+            if address.isIPv6 { try socket.setOption(Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1, name: "IPV6_V6ONLY") }
+            try address.withSockAddr { (pointer, length) throws(SystemError) in
+                _ = try syscall("bind \(address)") { bind(socket.descriptor, pointer, length) }
+            }
+            _ = try syscall("listen \(address)") { listen(socket.descriptor, backlog) }
+        } catch {
+            socket.close()
+            throw error
+        }
+        return socket
+    }
+
+    /// Accepts one pending connection as a non-blocking socket, or reports that none is waiting.
+    func accept() throws(SystemError) -> IOResult<(Socket, SocketAddress)> {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        switch try nonBlockingSyscall("accept") { clinux_accept_nonblocking(descriptor, &storage, &length) } {
+        case .processed(let fd):
+            return .processed((Socket(descriptor: fd), SocketAddress(storage: storage, length: length)))
+        case .wouldBlock:
+            return .wouldBlock
+        }
+    }
+
+    /// Starts a non-blocking connect; true when it completed at once, false when it is in progress (wait for writability).
+    func connect(to address: SocketAddress) throws(SystemError) -> Bool {
+        do {
+            try address.withSockAddr { (pointer, length) throws(SystemError) in
+                _ = try syscall("connect \(address)") { Glibc.connect(descriptor, pointer, length) }
+            }
+            return true
+        } catch where error.errno == .inProgress {
+            return false
+        }
+    }
+
+    /// Reads into `buffer`; `.processed(0)` is end of stream.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<Int> {
+        switch try nonBlockingSyscall("read") { Glibc.read(descriptor, buffer.baseAddress, buffer.count) } {
+        case .processed(let count): return .processed(count)
+        case .wouldBlock: return .wouldBlock
+        }
+    }
+
+    /// Writes from `buffer` without raising SIGPIPE; returns how many bytes the kernel took.
+    func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {
+        switch try nonBlockingSyscall("write") { clinux_send_nosignal(descriptor, buffer.baseAddress, buffer.count) } {
+        case .processed(let count): return .processed(count)
+        case .wouldBlock: return .wouldBlock
+        }
+    }
+
+    /// Half-closes the sending side: the peer reads end of stream after the data already sent.
+    func shutdownWrite() throws(SystemError) {
+        _ = try syscall("shutdown") { Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
+    }
+
+    /// Disables Nagle's algorithm so small writes leave at once (the link model does the delaying).
+    func setNoDelay() throws(SystemError) {
+        try setOption(Int32(IPPROTO_TCP), TCP_NODELAY, 1, name: "TCP_NODELAY")
+    }
+
+    /// Makes the next `close` send a reset instead of a FIN.
+    func setResetOnClose() throws(SystemError) {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        _ = try syscall("setsockopt SO_LINGER") {
+            setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        }
+    }
+
+    /// The pending error of a socket (how a non-blocking connect reports failure), or nil.
+    func pendingError() throws(SystemError) -> Errno? {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = try syscall("getsockopt SO_ERROR") { getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &value, &length) }
+        return value == 0 ? nil : Errno(rawValue: value)
+    }
+
+    /// The address the socket is bound to (the real port when port 0 was asked).
+    func localAddress() throws(SystemError) -> SocketAddress {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = try withUnsafeMutablePointer(to: &storage) { (pointer) throws(SystemError) -> Int32 in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) throws(SystemError) -> Int32 in
+                try syscall("getsockname") { getsockname(descriptor, address, &length) }
+            }
+        }
+        return SocketAddress(storage: storage, length: length)
+    }
+
+    func setOption(_ level: Int32, _ option: Int32, _ value: Int32, name: String) throws(SystemError) {
+        var value = value
+        _ = try syscall("setsockopt \(name)") {
+            setsockopt(descriptor, level, option, &value, socklen_t(MemoryLayout<Int32>.size))
+        }
+    }
+
+    /// Closes the descriptor. Errors from close are not actionable for a socket and are ignored.
+    func close() {
+        _ = Glibc.close(descriptor)
+    }
+}
