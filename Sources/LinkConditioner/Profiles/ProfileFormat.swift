@@ -1,0 +1,144 @@
+import Foundation
+
+/// The plain-text profile format: one `key = value` per line, `#` comments, explicit units.
+///
+/// Keys: `description`; `bandwidth`, `delay`, `jitter`, `loss`, `queue`, `burst`, each for both directions or with an
+/// `uplink.` or `downlink.` prefix; `dns.delay`; `fault`; `seed`. What a profile leaves out keeps `Profile`'s default.
+extension Profile {
+    /// Parses a whole profile, applying nothing unless every line is valid.
+    ///
+    /// - Parameters:
+    ///   - text: The file's contents.
+    ///   - name: The profile's name (a built-in's name or the file's base name).
+    ///   - file: The file as the user named it, for error messages; `nil` when there is none.
+    /// - Throws: `ProfileError` for the first bad line, located by `file` and line number.
+    public init(parsing text: String, name: String = "", file: String? = nil) throws(ProfileError) {
+        var firstLine: [String: Int] = [:]
+        var changes: [(key: ProfileKey, change: @Sendable (inout Profile) -> Void)] = []
+        for (offset, rawLine) in ProfileLine.lines(of: text).enumerated() {
+            let number = offset + 1
+            do {
+                guard let line = try ProfileLine.read(rawLine) else { continue }
+                do {
+                    let key = try ProfileKey.named(line.key)
+                    if let earlier = firstLine[key.name] { throw ProfileError.Kind.duplicateKey(key.name, firstLine: earlier) }
+                    firstLine[key.name] = number
+                    changes.append((key, try key.change(for: line.value)))
+                } catch {
+                    throw ProfileError(text: line.text, kind: error as! ProfileError.Kind)
+                }
+            } catch {
+                var located = error as! ProfileError
+                located.file = file
+                located.line = number
+                throw located
+            }
+        }
+        var profile = Profile(name: name)
+        for (_, change) in changes.filter({ !$0.key.isDirectional }) { change(&profile) }
+        for (_, change) in changes.filter({ $0.key.isDirectional }) { change(&profile) }
+        self = profile
+    }
+
+    /// Reads and parses a profile file; its name is the file's base name without `.profile`.
+    ///
+    /// - Parameter path: The path as the user gave it; error messages repeat it as given.
+    public init(contentsOfFile path: String) throws(ProfileError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ProfileError(file: path, kind: .unreadable(reason: "no such file"))
+        }
+        if isDirectory.boolValue { throw ProfileError(file: path, kind: .unreadable(reason: "is a directory, not a profile file")) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ProfileError(file: path, kind: .unreadable(reason: "cannot be read (check its permissions)"))
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ProfileError(file: path, kind: .unreadable(reason: "is not UTF-8 text"))
+        }
+        try self.init(parsing: text, name: Profile.name(ofFile: path), file: path)
+    }
+
+    /// The profile name a file gives: its last path component without a `.profile` extension.
+    static func name(ofFile path: String) -> String {
+        let base = path.split(separator: "/").last.map(String.init) ?? path
+        return base.hasSuffix(".profile") && base != ".profile" ? String(base.dropLast(".profile".count)) : base
+    }
+
+    /// Applies one `key = value` setting, validated exactly as in a file; used for live changes.
+    ///
+    /// An unprefixed link key such as `delay` sets both directions.
+    /// - Throws: `ProfileError` without file or line; the profile is unchanged.
+    public mutating func set(_ key: String, to value: String) throws(ProfileError) {
+        let text = "\(key) = \(value)"
+        do {
+            let parsedKey = try ProfileKey.named(key.trimmingCharacters(in: .whitespaces))
+            let trimmedValue = value.trimmingCharacters(in: .whitespaces)
+            let change = try parsedKey.change(for: ProfileLine.Value(text: trimmedValue, isQuoted: false))
+            change(&self)
+        } catch {
+            throw ProfileError(text: text, kind: error)
+        }
+    }
+
+    /// This profile with one `key = value` setting applied; see `set(_:to:)`.
+    public func setting(_ key: String, to value: String) throws(ProfileError) -> Profile {
+        var profile = self
+        try profile.set(key, to: value)
+        return profile
+    }
+
+    /// The profile in the file format, fully resolved: every key, both directions explicit, readable units.
+    ///
+    /// `Profile(parsing: p.rendered, name: p.name) == p` for every profile whose durations are whole nanoseconds.
+    public var rendered: String {
+        var lines = ["description = \(ProfileLine.quotedIfNeeded(description))"]
+        for (side, direction) in [(ProfileKey.Side.downlink, downlink), (.uplink, uplink)] {
+            let prefix = side.rawValue + "."
+            lines.append(prefix + "bandwidth = " + ProfileValue.format(direction.bandwidth))
+            lines.append(prefix + "delay = " + ProfileValue.format(direction.delay))
+            lines.append(prefix + "jitter = " + ProfileValue.format(direction.jitter))
+            lines.append(prefix + "loss = " + ProfileValue.format(direction.loss))
+            lines.append(prefix + "queue = " + ProfileValue.format(direction.queue))
+            lines.append(prefix + "burst = " + ProfileValue.format(direction.burst))
+        }
+        lines.append("dns.delay = " + ProfileValue.format(dnsDelay))
+        lines.append("fault = " + fault.rawValue)
+        lines.append("seed = " + ProfileValue.format(seed: seed))
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// One line for listings, such as `780 kbit/s down, 330 kbit/s up, 100 ms delay, 0 % loss`.
+    ///
+    /// Rates, delay and loss always appear (as `down/up` pairs when the directions differ); jitter, queue, burst,
+    /// DNS delay, fault and seed appear only when they differ from the defaults.
+    public var summary: String {
+        var parts: [String] = []
+        if downlink.bandwidth == nil && uplink.bandwidth == nil {
+            parts.append("unlimited bandwidth")
+        } else {
+            parts.append("\(ProfileValue.format(downlink.bandwidth)) down")
+            parts.append("\(ProfileValue.format(uplink.bandwidth)) up")
+        }
+        parts.append(pair(\.delay, ProfileValue.format) + " delay")
+        if downlink.jitter != .zero || uplink.jitter != .zero {
+            parts.append("±" + pair(\.jitter, ProfileValue.format) + " jitter")
+        }
+        parts.append(pair(\.loss, ProfileValue.format) + " loss")
+        if downlink.queue != DirectionProfile.defaultQueue || uplink.queue != DirectionProfile.defaultQueue {
+            parts.append(pair(\.queue, ProfileValue.format) + " queue")
+        }
+        if downlink.burst != nil || uplink.burst != nil {
+            parts.append(pair(\.burst, ProfileValue.format) + " burst")
+        }
+        if dnsDelay != .zero { parts.append(ProfileValue.format(dnsDelay) + " DNS delay") }
+        if fault != .none { parts.append("fault \(fault.rawValue)") }
+        if let seed { parts.append("seed \(seed)") }
+        return parts.joined(separator: ", ")
+    }
+
+    /// One value if both directions agree, else `down/up`.
+    private func pair<Value: Equatable>(_ field: KeyPath<DirectionProfile, Value>, _ format: (Value) -> String) -> String {
+        let down = downlink[keyPath: field], up = uplink[keyPath: field]
+        return down == up ? format(down) : "\(format(down))/\(format(up))"
+    }
+}

@@ -1,0 +1,126 @@
+/// One key of the profile format, as written left of `=`, and what it sets.
+///
+/// A link key without `uplink.` or `downlink.` sets both directions; a prefixed key sets one and, in a file,
+/// wins over the unprefixed key whatever their order.
+struct ProfileKey: Hashable, Sendable {
+    /// The per-direction settings.
+    enum LinkSetting: String, CaseIterable, Sendable {
+        case bandwidth, delay, jitter, loss, queue, burst
+    }
+
+    /// Which directions a link key sets.
+    enum Side: String, CaseIterable, Sendable {
+        case both, downlink, uplink
+    }
+
+    enum Target: Hashable, Sendable {
+        case description
+        case link(LinkSetting, Side)
+        case dnsDelay
+        case fault
+        case seed
+    }
+
+    var target: Target
+
+    var name: String {
+        switch target {
+        case .description: "description"
+        case let .link(setting, .both): setting.rawValue
+        case let .link(setting, side): "\(side.rawValue).\(setting.rawValue)"
+        case .dnsDelay: "dns.delay"
+        case .fault: "fault"
+        case .seed: "seed"
+        }
+    }
+
+    /// Whether the key sets one direction only, so it applies after the keys that set both.
+    var isDirectional: Bool {
+        if case let .link(_, side) = target { return side != .both }
+        return false
+    }
+
+    static let all: [ProfileKey] =
+        [ProfileKey(target: .description)]
+        + Side.allCases.flatMap { side in LinkSetting.allCases.map { ProfileKey(target: .link($0, side)) } }
+        + [ProfileKey(target: .dnsDelay), ProfileKey(target: .fault), ProfileKey(target: .seed)]
+
+    static let allNames = all.map(\.name)
+
+    private static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+
+    /// The key named `name`, or the unknown-key problem with a did-you-mean.
+    static func named(_ name: String) throws(ProfileError.Kind) -> ProfileKey {
+        if let key = byName[name] { return key }
+        throw .unknownKey(name, suggestion: NameSuggestion.closest(to: name, among: allNames))
+    }
+
+    /// What the key expects, for a missing value.
+    var expected: String {
+        switch target {
+        case .description: "a short description"
+        case .link(.bandwidth, _): ProfileValue.expectedRate
+        case .link(.delay, _), .link(.jitter, _), .dnsDelay: ProfileValue.expectedDuration
+        case .link(.loss, _): ProfileValue.expectedPercentage
+        case .link(.queue, _): ProfileValue.expectedSize
+        case .link(.burst, _): ProfileValue.expectedBurst
+        case .fault: ProfileValue.expectedFault
+        case .seed: ProfileValue.expectedSeed
+        }
+    }
+
+    /// Validates `value` and returns the change it makes, so that nothing is applied until every line is valid.
+    func change(for value: ProfileLine.Value) throws(ProfileError.Kind) -> @Sendable (inout Profile) -> Void {
+        if case .description = target {
+            let text = value.text
+            return { $0.description = text }
+        }
+        if value.isQuoted { throw .invalidValue(expected: expected) }
+        let text = value.text
+        if text.isEmpty { throw .missingValue(expected: expected) }
+        switch target {
+        case .description:
+            preconditionFailure("handled above")
+        case let .link(setting, side):
+            let directionChange = try Self.directionChange(setting, text)
+            return { profile in
+                if side != .uplink { directionChange(&profile.downlink) }
+                if side != .downlink { directionChange(&profile.uplink) }
+            }
+        case .dnsDelay:
+            let delay = try ProfileValue.duration(text)
+            return { $0.dnsDelay = delay }
+        case .fault:
+            let fault = try ProfileValue.fault(text)
+            return { $0.fault = fault }
+        case .seed:
+            let seed = try ProfileValue.seed(text)
+            return { $0.seed = seed }
+        }
+    }
+
+    private static func directionChange(
+        _ setting: LinkSetting, _ text: String
+    ) throws(ProfileError.Kind) -> @Sendable (inout DirectionProfile) -> Void {
+        switch setting {
+        case .bandwidth:
+            let rate = try ProfileValue.rate(text)
+            return { $0.bandwidth = rate }
+        case .delay:
+            let delay = try ProfileValue.duration(text)
+            return { $0.delay = delay }
+        case .jitter:
+            let jitter = try ProfileValue.duration(text)
+            return { $0.jitter = jitter }
+        case .loss:
+            let loss = try ProfileValue.percentage(text)
+            return { $0.loss = loss }
+        case .queue:
+            let queue = try ProfileValue.size(text)
+            return { $0.queue = queue }
+        case .burst:
+            let burst = try ProfileValue.burst(text)
+            return { $0.burst = burst }
+        }
+    }
+}
