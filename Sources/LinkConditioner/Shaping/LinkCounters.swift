@@ -1,0 +1,26 @@
+/// Traffic figures of one link direction, summed over its flows.
+public struct LinkCounters: Hashable, Sendable {
+    /// Payload bytes senders handed the link.
+    public var bytesEnqueued = 0
+    /// Payload bytes receivers took from the link.
+    public var bytesDelivered = 0
+    /// Bytes waiting for the serialiser now: the link's queue.
+    public var queuedBytes = 0
+    /// Bytes serialised and waiting for their delivery time now.
+    public var inFlightBytes = 0
+    /// Serialiser slices sent, retransmissions included.
+    public var transmissions = 0
+    /// Segment transmissions lost, each a retransmission and a sender stall for TCP.
+    public var segmentsLost = 0
+    /// Flows attached to the link now.
+    public var flows = 0
+
+    public init() {}
+}
+
+/// The counters a direction shares with its flows, so a flow can report deliveries without a reference back.
+///
+/// Lives on the event loop thread, like the direction that owns it.
+final class LinkTally {
+    var counters = LinkCounters()
+}

@@ -1,0 +1,27 @@
+/// Propagation delay with uniform jitter: a segment arrives `delay ± jitter` after it leaves the bottleneck.
+///
+/// The offset is clamped at zero, so nothing arrives before it was sent; the flow's delay line keeps a stream's
+/// order, so jitter stretches gaps but never reorders bytes.
+public struct PropagationDelay: Impairment {
+    public var delay: Duration
+    public var jitter: Duration
+
+    public init(delay: Duration, jitter: Duration) {
+        self.delay = delay
+        self.jitter = jitter
+    }
+
+    public init?(profile: DirectionProfile, roundTrip: Duration) {
+        guard profile.delay > .zero || profile.jitter > .zero else { return nil }
+        self.init(delay: profile.delay, jitter: profile.jitter)
+    }
+
+    public mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom) {
+        var offset = delay.nanoseconds
+        let spread = jitter.nanoseconds
+        if spread > 0 {
+            offset = offset.addingSaturating(Int64.random(in: -spread...spread, using: &random))
+        }
+        segment.deliverAt = segment.deliverAt.addingSaturating(nanoseconds: max(0, offset))
+    }
+}
