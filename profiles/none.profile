@@ -1,0 +1,2 @@
+# No impairment: traffic passes as if linkcond were not there.
+description = No impairment
