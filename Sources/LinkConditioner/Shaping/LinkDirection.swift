@@ -230,7 +230,7 @@ public final class LinkDirection {
     private func deliver(_ bytes: Int, on flow: LinkFlow, at deliverAt: Instant) {
         flow.delayLine.append(bytes, deliverAt: deliverAt)
         tally.counters.inFlightBytes += bytes
-        if !flow.isMarkedChanged {
+        if deliverAt != .never && !flow.isMarkedChanged {
             flow.isMarkedChanged = true
             changed.append(flow)
         }
