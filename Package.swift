@@ -41,8 +41,10 @@ let package = Package(
         ),
         .testTarget(name: "ShapingTests", dependencies: ["LinkConditioner"]),
         .testTarget(name: "ProfilesTests", dependencies: ["LinkConditioner"]),
-        .testTarget(name: "ProxyTests", dependencies: ["LinkConditioner"]),
-        .testTarget(name: "CLITests", dependencies: ["LinkConditioner"]),
+        .target(name: "LoopbackPeers", dependencies: ["LinkConditioner"]),
+        .executableTarget(name: "linkcond-bench", dependencies: ["LinkConditioner", "LoopbackPeers"]),
+        .testTarget(name: "ProxyTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
+        .testTarget(name: "CLITests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "NetemTests", dependencies: ["LinkNetem", "LinkConditioner"]),
     ],
     swiftLanguageModes: [.v6]

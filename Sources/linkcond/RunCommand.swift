@@ -1,6 +1,87 @@
 import ArgumentParser
+import Foundation
+import LinkConditioner
+import Logging
 
+/// `linkcond run`: conditions TCP connections between listen addresses and their upstreams until SIGINT/SIGTERM.
 struct RunCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "run", abstract: "Not yet built.")
-    func run() throws { throw ExitStatus.runtimeFailure }
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a conditioning proxy in front of one or more upstreams.",
+        discussion: """
+            Each --listen pairs with the --upstream at the same position. Once every listener is bound, one line \
+            per listener is printed on stdout: "ready tcp LISTEN UPSTREAM". Logs go to stderr. SIGINT or SIGTERM \
+            closes every connection and exits 0.
+            """
+    )
+
+    @Option(name: .long, help: "Address to accept connections on, HOST:PORT (port 0 picks a free port).")
+    var listen: [String] = []
+
+    @Option(name: .long, help: "Address to relay each connection to, HOST:PORT (a host name, IPv4 or [IPv6]).")
+    var upstream: [String] = []
+
+    @Option(name: .long, help: "Built-in profile name or path to a .profile file.")
+    var profile: String = "none"
+
+    @Option(name: .long, help: "Bytes held per connection and direction before the sender is pushed back (e.g. 4MiB).")
+    var buffer: String = "4MiB"
+
+    @Flag(name: .shortAndLong, help: "Log every connection.")
+    var verbose = false
+
+    func validate() throws {
+        if listen.isEmpty { throw ValidationError("give at least one --listen HOST:PORT with its --upstream HOST:PORT.") }
+        if listen.count != upstream.count {
+            throw ValidationError("\(listen.count) --listen but \(upstream.count) --upstream: each --listen needs exactly one --upstream.")
+        }
+        for text in listen + upstream where Endpoint(parsing: text) == nil {
+            throw ValidationError("\"\(text)\" is not HOST:PORT (IPv6 in brackets: [::1]:8080).")
+        }
+        if CommandLineByteSize.parse(buffer) == nil {
+            throw ValidationError("--buffer \"\(buffer)\" is not a size such as 4MiB, 512KiB or 1048576.")
+        }
+    }
+
+    func run() throws {
+        let profile = try loadProfileOrExit(profile)
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = verbose ? .debug : .info
+            return handler
+        }
+        TerminationSignals.block()
+        let specs = zip(listen, upstream).map {
+            ListenerSpec(listen: Endpoint(parsing: $0.0)!, upstream: Endpoint(parsing: $0.1)!)
+        }
+        let options = ProxyOptions(connectionBuffer: CommandLineByteSize.parse(buffer)!)
+        let proxy: ConditionedProxy
+        do {
+            proxy = try ConditionedProxy(listeners: specs, profile: profile, options: options)
+        } catch {
+            printError("linkcond: \(error)")
+            throw ExitStatus.runtimeFailure
+        }
+        let readyLines = proxy.listeners.map { "ready tcp \($0.address) \($0.upstream)\n" }.joined()
+        FileHandle.standardOutput.write(Data(readyLines.utf8))
+        let logger = Logger(label: "linkcond")
+        logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
+        let signal = TerminationSignals.wait()
+        logger.info("signal \(signal): closing every connection")
+        proxy.stop()
+    }
+}
+
+/// Sizes given on the command line: a number with an optional B, KiB, MiB, KB or MB suffix.
+enum CommandLineByteSize {
+    static func parse(_ text: String) -> Int? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let units: [(String, Int)] = [("KiB", 1024), ("MiB", 1024 * 1024), ("KB", 1000), ("MB", 1_000_000), ("B", 1)]
+        for (suffix, factor) in units where trimmed.hasSuffix(suffix) {
+            guard let value = Int(trimmed.dropLast(suffix.count).trimmingCharacters(in: .whitespaces)), value > 0 else { return nil }
+            return value * factor
+        }
+        guard let value = Int(trimmed), value > 0 else { return nil }
+        return value
+    }
 }

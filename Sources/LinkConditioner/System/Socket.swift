@@ -33,7 +33,8 @@ public struct Socket: Hashable, Sendable {
     func accept() throws(SystemError) -> IOResult<(Socket, SocketAddress)> {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        switch try nonBlockingSyscall("accept") { clinux_accept_nonblocking(descriptor, &storage, &length) } {
+        let result = try nonBlockingSyscall("accept") { clinux_accept_nonblocking(descriptor, &storage, &length) }
+        switch result {
         case .processed(let fd):
             return .processed((Socket(descriptor: fd), SocketAddress(storage: storage, length: length)))
         case .wouldBlock:
@@ -55,7 +56,8 @@ public struct Socket: Hashable, Sendable {
 
     /// Reads into `buffer`; `.processed(0)` is end of stream.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<Int> {
-        switch try nonBlockingSyscall("read") { Glibc.read(descriptor, buffer.baseAddress, buffer.count) } {
+        let result = try nonBlockingSyscall("read") { Glibc.read(descriptor, buffer.baseAddress, buffer.count) }
+        switch result {
         case .processed(let count): return .processed(count)
         case .wouldBlock: return .wouldBlock
         }
@@ -63,7 +65,8 @@ public struct Socket: Hashable, Sendable {
 
     /// Writes from `buffer` without raising SIGPIPE; returns how many bytes the kernel took.
     func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {
-        switch try nonBlockingSyscall("write") { clinux_send_nosignal(descriptor, buffer.baseAddress, buffer.count) } {
+        let result = try nonBlockingSyscall("write") { clinux_send_nosignal(descriptor, buffer.baseAddress, buffer.count) }
+        switch result {
         case .processed(let count): return .processed(count)
         case .wouldBlock: return .wouldBlock
         }

@@ -1,0 +1,12 @@
+/// The scratch buffer every read on the loop lands in before its bytes are copied into a right-sized chunk.
+///
+/// Lives on the event loop thread; one per loop, so memory per connection is only the data it holds.
+final class ReadBuffer {
+    let bytes: UnsafeMutableRawBufferPointer
+
+    init(size: Int = 256 * 1024) {
+        bytes = .allocate(byteCount: size, alignment: 16)
+    }
+
+    deinit { bytes.deallocate() }
+}

@@ -1,0 +1,200 @@
+import DequeModule
+
+/// One direction of a relayed TCP connection: reads from a source socket, holds the bytes while the link model
+/// delays and paces them, and writes them to the destination in order.
+///
+/// Lives on the event loop thread. Memory is bounded by `capacity`: reading stops while that many bytes are held
+/// (and while the link's queue is full), so a fast sender is pushed back by TCP flow control.
+final class StreamPump {
+    enum Outcome {
+        /// Keep going.
+        case open
+        /// The destination has been sent end-of-stream after the last byte.
+        case finished
+        /// A socket failed; the connection must be reset.
+        case failed(SystemError)
+    }
+
+    unowned let relay: TCPRelay
+    let link: ShapedLink
+    private(set) var flow: LinkFlow!
+    let source: Socket
+    let destination: Socket
+    let capacity: Int
+
+    private var chunks = Deque<[UInt8]>()
+    private var headOffset = 0
+    private(set) var heldBytes = 0
+    private var deliverableBytes = 0
+    private(set) var bytesDelivered = 0
+    private(set) var sourceEnded = false
+    private(set) var isFinished = false
+    /// Edge-triggered epoll: whether the source may still have data we have not read.
+    var sourceReadable = false
+    /// Edge-triggered epoll: whether the destination may take more data.
+    var destinationWritable = false
+    /// False until the destination socket is connected (the upstream leg connects asynchronously).
+    var destinationReady = false
+    /// False while the connection is blackholed: nothing is read.
+    var forwarding = true
+    private var deliveryTimer: EventLoop.TimerID?
+    private var deliveryDeadline: Instant?
+    private var resumeScheduled = false
+    /// True while `readAvailable` runs, so callbacks it triggers do not start a nested read.
+    private(set) var isReading = false
+
+    private static let readsPerTurn = 16
+
+    init(relay: TCPRelay, link: ShapedLink, source: Socket, destination: Socket, capacity: Int) {
+        self.relay = relay
+        self.link = link
+        self.source = source
+        self.destination = destination
+        self.capacity = capacity
+        self.flow = link.attach(self)
+    }
+
+    /// Reads what the source has, within the buffer and link limits, and hands it to the link.
+    func readAvailable(at now: Instant, into scratch: ReadBuffer) -> Outcome {
+        guard !isReading else { return .open }
+        isReading = true
+        defer { isReading = false }
+        var reads = 0
+        while sourceReadable && !sourceEnded && forwarding {
+            let room = capacity - heldBytes
+            guard room > 0 else { return .open }
+            guard link.canAccept(flow) else {
+                link.waitForQueueSpace(self, flow: flow)
+                return .open
+            }
+            if reads == Self.readsPerTurn {
+                scheduleResume()
+                return .open
+            }
+            reads += 1
+            let target = UnsafeMutableRawBufferPointer(rebasing: scratch.bytes[0..<min(room, scratch.bytes.count)])
+            let result: IOResult<Int>
+            do {
+                result = try source.read(into: target)
+            } catch {
+                return .failed(error)
+            }
+            switch result {
+            case .wouldBlock:
+                sourceReadable = false
+            case .processed(0):
+                sourceEnded = true
+                sourceReadable = false
+                return finishIfDrained()
+            case .processed(let count):
+                chunks.append(Array(UnsafeRawBufferPointer(rebasing: target[0..<count])))
+                heldBytes += count
+                link.enqueue(count, on: flow, at: now)
+                if relay.isClosed { return .open }
+            }
+        }
+        return .open
+    }
+
+    /// Called by the link when this flow's delivery schedule changed: deliver what is due, wait for the rest.
+    func deliveryScheduleChanged(at now: Instant) {
+        relay.pumpProgressed(self, outcome: deliverDue(at: now))
+    }
+
+    /// Called by the link when queue space this pump waited for has opened.
+    func queueSpaceOpened(at now: Instant) {
+        relay.pumpMayRead(self, at: now)
+    }
+
+    /// Collects the bytes the model has released by `now`, writes them, and arms a timer for the next release.
+    func deliverDue(at now: Instant) -> Outcome {
+        deliverableBytes += flow.takeDeliverable(at: now)
+        let outcome = writeDeliverable()
+        armDeliveryTimer()
+        return outcome
+    }
+
+    /// Writes released bytes until the destination would block.
+    func writeDeliverable() -> Outcome {
+        guard destinationReady else { return .open }
+        while deliverableBytes > 0 && destinationWritable {
+            let chunk = chunks[chunks.startIndex]
+            let length = min(chunk.count - headOffset, deliverableBytes)
+            let offset = headOffset
+            let attempt = chunk.withUnsafeBytes { raw in
+                Result { () throws(SystemError) -> IOResult<Int> in
+                    try destination.write(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + length)]))
+                }
+            }
+            let result: IOResult<Int>
+            switch attempt {
+            case .success(let value): result = value
+            case .failure(let error): return .failed(error)
+            }
+            switch result {
+            case .wouldBlock:
+                destinationWritable = false
+            case .processed(let written):
+                headOffset += written
+                deliverableBytes -= written
+                heldBytes -= written
+                bytesDelivered += written
+                if headOffset == chunk.count {
+                    chunks.removeFirst()
+                    headOffset = 0
+                }
+                if written < length { destinationWritable = false }
+            }
+        }
+        return finishIfDrained()
+    }
+
+    /// Sends end-of-stream to the destination once the source has ended and every byte has been written.
+    private func finishIfDrained() -> Outcome {
+        guard sourceEnded, heldBytes == 0, !isFinished, destinationReady else { return isFinished ? .finished : .open }
+        do {
+            try destination.shutdownWrite()
+        } catch where error.errno == Errno(rawValue: 107) {
+            // ENOTCONN: the peer is already gone; the connection's other direction will notice.
+        } catch {
+            return .failed(error)
+        }
+        isFinished = true
+        return .finished
+    }
+
+    private func armDeliveryTimer() {
+        guard let next = flow.nextDeliveryTime else { return }
+        if let armed = deliveryDeadline, armed <= next { return }
+        if let timer = deliveryTimer { link.loop.cancel(timer) }
+        deliveryDeadline = next
+        deliveryTimer = link.loop.schedule(at: next) { [weak self] in
+            guard let self else { return }
+            self.deliveryTimer = nil
+            self.deliveryDeadline = nil
+            self.deliveryScheduleChanged(at: self.link.loop.clock.now())
+        }
+    }
+
+    /// Continues reading on a later loop turn, so one busy connection cannot monopolise the loop.
+    private func scheduleResume() {
+        guard !resumeScheduled else { return }
+        resumeScheduled = true
+        link.loop.schedule(at: link.loop.clock.now()) { [weak self] in
+            guard let self else { return }
+            self.resumeScheduled = false
+            self.relay.pumpMayRead(self, at: self.link.loop.clock.now())
+        }
+    }
+
+    /// Whether this pump holds room to read more from its source.
+    var hasRoom: Bool { heldBytes < capacity }
+
+    func close() {
+        if let timer = deliveryTimer { link.loop.cancel(timer) }
+        deliveryTimer = nil
+        link.detach(flow)
+        chunks.removeAll()
+        heldBytes = 0
+    }
+}

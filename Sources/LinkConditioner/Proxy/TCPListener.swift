@@ -1,0 +1,127 @@
+import Logging
+
+/// Tunables of the proxy that are not part of the network being emulated.
+public struct ProxyOptions: Sendable {
+    /// Bytes held per connection and direction before reading from the sender stops.
+    public var connectionBuffer: Int = 4 * 1024 * 1024
+
+    public init(connectionBuffer: Int = 4 * 1024 * 1024) {
+        self.connectionBuffer = connectionBuffer
+    }
+}
+
+/// A listening socket, its upstream, and the link (uplink and downlink) its connections share.
+///
+/// Lives on the event loop thread.
+final class TCPListener {
+    let loop: EventLoop
+    let socket: Socket
+    let localAddress: SocketAddress
+    let upstream: Endpoint
+    /// Every address the upstream resolved to, tried in order until one accepts.
+    let upstreamAddresses: [SocketAddress]
+    let uplink: ShapedLink
+    let downlink: ShapedLink
+    let options: ProxyOptions
+    let logger: Logger
+    let readBuffer: ReadBuffer
+    private(set) var profile: Profile
+    private var registration: EventLoop.RegistrationID?
+    private(set) var relays: [UInt64: TCPRelay] = [:]
+    private var nextRelayID: UInt64 = 1
+    private(set) var connectionsAccepted = 0
+    private(set) var connectionsRefused = 0
+    private var acceptPaused = false
+
+    init(loop: EventLoop, socket: Socket, upstream: Endpoint, upstreamAddresses: [SocketAddress], profile: Profile,
+         options: ProxyOptions, readBuffer: ReadBuffer, logger: Logger) throws(SystemError) {
+        self.loop = loop
+        self.socket = socket
+        self.localAddress = try socket.localAddress()
+        self.upstream = upstream
+        self.upstreamAddresses = upstreamAddresses
+        self.profile = profile
+        self.options = options
+        self.readBuffer = readBuffer
+        self.logger = logger
+        let seed = profile.seed ?? UInt64.random(in: 0...UInt64.max)
+        uplink = ShapedLink(loop: loop, profile: profile.uplink, roundTrip: profile.roundTrip, seed: seed)
+        downlink = ShapedLink(loop: loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seed &+ 0x9E37_79B9_7F4A_7C15)
+    }
+
+    func start() throws(SystemError) {
+        registration = try loop.register(socket.descriptor, interest: Epoll.readable) { [weak self] _ in
+            self?.acceptPending()
+        }
+    }
+
+    /// Whether the profile makes TCP connections carry nothing: an explicit blackhole or 100 % loss either way.
+    private var isBlackholed: Bool {
+        profile.fault == .blackhole || profile.uplink.loss.percent >= 100 || profile.downlink.loss.percent >= 100
+    }
+
+    private func acceptPending() {
+        for _ in 0..<256 {
+            let accepted: IOResult<(Socket, SocketAddress)>
+            do {
+                accepted = try socket.accept()
+            } catch {
+                logger.error("accept on \(localAddress): \(error); pausing accepts for 100 ms")
+                pauseAccepting()
+                return
+            }
+            guard case .processed(let (client, address)) = accepted else { return }
+            if profile.fault == .refuse {
+                connectionsRefused += 1
+                try? client.setResetOnClose()
+                client.close()
+                continue
+            }
+            connectionsAccepted += 1
+            let relay = TCPRelay(id: nextRelayID, listener: self, client: client, clientAddress: address)
+            nextRelayID += 1
+            relays[relay.id] = relay
+            relay.start(blackholed: isBlackholed)
+        }
+    }
+
+    private func pauseAccepting() {
+        guard !acceptPaused, let registration else { return }
+        acceptPaused = true
+        loop.setInterest(registration, 0)
+        loop.schedule(at: loop.clock.now() + .milliseconds(100)) { [weak self] in
+            guard let self, let registration = self.registration else { return }
+            self.acceptPaused = false
+            self.loop.setInterest(registration, Epoll.readable)
+        }
+    }
+
+    func relayClosed(_ relay: TCPRelay) {
+        relays.removeValue(forKey: relay.id)
+    }
+
+    /// Switches the listener's link to `profile`; existing connections keep their data and its order.
+    func apply(_ profile: Profile) {
+        self.profile = profile
+        uplink.update(profile: profile.uplink, roundTrip: profile.roundTrip)
+        downlink.update(profile: profile.downlink, roundTrip: profile.roundTrip)
+        if !isBlackholed {
+            for relay in relays.values { relay.release() }
+        }
+    }
+
+    /// Resets every live connection.
+    func resetConnections() {
+        for relay in Array(relays.values) { relay.close(reset: true) }
+    }
+
+    /// Closes the listening socket and every connection.
+    func close() {
+        if let registration { loop.deregister(registration) }
+        registration = nil
+        socket.close()
+        for relay in Array(relays.values) { relay.close(reset: false) }
+        uplink.close()
+        downlink.close()
+    }
+}

@@ -1,0 +1,223 @@
+import Logging
+
+/// One client connection relayed to its upstream through a listener's uplink and downlink.
+///
+/// Lives on the event loop thread. Both sockets are registered edge-triggered once, for reading, writing and
+/// hang-up; the pumps remember readiness between edges. A FIN is forwarded as a half-close after the data
+/// before it, a reset as a reset, and a failed upstream connect resets the client.
+final class TCPRelay {
+    enum State {
+        case connecting
+        case blackholed
+        case relaying
+        case closed
+    }
+
+    let id: UInt64
+    unowned let listener: TCPListener
+    let client: Socket
+    let clientAddress: SocketAddress
+    private(set) var upstream: Socket?
+    private(set) var state: State
+    private var uplink: StreamPump!
+    private var downlink: StreamPump!
+    private var upstreamAttempt = 0
+    private var clientRegistration: EventLoop.RegistrationID?
+    private var upstreamRegistration: EventLoop.RegistrationID?
+    private var loop: EventLoop { listener.loop }
+    private var logger: Logger { listener.logger }
+
+    var isClosed: Bool { state == .closed }
+
+    init(id: UInt64, listener: TCPListener, client: Socket, clientAddress: SocketAddress) {
+        self.id = id
+        self.listener = listener
+        self.client = client
+        self.clientAddress = clientAddress
+        self.state = .connecting
+    }
+
+    /// Registers the client and starts the upstream connection, or holds the client if the link is blackholed.
+    func start(blackholed: Bool) {
+        try? client.setNoDelay()
+        do {
+            clientRegistration = try loop.register(client.descriptor, interest: Self.edgeInterest) { [weak self] events in
+                self?.clientEvent(events)
+            }
+        } catch {
+            logger.warning("connection \(id): cannot watch client \(clientAddress): \(error)")
+            client.close()
+            state = .closed
+            listener.relayClosed(self)
+            return
+        }
+        if blackholed {
+            state = .blackholed
+        } else {
+            connectUpstream()
+        }
+    }
+
+    /// Leaves the blackhole: connects upstream and starts relaying what the client sent meanwhile.
+    func release() {
+        guard state == .blackholed else { return }
+        state = .connecting
+        connectUpstream()
+    }
+
+    private static let edgeInterest = Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.edgeTriggered
+
+    private func connectUpstream() {
+        let address = listener.upstreamAddresses[upstreamAttempt]
+        let socket: Socket
+        do {
+            socket = try Socket.tcp(family: address.family)
+        } catch {
+            fail("cannot open a socket for upstream \(address): \(error)")
+            return
+        }
+        upstream = socket
+        try? socket.setNoDelay()
+        uplink?.close()
+        downlink?.close()
+        uplink = StreamPump(relay: self, link: listener.uplink, source: client, destination: socket, capacity: listener.options.connectionBuffer)
+        downlink = StreamPump(relay: self, link: listener.downlink, source: socket, destination: client, capacity: listener.options.connectionBuffer)
+        downlink.destinationReady = true
+        downlink.destinationWritable = true
+        uplink.sourceReadable = true
+        do {
+            upstreamRegistration = try loop.register(socket.descriptor, interest: Self.edgeInterest) { [weak self] events in
+                self?.upstreamEvent(events)
+            }
+            if try socket.connect(to: address) { upstreamConnected() }
+        } catch {
+            upstreamFailed(address: address, error.errno)
+            return
+        }
+    }
+
+    /// Tries the upstream's next address, or resets the client when none is left.
+    private func upstreamFailed(address: SocketAddress, _ error: Errno) {
+        if upstreamAttempt + 1 < listener.upstreamAddresses.count, let upstream {
+            logger.debug("connection \(id): upstream \(address): \(error); trying the next address")
+            if let registration = upstreamRegistration { loop.deregister(registration) }
+            upstreamRegistration = nil
+            upstream.close()
+            self.upstream = nil
+            upstreamAttempt += 1
+            connectUpstream()
+            return
+        }
+        fail("upstream \(listener.upstream) (\(address)) unreachable: \(error)")
+    }
+
+    private func upstreamConnected() {
+        guard state == .connecting else { return }
+        state = .relaying
+        uplink.destinationReady = true
+        uplink.destinationWritable = true
+        downlink.sourceReadable = true
+        let now = loop.clock.now()
+        pumpMayRead(uplink, at: now)
+        pumpMayRead(downlink, at: now)
+    }
+
+    private func clientEvent(_ events: UInt32) {
+        switch state {
+        case .blackholed:
+            if events & (Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 { close(reset: false) }
+            return
+        case .connecting, .closed:
+            return
+        case .relaying:
+            break
+        }
+        let now = loop.clock.now()
+        if events & (Epoll.readable | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
+            uplink.sourceReadable = true
+            pumpMayRead(uplink, at: now)
+        }
+        if state != .closed, events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 {
+            downlink.destinationWritable = true
+            pumpProgressed(downlink, outcome: downlink.writeDeliverable())
+        }
+    }
+
+    private func upstreamEvent(_ events: UInt32) {
+        guard let upstream, state != .closed else { return }
+        let now = loop.clock.now()
+        if state == .connecting {
+            guard events & (Epoll.writable | Epoll.error | Epoll.hangUp) != 0 else { return }
+            let error = (try? upstream.pendingError()) ?? nil
+            if let error {
+                upstreamFailed(address: listener.upstreamAddresses[upstreamAttempt], error)
+                return
+            }
+            upstreamConnected()
+            return
+        }
+        if events & (Epoll.readable | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
+            downlink.sourceReadable = true
+            pumpMayRead(downlink, at: now)
+        }
+        if state != .closed, events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 {
+            uplink.destinationWritable = true
+            pumpProgressed(uplink, outcome: uplink.writeDeliverable())
+        }
+    }
+
+    /// Lets `pump` read as far as its limits allow.
+    func pumpMayRead(_ pump: StreamPump, at now: Instant) {
+        guard state == .relaying else { return }
+        handle(pump.readAvailable(at: now, into: listener.readBuffer))
+    }
+
+    /// Reacts to a pump's writes: they may have made room to read again.
+    func pumpProgressed(_ pump: StreamPump, outcome: StreamPump.Outcome) {
+        handle(outcome)
+        if state != .closed && pump.sourceReadable && pump.hasRoom && !pump.sourceEnded && !pump.isReading {
+            pumpMayRead(pump, at: loop.clock.now())
+        }
+    }
+
+    /// Resets the connection on failure, and closes it once both directions have finished.
+    private func handle(_ outcome: StreamPump.Outcome) {
+        guard state != .closed else { return }
+        switch outcome {
+        case .failed(let error):
+            if error.errno == .connectionReset || error.errno == .brokenPipe {
+                logger.debug("connection \(id): peer reset (\(error)); resetting the other side")
+            } else {
+                logger.info("connection \(id): \(error); resetting")
+            }
+            close(reset: true)
+        case .finished, .open:
+            if uplink.isFinished && downlink.isFinished { close(reset: false) }
+        }
+    }
+
+    private func fail(_ reason: String) {
+        logger.warning("connection \(id) from \(clientAddress): \(reason); resetting the client")
+        close(reset: true)
+    }
+
+    /// Closes both sockets, with a reset when `reset` is true, and releases the link flows.
+    func close(reset: Bool) {
+        guard state != .closed else { return }
+        state = .closed
+        if let registration = clientRegistration { loop.deregister(registration) }
+        if let registration = upstreamRegistration { loop.deregister(registration) }
+        uplink?.close()
+        downlink?.close()
+        if reset {
+            try? client.setResetOnClose()
+            if let upstream { try? upstream.setResetOnClose() }
+        }
+        client.close()
+        upstream?.close()
+        listener.relayClosed(self)
+    }
+
+    var bytesUp: Int { uplink?.bytesDelivered ?? 0 }
+    var bytesDown: Int { downlink?.bytesDelivered ?? 0 }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import LinkConditioner
+import LoopbackPeers
+import Testing
+
+/// End-to-end behaviour of the TCP relay on real loopback sockets.
+@Suite(.serialized)
+struct TCPRelayTests {
+    /// Sends `size` bytes each way at once through a proxy in front of an echo-free sink/source pair and checks
+    /// both streams arrive byte-exact.
+    private func transferBothWays(profile: Profile, size: Int) throws {
+        let upstreamPayload = Payload(size: size, seed: 0xDEC0DE)
+        let clientPayload = Payload(size: size, seed: 0xC0FFEE)
+        let upstreamReceived = LockedBox<(Int, UInt64)?>(nil)
+        let server = try TestServer { connection in
+            defer { connection.close() }
+            let sender = Thread {
+                try? upstreamPayload.forEachBlock { try connection.send($0) }
+                connection.shutdownWrite()
+            }
+            sender.start()
+            upstreamReceived.value = try? connection.drain()
+        }
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
+        defer { proxy.stop() }
+
+        let client = try TestConnection.connect(port: proxy.port, timeout: 60)
+        defer { client.close() }
+        let sendDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            try? clientPayload.forEachBlock { try client.send($0) }
+            client.shutdownWrite()
+            sendDone.signal()
+        }
+        let downstream = try client.drain()
+        sendDone.wait()
+        let deadline = Date().addingTimeInterval(30)
+        while upstreamReceived.value == nil && Date() < deadline { usleep(10_000) }
+
+        #expect(downstream.count == size)
+        #expect(downstream.checksum == upstreamPayload.digest.value)
+        let upstream = try #require(upstreamReceived.value)
+        #expect(upstream.0 == size)
+        #expect(upstream.1 == clientPayload.digest.value)
+    }
+
+    @Test func passesSixtyFourMebibytesEachWayByteExactUnderNone() throws {
+        try transferBothWays(profile: .none, size: 64 << 20)
+    }
+
+    @Test func passesSixtyFourMebibytesEachWayByteExactUnderDelayWithJitter() throws {
+        var profile = Profile.none
+        profile.uplink.delay = .milliseconds(5)
+        profile.downlink.delay = .milliseconds(5)
+        profile.uplink.jitter = .milliseconds(2)
+        profile.downlink.jitter = .milliseconds(2)
+        profile.seed = 7
+        try transferBothWays(profile: profile, size: 64 << 20)
+    }
+
+    @Test func passesSixtyFourMebibytesEachWayByteExactUnderRateLimit() throws {
+        var profile = Profile.none
+        profile.uplink.bandwidth = .mbps(1500)
+        profile.downlink.bandwidth = .mbps(1500)
+        try transferBothWays(profile: profile, size: 64 << 20)
+    }
+
+    @Test func passesDataByteExactUnderLoss() throws {
+        var profile = Profile.none
+        profile.uplink.bandwidth = .mbps(200)
+        profile.downlink.bandwidth = .mbps(200)
+        profile.uplink.loss = Percentage(0.05)
+        profile.downlink.loss = Percentage(0.05)
+        profile.seed = 42
+        try transferBothWays(profile: profile, size: 4 << 20)
+    }
+
+    @Test func forwardsClientHalfCloseAfterItsDataAndKeepsTheOtherDirectionOpen() throws {
+        let server = try TestServer { connection in
+            defer { connection.close() }
+            let request = try? connection.drain()
+            try? connection.send(Array("got \(request?.count ?? -1) bytes".utf8))
+            connection.shutdownWrite()
+        }
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
+        defer { proxy.stop() }
+
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        try client.send([UInt8](repeating: 1, count: 100_000))
+        client.shutdownWrite()
+        let reply = try client.drain()
+
+        #expect(reply.count == "got 100000 bytes".utf8.count)
+    }
+
+    @Test func forwardsUpstreamHalfCloseAndKeepsTheClientDirectionOpen() throws {
+        let received = LockedBox<Int>(-1)
+        let server = try TestServer { connection in
+            defer { connection.close() }
+            try? connection.send(Array("hello".utf8))
+            connection.shutdownWrite()
+            received.value = (try? connection.drain().count) ?? -2
+        }
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
+        defer { proxy.stop() }
+
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        let greeting = try client.drain()
+        try client.send([UInt8](repeating: 2, count: 50_000))
+        client.shutdownWrite()
+        let deadline = Date().addingTimeInterval(10)
+        while received.value < 0 && Date() < deadline { usleep(5_000) }
+
+        #expect(greeting.count == 5)
+        #expect(received.value == 50_000)
+    }
+
+    @Test func resetsTheClientPromptlyWhenTheUpstreamRefuses() throws {
+        let unusedPort = try TestServer { $0.close() }
+        let port = unusedPort.port
+        unusedPort.stop()
+        let proxy = try ConditionedProxy.inFront(of: port, profile: .none)
+        defer { proxy.stop() }
+
+        let start = MonotonicClock().now()
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+        let outcome = Result { try client.receive() }
+
+        #expect(secondsSince(start) < 1)
+        switch outcome {
+        case .success(let bytes): #expect(bytes.isEmpty)
+        case .failure(let error): #expect("\(error)".contains("reset"))
+        }
+    }
+
+    @Test func propagatesAnUpstreamResetToTheClient() throws {
+        let server = try TestServer { connection in
+            _ = try? connection.receive()
+            var linger = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(connection.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+            connection.close()
+        }
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
+        defer { proxy.stop() }
+
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+        try client.send([1, 2, 3])
+        let outcome = Result { try client.receive() }
+
+        guard case .failure(let error) = outcome else {
+            Issue.record("expected a reset, got \(outcome)")
+            return
+        }
+        #expect("\(error)".contains("reset"))
+    }
+
+    @Test func relaysThreeHundredConcurrentConnections() throws {
+        let server = try TestServer.echo()
+        defer { server.stop() }
+        var profile = Profile.none
+        profile.uplink.delay = .milliseconds(10)
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
+        defer { proxy.stop() }
+
+        let count = 300
+        let failures = LockedBox<[String]>([])
+        let group = DispatchGroup()
+        for index in 0..<count {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                do {
+                    let client = try TestConnection.connect(port: proxy.port)
+                    defer { client.close() }
+                    let message = [UInt8]("connection \(index) ".utf8) + [UInt8](repeating: UInt8(index % 251), count: 20_000)
+                    try client.send(message)
+                    client.shutdownWrite()
+                    let echoed = try client.receive(exactly: message.count)
+                    if echoed != message { failures.mutate { $0.append("connection \(index): bytes differ") } }
+                } catch {
+                    failures.mutate { $0.append("connection \(index): \(error)") }
+                }
+            }
+        }
+        #expect(group.wait(timeout: .now() + 60) == .success)
+        #expect(failures.value.isEmpty, "\(failures.value.prefix(5))")
+    }
+
+    @Test func relaysOverIPv6() throws {
+        let server = try TestServer.echo()
+        defer { server.stop() }
+        let proxy = try ConditionedProxy(
+            listeners: [ListenerSpec(listen: Endpoint(host: "::1", port: 0), upstream: Endpoint(host: "localhost", port: server.port))],
+            profile: .none)
+        defer { proxy.stop() }
+
+        let client = try TestConnection.connect(port: proxy.port, ipv6: true)
+        defer { client.close() }
+        try client.send(Array("over six".utf8))
+
+        #expect(try client.receive(exactly: 8) == Array("over six".utf8))
+    }
+}
