@@ -1,6 +1,55 @@
 import ArgumentParser
+import LinkConditioner
 
+/// `linkcond profile`: shows and checks single profiles.
 struct ProfileCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "profile", abstract: "Not yet built.")
-    func run() throws { throw ExitStatus.runtimeFailure }
+    static let configuration = CommandConfiguration(
+        commandName: "profile",
+        abstract: "Show or check a profile.",
+        subcommands: [Show.self, Check.self]
+    )
+
+    /// `linkcond profile show NAME|PATH`: prints the profile fully resolved in the file format.
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a profile with every setting spelled out.",
+            discussion: "The output is itself a valid profile file: save it, edit it, and pass its path to --profile."
+        )
+
+        @Argument(help: "A built-in profile name or the path to a .profile file.")
+        var profile: String
+
+        func run() throws {
+            print(try loadProfileOrExit(profile).rendered, terminator: "")
+        }
+    }
+
+    /// `linkcond profile check PATH…`: validates profile files, for editors and CI.
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check that profile files are valid.",
+            discussion: "Prints \"ok PATH\" for each valid file and the first error of each invalid one; exits 2 if any is invalid."
+        )
+
+        @Argument(help: "Paths to .profile files.")
+        var paths: [String]
+
+        func validate() throws {
+            if paths.isEmpty { throw ValidationError("give at least one profile file to check.") }
+        }
+
+        func run() throws {
+            var allValid = true
+            for path in paths {
+                do {
+                    _ = try Profile(contentsOfFile: path)
+                    print("ok \(path)")
+                } catch {
+                    printError("linkcond: \(error)")
+                    allValid = false
+                }
+            }
+            if !allValid { throw ExitStatus.badInput }
+        }
+    }
 }
