@@ -52,6 +52,8 @@ public final class LinkDirection {
     /// Flows with queued bytes, in deficit round robin order.
     private var ring = Deque<LinkFlow>()
     private var changed: [LinkFlow] = []
+    /// The list `advance` returned last time, reused once the caller has let go of it (no allocation per call).
+    private var spare: [LinkFlow] = []
     private let tally = LinkTally()
 
     /// Creates a direction with `profile`; `roundTrip` sizes retransmission stalls and `seed` every random draw.
@@ -151,7 +153,9 @@ public final class LinkDirection {
         if !ring.isEmpty && !isStopped { serve(until: now) }
         guard !changed.isEmpty else { return [] }
         let result = changed
-        changed = []
+        spare.removeAll(keepingCapacity: true)
+        changed = spare
+        spare = result
         for flow in result { flow.isMarkedChanged = false }
         return result
     }
