@@ -16,7 +16,7 @@ struct ProfileCommand: ParsableCommand {
             discussion: "The output is itself a valid profile file: save it, edit it, and pass its path to --profile."
         )
 
-        @Argument(help: "A built-in profile name or the path to a .profile file.")
+        @Argument(help: ArgumentHelp("A built-in profile name or the path to a .profile file.", valueName: "name-or-path"))
         var profile: String
 
         func run() throws {
@@ -31,7 +31,7 @@ struct ProfileCommand: ParsableCommand {
             discussion: "Prints \"ok PATH\" for each valid file and the first error of each invalid one; exits 2 if any is invalid."
         )
 
-        @Argument(help: "Paths to .profile files.")
+        @Argument(help: ArgumentHelp("Paths to .profile files.", valueName: "path"))
         var paths: [String]
 
         func validate() throws {

@@ -82,9 +82,9 @@ struct ProfileRenderingTests {
 
     @Test func theSummaryShowsQueueJitterFaultAndSeedOnlyWhenSet() throws {
         #expect(Profile.builtIn(named: "generic-bad")?.summary
-            == "95 kbit/s down, 95 kbit/s up, 250 ms delay, 2 % loss, 100 packets queue")
+            == "95 kbit/s down, 95 kbit/s up, 250 ms delay, 2 % loss, queue 100 packets")
         let profile = try Profile(parsing: "jitter = 5 ms\nfault = blackhole\nseed = 7\nburst = 10 KB")
         #expect(profile.summary
-            == "unlimited bandwidth, 0 ms delay, ±5 ms jitter, 0 % loss, 10 KB burst, fault blackhole, seed 7")
+            == "unlimited bandwidth, 0 ms delay, ±5 ms jitter, 0 % loss, burst 10 KB, fault blackhole, seed 7")
     }
 }

@@ -125,10 +125,10 @@ extension Profile {
         }
         parts.append(pair(\.loss, ProfileValue.format) + " loss")
         if downlink.queue != DirectionProfile.defaultQueue || uplink.queue != DirectionProfile.defaultQueue {
-            parts.append(pair(\.queue, ProfileValue.format) + " queue")
+            parts.append("queue " + pair(\.queue, ProfileValue.format))
         }
         if downlink.burst != nil || uplink.burst != nil {
-            parts.append(pair(\.burst, ProfileValue.format) + " burst")
+            parts.append("burst " + pair(\.burst, ProfileValue.format))
         }
         if dnsDelay != .zero { parts.append(ProfileValue.format(dnsDelay) + " DNS delay") }
         if fault != .none { parts.append("fault \(fault.rawValue)") }
