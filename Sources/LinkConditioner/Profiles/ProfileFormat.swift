@@ -17,18 +17,18 @@ extension Profile {
         var changes: [(key: ProfileKey, change: @Sendable (inout Profile) -> Void)] = []
         for (offset, rawLine) in ProfileLine.lines(of: text).enumerated() {
             let number = offset + 1
-            do {
+            do throws(ProfileError) {
                 guard let line = try ProfileLine.read(rawLine) else { continue }
-                do {
+                do throws(ProfileError.Kind) {
                     let key = try ProfileKey.named(line.key)
-                    if let earlier = firstLine[key.name] { throw ProfileError.Kind.duplicateKey(key.name, firstLine: earlier) }
+                    if let earlier = firstLine[key.name] { throw .duplicateKey(key.name, firstLine: earlier) }
                     firstLine[key.name] = number
                     changes.append((key, try key.change(for: line.value)))
                 } catch {
-                    throw ProfileError(text: line.text, kind: error as! ProfileError.Kind)
+                    throw ProfileError(text: line.text, kind: error)
                 }
             } catch {
-                var located = error as! ProfileError
+                var located = error
                 located.file = file
                 located.line = number
                 throw located
