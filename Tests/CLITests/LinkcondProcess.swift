@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+
+/// The built `linkcond` binary run as a user would run it, with its output captured.
+struct LinkcondProcess {
+    /// The `linkcond` executable next to the test bundle in the build folder.
+    static var executable: URL {
+        var directory = Bundle.main.bundleURL
+        for _ in 0..<3 {
+            let candidate = directory.appendingPathComponent("linkcond")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        return URL(fileURLWithPath: ".build/debug/linkcond")
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs `linkcond arguments…` to completion (at most `timeout` seconds).
+    static func run(_ arguments: [String], timeout: Double = 30) throws -> Result {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let outData = LockedData()
+        let errData = LockedData()
+        let group = DispatchGroup()
+        for (pipe, box) in [(out, outData), (err, errData)] {
+            group.enter()
+            Thread.detachNewThread {
+                box.data = pipe.fileHandleForReading.readDataToEndOfFile()
+                group.leave()
+            }
+        }
+        if group.wait(timeout: .now() + timeout) == .timedOut {
+            process.terminate()
+            throw CLITestError("linkcond \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+        }
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus,
+                      stdout: String(decoding: outData.data, as: UTF8.self),
+                      stderr: String(decoding: errData.data, as: UTF8.self))
+    }
+}
+
+/// A `linkcond run` process in the background, with its stdout read line by line.
+final class RunningLinkcond: @unchecked Sendable {
+    let process = Process()
+    private let stdout = Pipe()
+    private let stderr = Pipe()
+    private var buffer = Data()
+    private let stderrData = LockedData()
+    private let stderrDone = DispatchSemaphore(value: 0)
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = LinkcondProcess.executable
+        process.arguments = arguments
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        let handle = stderr.fileHandleForReading
+        let box = stderrData
+        let done = stderrDone
+        Thread.detachNewThread {
+            box.data = handle.readDataToEndOfFile()
+            done.signal()
+        }
+    }
+
+    /// The next line on stdout, waiting at most `timeout` seconds.
+    func readLine(timeout: Double = 20) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        let fd = stdout.fileHandleForReading.fileDescriptor
+        while Date() < deadline {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                buffer.removeSubrange(buffer.startIndex...newline)
+                return line
+            }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) >= 0 else { break }
+            if poller.revents != 0 {
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                let n = read(fd, &chunk, chunk.count)
+                if n <= 0 { break }
+                buffer.append(contentsOf: chunk[0..<n])
+            }
+        }
+        throw CLITestError("no line on stdout within \(timeout) s; stderr: \(stderrText)")
+    }
+
+    /// Sends `signal` and waits for the exit status (at most `timeout` seconds).
+    func stop(signal: Int32 = SIGTERM, timeout: Double = 10) throws -> Int32 {
+        kill(process.processIdentifier, signal)
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            throw CLITestError("linkcond did not exit within \(timeout) s of signal \(signal)")
+        }
+        _ = stderrDone.wait(timeout: .now() + 5)
+        return process.terminationStatus
+    }
+
+    /// What is left on stdout after the lines already read (call after the process exited).
+    func remainingStdout() -> String {
+        let rest = stdout.fileHandleForReading.readDataToEndOfFile()
+        return String(decoding: buffer + rest, as: UTF8.self)
+    }
+
+    var stderrText: String { String(decoding: stderrData.data, as: UTF8.self) }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+final class LockedData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored = Data()
+    var data: Data {
+        get { lock.lock(); defer { lock.unlock() }; return stored }
+        set { lock.lock(); stored = newValue; lock.unlock() }
+    }
+}
+
+struct CLITestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

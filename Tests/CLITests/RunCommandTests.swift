@@ -1,0 +1,102 @@
+import Foundation
+import LoopbackPeers
+import Testing
+
+/// The `linkcond run` contract as a test suite in another language would rely on it.
+@Suite(.serialized)
+struct RunCommandTests {
+    @Test func printsExactlyOneReadyLinePerListenerWithTheRealPortAndRelays() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)", "--profile", "3g"])
+
+        let line = try linkcond.readLine()
+        let fields = line.split(separator: " ")
+        #expect(fields.count == 4, "ready line: \(line)")
+        #expect(fields.first == "ready" && fields.dropFirst().first == "tcp")
+        #expect(fields.last.map(String.init) == "127.0.0.1:\(echo.port)")
+        let port = try #require(fields.dropFirst(2).first?.split(separator: ":").last.flatMap { UInt16($0) })
+        #expect(port != 0)
+
+        let client = try TestConnection.connect(port: port)
+        defer { client.close() }
+        try client.send(Array("ping".utf8))
+        #expect(try client.receive(exactly: 4) == Array("ping".utf8))
+        #expect(try linkcond.stop(signal: SIGTERM) == 0)
+        #expect(linkcond.remainingStdout().isEmpty, "stdout must carry nothing but ready lines")
+    }
+
+    @Test func servesSeveralListenersInOneProcess() throws {
+        let first = try TestServer.echo()
+        let second = try TestServer.echo()
+        defer { first.stop(); second.stop() }
+        let linkcond = try RunningLinkcond([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(first.port)",
+            "--listen", "[::1]:0", "--upstream", "localhost:\(second.port)",
+        ])
+
+        let lines = [try linkcond.readLine(), try linkcond.readLine()]
+
+        #expect(lines[0].hasPrefix("ready tcp 127.0.0.1:") && lines[0].hasSuffix(" 127.0.0.1:\(first.port)"))
+        #expect(lines[1].hasPrefix("ready tcp [::1]:") && lines[1].hasSuffix(" localhost:\(second.port)"))
+        #expect(try linkcond.stop(signal: SIGINT) == 0)
+    }
+
+    @Test func closesLiveConnectionsAndExitsZeroOnSIGINT() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)"])
+        let port = try #require(try linkcond.readLine().split(separator: " ")[2].split(separator: ":").last.flatMap { UInt16($0) })
+        let client = try TestConnection.connect(port: port, timeout: 5)
+        defer { client.close() }
+        try client.send([1])
+        _ = try client.receive(exactly: 1)
+
+        let status = try linkcond.stop(signal: SIGINT)
+        let afterStop = Result { try client.receive() }
+
+        #expect(status == 0)
+        switch afterStop {
+        case .success(let bytes): #expect(bytes.isEmpty)
+        case .failure(let error): #expect("\(error)".contains("reset"))
+        }
+    }
+
+    @Test func rejectsAListenWithoutItsUpstreamWithExitStatusTwo() throws {
+        let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:0"])
+
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--upstream"))
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func rejectsAnUnknownProfileWithExitStatusTwo() throws {
+        let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--profile", "4g-ultra"])
+
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("4g-ultra"))
+    }
+
+    @Test func rejectsABadProfileFileNamingItsLine() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).profile")
+        try "description = broken\ndelay = 100 mss\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+
+        let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--profile", file.path])
+
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("\(file.lastPathComponent):2"), "stderr: \(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func failsWithStatusOneWhenTheListenAddressIsTaken() throws {
+        let taken = try TestServer.echo()
+        defer { taken.stop() }
+
+        let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:\(taken.port)", "--upstream", "127.0.0.1:9"])
+
+        #expect(result.status == 1)
+        #expect(result.stderr.lowercased().contains("address already in use"), "stderr: \(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+}
