@@ -1,5 +1,5 @@
 import Testing
-@testable import LinkConditioner
+import LinkConditioner
 
 @Test func removeFreesTheFlowsAccounting() {
     let link = LinkDirection(profile: DirectionProfile(bandwidth: .mbps(1), delay: .milliseconds(50)),

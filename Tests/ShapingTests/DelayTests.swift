@@ -1,5 +1,5 @@
 import Testing
-@testable import LinkConditioner
+import LinkConditioner
 
 @Test func delayOnlyDeliversExactlyAtArrivalPlusDelay() {
     let link = LinkDirection(profile: DirectionProfile(delay: .milliseconds(40)), roundTrip: .zero, seed: 1)

@@ -1,5 +1,5 @@
 import Testing
-@testable import LinkConditioner
+import LinkConditioner
 
 @Test func twoGreedyFlowsShareTheLinkEvenly() {
     let link = LinkDirection(profile: DirectionProfile(bandwidth: .mbps(10)), roundTrip: .zero, seed: 1)

@@ -1,4 +1,4 @@
-@testable import LinkConditioner
+import LinkConditioner
 
 /// Bytes a receiver could read at one instant.
 struct Delivery: Equatable {

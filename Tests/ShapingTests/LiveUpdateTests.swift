@@ -1,5 +1,5 @@
 import Testing
-@testable import LinkConditioner
+import LinkConditioner
 
 @Test func rateUpdateKeepsOrderAndLosesNoBytes() {
     let slow = DirectionProfile(bandwidth: .mbps(1), delay: .milliseconds(50))

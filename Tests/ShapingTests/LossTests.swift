@@ -1,5 +1,5 @@
 import Testing
-@testable import LinkConditioner
+import LinkConditioner
 
 private func lossyLink(_ percent: Double, seed: UInt64 = 1) -> LinkDirection {
     let profile = DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(20), loss: Percentage(percent))
@@ -79,17 +79,19 @@ private func lossyLink(_ percent: Double, seed: UInt64 = 1) -> LinkDirection {
     #expect(link.counters.segmentsLost == RetransmissionLoss.maximumRetransmissions)
 }
 
-@Test func totalLossOnOneFlowLeavesOthersServed() {
+@Test func deadFlowRecoversWhenLossIsLifted() {
     let link = lossyLink(100)
-    let stuck = link.makeFlow()
-    link.enqueue(10_000, on: stuck, at: .zero)
+    let flow = link.makeFlow()
+    link.enqueue(10_000, on: flow, at: .zero)
     _ = link.advance(to: .zero)
 
-    link.update(profile: DirectionProfile(bandwidth: .mbps(10)), roundTrip: .zero)
-    let other = link.makeFlow()
-    link.enqueue(10_000, on: other, at: .s(1))
+    link.update(profile: DirectionProfile(delay: .milliseconds(20)), roundTrip: .milliseconds(40))
+    let changed = link.advance(to: .s(5))
     link.serveAll()
+    let deliveries = flow.drainSchedule()
 
-    #expect(total(other.drainSchedule()) == 10_000)
-    #expect(stuck.drainSchedule().isEmpty)
+    #expect(changed.count == 1)
+    #expect(total(deliveries) == 10_000)
+    #expect(isNonDecreasing(deliveries))
+    #expect(deliveries.first!.at == .s(5) + RetransmissionLoss.minimumTimeout + .milliseconds(20))
 }

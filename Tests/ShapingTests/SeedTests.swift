@@ -1,5 +1,5 @@
 import Testing
-@testable import LinkConditioner
+import LinkConditioner
 
 private func jitteryLossySchedule(seed: UInt64) -> [Delivery] {
     let profile = DirectionProfile(

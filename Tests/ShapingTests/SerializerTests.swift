@@ -1,5 +1,5 @@
 import Testing
-@testable import LinkConditioner
+import LinkConditioner
 
 @Test func unlimitedLinkWithoutDelayDeliversImmediately() {
     let link = LinkDirection(profile: DirectionProfile(), roundTrip: .zero, seed: 1)
@@ -112,4 +112,16 @@ func megabyteTakesItsSerialisationTime(megabitsPerSecond: Double) {
     #expect(link.nextServiceTime == nil)
     #expect(flow.nextDeliveryTime == nil)
     #expect(link.advance(to: .s(100)).isEmpty)
+}
+
+@Test func zeroBandwidthSendsNothingAndDoesNotSpin() {
+    let link = LinkDirection(profile: DirectionProfile(bandwidth: .mbps(0)), roundTrip: .zero, seed: 1)
+    let flow = link.makeFlow()
+
+    link.enqueue(1000, on: flow, at: .zero)
+    let changed = link.advance(to: .s(100))
+
+    #expect(changed.isEmpty)
+    #expect(link.nextServiceTime == nil)
+    #expect(flow.queuedBytes == 1000)
 }

@@ -31,7 +31,7 @@ struct DelayLine {
     /// Removes and returns how many bytes are due by `now`.
     mutating func takeDue(at now: Instant) -> Int {
         var taken = 0
-        while let first = batches.first, first.at <= now {
+        while let first = batches.first, first.at <= now, first.at != .never {
             taken += first.bytes
             batches.removeFirst()
         }
@@ -43,6 +43,16 @@ struct DelayLine {
     var nextDeliverAt: Instant? {
         guard let first = batches.first, first.at != .never else { return nil }
         return first.at
+    }
+
+    /// Gives batches that were never to be delivered the delivery time `deliverAt`, in order.
+    mutating func revive(at deliverAt: Instant) {
+        var previous = Instant(nanoseconds: .min)
+        for index in batches.indices {
+            if batches[index].at == .never { batches[index].at = max(deliverAt, previous) }
+            previous = batches[index].at
+        }
+        lastDeliverAt = batches.last?.at ?? lastDeliverAt
     }
 
     mutating func removeAll() {

@@ -55,6 +55,9 @@ public final class LinkDirection {
     /// The list `advance` returned last time, reused once the caller has let go of it (no allocation per call).
     private var spare: [LinkFlow] = []
     private let tally = LinkTally()
+    /// Flows whose TCP sender gave up on a segment; an update to a profile that can deliver revives them.
+    private var deadFlows: [LinkFlow] = []
+    private var revivalPending = false
 
     /// Creates a direction with `profile`; `roundTrip` sizes retransmission stalls and `seed` every random draw.
     public init(profile: DirectionProfile, roundTrip: Duration, seed: UInt64) {
@@ -72,6 +75,8 @@ public final class LinkDirection {
         self.roundTrip = roundTrip
         pipeline = ImpairmentPipeline(profile: profile, roundTrip: roundTrip)
         configure()
+        for flow in ring { flow.deficit = quantum }
+        if !deadFlows.isEmpty && profile.loss.probability < 1 { revivalPending = true }
     }
 
     private func configure() {
@@ -117,6 +122,9 @@ public final class LinkDirection {
             changed.remove(at: index)
         }
         flow.isMarkedChanged = false
+        if let index = deadFlows.firstIndex(where: { $0 === flow }) {
+            deadFlows.remove(at: index)
+        }
         flow.forgetAll()
     }
 
@@ -150,6 +158,7 @@ public final class LinkDirection {
 
     /// Serialises what the bottleneck can send by `now` and returns the flows whose delivery schedule changed.
     public func advance(to now: Instant) -> [LinkFlow] {
+        if revivalPending { revive(at: now) }
         if !ring.isEmpty && !isStopped { serve(until: now) }
         guard !changed.isEmpty else { return [] }
         let result = changed
@@ -214,20 +223,41 @@ public final class LinkDirection {
             linkFreeAt = end.addingSaturating(nanoseconds: retransmissionCost.overflow ? .max : retransmissionCost.partialValue)
         }
         if let stall = fate.senderStallUntil { flow.stalledUntil = max(flow.stalledUntil, stall) }
+        if fate.lost && !deadFlows.contains(where: { $0 === flow }) { deadFlows.append(flow) }
         tally.counters.transmissions += 1 + fate.retransmissions
         tally.counters.segmentsLost += fate.retransmissions
         deliver(size, on: flow, at: fate.lost ? .never : fate.deliverAt)
 
-        flow.deficit -= size * (1 + fate.retransmissions)
         if flow.arrivals.isEmpty {
             flow.isActive = false
             flow.deficit = 0
             ring.remove(at: index)
-        } else if flow.deficit <= 0 {
+            return
+        }
+        guard nanosecondsPerByte != nil else { return }
+        flow.deficit -= size * (1 + fate.retransmissions)
+        if flow.deficit <= 0 {
             flow.deficit += quantum
             ring.remove(at: index)
             ring.append(flow)
         }
+    }
+
+    /// Resumes flows whose sender had given up, as if its next retransmission, one timeout from `now`, got
+    /// through: the stuck bytes keep their order and the flow may send again.
+    private func revive(at now: Instant) {
+        revivalPending = false
+        let timeout = RetransmissionLoss.retransmissionTimeout(roundTrip: roundTrip)
+        let resume = now + timeout
+        for flow in deadFlows {
+            flow.stalledUntil = resume
+            flow.delayLine.revive(at: resume.addingSaturating(nanoseconds: profile.delay.nanoseconds))
+            if !flow.isMarkedChanged {
+                flow.isMarkedChanged = true
+                changed.append(flow)
+            }
+        }
+        deadFlows.removeAll()
     }
 
     /// Puts `bytes` on `flow`'s delay line and notes that its delivery schedule changed.
