@@ -10,8 +10,12 @@ final class ShapedLink {
     private var serviceTimer: EventLoop.TimerID?
     private var serviceDeadline: Instant?
 
+    /// The one-way delay of the current profile, which connection set-up pays too.
+    private(set) var currentDelay: Duration
+
     init(loop: EventLoop, profile: DirectionProfile, roundTrip: Duration, seed: UInt64) {
         self.loop = loop
+        self.currentDelay = profile.delay
         self.model = LinkDirection(profile: profile, roundTrip: roundTrip, seed: seed)
     }
 
@@ -42,6 +46,7 @@ final class ShapedLink {
     /// Applies a new profile to this direction; data already queued keeps its order.
     func update(profile: DirectionProfile, roundTrip: Duration) {
         model.update(profile: profile, roundTrip: roundTrip)
+        currentDelay = profile.delay
         service(at: loop.clock.now())
     }
 

@@ -96,6 +96,22 @@ final class StreamPump {
         return .open
     }
 
+    /// Queues bytes that did not come from the source (a front end's protocol reply) ahead of anything read later;
+    /// with `endOfStream`, the destination is half-closed after them and nothing more is read.
+    func inject(_ bytes: [UInt8], endOfStream: Bool, at now: Instant) {
+        if endOfStream {
+            sourceEnded = true
+            sourceReadable = false
+        }
+        guard !bytes.isEmpty else {
+            relay.pumpProgressed(self, outcome: finishIfDrained())
+            return
+        }
+        chunks.append(bytes)
+        heldBytes += bytes.count
+        link.enqueue(bytes.count, on: flow, at: now)
+    }
+
     /// Called by the link when this flow's delivery schedule changed: deliver what is due, wait for the rest.
     func deliveryScheduleChanged(at now: Instant) {
         relay.pumpProgressed(self, outcome: deliverDue(at: now))

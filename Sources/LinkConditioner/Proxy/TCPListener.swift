@@ -13,7 +13,7 @@ public struct ProxyOptions: Sendable {
 /// A listening socket, its upstream, and the link (uplink and downlink) its connections share.
 ///
 /// Lives on the event loop thread.
-final class TCPListener {
+final class TCPListener: RelayHost {
     let loop: EventLoop
     let socket: Socket
     let localAddress: SocketAddress
@@ -78,7 +78,8 @@ final class TCPListener {
                 continue
             }
             connectionsAccepted += 1
-            let relay = TCPRelay(id: nextRelayID, listener: self, client: client, clientAddress: address)
+            let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
+                                 upstreamName: upstream.description, upstreamAddresses: upstreamAddresses)
             nextRelayID += 1
             relays[relay.id] = relay
             relay.start(blackholed: isBlackholed)

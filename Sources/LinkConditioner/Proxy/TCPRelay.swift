@@ -1,5 +1,28 @@
 import Logging
 
+/// What a relay needs from whoever accepted its client: the loop, the shared link, limits, and a way to say it closed.
+///
+/// Lives on the event loop thread.
+protocol RelayHost: AnyObject {
+    var loop: EventLoop { get }
+    var logger: Logger { get }
+    var uplink: ShapedLink { get }
+    var downlink: ShapedLink { get }
+    var options: ProxyOptions { get }
+    var readBuffer: ReadBuffer { get }
+    func relayClosed(_ relay: TCPRelay)
+}
+
+/// A front end's part in a relay whose upstream was chosen by a proxy protocol (SOCKS5, HTTP CONNECT).
+///
+/// Its replies go to the client through the downlink, so they pay the link's delay like any upstream byte.
+protocol UpstreamHandshake: AnyObject {
+    /// Bytes for the client once the upstream accepted (a SOCKS or HTTP success reply); `local` is linkcond's end.
+    func replyOnConnect(local: SocketAddress?) -> [UInt8]
+    /// Bytes for the client, before closing, when no upstream address accepted (the protocol's error reply).
+    func replyOnFailure(_ error: Errno) -> [UInt8]
+}
+
 /// One client connection relayed to its upstream through a listener's uplink and downlink.
 ///
 /// Lives on the event loop thread. Both sockets are registered edge-triggered once, for reading, writing and
@@ -10,13 +33,20 @@ final class TCPRelay {
         case connecting
         case blackholed
         case relaying
+        /// The upstream failed and the front end's error reply is on its way to the client.
+        case failing
         case closed
     }
 
     let id: UInt64
-    unowned let listener: TCPListener
+    unowned let host: RelayHost
     let client: Socket
     let clientAddress: SocketAddress
+    /// The upstream as the user named it, for logs.
+    let upstreamName: String
+    /// Every address the upstream resolved to, tried in order until one accepts.
+    let upstreamAddresses: [SocketAddress]
+    private let handshake: UpstreamHandshake?
     private(set) var upstream: Socket?
     private(set) var state: State
     private var uplink: StreamPump!
@@ -24,16 +54,21 @@ final class TCPRelay {
     private var upstreamAttempt = 0
     private var clientRegistration: EventLoop.RegistrationID?
     private var upstreamRegistration: EventLoop.RegistrationID?
-    private var loop: EventLoop { listener.loop }
-    private var logger: Logger { listener.logger }
+    private var loop: EventLoop { host.loop }
+    private var logger: Logger { host.logger }
 
     var isClosed: Bool { state == .closed }
 
-    init(id: UInt64, listener: TCPListener, client: Socket, clientAddress: SocketAddress) {
+    init(id: UInt64, host: RelayHost, client: Socket, clientAddress: SocketAddress, upstreamName: String,
+         upstreamAddresses: [SocketAddress], handshake: UpstreamHandshake? = nil) {
+        precondition(!upstreamAddresses.isEmpty, "a relay needs at least one upstream address")
         self.id = id
-        self.listener = listener
+        self.host = host
         self.client = client
         self.clientAddress = clientAddress
+        self.upstreamName = upstreamName
+        self.upstreamAddresses = upstreamAddresses
+        self.handshake = handshake
         self.state = .connecting
     }
 
@@ -48,13 +83,26 @@ final class TCPRelay {
             logger.warning("connection \(id): cannot watch client \(clientAddress): \(error)")
             client.close()
             state = .closed
-            listener.relayClosed(self)
+            host.relayClosed(self)
             return
         }
         if blackholed {
             state = .blackholed
         } else {
+            connectAfterUplinkDelay()
+        }
+    }
+
+    /// Connects once the uplink's delay has passed, as a SYN crossing the emulated link would.
+    private func connectAfterUplinkDelay() {
+        let delay = host.uplink.currentDelay
+        if delay <= .zero {
             connectUpstream()
+            return
+        }
+        loop.schedule(at: loop.clock.now() + delay) { [weak self] in
+            guard let self, self.state == .connecting else { return }
+            self.connectUpstream()
         }
     }
 
@@ -62,13 +110,13 @@ final class TCPRelay {
     func release() {
         guard state == .blackholed else { return }
         state = .connecting
-        connectUpstream()
+        connectAfterUplinkDelay()
     }
 
     private static let edgeInterest = Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.edgeTriggered
 
     private func connectUpstream() {
-        let address = listener.upstreamAddresses[upstreamAttempt]
+        let address = upstreamAddresses[upstreamAttempt]
         let socket: Socket
         do {
             socket = try Socket.tcp(family: address.family)
@@ -80,8 +128,8 @@ final class TCPRelay {
         try? socket.setNoDelay()
         uplink?.close()
         downlink?.close()
-        uplink = StreamPump(relay: self, link: listener.uplink, source: client, destination: socket, capacity: listener.options.connectionBuffer)
-        downlink = StreamPump(relay: self, link: listener.downlink, source: socket, destination: client, capacity: listener.options.connectionBuffer)
+        uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: host.options.connectionBuffer)
+        downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: host.options.connectionBuffer)
         downlink.destinationReady = true
         downlink.destinationWritable = true
         uplink.sourceReadable = true
@@ -98,7 +146,7 @@ final class TCPRelay {
 
     /// Tries the upstream's next address, or resets the client when none is left.
     private func upstreamFailed(address: SocketAddress, _ error: Errno) {
-        if upstreamAttempt + 1 < listener.upstreamAddresses.count, let upstream {
+        if upstreamAttempt + 1 < upstreamAddresses.count, let upstream {
             logger.debug("connection \(id): upstream \(address): \(error); trying the next address")
             if let registration = upstreamRegistration { loop.deregister(registration) }
             upstreamRegistration = nil
@@ -108,7 +156,19 @@ final class TCPRelay {
             connectUpstream()
             return
         }
-        fail("upstream \(listener.upstream) (\(address)) unreachable: \(error)")
+        logger.warning("connection \(id) from \(clientAddress): upstream \(upstreamName) (\(address)) unreachable: \(error)")
+        if let handshake {
+            let reply = handshake.replyOnFailure(error)
+            if !reply.isEmpty {
+                state = .failing
+                if let registration = upstreamRegistration { loop.deregister(registration) }
+                upstreamRegistration = nil
+                uplink.forwarding = false
+                downlink.inject(reply, endOfStream: true, at: loop.clock.now())
+                return
+            }
+        }
+        close(reset: true)
     }
 
     private func upstreamConnected() {
@@ -118,6 +178,10 @@ final class TCPRelay {
         uplink.destinationWritable = true
         downlink.sourceReadable = true
         let now = loop.clock.now()
+        if let handshake {
+            let reply = handshake.replyOnConnect(local: try? upstream?.localAddress())
+            if !reply.isEmpty { downlink.inject(reply, endOfStream: false, at: now) }
+        }
         pumpMayRead(uplink, at: now)
         pumpMayRead(downlink, at: now)
     }
@@ -128,6 +192,12 @@ final class TCPRelay {
             if events & (Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 { close(reset: false) }
             return
         case .connecting, .closed:
+            return
+        case .failing:
+            if events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 {
+                downlink.destinationWritable = true
+                handle(downlink.writeDeliverable())
+            }
             return
         case .relaying:
             break
@@ -150,7 +220,7 @@ final class TCPRelay {
             guard events & (Epoll.writable | Epoll.error | Epoll.hangUp) != 0 else { return }
             let error = (try? upstream.pendingError()) ?? nil
             if let error {
-                upstreamFailed(address: listener.upstreamAddresses[upstreamAttempt], error)
+                upstreamFailed(address: upstreamAddresses[upstreamAttempt], error)
                 return
             }
             upstreamConnected()
@@ -169,7 +239,7 @@ final class TCPRelay {
     /// Lets `pump` read as far as its limits allow.
     func pumpMayRead(_ pump: StreamPump, at now: Instant) {
         guard state == .relaying else { return }
-        handle(pump.readAvailable(at: now, into: listener.readBuffer))
+        handle(pump.readAvailable(at: now, into: host.readBuffer))
     }
 
     /// Reacts to a pump's writes: they may have made room to read again.
@@ -192,7 +262,7 @@ final class TCPRelay {
             }
             close(reset: true)
         case .finished, .open:
-            if uplink.isFinished && downlink.isFinished { close(reset: false) }
+            if (uplink.isFinished || state == .failing) && downlink.isFinished { close(reset: false) }
         }
     }
 
@@ -215,7 +285,7 @@ final class TCPRelay {
         }
         client.close()
         upstream?.close()
-        listener.relayClosed(self)
+        host.relayClosed(self)
     }
 
     var bytesUp: Int { uplink?.bytesDelivered ?? 0 }
