@@ -95,3 +95,18 @@ private func lossyLink(_ percent: Double, seed: UInt64 = 1) -> LinkDirection {
     #expect(isNonDecreasing(deliveries))
     #expect(deliveries.first!.at == .s(5) + RetransmissionLoss.minimumTimeout + .milliseconds(20))
 }
+
+@Test func oneFlowsStallLeavesTheLinkToOthers() {
+    let single = lossyLink(5)
+    let shared = lossyLink(5)
+    let alone = single.makeFlow()
+    let pair = [shared.makeFlow(), shared.makeFlow()]
+
+    single.enqueue(400_000, on: alone, at: .zero)
+    shared.enqueue(200_000, on: pair[0], at: .zero)
+    shared.enqueue(200_000, on: pair[1], at: .zero)
+    let aloneFinish = single.schedule(of: [alone])[0].last!.at
+    let pairFinish = shared.schedule(of: pair).map { $0.last!.at }.max()!
+
+    #expect(pairFinish.seconds < 0.75 * aloneFinish.seconds)
+}

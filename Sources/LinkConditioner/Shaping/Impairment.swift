@@ -29,8 +29,8 @@ public struct SegmentFate: Hashable, Sendable {
 
 /// One per-segment effect of a link (delay, loss, and so on), applied in a pipeline after serialisation.
 ///
-/// A new impairment is one type conforming to this protocol, one entry in `ImpairmentPipeline.kinds`, and one
-/// test. It draws every random number from `random`, so a seed reproduces its decisions.
+/// A new impairment is one type conforming to this protocol, one entry in `ImpairmentPipeline.streamKinds` (or
+/// a future datagram list), and one test. It draws every random number from `random`, so a seed reproduces its decisions.
 public protocol Impairment: Sendable {
     /// The impairment `profile` asks for, or nil when the profile leaves this effect off.
     init?(profile: DirectionProfile, roundTrip: Duration)
@@ -48,22 +48,24 @@ extension Impairment {
 
 /// The impairments a direction profile asks for, applied in order to every serialised segment.
 public struct ImpairmentPipeline: Sendable {
-    /// Every impairment kind the stream link knows, in the order they apply.
-    static let kinds: [any Impairment.Type] = [RetransmissionLoss.self, PropagationDelay.self]
+    /// Every impairment kind a TCP stream link knows, in the order they apply.
+    public static let streamKinds: [any Impairment.Type] = [RetransmissionLoss.self, PropagationDelay.self]
 
     private var stages: [any Impairment]
 
     /// The largest segment every stage can decide on, or nil when segments may be any size.
     public let segmentSize: Int?
 
-    public init(profile: DirectionProfile, roundTrip: Duration) {
-        stages = Self.kinds.compactMap { $0.init(profile: profile, roundTrip: roundTrip) }
+    /// The stages of `kinds` that `profile` turns on, in the order of `kinds`.
+    public init(profile: DirectionProfile, roundTrip: Duration, kinds: [any Impairment.Type] = streamKinds) {
+        stages = kinds.compactMap { $0.init(profile: profile, roundTrip: roundTrip) }
         segmentSize = stages.compactMap(\.segmentSize).min()
     }
 
     /// True when no stage is configured, so a segment is delivered as soon as it is serialised.
     public var isEmpty: Bool { stages.isEmpty }
 
+    /// Runs every stage on `segment`, in order.
     public mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom) {
         for index in stages.indices {
             stages[index].apply(to: &segment, random: &random)
