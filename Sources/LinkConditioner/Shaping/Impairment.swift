@@ -30,7 +30,8 @@ public struct SegmentFate: Hashable, Sendable {
 /// One per-segment effect of a link (delay, loss, and so on), applied in a pipeline after serialisation.
 ///
 /// A new impairment is one type conforming to this protocol, one entry in `ImpairmentPipeline.streamKinds` (or
-/// a future datagram list), and one test. It draws every random number from `random`, so a seed reproduces its decisions.
+/// a future datagram list), and one test. It draws every random number from `random`, so a seed reproduces its
+/// decisions.
 public protocol Impairment: Sendable {
     /// The impairment `profile` asks for, or nil when the profile leaves this effect off.
     init?(profile: DirectionProfile, roundTrip: Duration)

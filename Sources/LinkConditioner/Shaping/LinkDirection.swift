@@ -70,6 +70,9 @@ public final class LinkDirection {
 
     /// Live profile switch: queued and in-flight bytes keep their order and are neither lost nor duplicated; new
     /// settings apply to bytes serialised from now on.
+    ///
+    /// Flows whose sender had given up under total loss resume at the next `advance` if the new profile can
+    /// deliver: their stuck bytes arrive one retransmission timeout plus the new delay after it.
     public func update(profile: DirectionProfile, roundTrip: Duration) {
         self.profile = profile
         self.roundTrip = roundTrip
