@@ -222,8 +222,8 @@ public final class LinkDirection {
         var fate = SegmentFate(size: size, serializationEnd: max(end, lastArrival))
         if !pipeline.isEmpty { pipeline.apply(to: &fate, random: &random) }
         if nanosecondsPerByte != nil {
-            let retransmissionCost = transmission.multipliedReportingOverflow(by: Int64(fate.retransmissions))
-            linkFreeAt = end.addingSaturating(nanoseconds: retransmissionCost.overflow ? .max : retransmissionCost.partialValue)
+            let (resend, overflow) = transmission.multipliedReportingOverflow(by: Int64(fate.retransmissions))
+            linkFreeAt = end.addingSaturating(nanoseconds: overflow ? .max : resend)
         }
         if let stall = fate.senderStallUntil { flow.stalledUntil = max(flow.stalledUntil, stall) }
         if fate.lost && !deadFlows.contains(where: { $0 === flow }) { deadFlows.append(flow) }
