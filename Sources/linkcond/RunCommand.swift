@@ -21,6 +21,21 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Address to relay each connection to, HOST:PORT (a host name, IPv4 or [IPv6]).")
     var upstream: [String] = []
 
+    @Option(name: .customLong("udp-listen"), help: "Address to receive UDP datagrams on, HOST:PORT; pairs with --udp-upstream.")
+    var udpListen: [String] = []
+
+    @Option(name: .customLong("udp-upstream"), help: "Address to relay each UDP flow to, HOST:PORT.")
+    var udpUpstream: [String] = []
+
+    @Option(name: .long, help: "Address for a DNS forwarder (UDP and TCP) that adds the profile's dns.delay, HOST:PORT.")
+    var dns: [String] = []
+
+    @Option(name: .customLong("dns-upstream"), help: "Resolver the DNS forwarder asks, HOST:PORT (default: the first nameserver in /etc/resolv.conf).")
+    var dnsUpstream: String?
+
+    @Option(name: .long, help: "Address for a SOCKS5 and HTTP proxy that conditions whatever an app connects to, HOST:PORT.")
+    var proxy: [String] = []
+
     @Option(name: .long, help: "Built-in profile name or path to a .profile file.")
     var profile: String = "none"
 
@@ -31,11 +46,17 @@ struct RunCommand: ParsableCommand {
     var verbose = false
 
     func validate() throws {
-        if listen.isEmpty { throw ValidationError("give at least one --listen HOST:PORT with its --upstream HOST:PORT.") }
+        if listen.isEmpty && udpListen.isEmpty && dns.isEmpty && proxy.isEmpty {
+            throw ValidationError("give at least one --listen HOST:PORT with its --upstream HOST:PORT (or --udp-listen, --dns, --proxy).")
+        }
         if listen.count != upstream.count {
             throw ValidationError("\(listen.count) --listen but \(upstream.count) --upstream: each --listen needs exactly one --upstream.")
         }
-        for text in listen + upstream where Endpoint(parsing: text) == nil {
+        if udpListen.count != udpUpstream.count {
+            throw ValidationError("\(udpListen.count) --udp-listen but \(udpUpstream.count) --udp-upstream: each --udp-listen needs exactly one --udp-upstream.")
+        }
+        for text in listen + upstream + udpListen + udpUpstream + dns + proxy + [dnsUpstream].compactMap({ $0 })
+        where Endpoint(parsing: text) == nil {
             throw ValidationError("\"\(text)\" is not HOST:PORT (IPv6 in brackets: [::1]:8080).")
         }
         if CommandLineByteSize.parse(buffer) == nil {
@@ -51,9 +72,7 @@ struct RunCommand: ParsableCommand {
             return handler
         }
         TerminationSignals.block()
-        let specs = zip(listen, upstream).map {
-            ListenerSpec(listen: Endpoint(parsing: $0.0)!, upstream: Endpoint(parsing: $0.1)!)
-        }
+        let specs = listenerSpecs
         let options = ProxyOptions(connectionBuffer: CommandLineByteSize.parse(buffer)!)
         let proxy: ConditionedProxy
         do {
@@ -62,13 +81,24 @@ struct RunCommand: ParsableCommand {
             printError("linkcond: \(error)")
             throw ExitStatus.runtimeFailure
         }
-        let readyLines = proxy.listeners.map { "ready tcp \($0.address) \($0.upstream)\n" }.joined()
+        let readyLines = proxy.listeners.map { $0.readyLine + "\n" }.joined()
         FileHandle.standardOutput.write(Data(readyLines.utf8))
         let logger = Logger(label: "linkcond")
         logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
         let signal = TerminationSignals.wait()
         logger.info("signal \(signal): closing every connection")
         proxy.stop()
+    }
+}
+
+extension RunCommand {
+    /// Every listener the options ask for, in the order their ready lines are printed.
+    var listenerSpecs: [ListenerSpec] {
+        let endpoint = { (text: String) in Endpoint(parsing: text)! }
+        return zip(listen, upstream).map { ListenerSpec(listen: endpoint($0.0), kind: .tcp(upstream: endpoint($0.1))) }
+            + zip(udpListen, udpUpstream).map { ListenerSpec(listen: endpoint($0.0), kind: .udp(upstream: endpoint($0.1))) }
+            + dns.map { ListenerSpec(listen: endpoint($0), kind: .dns(upstream: dnsUpstream.map(endpoint))) }
+            + proxy.map { ListenerSpec(listen: endpoint($0), kind: .proxy) }
     }
 }
 

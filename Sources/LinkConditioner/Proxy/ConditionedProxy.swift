@@ -1,33 +1,5 @@
 import Logging
 
-/// A listen address and the upstream its connections are relayed to.
-public struct ListenerSpec: Hashable, Sendable {
-    public var listen: Endpoint
-    public var upstream: Endpoint
-
-    public init(listen: Endpoint, upstream: Endpoint) {
-        self.listen = listen
-        self.upstream = upstream
-    }
-}
-
-/// A bound listener: the real address (the kernel's port when port 0 was asked) and its upstream.
-public struct BoundListener: Hashable, Sendable {
-    public var address: SocketAddress
-    public var upstream: Endpoint
-}
-
-/// Per-direction traffic figures of one listener.
-public struct ListenerStatus: Sendable {
-    public var address: SocketAddress
-    public var upstream: Endpoint
-    public var activeConnections: Int
-    public var connectionsAccepted: Int
-    public var connectionsRefused: Int
-    public var uplink: LinkCounters
-    public var downlink: LinkCounters
-}
-
 /// A conditioned TCP proxy running on its own event loop thread: the in-process API for CLIs and test suites.
 ///
 /// Every method is safe from any thread (except the loop's own); `stop` returns once every socket is closed and
@@ -44,46 +16,39 @@ public final class ConditionedProxy: Sendable {
         var resolved: [(ListenerSpec, SocketAddress, [SocketAddress])] = []
         for spec in specs {
             guard let listen = try spec.listen.resolve().first else { continue }
-            resolved.append((spec, listen, try spec.upstream.resolve()))
+            var upstream: [SocketAddress] = []
+            switch spec.kind {
+            case .tcp(let endpoint), .udp(let endpoint): upstream = try endpoint.resolve()
+            case .dns(let endpoint?): upstream = try endpoint.resolve()
+            case .dns(nil), .proxy: break
+            }
+            resolved.append((spec, listen, upstream))
         }
         let loop = try EventLoop()
-        var sockets: [Socket] = []
-        do {
-            for (_, listen, _) in resolved { sockets.append(try Socket.listening(on: listen)) }
-        } catch {
-            for socket in sockets { socket.close() }
-            loop.stopAndWait()
-            throw error
-        }
         self.loop = loop
         let state = LoopBound(ProxyState())
         self.state = state
-        var bound: [BoundListener] = []
-        for (index, socket) in sockets.enumerated() {
-            let address = try socket.localAddress()
-            bound.append(BoundListener(address: address, upstream: resolved[index].0.upstream))
-        }
-        self.listeners = bound
         loop.start()
-        let pending = LoopBound((sockets, resolved, profile, options, logger))
-        try loop.submitAndWait {
-            let (sockets, resolved, profile, options, logger) = pending.value
-            let readBuffer = ReadBuffer()
-            do {
-                for (index, socket) in sockets.enumerated() {
-                    let listener = try TCPListener(
-                        loop: loop, socket: socket, upstream: resolved[index].0.upstream,
-                        upstreamAddresses: resolved[index].2, profile: profile, options: options,
-                        readBuffer: readBuffer, logger: logger)
-                    try listener.start()
-                    state.value.listeners.append(listener)
+        let pending = LoopBound((resolved, profile, options, logger))
+        do {
+            self.listeners = try loop.submitAndWait {
+                let (resolved, profile, options, logger) = pending.value
+                let context = ListenerContext(loop: loop, profile: profile, options: options,
+                                              readBuffer: ReadBuffer(), logger: logger)
+                do {
+                    for (spec, address, upstream) in resolved {
+                        state.value.listeners.append(try makeListener(spec, address: address, upstream: upstream, context: context))
+                    }
+                } catch {
+                    for listener in state.value.listeners { listener.close() }
+                    state.value.listeners.removeAll()
+                    throw error
                 }
-            } catch {
-                for listener in state.value.listeners { listener.close() }
-                for socket in sockets.dropFirst(state.value.listeners.count) { socket.close() }
-                state.value.listeners.removeAll()
-                throw error
+                return state.value.listeners.map(\.bound)
             }
+        } catch {
+            loop.stopAndWait()
+            throw error
         }
     }
 
@@ -107,11 +72,7 @@ public final class ConditionedProxy: Sendable {
     public func status() -> [ListenerStatus] {
         let state = self.state
         return (try? loop.submitAndWait {
-            state.value.listeners.map {
-                ListenerStatus(address: $0.localAddress, upstream: $0.upstream, activeConnections: $0.relays.count,
-                               connectionsAccepted: $0.connectionsAccepted, connectionsRefused: $0.connectionsRefused,
-                               uplink: $0.uplink.counters, downlink: $0.downlink.counters)
-            }
+            state.value.listeners.map { $0.status() }
         }) ?? []
     }
 
@@ -129,7 +90,7 @@ public final class ConditionedProxy: Sendable {
 
 /// The proxy's loop-owned state.
 final class ProxyState {
-    var listeners: [TCPListener] = []
+    var listeners: [ConditionedListener] = []
 }
 
 /// A value that belongs to the event loop thread, carried across threads only to be used there.

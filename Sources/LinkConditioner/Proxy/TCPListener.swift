@@ -13,7 +13,7 @@ public struct ProxyOptions: Sendable {
 /// A listening socket, its upstream, and the link (uplink and downlink) its connections share.
 ///
 /// Lives on the event loop thread.
-final class TCPListener: RelayHost {
+final class TCPListener: RelayHost, ConditionedListener {
     let loop: EventLoop
     let socket: Socket
     let localAddress: SocketAddress
@@ -33,26 +33,44 @@ final class TCPListener: RelayHost {
     private(set) var connectionsRefused = 0
     private var acceptPaused = false
 
-    init(loop: EventLoop, socket: Socket, upstream: Endpoint, upstreamAddresses: [SocketAddress], profile: Profile,
-         options: ProxyOptions, readBuffer: ReadBuffer, logger: Logger) throws(SystemError) {
-        self.loop = loop
+    /// Binds and listens on `address`, and starts accepting.
+    init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext) throws(SystemError) {
+        let socket = try Socket.listening(on: address)
+        do {
+            self.localAddress = try socket.localAddress()
+        } catch {
+            socket.close()
+            throw error
+        }
         self.socket = socket
-        self.localAddress = try socket.localAddress()
+        self.loop = context.loop
         self.upstream = upstream
         self.upstreamAddresses = upstreamAddresses
-        self.profile = profile
-        self.options = options
-        self.readBuffer = readBuffer
-        self.logger = logger
+        self.profile = context.profile
+        self.options = context.options
+        self.readBuffer = context.readBuffer
+        self.logger = context.logger
+        let profile = context.profile
+        let loop = context.loop
         let seed = profile.seed ?? UInt64.random(in: 0...UInt64.max)
         uplink = ShapedLink(loop: loop, profile: profile.uplink, roundTrip: profile.roundTrip, seed: seed)
         downlink = ShapedLink(loop: loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seed &+ 0x9E37_79B9_7F4A_7C15)
+        do {
+            registration = try loop.register(socket.descriptor, interest: Epoll.readable) { [weak self] _ in
+                self?.acceptPending()
+            }
+        } catch {
+            socket.close()
+            throw error
+        }
     }
 
-    func start() throws(SystemError) {
-        registration = try loop.register(socket.descriptor, interest: Epoll.readable) { [weak self] _ in
-            self?.acceptPending()
-        }
+    var bound: BoundListener { BoundListener(kind: "tcp", address: localAddress, upstream: upstream.description) }
+
+    func status() -> ListenerStatus {
+        ListenerStatus(kind: "tcp", address: localAddress, upstream: upstream.description, activeConnections: relays.count,
+                       connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
+                       uplink: uplink.counters, downlink: downlink.counters)
     }
 
     /// Whether the profile makes TCP connections carry nothing: an explicit blackhole or 100 % loss either way.

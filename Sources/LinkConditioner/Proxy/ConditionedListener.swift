@@ -1,0 +1,107 @@
+import Logging
+
+/// What a `linkcond run` listener does with what it accepts.
+public enum ListenerKind: Hashable, Sendable {
+    /// Relays TCP connections to one upstream.
+    case tcp(upstream: Endpoint)
+    /// Relays UDP datagrams, one flow per client address, to one upstream.
+    case udp(upstream: Endpoint)
+    /// Forwards DNS over UDP and TCP to `upstream`, or to the system's resolver when nil.
+    case dns(upstream: Endpoint?)
+    /// A SOCKS5 and HTTP proxy: every connection names its own destination.
+    case proxy
+
+    /// The word the ready line uses: `tcp`, `udp`, `dns` or `proxy`.
+    public var name: String {
+        switch self {
+        case .tcp: "tcp"
+        case .udp: "udp"
+        case .dns: "dns"
+        case .proxy: "proxy"
+        }
+    }
+}
+
+/// A listen address and what to do with what arrives there.
+public struct ListenerSpec: Hashable, Sendable {
+    public var listen: Endpoint
+    public var kind: ListenerKind
+
+    public init(listen: Endpoint, kind: ListenerKind) {
+        self.listen = listen
+        self.kind = kind
+    }
+
+    /// A TCP relay from `listen` to `upstream`.
+    public init(listen: Endpoint, upstream: Endpoint) {
+        self.init(listen: listen, kind: .tcp(upstream: upstream))
+    }
+}
+
+/// A bound listener: its kind, the real address (the kernel's port when port 0 was asked) and its upstream.
+public struct BoundListener: Hashable, Sendable {
+    public var kind: String
+    public var address: SocketAddress
+    /// The upstream as given or discovered, nil for a proxy whose clients name their own.
+    public var upstream: String?
+
+    /// The line `linkcond run` prints once the listener is bound: `ready KIND LISTEN [UPSTREAM]`.
+    public var readyLine: String {
+        ["ready", kind, address.description, upstream].compactMap { $0 }.joined(separator: " ")
+    }
+}
+
+/// Traffic figures of one listener.
+public struct ListenerStatus: Sendable {
+    public var kind: String
+    public var address: SocketAddress
+    public var upstream: String?
+    /// Live connections (TCP) or flows (UDP).
+    public var activeConnections: Int
+    public var connectionsAccepted: Int
+    public var connectionsRefused: Int
+    public var uplink: LinkCounters
+    public var downlink: LinkCounters
+}
+
+/// A listener of any kind, as the proxy drives it. Lives on the event loop thread.
+protocol ConditionedListener: AnyObject {
+    var bound: BoundListener { get }
+    /// Switches to `profile`; data in flight keeps its order and is not lost.
+    func apply(_ profile: Profile)
+    /// Resets every live connection (and forgets every flow).
+    func resetConnections()
+    func status() -> ListenerStatus
+    /// Closes the listening socket and everything it accepted.
+    func close()
+}
+
+/// What every listener is built from. Lives on the event loop thread.
+struct ListenerContext {
+    var loop: EventLoop
+    var profile: Profile
+    var options: ProxyOptions
+    var readBuffer: ReadBuffer
+    var logger: Logger
+}
+
+/// A listener kind this build cannot serve.
+public struct UnsupportedListener: Error, CustomStringConvertible, Sendable {
+    public var kind: String
+    public var description: String { "\(kind) listeners are not available in this build" }
+}
+
+/// Builds the listener for `spec`, bound to `address`; `upstream` holds what `spec`'s upstream resolved to.
+func makeListener(_ spec: ListenerSpec, address: SocketAddress, upstream: [SocketAddress],
+                  context: ListenerContext) throws -> ConditionedListener {
+    switch spec.kind {
+    case .tcp(let endpoint):
+        return try TCPListener(address: address, upstream: endpoint, upstreamAddresses: upstream, context: context)
+    case .udp:
+        throw UnsupportedListener(kind: "udp")
+    case .dns:
+        throw UnsupportedListener(kind: "dns")
+    case .proxy:
+        throw UnsupportedListener(kind: "proxy")
+    }
+}
