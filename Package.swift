@@ -45,6 +45,7 @@ let package = Package(
         .executableTarget(name: "linkcond-bench", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "ProxyTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "CLITests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
+        .testTarget(name: "ControlTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "NetemTests", dependencies: ["LinkNetem", "LinkConditioner"]),
     ],
     swiftLanguageModes: [.v6]

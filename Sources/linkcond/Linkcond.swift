@@ -7,7 +7,11 @@ struct Linkcond: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "linkcond",
         abstract: "A network link conditioner: make apps under test see slow, lossy, far-away networks.",
-        subcommands: [RunCommand.self, ProfilesCommand.self, ProfileCommand.self, TCCommand.self]
+        subcommands: [
+            RunCommand.self, UseCommand.self, SetCommand.self, StatusCommand.self, OfflineCommand.self,
+            OnlineCommand.self, ResetCommand.self, ScenarioCommand.self, ProfilesCommand.self, ProfileCommand.self,
+            TCCommand.self,
+        ]
     )
 
     /// Parses and runs like ArgumentParser's own `main`, but exits 2 (not 64) on bad usage.

@@ -42,6 +42,15 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Bytes held per connection and direction before the sender is pushed back (e.g. 4MiB).")
     var buffer: String = "4MiB"
 
+    @Option(name: .long, help: "Scenario file (or shipped scenario name) to play from the start.")
+    var scenario: String?
+
+    @Option(name: .long, help: "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free).")
+    var control: String?
+
+    @Option(name: .customLong("control-token"), help: "Token the control endpoint requires (needed when it listens on a non-loopback address).")
+    var controlToken: String?
+
     @Flag(name: .shortAndLong, help: "Log every connection.")
     var verbose = false
 
@@ -59,6 +68,9 @@ struct RunCommand: ParsableCommand {
         where Endpoint(parsing: text) == nil {
             throw ValidationError("\"\(text)\" is not HOST:PORT (IPv6 in brackets: [::1]:8080).")
         }
+        if let control, ControlAddress(parsing: control) == nil {
+            throw ValidationError("--control \"\(control)\" is neither HOST:PORT nor a socket path.")
+        }
         if CommandLineByteSize.parse(buffer) == nil {
             throw ValidationError("--buffer \"\(buffer)\" is not a size such as 4MiB, 512KiB or 1048576.")
         }
@@ -66,6 +78,7 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         let profile = try loadProfileOrExit(profile)
+        let scenario = try scenario.map { try loadScenarioOrExit($0).0 }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = verbose ? .debug : .info
@@ -81,9 +94,27 @@ struct RunCommand: ParsableCommand {
             printError("linkcond: \(error)")
             throw ExitStatus.runtimeFailure
         }
-        let readyLines = proxy.listeners.map { $0.readyLine + "\n" }.joined()
-        FileHandle.standardOutput.write(Data(readyLines.utf8))
         let logger = Logger(label: "linkcond")
+        var controlLines: [String] = []
+        do {
+            let address = control.flatMap(ControlAddress.init(parsing:)) ?? .tcp(Endpoint(host: "127.0.0.1", port: 0))
+            controlLines.append("ready control \(try proxy.serveControl(at: address, token: controlToken))")
+        } catch {
+            printError("linkcond: control endpoint: \(error)")
+            proxy.stop()
+            throw ExitStatus.runtimeFailure
+        }
+        if control == nil {
+            do {
+                let path = try proxy.serveControl(at: .userDefault, token: nil)
+                logger.info("control socket \(path) (linkcond use/set/status/offline/online find it there)")
+            } catch {
+                logger.notice("control socket \(ControlAddress.userDefault) is taken by another linkcond; steer this one with --control")
+            }
+        }
+        let readyLines = (proxy.listeners.map(\.readyLine) + controlLines).map { $0 + "\n" }.joined()
+        FileHandle.standardOutput.write(Data(readyLines.utf8))
+        if let scenario { proxy.startScenario(scenario) }
         logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
         let signal = TerminationSignals.wait()
         logger.info("signal \(signal): closing every connection")

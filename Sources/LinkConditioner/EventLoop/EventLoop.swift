@@ -45,6 +45,7 @@ public final class EventLoop: @unchecked Sendable {
 
     private let pendingLock = NSLock()
     private var pendingWork: [() -> Void] = []
+    private var acceptingWork = true
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
 
@@ -76,12 +77,19 @@ public final class EventLoop: @unchecked Sendable {
         thread.start()
     }
 
-    /// Runs `work` on the loop thread soon; safe from any thread.
-    public func execute(_ work: @escaping @Sendable () -> Void) {
+    /// Runs `work` on the loop thread soon; safe from any thread. Returns false (and drops `work`) once the loop
+    /// has been asked to stop.
+    @discardableResult
+    public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
         pendingLock.lock()
+        guard acceptingWork else {
+            pendingLock.unlock()
+            return false
+        }
         pendingWork.append(work)
         pendingLock.unlock()
         wakeup.signal()
+        return true
     }
 
     /// Runs `work` on the loop thread and waits for its result; must not be called on the loop thread.
@@ -89,10 +97,11 @@ public final class EventLoop: @unchecked Sendable {
         precondition(!inLoopThread, "submitAndWait on the loop thread would deadlock")
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result<T, Error>!
-        execute {
+        let accepted = execute {
             result = Result { try work() }
             done.signal()
         }
+        guard accepted else { throw EventLoopStopped() }
         done.wait()
         return try result.get()
     }
@@ -101,6 +110,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Owners must have closed their sockets first (typically in work queued before this call).
     public func stopAndWait() {
         execute { [self] in running = false }
+        pendingLock.lock()
+        acceptingWork = false
+        pendingLock.unlock()
         if thread != nil { finished.wait() }
         thread = nil
         epoll.close()
@@ -225,4 +237,9 @@ public final class EventLoop: @unchecked Sendable {
             preconditionFailure("timerfd_settime failed: \(error)")
         }
     }
+}
+
+/// The loop has stopped and takes no more work.
+public struct EventLoopStopped: Error, CustomStringConvertible, Sendable {
+    public var description: String { "the event loop has stopped" }
 }

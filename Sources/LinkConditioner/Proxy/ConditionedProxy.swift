@@ -1,9 +1,10 @@
 import Logging
 
-/// A conditioned TCP proxy running on its own event loop thread: the in-process API for CLIs and test suites.
+/// A conditioned proxy running on its own event loop thread: the in-process API for the CLI and test suites.
 ///
-/// Every method is safe from any thread (except the loop's own); `stop` returns once every socket is closed and
-/// the loop thread has ended.
+/// Every method is safe from any thread except the loop's own; each waits for the loop to carry it out, so when
+/// `apply` returns, new data already sees the new profile. `stop` returns once every socket is closed and the
+/// loop thread has ended.
 public final class ConditionedProxy: Sendable {
     private let loop: EventLoop
     private let state: LoopBound<ProxyState>
@@ -26,7 +27,7 @@ public final class ConditionedProxy: Sendable {
         }
         let loop = try EventLoop()
         self.loop = loop
-        let state = LoopBound(ProxyState())
+        let state = LoopBound(ProxyState(loop: loop, profile: profile, logger: logger))
         self.state = state
         loop.start()
         let pending = LoopBound((resolved, profile, options, logger))
@@ -40,10 +41,10 @@ public final class ConditionedProxy: Sendable {
                         state.value.listeners.append(try makeListener(spec, address: address, upstream: upstream, context: context))
                     }
                 } catch {
-                    for listener in state.value.listeners { listener.close() }
-                    state.value.listeners.removeAll()
+                    state.value.close()
                     throw error
                 }
+                state.value.startRateMeter()
                 return state.value.listeners.map(\.bound)
             }
         } catch {
@@ -52,45 +53,262 @@ public final class ConditionedProxy: Sendable {
         }
     }
 
-    /// Switches every listener to `profile` at once; data in flight is neither lost nor reordered.
-    public func apply(_ profile: Profile) {
+    /// Runs `body` with the loop-owned state on the loop thread and returns its result, or `fallback` once the
+    /// proxy has stopped.
+    private func onLoop<T: Sendable>(or fallback: T, _ body: @escaping @Sendable (ProxyState) -> T) -> T {
         let state = self.state
-        try? loop.submitAndWait {
-            for listener in state.value.listeners { listener.apply(profile) }
+        return (try? loop.submitAndWait { body(state.value) }) ?? fallback
+    }
+
+    private func onLoop(_ body: @escaping @Sendable (ProxyState) -> Void) {
+        onLoop(or: ()) { body($0) }
+    }
+
+    /// The profile the user chose (offline lays over it without changing it).
+    public var profile: Profile { conditions.profile }
+
+    /// The profile plus the offline switch.
+    public var conditions: LiveConditions {
+        onLoop(or: LiveConditions(profile: .none)) { $0.conditions }
+    }
+
+    /// Switches every listener to `profile` at once (and stops a running scenario); data in flight is neither lost
+    /// nor reordered. An offline proxy stays offline.
+    public func apply(_ profile: Profile) {
+        onLoop { state in
+            state.stopScenario()
+            state.setProfile(profile)
         }
+    }
+
+    /// Changes settings of the current profile, all or none: each is a `key = value` of the profile format.
+    public func set(_ settings: [(key: String, value: String)]) throws(ProfileError) {
+        let pairs = settings.map { Scenario.Setting(key: $0.key, value: $0.value) }
+        let outcome: Result<Void, ProfileError> = onLoop(or: .success(())) { state in
+            Result { () throws(ProfileError) in try state.applySettings(pairs) }
+        }
+        try outcome.get()
+    }
+
+    /// Airplane mode: new connections are refused (or blackholed), existing ones stall, queued data waits.
+    public func goOffline(_ mode: OfflineMode = .refuse) {
+        onLoop { $0.setOffline(mode) }
+    }
+
+    /// Ends airplane mode: the profile applies again and stalled connections resume where they were.
+    public func goOnline() {
+        onLoop { $0.setOffline(nil) }
+    }
+
+    /// Starts `scenario`, replacing any running one.
+    public func startScenario(_ scenario: Scenario) {
+        onLoop { $0.startScenario(scenario) }
+    }
+
+    /// Stops the running scenario, leaving the conditions where it left them.
+    public func stopScenario() {
+        onLoop { $0.stopScenario() }
     }
 
     /// Resets every live connection, as when a suspended app's sockets are reclaimed.
     public func resetConnections() {
-        let state = self.state
-        try? loop.submitAndWait {
-            for listener in state.value.listeners { listener.resetConnections() }
+        onLoop { state in
+            for listener in state.listeners { listener.resetConnections() }
         }
     }
 
     /// Counters of every listener, read on the loop thread.
     public func status() -> [ListenerStatus] {
-        let state = self.state
-        return (try? loop.submitAndWait {
-            state.value.listeners.map { $0.status() }
-        }) ?? []
+        onLoop(or: []) { $0.listeners.map { $0.status() } }
+    }
+
+    /// Everything a status display shows: conditions, scenario, listeners with counters and current rates.
+    public func report() -> StatusReport {
+        onLoop(or: StatusReport(profile: "", profileSummary: "", offline: nil, scenario: nil, listeners: [])) { $0.report() }
     }
 
     /// Stops accepting, closes every connection and listening socket, and ends the loop thread.
     public func stop() {
         let state = self.state
         guard !state.stopped.exchange() else { return }
-        loop.execute {
-            for listener in state.value.listeners { listener.close() }
-            state.value.listeners.removeAll()
-        }
+        loop.execute { state.value.close() }
         loop.stopAndWait()
+    }
+
+    /// Serves the control endpoint at `address` (port 0 picks one); with a non-loopback address a `token` is
+    /// required. Returns where it listens: `http://HOST:PORT` or the socket path.
+    public func serveControl(at address: ControlAddress, token: String? = nil) throws -> String {
+        if !address.isLocalOnly && (token ?? "").isEmpty {
+            throw ControlSetupError("a control endpoint reachable from other hosts needs --control-token")
+        }
+        var socketAddress: SocketAddress
+        var unixPath: String?
+        switch address {
+        case .tcp(let endpoint):
+            guard let first = try endpoint.resolve().first else { throw ControlSetupError("cannot resolve \(endpoint)") }
+            socketAddress = first
+        case .unix(let path):
+            guard let local = SocketAddress(unixPath: path) else { throw ControlSetupError("socket path too long: \(path)") }
+            socketAddress = local
+            unixPath = path
+        }
+        let chosen = (socketAddress, unixPath)
+        return try attach { state in
+            let server = try ControlServer(address: chosen.0, unixPath: chosen.1, token: token, state: state)
+            state.onClose.append { server.close() }
+            return server.displayAddress
+        }
+    }
+
+    /// Runs `body` on the loop with the proxy's state: the way loop-side services (the control endpoint) attach.
+    func attach<T: Sendable>(_ body: @escaping @Sendable (ProxyState) throws -> T) throws -> T {
+        let state = self.state
+        return try loop.submitAndWait { try body(state.value) }
     }
 }
 
-/// The proxy's loop-owned state.
+/// The proxy's loop-owned state: listeners, conditions, scenario, rate sampling. Lives on the event loop thread.
 final class ProxyState {
+    let loop: EventLoop
+    let logger: Logger
     var listeners: [ConditionedListener] = []
+    private(set) var conditions: LiveConditions
+    private(set) var scenario: ScenarioRunner?
+    private var rateMeter: RateMeter?
+    /// Closures run at close, for services attached to the loop (the control endpoint).
+    var onClose: [() -> Void] = []
+
+    init(loop: EventLoop, profile: Profile, logger: Logger) {
+        self.loop = loop
+        self.logger = logger
+        self.conditions = LiveConditions(profile: profile)
+    }
+
+    func setProfile(_ profile: Profile) {
+        conditions.profile = profile
+        pushConditions()
+    }
+
+    func applySettings(_ settings: [Scenario.Setting]) throws(ProfileError) {
+        var profile = conditions.profile
+        for setting in settings { try profile.set(setting.key, to: setting.value) }
+        setProfile(profile)
+    }
+
+    func setOffline(_ mode: OfflineMode?) {
+        conditions.offline = mode
+        pushConditions()
+    }
+
+    private func pushConditions() {
+        let effective = conditions.effective
+        for listener in listeners { listener.apply(effective) }
+    }
+
+    func startScenario(_ scenario: Scenario) {
+        stopScenario()
+        logger.info("scenario \(scenario.name.isEmpty ? "(inline)" : scenario.name): \(scenario.steps.count) steps")
+        self.scenario = ScenarioRunner(scenario: scenario, loop: loop) { [unowned self] action, fraction in
+            self.perform(action, rampFraction: fraction)
+        }
+    }
+
+    func stopScenario() {
+        scenario?.stop()
+        scenario = nil
+    }
+
+    private func perform(_ action: Scenario.Action, rampFraction: Double?) {
+        switch action {
+        case .profile(let profile):
+            conditions.offline = nil
+            setProfile(profile)
+        case .settings(let settings):
+            do {
+                try applySettings(settings)
+            } catch {
+                logger.error("scenario step failed: \(error)")
+            }
+        case .offline(let mode):
+            setOffline(mode)
+        case .online:
+            setOffline(nil)
+        case .ramp(let ramp):
+            setProfile(ramp.applied(to: conditions.profile, fraction: rampFraction ?? 0))
+        }
+    }
+
+    func startRateMeter() {
+        rateMeter = RateMeter(loop: loop) { [unowned self] in
+            self.listeners.map { ($0.status().uplink.bytesDelivered, $0.status().downlink.bytesDelivered) }
+        }
+    }
+
+    func report() -> StatusReport {
+        let rates = rateMeter?.rates ?? []
+        return StatusReport(
+            profile: conditions.profile.name,
+            profileSummary: conditions.profile.summary,
+            offline: conditions.offline?.rawValue,
+            scenario: scenario.map { runner in
+                StatusReport.ScenarioState(name: runner.scenario.name, step: runner.currentStep?.line,
+                                           elapsedSeconds: runner.elapsed.seconds, repetitions: runner.repetitions,
+                                           finished: runner.finished)
+            },
+            listeners: listeners.enumerated().map { index, listener in
+                let status = listener.status()
+                let rate = index < rates.count ? rates[index] : (0, 0)
+                return StatusReport.Listener(status, uplinkBitsPerSecond: rate.0, downlinkBitsPerSecond: rate.1)
+            })
+    }
+
+    func close() {
+        stopScenario()
+        rateMeter?.stop()
+        rateMeter = nil
+        for service in onClose { service() }
+        onClose.removeAll()
+        for listener in listeners { listener.close() }
+        listeners.removeAll()
+    }
+}
+
+/// Samples delivered bytes once a second to give each listener's current rate per direction.
+///
+/// Lives on the event loop thread.
+final class RateMeter {
+    private let loop: EventLoop
+    private let sample: () -> [(Int, Int)]
+    private var last: (at: Instant, bytes: [(Int, Int)])
+    private(set) var rates: [(Double, Double)] = []
+    private var timer: EventLoop.TimerID?
+
+    init(loop: EventLoop, sample: @escaping () -> [(Int, Int)]) {
+        self.loop = loop
+        self.sample = sample
+        last = (loop.clock.now(), sample())
+        schedule()
+    }
+
+    private func schedule() {
+        timer = loop.schedule(at: loop.clock.now() + .seconds(1)) { [weak self] in self?.tick() }
+    }
+
+    private func tick() {
+        let now = loop.clock.now()
+        let bytes = sample()
+        let seconds = max((now - last.at).seconds, 1e-3)
+        rates = zip(bytes, last.bytes).map { current, previous in
+            (Double(current.0 - previous.0) * 8 / seconds, Double(current.1 - previous.1) * 8 / seconds)
+        }
+        last = (now, bytes)
+        schedule()
+    }
+
+    func stop() {
+        if let timer { loop.cancel(timer) }
+        timer = nil
+    }
 }
 
 /// A value that belongs to the event loop thread, carried across threads only to be used there.
@@ -99,4 +317,10 @@ final class LoopBound<Value>: @unchecked Sendable {
     let stopped = OnceFlag()
 
     init(_ value: Value) { self.value = value }
+}
+
+/// The control endpoint could not be started as asked.
+public struct ControlSetupError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    init(_ description: String) { self.description = description }
 }

@@ -1,0 +1,76 @@
+import Foundation
+
+/// Talks to a running linkcond's control endpoint: one HTTP/1.1 request per call, blocking, with a timeout.
+///
+/// Used by the command line from its main thread; never on an event loop.
+public struct ControlClient: Sendable {
+    public var address: ControlAddress
+    public var token: String?
+    public var timeout: Duration = .seconds(10)
+
+    public init(address: ControlAddress, token: String? = nil) {
+        self.address = address
+        self.token = token
+    }
+
+    /// The endpoint to use: the given one, else `LINKCOND_CONTROL`, else the per-user socket.
+    public static func locate(_ given: String?) -> ControlAddress? {
+        if let given { return ControlAddress(parsing: given) }
+        if let environment = ProcessInfo.processInfo.environment["LINKCOND_CONTROL"], !environment.isEmpty {
+            return ControlAddress(parsing: environment)
+        }
+        return .userDefault
+    }
+
+    public struct Response: Sendable {
+        public var status: Int
+        public var body: String
+    }
+
+    /// Sends one request and returns the status and body.
+    public func send(_ method: String, _ path: String, body: String = "") throws -> Response {
+        let socketAddress: SocketAddress
+        var host = "localhost"
+        switch address {
+        case .tcp(let endpoint):
+            guard let resolved = try endpoint.resolve().first else { throw ControlClientError.unreachable(address, "no address") }
+            socketAddress = resolved
+            host = endpoint.description
+        case .unix(let path):
+            guard let local = SocketAddress(unixPath: path) else { throw ControlClientError.unreachable(address, "path too long") }
+            socketAddress = local
+        }
+        let stream: BlockingStream
+        do {
+            stream = try BlockingStream.connect(to: socketAddress, timeout: timeout)
+        } catch {
+            throw ControlClientError.unreachable(address, error.errno.description)
+        }
+        defer { stream.close() }
+        let payload = Array(body.utf8)
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nContent-Length: \(payload.count)\r\nConnection: close\r\n"
+        if let token { head += "Authorization: Bearer \(token)\r\n" }
+        try stream.write(Array((head + "\r\n").utf8) + payload)
+        let reply = try stream.readToEnd()
+        guard let split = reply.firstRange(of: [13, 10, 13, 10]) else { throw ControlClientError.malformed }
+        let statusLine = String(decoding: reply[..<split.lowerBound], as: UTF8.self).split(separator: "\r\n").first ?? ""
+        let words = statusLine.split(separator: " ")
+        guard words.count >= 2, let status = Int(words[1]) else { throw ControlClientError.malformed }
+        return Response(status: status, body: String(decoding: reply[split.upperBound...], as: UTF8.self))
+    }
+}
+
+/// Why the command line could not talk to a running linkcond.
+public enum ControlClientError: Error, CustomStringConvertible, Sendable {
+    case unreachable(ControlAddress, String)
+    case malformed
+
+    public var description: String {
+        switch self {
+        case .unreachable(let address, let reason):
+            "no running linkcond answers at \(address) (\(reason)): start one with \"linkcond run …\", or pass --control ADDRESS"
+        case .malformed:
+            "the control endpoint's answer was not HTTP"
+        }
+    }
+}

@@ -1,0 +1,60 @@
+/// A running proxy's state as `linkcond status --json` prints it and the control endpoint serves it.
+public struct StatusReport: Codable, Sendable {
+    public struct ScenarioState: Codable, Sendable {
+        public var name: String
+        /// The scenario file line of the step applied last.
+        public var step: Int?
+        public var elapsedSeconds: Double
+        public var repetitions: Int
+        public var finished: Bool
+    }
+
+    /// One direction's counters.
+    public struct Direction: Codable, Sendable {
+        public var bytesDelivered: Int
+        public var queuedBytes: Int
+        public var inFlightBytes: Int
+        public var segmentsLost: Int
+        /// Delivered payload over the last second.
+        public var bitsPerSecond: Double
+    }
+
+    public struct Listener: Codable, Sendable {
+        public var kind: String
+        public var address: String
+        public var upstream: String?
+        public var activeConnections: Int
+        public var connectionsAccepted: Int
+        public var connectionsRefused: Int
+        public var uplink: Direction
+        public var downlink: Direction
+
+        init(_ status: ListenerStatus, uplinkBitsPerSecond: Double, downlinkBitsPerSecond: Double) {
+            kind = status.kind
+            address = status.address.description
+            upstream = status.upstream
+            activeConnections = status.activeConnections
+            connectionsAccepted = status.connectionsAccepted
+            connectionsRefused = status.connectionsRefused
+            uplink = Direction(status.uplink, bitsPerSecond: uplinkBitsPerSecond)
+            downlink = Direction(status.downlink, bitsPerSecond: downlinkBitsPerSecond)
+        }
+    }
+
+    public var profile: String
+    public var profileSummary: String
+    /// `refuse` or `blackhole` while offline, else nil.
+    public var offline: String?
+    public var scenario: ScenarioState?
+    public var listeners: [Listener]
+}
+
+extension StatusReport.Direction {
+    init(_ counters: LinkCounters, bitsPerSecond: Double) {
+        bytesDelivered = counters.bytesDelivered
+        queuedBytes = counters.queuedBytes
+        inFlightBytes = counters.inFlightBytes
+        segmentsLost = counters.segmentsLost
+        self.bitsPerSecond = bitsPerSecond
+    }
+}

@@ -1,0 +1,96 @@
+import ArgumentParser
+import Foundation
+import LinkConditioner
+
+/// `linkcond status`: what a running instance is doing, for people or (with --json) for machines.
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show a running linkcond's profile, listeners and traffic.")
+
+    @Flag(help: "Print the status as JSON.")
+    var json = false
+
+    @Flag(help: "Refresh the view every second, like top (Ctrl-C to leave).")
+    var watch = false
+
+    @Option(help: "With --watch: stop after this many refreshes.")
+    var count: Int?
+
+    @OptionGroup var control: ControlOptions
+
+    func run() throws {
+        var refreshes = 0
+        repeat {
+            let body = try control.perform("GET", "/status", quiet: true)
+            if json {
+                print(body, terminator: "")
+            } else {
+                guard let report = try? JSONDecoder().decode(StatusReport.self, from: Data(body.utf8)) else {
+                    printError("linkcond: the status answer is not a status report")
+                    throw ExitStatus.runtimeFailure
+                }
+                if watch { print("\u{1B}[H\u{1B}[2J", terminator: "") }
+                print(Self.render(report), terminator: "")
+            }
+            fflush(nil)
+            refreshes += 1
+            if watch, count.map({ refreshes < $0 }) ?? true { Thread.sleep(forTimeInterval: 1) }
+        } while watch && count.map({ refreshes < $0 }) ?? true
+    }
+
+    /// The human-readable view: one block for the conditions, then a table of listeners.
+    static func render(_ report: StatusReport) -> String {
+        var lines: [String] = []
+        let state = report.offline.map { "OFFLINE (\($0))" } ?? "online"
+        lines.append("profile   \(report.profile.isEmpty ? "(inline)" : report.profile): \(report.profileSummary)")
+        lines.append("link      \(state)")
+        if let scenario = report.scenario {
+            let step = scenario.step.map { "line \($0)" } ?? "not started"
+            lines.append("scenario  \(scenario.name.isEmpty ? "(inline)" : scenario.name), \(step), \(String(format: "%.1f", scenario.elapsedSeconds)) s in, repeated \(scenario.repetitions)×\(scenario.finished ? ", finished" : "")")
+        }
+        lines.append("")
+        lines.append("kind   listen                 upstream               conns  accepted  refused   ↑ rate       ↓ rate       ↑ bytes     ↓ bytes     ↑ queued  ↓ queued  lost")
+        for listener in report.listeners {
+            lines.append([
+                listener.kind.padding(toLength: 6, withPad: " ", startingAt: 0),
+                listener.address.padding(toLength: 22, withPad: " ", startingAt: 0),
+                (listener.upstream ?? "-").padding(toLength: 22, withPad: " ", startingAt: 0),
+                String(listener.activeConnections).leftPadded(5),
+                String(listener.connectionsAccepted).leftPadded(9),
+                String(listener.connectionsRefused).leftPadded(8),
+                rate(listener.uplink.bitsPerSecond).leftPadded(12),
+                rate(listener.downlink.bitsPerSecond).leftPadded(12),
+                bytes(listener.uplink.bytesDelivered).leftPadded(11),
+                bytes(listener.downlink.bytesDelivered).leftPadded(11),
+                bytes(listener.uplink.queuedBytes).leftPadded(9),
+                bytes(listener.downlink.queuedBytes).leftPadded(9),
+                String(listener.uplink.segmentsLost + listener.downlink.segmentsLost).leftPadded(5),
+            ].joined(separator: " "))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func rate(_ bits: Double) -> String {
+        switch bits {
+        case 1e9...: String(format: "%.2f Gbit/s", bits / 1e9)
+        case 1e6...: String(format: "%.2f Mbit/s", bits / 1e6)
+        case 1e3...: String(format: "%.1f kbit/s", bits / 1e3)
+        default: String(format: "%.0f bit/s", bits)
+        }
+    }
+
+    static func bytes(_ count: Int) -> String {
+        switch count {
+        case (1 << 30)...: String(format: "%.2f GiB", Double(count) / Double(1 << 30))
+        case (1 << 20)...: String(format: "%.1f MiB", Double(count) / Double(1 << 20))
+        case (1 << 10)...: String(format: "%.1f KiB", Double(count) / Double(1 << 10))
+        default: "\(count) B"
+        }
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import LinkConditioner
+import LoopbackPeers
+import Testing
+
+/// The scenario format, and scenarios played against a running proxy.
+struct ScenarioFormatTests {
+    @Test func parsesStepsWithProfilesOfflineSettingsRampsAndRepeat() throws {
+        let text = """
+            # commute
+            0s    lte
+            30s   offline blackhole
+            40s   set downlink.delay = 800 ms; loss = 2 %
+            45s   ramp downlink.bandwidth from 50 Mbit/s to 1 Mbit/s over 20s
+            70s   online
+            90s   repeat
+            """
+
+        let scenario = try Scenario(parsing: text, name: "commute")
+
+        #expect(scenario.steps.map(\.at) == [.zero, .seconds(30), .seconds(40), .seconds(45), .seconds(70)])
+        #expect(scenario.steps.map(\.line) == [2, 3, 4, 5, 6])
+        #expect(scenario.period == .seconds(90))
+        #expect(scenario.steps[1].action == .offline(.blackhole))
+        guard case .ramp(let ramp) = scenario.steps[3].action else {
+            Issue.record("step 4 is not a ramp")
+            return
+        }
+        #expect(ramp.from == 50e6 && ramp.to == 1e6 && ramp.over == .seconds(20) && ramp.downlink && !ramp.uplink)
+    }
+
+    @Test func aBareRepeatStartsOverAtTheLastStepsTime() throws {
+        let scenario = try Scenario(parsing: "0s lte\n30s offline\n40s edge\nrepeat\n")
+
+        #expect(scenario.period == .seconds(40))
+    }
+
+    @Test func errorsNameTheFileLineTextAndWhatWasExpected() {
+        let cases: [(String, String)] = [
+            ("0s lte\n10s nosuchprofile\n", "subway.scenario:2: \"10s nosuchprofile\": expected a profile name or path"),
+            ("0s lte\n5s edge\n3s lte\n", "subway.scenario:3: \"3s lte\": expected times in increasing order"),
+            ("soon lte\n", "subway.scenario:1: \"soon lte\": expected a time"),
+            ("0s set downlink.delay = 4 parsecs\n", "subway.scenario:1: \"0s set downlink.delay = 4 parsecs\": expected a duration"),
+            ("0s ramp bandwidth from 1 Mbit/s to 2 Mbit/s\n", "subway.scenario:1: \"0s ramp bandwidth from 1 Mbit/s to 2 Mbit/s\": expected ramp KEY"),
+            ("0s lte\n5s edge\nrepeat\n10s edge\n", "subway.scenario:4: \"10s edge\": expected nothing after \"repeat\""),
+            ("# nothing\n", "subway.scenario: expected at least one step"),
+        ]
+        for (text, message) in cases {
+            #expect(throws: ScenarioError.self) { try Scenario(parsing: text, name: "subway") }
+            do {
+                _ = try Scenario(parsing: text, name: "subway")
+            } catch {
+                #expect(error.description.hasPrefix(message), "\(error)")
+            }
+        }
+    }
+
+    @Test func everyShippedScenarioParsesAndMatchesItsFile() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("profiles")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".scenario") }.sorted()
+
+        #expect(files.map { String($0.dropLast(9)) } == Scenario.builtInNames.sorted())
+        for file in files {
+            let (builtIn, text) = try Scenario.load(String(file.dropLast(9)))
+            let onDisk = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            #expect(text == onDisk, "\(file) differs from its built-in copy")
+            #expect(try Scenario(contentsOfFile: directory.appendingPathComponent(file).path).steps == builtIn.steps)
+        }
+    }
+}
+
+/// Scenario timing observed from outside the proxy.
+@Suite(.serialized)
+struct ScenarioPlaybackTests {
+    @Test func stepsTakeEffectAtTheirTimesAndRepeat() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
+        defer { proxy.stop() }
+        let scenario = try Scenario(parsing: "0s set uplink.delay = 0 ms\n0.4s set uplink.delay = 150 ms\n0.8s repeat\n")
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+
+        let start = MonotonicClock().now()
+        proxy.startScenario(scenario)
+        var samples: [(at: Double, rtt: Double)] = []
+        while secondsSince(start) < 2.0 && samples.count < 400 {
+            let sent = MonotonicClock().now()
+            try client.send([7])
+            _ = try client.receive(exactly: 1)
+            samples.append((secondsSince(start) - secondsSince(sent), secondsSince(sent)))
+            usleep(5_000)
+        }
+
+        func rtts(in range: ClosedRange<Double>) -> [Double] { samples.filter { range.contains($0.at) }.map(\.rtt) }
+        let fast = rtts(in: 0.02...0.35) + rtts(in: 0.82...1.15)
+        let slow = rtts(in: 0.42...0.75) + rtts(in: 1.22...1.55)
+        #expect(!fast.isEmpty && fast.allSatisfy { $0 < 0.02 }, "fast phase round trips: \(fast)")
+        #expect(!slow.isEmpty && slow.allSatisfy { $0 >= 0.149 && $0 < 0.175 }, "slow phase round trips: \(slow)")
+    }
+
+    @Test func aRampMovesTheRateGradually() throws {
+        let proxy = try ConditionedProxy.inFront(of: 9, profile: .none)
+        defer { proxy.stop() }
+        let scenario = try Scenario(parsing: "0s ramp downlink.bandwidth from 10 Mbit/s to 2 Mbit/s over 1s\n")
+
+        proxy.startScenario(scenario)
+        usleep(500_000)
+        let midway = try #require(proxy.profile.downlink.bandwidth).bitsPerSecond
+        usleep(700_000)
+        let end = try #require(proxy.profile.downlink.bandwidth).bitsPerSecond
+
+        #expect(midway > 4.5e6 && midway < 7.5e6, "midway \(midway)")
+        #expect(end == 2e6)
+    }
+}
