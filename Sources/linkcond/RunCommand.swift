@@ -11,7 +11,8 @@ struct RunCommand: ParsableCommand {
         discussion: """
             Each --listen pairs with the --upstream at the same position. Once every listener is bound, one line \
             per listener is printed on stdout: "ready tcp LISTEN UPSTREAM". Logs go to stderr. SIGINT or SIGTERM \
-            closes every connection and exits 0.
+            closes every connection and exits 0. Without any listener option, a SOCKS5 and HTTP proxy starts on \
+            127.0.0.1 (port chosen by the system) and stderr says how to point an app at it.
             """
     )
 
@@ -36,6 +37,12 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Address for a SOCKS5 and HTTP proxy that conditions whatever an app connects to, HOST:PORT.")
     var proxy: [String] = []
 
+    @Option(name: .customLong("proxy-user"), help: "USER:PASS every SOCKS5 and HTTP proxy client must give (recommended off loopback).")
+    var proxyUser: String?
+
+    @Option(name: .long, help: "Destinations the proxy relays untouched, added to the profile's exclude list: host names, *.domains, IPs and CIDR networks, comma-separated.")
+    var exclude: [String] = []
+
     @Option(name: .long, help: "Built-in profile name or path to a .profile file.")
     var profile: String = "none"
 
@@ -55,9 +62,7 @@ struct RunCommand: ParsableCommand {
     var verbose = false
 
     func validate() throws {
-        if listen.isEmpty && udpListen.isEmpty && dns.isEmpty && proxy.isEmpty {
-            throw ValidationError("give at least one --listen HOST:PORT with its --upstream HOST:PORT (or --udp-listen, --dns, --proxy).")
-        }
+        try validateProxyFrontEnd()
         if listen.count != upstream.count {
             throw ValidationError("\(listen.count) --listen but \(upstream.count) --upstream: each --listen needs exactly one --upstream.")
         }
@@ -114,6 +119,7 @@ struct RunCommand: ParsableCommand {
         }
         let readyLines = (proxy.listeners.map(\.readyLine) + controlLines).map { $0 + "\n" }.joined()
         FileHandle.standardOutput.write(Data(readyLines.utf8))
+        explainProxyFrontEnds(proxy.listeners)
         if let scenario { proxy.startScenario(scenario) }
         logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
         let signal = TerminationSignals.wait()
@@ -129,7 +135,7 @@ extension RunCommand {
         return zip(listen, upstream).map { ListenerSpec(listen: endpoint($0.0), kind: .tcp(upstream: endpoint($0.1))) }
             + zip(udpListen, udpUpstream).map { ListenerSpec(listen: endpoint($0.0), kind: .udp(upstream: endpoint($0.1))) }
             + dns.map { ListenerSpec(listen: endpoint($0), kind: .dns(upstream: dnsUpstream.map(endpoint))) }
-            + proxy.map { ListenerSpec(listen: endpoint($0), kind: .proxy) }
+            + proxyListenerSpecs
     }
 }
 

@@ -22,6 +22,7 @@ struct ProfileRenderingTests {
             dns.delay = 0 ms
             fault = none
             seed = random
+            exclude = none
 
             """)
     }

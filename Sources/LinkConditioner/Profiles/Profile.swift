@@ -53,6 +53,8 @@ public struct Profile: Hashable, Sendable {
     public var fault: ConnectionFault
     /// Seed for every random draw (jitter, loss); `nil` picks one at start.
     public var seed: UInt64?
+    /// Destinations a proxy front end relays untouched, through an unconditioned link.
+    public var exclude: [HostPattern] = []
 
     public init(
         name: String = "", description: String = "",

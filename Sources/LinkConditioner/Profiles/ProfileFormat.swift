@@ -3,7 +3,7 @@ import Foundation
 /// The plain-text profile format: one `key = value` per line, `#` comments, explicit units.
 ///
 /// Keys: `description`; `bandwidth`, `delay`, `jitter`, `loss`, `queue`, `burst`, each for both directions or with an
-/// `uplink.` or `downlink.` prefix; `dns.delay`; `fault`; `seed`. What a profile leaves out keeps `Profile`'s default.
+/// `uplink.` or `downlink.` prefix; `dns.delay`; `fault`; `seed`; `exclude`. What a profile leaves out keeps `Profile`'s default.
 extension Profile {
     /// Parses a whole profile, applying nothing unless every line is valid.
     ///
@@ -104,6 +104,7 @@ extension Profile {
         lines.append("dns.delay = " + ProfileValue.format(dnsDelay))
         lines.append("fault = " + fault.rawValue)
         lines.append("seed = " + ProfileValue.format(seed: seed))
+        lines.append("exclude = " + ProfileValue.format(exclude))
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -133,6 +134,7 @@ extension Profile {
         if dnsDelay != .zero { parts.append(ProfileValue.format(dnsDelay) + " DNS delay") }
         if fault != .none { parts.append("fault \(fault.rawValue)") }
         if let seed { parts.append("seed \(seed)") }
+        if !exclude.isEmpty { parts.append("excluding " + ProfileValue.format(exclude)) }
         return parts.joined(separator: ", ")
     }
 

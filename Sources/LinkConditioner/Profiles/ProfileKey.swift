@@ -19,6 +19,7 @@ struct ProfileKey: Hashable, Sendable {
         case dnsDelay
         case fault
         case seed
+        case exclude
     }
 
     var target: Target
@@ -31,6 +32,7 @@ struct ProfileKey: Hashable, Sendable {
         case .dnsDelay: "dns.delay"
         case .fault: "fault"
         case .seed: "seed"
+        case .exclude: "exclude"
         }
     }
 
@@ -44,6 +46,7 @@ struct ProfileKey: Hashable, Sendable {
         [ProfileKey(target: .description)]
         + Side.allCases.flatMap { side in LinkSetting.allCases.map { ProfileKey(target: .link($0, side)) } }
         + [ProfileKey(target: .dnsDelay), ProfileKey(target: .fault), ProfileKey(target: .seed)]
+        + [ProfileKey(target: .exclude)]
 
     static let allNames = all.map(\.name)
 
@@ -66,6 +69,7 @@ struct ProfileKey: Hashable, Sendable {
         case .link(.burst, _): ProfileValue.expectedBurst
         case .fault: ProfileValue.expectedFault
         case .seed: ProfileValue.expectedSeed
+        case .exclude: ProfileValue.expectedHostPatterns
         }
     }
 
@@ -96,6 +100,9 @@ struct ProfileKey: Hashable, Sendable {
         case .seed:
             let seed = try ProfileValue.seed(text)
             return { $0.seed = seed }
+        case .exclude:
+            let patterns = try ProfileValue.hostPatterns(text)
+            return { $0.exclude = patterns }
         }
     }
 

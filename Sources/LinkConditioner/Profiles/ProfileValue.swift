@@ -138,6 +138,27 @@ enum ProfileValue {
         return seed
     }
 
+    static let expectedHostPatterns =
+        "a comma-separated list of host names, *.domains, IP addresses and CIDR networks such as \"10.0.0.0/8, api.internal, ::1\", or \"none\""
+
+    /// A list of host patterns separated by commas, or the empty list for `none`.
+    static func hostPatterns(_ text: String) throws(ProfileError.Kind) -> [HostPattern] {
+        if text.lowercased() == "none" { return [] }
+        var patterns: [HostPattern] = []
+        for item in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let entry = String(item.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+            guard let pattern = HostPattern(parsing: entry) else {
+                throw .invalidValue(expected: "\(expectedHostPatterns) (\"\(entry)\" is none of these)")
+            }
+            if !patterns.contains(pattern) { patterns.append(pattern) }
+        }
+        return patterns
+    }
+
+    static func format(_ patterns: [HostPattern]) -> String {
+        patterns.isEmpty ? "none" : patterns.map(\.description).joined(separator: ", ")
+    }
+
     static func fault(_ text: String) throws(ProfileError.Kind) -> ConnectionFault {
         guard let fault = ConnectionFault(rawValue: text.lowercased()) else { throw .invalidValue(expected: expectedFault) }
         return fault

@@ -9,7 +9,7 @@ public enum ListenerKind: Hashable, Sendable {
     /// Forwards DNS over UDP and TCP to `upstream`, or to the system's resolver when nil.
     case dns(upstream: Endpoint?)
     /// A SOCKS5 and HTTP proxy: every connection names its own destination.
-    case proxy
+    case proxy(ProxyFrontEndSettings)
 
     /// The word the ready line uses: `tcp`, `udp`, `dns` or `proxy`.
     public var name: String {
@@ -101,7 +101,7 @@ func makeListener(_ spec: ListenerSpec, address: SocketAddress, upstream: [Socke
         throw UnsupportedListener(kind: "udp")
     case .dns:
         throw UnsupportedListener(kind: "dns")
-    case .proxy:
-        throw UnsupportedListener(kind: "proxy")
+    case .proxy(let settings):
+        return try ProxyFrontEnd(address: address, settings: settings, context: context)
     }
 }

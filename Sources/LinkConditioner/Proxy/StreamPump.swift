@@ -37,6 +37,8 @@ final class StreamPump {
     var destinationReady = false
     /// False while the connection is blackholed: nothing is read.
     var forwarding = true
+    /// Rewrites bytes as they are read, before the link sees them; nil passes them through unchanged.
+    var filter: StreamFilter?
     private var deliveryTimer: EventLoop.TimerID?
     private var deliveryDeadline: Instant?
     private var resumeScheduled = false
@@ -87,10 +89,20 @@ final class StreamPump {
                 sourceReadable = false
                 return finishIfDrained()
             case .processed(let count):
-                chunks.append(Array(UnsafeRawBufferPointer(rebasing: target[0..<count])))
-                heldBytes += count
-                link.enqueue(count, on: flow, at: now)
-                if relay.isClosed { return .open }
+                var bytes = Array(UnsafeRawBufferPointer(rebasing: target[0..<count]))
+                var ended = false
+                if let filter { (bytes, ended) = filter.filter(bytes) }
+                if !bytes.isEmpty {
+                    chunks.append(bytes)
+                    heldBytes += bytes.count
+                    link.enqueue(bytes.count, on: flow, at: now)
+                    if relay.isClosed { return .open }
+                }
+                if ended {
+                    sourceEnded = true
+                    sourceReadable = false
+                    return finishIfDrained()
+                }
             }
         }
         return .open
@@ -213,4 +225,11 @@ final class StreamPump {
         chunks.removeAll()
         heldBytes = 0
     }
+}
+
+/// A rewriter of one direction of a stream, fed bytes in the order they were read. Lives on the event loop thread.
+protocol StreamFilter: AnyObject {
+    /// Returns the bytes to forward for `bytes` (possibly held back or rewritten), and whether the stream should end
+    /// after them, leaving anything later unforwarded.
+    func filter(_ bytes: [UInt8]) -> (bytes: [UInt8], ended: Bool)
 }

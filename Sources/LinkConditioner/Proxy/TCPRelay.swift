@@ -47,6 +47,12 @@ final class TCPRelay {
     /// Every address the upstream resolved to, tried in order until one accepts.
     let upstreamAddresses: [SocketAddress]
     private let handshake: UpstreamHandshake?
+    /// Client bytes a front end read past its request (pipelined data), sent upstream ahead of anything read later.
+    private var preloadedClientBytes: [UInt8]
+    /// Whether the client's stream ends with the preloaded bytes (a front end decided nothing after them is forwarded).
+    private let preloadEndsStream: Bool
+    /// Rewrites what the client sends later (an HTTP proxy's requests); nil relays it as read.
+    private let uplinkFilter: StreamFilter?
     private(set) var upstream: Socket?
     private(set) var state: State
     private var uplink: StreamPump!
@@ -60,7 +66,8 @@ final class TCPRelay {
     var isClosed: Bool { state == .closed }
 
     init(id: UInt64, host: RelayHost, client: Socket, clientAddress: SocketAddress, upstreamName: String,
-         upstreamAddresses: [SocketAddress], handshake: UpstreamHandshake? = nil) {
+         upstreamAddresses: [SocketAddress], handshake: UpstreamHandshake? = nil,
+         preloadedClientBytes: [UInt8] = [], preloadEndsStream: Bool = false, uplinkFilter: StreamFilter? = nil) {
         precondition(!upstreamAddresses.isEmpty, "a relay needs at least one upstream address")
         self.id = id
         self.host = host
@@ -69,6 +76,9 @@ final class TCPRelay {
         self.upstreamName = upstreamName
         self.upstreamAddresses = upstreamAddresses
         self.handshake = handshake
+        self.preloadedClientBytes = preloadedClientBytes
+        self.preloadEndsStream = preloadEndsStream
+        self.uplinkFilter = uplinkFilter
         self.state = .connecting
     }
 
@@ -130,6 +140,7 @@ final class TCPRelay {
         downlink?.close()
         uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: host.options.connectionBuffer)
         downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: host.options.connectionBuffer)
+        uplink.filter = uplinkFilter
         downlink.destinationReady = true
         downlink.destinationWritable = true
         uplink.sourceReadable = true
@@ -181,6 +192,10 @@ final class TCPRelay {
         if let handshake {
             let reply = handshake.replyOnConnect(local: try? upstream?.localAddress())
             if !reply.isEmpty { downlink.inject(reply, endOfStream: false, at: now) }
+        }
+        if !preloadedClientBytes.isEmpty || preloadEndsStream {
+            uplink.inject(preloadedClientBytes, endOfStream: preloadEndsStream, at: now)
+            preloadedClientBytes = []
         }
         pumpMayRead(uplink, at: now)
         pumpMayRead(downlink, at: now)

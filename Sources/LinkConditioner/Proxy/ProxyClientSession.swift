@@ -1,0 +1,343 @@
+/// One proxy client from accept until its request is complete: detects SOCKS5 or HTTP from the first byte, answers
+/// the protocol's local steps, resolves the destination, then hands the socket to a `TCPRelay`.
+///
+/// Lives on the event loop thread. Replies that a local proxy would give at once (method selection, credentials,
+/// errors in the request itself) are written directly; the reply that depends on the upstream travels through the
+/// relay's downlink. A handshake timer bounds the whole exchange, and a request head is bounded in size.
+final class ProxyClientSession {
+    private enum Phase {
+        /// Reading the request.
+        case reading
+        /// The request is complete; the destination is being looked up.
+        case resolving
+        /// A final answer is being written; what the client still sends is read and dropped until it closes.
+        case finishing
+        /// The socket belongs to a relay, or is closed.
+        case done
+    }
+
+    private enum Dialect {
+        case undetermined
+        case socks5(SOCKS5Negotiation)
+        case http
+    }
+
+    /// What the client asked for, once its request is complete.
+    private enum Request {
+        case socks5(SOCKS5.Destination)
+        case httpTunnel(HTTPOrigin)
+        case httpForward(HTTPOrigin)
+
+        var host: String {
+            switch self {
+            case .socks5(let destination): destination.host
+            case .httpTunnel(let origin), .httpForward(let origin): origin.host
+            }
+        }
+
+        var port: UInt16 {
+            switch self {
+            case .socks5(let destination): destination.port
+            case .httpTunnel(let origin), .httpForward(let origin): origin.port
+            }
+        }
+    }
+
+    let id: UInt64
+    unowned let frontEnd: ProxyFrontEnd
+    let client: Socket
+    let clientAddress: SocketAddress
+    private var phase = Phase.reading
+    private var dialect = Dialect.undetermined
+    private var received: [UInt8] = []
+    /// Bytes of `received` already used by the protocol.
+    private var consumed = 0
+    private var output: [UInt8] = []
+    private var writable = true
+    private var writeClosed = false
+    private var registration: EventLoop.RegistrationID?
+    private var timer: EventLoop.TimerID?
+    private var loop: EventLoop { frontEnd.loop }
+
+    /// The most a client may send before its request is complete: the largest HTTP head plus a little slack.
+    private static let receiveLimit = HTTPProxy.headLimit + 4096
+    /// How long a refused client is given to read the answer before its socket is closed.
+    private static let lingerTime = Duration.seconds(2)
+
+    init(id: UInt64, frontEnd: ProxyFrontEnd, client: Socket, clientAddress: SocketAddress) {
+        self.id = id
+        self.frontEnd = frontEnd
+        self.client = client
+        self.clientAddress = clientAddress
+    }
+
+    func start() {
+        try? client.setNoDelay()
+        do {
+            registration = try loop.register(client.descriptor, interest: Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.edgeTriggered) {
+                [weak self] events in self?.event(events)
+            }
+        } catch {
+            frontEnd.logger.warning("connection \(id): cannot watch client \(clientAddress): \(error)")
+            close()
+            return
+        }
+        setTimer(after: frontEnd.settings.handshakeTimeout) { [weak self] in self?.handshakeTimedOut() }
+    }
+
+    private func event(_ events: UInt32) {
+        if events & (Epoll.hangUp | Epoll.error) != 0 && phase != .finishing {
+            close()
+            return
+        }
+        if events & Epoll.writable != 0 {
+            writable = true
+            flush()
+        }
+        if phase == .reading || phase == .finishing, events & (Epoll.readable | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
+            readAvailable()
+        }
+    }
+
+    /// Reads what the client sent (at most `receiveLimit` bytes before the request is complete) and acts on it.
+    private func readAvailable() {
+        let scratch = frontEnd.readBuffer.bytes
+        while phase == .reading || phase == .finishing {
+            let room = phase == .finishing ? scratch.count : min(scratch.count, Self.receiveLimit + 1 - received.count)
+            guard room > 0 else { break }
+            let result: IOResult<Int>
+            do {
+                result = try client.read(into: UnsafeMutableRawBufferPointer(rebasing: scratch[0..<room]))
+            } catch {
+                close()
+                return
+            }
+            switch result {
+            case .wouldBlock:
+                return
+            case .processed(0):
+                if phase == .reading, case .http = dialect, consumed < received.count {
+                    return finish(HTTPProxy.response(.badRequest("the client closed before its request was complete")))
+                }
+                if phase == .finishing && !output.isEmpty { return }
+                close()
+                return
+            case .processed(let count):
+                if phase == .reading {
+                    received += UnsafeRawBufferPointer(rebasing: scratch[0..<count])
+                    process()
+                }
+            }
+        }
+    }
+
+    /// Moves the protocol forward with the bytes received so far.
+    private func process() {
+        guard phase == .reading, consumed < received.count else { return }
+        if case .undetermined = dialect {
+            switch received[consumed] {
+            case SOCKS5.version: dialect = .socks5(SOCKS5Negotiation(credentials: frontEnd.settings.credentials))
+            case 0x04: return finish([0x00, 0x5B, 0, 0, 0, 0, 0, 0])
+            default: dialect = .http
+            }
+        }
+        switch dialect {
+        case .undetermined:
+            return
+        case .socks5(var negotiation):
+            while phase == .reading {
+                let step = negotiation.advance(received[consumed...])
+                dialect = .socks5(negotiation)
+                switch step {
+                case .needMore:
+                    if received.count - consumed > 1024 { return finish(SOCKS5.reply(.generalFailure)) }
+                    return
+                case .answer(let bytes, let used):
+                    consumed += used
+                    send(bytes)
+                case .refuse(let bytes):
+                    return finish(bytes)
+                case .connect(let destination, let used):
+                    consumed += used
+                    return resolve(.socks5(destination))
+                }
+            }
+        case .http:
+            switch HTTPProxy.parseHead(received[consumed...]) {
+            case .needMore:
+                return
+            case .tooLarge:
+                return finish(HTTPProxy.response(.headersTooLarge))
+            case .malformed(let why):
+                return finish(HTTPProxy.response(.badRequest(why)))
+            case .head(let head, let length):
+                switch HTTPProxy.intent(of: head, credentials: frontEnd.settings.credentials) {
+                case .reject(let status):
+                    return finish(HTTPProxy.response(status))
+                case .tunnel(let origin):
+                    consumed += length
+                    return resolve(.httpTunnel(origin))
+                case .forward(let origin):
+                    return resolve(.httpForward(origin))
+                }
+            }
+        }
+    }
+
+    /// Looks the destination up off the loop (numeric hosts need none), then relays after the profile's DNS delay.
+    private func resolve(_ request: Request) {
+        phase = .resolving
+        let excludedByName = frontEnd.isExcluded(name: request.host)
+        if let numeric = SocketAddress(numericHost: request.host, port: request.port) {
+            return connect(request, to: [numeric], excluded: excludedByName || frontEnd.isExcluded(addresses: [numeric]))
+        }
+        let session = LoopBound(WeakSession(self))
+        let started = frontEnd.resolver.lookup(Endpoint(host: request.host, port: request.port)) { answer in
+            session.value.session?.resolved(request, answer, excludedByName: excludedByName)
+        }
+        guard started else {
+            frontEnd.logger.warning("connection \(id): too many name lookups waiting; refusing \(request.host)")
+            return fail(request, socks: .generalFailure,
+                        http: HTTPStatus(code: 503, reason: "Service Unavailable", explanation: "too many name lookups are waiting; try again"))
+        }
+        setTimer(after: frontEnd.settings.lookupTimeout) { [weak self] in
+            guard let self, self.phase == .resolving else { return }
+            self.fail(request, socks: .ttlExpired,
+                      http: HTTPStatus(code: 504, reason: "Gateway Timeout", explanation: "looking up \(request.host) timed out"))
+        }
+    }
+
+    /// Applies a lookup's answer once the profile's DNS delay has passed (excluded names pay none).
+    private func resolved(_ request: Request, _ answer: HostResolver.Answer, excludedByName: Bool) {
+        guard phase == .resolving else { return }
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        let excluded: Bool
+        switch answer {
+        case .success(let addresses): excluded = excludedByName || frontEnd.isExcluded(addresses: addresses)
+        case .failure: excluded = excludedByName
+        }
+        let apply = { [weak self] in
+            guard let self, self.phase == .resolving else { return }
+            switch answer {
+            case .success(let addresses):
+                self.connect(request, to: addresses, excluded: excluded)
+            case .failure(let error):
+                self.frontEnd.logger.debug("connection \(self.id): \(error)")
+                self.fail(request, socks: .hostUnreachable,
+                          http: HTTPStatus(code: 502, reason: "Bad Gateway", explanation: "\(error)"))
+            }
+        }
+        let delay = frontEnd.dnsDelay
+        if excluded || delay <= .zero { return apply() }
+        setTimer(after: delay, apply)
+    }
+
+    /// Hands the client to a relay towards `addresses`, with the pipelined bytes and the protocol's replies.
+    private func connect(_ request: Request, to addresses: [SocketAddress], excluded: Bool) {
+        if addresses.contains(where: frontEnd.isForbidden) {
+            return fail(request, socks: .notAllowed,
+                        http: HTTPStatus(code: 403, reason: "Forbidden", explanation: "\(request.host):\(request.port) is this proxy itself"))
+        }
+        guard output.isEmpty else {
+            return fail(request, socks: .generalFailure, http: HTTPStatus.badRequest("the client is not reading"))
+        }
+        let name = Endpoint(host: request.host, port: request.port).description
+        let rest = Array(received[consumed...])
+        var preloaded = rest
+        var endsStream = false
+        var filter: StreamFilter?
+        let style: ProxyReplies.Style
+        switch request {
+        case .socks5: style = .socks5
+        case .httpTunnel: style = .httpTunnel
+        case .httpForward(let origin):
+            style = .httpForward
+            let rewriter = HTTPRequestRewriter(origin: origin)
+            (preloaded, endsStream) = rewriter.filter(rest)
+            filter = rewriter
+        }
+        phase = .done
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        if let registration { loop.deregister(registration) }
+        registration = nil
+        frontEnd.relay(self, to: addresses, upstreamName: name, excluded: excluded,
+                       handshake: ProxyReplies(style: style, upstreamName: name),
+                       preloaded: preloaded, preloadEndsStream: endsStream, filter: filter)
+    }
+
+    private func fail(_ request: Request, socks: SOCKS5.Reply, http: HTTPStatus) {
+        switch request {
+        case .socks5: finish(SOCKS5.reply(socks))
+        case .httpTunnel, .httpForward: finish(HTTPProxy.response(http))
+        }
+    }
+
+    private func handshakeTimedOut() {
+        guard phase == .reading else { return }
+        if case .http = dialect, consumed < received.count { return finish(HTTPProxy.response(.timeout)) }
+        close()
+    }
+
+    /// Sends a final answer, then half-closes and drops what the client still sends until it closes or time is up.
+    private func finish(_ bytes: [UInt8]) {
+        phase = .finishing
+        setTimer(after: Self.lingerTime) { [weak self] in self?.close() }
+        send(bytes)
+        readAvailable()
+    }
+
+    private func send(_ bytes: [UInt8]) {
+        output += bytes
+        flush()
+    }
+
+    private func flush() {
+        while writable && !output.isEmpty && phase != .done {
+            let result = output.withUnsafeBytes { raw in
+                Result { () throws(SystemError) -> IOResult<Int> in try client.write(raw) }
+            }
+            switch result {
+            case .failure:
+                close()
+                return
+            case .success(.wouldBlock):
+                writable = false
+            case .success(.processed(let count)):
+                output.removeFirst(count)
+            }
+        }
+        if phase == .finishing && output.isEmpty && !writeClosed {
+            writeClosed = true
+            try? client.shutdownWrite()
+        }
+    }
+
+    private func setTimer(after delay: Duration, _ action: @escaping () -> Void) {
+        if let timer { loop.cancel(timer) }
+        timer = loop.schedule(at: loop.clock.now() + delay) { [weak self] in
+            self?.timer = nil
+            action()
+        }
+    }
+
+    /// Closes the client (unless a relay owns it) and tells the front end.
+    func close() {
+        guard phase != .done else { return }
+        phase = .done
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        if let registration { loop.deregister(registration) }
+        registration = nil
+        client.close()
+        frontEnd.sessionClosed(self)
+    }
+}
+
+/// A session reference that does not keep the session alive while its name lookup runs.
+private struct WeakSession {
+    weak var session: ProxyClientSession?
+
+    init(_ session: ProxyClientSession) { self.session = session }
+}

@@ -1,0 +1,279 @@
+import Logging
+
+/// What a SOCKS5 and HTTP proxy listener needs beyond the profile: credentials, extra exclusions and limits.
+public struct ProxyFrontEndSettings: Hashable, Sendable {
+    /// The user name and password every client must give, or nil to accept any client that reaches the listener.
+    public var credentials: ProxyCredentials?
+    /// Destinations relayed untouched in addition to the profile's `exclude` list (kept when the profile changes).
+    public var exclude: [HostPattern]
+    /// How long a client may take to send its whole request, from accept.
+    public var handshakeTimeout: Duration
+    /// How long a name lookup may take before the client is told it timed out.
+    public var lookupTimeout: Duration
+    /// Connections (handshaking or relaying) one client address may hold at once; more are reset.
+    public var connectionsPerClient: Int
+
+    public init(credentials: ProxyCredentials? = nil, exclude: [HostPattern] = [], handshakeTimeout: Duration = .seconds(10),
+                lookupTimeout: Duration = .seconds(5), connectionsPerClient: Int = 512) {
+        self.credentials = credentials
+        self.exclude = exclude
+        self.handshakeTimeout = handshakeTimeout
+        self.lookupTimeout = lookupTimeout
+        self.connectionsPerClient = connectionsPerClient
+    }
+}
+
+/// A SOCKS5 and HTTP proxy listener: each client names its destination, which is reached through the listener's
+/// shaped link, or through an unconditioned one when the destination is excluded.
+///
+/// Lives on the event loop thread. A `ProxyClientSession` owns each client socket until its request is complete,
+/// then a `TCPRelay` takes it over. Every connection shares one uplink/downlink pair, as with `TCPListener`.
+final class ProxyFrontEnd: RelayHost, ConditionedListener {
+    let loop: EventLoop
+    let socket: Socket
+    let localAddress: SocketAddress
+    let uplink: ShapedLink
+    let downlink: ShapedLink
+    let options: ProxyOptions
+    let logger: Logger
+    let readBuffer: ReadBuffer
+    let settings: ProxyFrontEndSettings
+    let resolver: HostResolver
+    /// The unconditioned link excluded destinations are relayed through.
+    private(set) var direct: DirectLinkHost!
+    private(set) var profile: Profile
+    private var registration: EventLoop.RegistrationID?
+    private var sessions: [UInt64: ProxyClientSession] = [:]
+    private var relays: [UInt64: TCPRelay] = [:]
+    private var clientHosts: [UInt64: String] = [:]
+    private var connectionsByClient: [String: Int] = [:]
+    private var nextID: UInt64 = 1
+    private var connectionsAccepted = 0
+    private var connectionsRefused = 0
+    private var acceptPaused = false
+
+    /// Binds and listens on `address`, and starts accepting.
+    init(address: SocketAddress, settings: ProxyFrontEndSettings, context: ListenerContext) throws(SystemError) {
+        let socket = try Socket.listening(on: address)
+        do {
+            self.localAddress = try socket.localAddress()
+        } catch {
+            socket.close()
+            throw error
+        }
+        self.socket = socket
+        self.loop = context.loop
+        self.settings = settings
+        self.profile = context.profile
+        self.options = context.options
+        self.readBuffer = context.readBuffer
+        self.logger = context.logger
+        self.resolver = HostResolver(loop: context.loop)
+        let profile = context.profile
+        let seed = profile.seed ?? UInt64.random(in: 0...UInt64.max)
+        uplink = ShapedLink(loop: loop, profile: profile.uplink, roundTrip: profile.roundTrip, seed: seed)
+        downlink = ShapedLink(loop: loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seed &+ 0x9E37_79B9_7F4A_7C15)
+        direct = DirectLinkHost(owner: self)
+        do {
+            registration = try loop.register(socket.descriptor, interest: Epoll.readable) { [weak self] _ in
+                self?.acceptPending()
+            }
+        } catch {
+            socket.close()
+            throw error
+        }
+    }
+
+    var bound: BoundListener { BoundListener(kind: "proxy", address: localAddress, upstream: nil) }
+
+    func status() -> ListenerStatus {
+        ListenerStatus(kind: "proxy", address: localAddress, upstream: nil, activeConnections: sessions.count + relays.count,
+                       connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
+                       uplink: uplink.counters, downlink: downlink.counters)
+    }
+
+    /// Whether the profile makes TCP connections carry nothing: an explicit blackhole or 100 % loss either way.
+    var isBlackholed: Bool {
+        profile.fault == .blackhole || profile.uplink.loss.percent >= 100 || profile.downlink.loss.percent >= 100
+    }
+
+    /// The profile's DNS delay, which every conditioned name lookup pays on top of the real lookup.
+    var dnsDelay: Duration { profile.dnsDelay }
+
+    /// Whether connections to the name `host` bypass the link, judged before any lookup.
+    func isExcluded(name host: String) -> Bool {
+        (profile.exclude + settings.exclude).contains { $0.matches(name: host) }
+    }
+
+    /// Whether connections to any of `addresses` bypass the link.
+    func isExcluded(addresses: [SocketAddress]) -> Bool {
+        let patterns = profile.exclude + settings.exclude
+        return addresses.contains { address in patterns.contains { $0.matches(addressBytes: address.addressBytes) } }
+    }
+
+    /// Whether `address` is this listener itself (or an unspecified address), which would relay in a loop.
+    func isForbidden(_ address: SocketAddress) -> Bool {
+        let bytes = address.addressBytes
+        if bytes.allSatisfy({ $0 == 0 }) { return true }
+        guard address.port == localAddress.port else { return false }
+        let listening = localAddress.addressBytes
+        let isLoopback = bytes.first == 127 || bytes == [UInt8](repeating: 0, count: 15) + [1]
+        return bytes == listening || listening.allSatisfy { $0 == 0 } || isLoopback
+    }
+
+    private func acceptPending() {
+        for _ in 0..<256 {
+            let accepted: IOResult<(Socket, SocketAddress)>
+            do {
+                accepted = try socket.accept()
+            } catch {
+                logger.error("accept on \(localAddress): \(error); pausing accepts for 100 ms")
+                pauseAccepting()
+                return
+            }
+            guard case .processed(let (client, address)) = accepted else { return }
+            let clientHost = address.host
+            if profile.fault == .refuse || connectionsByClient[clientHost, default: 0] >= settings.connectionsPerClient {
+                if profile.fault != .refuse {
+                    logger.warning("client \(clientHost) already holds \(settings.connectionsPerClient) connections; resetting a new one")
+                }
+                connectionsRefused += 1
+                try? client.setResetOnClose()
+                client.close()
+                continue
+            }
+            connectionsAccepted += 1
+            let id = nextID
+            nextID += 1
+            clientHosts[id] = clientHost
+            connectionsByClient[clientHost, default: 0] += 1
+            let session = ProxyClientSession(id: id, frontEnd: self, client: client, clientAddress: address)
+            sessions[id] = session
+            session.start()
+        }
+    }
+
+    private func pauseAccepting() {
+        guard !acceptPaused, let registration else { return }
+        acceptPaused = true
+        loop.setInterest(registration, 0)
+        loop.schedule(at: loop.clock.now() + .milliseconds(100)) { [weak self] in
+            guard let self, let registration = self.registration else { return }
+            self.acceptPaused = false
+            self.loop.setInterest(registration, Epoll.readable)
+        }
+    }
+
+    /// Takes a client whose request is complete from its session and relays it to `addresses`.
+    func relay(_ session: ProxyClientSession, to addresses: [SocketAddress], upstreamName: String, excluded: Bool,
+               handshake: UpstreamHandshake, preloaded: [UInt8], preloadEndsStream: Bool, filter: StreamFilter?) {
+        sessions.removeValue(forKey: session.id)
+        let host: RelayHost = excluded ? direct : self
+        let relay = TCPRelay(id: session.id, host: host, client: session.client, clientAddress: session.clientAddress,
+                             upstreamName: upstreamName, upstreamAddresses: addresses, handshake: handshake,
+                             preloadedClientBytes: preloaded, preloadEndsStream: preloadEndsStream, uplinkFilter: filter)
+        relays[relay.id] = relay
+        logger.debug("connection \(session.id) from \(session.clientAddress): \(upstreamName)\(excluded ? " (excluded, unconditioned)" : "")")
+        relay.start(blackholed: !excluded && isBlackholed)
+    }
+
+    /// Forgets a session that closed its client without relaying it.
+    func sessionClosed(_ session: ProxyClientSession) {
+        guard sessions.removeValue(forKey: session.id) != nil else { return }
+        releaseClient(session.id)
+    }
+
+    func relayClosed(_ relay: TCPRelay) {
+        guard relays.removeValue(forKey: relay.id) != nil else { return }
+        releaseClient(relay.id)
+    }
+
+    private func releaseClient(_ id: UInt64) {
+        guard let clientHost = clientHosts.removeValue(forKey: id) else { return }
+        let remaining = connectionsByClient[clientHost, default: 1] - 1
+        connectionsByClient[clientHost] = remaining > 0 ? remaining : nil
+    }
+
+    /// Switches the shaped link to `profile` (excluded destinations stay unconditioned); data in flight keeps its order.
+    func apply(_ profile: Profile) {
+        self.profile = profile
+        uplink.update(profile: profile.uplink, roundTrip: profile.roundTrip)
+        downlink.update(profile: profile.downlink, roundTrip: profile.roundTrip)
+        if !isBlackholed {
+            for relay in relays.values { relay.release() }
+        }
+    }
+
+    func resetConnections() {
+        for session in Array(sessions.values) { session.close() }
+        for relay in Array(relays.values) { relay.close(reset: true) }
+    }
+
+    func close() {
+        if let registration { loop.deregister(registration) }
+        registration = nil
+        socket.close()
+        resolver.shutDown()
+        for session in Array(sessions.values) { session.close() }
+        for relay in Array(relays.values) { relay.close(reset: false) }
+        uplink.close()
+        downlink.close()
+        direct.close()
+    }
+}
+
+/// The unconditioned link a proxy front end relays excluded destinations through. Lives on the event loop thread.
+final class DirectLinkHost: RelayHost {
+    unowned let owner: ProxyFrontEnd
+    let uplink: ShapedLink
+    let downlink: ShapedLink
+
+    init(owner: ProxyFrontEnd) {
+        self.owner = owner
+        uplink = ShapedLink(loop: owner.loop, profile: DirectionProfile(), roundTrip: .zero, seed: 1)
+        downlink = ShapedLink(loop: owner.loop, profile: DirectionProfile(), roundTrip: .zero, seed: 2)
+    }
+
+    var loop: EventLoop { owner.loop }
+    var logger: Logger { owner.logger }
+    var options: ProxyOptions { owner.options }
+    var readBuffer: ReadBuffer { owner.readBuffer }
+    func relayClosed(_ relay: TCPRelay) { owner.relayClosed(relay) }
+
+    func close() {
+        uplink.close()
+        downlink.close()
+    }
+}
+
+/// The replies a relay sends for a proxy client once its upstream connected or failed.
+final class ProxyReplies: UpstreamHandshake {
+    enum Style {
+        case socks5
+        case httpTunnel
+        case httpForward
+    }
+
+    let style: Style
+    let upstreamName: String
+
+    init(style: Style, upstreamName: String) {
+        self.style = style
+        self.upstreamName = upstreamName
+    }
+
+    func replyOnConnect(local: SocketAddress?) -> [UInt8] {
+        switch style {
+        case .socks5: SOCKS5.reply(.succeeded, bound: local)
+        case .httpTunnel: HTTPProxy.connectionEstablished
+        case .httpForward: []
+        }
+    }
+
+    func replyOnFailure(_ error: Errno) -> [UInt8] {
+        switch style {
+        case .socks5: SOCKS5.reply(SOCKS5.Reply(connectError: error))
+        case .httpTunnel, .httpForward: HTTPProxy.response(HTTPProxy.status(connectError: error, origin: upstreamName))
+        }
+    }
+}

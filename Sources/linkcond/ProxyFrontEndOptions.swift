@@ -1,0 +1,56 @@
+import ArgumentParser
+import LinkConditioner
+
+/// The SOCKS5 and HTTP proxy part of `linkcond run`: its default listener, credentials, exclusions and advice.
+extension RunCommand {
+    /// Whether no listener option was given, so the proxy front end starts on loopback by default.
+    var startsDefaultProxy: Bool { listen.isEmpty && upstream.isEmpty && udpListen.isEmpty && dns.isEmpty && proxy.isEmpty }
+
+    /// Checks `--proxy-user` and `--exclude`.
+    func validateProxyFrontEnd() throws {
+        if let proxyUser, ProxyCredentials(parsing: proxyUser) == nil {
+            throw ValidationError("--proxy-user \"\(proxyUser)\" is not USER:PASS (a user name, a colon, then the password).")
+        }
+        do {
+            _ = try exclusions()
+        } catch {
+            throw ValidationError("--exclude: \(error.explanation)")
+        }
+    }
+
+    /// The host patterns of every `--exclude`.
+    func exclusions() throws(ProfileError) -> [HostPattern] {
+        var patterns: [HostPattern] = []
+        for list in exclude {
+            try patterns += Profile.none.setting("exclude", to: list).exclude
+        }
+        return patterns
+    }
+
+    /// One proxy listener per `--proxy`, or one on 127.0.0.1:0 when no listener option was given.
+    var proxyListenerSpecs: [ListenerSpec] {
+        let settings = ProxyFrontEndSettings(credentials: proxyUser.flatMap(ProxyCredentials.init(parsing:)),
+                                             exclude: (try? exclusions()) ?? [])
+        let addresses = startsDefaultProxy ? [Endpoint(host: "127.0.0.1", port: 0)] : proxy.compactMap(Endpoint.init(parsing:))
+        return addresses.map { ListenerSpec(listen: $0, kind: .proxy(settings)) }
+    }
+
+    /// Tells the user on stderr how to point apps at each proxy listener, and warns when one is reachable from other hosts.
+    func explainProxyFrontEnds(_ listeners: [BoundListener]) {
+        for listener in listeners where listener.kind == "proxy" {
+            let address = listener.address.description
+            printError("""
+                linkcond: SOCKS5 and HTTP proxy on \(address); point an app at it with
+                  ALL_PROXY=socks5h://\(address)   (names resolved by linkcond, paying dns.delay)
+                  HTTPS_PROXY=http://\(address) HTTP_PROXY=http://\(address)
+                  curl --socks5-hostname \(address) URL   or   curl -x http://\(address) URL
+                """)
+            let bytes = listener.address.addressBytes
+            let isLoopback = bytes.first == 127 || bytes == [UInt8](repeating: 0, count: 15) + [1]
+            if !isLoopback {
+                printError("linkcond: warning: the proxy on \(address) is reachable from other hosts and relays to anywhere (an open relay)"
+                    + (proxyUser == nil ? "; give --proxy-user USER:PASS or listen on 127.0.0.1" : ""))
+            }
+        }
+    }
+}
