@@ -138,7 +138,9 @@ extension TrafficControl {
             case TrafficHandle.shapingClass:
                 let bitRate = BitRate(bitsPerSecond: Double(rate) * 8)
                 shaping.rate = bitRate >= TrafficHandle.unlimitedRate ? nil : bitRate
-                shaping.burst = ByteCount(bytes: Int(rtnl_htb_get_rbuffer(htbClass.raw)))
+                let burst = Int(rtnl_htb_get_rbuffer(htbClass.raw))
+                let defaultBurst = KernelShaping(rate: shaping.rate).effectiveBurst
+                shaping.burst = abs(burst - defaultBurst) <= 16 ? nil : ByteCount(bytes: burst)
                 if let leaf { Self.read(leaf, into: &shaping) }
                 mainDelay = shaping.delay
             case TrafficHandle.dnsClass:
