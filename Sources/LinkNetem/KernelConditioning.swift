@@ -11,7 +11,8 @@ public struct KernelShaping: Hashable, Sendable {
     public var delay: Duration
     public var jitter: Duration
     public var loss: Percentage
-    /// Bytes that may wait behind the rate limit (a bfifo's limit; netem's limit is this in full-size frames plus the delay line).
+    /// Bytes that may wait behind the rate limit: a bfifo's limit; netem's packet limit is this in full-size frames
+    /// plus twice the delay line (at least 1000, at most 100 000 packets).
     public var queue: ByteCount
     /// Bytes the htb class may send at line speed after an idle period; `nil` picks one frame plus 1 ms at `rate`.
     public var burst: ByteCount?
@@ -232,7 +233,7 @@ struct DirectionTree: Hashable {
         let queuePackets = (shaping.queue.bytes + TrafficHandle.frameBytes - 1) / TrafficHandle.frameBytes
         let rate = shaping.rate ?? BitRate.gbps(1)
         let delayLine = rate.bytes(in: delay + shaping.jitter) / Double(TrafficHandle.frameBytes)
-        let limit = max(1000, queuePackets + 2 * Int(delayLine.rounded(.up)))
+        let limit = min(max(1000, queuePackets + 2 * Int(delayLine.rounded(.up))), 100_000)
         return .netem(delay: delay, jitter: shaping.jitter, loss: shaping.loss, limitPackets: limit)
     }
 }

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+/// `linkcond tc` run as a user would, against a device in a namespace the test creates.
+@Suite(
+    "linkcond tc on the command line", .serialized,
+    .enabled(if: NamespacePair.isSupported, "needs root, network namespaces, ip, tc and iperf3"),
+    .enabled(if: TCBinary.url != nil, "the linkcond binary is not built next to the tests")
+)
+struct TCCommandTests {
+    @Test func withoutCapNetAdminTheErrorSaysSoAndNothingChanges() throws {
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let before = try pair.snapshot()
+
+        let result = try Shell.runCapturing([
+            "ip", "netns", "exec", pair.near, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", TCBinary.url!.path, "tc", "apply", pair.nearDevice, "DSL",
+        ])
+
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("needs CAP_NET_ADMIN"), "stderr: \(result.stderr)")
+        #expect(try pair.snapshot() == before)
+    }
+
+    @Test func showPrintsTheProfileTermsReadBackFromTheKernel() throws {
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let applied = try Shell.run([TCBinary.url!.path, "tc", "apply", pair.nearDevice, "DSL", "--rate-only", "--netns", pair.near])
+
+        let shown = try Shell.run([TCBinary.url!.path, "tc", "show", pair.nearDevice, "--netns", pair.near])
+
+        #expect(applied.contains("applied dsl on lcv-near (downlink via lc-ifb-2)"))
+        #expect(shown == """
+            lcv-near: conditioned by linkcond
+              uplink:   rate 256 kbit/s, queue 256 KiB
+              downlink: rate 2 Mbit/s, queue 256 KiB
+              match:    all traffic
+
+            """)
+    }
+
+    @Test func runAppliesUntilSIGTERMThenClears() throws {
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let before = try pair.snapshot()
+        let process = Process()
+        process.executableURL = TCBinary.url
+        process.arguments = ["tc", "run", pair.nearDevice, "DSL", "--rate-only", "--port", "8443", "--netns", pair.near]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        var seen = ""
+        let reader = out.fileHandleForReading
+        while !seen.contains("until SIGINT or SIGTERM") {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            seen += String(decoding: chunk, as: UTF8.self)
+        }
+        let during = try pair.exec(pair.near, "tc", "qdisc", "show", "dev", pair.nearDevice)
+        process.terminate()
+        process.waitUntilExit()
+
+        #expect(during.contains("htb 1c0d:"))
+        #expect(process.terminationStatus == 0)
+        #expect(try pair.snapshot() == before)
+    }
+
+    @Test func anUnknownDeviceIsNamed() throws {
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+
+        let result = try Shell.runCapturing([TCBinary.url!.path, "tc", "clear", "lc-nosuch0", "--netns", pair.near])
+
+        #expect(result.status == 1)
+        #expect(result.stderr == "linkcond: no network device named \"lc-nosuch0\" (see `ip link show`)\n")
+    }
+}
+
+/// The built `linkcond` executable in the build folder the tests run from.
+enum TCBinary {
+    static let url: URL? = {
+        var directory = Bundle.main.bundleURL
+        for _ in 0..<3 {
+            let candidate = directory.appendingPathComponent("linkcond")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        return nil
+    }()
+}
