@@ -264,3 +264,39 @@ enum NetemProbability {
         Percentage((Double(raw) / Double(UInt32.max) * 100 * 1_000_000).rounded() / 1_000_000)
     }
 }
+
+/// Counters of the qdiscs linkcond built for one direction, summed over its leaves.
+public struct DirectionCounters: Hashable, Sendable {
+    public var packets: UInt64 = 0
+    public var bytes: UInt64 = 0
+    /// Packets dropped by netem's loss or by a full queue.
+    public var drops: UInt64 = 0
+}
+
+extension TrafficControl {
+    /// The packets, bytes and drops of linkcond's leaf qdiscs on `device` (uplink) and its ifb (downlink).
+    public func counters(_ device: String) throws(TrafficControlError) -> (uplink: DirectionCounters?, downlink: DirectionCounters?) {
+        let links: NetlinkCache
+        do { links = try NetlinkCache.links(socket) } catch { throw TrafficControlError(error) }
+        guard let link = NetworkLink.named(device, in: links) else { throw .noSuchDevice(device) }
+        let ifb = NetworkLink.named(TrafficHandle.ifbName(forIfindex: link.ifindex), in: links)
+        do {
+            let qdiscs = try NetlinkCache.qdiscs(socket).map(Qdisc.init(retaining:))
+            func sum(_ ifindex: Int32?) -> DirectionCounters? {
+                guard let ifindex, qdiscs.contains(where: { $0.ifindex == ifindex && $0.handle == TrafficHandle.root }) else {
+                    return nil
+                }
+                var counters = DirectionCounters()
+                for leaf in qdiscs where leaf.ifindex == ifindex && leaf.parent >> 16 == TrafficHandle.rootMajor {
+                    counters.packets += rtnl_tc_get_stat(leaf.tc, RTNL_TC_PACKETS)
+                    counters.bytes += rtnl_tc_get_stat(leaf.tc, RTNL_TC_BYTES)
+                    counters.drops += rtnl_tc_get_stat(leaf.tc, RTNL_TC_DROPS)
+                }
+                return counters
+            }
+            return (sum(link.ifindex), sum(ifb?.ifindex))
+        } catch {
+            throw TrafficControlError(error)
+        }
+    }
+}

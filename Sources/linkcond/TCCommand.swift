@@ -140,6 +140,11 @@ struct TCShowCommand: ParsableCommand {
             }
             print("\(target.device): conditioned by linkcond")
             for line in applied.summaryLines { print("  \(line)") }
+            let counters = try control.counters(target.device)
+            for (name, direction) in [("uplink", counters.uplink), ("downlink", counters.downlink)] {
+                guard let direction else { continue }
+                print("  \(name) counters: \(direction.packets) packets, \(direction.bytes) bytes, \(direction.drops) dropped")
+            }
         } catch {
             printError("linkcond: \(error)")
             throw ExitStatus.runtimeFailure
