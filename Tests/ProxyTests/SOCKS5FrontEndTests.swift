@@ -1,0 +1,269 @@
+import Foundation
+import LinkConditioner
+import LoopbackPeers
+import Testing
+
+/// The SOCKS5 front end (RFC 1928, RFC 1929) on real loopback sockets, byte by byte and with curl.
+@Suite(.serialized)
+struct SOCKS5FrontEndTests {
+    @Test func relaysAConnectToAnIPv4Destination() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.frontEnd()
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
+        try client.send(Array("hello".utf8))
+
+        #expect(reply == 0x00)
+        #expect(try client.receive(exactly: 5) == Array("hello".utf8))
+    }
+
+    @Test func relaysAConnectToIPv6Loopback() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let ipv6Echo = try ConditionedProxy.ipv6Echo(inFrontOf: echo)
+        defer { ipv6Echo.stop() }
+        let proxy = try ConditionedProxy.frontEnd()
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv6: SOCKS5Client.loopbackIPv6, port: ipv6Echo.port))
+        try client.send(Array("over six".utf8))
+
+        #expect(reply == 0x00)
+        #expect(try client.receive(exactly: 8) == Array("over six".utf8))
+    }
+
+    @Test func resolvesADomainNameDestination() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.frontEnd()
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(name: "localhost", port: echo.port))
+        try client.send([7, 8, 9])
+
+        #expect(reply == 0x00)
+        #expect(try client.receive(exactly: 3) == [7, 8, 9])
+    }
+
+    @Test func keepsBytesPipelinedAfterTheRequest() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.frontEnd(profile: delayProfile(.milliseconds(20)))
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+        let pipelined = [UInt8](repeating: 0x2A, count: 3000) + Array("end".utf8)
+
+        try client.send(SOCKS5Client.greeting() + SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port) + pipelined)
+        let method = try client.receive(exactly: 2)
+        let reply = try SOCKS5Client.readReply(client)
+
+        #expect(method == [0x05, 0x00])
+        #expect(reply == 0x00)
+        #expect(try client.receive(exactly: pipelined.count) == pipelined)
+    }
+
+    @Test func repliesConnectionRefusedForAPortNobodyListensOn() throws {
+        let closed = try TestServer { $0.close() }
+        let port = closed.port
+        closed.stop()
+        let proxy = try ConditionedProxy.frontEnd()
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: port))
+
+        #expect(reply == 0x05)
+        #expect(client.readUntilClosed().isEmpty)
+    }
+
+    @Test func repliesHostUnreachableForANameThatDoesNotResolve() throws {
+        let proxy = try ConditionedProxy.frontEnd()
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 10)
+        defer { client.close() }
+
+        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(name: "nonexistent.invalid", port: 80))
+
+        #expect(reply == 0x04)
+    }
+
+    @Test(arguments: [UInt8(0x02), 0x03, 0x09])
+    func repliesCommandNotSupportedForAnythingButConnect(command: UInt8) throws {
+        let proxy = try ConditionedProxy.frontEnd()
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: 80, command: command))
+
+        #expect(reply == 0x07)
+    }
+
+    @Test func repliesAddressTypeNotSupportedForAnUnknownAddressType() throws {
+        let proxy = try ConditionedProxy.frontEnd()
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        let reply = try SOCKS5Client.negotiate(client, request: [0x05, 0x01, 0x00, 0x07, 1, 2, 3, 4, 0, 80])
+
+        #expect(reply == 0x08)
+    }
+
+    @Test func repliesGeneralFailureToARequestWithTheWrongVersion() throws {
+        let proxy = try ConditionedProxy.frontEnd()
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        let reply = try SOCKS5Client.negotiate(client, request: [0x04, 0x01, 0x00, 0x01, 127, 0, 0, 1, 0, 80])
+
+        #expect(reply == 0x01)
+    }
+
+    @Test func repliesNotAllowedForAConnectToTheProxyItself() throws {
+        let proxy = try ConditionedProxy.frontEnd()
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: proxy.port))
+
+        #expect(reply == 0x02)
+    }
+
+    @Test func refusesEveryMethodWhenCredentialsAreRequiredButNotOffered() throws {
+        let proxy = try ConditionedProxy.frontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        try client.send(SOCKS5Client.greeting(methods: [0x00]))
+
+        #expect(try client.receive(exactly: 2) == [0x05, 0xFF])
+        #expect(client.readUntilClosed().isEmpty)
+    }
+
+    @Test func refusesWrongCredentials() throws {
+        let proxy = try ConditionedProxy.frontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        try client.send(SOCKS5Client.greeting(methods: [0x00, 0x02]))
+        let method = try client.receive(exactly: 2)
+        try client.send(SOCKS5Client.credentials(user: "ann", password: "guess"))
+
+        #expect(method == [0x05, 0x02])
+        #expect(try client.receive(exactly: 2) == [0x01, 0x01])
+        #expect(client.readUntilClosed().isEmpty)
+    }
+
+    @Test func acceptsTheRightCredentials() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.frontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        try client.send(SOCKS5Client.greeting(methods: [0x02]))
+        _ = try client.receive(exactly: 2)
+        try client.send(SOCKS5Client.credentials(user: "ann", password: "s3cret"))
+        let authentication = try client.receive(exactly: 2)
+        try client.send(SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
+
+        #expect(authentication == [0x01, 0x00])
+        #expect(try SOCKS5Client.readReply(client) == 0x00)
+    }
+
+    @Test func closesAClientThatSendsNothingOnceTheHandshakeTimeoutPasses() throws {
+        let proxy = try ConditionedProxy.frontEnd(settings: ProxyFrontEndSettings(handshakeTimeout: .milliseconds(300)))
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+        let start = MonotonicClock().now()
+
+        let received = client.readUntilClosed()
+
+        #expect(received.isEmpty)
+        #expect(secondsSince(start) >= 0.25 && secondsSince(start) < 2)
+    }
+
+    @Test func closesAClientThatSendsAGreetingWithoutMethods() throws {
+        let proxy = try ConditionedProxy.frontEnd()
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        try client.send([0x05, 0x00])
+
+        #expect(client.readUntilClosed() == [0x05, 0xFF])
+    }
+
+    /// Under 100 ms each way, the reply waits one round trip (the connect crosses the uplink, the reply the downlink).
+    @Test func setupToAnAddressTakesOneRoundTrip() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.frontEnd(profile: delayProfile(.milliseconds(100)))
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+        try client.send(SOCKS5Client.greeting())
+        _ = try client.receive(exactly: 2)
+
+        let start = MonotonicClock().now()
+        try client.send(SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
+        let reply = try SOCKS5Client.readReply(client)
+        let setup = secondsSince(start)
+
+        #expect(reply == 0x00)
+        #expect(setup >= 0.195 && setup < 0.26, "setup took \(setup) s, expected 0.2 s (tolerance -5/+60 ms)")
+    }
+
+    @Test func setupToANameAlsoPaysTheDNSDelay() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.frontEnd(profile: delayProfile(.milliseconds(100), dnsDelay: .milliseconds(150)))
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+        try client.send(SOCKS5Client.greeting())
+        _ = try client.receive(exactly: 2)
+
+        let start = MonotonicClock().now()
+        try client.send(SOCKS5Client.connect(name: "localhost", port: echo.port))
+        let reply = try SOCKS5Client.readReply(client)
+        let setup = secondsSince(start)
+
+        #expect(reply == 0x00)
+        #expect(setup >= 0.345 && setup < 0.45, "setup took \(setup) s, expected 0.35 s (tolerance -5/+100 ms)")
+    }
+
+    @Test func curlFetchesSeveralMebibytesByteExactThroughSocks5Hostname() throws {
+        let origin = try TestHTTPOrigin()
+        defer { origin.stop() }
+        let proxy = try ConditionedProxy.frontEnd()
+        defer { proxy.stop() }
+        let size = 6 << 20
+
+        guard let result = try runCurl(["--socks5-hostname", "127.0.0.1:\(proxy.port)", "http://localhost:\(origin.port)/bytes/\(size)"]) else {
+            Issue.record("curl is not installed; the SOCKS5 curl test cannot run")
+            return
+        }
+
+        #expect(result.status == 0)
+        #expect(result.digest.count == size)
+        #expect(result.digest.value == originBodyDigest(size: size).value)
+    }
+}
