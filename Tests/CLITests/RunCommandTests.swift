@@ -70,6 +70,47 @@ struct RunCommandTests {
         #expect(result.stdout.isEmpty)
     }
 
+    @Test func startsASOCKS5AndHTTPProxyOnLoopbackWhenNoListenerIsGiven() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let linkcond = try RunningLinkcond(["run"])
+
+        let line = try linkcond.readLine()
+        let port = try #require(line.split(separator: ":").last.flatMap { UInt16($0) })
+        let client = try TestConnection.connect(port: port, timeout: 5)
+        defer { client.close() }
+        try client.send(Array("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\n\r\nping".utf8))
+        let established = try client.receive(exactly: "HTTP/1.1 200 Connection established\r\n\r\n".utf8.count)
+
+        #expect(line.hasPrefix("ready proxy 127.0.0.1:"), "ready line: \(line)")
+        #expect(String(decoding: established, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        #expect(try client.receive(exactly: 4) == Array("ping".utf8))
+        #expect(try linkcond.stop(signal: SIGTERM) == 0)
+        #expect(linkcond.stderrText.contains("ALL_PROXY=socks5h://127.0.0.1:\(port)"))
+        #expect(linkcond.stderrText.contains("HTTPS_PROXY=http://127.0.0.1:\(port)"))
+        #expect(linkcond.stderrText.contains("curl --socks5-hostname 127.0.0.1:\(port)"))
+        #expect(!linkcond.stderrText.contains("open relay"))
+    }
+
+    @Test func warnsThatAProxyOffLoopbackIsAnOpenRelay() throws {
+        let linkcond = try RunningLinkcond(["run", "--proxy", "0.0.0.0:0"])
+
+        let line = try linkcond.readLine()
+        _ = try linkcond.stop(signal: SIGTERM)
+
+        #expect(line.hasPrefix("ready proxy 0.0.0.0:"))
+        #expect(linkcond.stderrText.contains("open relay"))
+        #expect(linkcond.stderrText.contains("--proxy-user"))
+    }
+
+    @Test func rejectsAProxyUserWithoutAPasswordAndABadExcludeWithExitStatusTwo() throws {
+        let noColon = try LinkcondProcess.run(["run", "--proxy-user", "ann"])
+        let badExclude = try LinkcondProcess.run(["run", "--exclude", "10.0.0.0/99"])
+
+        #expect(noColon.status == 2 && noColon.stderr.contains("USER:PASS"))
+        #expect(badExclude.status == 2 && badExclude.stderr.contains("--exclude"))
+    }
+
     @Test func rejectsAnUnknownProfileWithExitStatusTwo() throws {
         let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--profile", "4g-ultra"])
 
