@@ -16,6 +16,8 @@ public struct KernelShaping: Hashable, Sendable {
     public var queue: ByteCount
     /// Bytes the htb class may send at line speed after an idle period; `nil` picks one frame plus 1 ms at `rate`.
     public var burst: ByteCount?
+    /// The netem leaf's packet limit as read back from the kernel; `nil` in requests, where it derives from `queue`.
+    public var netemLimit: Int?
 
     public init(
         rate: BitRate? = nil, delay: Duration = .zero, jitter: Duration = .zero, loss: Percentage = .zero,
@@ -267,7 +269,7 @@ extension KernelShaping {
         guard isImpaired else { return "unshaped" }
         var parts = [rate.map { "rate \($0.tcText)" } ?? "rate unlimited"]
         if needsNetem { parts.append(netemSummary) }
-        parts.append("queue \(queue.tcText)")
+        parts.append(netemLimit.map { "netem limit \($0) packets" } ?? "queue \(queue.tcText)")
         if let burst { parts.append("burst \(burst.tcText)") }
         return parts.joined(separator: ", ")
     }

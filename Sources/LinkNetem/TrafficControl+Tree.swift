@@ -140,7 +140,7 @@ extension TrafficControl {
                 shaping.rate = bitRate >= TrafficHandle.unlimitedRate ? nil : bitRate
                 let burst = Int(rtnl_htb_get_rbuffer(htbClass.raw))
                 let defaultBurst = KernelShaping(rate: shaping.rate).effectiveBurst
-                shaping.burst = abs(burst - defaultBurst) <= 16 ? nil : ByteCount(bytes: burst)
+                shaping.burst = abs(burst - defaultBurst) <= max(16, defaultBurst / 100) ? nil : ByteCount(bytes: burst)
                 if let leaf { Self.read(leaf, into: &shaping) }
                 mainDelay = shaping.delay
             case TrafficHandle.dnsClass:
@@ -166,7 +166,7 @@ extension TrafficControl {
             shaping.jitter = .microseconds(Int64(max(0, rtnl_netem_get_jitter(leaf.raw))))
             let loss = rtnl_netem_get_loss(leaf.raw)
             shaping.loss = loss == -NLE_NOATTR ? .zero : NetemProbability.percentage(UInt32(bitPattern: loss))
-            shaping.queue = ByteCount(bytes: Int(max(0, rtnl_netem_get_limit(leaf.raw))) * TrafficHandle.frameBytes)
+            shaping.netemLimit = Int(max(0, rtnl_netem_get_limit(leaf.raw)))
         case "bfifo":
             shaping.queue = ByteCount(bytes: Int(max(0, rtnl_qdisc_fifo_get_limit(leaf.raw))))
         default:
