@@ -169,3 +169,4 @@ for (milliseconds, samples) in [(10, quick ? 50 : 200), (100, quick ? 20 : 50), 
     print("\(String(format: "%5d", milliseconds)) ms asked  error p50 \(millis(percentile(errors, 0.5)))  p99 \(millis(p99))  min \(millis(errors.first!))  \(verdict(p99 < 0.001))")
 }
 echo.stop()
+try runSetupBenchmark(quick: quick)
