@@ -14,12 +14,23 @@ public struct DirectionProfile: Hashable, Sendable {
     public var queue: ByteCount = DirectionProfile.defaultQueue
     /// How many bytes the token bucket lets through at line speed after an idle period.
     public var burst: ByteCount?
+    /// How datagrams are lost: independently at `loss`, or in bursts by the Gilbert-Elliott model. TCP always
+    /// sees `loss`.
+    public var lossModel: LossModel = .random
+    /// The Gilbert-Elliott model's parameters, used when `lossModel` is `.gilbertElliott`.
+    public var gilbertElliott = GilbertElliottParameters()
+    /// Probability that a datagram is delivered twice.
+    public var duplicate: Percentage = .zero
+    /// Probability that a datagram is held back behind later ones (by `Reordering.holdBack(delay:)`).
+    public var reorder: Percentage = .zero
 
     public static let defaultQueue = ByteCount.kib(256)
 
     public init(
         bandwidth: BitRate? = nil, delay: Duration = .zero, jitter: Duration = .zero,
-        loss: Percentage = .zero, queue: ByteCount = DirectionProfile.defaultQueue, burst: ByteCount? = nil
+        loss: Percentage = .zero, queue: ByteCount = DirectionProfile.defaultQueue, burst: ByteCount? = nil,
+        lossModel: LossModel = .random, gilbertElliott: GilbertElliottParameters = GilbertElliottParameters(),
+        duplicate: Percentage = .zero, reorder: Percentage = .zero
     ) {
         self.bandwidth = bandwidth
         self.delay = delay
@@ -27,6 +38,10 @@ public struct DirectionProfile: Hashable, Sendable {
         self.loss = loss
         self.queue = queue
         self.burst = burst
+        self.lossModel = lossModel
+        self.gilbertElliott = gilbertElliott
+        self.duplicate = duplicate
+        self.reorder = reorder
     }
 }
 

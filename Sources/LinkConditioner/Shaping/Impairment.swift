@@ -16,6 +16,10 @@ public struct SegmentFate: Hashable, Sendable {
     public var senderStallUntil: Instant?
     /// The segment never reaches the receiver: a dropped datagram, or a TCP connection that gave up retrying.
     public var lost: Bool
+    /// Which loss model dropped a datagram, for the link's counters; nil for a segment that was not dropped.
+    public var lossCause: LossCause?
+    /// How many copies of a datagram the receiver gets (2 when the link duplicated it); 1 for TCP.
+    public var copies: Int
 
     public init(size: Int, serializationEnd: Instant) {
         self.size = size
@@ -24,13 +28,30 @@ public struct SegmentFate: Hashable, Sendable {
         self.retransmissions = 0
         self.senderStallUntil = nil
         self.lost = false
+        self.lossCause = nil
+        self.copies = 1
     }
+
+    /// Marks a datagram dropped by `cause`: it is never delivered.
+    public mutating func drop(_ cause: LossCause) {
+        lost = true
+        lossCause = cause
+        deliverAt = .never
+    }
+}
+
+/// The loss model that dropped a datagram.
+public enum LossCause: Hashable, Sendable {
+    /// Independent random loss (`loss`).
+    case random
+    /// The Gilbert-Elliott model's bursty loss (`loss.model = gilbert-elliott`).
+    case burst
 }
 
 /// One per-segment effect of a link (delay, loss, and so on), applied in a pipeline after serialisation.
 ///
-/// A new impairment is one type conforming to this protocol, one entry in `ImpairmentPipeline.streamKinds` (or
-/// a future datagram list), and one test. It draws every random number from `random`, so a seed reproduces its
+/// A new impairment is one type conforming to this protocol, one entry in `ImpairmentPipeline.streamKinds` or
+/// `datagramKinds`, and one test. It draws every random number from `random`, so a seed reproduces its
 /// decisions.
 public protocol Impairment: Sendable {
     /// The impairment `profile` asks for, or nil when the profile leaves this effect off.
@@ -51,6 +72,11 @@ extension Impairment {
 public struct ImpairmentPipeline: Sendable {
     /// Every impairment kind a TCP stream link knows, in the order they apply.
     public static let streamKinds: [any Impairment.Type] = [RetransmissionLoss.self, PropagationDelay.self]
+    /// Every impairment kind a datagram link knows, in the order they apply: a datagram is lost or not, then
+    /// duplicated, delayed, and perhaps held back behind later ones.
+    public static let datagramKinds: [any Impairment.Type] = [
+        DatagramLoss.self, GilbertElliottLoss.self, Duplication.self, PropagationDelay.self, Reordering.self,
+    ]
 
     private var stages: [any Impairment]
 

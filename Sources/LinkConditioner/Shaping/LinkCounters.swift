@@ -14,6 +14,18 @@ public struct LinkCounters: Hashable, Sendable {
     public var segmentsLost = 0
     /// Flows attached to the link now.
     public var flows = 0
+    /// Datagrams senders handed the link, tail drops included.
+    public var datagramsEnqueued = 0
+    /// Datagram copies handed to receivers (a duplicated datagram counts twice).
+    public var datagramsDelivered = 0
+    /// Datagrams refused because the link's queue was full.
+    public var tailDrops = 0
+    /// Datagrams dropped by random loss (`loss`).
+    public var randomLosses = 0
+    /// Datagrams dropped by the Gilbert-Elliott model.
+    public var burstLosses = 0
+    /// Extra copies of duplicated datagrams.
+    public var duplicates = 0
 
     public init() {}
 }

@@ -21,6 +21,12 @@ import DequeModule
 // that cost the link a second serialisation, delay delivery by the retransmission timeout, and stall the
 // flow). Each flow's delay line clamps deliverAt to its previous one, so a stream is never reordered.
 //
+// Datagrams. A datagram flow's arrivals are single datagrams, and each is one slice whatever its size. Its fate
+// goes through the datagram pipeline instead (random or Gilbert-Elliott loss, duplication, delay and jitter,
+// reordering): a lost datagram is gone, a duplicate costs one more serialisation, and outcomes are delivered in
+// the order of their times, so jitter and reordering let datagrams overtake each other. A datagram that would
+// push the rate-limited link's queue past `queue` bytes is dropped at the tail.
+//
 // Queue. Bytes waiting for the serialiser add latency (bufferbloat). Senders are pushed back once the link
 // holds `queue` bytes, except that a flow holding less than its fair share (queue / active flows, at least
 // `fairMinimumShare`) may always add more, so one greedy flow cannot lock out a small request.
@@ -41,6 +47,7 @@ public final class LinkDirection {
     private var profile: DirectionProfile
     private var roundTrip: Duration
     private var pipeline: ImpairmentPipeline
+    private var datagramPipeline: ImpairmentPipeline
     private var random: SeededRandom
     /// Nanoseconds to serialise one byte, or nil for unlimited bandwidth.
     private var nanosecondsPerByte: Double?
@@ -64,6 +71,7 @@ public final class LinkDirection {
         self.profile = profile
         self.roundTrip = roundTrip
         self.pipeline = ImpairmentPipeline(profile: profile, roundTrip: roundTrip)
+        self.datagramPipeline = ImpairmentPipeline(profile: profile, roundTrip: roundTrip, kinds: ImpairmentPipeline.datagramKinds)
         self.random = SeededRandom(seed: seed)
         configure()
     }
@@ -77,6 +85,7 @@ public final class LinkDirection {
         self.profile = profile
         self.roundTrip = roundTrip
         pipeline = ImpairmentPipeline(profile: profile, roundTrip: roundTrip)
+        datagramPipeline = ImpairmentPipeline(profile: profile, roundTrip: roundTrip, kinds: ImpairmentPipeline.datagramKinds)
         configure()
         for flow in ring { flow.deficit = quantum }
         if !deadFlows.isEmpty && profile.loss.probability < 1 { revivalPending = true }
@@ -108,6 +117,43 @@ public final class LinkDirection {
     public func makeFlow() -> LinkFlow {
         tally.counters.flows += 1
         return LinkFlow(tally: tally)
+    }
+
+    /// Attaches a new datagram flow (one UDP client's direction) to the link.
+    public func makeDatagramFlow() -> LinkFlow {
+        tally.counters.flows += 1
+        return LinkFlow(tally: tally, isDatagram: true)
+    }
+
+    /// Offers one datagram of `size` bytes from `flow`'s sender at `now`: queued, or dropped at the tail when it
+    /// would push a rate-limited link's queue past the profile's `queue` bytes.
+    @discardableResult
+    public func enqueueDatagram(_ size: Int, on flow: LinkFlow, at now: Instant) -> DatagramAdmission {
+        precondition(flow.isDatagram, "enqueueDatagram needs a flow from makeDatagramFlow")
+        guard !flow.isRemoved else { return .tailDropped }
+        tally.counters.datagramsEnqueued += 1
+        if !ring.isEmpty && !isStopped { serve(until: now) }
+        if nanosecondsPerByte != nil && tally.counters.queuedBytes + size > profile.queue.bytes {
+            tally.counters.tailDrops += 1
+            return .tailDropped
+        }
+        tally.counters.bytesEnqueued += size
+        let index = flow.nextDatagramIndex
+        flow.nextDatagramIndex += 1
+        if nanosecondsPerByte == nil, datagramPipeline.isEmpty, !flow.isActive {
+            flow.nextServedIndex += 1
+            tally.counters.transmissions += 1
+            deliverDatagram(DatagramDelivery(index: index, size: size, copies: 1), on: flow, at: now)
+            return .accepted(index: index)
+        }
+        flow.recordArrival(size, at: now)
+        tally.counters.queuedBytes += size
+        if !flow.isActive {
+            flow.isActive = true
+            flow.deficit = quantum
+            ring.append(flow)
+        }
+        return .accepted(index: index)
     }
 
     /// Forgets a closed flow; its queued and in-flight bytes leave the link's accounting.
@@ -212,7 +258,8 @@ public final class LinkDirection {
 
     private func serveSlice(of index: Int, startingAt start: Instant, ready: Instant) {
         let flow = ring[index]
-        let (size, lastArrival) = flow.takeQueued(upTo: sliceBytes, arrivedBy: max(start, ready))
+        let (size, lastArrival) = flow.isDatagram
+            ? flow.takeQueuedDatagram() : flow.takeQueued(upTo: sliceBytes, arrivedBy: max(start, ready))
         tally.counters.queuedBytes -= size
         var transmission: Int64 = 0
         if let perByte = nanosecondsPerByte {
@@ -220,16 +267,25 @@ public final class LinkDirection {
         }
         let end = start.addingSaturating(nanoseconds: transmission)
         var fate = SegmentFate(size: size, serializationEnd: max(end, lastArrival))
-        if !pipeline.isEmpty { pipeline.apply(to: &fate, random: &random) }
+        if flow.isDatagram {
+            if !datagramPipeline.isEmpty { datagramPipeline.apply(to: &fate, random: &random) }
+        } else if !pipeline.isEmpty {
+            pipeline.apply(to: &fate, random: &random)
+        }
+        let extraSerialisations = fate.retransmissions + fate.copies - 1
         if nanosecondsPerByte != nil {
-            let (resend, overflow) = transmission.multipliedReportingOverflow(by: Int64(fate.retransmissions))
+            let (resend, overflow) = transmission.multipliedReportingOverflow(by: Int64(extraSerialisations))
             linkFreeAt = end.addingSaturating(nanoseconds: overflow ? .max : resend)
         }
-        if let stall = fate.senderStallUntil { flow.stalledUntil = max(flow.stalledUntil, stall) }
-        if fate.lost && !deadFlows.contains(where: { $0 === flow }) { deadFlows.append(flow) }
-        tally.counters.transmissions += 1 + fate.retransmissions
-        tally.counters.segmentsLost += fate.retransmissions
-        deliver(size, on: flow, at: fate.lost ? .never : fate.deliverAt)
+        if flow.isDatagram {
+            settleDatagram(size, fate: fate, on: flow)
+        } else {
+            if let stall = fate.senderStallUntil { flow.stalledUntil = max(flow.stalledUntil, stall) }
+            if fate.lost && !deadFlows.contains(where: { $0 === flow }) { deadFlows.append(flow) }
+            tally.counters.transmissions += 1 + fate.retransmissions
+            tally.counters.segmentsLost += fate.retransmissions
+            deliver(size, on: flow, at: fate.lost ? .never : fate.deliverAt)
+        }
 
         if flow.arrivals.isEmpty {
             flow.isActive = false
@@ -238,7 +294,7 @@ public final class LinkDirection {
             return
         }
         guard nanosecondsPerByte != nil else { return }
-        flow.deficit -= size * (1 + fate.retransmissions)
+        flow.deficit -= size * (1 + extraSerialisations)
         if flow.deficit <= 0 {
             flow.deficit += quantum
             ring.remove(at: index)
@@ -261,6 +317,34 @@ public final class LinkDirection {
             }
         }
         deadFlows.removeAll()
+    }
+
+    /// Counts a serialised datagram's fate and schedules its outcome: a lost one at once (so its bytes are freed),
+    /// a delivered one at its delivery time with its copies.
+    private func settleDatagram(_ size: Int, fate: SegmentFate, on flow: LinkFlow) {
+        let index = flow.nextServedIndex
+        flow.nextServedIndex += 1
+        tally.counters.transmissions += fate.copies
+        if fate.lost {
+            if fate.lossCause == .burst {
+                tally.counters.burstLosses += 1
+            } else {
+                tally.counters.randomLosses += 1
+            }
+            deliverDatagram(DatagramDelivery(index: index, size: size, copies: 0), on: flow, at: fate.serializationEnd)
+        } else {
+            tally.counters.duplicates += fate.copies - 1
+            deliverDatagram(DatagramDelivery(index: index, size: size, copies: fate.copies), on: flow, at: fate.deliverAt)
+        }
+    }
+
+    private func deliverDatagram(_ delivery: DatagramDelivery, on flow: LinkFlow, at deliverAt: Instant) {
+        flow.datagramLine.append(delivery, at: deliverAt)
+        if delivery.copies > 0 { tally.counters.inFlightBytes += delivery.size }
+        if !flow.isMarkedChanged {
+            flow.isMarkedChanged = true
+            changed.append(flow)
+        }
     }
 
     /// Puts `bytes` on `flow`'s delay line and notes that its delivery schedule changed.

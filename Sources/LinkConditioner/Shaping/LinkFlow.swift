@@ -17,16 +17,24 @@ public final class LinkFlow {
     /// Whether the flow is already in its direction's list of changed delivery schedules.
     var isMarkedChanged = false
     var isRemoved = false
+    /// A datagram flow keeps one arrival per datagram and delivers per-datagram outcomes, in any order.
+    let isDatagram: Bool
+    var datagramLine = DatagramLine()
+    /// The number the next accepted datagram gets.
+    var nextDatagramIndex: UInt64 = 0
+    /// The number of the oldest datagram not yet serialised.
+    var nextServedIndex: UInt64 = 0
     private let tally: LinkTally
 
     /// Bytes waiting for the serialiser.
     public private(set) var queuedBytes = 0
 
     /// Bytes serialised and waiting for their delivery time.
-    public var inFlightBytes: Int { delayLine.bytes }
+    public var inFlightBytes: Int { isDatagram ? datagramLine.bytes : delayLine.bytes }
 
-    init(tally: LinkTally) {
+    init(tally: LinkTally, isDatagram: Bool = false) {
         self.tally = tally
+        self.isDatagram = isDatagram
     }
 
     /// Removes and returns how many bytes may be delivered to the receiver by `now`.
@@ -39,8 +47,19 @@ public final class LinkFlow {
         return count
     }
 
-    /// When the next bytes become deliverable, or nil if none are scheduled yet.
-    public var nextDeliveryTime: Instant? { delayLine.nextDeliverAt }
+    /// Removes and returns the outcomes of a datagram flow's datagrams due by `now`, in delivery order.
+    public func takeDeliverableDatagrams(at now: Instant) -> [DatagramDelivery] {
+        let due = datagramLine.takeDue(at: now)
+        for delivery in due where delivery.copies > 0 {
+            tally.counters.bytesDelivered += delivery.size * delivery.copies
+            tally.counters.inFlightBytes -= delivery.size
+            tally.counters.datagramsDelivered += delivery.copies
+        }
+        return due
+    }
+
+    /// When the next bytes (or datagram outcomes) become deliverable, or nil if none are scheduled yet.
+    public var nextDeliveryTime: Instant? { isDatagram ? datagramLine.nextAt : delayLine.nextDeliverAt }
 
     /// When the serialiser may take this flow's oldest queued bytes: their arrival, or the end of a stall.
     var readyAt: Instant {
@@ -48,10 +67,10 @@ public final class LinkFlow {
         return max(first.at, stalledUntil)
     }
 
-    /// Records `count` bytes that arrived at `now`, after every earlier arrival.
+    /// Records `count` bytes that arrived at `now`, after every earlier arrival; a datagram stays its own batch.
     func recordArrival(_ count: Int, at now: Instant) {
         queuedBytes += count
-        if let last = arrivals.last, last.at >= now {
+        if !isDatagram, let last = arrivals.last, last.at >= now {
             arrivals[arrivals.index(before: arrivals.endIndex)].bytes += count
         } else {
             arrivals.append(ByteBatch(bytes: count, at: now))
@@ -76,10 +95,18 @@ public final class LinkFlow {
         return (taken, lastArrival)
     }
 
+    /// Takes the oldest queued datagram; returns its size and arrival.
+    func takeQueuedDatagram() -> (bytes: Int, lastArrival: Instant) {
+        let first = arrivals.removeFirst()
+        queuedBytes -= first.bytes
+        return (first.bytes, first.at)
+    }
+
     /// Drops every count the flow holds, for a flow leaving its direction.
     func forgetAll() {
         arrivals.removeAll()
         delayLine.removeAll()
+        datagramLine.removeAll()
         queuedBytes = 0
     }
 }

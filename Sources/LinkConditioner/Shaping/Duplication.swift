@@ -1,0 +1,20 @@
+/// Datagram duplication: with probability `probability` the receiver gets a datagram twice, as netem's `duplicate`.
+///
+/// Both copies arrive at the same instant; the second costs the bottleneck one more serialisation.
+public struct Duplication: Impairment {
+    public var probability: Double
+
+    public init(probability: Double) {
+        self.probability = probability
+    }
+
+    public init?(profile: DirectionProfile, roundTrip: Duration) {
+        guard profile.duplicate.probability > 0 else { return nil }
+        self.init(probability: profile.duplicate.probability)
+    }
+
+    public mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom) {
+        guard !segment.lost, random.chance(probability) else { return }
+        segment.copies += 1
+    }
+}

@@ -1,0 +1,52 @@
+import LinkConditioner
+
+extension LinkDirection {
+    /// Offers `count` datagrams of `size` bytes on `flow`, one every `interval` from `start`, serving the link
+    /// before each; returns how many the queue accepted.
+    @discardableResult
+    func offerDatagrams(_ count: Int, size: Int, every interval: Duration, from start: Instant = .zero,
+                        on flow: LinkFlow) -> Int {
+        var accepted = 0
+        for number in 0..<count {
+            let now = start + interval * number
+            _ = advance(to: now)
+            if enqueueDatagram(size, on: flow, at: now).isAccepted { accepted += 1 }
+        }
+        return accepted
+    }
+}
+
+extension LinkFlow {
+    /// Takes every datagram outcome at its exact time, in delivery order.
+    func drainDatagrams() -> [DatagramDelivery] {
+        var outcomes: [DatagramDelivery] = []
+        while let next = nextDeliveryTime {
+            outcomes += takeDeliverableDatagrams(at: next)
+        }
+        return outcomes
+    }
+}
+
+/// Whether `observed` successes out of `trials` lie within the binomial 99 % interval around `probability`
+/// (normal approximation, ±2.576 standard deviations).
+func withinBinomial99(_ observed: Int, trials: Int, probability: Double) -> Bool {
+    let mean = Double(trials) * probability
+    let spread = 2.576 * (Double(trials) * probability * (1 - probability)).squareRoot()
+    return abs(Double(observed) - mean) <= spread
+}
+
+/// The lengths of the runs of consecutive lost datagrams, given each datagram's outcome in sending order.
+func lossBursts(_ outcomes: [DatagramDelivery]) -> [Int] {
+    var bursts: [Int] = []
+    var run = 0
+    for outcome in outcomes.sorted(by: { $0.index < $1.index }) {
+        if outcome.copies == 0 {
+            run += 1
+        } else if run > 0 {
+            bursts.append(run)
+            run = 0
+        }
+    }
+    if run > 0 { bursts.append(run) }
+    return bursts
+}

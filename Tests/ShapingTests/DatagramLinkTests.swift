@@ -1,0 +1,94 @@
+import LinkConditioner
+import Testing
+
+/// Datagram flows on a link direction: one slice per datagram, tail drop, outcomes in delivery order.
+struct DatagramLinkTests {
+    @Test func anUnimpairedLinkDeliversEachDatagramAtOnceAndInOrder() {
+        let link = LinkDirection(profile: DirectionProfile(), roundTrip: .zero, seed: 1)
+        let flow = link.makeDatagramFlow()
+
+        let admissions = [300, 20, 1200].map { link.enqueueDatagram($0, on: flow, at: .ms(1)) }
+        let outcomes = flow.takeDeliverableDatagrams(at: .ms(1))
+
+        #expect(admissions == [.accepted(index: 0), .accepted(index: 1), .accepted(index: 2)])
+        #expect(outcomes == [
+            DatagramDelivery(index: 0, size: 300, copies: 1), DatagramDelivery(index: 1, size: 20, copies: 1),
+            DatagramDelivery(index: 2, size: 1200, copies: 1),
+        ])
+        #expect(link.counters.datagramsDelivered == 3)
+    }
+
+    @Test func eachDatagramIsOneSliceSerialisedAtTheRate() {
+        let profile = DirectionProfile(bandwidth: .kbps(800), delay: .milliseconds(10), burst: ByteCount(bytes: 1000))
+        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeDatagramFlow()
+
+        link.enqueueDatagram(1000, on: flow, at: .zero)
+        link.enqueueDatagram(1000, on: flow, at: .zero)
+        link.serveAll()
+        var times: [Instant] = []
+        while let next = flow.nextDeliveryTime {
+            times.append(next)
+            _ = flow.takeDeliverableDatagrams(at: next)
+        }
+
+        // 1000 bytes at 800 kbit/s take 10 ms; the first rides the idle link's one-datagram burst credit.
+        #expect(times == [.ms(10), .ms(20)])
+    }
+
+    @Test func aFullQueueDropsDatagramsAtTheTailAndCountsThem() {
+        let profile = DirectionProfile(bandwidth: .mbps(1), queue: ByteCount(bytes: 12_000))
+        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeDatagramFlow()
+
+        // 1000 datagrams of 1200 bytes offered at 10 Mbit/s into a 1 Mbit/s link with a 10-datagram queue.
+        let accepted = link.offerDatagrams(1000, size: 1200, every: .microseconds(960), on: flow)
+        link.serveAll()
+        let delivered = flow.drainDatagrams()
+
+        #expect(link.counters.tailDrops == 1000 - accepted)
+        #expect(accepted >= 95 && accepted <= 115)
+        #expect(delivered.count == accepted)
+        #expect(link.counters.datagramsEnqueued == 1000)
+    }
+
+    @Test func removingADatagramFlowLeavesNothingInTheAccounting() {
+        let profile = DirectionProfile(bandwidth: .mbps(1), delay: .milliseconds(50))
+        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeDatagramFlow()
+
+        link.offerDatagrams(20, size: 500, every: .milliseconds(1), on: flow)
+        link.remove(flow)
+
+        #expect(link.counters.queuedBytes == 0)
+        #expect(link.counters.inFlightBytes == 0)
+        #expect(link.counters.flows == 0)
+    }
+
+    @Test func streamFlowsOfTheSameLinkKeepTheirBehaviour() {
+        let profile = DirectionProfile(bandwidth: .mbps(10), loss: Percentage(2), duplicate: Percentage(50), reorder: Percentage(50))
+        let link = LinkDirection(profile: profile, roundTrip: .milliseconds(40), seed: 1)
+        let stream = link.makeFlow()
+
+        link.enqueue(500_000, on: stream, at: .zero)
+        let deliveries = link.schedule(of: [stream])[0]
+
+        #expect(total(deliveries) == 500_000)
+        #expect(isNonDecreasing(deliveries))
+        #expect(link.counters.duplicates == 0)
+    }
+
+    @Test func theSameSeedDropsTheSameDatagrams() {
+        func lostIndexes(seed: UInt64) -> [UInt64] {
+            let profile = DirectionProfile(loss: Percentage(10), lossModel: .random)
+            let link = LinkDirection(profile: profile, roundTrip: .zero, seed: seed)
+            let flow = link.makeDatagramFlow()
+            link.offerDatagrams(2000, size: 100, every: .milliseconds(1), on: flow)
+            link.serveAll()
+            return flow.drainDatagrams().filter { $0.copies == 0 }.map(\.index)
+        }
+
+        #expect(lostIndexes(seed: 9) == lostIndexes(seed: 9))
+        #expect(lostIndexes(seed: 9) != lostIndexes(seed: 10))
+    }
+}

@@ -1,0 +1,50 @@
+import LinkConditioner
+import Testing
+
+/// Datagram duplication.
+struct DuplicationTests {
+    @Test func duplicationRateLiesWithinTheBinomialInterval() {
+        let profile = DirectionProfile(delay: .milliseconds(5), duplicate: Percentage(5))
+        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 11)
+        let flow = link.makeDatagramFlow()
+
+        link.offerDatagrams(20_000, size: 64, every: .microseconds(100), on: flow)
+        link.serveAll()
+        let outcomes = flow.drainDatagrams()
+        let doubled = outcomes.filter { $0.copies == 2 }.count
+
+        #expect(outcomes.allSatisfy { $0.copies == 1 || $0.copies == 2 })
+        #expect(link.counters.duplicates == doubled)
+        #expect(link.counters.datagramsDelivered == 20_000 + doubled)
+        #expect(withinBinomial99(doubled, trials: 20_000, probability: 0.05))
+    }
+
+    @Test func aDuplicateCostsTheBottleneckOneMoreSerialisation() {
+        let profile = DirectionProfile(bandwidth: .kbps(800), burst: ByteCount(bytes: 1000), duplicate: Percentage(100))
+        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeDatagramFlow()
+
+        link.enqueueDatagram(1000, on: flow, at: .zero)
+        link.enqueueDatagram(1000, on: flow, at: .zero)
+        link.serveAll()
+        var times: [Instant] = []
+        while let next = flow.nextDeliveryTime {
+            times.append(next)
+            _ = flow.takeDeliverableDatagrams(at: next)
+        }
+
+        // Each datagram takes 10 ms at 800 kbit/s and its copy 10 more; the first rides the burst credit.
+        #expect(times == [.ms(0), .ms(20)])
+    }
+
+    @Test func aLostDatagramIsNotDuplicated() {
+        var duplication = Duplication(probability: 1)
+        var random = SeededRandom(seed: 1)
+        var segment = SegmentFate(size: 64, serializationEnd: .zero)
+        segment.drop(.random)
+
+        duplication.apply(to: &segment, random: &random)
+
+        #expect(segment.copies == 1)
+    }
+}
