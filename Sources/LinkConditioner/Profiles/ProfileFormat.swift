@@ -2,7 +2,8 @@ import Foundation
 
 /// The plain-text profile format: one `key = value` per line, `#` comments, explicit units.
 ///
-/// Keys: `description`; `bandwidth`, `delay`, `jitter`, `loss`, `queue`, `burst`, each for both directions or with an
+/// Keys: `description`; `bandwidth`, `delay`, `jitter`, `loss`, `queue`, `burst`, and for datagrams `loss.model`, `ge.p`,
+/// `ge.r`, `ge.loss-bad`, `ge.loss-good`, `duplicate`, `reorder`, each for both directions or with an
 /// `uplink.` or `downlink.` prefix; `dns.delay`; `fault`; `seed`; `exclude`. What a profile leaves out keeps `Profile`'s default.
 extension Profile {
     /// Parses a whole profile, applying nothing unless every line is valid.
@@ -89,6 +90,8 @@ extension Profile {
 
     /// The profile in the file format, fully resolved: every key, both directions explicit, readable units.
     ///
+    /// The datagram keys (`loss.model`, `ge.*`, `duplicate`, `reorder`) appear only where they differ from their
+    /// defaults, so a profile that never uses them renders as before.
     /// `Profile(parsing: p.rendered, name: p.name) == p` for every profile whose durations are whole nanoseconds.
     public var rendered: String {
         var lines = ["description = \(ProfileLine.quotedIfNeeded(description))"]
@@ -100,6 +103,7 @@ extension Profile {
             lines.append(prefix + "loss = " + ProfileValue.format(direction.loss))
             lines.append(prefix + "queue = " + ProfileValue.format(direction.queue))
             lines.append(prefix + "burst = " + ProfileValue.format(direction.burst))
+            lines += direction.datagramSettings.map { prefix + $0.key + " = " + $0.value }
         }
         lines.append("dns.delay = " + ProfileValue.format(dnsDelay))
         lines.append("fault = " + fault.rawValue)
@@ -125,6 +129,15 @@ extension Profile {
             parts.append("±" + pair(\.jitter, ProfileValue.format) + " jitter")
         }
         parts.append(pair(\.loss, ProfileValue.format) + " loss")
+        if downlink.lossModel == .gilbertElliott || uplink.lossModel == .gilbertElliott {
+            parts.append("bursty datagram loss " + pair(\.burstLossSummary, { $0 }))
+        }
+        if downlink.duplicate != .zero || uplink.duplicate != .zero {
+            parts.append(pair(\.duplicate, ProfileValue.format) + " duplicated")
+        }
+        if downlink.reorder != .zero || uplink.reorder != .zero {
+            parts.append(pair(\.reorder, ProfileValue.format) + " reordered")
+        }
         if downlink.queue != DirectionProfile.defaultQueue || uplink.queue != DirectionProfile.defaultQueue {
             parts.append("queue " + pair(\.queue, ProfileValue.format))
         }
@@ -142,5 +155,33 @@ extension Profile {
     private func pair<Value: Equatable>(_ field: KeyPath<DirectionProfile, Value>, _ format: (Value) -> String) -> String {
         let down = downlink[keyPath: field], up = uplink[keyPath: field]
         return down == up ? format(down) : "\(format(down))/\(format(up))"
+    }
+}
+
+extension DirectionProfile {
+    /// The datagram keys whose values differ from the defaults, unprefixed, in the file format's order.
+    var datagramSettings: [(key: String, value: String)] {
+        let defaults = DirectionProfile()
+        var settings: [(key: String, value: String)] = []
+        if lossModel != defaults.lossModel { settings.append(("loss.model", lossModel.rawValue)) }
+        let parameters: [(String, KeyPath<GilbertElliottParameters, Percentage>)] = [
+            ("ge.p", \.goodToBad), ("ge.r", \.badToGood), ("ge.loss-bad", \.lossInBad), ("ge.loss-good", \.lossInGood),
+        ]
+        for (key, field) in parameters where gilbertElliott[keyPath: field] != defaults.gilbertElliott[keyPath: field] {
+            settings.append((key, ProfileValue.format(gilbertElliott[keyPath: field])))
+        }
+        if duplicate != defaults.duplicate { settings.append(("duplicate", ProfileValue.format(duplicate))) }
+        if reorder != defaults.reorder { settings.append(("reorder", ProfileValue.format(reorder))) }
+        return settings
+    }
+
+    /// `p 1 %, r 25 %` (plus the states' loss rates when not 100 % and 0 %), or `off` under random loss.
+    var burstLossSummary: String {
+        guard lossModel == .gilbertElliott else { return "off" }
+        let model = gilbertElliott
+        var text = "p \(ProfileValue.format(model.goodToBad)) r \(ProfileValue.format(model.badToGood))"
+        if model.lossInBad != Percentage(100) { text += " loss-bad \(ProfileValue.format(model.lossInBad))" }
+        if model.lossInGood != .zero { text += " loss-good \(ProfileValue.format(model.lossInGood))" }
+        return text
     }
 }

@@ -159,6 +159,13 @@ enum ProfileValue {
         patterns.isEmpty ? "none" : patterns.map(\.description).joined(separator: ", ")
     }
 
+    static let expectedLossModel = "one of \(LossModel.allCases.map(\.rawValue).joined(separator: ", "))"
+
+    static func lossModel(_ text: String) throws(ProfileError.Kind) -> LossModel {
+        guard let model = LossModel(rawValue: text.lowercased()) else { throw .invalidValue(expected: expectedLossModel) }
+        return model
+    }
+
     static func fault(_ text: String) throws(ProfileError.Kind) -> ConnectionFault {
         guard let fault = ConnectionFault(rawValue: text.lowercased()) else { throw .invalidValue(expected: expectedFault) }
         return fault
