@@ -12,14 +12,17 @@ public struct ProxyFrontEndSettings: Hashable, Sendable {
     public var lookupTimeout: Duration
     /// Connections (handshaking or relaying) one client address may hold at once; more are reset.
     public var connectionsPerClient: Int
+    /// How long a connect to the destination may take (after the uplink delay) before the client is told it timed out.
+    public var connectTimeout: Duration
 
     public init(credentials: ProxyCredentials? = nil, exclude: [HostPattern] = [], handshakeTimeout: Duration = .seconds(10),
-                lookupTimeout: Duration = .seconds(5), connectionsPerClient: Int = 512) {
+                lookupTimeout: Duration = .seconds(5), connectionsPerClient: Int = 512, connectTimeout: Duration = .seconds(15)) {
         self.credentials = credentials
         self.exclude = exclude
         self.handshakeTimeout = handshakeTimeout
         self.lookupTimeout = lookupTimeout
         self.connectionsPerClient = connectionsPerClient
+        self.connectTimeout = connectTimeout
     }
 }
 
@@ -175,6 +178,8 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         relays[relay.id] = relay
         logger.debug("connection \(session.id) from \(session.clientAddress): \(upstreamName)\(excluded ? " (excluded, unconditioned)" : "")")
         relay.start(blackholed: !excluded && isBlackholed)
+        let deadline = loop.clock.now() + host.uplink.currentDelay + settings.connectTimeout
+        loop.schedule(at: deadline) { [weak relay] in relay?.abandonConnect(.timedOut) }
     }
 
     /// Forgets a session that closed its client without relaying it.

@@ -155,6 +155,14 @@ final class TCPRelay {
         }
     }
 
+    /// Gives up a connect still in progress (a front end's connect timeout): no further address is tried and the
+    /// client gets the handshake's failure reply, or a reset.
+    func abandonConnect(_ error: Errno) {
+        guard state == .connecting, upstream != nil else { return }
+        upstreamAttempt = upstreamAddresses.count - 1
+        upstreamFailed(address: upstreamAddresses[upstreamAttempt], error)
+    }
+
     /// Tries the upstream's next address, or resets the client when none is left.
     private func upstreamFailed(address: SocketAddress, _ error: Errno) {
         if upstreamAttempt + 1 < upstreamAddresses.count, let upstream {
