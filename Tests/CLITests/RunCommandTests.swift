@@ -17,13 +17,15 @@ struct RunCommandTests {
         #expect(fields.last.map(String.init) == "127.0.0.1:\(echo.port)")
         let port = try #require(fields.dropFirst(2).first?.split(separator: ":").last.flatMap { UInt16($0) })
         #expect(port != 0)
+        let control = try linkcond.readLine()
+        #expect(control.hasPrefix("ready control http://127.0.0.1:"), "control line: \(control)")
 
         let client = try TestConnection.connect(port: port)
         defer { client.close() }
         try client.send(Array("ping".utf8))
         #expect(try client.receive(exactly: 4) == Array("ping".utf8))
         #expect(try linkcond.stop(signal: SIGTERM) == 0)
-        #expect(linkcond.remainingStdout().isEmpty, "stdout must carry nothing but ready lines")
+        #expect(linkcond.remainingStdout().isEmpty, "stdout must carry nothing but the ready lines")
     }
 
     @Test func servesSeveralListenersInOneProcess() throws {
