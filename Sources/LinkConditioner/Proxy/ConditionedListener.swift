@@ -97,8 +97,8 @@ func makeListener(_ spec: ListenerSpec, address: SocketAddress, upstream: [Socke
     switch spec.kind {
     case .tcp(let endpoint):
         return try TCPListener(address: address, upstream: endpoint, upstreamAddresses: upstream, context: context)
-    case .udp:
-        throw UnsupportedListener(kind: "udp")
+    case .udp(let endpoint):
+        return try UDPListener(address: address, upstream: endpoint, upstreamAddresses: upstream, context: context)
     case .dns:
         throw UnsupportedListener(kind: "dns")
     case .proxy(let settings):

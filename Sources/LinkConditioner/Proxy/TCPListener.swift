@@ -4,9 +4,19 @@ import Logging
 public struct ProxyOptions: Sendable {
     /// Bytes held per connection and direction before reading from the sender stops.
     public var connectionBuffer: Int = 4 * 1024 * 1024
+    /// A UDP flow (one client address) with no datagram either way for this long is forgotten.
+    public var udpIdleTimeout: Duration = .seconds(60)
+    /// UDP flows a listener keeps at once; datagrams that would open more are dropped.
+    public var udpFlowLimit: Int = 4096
+    /// UDP flows one client host may hold at once (one per source port), so one client cannot take them all.
+    public var udpFlowsPerClient: Int = 256
 
-    public init(connectionBuffer: Int = 4 * 1024 * 1024) {
+    public init(connectionBuffer: Int = 4 * 1024 * 1024, udpIdleTimeout: Duration = .seconds(60),
+                udpFlowLimit: Int = 4096, udpFlowsPerClient: Int = 256) {
         self.connectionBuffer = connectionBuffer
+        self.udpIdleTimeout = udpIdleTimeout
+        self.udpFlowLimit = udpFlowLimit
+        self.udpFlowsPerClient = udpFlowsPerClient
     }
 }
 

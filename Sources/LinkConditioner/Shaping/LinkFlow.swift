@@ -20,7 +20,7 @@ public final class LinkFlow {
     /// A datagram flow keeps one arrival per datagram and delivers per-datagram outcomes, in any order.
     let isDatagram: Bool
     var datagramLine = DatagramLine()
-    /// The number the next accepted datagram gets.
+    /// The number `enqueueDatagram` gives this flow's next datagram if it accepts it.
     var nextDatagramIndex: UInt64 = 0
     /// The number of the oldest datagram not yet serialised.
     var nextServedIndex: UInt64 = 0

@@ -1,0 +1,141 @@
+/// One direction of a datagram link on the event loop: the link model, the timer that drives its serialiser,
+/// and the datagram pumps attached to it.
+///
+/// Lives on the event loop thread. The datagram counterpart of `ShapedLink`: there is no back-pressure, a full
+/// queue drops.
+final class UDPLink {
+    let loop: EventLoop
+    private(set) var model: LinkDirection
+    private var pumps: [ObjectIdentifier: DatagramPump] = [:]
+    private var serviceTimer: EventLoop.TimerID?
+    private var serviceDeadline: Instant?
+
+    init(loop: EventLoop, profile: DirectionProfile, roundTrip: Duration, seed: UInt64) {
+        self.loop = loop
+        self.model = LinkDirection(profile: profile, roundTrip: roundTrip, seed: seed)
+    }
+
+    func attach(_ pump: DatagramPump) -> LinkFlow {
+        let flow = model.makeDatagramFlow()
+        pumps[ObjectIdentifier(flow)] = pump
+        return flow
+    }
+
+    func detach(_ flow: LinkFlow) {
+        pumps.removeValue(forKey: ObjectIdentifier(flow))
+        model.remove(flow)
+    }
+
+    /// Offers one datagram to the model at `now` and runs the serialiser; returns whether it was queued.
+    func enqueue(_ size: Int, on flow: LinkFlow, at now: Instant) -> DatagramAdmission {
+        let admission = model.enqueueDatagram(size, on: flow, at: now)
+        service(at: now)
+        return admission
+    }
+
+    func update(profile: DirectionProfile, roundTrip: Duration) {
+        model.update(profile: profile, roundTrip: roundTrip)
+        service(at: loop.clock.now())
+    }
+
+    /// Runs the serialiser up to `now`, tells pumps whose outcomes changed, and re-arms the service timer.
+    func service(at now: Instant) {
+        for flow in model.advance(to: now) {
+            pumps[ObjectIdentifier(flow)]?.deliverDue(at: now)
+        }
+        guard let next = model.nextServiceTime else { return }
+        if let armed = serviceDeadline, armed <= next { return }
+        if let timer = serviceTimer { loop.cancel(timer) }
+        serviceDeadline = next
+        serviceTimer = loop.schedule(at: next) { [weak self] in
+            guard let self else { return }
+            self.serviceTimer = nil
+            self.serviceDeadline = nil
+            self.service(at: self.loop.clock.now())
+        }
+    }
+
+    var counters: LinkCounters { model.counters }
+
+    func close() {
+        if let timer = serviceTimer { loop.cancel(timer) }
+        serviceTimer = nil
+        pumps.removeAll()
+    }
+}
+
+/// One direction of one datagram flow: keeps each datagram's bytes while the link model decides its fate, and
+/// sends it (once, twice, or not at all) when the model releases it.
+///
+/// Lives on the event loop thread. `send` writes one datagram to `destination` (nil: the socket's connected
+/// peer) and returns false when the socket could not take it; such a datagram is dropped, as a full NIC drops.
+final class DatagramPump {
+    typealias Send = (_ bytes: [UInt8], _ destination: SocketAddress?) -> Bool
+
+    private struct HeldDatagram {
+        var bytes: [UInt8]
+        var destination: SocketAddress?
+    }
+
+    let link: UDPLink
+    private(set) var flow: LinkFlow!
+    private let send: Send
+    private var held: [UInt64: HeldDatagram] = [:]
+    private var deliveryTimer: EventLoop.TimerID?
+    private var deliveryDeadline: Instant?
+    /// Datagrams the destination socket refused (its send buffer was full, or the peer was unreachable).
+    private(set) var sendFailures = 0
+
+    init(link: UDPLink, send: @escaping Send) {
+        self.link = link
+        self.send = send
+        self.flow = link.attach(self)
+    }
+
+    /// Hands one datagram to the link at `now`; false when the link's queue dropped it at the tail.
+    @discardableResult
+    func offer(_ bytes: [UInt8], to destination: SocketAddress? = nil, at now: Instant) -> Bool {
+        // Hold the bytes first: an unimpaired link releases the datagram inside `enqueue`.
+        let index = flow.nextDatagramIndex
+        held[index] = HeldDatagram(bytes: bytes, destination: destination)
+        guard case .accepted = link.enqueue(bytes.count, on: flow, at: now) else {
+            held.removeValue(forKey: index)
+            return false
+        }
+        return true
+    }
+
+    /// Sends every datagram the model has released by `now`, frees lost ones, and waits for the next.
+    func deliverDue(at now: Instant) {
+        for outcome in flow.takeDeliverableDatagrams(at: now) {
+            guard let datagram = held.removeValue(forKey: outcome.index) else { continue }
+            for _ in 0..<outcome.copies where !send(datagram.bytes, datagram.destination) {
+                sendFailures += 1
+            }
+        }
+        armDeliveryTimer()
+    }
+
+    private func armDeliveryTimer() {
+        guard let next = flow.nextDeliveryTime else { return }
+        if let armed = deliveryDeadline, armed <= next { return }
+        if let timer = deliveryTimer { link.loop.cancel(timer) }
+        deliveryDeadline = next
+        deliveryTimer = link.loop.schedule(at: next) { [weak self] in
+            guard let self else { return }
+            self.deliveryTimer = nil
+            self.deliveryDeadline = nil
+            self.deliverDue(at: self.link.loop.clock.now())
+        }
+    }
+
+    /// Datagrams held for the link now.
+    var heldCount: Int { held.count }
+
+    func close() {
+        if let timer = deliveryTimer { link.loop.cancel(timer) }
+        deliveryTimer = nil
+        link.detach(flow)
+        held.removeAll()
+    }
+}

@@ -1,0 +1,255 @@
+import Logging
+
+/// A UDP socket that relays each client address's datagrams to one upstream through the listener's link.
+///
+/// Lives on the event loop thread. Each client address is a flow with its own connected upstream socket, so
+/// answers find their way back; a flow idle for `ProxyOptions.udpIdleTimeout` is forgotten. Datagram boundaries
+/// are kept: one datagram in, one (or, duplicated, two, or, lost, no) datagram out.
+final class UDPListener: ConditionedListener {
+    let loop: EventLoop
+    let socket: Socket
+    let localAddress: SocketAddress
+    let upstream: Endpoint
+    let upstreamAddress: SocketAddress
+    let uplink: UDPLink
+    let downlink: UDPLink
+    let options: ProxyOptions
+    let logger: Logger
+    let readBuffer: ReadBuffer
+    private(set) var profile: Profile
+    private var registration: EventLoop.RegistrationID?
+    private var flows: [SocketAddress: UDPFlow] = [:]
+    private var flowsPerHost: [String: Int] = [:]
+    private var flowsOpened = 0
+    private var flowsRefused = 0
+    private var readScheduled = false
+
+    private static let datagramsPerTurn = 64
+
+    /// Binds `address` and starts receiving; `upstreamAddresses` must hold at least one address.
+    init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext) throws {
+        guard let upstreamAddress = upstreamAddresses.first else {
+            throw ResolutionError(host: upstream.host, reason: "no address to relay UDP to")
+        }
+        let socket = try Socket.datagram(boundTo: address)
+        do {
+            localAddress = try socket.localAddress()
+        } catch {
+            socket.close()
+            throw error
+        }
+        self.socket = socket
+        self.loop = context.loop
+        self.upstream = upstream
+        self.upstreamAddress = upstreamAddress
+        self.profile = context.profile
+        self.options = context.options
+        self.logger = context.logger
+        self.readBuffer = context.readBuffer
+        let profile = context.profile
+        let seed = profile.seed ?? UInt64.random(in: 0...UInt64.max)
+        uplink = UDPLink(loop: loop, profile: profile.uplink, roundTrip: profile.roundTrip, seed: seed)
+        downlink = UDPLink(loop: loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seed &+ 0x9E37_79B9_7F4A_7C15)
+        do {
+            registration = try loop.register(socket.descriptor, interest: Epoll.readable | Epoll.edgeTriggered) { [weak self] _ in
+                self?.receiveFromClients()
+            }
+        } catch {
+            socket.close()
+            throw error
+        }
+    }
+
+    var bound: BoundListener { BoundListener(kind: "udp", address: localAddress, upstream: upstream.description) }
+
+    func status() -> ListenerStatus {
+        ListenerStatus(kind: "udp", address: localAddress, upstream: upstream.description, activeConnections: flows.count,
+                       connectionsAccepted: flowsOpened, connectionsRefused: flowsRefused,
+                       uplink: uplink.counters, downlink: downlink.counters)
+    }
+
+    /// Reads client datagrams until the socket is empty, at most `datagramsPerTurn` per loop turn.
+    private func receiveFromClients() {
+        readScheduled = false
+        let now = loop.clock.now()
+        for _ in 0..<Self.datagramsPerTurn {
+            let received: IOResult<(Int, SocketAddress)>
+            do {
+                received = try socket.receiveDatagram(into: readBuffer.bytes)
+            } catch {
+                logger.debug("udp \(localAddress): receive: \(error)")
+                continue
+            }
+            guard case .processed(let (count, client)) = received else { return }
+            guard profile.fault != .blackhole, let flow = flow(for: client, at: now) else { continue }
+            flow.fromClient(Array(UnsafeRawBufferPointer(rebasing: readBuffer.bytes[0..<count])), at: now)
+        }
+        scheduleRead()
+    }
+
+    /// The flow of `client`, opened if the limits and the profile allow; nil drops the datagram.
+    private func flow(for client: SocketAddress, at now: Instant) -> UDPFlow? {
+        if let flow = flows[client] { return flow }
+        let host = client.host
+        guard profile.fault != .refuse, flows.count < options.udpFlowLimit,
+              flowsPerHost[host, default: 0] < options.udpFlowsPerClient else {
+            flowsRefused += 1
+            return nil
+        }
+        let flow: UDPFlow
+        do {
+            flow = try UDPFlow(listener: self, client: client, upstream: upstreamAddress, at: now)
+        } catch {
+            logger.warning("udp flow from \(client): cannot open a socket to \(upstreamAddress): \(error)")
+            flowsRefused += 1
+            return nil
+        }
+        flows[client] = flow
+        flowsPerHost[host, default: 0] += 1
+        flowsOpened += 1
+        logger.debug("udp flow from \(client) to \(upstream)")
+        return flow
+    }
+
+    /// Continues reading on a later loop turn, so a flood of datagrams cannot monopolise the loop.
+    private func scheduleRead() {
+        guard !readScheduled else { return }
+        readScheduled = true
+        loop.schedule(at: loop.clock.now()) { [weak self] in self?.receiveFromClients() }
+    }
+
+    /// Sends one datagram to `client` from the listening socket; false when the socket could not take it.
+    func send(_ bytes: [UInt8], to client: SocketAddress) -> Bool {
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(SystemError) -> IOResult<Int> in try socket.sendDatagram(raw, to: client) }
+        }
+        if case .success(.processed) = result { return true }
+        return false
+    }
+
+    func flowClosed(_ flow: UDPFlow) {
+        guard flows[flow.client] === flow else { return }
+        flows.removeValue(forKey: flow.client)
+        let host = flow.client.host
+        flowsPerHost[host, default: 1] -= 1
+        if flowsPerHost[host] == 0 { flowsPerHost.removeValue(forKey: host) }
+    }
+
+    /// Switches both directions to `profile`; datagrams already on the link keep their fate.
+    func apply(_ profile: Profile) {
+        self.profile = profile
+        uplink.update(profile: profile.uplink, roundTrip: profile.roundTrip)
+        downlink.update(profile: profile.downlink, roundTrip: profile.roundTrip)
+    }
+
+    /// Forgets every flow: datagrams on the link are dropped, and a client's next datagram opens a new flow
+    /// (a new upstream port), as after a NAT rebinding.
+    func resetConnections() {
+        for flow in Array(flows.values) { flow.close() }
+    }
+
+    func close() {
+        if let registration { loop.deregister(registration) }
+        registration = nil
+        resetConnections()
+        socket.close()
+        uplink.close()
+        downlink.close()
+    }
+}
+
+/// One client address's datagrams to and from the upstream, with its own connected upstream socket.
+///
+/// Lives on the event loop thread.
+final class UDPFlow {
+    let client: SocketAddress
+    private unowned let listener: UDPListener
+    private let upstream: Socket
+    private var registration: EventLoop.RegistrationID?
+    private var uplink: DatagramPump!
+    private var downlink: DatagramPump!
+    private var lastActivity: Instant
+    private var idleTimer: EventLoop.TimerID?
+    private var isClosed = false
+    private var loop: EventLoop { listener.loop }
+
+    init(listener: UDPListener, client: SocketAddress, upstream address: SocketAddress, at now: Instant) throws {
+        self.listener = listener
+        self.client = client
+        self.lastActivity = now
+        let upstream = try Socket.datagram(connectedTo: address)
+        self.upstream = upstream
+        uplink = DatagramPump(link: listener.uplink) { bytes, _ in
+            let result = bytes.withUnsafeBytes { raw in
+                Result { () throws(SystemError) -> IOResult<Int> in try upstream.write(raw) }
+            }
+            if case .success(.processed) = result { return true }
+            return false
+        }
+        downlink = DatagramPump(link: listener.downlink) { [unowned listener] bytes, _ in
+            listener.send(bytes, to: client)
+        }
+        do {
+            registration = try listener.loop.register(upstream.descriptor, interest: Epoll.readable | Epoll.edgeTriggered) { [weak self] _ in
+                self?.receiveFromUpstream()
+            }
+        } catch {
+            uplink.close()
+            downlink.close()
+            upstream.close()
+            throw error
+        }
+        armIdleTimer()
+    }
+
+    func fromClient(_ bytes: [UInt8], at now: Instant) {
+        lastActivity = now
+        uplink.offer(bytes, at: now)
+    }
+
+    private func receiveFromUpstream() {
+        guard !isClosed else { return }
+        let now = loop.clock.now()
+        let buffer = listener.readBuffer.bytes
+        for _ in 0..<64 {
+            let received: IOResult<Int>
+            do {
+                received = try upstream.read(into: buffer)
+            } catch {
+                // ECONNREFUSED and the like: an ICMP error for an earlier datagram; UDP carries on.
+                continue
+            }
+            guard case .processed(let count) = received else { return }
+            lastActivity = now
+            if listener.profile.fault == .blackhole { continue }
+            downlink.offer(Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])), at: now)
+        }
+        loop.schedule(at: now) { [weak self] in self?.receiveFromUpstream() }
+    }
+
+    /// Checks for idleness when the timeout since the last datagram has passed, and closes the flow if so.
+    private func armIdleTimer() {
+        let timeout = listener.options.udpIdleTimeout
+        idleTimer = loop.schedule(at: lastActivity + timeout) { [weak self] in
+            guard let self, !self.isClosed else { return }
+            self.idleTimer = nil
+            if self.loop.clock.now() - self.lastActivity >= timeout {
+                self.listener.logger.debug("udp flow from \(self.client) idle for \(timeout): forgotten")
+                self.close()
+            } else {
+                self.armIdleTimer()
+            }
+        }
+    }
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        if let idleTimer { loop.cancel(idleTimer) }
+        if let registration { loop.deregister(registration) }
+        uplink.close()
+        downlink.close()
+        upstream.close()
+        listener.flowClosed(self)
+    }
+}
