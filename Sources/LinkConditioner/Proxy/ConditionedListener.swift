@@ -62,6 +62,8 @@ public struct ListenerStatus: Sendable {
     public var connectionsRefused: Int
     public var uplink: LinkCounters
     public var downlink: LinkCounters
+    /// Messages a protocol-aware listener (DNS) dropped as malformed: too short, badly framed or oversized.
+    public var malformedMessages = 0
 }
 
 /// A listener of any kind, as the proxy drives it. Lives on the event loop thread.
@@ -100,7 +102,7 @@ func makeListener(_ spec: ListenerSpec, address: SocketAddress, upstream: [Socke
     case .udp(let endpoint):
         return try UDPListener(address: address, upstream: endpoint, upstreamAddresses: upstream, context: context)
     case .dns:
-        throw UnsupportedListener(kind: "dns")
+        return try DNSForwarder(address: address, upstream: upstream, context: context)
     case .proxy(let settings):
         return try ProxyFrontEnd(address: address, settings: settings, context: context)
     }

@@ -1,0 +1,285 @@
+import DequeModule
+import Foundation
+import Logging
+
+/// A DNS forwarder on one address, over UDP and TCP, that adds the profile's `dns.delay` to every query.
+///
+/// Lives on the event loop thread. UDP queries from every client share one upstream socket, so each is given a
+/// fresh query ID (restored in the answer) and crosses a datagram link: queries take the uplink's loss model and
+/// `dns.delay`, answers the downlink's loss model. A TCP client gets its own upstream TCP connection, whose queries
+/// wait `dns.delay` and keep their IDs. Malformed messages are counted and dropped.
+final class DNSForwarder: ConditionedListener {
+    /// How long a UDP query waits for its answer before its ID is reused.
+    static let queryTimeout = Duration.seconds(10)
+
+    private struct PendingQuery {
+        var client: SocketAddress
+        var clientID: UInt16
+    }
+
+    let loop: EventLoop
+    let logger: Logger
+    let readBuffer: ReadBuffer
+    let localAddress: SocketAddress
+    let upstreamAddress: SocketAddress
+    private(set) var profile: Profile
+    private let udpSocket: Socket
+    private let tcpSocket: Socket
+    private let upstreamSocket: Socket
+    private var registrations: [EventLoop.RegistrationID] = []
+    private let queries: UDPLink
+    private let answers: UDPLink
+    private var queryPump: DatagramPump!
+    private var answerPump: DatagramPump!
+    private var pending: [UInt16: PendingQuery] = [:]
+    private var expiries = Deque<(id: UInt16, at: Instant)>()
+    private var expiryTimer: EventLoop.TimerID?
+    private var nextID = UInt16.random(in: 0...UInt16.max)
+    private var connections: [UInt64: DNSTCPConnection] = [:]
+    private var nextConnectionID: UInt64 = 1
+    private var queriesReceived = 0
+    private var queriesRefused = 0
+    private(set) var malformedMessages = 0
+
+    /// Binds UDP and TCP on `address` (the same port for both) and connects to `upstream`, or to the first
+    /// `nameserver` of /etc/resolv.conf when none is given.
+    init(address: SocketAddress, upstream: [SocketAddress], context: ListenerContext) throws {
+        let upstreamAddress = try upstream.first ?? Self.systemResolver()
+        let (udpSocket, tcpSocket, localAddress) = try Self.bindBoth(address)
+        let upstreamSocket: Socket
+        do {
+            upstreamSocket = try Socket.datagram(connectedTo: upstreamAddress)
+        } catch {
+            udpSocket.close()
+            tcpSocket.close()
+            throw error
+        }
+        self.udpSocket = udpSocket
+        self.tcpSocket = tcpSocket
+        self.upstreamSocket = upstreamSocket
+        self.localAddress = localAddress
+        self.upstreamAddress = upstreamAddress
+        self.loop = context.loop
+        self.logger = context.logger
+        self.readBuffer = context.readBuffer
+        self.profile = context.profile
+        let seed = context.profile.seed ?? UInt64.random(in: 0...UInt64.max)
+        queries = UDPLink(loop: loop, profile: Self.queryDirection(context.profile), roundTrip: .zero, seed: seed &+ 0x5D)
+        answers = UDPLink(loop: loop, profile: Self.answerDirection(context.profile), roundTrip: .zero, seed: seed &+ 0xA7)
+        queryPump = DatagramPump(link: queries) { [unowned self] bytes, _ in self.write(bytes, on: self.upstreamSocket, to: nil) }
+        answerPump = DatagramPump(link: answers) { [unowned self] bytes, client in self.write(bytes, on: self.udpSocket, to: client) }
+        do {
+            let interest = Epoll.readable | Epoll.edgeTriggered
+            registrations.append(try loop.register(udpSocket.descriptor, interest: interest) { [weak self] _ in self?.receiveQueries() })
+            registrations.append(try loop.register(upstreamSocket.descriptor, interest: interest) { [weak self] _ in self?.receiveAnswers() })
+            registrations.append(try loop.register(tcpSocket.descriptor, interest: interest) { [weak self] _ in self?.acceptConnections() })
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    /// The uplink's datagram impairments with `dns.delay` as the only delay: what a UDP query crosses.
+    static func queryDirection(_ profile: Profile) -> DirectionProfile {
+        var direction = datagramImpairments(of: profile.uplink)
+        direction.delay = profile.dnsDelay
+        return direction
+    }
+
+    /// The downlink's datagram impairments without delay: what a UDP answer crosses.
+    static func answerDirection(_ profile: Profile) -> DirectionProfile {
+        datagramImpairments(of: profile.downlink)
+    }
+
+    private static func datagramImpairments(of direction: DirectionProfile) -> DirectionProfile {
+        DirectionProfile(loss: direction.loss, lossModel: direction.lossModel, gilbertElliott: direction.gilbertElliott,
+                         duplicate: direction.duplicate, reorder: direction.reorder)
+    }
+
+    /// The first `nameserver` in /etc/resolv.conf, port 53.
+    static func systemResolver(configuration path: String = "/etc/resolv.conf") throws -> SocketAddress {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        for line in text.split(whereSeparator: \.isNewline) {
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard words.count >= 2, words[0] == "nameserver" else { continue }
+            let host = words[1].split(separator: "%").first.map(String.init) ?? ""
+            if let address = SocketAddress(numericHost: host, port: 53) { return address }
+        }
+        throw ResolutionError(host: "the system resolver", reason: "no nameserver in \(path); give --dns-upstream HOST:PORT")
+    }
+
+    /// Binds UDP on `address`, then TCP on the port UDP got; with port 0, retries when TCP finds that port taken.
+    private static func bindBoth(_ address: SocketAddress) throws -> (Socket, Socket, SocketAddress) {
+        for _ in 0..<16 {
+            let udp = try Socket.datagram(boundTo: address)
+            do {
+                let local = try udp.localAddress()
+                let tcp = try Socket.listening(on: local)
+                return (udp, tcp, local)
+            } catch where error.errno == .addressInUse && address.port == 0 {
+                udp.close()
+            } catch {
+                udp.close()
+                throw error
+            }
+        }
+        throw SystemError("bind \(address) for UDP and TCP", .addressInUse)
+    }
+
+    var bound: BoundListener { BoundListener(kind: "dns", address: localAddress, upstream: upstreamAddress.description) }
+
+    func status() -> ListenerStatus {
+        var status = ListenerStatus(kind: "dns", address: localAddress, upstream: upstreamAddress.description,
+                                    activeConnections: connections.count + pending.count,
+                                    connectionsAccepted: queriesReceived, connectionsRefused: queriesRefused,
+                                    uplink: queries.counters, downlink: answers.counters)
+        status.malformedMessages = malformedMessages
+        return status
+    }
+
+    func countMalformed(_ what: String, from client: SocketAddress) {
+        malformedMessages += 1
+        logger.debug("dns \(localAddress): dropped \(what) from \(client)")
+    }
+
+    private func write(_ bytes: [UInt8], on socket: Socket, to destination: SocketAddress?) -> Bool {
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(SystemError) -> IOResult<Int> in
+                if let destination { return try socket.sendDatagram(raw, to: destination) }
+                return try socket.write(raw)
+            }
+        }
+        if case .success(.processed) = result { return true }
+        return false
+    }
+
+    private func receiveQueries() {
+        let now = loop.clock.now()
+        for _ in 0..<64 {
+            guard let received = try? udpSocket.receiveDatagram(into: readBuffer.bytes) else { continue }
+            guard case .processed(let (count, client)) = received else { return }
+            let query = Array(UnsafeRawBufferPointer(rebasing: readBuffer.bytes[0..<count]))
+            if let problem = DNSMessage.problem(withQuery: query) {
+                countMalformed(problem == .oversized ? "an oversized query" : "a query shorter than a DNS header", from: client)
+                continue
+            }
+            forward(query, from: client, at: now)
+        }
+        loop.schedule(at: now) { [weak self] in self?.receiveQueries() }
+    }
+
+    /// Gives `query` an unused ID and sends it across the query link.
+    private func forward(_ query: [UInt8], from client: SocketAddress, at now: Instant) {
+        queriesReceived += 1
+        expire(at: now)
+        guard profile.fault != .blackhole, profile.fault != .refuse, pending.count < Int(UInt16.max) else {
+            queriesRefused += 1
+            return
+        }
+        while pending[nextID] != nil { nextID &+= 1 }
+        let id = nextID
+        nextID &+= 1
+        pending[id] = PendingQuery(client: client, clientID: DNSMessage.id(of: query))
+        expiries.append((id, now + Self.queryTimeout))
+        armExpiryTimer()
+        queryPump.offer(DNSMessage.replacingID(of: query, with: id), at: now)
+    }
+
+    private func receiveAnswers() {
+        let now = loop.clock.now()
+        for _ in 0..<64 {
+            guard let received = try? upstreamSocket.read(into: readBuffer.bytes) else { continue }
+            guard case .processed(let count) = received else { return }
+            let answer = Array(UnsafeRawBufferPointer(rebasing: readBuffer.bytes[0..<count]))
+            guard answer.count >= DNSMessage.headerSize else {
+                countMalformed("an answer shorter than a DNS header", from: upstreamAddress)
+                continue
+            }
+            guard let query = pending.removeValue(forKey: DNSMessage.id(of: answer)) else { continue }
+            answerPump.offer(DNSMessage.replacingID(of: answer, with: query.clientID), to: query.client, at: now)
+        }
+        loop.schedule(at: now) { [weak self] in self?.receiveAnswers() }
+    }
+
+    /// Forgets queries whose answer is overdue, so their IDs can be reused.
+    private func expire(at now: Instant) {
+        while let first = expiries.first, first.at <= now {
+            expiries.removeFirst()
+            pending.removeValue(forKey: first.id)
+        }
+    }
+
+    private func armExpiryTimer() {
+        guard expiryTimer == nil, let first = expiries.first else { return }
+        expiryTimer = loop.schedule(at: first.at) { [weak self] in
+            guard let self else { return }
+            self.expiryTimer = nil
+            self.expire(at: self.loop.clock.now())
+            self.armExpiryTimer()
+        }
+    }
+
+    private func acceptConnections() {
+        for _ in 0..<64 {
+            guard let accepted = try? tcpSocket.accept() else { continue }
+            guard case .processed(let (client, address)) = accepted else { return }
+            if profile.fault == .refuse {
+                try? client.setResetOnClose()
+                client.close()
+                queriesRefused += 1
+                continue
+            }
+            let connection = DNSTCPConnection(id: nextConnectionID, forwarder: self, client: client, clientAddress: address)
+            nextConnectionID += 1
+            connections[connection.id] = connection
+            connection.start(upstream: upstreamAddress)
+        }
+        loop.schedule(at: loop.clock.now()) { [weak self] in self?.acceptConnections() }
+    }
+
+    /// Counts a query a TCP connection forwards.
+    func tcpQueryForwarded() { queriesReceived += 1 }
+
+    /// The delay a TCP query waits before it is sent upstream.
+    var queryDelay: Duration { profile.dnsDelay }
+
+    func connectionClosed(_ connection: DNSTCPConnection) {
+        connections.removeValue(forKey: connection.id)
+    }
+
+    func apply(_ profile: Profile) {
+        self.profile = profile
+        queries.update(profile: Self.queryDirection(profile), roundTrip: .zero)
+        answers.update(profile: Self.answerDirection(profile), roundTrip: .zero)
+    }
+
+    /// Closes every TCP connection and forgets every UDP query still waiting for its answer.
+    func resetConnections() {
+        for connection in Array(connections.values) { connection.close() }
+        pending.removeAll()
+        expiries.removeAll()
+    }
+
+    func close() {
+        for registration in registrations { loop.deregister(registration) }
+        registrations.removeAll()
+        if let expiryTimer { loop.cancel(expiryTimer) }
+        expiryTimer = nil
+        resetConnections()
+        queryPump?.close()
+        answerPump?.close()
+        queries.close()
+        answers.close()
+        udpSocket.close()
+        tcpSocket.close()
+        upstreamSocket.close()
+    }
+}
+
+/// What the DNS forwarder exposes for tests and diagnostics.
+public enum DNSForwarderSupport {
+    /// The resolver the forwarder asks when none is given: the first `nameserver` in `configuration`, port 53.
+    public static func systemResolver(configuration path: String = "/etc/resolv.conf") throws -> String {
+        try DNSForwarder.systemResolver(configuration: path).description
+    }
+}
