@@ -49,6 +49,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Bytes held per connection and direction before the sender is pushed back (e.g. 4MiB).")
     var buffer: String = "4MiB"
 
+    @Option(name: .customLong("udp-idle"), help: "How long a UDP flow may carry no datagram before it is forgotten (e.g. 60s, 500ms, 5min).")
+    var udpIdle: String = "60s"
+
     @Option(name: .long, help: "Scenario file (or shipped scenario name) to play from the start.")
     var scenario: String?
 
@@ -79,6 +82,9 @@ struct RunCommand: ParsableCommand {
         if CommandLineByteSize.parse(buffer) == nil {
             throw ValidationError("--buffer \"\(buffer)\" is not a size such as 4MiB, 512KiB or 1048576.")
         }
+        if CommandLineDuration.parse(udpIdle) == nil {
+            throw ValidationError("--udp-idle \"\(udpIdle)\" is not a duration such as 60s, 500ms or 5min.")
+        }
     }
 
     func run() throws {
@@ -91,7 +97,8 @@ struct RunCommand: ParsableCommand {
         }
         TerminationSignals.block()
         let specs = listenerSpecs
-        let options = ProxyOptions(connectionBuffer: CommandLineByteSize.parse(buffer)!)
+        let options = ProxyOptions(connectionBuffer: CommandLineByteSize.parse(buffer)!,
+                                   udpIdleTimeout: CommandLineDuration.parse(udpIdle)!)
         let proxy: ConditionedProxy
         do {
             proxy = try ConditionedProxy(listeners: specs, profile: profile, options: options)
