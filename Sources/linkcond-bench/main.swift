@@ -170,3 +170,4 @@ for (milliseconds, samples) in [(10, quick ? 50 : 200), (100, quick ? 20 : 50), 
 }
 echo.stop()
 try runSetupBenchmark(quick: quick)
+try benchmarkUDP(quick: quick)
