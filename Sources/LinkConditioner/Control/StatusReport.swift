@@ -15,6 +15,11 @@ public struct StatusReport: Codable, Sendable {
         public var queuedBytes: Int
         public var inFlightBytes: Int
         public var segmentsLost: Int
+        /// Datagrams delivered (UDP and DNS listeners).
+        public var datagramsDelivered: Int
+        /// Datagrams dropped: tail drop at a full queue, random loss, Gilbert-Elliott burst loss.
+        public var datagramsDropped: Int
+        public var duplicates: Int
         /// Delivered payload over the last second.
         public var bitsPerSecond: Double
     }
@@ -26,6 +31,8 @@ public struct StatusReport: Codable, Sendable {
         public var activeConnections: Int
         public var connectionsAccepted: Int
         public var connectionsRefused: Int
+        /// Messages a DNS listener dropped as malformed.
+        public var malformedMessages: Int
         public var uplink: Direction
         public var downlink: Direction
 
@@ -36,6 +43,7 @@ public struct StatusReport: Codable, Sendable {
             activeConnections = status.activeConnections
             connectionsAccepted = status.connectionsAccepted
             connectionsRefused = status.connectionsRefused
+            malformedMessages = status.malformedMessages
             uplink = Direction(status.uplink, bitsPerSecond: uplinkBitsPerSecond)
             downlink = Direction(status.downlink, bitsPerSecond: downlinkBitsPerSecond)
         }
@@ -55,6 +63,9 @@ extension StatusReport.Direction {
         queuedBytes = counters.queuedBytes
         inFlightBytes = counters.inFlightBytes
         segmentsLost = counters.segmentsLost
+        datagramsDelivered = counters.datagramsDelivered
+        datagramsDropped = counters.tailDrops + counters.randomLosses + counters.burstLosses
+        duplicates = counters.duplicates
         self.bitsPerSecond = bitsPerSecond
     }
 }
