@@ -69,7 +69,8 @@ final class NamespacePair {
         server.standardError = FileHandle.nullDevice
         try server.run()
         defer {
-            if server.isRunning { server.terminate() }
+            // iperf3 can ignore SIGTERM while it reports to a client, so the server is killed outright.
+            if server.isRunning { kill(server.processIdentifier, SIGKILL) }
             server.waitUntilExit()
         }
         var arguments = [
@@ -78,19 +79,19 @@ final class NamespacePair {
         if reverse { arguments.append("-R") }
         var output = ""
         for attempt in 0..<20 {
-            do {
-                output = try Shell.run(["ip", "netns", "exec", near] + arguments, timeout: Double(seconds + 15))
-                break
-            } catch where attempt < 19 {
-                Thread.sleep(forTimeInterval: 0.1)
-            }
+            output = (try? Shell.runCapturing(["ip", "netns", "exec", near] + arguments, timeout: Double(seconds + 15)).stdout) ?? ""
+            if let bits = Self.receivedBits(output) { return bits }
+            if attempt < 19 && output.contains("unable to connect") { Thread.sleep(forTimeInterval: 0.1) } else { break }
         }
-        let json = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
-        let end = json?["end"] as? [String: Any]
+        throw ShellError(command: "iperf3", status: 0, output: "no sum_received in \(output.prefix(400))")
+    }
+
+    /// The receiver's bits per second from iperf3's JSON, or `nil` when it reports none (e.g. the server was not up yet).
+    private static func receivedBits(_ json: String) -> Double? {
+        let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        let end = object?["end"] as? [String: Any]
         let received = end?["sum_received"] as? [String: Any]
-        guard let bits = received?["bits_per_second"] as? Double else {
-            throw ShellError(command: "iperf3", status: 0, output: "no sum_received in \(output.prefix(300))")
-        }
+        guard let bits = received?["bits_per_second"] as? Double else { return nil }
         return bits
     }
 
