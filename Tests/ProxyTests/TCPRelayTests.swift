@@ -13,13 +13,15 @@ struct TCPRelayTests {
         let clientPayload = Payload(size: size, seed: 0xC0FFEE)
         let upstreamReceived = LockedBox<(Int, UInt64)?>(nil)
         let server = try TestServer { connection in
-            defer { connection.close() }
-            let sender = Thread {
+            let sent = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
                 try? upstreamPayload.forEachBlock { try connection.send($0) }
                 connection.shutdownWrite()
+                sent.signal()
             }
-            sender.start()
             upstreamReceived.value = try? connection.drain()
+            sent.wait()
+            connection.close()
         }
         defer { server.stop() }
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
