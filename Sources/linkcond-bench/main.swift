@@ -53,22 +53,26 @@ func percentile(_ sorted: [Double], _ p: Double) -> Double {
     sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * p))]
 }
 
-/// Starts socat as a pass-through relay in front of `port`, if socat is installed.
+/// Starts socat as a pass-through relay in front of `port`, if socat is installed (three tries at a free port).
 func startSocat(upstream port: UInt16) -> (Process, UInt16)? {
     guard let path = ["/usr/bin/socat", "/bin/socat"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
-    let listenPort = UInt16.random(in: 40000...60000)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = ["TCP-LISTEN:\(listenPort),bind=127.0.0.1,reuseaddr,fork", "TCP:127.0.0.1:\(port)"]
-    do { try process.run() } catch { return nil }
-    for _ in 0..<100 {
-        if let probe = try? TestConnection.connect(port: listenPort, timeout: 1) {
-            probe.close()
-            return (process, listenPort)
+    for _ in 0..<3 {
+        let listenPort = UInt16.random(in: 40000...60000)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["TCP-LISTEN:\(listenPort),bind=127.0.0.1,reuseaddr,fork", "TCP:127.0.0.1:\(port)"]
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        for _ in 0..<100 where process.isRunning {
+            if let probe = try? TestConnection.connect(port: listenPort, timeout: 1) {
+                probe.close()
+                return (process, listenPort)
+            }
+            usleep(20_000)
         }
-        usleep(20_000)
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
     }
-    process.terminate()
     return nil
 }
 
@@ -84,20 +88,38 @@ func proxy(in front: UInt16, _ profile: Profile) throws -> ConditionedProxy {
 print("linkcond benchmark (\(quick ? "quick" : "full") run, loopback, \(ProcessInfo.processInfo.activeProcessorCount) cores)")
 print("")
 
-// Pass-through throughput.
-let sink = try sinkServer()
-let direct = try throughput(port: sink.port, seconds: throughputSeconds)
-let passThrough = try proxy(in: sink.port, .none)
-let through = try throughput(port: passThrough.port, seconds: throughputSeconds)
-passThrough.stop()
+// Pass-through throughput: iperf3 when installed (it out-runs this process's own sender), else a built-in stream.
+let iperf3 = ["/usr/bin/iperf3", "/bin/iperf3"].first { FileManager.default.isExecutableFile(atPath: $0) }
+var direct = 0.0, through = 0.0
 var socatThroughput: Double?
-if let (process, port) = startSocat(upstream: sink.port) {
-    socatThroughput = try? throughput(port: port, seconds: throughputSeconds)
-    process.terminate()
-    process.waitUntilExit()
+var throughputTool = "built-in sender"
+if let iperf3 {
+    throughputTool = "iperf3"
+    let server = IperfServer(path: iperf3)
+    direct = server.measure(port: server.port, seconds: throughputSeconds)
+    let passThrough = try ConditionedProxy.inFront(of: server.port, profile: .none)
+    through = server.measure(port: passThrough.port, seconds: throughputSeconds)
+    passThrough.stop()
+    if let (process, port) = startSocat(upstream: server.port) {
+        socatThroughput = server.measure(port: port, seconds: throughputSeconds)
+        process.terminate()
+        process.waitUntilExit()
+    }
+    server.stop()
+} else {
+    let sink = try sinkServer()
+    direct = try throughput(port: sink.port, seconds: throughputSeconds)
+    let passThrough = try proxy(in: sink.port, .none)
+    through = try throughput(port: passThrough.port, seconds: throughputSeconds)
+    passThrough.stop()
+    if let (process, port) = startSocat(upstream: sink.port) {
+        socatThroughput = try? throughput(port: port, seconds: throughputSeconds)
+        process.terminate()
+        process.waitUntilExit()
+    }
+    sink.stop()
 }
-sink.stop()
-print("## Pass-through throughput, one TCP stream, profile none")
+print("## Pass-through throughput, one TCP stream, profile none (\(throughputTool))")
 print("direct            \(gbps(direct))")
 print("linkcond          \(gbps(through))  (\(String(format: "%.2f", through / direct)) × direct)")
 if let socatThroughput {
@@ -107,24 +129,33 @@ if let socatThroughput {
 }
 print("")
 
-// Added latency.
+// Added latency: the three paths are sampled in interleaved rounds so that CPU frequency and scheduling drift
+// affect them alike.
 let echo = try TestServer.echo()
-let directRTT = try roundTrips(port: echo.port, count: pingCount)
 let latencyProxy = try proxy(in: echo.port, .none)
-let proxyRTT = try roundTrips(port: latencyProxy.port, count: pingCount)
+let socat = startSocat(upstream: echo.port)
+var directRTT: [Double] = [], proxyRTT: [Double] = [], socatRTT: [Double] = []
+let rounds = 10
+for _ in 0..<rounds {
+    directRTT += try roundTrips(port: echo.port, count: pingCount / rounds)
+    proxyRTT += try roundTrips(port: latencyProxy.port, count: pingCount / rounds)
+    if let (_, port) = socat { socatRTT += (try? roundTrips(port: port, count: pingCount / rounds)) ?? [] }
+}
+directRTT.sort()
+proxyRTT.sort()
+socatRTT.sort()
 latencyProxy.stop()
-var socatRTT: [Double]?
-if let (process, port) = startSocat(upstream: echo.port) {
-    socatRTT = try? roundTrips(port: port, count: pingCount)
+if let (process, _) = socat {
     process.terminate()
     process.waitUntilExit()
 }
-print("## 64-byte round trip, \(pingCount) samples, profile none (p50 / p99)")
+print("## 64-byte round trip, \(pingCount) samples each in \(rounds) interleaved rounds, profile none (p50 / p99)")
 print("direct            \(micros(percentile(directRTT, 0.5))) / \(micros(percentile(directRTT, 0.99)))")
 let addedP50 = percentile(proxyRTT, 0.5) - percentile(directRTT, 0.5)
 print("linkcond          \(micros(percentile(proxyRTT, 0.5))) / \(micros(percentile(proxyRTT, 0.99)))  (added p50 \(micros(addedP50)); target < 50 µs: \(verdict(addedP50 < 50e-6)))")
-if let socatRTT {
-    print("socat             \(micros(percentile(socatRTT, 0.5))) / \(micros(percentile(socatRTT, 0.99)))")
+if !socatRTT.isEmpty {
+    let socatAdded = percentile(socatRTT, 0.5) - percentile(directRTT, 0.5)
+    print("socat             \(micros(percentile(socatRTT, 0.5))) / \(micros(percentile(socatRTT, 0.99)))  (added p50 \(micros(socatAdded)))")
 }
 print("")
 
