@@ -160,7 +160,9 @@ struct ConditionedProxyAPITests {
         }
         usleep(50_000)
 
-        #expect(openDescriptorCount() == descriptorsBefore)
+        // Other tests' peer threads may close descriptors meanwhile, so "no more than before": a leak per cycle
+        // would show as a hundred more.
+        #expect(openDescriptorCount() <= descriptorsBefore)
         #expect(threadCount() <= threadsBefore)
     }
 

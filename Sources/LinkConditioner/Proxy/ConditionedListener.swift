@@ -85,6 +85,12 @@ struct ListenerContext {
     var options: ProxyOptions
     var readBuffer: ReadBuffer
     var logger: Logger
+
+    /// The seeds of a listener's two directions: from the profile, so runs repeat, or fresh; never equal.
+    var directionSeeds: (uplink: UInt64, downlink: UInt64) {
+        let seed = profile.seed ?? UInt64.random(in: 0...UInt64.max)
+        return (seed, seed &+ 0x9E37_79B9_7F4A_7C15)
+    }
 }
 
 /// A listener kind this build cannot serve.

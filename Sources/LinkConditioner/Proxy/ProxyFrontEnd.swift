@@ -72,10 +72,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         self.readBuffer = context.readBuffer
         self.logger = context.logger
         self.resolver = HostResolver(loop: context.loop)
-        let profile = context.profile
-        let seed = profile.seed ?? UInt64.random(in: 0...UInt64.max)
-        uplink = ShapedLink(loop: loop, profile: profile.uplink, roundTrip: profile.roundTrip, seed: seed)
-        downlink = ShapedLink(loop: loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seed &+ 0x9E37_79B9_7F4A_7C15)
+        (uplink, downlink) = ShapedLink.pair(for: context)
         direct = DirectLinkHost(owner: self)
         do {
             registration = try loop.register(socket.descriptor, interest: Epoll.readable) { [weak self] _ in

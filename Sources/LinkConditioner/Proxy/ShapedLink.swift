@@ -7,8 +7,7 @@ final class ShapedLink {
     private(set) var model: LinkDirection
     private var pumps: [ObjectIdentifier: StreamPump] = [:]
     private var waitingForQueue: [ObjectIdentifier: StreamPump] = [:]
-    private var serviceTimer: EventLoop.TimerID?
-    private var serviceDeadline: Instant?
+    private lazy var serviceAlarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.service(at: now) }
 
     /// The one-way delay of the current profile, which connection set-up pays too.
     private(set) var currentDelay: Duration
@@ -17,6 +16,13 @@ final class ShapedLink {
         self.loop = loop
         self.currentDelay = profile.delay
         self.model = LinkDirection(profile: profile, roundTrip: roundTrip, seed: seed)
+    }
+
+    /// The uplink and downlink of a listener built from `context`.
+    static func pair(for context: ListenerContext) -> (uplink: ShapedLink, downlink: ShapedLink) {
+        let (profile, seeds) = (context.profile, context.directionSeeds)
+        return (ShapedLink(loop: context.loop, profile: profile.uplink, roundTrip: profile.roundTrip, seed: seeds.uplink),
+                ShapedLink(loop: context.loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seeds.downlink))
     }
 
     func attach(_ pump: StreamPump) -> LinkFlow {
@@ -63,27 +69,13 @@ final class ShapedLink {
                 pump.queueSpaceOpened(at: now)
             }
         }
-        armServiceTimer()
-    }
-
-    private func armServiceTimer() {
-        guard let next = model.nextServiceTime else { return }
-        if let armed = serviceDeadline, armed <= next { return }
-        if let timer = serviceTimer { loop.cancel(timer) }
-        serviceDeadline = next
-        serviceTimer = loop.schedule(at: next) { [weak self] in
-            guard let self else { return }
-            self.serviceTimer = nil
-            self.serviceDeadline = nil
-            self.service(at: self.loop.clock.now())
-        }
+        serviceAlarm.arm(at: model.nextServiceTime)
     }
 
     var counters: LinkCounters { model.counters }
 
     func close() {
-        if let timer = serviceTimer { loop.cancel(timer) }
-        serviceTimer = nil
+        serviceAlarm.cancel()
         pumps.removeAll()
         waitingForQueue.removeAll()
     }

@@ -39,8 +39,7 @@ final class StreamPump {
     var forwarding = true
     /// Rewrites bytes as they are read, before the link sees them; nil passes them through unchanged.
     var filter: StreamFilter?
-    private var deliveryTimer: EventLoop.TimerID?
-    private var deliveryDeadline: Instant?
+    private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
     private var resumeScheduled = false
     /// True while `readAvailable` runs, so callbacks it triggers do not start a nested read.
     private(set) var isReading = false
@@ -138,7 +137,7 @@ final class StreamPump {
     func deliverDue(at now: Instant) -> Outcome {
         deliverableBytes += flow.takeDeliverable(at: now)
         let outcome = writeDeliverable()
-        armDeliveryTimer()
+        deliveryAlarm.arm(at: flow.nextDeliveryTime)
         return outcome
     }
 
@@ -191,19 +190,6 @@ final class StreamPump {
         return .finished
     }
 
-    private func armDeliveryTimer() {
-        guard let next = flow.nextDeliveryTime else { return }
-        if let armed = deliveryDeadline, armed <= next { return }
-        if let timer = deliveryTimer { link.loop.cancel(timer) }
-        deliveryDeadline = next
-        deliveryTimer = link.loop.schedule(at: next) { [weak self] in
-            guard let self else { return }
-            self.deliveryTimer = nil
-            self.deliveryDeadline = nil
-            self.deliveryScheduleChanged(at: self.link.loop.clock.now())
-        }
-    }
-
     /// Continues reading on a later loop turn, so one busy connection cannot monopolise the loop.
     private func scheduleResume() {
         guard !resumeScheduled else { return }
@@ -219,8 +205,7 @@ final class StreamPump {
     var hasRoom: Bool { heldBytes < capacity }
 
     func close() {
-        if let timer = deliveryTimer { link.loop.cancel(timer) }
-        deliveryTimer = nil
+        deliveryAlarm.cancel()
         link.detach(flow)
         chunks.removeAll()
         heldBytes = 0

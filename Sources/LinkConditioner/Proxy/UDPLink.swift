@@ -7,12 +7,18 @@ final class UDPLink {
     let loop: EventLoop
     private(set) var model: LinkDirection
     private var pumps: [ObjectIdentifier: DatagramPump] = [:]
-    private var serviceTimer: EventLoop.TimerID?
-    private var serviceDeadline: Instant?
+    private lazy var serviceAlarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.service(at: now) }
 
     init(loop: EventLoop, profile: DirectionProfile, roundTrip: Duration, seed: UInt64) {
         self.loop = loop
         self.model = LinkDirection(profile: profile, roundTrip: roundTrip, seed: seed)
+    }
+
+    /// The uplink and downlink of a listener built from `context`.
+    static func pair(for context: ListenerContext) -> (uplink: UDPLink, downlink: UDPLink) {
+        let (profile, seeds) = (context.profile, context.directionSeeds)
+        return (UDPLink(loop: context.loop, profile: profile.uplink, roundTrip: profile.roundTrip, seed: seeds.uplink),
+                UDPLink(loop: context.loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seeds.downlink))
     }
 
     func attach(_ pump: DatagramPump) -> LinkFlow {
@@ -43,23 +49,13 @@ final class UDPLink {
         for flow in model.advance(to: now) {
             pumps[ObjectIdentifier(flow)]?.deliverDue(at: now)
         }
-        guard let next = model.nextServiceTime else { return }
-        if let armed = serviceDeadline, armed <= next { return }
-        if let timer = serviceTimer { loop.cancel(timer) }
-        serviceDeadline = next
-        serviceTimer = loop.schedule(at: next) { [weak self] in
-            guard let self else { return }
-            self.serviceTimer = nil
-            self.serviceDeadline = nil
-            self.service(at: self.loop.clock.now())
-        }
+        serviceAlarm.arm(at: model.nextServiceTime)
     }
 
     var counters: LinkCounters { model.counters }
 
     func close() {
-        if let timer = serviceTimer { loop.cancel(timer) }
-        serviceTimer = nil
+        serviceAlarm.cancel()
         pumps.removeAll()
     }
 }
@@ -81,8 +77,7 @@ final class DatagramPump {
     private(set) var flow: LinkFlow!
     private let send: Send
     private var held: [UInt64: HeldDatagram] = [:]
-    private var deliveryTimer: EventLoop.TimerID?
-    private var deliveryDeadline: Instant?
+    private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop) { [weak self] now in self?.deliverDue(at: now) }
     /// Datagrams the destination socket refused (its send buffer was full, or the peer was unreachable).
     private(set) var sendFailures = 0
 
@@ -113,28 +108,14 @@ final class DatagramPump {
                 sendFailures += 1
             }
         }
-        armDeliveryTimer()
-    }
-
-    private func armDeliveryTimer() {
-        guard let next = flow.nextDeliveryTime else { return }
-        if let armed = deliveryDeadline, armed <= next { return }
-        if let timer = deliveryTimer { link.loop.cancel(timer) }
-        deliveryDeadline = next
-        deliveryTimer = link.loop.schedule(at: next) { [weak self] in
-            guard let self else { return }
-            self.deliveryTimer = nil
-            self.deliveryDeadline = nil
-            self.deliverDue(at: self.link.loop.clock.now())
-        }
+        deliveryAlarm.arm(at: flow.nextDeliveryTime)
     }
 
     /// Datagrams held for the link now.
     var heldCount: Int { held.count }
 
     func close() {
-        if let timer = deliveryTimer { link.loop.cancel(timer) }
-        deliveryTimer = nil
+        deliveryAlarm.cancel()
         link.detach(flow)
         held.removeAll()
     }

@@ -46,10 +46,7 @@ final class UDPListener: ConditionedListener {
         self.options = context.options
         self.logger = context.logger
         self.readBuffer = context.readBuffer
-        let profile = context.profile
-        let seed = profile.seed ?? UInt64.random(in: 0...UInt64.max)
-        uplink = UDPLink(loop: loop, profile: profile.uplink, roundTrip: profile.roundTrip, seed: seed)
-        downlink = UDPLink(loop: loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seed &+ 0x9E37_79B9_7F4A_7C15)
+        (uplink, downlink) = UDPLink.pair(for: context)
         do {
             registration = try loop.register(socket.descriptor, interest: Epoll.readable | Epoll.edgeTriggered) { [weak self] _ in
                 self?.receiveFromClients()

@@ -1,0 +1,42 @@
+/// A one-shot loop timer that keeps only the earliest deadline asked of it: the wake-up of a link's serialiser
+/// or of a pump's next delivery.
+///
+/// Lives on the event loop thread. Arming for a later instant than the one pending is a no-op; the action runs
+/// once at the pending deadline and the alarm is then free to be armed again.
+final class DeadlineAlarm {
+    private let loop: EventLoop
+    private let action: (Instant) -> Void
+    private var timer: EventLoop.TimerID?
+    private(set) var deadline: Instant?
+
+    /// `action` receives the loop's clock reading when the alarm fires; capture its owner weakly.
+    init(loop: EventLoop, action: @escaping (Instant) -> Void) {
+        self.loop = loop
+        self.action = action
+    }
+
+    /// Makes the alarm fire at `instant`, unless it already fires no later.
+    func arm(at instant: Instant) {
+        if let deadline, deadline <= instant { return }
+        if let timer { loop.cancel(timer) }
+        deadline = instant
+        timer = loop.schedule(at: instant) { [weak self] in self?.fire() }
+    }
+
+    /// Makes the alarm fire at `instant` if there is one.
+    func arm(at instant: Instant?) {
+        if let instant { arm(at: instant) }
+    }
+
+    private func fire() {
+        timer = nil
+        deadline = nil
+        action(loop.clock.now())
+    }
+
+    func cancel() {
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        deadline = nil
+    }
+}
