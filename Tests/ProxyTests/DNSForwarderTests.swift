@@ -45,6 +45,21 @@ struct DNSForwarderTests {
         #expect(added >= .milliseconds(280) && added <= .milliseconds(320), "added \(added) for 300 ms asked")
     }
 
+    @Test(.enabled(if: Dig.path != nil, "dig is not installed (apt-get install dnsutils)"))
+    func digThroughTheHighLatencyDNSProfilePaysThreeSeconds() throws {
+        let server = try DNSTestServer()
+        defer { server.stop() }
+        let proxy = try forwarder(to: server, profile: try #require(Profile.builtIn(named: "high-latency-dns")))
+        defer { proxy.stop() }
+
+        let direct = try Dig.query("slow.example.test", port: server.port)
+        let through = try Dig.query("slow.example.test", port: proxy.port, seconds: 6)
+        let added = through.queryTime - direct.queryTime
+
+        #expect(through.answers.count == 1)
+        #expect(added >= .milliseconds(2_990) && added <= .milliseconds(3_030), "added \(added) for 3 s asked")
+    }
+
     @Test func queriesFromTwoClientsWithTheSameIDGetTheirOwnAnswers() throws {
         let server = try DNSTestServer()
         defer { server.stop() }

@@ -72,12 +72,12 @@ struct DigResult {
 enum Dig {
     static let path = ["/usr/bin/dig", "/bin/dig", "/usr/local/bin/dig"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
-    /// Runs `dig @127.0.0.1 -p port name A` with one try and a short timeout; `tcp` adds +tcp.
-    static func query(_ name: String, port: UInt16, tcp: Bool = false) throws -> DigResult {
+    /// Runs `dig @127.0.0.1 -p port name A` with one try and a timeout of `seconds`; `tcp` adds +tcp.
+    static func query(_ name: String, port: UInt16, tcp: Bool = false, seconds: Int = 3) throws -> DigResult {
         guard let path else { throw TestError("dig is not installed") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["@127.0.0.1", "-p", "\(port)", name, "A", "+tries=1", "+time=3", "+noall", "+answer", "+stats"]
+        process.arguments = ["@127.0.0.1", "-p", "\(port)", name, "A", "+tries=1", "+time=\(seconds)", "+noall", "+answer", "+stats"]
             + (tcp ? ["+tcp"] : [])
         let output = Pipe()
         process.standardOutput = output
