@@ -122,6 +122,28 @@ struct TCPRelayTests {
         #expect(received.value == 50_000)
     }
 
+    @Test func aHalfCloseCrossesTheLinkDelayLikeData() throws {
+        let server = try TestServer { connection in
+            connection.shutdownWrite()
+            _ = try? connection.drain()
+            connection.close()
+        }
+        defer { server.stop() }
+        var profile = Profile.none
+        profile.downlink.delay = .milliseconds(100)
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
+        defer { proxy.stop() }
+
+        let start = MonotonicClock().now()
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        let endOfStream = try client.receive()
+        let elapsed = secondsSince(start)
+
+        #expect(endOfStream.isEmpty)
+        #expect(elapsed >= 0.1 && elapsed < 0.13, "end of stream after \(elapsed) s for a 100 ms downlink")
+    }
+
     @Test func resetsTheClientPromptlyWhenTheUpstreamRefuses() throws {
         let unusedPort = try TestServer { $0.close() }
         let port = unusedPort.port

@@ -41,6 +41,8 @@ final class StreamPump {
     var filter: StreamFilter?
     private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
     private var resumeScheduled = false
+    /// When the source's end of stream may reach the destination.
+    private var endOfStreamDue: Instant?
     /// True while `readAvailable` runs, so callbacks it triggers do not start a nested read.
     private(set) var isReading = false
 
@@ -84,8 +86,7 @@ final class StreamPump {
             case .wouldBlock:
                 sourceReadable = false
             case .processed(0):
-                sourceEnded = true
-                sourceReadable = false
+                endOfStream(at: now)
                 return finishIfDrained()
             case .processed(let count):
                 var bytes = Array(UnsafeRawBufferPointer(rebasing: target[0..<count]))
@@ -98,8 +99,7 @@ final class StreamPump {
                     if relay.isClosed { return .open }
                 }
                 if ended {
-                    sourceEnded = true
-                    sourceReadable = false
+                    endOfStream(at: now)
                     return finishIfDrained()
                 }
             }
@@ -110,10 +110,7 @@ final class StreamPump {
     /// Queues bytes that did not come from the source (a front end's protocol reply) ahead of anything read later;
     /// with `endOfStream`, the destination is half-closed after them and nothing more is read.
     func inject(_ bytes: [UInt8], endOfStream: Bool, at now: Instant) {
-        if endOfStream {
-            sourceEnded = true
-            sourceReadable = false
-        }
+        if endOfStream { self.endOfStream(at: now) }
         guard !bytes.isEmpty else {
             relay.pumpProgressed(self, outcome: finishIfDrained())
             return
@@ -176,9 +173,21 @@ final class StreamPump {
         return finishIfDrained()
     }
 
-    /// Sends end-of-stream to the destination once the source has ended and every byte has been written.
+    /// Notes that the source has ended: its FIN crosses the link like data, one delay after it arrived.
+    private func endOfStream(at now: Instant) {
+        sourceEnded = true
+        sourceReadable = false
+        endOfStreamDue = now + link.currentDelay
+    }
+
+    /// Sends end-of-stream to the destination once the source has ended, every byte has been written, and the
+    /// FIN has crossed the link's delay.
     private func finishIfDrained() -> Outcome {
         guard sourceEnded, heldBytes == 0, !isFinished, destinationReady else { return isFinished ? .finished : .open }
+        if let due = endOfStreamDue, due > link.loop.clock.now() {
+            deliveryAlarm.arm(at: due)
+            return .open
+        }
         do {
             try destination.shutdownWrite()
         } catch where error.errno == Errno(rawValue: 107) {
