@@ -86,7 +86,23 @@ struct TCConditioningOptions: ParsableArguments {
             printError("linkcond: profile \"\(profile)\" has fault = \(loaded.fault.rawValue), which only the proxy can do (`linkcond run`).")
             throw ExitStatus.badInput
         }
+        let unprogrammed = Self.settingsTheKernelBackendDoesNotProgram(loaded)
+        if !unprogrammed.isEmpty {
+            printError("linkcond: profile \"\(profile)\" sets \(unprogrammed.joined(separator: ", ")), which the kernel backend does not program yet; remove them, or use the proxy (`linkcond run --udp-listen …`).")
+            throw ExitStatus.badInput
+        }
         return (loaded.name.isEmpty ? profile : loaded.name, KernelConditioning(profile: loaded, match: match))
+    }
+
+    /// The datagram impairments a profile sets that `tc apply` would otherwise silently leave out.
+    static func settingsTheKernelBackendDoesNotProgram(_ profile: Profile) -> [String] {
+        var settings: [String] = []
+        for (side, direction) in [("uplink", profile.uplink), ("downlink", profile.downlink)] {
+            if direction.lossModel == .gilbertElliott { settings.append("\(side).loss.model = gilbert-elliott") }
+            if direction.duplicate > .zero { settings.append("\(side).duplicate") }
+            if direction.reorder > .zero { settings.append("\(side).reorder") }
+        }
+        return settings
     }
 }
 
