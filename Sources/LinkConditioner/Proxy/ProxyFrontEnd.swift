@@ -33,8 +33,8 @@ public struct ProxyFrontEndSettings: Hashable, Sendable {
 /// then a `TCPRelay` takes it over. Every connection shares one uplink/downlink pair, as with `TCPListener`.
 final class ProxyFrontEnd: RelayHost, ConditionedListener {
     let loop: EventLoop
-    let socket: Socket
-    let localAddress: SocketAddress
+    private let acceptor: TCPAcceptor
+    var localAddress: SocketAddress { acceptor.localAddress }
     let uplink: ShapedLink
     let downlink: ShapedLink
     let options: ProxyOptions
@@ -45,7 +45,6 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     /// The unconditioned link excluded destinations are relayed through.
     private(set) var direct: DirectLinkHost!
     private(set) var profile: Profile
-    private var registration: EventLoop.RegistrationID?
     private var sessions: [UInt64: ProxyClientSession] = [:]
     private var relays: [UInt64: TCPRelay] = [:]
     private var clientHosts: [UInt64: String] = [:]
@@ -53,18 +52,10 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     private var nextID: UInt64 = 1
     private var connectionsAccepted = 0
     private var connectionsRefused = 0
-    private var acceptPaused = false
 
     /// Binds and listens on `address`, and starts accepting.
     init(address: SocketAddress, settings: ProxyFrontEndSettings, context: ListenerContext) throws(SystemError) {
-        let socket = try Socket.listening(on: address)
-        do {
-            self.localAddress = try socket.localAddress()
-        } catch {
-            socket.close()
-            throw error
-        }
-        self.socket = socket
+        acceptor = try TCPAcceptor(address: address, loop: context.loop, logger: context.logger)
         self.loop = context.loop
         self.settings = settings
         self.profile = context.profile
@@ -75,11 +66,9 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         (uplink, downlink) = ShapedLink.pair(for: context)
         direct = DirectLinkHost(owner: self)
         do {
-            registration = try loop.register(socket.descriptor, interest: Epoll.readable) { [weak self] _ in
-                self?.acceptPending()
-            }
+            try acceptor.start { [weak self] client, address in self?.accepted(client, from: address) }
         } catch {
-            socket.close()
+            resolver.shutDown()
             throw error
         }
     }
@@ -121,47 +110,27 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         return bytes == listening || listening.allSatisfy { $0 == 0 } || isLoopback
     }
 
-    private func acceptPending() {
-        for _ in 0..<256 {
-            let accepted: IOResult<(Socket, SocketAddress)>
-            do {
-                accepted = try socket.accept()
-            } catch {
-                logger.error("accept on \(localAddress): \(error); pausing accepts for 100 ms")
-                pauseAccepting()
-                return
+    /// Starts a session for a new client, or resets it while the profile refuses connections or the client
+    /// already holds its share.
+    private func accepted(_ client: Socket, from address: SocketAddress) {
+        let clientHost = address.host
+        if profile.fault == .refuse || connectionsByClient[clientHost, default: 0] >= settings.connectionsPerClient {
+            if profile.fault != .refuse {
+                logger.warning("client \(clientHost) already holds \(settings.connectionsPerClient) connections; resetting a new one")
             }
-            guard case .processed(let (client, address)) = accepted else { return }
-            let clientHost = address.host
-            if profile.fault == .refuse || connectionsByClient[clientHost, default: 0] >= settings.connectionsPerClient {
-                if profile.fault != .refuse {
-                    logger.warning("client \(clientHost) already holds \(settings.connectionsPerClient) connections; resetting a new one")
-                }
-                connectionsRefused += 1
-                try? client.setResetOnClose()
-                client.close()
-                continue
-            }
-            connectionsAccepted += 1
-            let id = nextID
-            nextID += 1
-            clientHosts[id] = clientHost
-            connectionsByClient[clientHost, default: 0] += 1
-            let session = ProxyClientSession(id: id, frontEnd: self, client: client, clientAddress: address)
-            sessions[id] = session
-            session.start()
+            connectionsRefused += 1
+            try? client.setResetOnClose()
+            client.close()
+            return
         }
-    }
-
-    private func pauseAccepting() {
-        guard !acceptPaused, let registration else { return }
-        acceptPaused = true
-        loop.setInterest(registration, 0)
-        loop.schedule(at: loop.clock.now() + .milliseconds(100)) { [weak self] in
-            guard let self, let registration = self.registration else { return }
-            self.acceptPaused = false
-            self.loop.setInterest(registration, Epoll.readable)
-        }
+        connectionsAccepted += 1
+        let id = nextID
+        nextID += 1
+        clientHosts[id] = clientHost
+        connectionsByClient[clientHost, default: 0] += 1
+        let session = ProxyClientSession(id: id, frontEnd: self, client: client, clientAddress: address)
+        sessions[id] = session
+        session.start()
     }
 
     /// Takes a client whose request is complete from its session and relays it to `addresses`.
@@ -212,9 +181,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     }
 
     func close() {
-        if let registration { loop.deregister(registration) }
-        registration = nil
-        socket.close()
+        acceptor.close()
         resolver.shutDown()
         for session in Array(sessions.values) { session.close() }
         for relay in Array(relays.values) { relay.close(reset: false) }

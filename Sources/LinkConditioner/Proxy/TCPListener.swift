@@ -25,8 +25,8 @@ public struct ProxyOptions: Sendable {
 /// Lives on the event loop thread.
 final class TCPListener: RelayHost, ConditionedListener {
     let loop: EventLoop
-    let socket: Socket
-    let localAddress: SocketAddress
+    private let acceptor: TCPAcceptor
+    var localAddress: SocketAddress { acceptor.localAddress }
     let upstream: Endpoint
     /// Every address the upstream resolved to, tried in order until one accepts.
     let upstreamAddresses: [SocketAddress]
@@ -36,23 +36,14 @@ final class TCPListener: RelayHost, ConditionedListener {
     let logger: Logger
     let readBuffer: ReadBuffer
     private(set) var profile: Profile
-    private var registration: EventLoop.RegistrationID?
     private(set) var relays: [UInt64: TCPRelay] = [:]
     private var nextRelayID: UInt64 = 1
     private(set) var connectionsAccepted = 0
     private(set) var connectionsRefused = 0
-    private var acceptPaused = false
 
     /// Binds and listens on `address`, and starts accepting.
     init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext) throws(SystemError) {
-        let socket = try Socket.listening(on: address)
-        do {
-            self.localAddress = try socket.localAddress()
-        } catch {
-            socket.close()
-            throw error
-        }
-        self.socket = socket
+        acceptor = try TCPAcceptor(address: address, loop: context.loop, logger: context.logger)
         self.loop = context.loop
         self.upstream = upstream
         self.upstreamAddresses = upstreamAddresses
@@ -60,16 +51,8 @@ final class TCPListener: RelayHost, ConditionedListener {
         self.options = context.options
         self.readBuffer = context.readBuffer
         self.logger = context.logger
-        let loop = context.loop
         (uplink, downlink) = ShapedLink.pair(for: context)
-        do {
-            registration = try loop.register(socket.descriptor, interest: Epoll.readable) { [weak self] _ in
-                self?.acceptPending()
-            }
-        } catch {
-            socket.close()
-            throw error
-        }
+        try acceptor.start { [weak self] client, address in self?.accepted(client, from: address) }
     }
 
     var bound: BoundListener { BoundListener(kind: "tcp", address: localAddress, upstream: upstream.description) }
@@ -85,41 +68,20 @@ final class TCPListener: RelayHost, ConditionedListener {
         profile.fault == .blackhole || profile.uplink.loss.percent >= 100 || profile.downlink.loss.percent >= 100
     }
 
-    private func acceptPending() {
-        for _ in 0..<256 {
-            let accepted: IOResult<(Socket, SocketAddress)>
-            do {
-                accepted = try socket.accept()
-            } catch {
-                logger.error("accept on \(localAddress): \(error); pausing accepts for 100 ms")
-                pauseAccepting()
-                return
-            }
-            guard case .processed(let (client, address)) = accepted else { return }
-            if profile.fault == .refuse {
-                connectionsRefused += 1
-                try? client.setResetOnClose()
-                client.close()
-                continue
-            }
-            connectionsAccepted += 1
-            let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
-                                 upstreamName: upstream.description, upstreamAddresses: upstreamAddresses)
-            nextRelayID += 1
-            relays[relay.id] = relay
-            relay.start(blackholed: isBlackholed)
+    /// Relays a new client, or resets it at once while the profile refuses connections.
+    private func accepted(_ client: Socket, from address: SocketAddress) {
+        if profile.fault == .refuse {
+            connectionsRefused += 1
+            try? client.setResetOnClose()
+            client.close()
+            return
         }
-    }
-
-    private func pauseAccepting() {
-        guard !acceptPaused, let registration else { return }
-        acceptPaused = true
-        loop.setInterest(registration, 0)
-        loop.schedule(at: loop.clock.now() + .milliseconds(100)) { [weak self] in
-            guard let self, let registration = self.registration else { return }
-            self.acceptPaused = false
-            self.loop.setInterest(registration, Epoll.readable)
-        }
+        connectionsAccepted += 1
+        let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
+                             upstreamName: upstream.description, upstreamAddresses: upstreamAddresses)
+        nextRelayID += 1
+        relays[relay.id] = relay
+        relay.start(blackholed: isBlackholed)
     }
 
     func relayClosed(_ relay: TCPRelay) {
@@ -143,9 +105,7 @@ final class TCPListener: RelayHost, ConditionedListener {
 
     /// Closes the listening socket and every connection.
     func close() {
-        if let registration { loop.deregister(registration) }
-        registration = nil
-        socket.close()
+        acceptor.close()
         for relay in Array(relays.values) { relay.close(reset: false) }
         uplink.close()
         downlink.close()
