@@ -146,26 +146,44 @@ final class NetworkLink {
     }
 }
 
+/// Allocates a qdisc, class or filter (`noun`) with `allocate` and sets, through its `rtnl_tc` `view`, the kind
+/// (which libnl needs before any kind-specific setter), device and parent. The caller adopts the returned reference;
+/// if the kind is refused, the object is freed with `release` before the error is thrown.
+private func newTrafficControlObject(
+    _ noun: String, kind: String, ifindex: Int32, parent: UInt32,
+    allocate: () -> OpaquePointer?, view: (OpaquePointer) -> OpaquePointer?, release: (OpaquePointer) -> Void
+) throws(NetlinkError) -> OpaquePointer {
+    guard let object = allocate() else { throw NetlinkError(code: NLE_NOMEM, operation: "allocate \(noun)") }
+    let tc = view(object)
+    do { try netlinkCall("set \(noun) kind \(kind)") { rtnl_tc_set_kind(tc, kind) } } catch {
+        release(object)
+        throw error
+    }
+    rtnl_tc_set_ifindex(tc, ifindex)
+    rtnl_tc_set_parent(tc, parent)
+    return object
+}
+
+/// Takes a reference of our own to an object a cache owns, for the wrapper's `deinit` to release.
+private func retainedObject(_ raw: OpaquePointer) -> OpaquePointer {
+    nl_object_get(raw)
+    return raw
+}
+
 /// One queueing discipline, as libnl's `rtnl_qdisc`.
 final class Qdisc {
     let raw: OpaquePointer
 
     /// Allocates (and adopts) an empty qdisc with its kind set, which libnl needs before any kind-specific setter.
     init(kind: String, ifindex: Int32, parent: UInt32, handle: UInt32) throws(NetlinkError) {
-        guard let qdisc = rtnl_qdisc_alloc() else { throw NetlinkError(code: NLE_NOMEM, operation: "allocate qdisc") }
-        raw = qdisc
-        let tc = cnetlink_qdisc_tc(qdisc)
-        try netlinkCall("set qdisc kind \(kind)") { rtnl_tc_set_kind(tc, kind) }
-        rtnl_tc_set_ifindex(tc, ifindex)
-        rtnl_tc_set_parent(tc, parent)
+        raw = try newTrafficControlObject(
+            "qdisc", kind: kind, ifindex: ifindex, parent: parent,
+            allocate: rtnl_qdisc_alloc, view: cnetlink_qdisc_tc, release: rtnl_qdisc_put)
         rtnl_tc_set_handle(tc, handle)
     }
 
     /// Retains a qdisc that a cache owns.
-    init(retaining raw: OpaquePointer) {
-        nl_object_get(raw)
-        self.raw = raw
-    }
+    init(retaining raw: OpaquePointer) { self.raw = retainedObject(raw) }
 
     deinit { rtnl_qdisc_put(raw) }
 
@@ -193,20 +211,14 @@ final class TrafficClass {
 
     /// Allocates (and adopts) an empty class with its kind set.
     init(kind: String, ifindex: Int32, parent: UInt32, handle: UInt32) throws(NetlinkError) {
-        guard let cls = rtnl_class_alloc() else { throw NetlinkError(code: NLE_NOMEM, operation: "allocate class") }
-        raw = cls
-        let tc = cnetlink_class_tc(cls)
-        try netlinkCall("set class kind \(kind)") { rtnl_tc_set_kind(tc, kind) }
-        rtnl_tc_set_ifindex(tc, ifindex)
-        rtnl_tc_set_parent(tc, parent)
+        raw = try newTrafficControlObject(
+            "class", kind: kind, ifindex: ifindex, parent: parent,
+            allocate: rtnl_class_alloc, view: cnetlink_class_tc, release: rtnl_class_put)
         rtnl_tc_set_handle(tc, handle)
     }
 
     /// Retains a class that a cache owns.
-    init(retaining raw: OpaquePointer) {
-        nl_object_get(raw)
-        self.raw = raw
-    }
+    init(retaining raw: OpaquePointer) { self.raw = retainedObject(raw) }
 
     deinit { rtnl_class_put(raw) }
 
@@ -230,21 +242,15 @@ final class Classifier {
 
     /// Allocates (and adopts) an empty filter with its kind, priority and protocol (host order, e.g. ETH_P_IP) set.
     init(kind: String, ifindex: Int32, parent: UInt32, priority: UInt16, protocolNumber: UInt16) throws(NetlinkError) {
-        guard let cls = rtnl_cls_alloc() else { throw NetlinkError(code: NLE_NOMEM, operation: "allocate filter") }
-        raw = cls
-        let tc = cnetlink_cls_tc(cls)
-        try netlinkCall("set filter kind \(kind)") { rtnl_tc_set_kind(tc, kind) }
-        rtnl_tc_set_ifindex(tc, ifindex)
-        rtnl_tc_set_parent(tc, parent)
+        raw = try newTrafficControlObject(
+            "filter", kind: kind, ifindex: ifindex, parent: parent,
+            allocate: rtnl_cls_alloc, view: cnetlink_cls_tc, release: rtnl_cls_put)
         rtnl_cls_set_prio(raw, priority)
         rtnl_cls_set_protocol(raw, protocolNumber)
     }
 
     /// Retains a filter that a cache owns.
-    init(retaining raw: OpaquePointer) {
-        nl_object_get(raw)
-        self.raw = raw
-    }
+    init(retaining raw: OpaquePointer) { self.raw = retainedObject(raw) }
 
     deinit { rtnl_cls_put(raw) }
 

@@ -7,46 +7,30 @@ import Testing
 @Suite(.serialized)
 struct HTTPProxyFrontEndTests {
     @Test func curlFetchesSeveralMebibytesByteExactWithAPlainProxiedGet() throws {
-        let origin = try TestHTTPOrigin()
-        defer { origin.stop() }
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
         let size = 6 << 20
 
-        guard let result = try runCurl(["-x", "http://127.0.0.1:\(proxy.port)", "http://127.0.0.1:\(origin.port)/bytes/\(size)"]) else {
-            Issue.record("curl is not installed; the HTTP proxy curl test cannot run")
-            return
-        }
+        guard let result = try curlThroughFrontEnd(unavailable: "curl is not installed; the HTTP proxy curl test cannot run", arguments: { proxyPort, originPort in
+            ["-x", "http://127.0.0.1:\(proxyPort)", "http://127.0.0.1:\(originPort)/bytes/\(size)"]
+        }) else { return }
 
-        #expect(result.status == 0)
-        #expect(result.digest.count == size)
-        #expect(result.digest.value == originBodyDigest(size: size).value)
+        expectOriginBody(result, size: size)
     }
 
     @Test func curlFetchesSeveralMebibytesByteExactThroughAConnectTunnel() throws {
-        let origin = try TestHTTPOrigin()
-        defer { origin.stop() }
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
         let size = 5 << 20
 
-        guard let result = try runCurl(["-p", "-x", "http://127.0.0.1:\(proxy.port)", "http://localhost:\(origin.port)/bytes/\(size)"]) else {
-            Issue.record("curl is not installed; the HTTP CONNECT curl test cannot run")
-            return
-        }
+        guard let result = try curlThroughFrontEnd(unavailable: "curl is not installed; the HTTP CONNECT curl test cannot run", arguments: { proxyPort, originPort in
+            ["-p", "-x", "http://127.0.0.1:\(proxyPort)", "http://localhost:\(originPort)/bytes/\(size)"]
+        }) else { return }
 
-        #expect(result.status == 0)
-        #expect(result.digest.count == size)
-        #expect(result.digest.value == originBodyDigest(size: size).value)
+        expectOriginBody(result, size: size)
     }
 
     @Test func rewritesAnAbsoluteFormRequestToOriginFormWithoutProxyFields() throws {
         let origin = try TestHTTPOrigin()
         defer { origin.stop() }
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         let responses = HTTPResponseReader(client)
         try client.send(Array("GET http://127.0.0.1:\(origin.port)/echo?x=1 HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\nProxy-Connection: keep-alive\r\nX-Test: kept\r\n\r\n".utf8))
@@ -63,10 +47,8 @@ struct HTTPProxyFrontEndTests {
     @Test func keepsTheConnectionAliveForTwoRequestsToTheSameOrigin() throws {
         let origin = try TestHTTPOrigin()
         defer { origin.stop() }
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
         let request = { (size: Int) in Array("GET http://127.0.0.1:\(origin.port)/bytes/\(size) HTTP/1.1\r\nHost: x\r\n\r\n".utf8) }
 
         let responses = HTTPResponseReader(client)
@@ -84,10 +66,8 @@ struct HTTPProxyFrontEndTests {
     @Test func forwardsTwoPipelinedRequestsAndABodyInOrder() throws {
         let origin = try TestHTTPOrigin()
         defer { origin.stop() }
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
         let post = "POST http://127.0.0.1:\(origin.port)/first HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nHELLO"
         let get = "GET http://127.0.0.1:\(origin.port)/second HTTP/1.1\r\nHost: x\r\n\r\n"
 
@@ -105,10 +85,8 @@ struct HTTPProxyFrontEndTests {
         let origin = try TestHTTPOrigin()
         let other = try TestHTTPOrigin()
         defer { origin.stop(); other.stop() }
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         let responses = HTTPResponseReader(client)
         try client.send(Array("GET http://127.0.0.1:\(origin.port)/a HTTP/1.1\r\nHost: x\r\n\r\nGET http://127.0.0.1:\(other.port)/b HTTP/1.1\r\nHost: y\r\n\r\n".utf8))
@@ -123,10 +101,8 @@ struct HTTPProxyFrontEndTests {
     @Test func tunnelsAConnectAndKeepsBytesPipelinedAfterIt() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.frontEnd(profile: delayProfile(.milliseconds(20)))
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd(profile: delayProfile(.milliseconds(20)))
+        defer { client.close(); proxy.stop() }
         let established = "HTTP/1.1 200 Connection established\r\n\r\n"
 
         try client.send(Array("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nHost: 127.0.0.1:\(echo.port)\r\n\r\npipelined".utf8))
@@ -136,74 +112,62 @@ struct HTTPProxyFrontEndTests {
     }
 
     @Test func answersBadRequestToGarbage() throws {
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         try client.send(Array("\u{01}\u{02} nonsense\r\n\r\n".utf8))
-        let response = String(decoding: client.readUntilClosed(), as: UTF8.self)
+        let response = client.readTextUntilClosed()
 
         #expect(response.hasPrefix("HTTP/1.1 400 "))
     }
 
     @Test func answersBadRequestToAnOriginFormRequest() throws {
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         try client.send(Array("GET / HTTP/1.1\r\nHost: example\r\n\r\n".utf8))
 
-        #expect(String(decoding: client.readUntilClosed(), as: UTF8.self).hasPrefix("HTTP/1.1 400 "))
+        #expect(client.readTextUntilClosed().hasPrefix("HTTP/1.1 400 "))
     }
 
     @Test func answersHeaderFieldsTooLargeToAnOversizedHead() throws {
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         try? client.send(Array("GET http://127.0.0.1:9/ HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 40_000))\r\n\r\n".utf8))
 
-        #expect(String(decoding: client.readUntilClosed(), as: UTF8.self).hasPrefix("HTTP/1.1 431 "))
+        #expect(client.readTextUntilClosed().hasPrefix("HTTP/1.1 431 "))
     }
 
     @Test func answersBadGatewayWhenTheOriginRefuses() throws {
         let closed = try TestServer { $0.close() }
         let port = closed.port
         closed.stop()
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         try client.send(Array("GET http://127.0.0.1:\(port)/ HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
 
-        #expect(String(decoding: client.readUntilClosed(), as: UTF8.self).hasPrefix("HTTP/1.1 502 "))
+        #expect(client.readTextUntilClosed().hasPrefix("HTTP/1.1 502 "))
     }
 
     @Test func answersBadGatewayWhenTheNameDoesNotResolve() throws {
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 10)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd(timeout: 10)
+        defer { client.close(); proxy.stop() }
 
         try client.send(Array("CONNECT nonexistent.invalid:443 HTTP/1.1\r\n\r\n".utf8))
 
-        #expect(String(decoding: client.readUntilClosed(), as: UTF8.self).hasPrefix("HTTP/1.1 502 "))
+        #expect(client.readTextUntilClosed().hasPrefix("HTTP/1.1 502 "))
     }
 
     @Test(arguments: [("TRACE", 405), ("BREW", 501)])
     func refusesMethodsItDoesNotForward(method: String, status: Int) throws {
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         try client.send(Array("\(method) http://127.0.0.1:9/ HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
 
-        #expect(String(decoding: client.readUntilClosed(), as: UTF8.self).hasPrefix("HTTP/1.1 \(status) "))
+        #expect(client.readTextUntilClosed().hasPrefix("HTTP/1.1 \(status) "))
     }
 
     @Test func asksForProxyCredentialsWhenTheyAreRequiredAndAcceptsThem() throws {
@@ -220,17 +184,15 @@ struct HTTPProxyFrontEndTests {
         try anonymous.send(Array("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\n\r\n".utf8))
         try authorized.send(Array("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nProxy-Authorization: Basic \(token)\r\n\r\n".utf8))
 
-        #expect(String(decoding: anonymous.readUntilClosed(), as: UTF8.self).hasPrefix("HTTP/1.1 407 "))
+        #expect(anonymous.readTextUntilClosed().hasPrefix("HTTP/1.1 407 "))
         #expect(String(decoding: try authorized.receive(exactly: 12), as: UTF8.self) == "HTTP/1.1 200")
     }
 
     @Test func connectSetupTakesOneRoundTrip() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.frontEnd(profile: delayProfile(.milliseconds(100)))
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd(profile: delayProfile(.milliseconds(100)))
+        defer { client.close(); proxy.stop() }
         let established = "HTTP/1.1 200 Connection established\r\n\r\n"
 
         let start = MonotonicClock().now()

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import LinkConditioner
 import LoopbackPeers
+import Testing
 
 extension ConditionedProxy {
     /// A SOCKS5 and HTTP proxy front end on 127.0.0.1 port 0.
@@ -15,6 +16,20 @@ extension ConditionedProxy {
         try ConditionedProxy(
             listeners: [ListenerSpec(listen: Endpoint(host: "::1", port: 0), upstream: Endpoint(host: "127.0.0.1", port: echo.port))],
             profile: .none)
+    }
+}
+
+/// A front end (as `ConditionedProxy.frontEnd` makes it) and one client connected to it with `timeout`; the caller
+/// closes the client, then stops the proxy.
+func connectedFrontEnd(
+    profile: Profile = .none, settings: ProxyFrontEndSettings = ProxyFrontEndSettings(), timeout: Double = 5
+) throws -> (proxy: ConditionedProxy, client: TestConnection) {
+    let proxy = try ConditionedProxy.frontEnd(profile: profile, settings: settings)
+    do {
+        return (proxy, try TestConnection.connect(port: proxy.port, timeout: timeout))
+    } catch {
+        proxy.stop()
+        throw error
     }
 }
 
@@ -58,10 +73,15 @@ enum SOCKS5Client {
         return head[1]
     }
 
-    /// Negotiates no authentication and asks for `request`; returns the reply code.
-    static func negotiate(_ connection: TestConnection, request: [UInt8]) throws -> UInt8 {
+    /// Offers no authentication and checks that the proxy selects it.
+    static func greet(_ connection: TestConnection) throws {
         try connection.send(greeting())
         guard try connection.receive(exactly: 2) == [0x05, 0x00] else { throw TestError("no-auth method not selected") }
+    }
+
+    /// Negotiates no authentication and asks for `request`; returns the reply code.
+    static func negotiate(_ connection: TestConnection, request: [UInt8]) throws -> UInt8 {
+        try greet(connection)
         try connection.send(request)
         return try readReply(connection)
     }
@@ -74,6 +94,9 @@ extension TestConnection {
         while bytes.count < limit, let chunk = try? receive(), !chunk.isEmpty { bytes += chunk }
         return bytes
     }
+
+    /// Reads until the peer closes or resets; returns what arrived before as UTF-8 text.
+    func readTextUntilClosed() -> String { String(decoding: readUntilClosed(), as: UTF8.self) }
 }
 
 /// Reads HTTP responses with Content-Length bodies from one connection, keeping bytes of the next response.
@@ -165,9 +188,36 @@ final class TestHTTPOrigin: @unchecked Sendable {
     func stop() { server.stop() }
 }
 
+/// What `runCurl` returns.
+typealias CurlResult = (status: Int32, digest: StreamDigest, writeOut: String)
+
+/// Has curl fetch through a fresh front end from a fresh `TestHTTPOrigin`, with the arguments `arguments` makes of
+/// their ports. When curl is not installed, records `unavailable` as an issue and returns nil.
+func curlThroughFrontEnd(
+    unavailable: Comment, arguments: (_ proxyPort: UInt16, _ originPort: UInt16) -> [String],
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws -> CurlResult? {
+    let origin = try TestHTTPOrigin()
+    defer { origin.stop() }
+    let proxy = try ConditionedProxy.frontEnd()
+    defer { proxy.stop() }
+    guard let result = try runCurl(arguments(proxy.port, origin.port)) else {
+        Issue.record(unavailable, sourceLocation: sourceLocation)
+        return nil
+    }
+    return result
+}
+
+/// Expects curl to have exited successfully with exactly the body `TestHTTPOrigin` sends for `/bytes/size`.
+func expectOriginBody(_ result: CurlResult, size: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(result.status == 0, sourceLocation: sourceLocation)
+    #expect(result.digest.count == size, sourceLocation: sourceLocation)
+    #expect(result.digest.value == originBodyDigest(size: size).value, sourceLocation: sourceLocation)
+}
+
 /// Runs curl with `arguments`, writing the body to a temporary file; returns its exit status, the file's digest and
 /// the `-w` output. Returns nil when curl is not installed.
-func runCurl(_ arguments: [String], timeout: Double = 60) throws -> (status: Int32, digest: StreamDigest, writeOut: String)? {
+func runCurl(_ arguments: [String], timeout: Double = 60) throws -> CurlResult? {
     guard let curl = ["/usr/bin/curl", "/usr/local/bin/curl", "/bin/curl"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
         return nil
     }

@@ -9,10 +9,8 @@ struct SOCKS5FrontEndTests {
     @Test func relaysAConnectToAnIPv4Destination() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
         try client.send(Array("hello".utf8))
@@ -26,10 +24,8 @@ struct SOCKS5FrontEndTests {
         defer { echo.stop() }
         let ipv6Echo = try ConditionedProxy.ipv6Echo(inFrontOf: echo)
         defer { ipv6Echo.stop() }
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv6: SOCKS5Client.loopbackIPv6, port: ipv6Echo.port))
         try client.send(Array("over six".utf8))
@@ -41,10 +37,8 @@ struct SOCKS5FrontEndTests {
     @Test func resolvesADomainNameDestination() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(name: "localhost", port: echo.port))
         try client.send([7, 8, 9])
@@ -56,10 +50,8 @@ struct SOCKS5FrontEndTests {
     @Test func keepsBytesPipelinedAfterTheRequest() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.frontEnd(profile: delayProfile(.milliseconds(20)))
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd(profile: delayProfile(.milliseconds(20)))
+        defer { client.close(); proxy.stop() }
         let pipelined = [UInt8](repeating: 0x2A, count: 3000) + Array("end".utf8)
 
         try client.send(SOCKS5Client.greeting() + SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port) + pipelined)
@@ -75,10 +67,8 @@ struct SOCKS5FrontEndTests {
         let closed = try TestServer { $0.close() }
         let port = closed.port
         closed.stop()
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: port))
 
@@ -87,10 +77,8 @@ struct SOCKS5FrontEndTests {
     }
 
     @Test func repliesHostUnreachableForANameThatDoesNotResolve() throws {
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 10)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd(timeout: 10)
+        defer { client.close(); proxy.stop() }
 
         let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(name: "nonexistent.invalid", port: 80))
 
@@ -99,10 +87,8 @@ struct SOCKS5FrontEndTests {
 
     @Test(arguments: [UInt8(0x02), 0x03, 0x09])
     func repliesCommandNotSupportedForAnythingButConnect(command: UInt8) throws {
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: 80, command: command))
 
@@ -110,10 +96,8 @@ struct SOCKS5FrontEndTests {
     }
 
     @Test func repliesAddressTypeNotSupportedForAnUnknownAddressType() throws {
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         let reply = try SOCKS5Client.negotiate(client, request: [0x05, 0x01, 0x00, 0x07, 1, 2, 3, 4, 0, 80])
 
@@ -121,10 +105,8 @@ struct SOCKS5FrontEndTests {
     }
 
     @Test func repliesGeneralFailureToARequestWithTheWrongVersion() throws {
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         let reply = try SOCKS5Client.negotiate(client, request: [0x04, 0x01, 0x00, 0x01, 127, 0, 0, 1, 0, 80])
 
@@ -132,10 +114,8 @@ struct SOCKS5FrontEndTests {
     }
 
     @Test func repliesNotAllowedForAConnectToTheProxyItself() throws {
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: proxy.port))
 
@@ -143,10 +123,8 @@ struct SOCKS5FrontEndTests {
     }
 
     @Test func refusesEveryMethodWhenCredentialsAreRequiredButNotOffered() throws {
-        let proxy = try ConditionedProxy.frontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
+        defer { client.close(); proxy.stop() }
 
         try client.send(SOCKS5Client.greeting(methods: [0x00]))
 
@@ -155,10 +133,8 @@ struct SOCKS5FrontEndTests {
     }
 
     @Test func refusesWrongCredentials() throws {
-        let proxy = try ConditionedProxy.frontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
+        defer { client.close(); proxy.stop() }
 
         try client.send(SOCKS5Client.greeting(methods: [0x00, 0x02]))
         let method = try client.receive(exactly: 2)
@@ -172,10 +148,8 @@ struct SOCKS5FrontEndTests {
     @Test func acceptsTheRightCredentials() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.frontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
+        defer { client.close(); proxy.stop() }
 
         try client.send(SOCKS5Client.greeting(methods: [0x02]))
         _ = try client.receive(exactly: 2)
@@ -188,10 +162,8 @@ struct SOCKS5FrontEndTests {
     }
 
     @Test func closesAClientThatSendsNothingOnceTheHandshakeTimeoutPasses() throws {
-        let proxy = try ConditionedProxy.frontEnd(settings: ProxyFrontEndSettings(handshakeTimeout: .milliseconds(300)))
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(handshakeTimeout: .milliseconds(300)))
+        defer { client.close(); proxy.stop() }
         let start = MonotonicClock().now()
 
         let received = client.readUntilClosed()
@@ -201,10 +173,8 @@ struct SOCKS5FrontEndTests {
     }
 
     @Test func closesAClientThatSendsAGreetingWithoutMethods() throws {
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
 
         try client.send([0x05, 0x00])
 
@@ -215,12 +185,9 @@ struct SOCKS5FrontEndTests {
     @Test func setupToAnAddressTakesOneRoundTrip() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.frontEnd(profile: delayProfile(.milliseconds(100)))
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
-        try client.send(SOCKS5Client.greeting())
-        _ = try client.receive(exactly: 2)
+        let (proxy, client) = try connectedFrontEnd(profile: delayProfile(.milliseconds(100)))
+        defer { client.close(); proxy.stop() }
+        try SOCKS5Client.greet(client)
 
         let start = MonotonicClock().now()
         try client.send(SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
@@ -234,12 +201,9 @@ struct SOCKS5FrontEndTests {
     @Test func setupToANameAlsoPaysTheDNSDelay() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.frontEnd(profile: delayProfile(.milliseconds(100), dnsDelay: .milliseconds(150)))
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
-        defer { client.close() }
-        try client.send(SOCKS5Client.greeting())
-        _ = try client.receive(exactly: 2)
+        let (proxy, client) = try connectedFrontEnd(profile: delayProfile(.milliseconds(100), dnsDelay: .milliseconds(150)))
+        defer { client.close(); proxy.stop() }
+        try SOCKS5Client.greet(client)
 
         let start = MonotonicClock().now()
         try client.send(SOCKS5Client.connect(name: "localhost", port: echo.port))
@@ -251,19 +215,12 @@ struct SOCKS5FrontEndTests {
     }
 
     @Test func curlFetchesSeveralMebibytesByteExactThroughSocks5Hostname() throws {
-        let origin = try TestHTTPOrigin()
-        defer { origin.stop() }
-        let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop() }
         let size = 6 << 20
 
-        guard let result = try runCurl(["--socks5-hostname", "127.0.0.1:\(proxy.port)", "http://localhost:\(origin.port)/bytes/\(size)"]) else {
-            Issue.record("curl is not installed; the SOCKS5 curl test cannot run")
-            return
-        }
+        guard let result = try curlThroughFrontEnd(unavailable: "curl is not installed; the SOCKS5 curl test cannot run", arguments: { proxyPort, originPort in
+            ["--socks5-hostname", "127.0.0.1:\(proxyPort)", "http://localhost:\(originPort)/bytes/\(size)"]
+        }) else { return }
 
-        #expect(result.status == 0)
-        #expect(result.digest.count == size)
-        #expect(result.digest.value == originBodyDigest(size: size).value)
+        expectOriginBody(result, size: size)
     }
 }

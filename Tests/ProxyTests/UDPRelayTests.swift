@@ -14,13 +14,36 @@ struct UDPRelayTests {
 
     private func status(_ proxy: ConditionedProxy) -> ListenerStatus { proxy.status()[0] }
 
+    /// A UDP relay on 127.0.0.1 in front of `server`, and one client socket; the caller closes the client, then stops
+    /// the relay.
+    private func relay(
+        to server: TestDatagramServer, profile: Profile = .none, options: ProxyOptions = ProxyOptions()
+    ) throws -> (proxy: ConditionedProxy, client: TestDatagramSocket) {
+        let proxy = try ConditionedProxy.udpInFront(of: server.port, profile: profile, options: options)
+        do {
+            return (proxy, try TestDatagramSocket())
+        } catch {
+            proxy.stop()
+            throw error
+        }
+    }
+
+    /// Sends `count` datagrams, `datagram(number)` each, to `proxy`, pausing 1 ms after every `burst` of them.
+    private func send(
+        _ count: Int, from client: TestDatagramSocket, to proxy: ConditionedProxy, burst: Int,
+        _ datagram: (Int) -> [UInt8]
+    ) throws {
+        for number in 0..<count {
+            try client.send(datagram(number), to: proxy.port)
+            if number % burst == burst - 1 { usleep(1000) }
+        }
+    }
+
     @Test func echoKeepsEveryDatagramWhole() throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: .none)
-        defer { proxy.stop() }
-        let client = try TestDatagramSocket()
-        defer { client.close() }
+        let (proxy, client) = try relay(to: echo)
+        defer { client.close(); proxy.stop() }
 
         for size in [1, 100, 1472, 9000, 60_000] {
             let datagram = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ size) }
@@ -52,11 +75,8 @@ struct UDPRelayTests {
     @Test func anIdleFlowIsForgottenAndTheNextDatagramOpensANewOne() throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: .none,
-                                                    options: ProxyOptions(udpIdleTimeout: .milliseconds(200)))
-        defer { proxy.stop() }
-        let client = try TestDatagramSocket()
-        defer { client.close() }
+        let (proxy, client) = try relay(to: echo, options: ProxyOptions(udpIdleTimeout: .milliseconds(200)))
+        defer { client.close(); proxy.stop() }
 
         try client.send([1], to: proxy.port)
         _ = client.receive()
@@ -73,11 +93,8 @@ struct UDPRelayTests {
     @Test func aFlowWithTrafficOutlivesTheIdleTimeout() throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: .none,
-                                                    options: ProxyOptions(udpIdleTimeout: .milliseconds(300)))
-        defer { proxy.stop() }
-        let client = try TestDatagramSocket()
-        defer { client.close() }
+        let (proxy, client) = try relay(to: echo, options: ProxyOptions(udpIdleTimeout: .milliseconds(300)))
+        defer { client.close(); proxy.stop() }
 
         for _ in 0..<8 {
             try client.send([7], to: proxy.port)
@@ -110,15 +127,10 @@ struct UDPRelayTests {
         var profile = Profile.none
         profile.uplink.loss = Percentage(10)
         profile.seed = 2024
-        let proxy = try ConditionedProxy.udpInFront(of: sink.port, profile: profile)
-        defer { proxy.stop() }
-        let client = try TestDatagramSocket()
-        defer { client.close() }
+        let (proxy, client) = try relay(to: sink, profile: profile)
+        defer { client.close(); proxy.stop() }
 
-        for number in 0..<5000 {
-            try client.send([UInt8](repeating: UInt8(truncatingIfNeeded: number), count: 64), to: proxy.port)
-            if number % 50 == 49 { usleep(1000) }
-        }
+        try send(5000, from: client, to: proxy, burst: 50) { [UInt8](repeating: UInt8(truncatingIfNeeded: $0), count: 64) }
         wait(seconds: 5) { status(proxy).uplink.datagramsDelivered == sink.datagrams.count && status(proxy).uplink.datagramsEnqueued == 5000 }
         let uplink = status(proxy).uplink
         let trials = uplink.datagramsEnqueued
@@ -137,16 +149,11 @@ struct UDPRelayTests {
         var profile = Profile.none
         profile.uplink.bandwidth = .mbps(1)
         profile.uplink.queue = ByteCount(bytes: 15_000)
-        let proxy = try ConditionedProxy.udpInFront(of: sink.port, profile: profile)
-        defer { proxy.stop() }
-        let client = try TestDatagramSocket()
-        defer { client.close() }
+        let (proxy, client) = try relay(to: sink, profile: profile)
+        defer { client.close(); proxy.stop() }
 
         // 200 datagrams in about 20 ms, ten times the rate: the 12-datagram queue overflows.
-        for number in 0..<200 {
-            try client.send([UInt8](repeating: 9, count: 1200), to: proxy.port)
-            if number % 10 == 9 { usleep(1000) }
-        }
+        try send(200, from: client, to: proxy, burst: 10) { _ in [UInt8](repeating: 9, count: 1200) }
         wait(seconds: 3) { status(proxy).uplink.datagramsEnqueued == 200 }
         wait(seconds: 3) { status(proxy).uplink.queuedBytes == 0 && status(proxy).uplink.inFlightBytes == 0 }
         wait(seconds: 1) { sink.datagrams.count == status(proxy).uplink.datagramsDelivered }
@@ -163,15 +170,10 @@ struct UDPRelayTests {
         var profile = Profile.none
         profile.uplink.duplicate = Percentage(20)
         profile.seed = 5
-        let proxy = try ConditionedProxy.udpInFront(of: sink.port, profile: profile)
-        defer { proxy.stop() }
-        let client = try TestDatagramSocket()
-        defer { client.close() }
+        let (proxy, client) = try relay(to: sink, profile: profile)
+        defer { client.close(); proxy.stop() }
 
-        for number in 0..<1000 {
-            try client.send([UInt8(truncatingIfNeeded: number)], to: proxy.port)
-            if number % 50 == 49 { usleep(1000) }
-        }
+        try send(1000, from: client, to: proxy, burst: 50) { [UInt8(truncatingIfNeeded: $0)] }
         wait(seconds: 3) { sink.datagrams.count == status(proxy).uplink.datagramsDelivered && status(proxy).uplink.datagramsEnqueued == 1000 }
         let uplink = status(proxy).uplink
 
@@ -182,10 +184,8 @@ struct UDPRelayTests {
     @Test func resetForgetsEveryFlowAndAppliedProfilesTakeEffect() throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: .none)
-        defer { proxy.stop() }
-        let client = try TestDatagramSocket()
-        defer { client.close() }
+        let (proxy, client) = try relay(to: echo)
+        defer { client.close(); proxy.stop() }
         try client.send([1], to: proxy.port)
         _ = client.receive()
 
