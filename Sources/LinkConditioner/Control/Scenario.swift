@@ -69,7 +69,7 @@ public struct Scenario: Sendable, Hashable {
                 continue
             }
             let words = line.split(separator: " ", maxSplits: 1).map(String.init)
-            guard words.count == 2 || (words.count == 1 && words[0].hasSuffix("repeat")) else {
+            guard words.count == 2 else {
                 throw fail("TIME ACTION, such as \"30s edge\"")
             }
             guard let at = Self.time(words[0]) else { throw fail("a time such as \"0s\", \"1.5s\", \"500ms\" or \"2min\" first") }

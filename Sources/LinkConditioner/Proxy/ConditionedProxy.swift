@@ -8,6 +8,7 @@ import Logging
 public final class ConditionedProxy: Sendable {
     private let loop: EventLoop
     private let state: LoopBound<ProxyState>
+    private let stopped = OnceFlag()
     public let listeners: [BoundListener]
 
     /// Binds every listener and starts relaying under `profile`. Upstream host names are resolved here, before
@@ -16,7 +17,7 @@ public final class ConditionedProxy: Sendable {
                 logger: Logger = Logger(label: "linkcond")) throws {
         var resolved: [(ListenerSpec, SocketAddress, [SocketAddress])] = []
         for spec in specs {
-            guard let listen = try spec.listen.resolve().first else { continue }
+            let listen = try spec.listen.resolve()[0]
             var upstream: [SocketAddress] = []
             switch spec.kind {
             case .tcp(let endpoint), .udp(let endpoint): upstream = try endpoint.resolve()
@@ -130,7 +131,7 @@ public final class ConditionedProxy: Sendable {
     /// Stops accepting, closes every connection and listening socket, and ends the loop thread.
     public func stop() {
         let state = self.state
-        guard !state.stopped.exchange() else { return }
+        guard !stopped.exchange() else { return }
         loop.execute { state.value.close() }
         loop.stopAndWait()
     }
@@ -145,8 +146,7 @@ public final class ConditionedProxy: Sendable {
         var unixPath: String?
         switch address {
         case .tcp(let endpoint):
-            guard let first = try endpoint.resolve().first else { throw ControlSetupError("cannot resolve \(endpoint)") }
-            socketAddress = first
+            socketAddress = try endpoint.resolve()[0]
         case .unix(let path):
             guard let local = SocketAddress(unixPath: path) else { throw ControlSetupError("socket path too long: \(path)") }
             socketAddress = local
@@ -240,7 +240,10 @@ final class ProxyState {
 
     func startRateMeter() {
         rateMeter = RateMeter(loop: loop) { [unowned self] in
-            self.listeners.map { ($0.status().uplink.bytesDelivered, $0.status().downlink.bytesDelivered) }
+            self.listeners.map { listener in
+                let status = listener.status()
+                return (status.uplink.bytesDelivered, status.downlink.bytesDelivered)
+            }
         }
     }
 
@@ -314,7 +317,6 @@ final class RateMeter {
 /// A value that belongs to the event loop thread, carried across threads only to be used there.
 final class LoopBound<Value>: @unchecked Sendable {
     var value: Value
-    let stopped = OnceFlag()
 
     init(_ value: Value) { self.value = value }
 }

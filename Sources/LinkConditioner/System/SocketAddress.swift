@@ -128,7 +128,8 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    /// Resolves the host to socket addresses (numeric hosts without a lookup). Blocks: call off the event loop.
+    /// Resolves the host to socket addresses, never an empty list (numeric hosts without a lookup). Blocks: call
+    /// off the event loop.
     public func resolve() throws(ResolutionError) -> [SocketAddress] {
         if let numeric = SocketAddress(numericHost: host, port: port) { return [numeric] }
         var hints = addrinfo()
