@@ -2,12 +2,24 @@
 ///
 /// Lives on the event loop thread. Pumps attach to it for a `LinkFlow`; the link tells a pump when its delivery
 /// schedule changed and when queue space it was waiting for has opened.
+///
+/// Servicing is never re-entered: a pump told about its schedule may read, enqueue and so ask for service again,
+/// or close its connection (and another pump's). Such a request made during a pass is run as another pass after
+/// the current one, and each pass skips pumps that closed since it collected them.
 final class ShapedLink {
     let loop: EventLoop
     private(set) var model: LinkDirection
     private var pumps: [ObjectIdentifier: StreamPump] = [:]
     private var waitingForQueue: [ObjectIdentifier: StreamPump] = [:]
     private lazy var serviceAlarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.service(at: now) }
+    /// True while `service` runs its passes.
+    private var isServicing = false
+    /// The latest instant a request made during a pass asked service for; nil when none did.
+    private var requestedDuringPass: Instant?
+
+    /// Passes one `service` call runs for requests made during its passes before it leaves the rest to the timer,
+    /// so pumps that keep reading cannot hold the loop.
+    private static let passesPerService = 8
 
     /// The one-way delay of the current profile, which connection set-up pays too.
     private(set) var currentDelay: Duration
@@ -56,20 +68,46 @@ final class ShapedLink {
         service(at: loop.clock.now())
     }
 
-    /// Runs the serialiser up to `now`, tells pumps what changed, and re-arms the service timer.
+    /// Runs the serialiser up to `now`, tells pumps what changed, and re-arms the service timer. Called during a
+    /// pass (from a pump it notified), it only asks for one more pass.
     func service(at now: Instant) {
-        let changed = model.advance(to: now)
-        for flow in changed {
-            pumps[ObjectIdentifier(flow)]?.deliveryScheduleChanged(at: now)
+        if isServicing {
+            requestedDuringPass = max(requestedDuringPass ?? now, now)
+            return
         }
-        if !waitingForQueue.isEmpty {
-            let ready = waitingForQueue.filter { model.canAccept($0.value.flow) }
-            for (key, pump) in ready {
-                waitingForQueue.removeValue(forKey: key)
-                pump.queueSpaceOpened(at: now)
+        isServicing = true
+        var passAt = now
+        var passes = 0
+        while true {
+            runPass(at: passAt)
+            passes += 1
+            guard let requested = requestedDuringPass else { break }
+            requestedDuringPass = nil
+            if passes == Self.passesPerService {
+                serviceAlarm.arm(at: requested)
+                break
             }
+            passAt = requested
         }
+        isServicing = false
         serviceAlarm.arm(at: model.nextServiceTime)
+    }
+
+    /// One pass: advances the model, then notifies the pumps it collected, skipping any that closed meanwhile.
+    private func runPass(at now: Instant) {
+        let scheduled = model.advance(to: now).compactMap { pumps[ObjectIdentifier($0)] }
+        for pump in scheduled where !pump.isClosed {
+            pump.deliveryScheduleChanged(at: now)
+        }
+        guard !waitingForQueue.isEmpty else { return }
+        var reopened: [StreamPump] = []
+        for (key, pump) in waitingForQueue where model.canAccept(pump.flow) {
+            waitingForQueue.removeValue(forKey: key)
+            reopened.append(pump)
+        }
+        for pump in reopened where !pump.isClosed {
+            pump.queueSpaceOpened(at: now)
+        }
     }
 
     var counters: LinkCounters { model.counters }

@@ -5,6 +5,9 @@ import DequeModule
 ///
 /// Lives on the event loop thread. Memory is bounded by `capacity`: reading stops while that many bytes are held
 /// (and while the link's queue is full), so a fast sender is pushed back by TCP flow control.
+///
+/// The relay may close while the pump is calling it (a write fails, the other direction resets). The pump holds its
+/// relay weakly and, once `close` has run, ignores the link's and its timers' calls.
 final class StreamPump {
     enum Outcome {
         /// Keep going.
@@ -15,7 +18,7 @@ final class StreamPump {
         case failed(SystemError)
     }
 
-    unowned let relay: TCPRelay
+    private weak var relay: TCPRelay?
     let link: ShapedLink
     private(set) var flow: LinkFlow!
     let source: Socket
@@ -45,6 +48,8 @@ final class StreamPump {
     private var endOfStreamDue: Instant?
     /// True while `readAvailable` runs, so callbacks it triggers do not start a nested read.
     private(set) var isReading = false
+    /// True once `close` has run: the sockets belong to nobody and nothing more is read or written.
+    private(set) var isClosed = false
 
     private static let readsPerTurn = 16
 
@@ -59,7 +64,7 @@ final class StreamPump {
 
     /// Reads what the source has, within the buffer and link limits, and hands it to the link.
     func readAvailable(at now: Instant, into scratch: ReadBuffer) -> Outcome {
-        guard !isReading else { return .open }
+        guard !isReading, !isClosed else { return .open }
         isReading = true
         defer { isReading = false }
         var reads = 0
@@ -96,7 +101,7 @@ final class StreamPump {
                     chunks.append(bytes)
                     heldBytes += bytes.count
                     link.enqueue(bytes.count, on: flow, at: now)
-                    if relay.isClosed { return .open }
+                    if isClosed { return .open }
                 }
                 if ended {
                     endOfStream(at: now)
@@ -110,9 +115,10 @@ final class StreamPump {
     /// Queues bytes that did not come from the source (a front end's protocol reply) ahead of anything read later;
     /// with `endOfStream`, the destination is half-closed after them and nothing more is read.
     func inject(_ bytes: [UInt8], endOfStream: Bool, at now: Instant) {
+        guard !isClosed else { return }
         if endOfStream { self.endOfStream(at: now) }
         guard !bytes.isEmpty else {
-            relay.pumpProgressed(self, outcome: finishIfDrained())
+            relay?.pumpProgressed(self, outcome: finishIfDrained())
             return
         }
         chunks.append(bytes)
@@ -122,11 +128,13 @@ final class StreamPump {
 
     /// Called by the link when this flow's delivery schedule changed: deliver what is due, wait for the rest.
     func deliveryScheduleChanged(at now: Instant) {
+        guard !isClosed, let relay else { return }
         relay.pumpProgressed(self, outcome: deliverDue(at: now))
     }
 
     /// Called by the link when queue space this pump waited for has opened.
     func queueSpaceOpened(at now: Instant) {
+        guard !isClosed, let relay else { return }
         relay.pumpMayRead(self, at: now)
     }
 
@@ -140,7 +148,7 @@ final class StreamPump {
 
     /// Writes released bytes until the destination would block.
     func writeDeliverable() -> Outcome {
-        guard destinationReady else { return .open }
+        guard destinationReady, !isClosed else { return .open }
         while deliverableBytes > 0 && destinationWritable {
             let chunk = chunks[chunks.startIndex]
             let length = min(chunk.count - headOffset, deliverableBytes)
@@ -206,7 +214,8 @@ final class StreamPump {
         link.loop.schedule(at: link.loop.clock.now()) { [weak self] in
             guard let self else { return }
             self.resumeScheduled = false
-            self.relay.pumpMayRead(self, at: self.link.loop.clock.now())
+            guard !self.isClosed, let relay = self.relay else { return }
+            relay.pumpMayRead(self, at: self.link.loop.clock.now())
         }
     }
 
@@ -214,6 +223,8 @@ final class StreamPump {
     var hasRoom: Bool { heldBytes < capacity }
 
     func close() {
+        guard !isClosed else { return }
+        isClosed = true
         deliveryAlarm.cancel()
         link.detach(flow)
         chunks.removeAll()

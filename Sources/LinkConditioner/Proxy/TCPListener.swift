@@ -103,10 +103,11 @@ final class TCPListener: RelayHost, ConditionedListener {
         for relay in Array(relays.values) { relay.close(reset: true) }
     }
 
-    /// Closes the listening socket and every connection.
+    /// Closes the listening socket and resets every connection: a live one is cut, and a FIN would tell its app
+    /// that the data it got was all there was.
     func close() {
         acceptor.close()
-        for relay in Array(relays.values) { relay.close(reset: false) }
+        for relay in Array(relays.values) { relay.close(reset: true) }
         uplink.close()
         downlink.close()
     }

@@ -212,7 +212,8 @@ final class TCPRelay {
     private func clientEvent(_ events: UInt32) {
         switch state {
         case .blackholed:
-            if events & (Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 { close(reset: false) }
+            // What the client sent before leaving was never relayed: the stream is cut, so it is reset.
+            if events & (Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 { close(reset: true) }
             return
         case .connecting, .closed:
             return
