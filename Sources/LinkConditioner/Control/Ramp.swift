@@ -27,7 +27,9 @@ public struct Ramp: Sendable, Hashable {
         uplink = parts.count == 1 || parts[0] == "uplink"
         downlink = parts.count == 1 || parts[0] == "downlink"
         guard uplink || downlink else { throw fail(expected) }
-        guard let over = Scenario.time(words[overIndex + 1]), over > .zero else { throw fail("a ramp duration such as \"20s\"") }
+        guard case .time(let over) = Scenario.time(words[overIndex + 1]), over > .zero else {
+            throw fail("a ramp duration such as \"20s\", longer than 0s and at most \(Scenario.longestTimeText)")
+        }
         self.over = over
         let fromText = words[(fromIndex + 1)..<toIndex].joined(separator: " ")
         let toText = words[(toIndex + 1)..<overIndex].joined(separator: " ")

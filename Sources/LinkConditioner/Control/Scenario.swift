@@ -64,6 +64,7 @@ public struct Scenario: Sendable, Hashable {
             if line == "repeat" {
                 guard let last = steps.last else { throw fail("at least one step before \"repeat\"") }
                 guard last.at > .zero else { throw fail("a last step later than 0s before a bare \"repeat\"") }
+                guard last.at >= Self.shortestRepeat else { throw fail(Self.expectedRepeat) }
                 period = last.at
                 sawRepeat = true
                 continue
@@ -72,11 +73,17 @@ public struct Scenario: Sendable, Hashable {
             guard words.count == 2 else {
                 throw fail("TIME ACTION, such as \"30s edge\"")
             }
-            guard let at = Self.time(words[0]) else { throw fail("a time such as \"0s\", \"1.5s\", \"500ms\" or \"2min\" first") }
+            let at: Duration
+            switch Self.time(words[0]) {
+            case .time(let time): at = time
+            case .notATime: throw fail("a time such as \"0s\", \"1.5s\", \"500ms\" or \"2min\" first")
+            case .outOfRange: throw fail("a time from 0s to \(Self.longestTimeText) first")
+            }
             guard steps.isEmpty || at >= lastTime else { throw fail("times in increasing order (previous step at \(Self.format(lastTime)))") }
             let action = words[1].trimmingCharacters(in: .whitespaces)
             if action == "repeat" {
                 guard at > .zero, !steps.isEmpty else { throw fail("a repeat time after the first step") }
+                guard at >= Self.shortestRepeat else { throw fail(Self.expectedRepeat) }
                 period = at
                 sawRepeat = true
                 continue
@@ -139,14 +146,32 @@ public struct Scenario: Sendable, Hashable {
         }
     }
 
-    /// Parses `1.5s`, `500ms`, `2min`, `1h` or `0`.
-    static func time(_ text: String) -> Duration? {
-        if text == "0" { return .zero }
+    /// The latest time a step may have, and the longest repeat period and ramp: a year, far inside the loop
+    /// clock's range, so adding times and periods never overflows.
+    static let longestTime: Duration = .seconds(8760 * 3600)
+    static let longestTimeText = "8760h (a year)"
+    /// The shortest repeat period: shorter ones would replay the whole scenario faster than a loop turn.
+    static let shortestRepeat: Duration = .milliseconds(10)
+    static let expectedRepeat = "a repeat period from 10ms to \(longestTimeText)"
+
+    /// What a time text reads as.
+    enum TimeReading: Equatable {
+        case time(Duration)
+        case notATime
+        /// A number of the right form beyond `longestTime`.
+        case outOfRange
+    }
+
+    /// Parses `1.5s`, `500ms`, `2min`, `1h` or `0`, up to `longestTime`.
+    static func time(_ text: String) -> TimeReading {
+        if text == "0" { return .time(.zero) }
         for (unit, scale) in [("ms", 1e-3), ("min", 60.0), ("s", 1.0), ("h", 3600.0)] where text.hasSuffix(unit) {
-            guard let value = Double(text.dropLast(unit.count)), value >= 0, value.isFinite else { return nil }
-            return .nanoseconds(Int64((value * scale * 1e9).rounded()))
+            guard let value = Double(text.dropLast(unit.count)), value >= 0, value.isFinite else { return .notATime }
+            let seconds = value * scale
+            guard seconds <= longestTime.seconds else { return .outOfRange }
+            return .time(.nanoseconds(Int64((seconds * 1e9).rounded())))
         }
-        return nil
+        return .notATime
     }
 
     static func format(_ duration: Duration) -> String {

@@ -32,9 +32,36 @@ final class ScenarioRunner {
     /// Time since the current repetition started.
     var elapsed: Duration { loop.clock.now() - cycleStart }
 
+    /// The repeat period, never shorter than `Scenario.shortestRepeat` (a scenario built in code may ask for less).
+    private var period: Duration? {
+        scenario.period.map { max($0, Scenario.shortestRepeat) }
+    }
+
+    /// Applies every step due by now, in order. A runner that fell behind (the process was suspended, the loop
+    /// stalled) finishes the cycle it was in, skips the whole cycles it missed, and plays the current one from its
+    /// start: one pass, however many cycles were missed.
     private func fire() {
         timer = nil
         let now = loop.clock.now()
+        applyDueSteps(at: now)
+        if nextIndex == scenario.steps.count, let period, cycleStart + period <= now {
+            let elapsed = (now - cycleStart).nanoseconds
+            let cycles = elapsed / period.nanoseconds
+            cycleStart = cycleStart + .nanoseconds(cycles &* period.nanoseconds)
+            repetitions += Int(cycles)
+            nextIndex = 0
+            activeRamp = nil
+            applyDueSteps(at: now)
+        }
+        if let (ramp, start) = activeRamp {
+            let fraction = (now - start).seconds / ramp.over.seconds
+            apply(.ramp(ramp), min(fraction, 1))
+            if fraction >= 1 { activeRamp = nil }
+        }
+        scheduleNext(after: now)
+    }
+
+    private func applyDueSteps(at now: Instant) {
         while nextIndex < scenario.steps.count, cycleStart + scenario.steps[nextIndex].at <= now {
             let step = scenario.steps[nextIndex]
             nextIndex += 1
@@ -46,30 +73,13 @@ final class ScenarioRunner {
                 apply(step.action, nil)
             }
         }
-        if let (ramp, start) = activeRamp {
-            let fraction = (now - start).seconds / ramp.over.seconds
-            apply(.ramp(ramp), min(fraction, 1))
-            if fraction >= 1 { activeRamp = nil }
-        }
-        if nextIndex == scenario.steps.count, let period = scenario.period {
-            let restart = cycleStart + period
-            if restart <= now {
-                cycleStart = restart
-                nextIndex = 0
-                repetitions += 1
-                activeRamp = nil
-                fire()
-                return
-            }
-        }
-        scheduleNext(after: now)
     }
 
     private func scheduleNext(after now: Instant) {
         var deadlines: [Instant] = []
         if nextIndex < scenario.steps.count { deadlines.append(cycleStart + scenario.steps[nextIndex].at) }
         if activeRamp != nil { deadlines.append(now + Self.rampStep) }
-        if nextIndex == scenario.steps.count, let period = scenario.period { deadlines.append(cycleStart + period) }
+        if nextIndex == scenario.steps.count, let period { deadlines.append(cycleStart + period) }
         guard let next = deadlines.min() else {
             finished = true
             return
