@@ -67,8 +67,8 @@ public struct Ramp: Sendable, Hashable {
     private func set(_ direction: inout DirectionProfile, _ value: Double) {
         switch field {
         case .bandwidth: direction.bandwidth = BitRate(bitsPerSecond: value)
-        case .delay: direction.delay = .nanoseconds(Int64(value.rounded()))
-        case .jitter: direction.jitter = .nanoseconds(Int64(value.rounded()))
+        case .delay: direction.delay = .nanoseconds(Int64(roundingClamped: value))
+        case .jitter: direction.jitter = .nanoseconds(Int64(roundingClamped: value))
         case .loss: direction.loss = Percentage(value)
         }
     }

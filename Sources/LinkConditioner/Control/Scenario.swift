@@ -169,7 +169,7 @@ public struct Scenario: Sendable, Hashable {
             guard let value = Double(text.dropLast(unit.count)), value >= 0, value.isFinite else { return .notATime }
             let seconds = value * scale
             guard seconds <= longestTime.seconds else { return .outOfRange }
-            return .time(.nanoseconds(Int64((seconds * 1e9).rounded())))
+            return .time(.nanoseconds(Int64(roundingClamped: seconds * 1e9)))
         }
         return .notATime
     }

@@ -63,6 +63,20 @@ enum ProfileValue {
         "a rate such as \"780 kbit/s\" or \"unlimited\" (units: bit/s, kbit/s, Mbit/s, Gbit/s, kbps, Mbps, Gbps, B/s, KB/s, MB/s)"
     static let expectedSize = "a size such as \"64 KiB\" or \"100 packets\" (units: B, KB, MB, KiB, MiB, packets)"
     static let expectedBurst = "a size such as \"15 KB\" or \"auto\" (units: B, KB, MB, KiB, MiB, packets)"
+
+    /// The longest duration a profile may give: longer than any network holds a packet, far inside the clock's range.
+    static let longestDuration: Double = 3600e9
+    /// The slowest and fastest rates: below 1 bit/s a segment takes longer than the clock can count; above
+    /// 1000 Gbit/s no loopback carries it.
+    static let rateRange: ClosedRange<Double> = 1...1e12
+    /// The largest queue or burst: a gibibyte.
+    static let largestSize: Double = 1024 * 1024 * 1024
+
+    /// `expected` with the accepted range put before its example, for out-of-range errors.
+    private static func ranged(_ expected: String, _ range: String) -> String {
+        guard let example = expected.firstRange(of: " such as ") else { return "\(expected) from \(range)" }
+        return expected[..<example.lowerBound] + " from \(range)," + expected[example.lowerBound...]
+    }
     static let expectedPercentage = "a percentage from 0 % to 100 %, such as \"1 %\""
     static let expectedSeed = "an unsigned integer such as \"42\", or \"random\""
     static let expectedFault = "one of \(ConnectionFault.allCases.map(\.rawValue).joined(separator: ", "))"
@@ -98,8 +112,8 @@ enum ProfileValue {
 
     static func duration(_ text: String) throws(ProfileError.Kind) -> Duration {
         let nanoseconds = try quantity(text, units: durationUnits, expected: expectedDuration).rounded()
-        guard nanoseconds < 0x1p63 else { throw .outOfRange(expected: expectedDuration) }
-        return .nanoseconds(Int64(nanoseconds))
+        guard nanoseconds <= longestDuration else { throw .outOfRange(expected: ranged(expectedDuration, "0 ms to 3600 s")) }
+        return .nanoseconds(Int64(roundingClamped: nanoseconds))
     }
 
     /// A bit rate, or `nil` for `unlimited`.
@@ -107,6 +121,7 @@ enum ProfileValue {
         if text.lowercased() == "unlimited" { return nil }
         let bitsPerSecond = try quantity(text, units: rateUnits, expected: expectedRate)
         if bitsPerSecond == 0 { throw .zeroValue(expected: expectedRate) }
+        guard rateRange.contains(bitsPerSecond) else { throw .outOfRange(expected: ranged(expectedRate, "1 bit/s to 1000 Gbit/s")) }
         return BitRate(bitsPerSecond: bitsPerSecond)
     }
 
@@ -114,7 +129,7 @@ enum ProfileValue {
     static func size(_ text: String, expected: String = expectedSize) throws(ProfileError.Kind) -> ByteCount {
         let bytes = try quantity(text, units: sizeUnits, expected: expected).rounded()
         if bytes == 0 { throw .zeroValue(expected: expected) }
-        guard bytes < 0x1p62 else { throw .outOfRange(expected: expected) }
+        guard bytes <= largestSize else { throw .outOfRange(expected: ranged(expected, "1 B to 1024 MiB")) }
         return ByteCount(bytes: Int(bytes))
     }
 

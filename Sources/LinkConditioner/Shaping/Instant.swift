@@ -10,16 +10,22 @@ public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
 
     public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
 
+    /// The instant `rhs` later, saturating at the ends of time instead of wrapping.
     public static func + (lhs: Instant, rhs: Duration) -> Instant {
-        Instant(nanoseconds: lhs.nanoseconds &+ rhs.nanoseconds)
+        Instant(nanoseconds: lhs.nanoseconds.addingSaturating(rhs.nanoseconds))
     }
 
+    /// The instant `rhs` earlier, saturating at the ends of time instead of wrapping.
     public static func - (lhs: Instant, rhs: Duration) -> Instant {
-        Instant(nanoseconds: lhs.nanoseconds &- rhs.nanoseconds)
+        let negated = rhs.nanoseconds == .min ? Int64.max : -rhs.nanoseconds
+        return Instant(nanoseconds: lhs.nanoseconds.addingSaturating(negated))
     }
 
+    /// The time from `rhs` to `lhs`, saturating instead of wrapping.
     public static func - (lhs: Instant, rhs: Instant) -> Duration {
-        .nanoseconds(lhs.nanoseconds &- rhs.nanoseconds)
+        let (difference, overflow) = lhs.nanoseconds.subtractingReportingOverflow(rhs.nanoseconds)
+        guard overflow else { return .nanoseconds(difference) }
+        return .nanoseconds(lhs.nanoseconds < rhs.nanoseconds ? Int64.min : Int64.max)
     }
 
     public var description: String { "\(Double(nanoseconds) / 1e9)s" }
@@ -31,7 +37,7 @@ extension Duration {
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? Int64.min : Int64.max }
-        return scaled &+ attoseconds / 1_000_000_000
+        return scaled.addingSaturating(attoseconds / 1_000_000_000)
     }
 
     /// The duration in seconds as a floating-point number.

@@ -107,7 +107,7 @@ public final class LinkDirection {
         let defaultSlice = min(Self.maximumSliceBytes, max(Self.minimumSliceBytes, bytesPerMillisecond))
         sliceBytes = segmentSize.map { min($0, defaultSlice) } ?? defaultSlice
         let burstBytes = profile.burst?.bytes ?? max(Self.minimumSliceBytes, bytesPerMillisecond)
-        burstNanoseconds = Int64(min(Double(burstBytes) * perByte, Double(Int64.max / 2)))
+        burstNanoseconds = min(Int64(roundingClamped: Double(burstBytes) * perByte), Int64.max / 2)
     }
 
     /// The deficit round robin quantum: each turn a flow may use this many bytes of link time.
@@ -263,7 +263,7 @@ public final class LinkDirection {
         tally.counters.queuedBytes -= size
         var transmission: Int64 = 0
         if let perByte = nanosecondsPerByte {
-            transmission = Int64((Double(size) * perByte).rounded())
+            transmission = Int64(roundingClamped: Double(size) * perByte)
         }
         let end = start.addingSaturating(nanoseconds: transmission)
         var fate = SegmentFate(size: size, serializationEnd: max(end, lastArrival))
@@ -274,8 +274,7 @@ public final class LinkDirection {
         }
         let extraSerialisations = fate.retransmissions + fate.copies - 1
         if nanosecondsPerByte != nil {
-            let (resend, overflow) = transmission.multipliedReportingOverflow(by: Int64(extraSerialisations))
-            linkFreeAt = end.addingSaturating(nanoseconds: overflow ? .max : resend)
+            linkFreeAt = end.addingSaturating(nanoseconds: transmission.multipliedSaturating(by: Int64(extraSerialisations)))
         }
         if flow.isDatagram {
             settleDatagram(size, fate: fate, on: flow)

@@ -12,7 +12,7 @@ public struct BitRate: Comparable, Hashable, Sendable {
 
     /// How long `bytes` take to serialise at this rate.
     public func transmissionTime(bytes: Int) -> Duration {
-        .nanoseconds(Int64((Double(bytes) * 8 * 1e9 / bitsPerSecond).rounded()))
+        .nanoseconds(Int64(roundingClamped: Double(bytes) * 8 * 1e9 / bitsPerSecond))
     }
 
     /// How many bytes this rate carries in `duration`.
