@@ -43,8 +43,14 @@ public final class EventLoop: @unchecked Sendable {
     private var running = true
     private var loopThread: ThreadIdentity?
 
+    /// Work queued from any thread; `abandon`, when set, tells a waiting caller the work will never run.
+    private struct PendingWork {
+        var run: () -> Void
+        var abandon: (() -> Void)?
+    }
+
     private let pendingLock = NSLock()
-    private var pendingWork: [() -> Void] = []
+    private var pendingWork: [PendingWork] = []
     private var acceptingWork = true
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
@@ -81,26 +87,37 @@ public final class EventLoop: @unchecked Sendable {
     /// has been asked to stop.
     @discardableResult
     public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(PendingWork(run: work, abandon: nil))
+    }
+
+    private func enqueue(_ item: PendingWork) -> Bool {
         pendingLock.lock()
         guard acceptingWork else {
             pendingLock.unlock()
             return false
         }
-        pendingWork.append(work)
-        pendingLock.unlock()
+        pendingWork.append(item)
+        // Signalled under the lock: once stopAndWait has closed the queue, no caller still holds the eventfd.
         wakeup.signal()
+        pendingLock.unlock()
         return true
     }
 
-    /// Runs `work` on the loop thread and waits for its result; must not be called on the loop thread.
+    /// Runs `work` on the loop thread and waits for its result; must not be called on the loop thread. Throws
+    /// `EventLoopStopped` when the loop stops before running it.
     public func submitAndWait<T: Sendable>(_ work: @escaping @Sendable () throws -> T) throws -> T {
         precondition(!inLoopThread, "submitAndWait on the loop thread would deadlock")
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result<T, Error>!
-        let accepted = execute {
-            result = Result { try work() }
-            done.signal()
-        }
+        let accepted = enqueue(PendingWork(
+            run: {
+                result = Result { try work() }
+                done.signal()
+            },
+            abandon: {
+                result = .failure(EventLoopStopped())
+                done.signal()
+            }))
         guard accepted else { throw EventLoopStopped() }
         done.wait()
         return try result.get()
@@ -108,13 +125,26 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Stops the loop after the work queued so far, waits for its thread to end, and closes its descriptors.
     /// Owners must have closed their sockets first (typically in work queued before this call).
+    ///
+    /// The stop is queued under the same lock that closes the queue, so no work lands behind it; work a loop that
+    /// never started still holds is abandoned, which releases its waiters. Later calls do nothing.
     public func stopAndWait() {
-        execute { [self] in running = false }
         pendingLock.lock()
+        guard acceptingWork else {
+            pendingLock.unlock()
+            return
+        }
         acceptingWork = false
+        pendingWork.append(PendingWork(run: { [self] in running = false }, abandon: nil))
+        wakeup.signal()
         pendingLock.unlock()
         if thread != nil { finished.wait() }
         thread = nil
+        pendingLock.lock()
+        let leftovers = pendingWork
+        pendingWork.removeAll()
+        pendingLock.unlock()
+        for item in leftovers { item.abandon?() }
         epoll.close()
         timer.close()
         wakeup.close()
@@ -211,7 +241,7 @@ public final class EventLoop: @unchecked Sendable {
         let work = pendingWork
         pendingWork.removeAll(keepingCapacity: true)
         pendingLock.unlock()
-        for item in work { item() }
+        for item in work { item.run() }
     }
 
     private func runDueTimers() {
