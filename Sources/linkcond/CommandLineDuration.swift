@@ -5,7 +5,7 @@ enum CommandLineDuration {
     static func parse(_ text: String) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let units: [(String, (Int64) -> Duration)] = [
-            ("ms", { .milliseconds($0) }), ("min", { .seconds($0 * 60) }), ("s", { .seconds($0) }),
+            ("ms", { .milliseconds($0) }), ("min", { .seconds($0) * 60 }), ("s", { .seconds($0) }),
         ]
         for (suffix, make) in units where trimmed.hasSuffix(suffix) {
             guard let value = Int64(trimmed.dropLast(suffix.count).trimmingCharacters(in: .whitespaces)), value > 0 else { return nil }

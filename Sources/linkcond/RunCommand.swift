@@ -46,8 +46,11 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Built-in profile name or path to a .profile file.")
     var profile: String = "none"
 
-    @Option(name: .long, help: "Bytes held per connection and direction before the sender is pushed back (e.g. 4MiB).")
+    @Option(name: .long, help: "Bytes held per connection and direction before the sender is pushed back (e.g. 4MiB; at most 1GiB).")
     var buffer: String = "4MiB"
+
+    @Option(name: .customLong("max-buffered"), help: "Bytes held across all TCP connections before every sender is pushed back (default 256MiB).")
+    var maxBuffered: String = "256MiB"
 
     @Option(name: .customLong("udp-idle"), help: "How long a UDP flow may carry no datagram before it is forgotten (e.g. 60s, 500ms, 5min).")
     var udpIdle: String = "60s"
@@ -79,11 +82,14 @@ struct RunCommand: ParsableCommand {
         if let control, ControlAddress(parsing: control) == nil {
             throw ValidationError("--control \"\(control)\" is neither HOST:PORT nor a socket path.")
         }
-        if CommandLineByteSize.parse(buffer) == nil {
-            throw ValidationError("--buffer \"\(buffer)\" is not a size such as 4MiB, 512KiB or 1048576.")
+        guard let bufferSize = CommandLineByteSize.parse(buffer), CommandLineByteSize.bufferRange.contains(bufferSize) else {
+            throw ValidationError("--buffer \"\(buffer)\": expected a size from 1B to 1GiB, such as 4MiB, 512KiB or 1048576.")
         }
-        if CommandLineDuration.parse(udpIdle) == nil {
-            throw ValidationError("--udp-idle \"\(udpIdle)\" is not a duration such as 60s, 500ms or 5min.")
+        guard let cap = CommandLineByteSize.parse(maxBuffered), CommandLineByteSize.maximumBufferedRange.contains(cap) else {
+            throw ValidationError("--max-buffered \"\(maxBuffered)\": expected a size from 1MiB to 65536MiB, such as 256MiB.")
+        }
+        guard let idle = CommandLineDuration.parse(udpIdle), idle <= .seconds(24 * 3600) else {
+            throw ValidationError("--udp-idle \"\(udpIdle)\": expected a duration from 1ms to 1440min, such as 60s, 500ms or 5min.")
         }
     }
 
@@ -98,6 +104,7 @@ struct RunCommand: ParsableCommand {
         TerminationSignals.block()
         let specs = listenerSpecs
         let options = ProxyOptions(connectionBuffer: CommandLineByteSize.parse(buffer)!,
+                                   maximumBuffered: CommandLineByteSize.parse(maxBuffered)!,
                                    udpIdleTimeout: CommandLineDuration.parse(udpIdle)!)
         let proxy: ConditionedProxy
         do {
@@ -148,12 +155,19 @@ extension RunCommand {
 
 /// Sizes given on the command line: a number with an optional B, KiB, MiB, KB or MB suffix.
 enum CommandLineByteSize {
+    /// `--buffer`: per connection and direction.
+    static let bufferRange = 1...(1 << 30)
+    /// `--max-buffered`: across every connection.
+    static let maximumBufferedRange = (1 << 20)...(1 << 36)
+
+    /// The size in bytes, or nil when the text is not a positive size or its bytes overflow.
     static func parse(_ text: String) -> Int? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let units: [(String, Int)] = [("KiB", 1024), ("MiB", 1024 * 1024), ("KB", 1000), ("MB", 1_000_000), ("B", 1)]
         for (suffix, factor) in units where trimmed.hasSuffix(suffix) {
             guard let value = Int(trimmed.dropLast(suffix.count).trimmingCharacters(in: .whitespaces)), value > 0 else { return nil }
-            return value * factor
+            let (bytes, overflow) = value.multipliedReportingOverflow(by: factor)
+            return overflow ? nil : bytes
         }
         guard let value = Int(trimmed), value > 0 else { return nil }
         return value

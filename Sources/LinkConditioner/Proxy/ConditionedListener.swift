@@ -85,6 +85,8 @@ struct ListenerContext {
     var options: ProxyOptions
     var readBuffer: ReadBuffer
     var logger: Logger
+    /// The cap on bytes held across every TCP connection of the proxy.
+    var bufferBudget: BufferBudget
 
     /// The seeds of a listener's two directions: from the profile, so runs repeat, or fresh; never equal.
     var directionSeeds: (uplink: UInt64, downlink: UInt64) {

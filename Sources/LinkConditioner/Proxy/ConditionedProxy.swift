@@ -28,7 +28,8 @@ public final class ConditionedProxy: Sendable {
         }
         let loop = try EventLoop()
         self.loop = loop
-        let state = LoopBound(ProxyState(loop: loop, profile: profile, logger: logger))
+        let state = LoopBound(ProxyState(loop: loop, profile: profile, logger: logger,
+                                         bufferBudget: BufferBudget(limit: options.maximumBuffered, loop: loop)))
         self.state = state
         loop.start()
         let pending = LoopBound((resolved, profile, options, logger))
@@ -36,7 +37,7 @@ public final class ConditionedProxy: Sendable {
             self.listeners = try loop.submitAndWait {
                 let (resolved, profile, options, logger) = pending.value
                 let context = ListenerContext(loop: loop, profile: profile, options: options,
-                                              readBuffer: ReadBuffer(), logger: logger)
+                                              readBuffer: ReadBuffer(), logger: logger, bufferBudget: state.value.bufferBudget)
                 do {
                     for (spec, address, upstream) in resolved {
                         state.value.listeners.append(try makeListener(spec, address: address, upstream: upstream, context: context))
@@ -118,6 +119,11 @@ public final class ConditionedProxy: Sendable {
         }
     }
 
+    /// Bytes the TCP connections hold now, and the most they ever held at once (never above `maximumBuffered`).
+    public func bufferedBytes() -> (now: Int, peak: Int) {
+        onLoop(or: (0, 0)) { ($0.bufferBudget.held, $0.bufferBudget.peak) }
+    }
+
     /// Counters of every listener, read on the loop thread.
     public func status() -> [ListenerStatus] {
         onLoop(or: []) { $0.listeners.map { $0.status() } }
@@ -177,10 +183,13 @@ final class ProxyState {
     private var rateMeter: RateMeter?
     /// Closures run at close, for services attached to the loop (the control endpoint).
     var onClose: [() -> Void] = []
+    /// The cap on bytes held across every TCP connection.
+    let bufferBudget: BufferBudget
 
-    init(loop: EventLoop, profile: Profile, logger: Logger) {
+    init(loop: EventLoop, profile: Profile, logger: Logger, bufferBudget: BufferBudget) {
         self.loop = loop
         self.logger = logger
+        self.bufferBudget = bufferBudget
         self.conditions = LiveConditions(profile: profile)
     }
 

@@ -199,8 +199,8 @@ final class DirectLinkHost: RelayHost {
 
     init(owner: ProxyFrontEnd) {
         self.owner = owner
-        uplink = ShapedLink(loop: owner.loop, profile: DirectionProfile(), roundTrip: .zero, seed: 1)
-        downlink = ShapedLink(loop: owner.loop, profile: DirectionProfile(), roundTrip: .zero, seed: 2)
+        uplink = ShapedLink(loop: owner.loop, profile: DirectionProfile(), roundTrip: .zero, seed: 1, budget: owner.uplink.budget)
+        downlink = ShapedLink(loop: owner.loop, profile: DirectionProfile(), roundTrip: .zero, seed: 2, budget: owner.downlink.budget)
     }
 
     var loop: EventLoop { owner.loop }

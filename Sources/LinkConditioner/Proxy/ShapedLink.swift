@@ -24,8 +24,12 @@ final class ShapedLink {
     /// The one-way delay of the current profile, which connection set-up pays too.
     private(set) var currentDelay: Duration
 
-    init(loop: EventLoop, profile: DirectionProfile, roundTrip: Duration, seed: UInt64) {
+    /// The proxy-wide cap on bytes held by pumps, shared by every link of a proxy; nil leaves pumps uncapped.
+    let budget: BufferBudget?
+
+    init(loop: EventLoop, profile: DirectionProfile, roundTrip: Duration, seed: UInt64, budget: BufferBudget? = nil) {
         self.loop = loop
+        self.budget = budget
         self.currentDelay = profile.delay
         self.model = LinkDirection(profile: profile, roundTrip: roundTrip, seed: seed)
     }
@@ -33,8 +37,10 @@ final class ShapedLink {
     /// The uplink and downlink of a listener built from `context`.
     static func pair(for context: ListenerContext) -> (uplink: ShapedLink, downlink: ShapedLink) {
         let (profile, seeds) = (context.profile, context.directionSeeds)
-        return (ShapedLink(loop: context.loop, profile: profile.uplink, roundTrip: profile.roundTrip, seed: seeds.uplink),
-                ShapedLink(loop: context.loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seeds.downlink))
+        return (ShapedLink(loop: context.loop, profile: profile.uplink, roundTrip: profile.roundTrip, seed: seeds.uplink,
+                           budget: context.bufferBudget),
+                ShapedLink(loop: context.loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seeds.downlink,
+                           budget: context.bufferBudget))
     }
 
     func attach(_ pump: StreamPump) -> LinkFlow {

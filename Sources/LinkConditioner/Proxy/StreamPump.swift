@@ -3,8 +3,9 @@ import DequeModule
 /// One direction of a relayed TCP connection: reads from a source socket, holds the bytes while the link model
 /// delays and paces them, and writes them to the destination in order.
 ///
-/// Lives on the event loop thread. Memory is bounded by `capacity`: reading stops while that many bytes are held
-/// (and while the link's queue is full), so a fast sender is pushed back by TCP flow control.
+/// Lives on the event loop thread. Memory is bounded by `capacity`: reading stops while that many bytes are held,
+/// while the link's queue is full, and while the proxy's buffer budget is spent, so a fast sender is pushed back by
+/// TCP flow control.
 ///
 /// The relay may close while the pump is calling it (a write fails, the other direction resets). The pump holds its
 /// relay weakly and, once `close` has run, ignores the link's and its timers' calls.
@@ -69,8 +70,15 @@ final class StreamPump {
         defer { isReading = false }
         var reads = 0
         while sourceReadable && !sourceEnded && forwarding {
-            let room = capacity - heldBytes
+            var room = capacity - heldBytes
             guard room > 0 else { return .open }
+            if let budget = link.budget {
+                room = min(room, budget.available)
+                guard room > 0 else {
+                    budget.waitForRoom(self)
+                    return .open
+                }
+            }
             guard link.canAccept(flow) else {
                 link.waitForQueueSpace(self, flow: flow)
                 return .open
@@ -99,7 +107,7 @@ final class StreamPump {
                 if let filter { (bytes, ended) = filter.filter(bytes) }
                 if !bytes.isEmpty {
                     chunks.append(bytes)
-                    heldBytes += bytes.count
+                    hold(bytes.count)
                     link.enqueue(bytes.count, on: flow, at: now)
                     if isClosed { return .open }
                 }
@@ -122,14 +130,26 @@ final class StreamPump {
             return
         }
         chunks.append(bytes)
-        heldBytes += bytes.count
+        hold(bytes.count)
         link.enqueue(bytes.count, on: flow, at: now)
+    }
+
+    /// Counts `count` more bytes held, here and in the proxy's budget.
+    private func hold(_ count: Int) {
+        heldBytes += count
+        link.budget?.take(count)
     }
 
     /// Called by the link when this flow's delivery schedule changed: deliver what is due, wait for the rest.
     func deliveryScheduleChanged(at now: Instant) {
         guard !isClosed, let relay else { return }
         relay.pumpProgressed(self, outcome: deliverDue(at: now))
+    }
+
+    /// Called by the proxy's buffer budget when room this pump waited for has opened.
+    func budgetOpened(at now: Instant) {
+        guard !isClosed, let relay else { return }
+        relay.pumpMayRead(self, at: now)
     }
 
     /// Called by the link when queue space this pump waited for has opened.
@@ -170,6 +190,7 @@ final class StreamPump {
                 headOffset += written
                 deliverableBytes -= written
                 heldBytes -= written
+                link.budget?.release(written)
                 bytesDelivered += written
                 if headOffset == chunk.count {
                     chunks.removeFirst()
@@ -227,6 +248,8 @@ final class StreamPump {
         isClosed = true
         deliveryAlarm.cancel()
         link.detach(flow)
+        link.budget?.release(heldBytes)
+        link.budget?.forget(self)
         chunks.removeAll()
         heldBytes = 0
     }

@@ -4,6 +4,8 @@ import Logging
 public struct ProxyOptions: Sendable {
     /// Bytes held per connection and direction before reading from the sender stops.
     public var connectionBuffer: Int = 4 * 1024 * 1024
+    /// Bytes held across every TCP connection and direction of the proxy before all reading stops.
+    public var maximumBuffered: Int = 256 * 1024 * 1024
     /// A UDP flow (one client address) with no datagram either way for this long is forgotten.
     public var udpIdleTimeout: Duration = .seconds(60)
     /// UDP flows a listener keeps at once; datagrams that would open more are dropped.
@@ -11,9 +13,10 @@ public struct ProxyOptions: Sendable {
     /// UDP flows one client host may hold at once (one per source port), so one client cannot take them all.
     public var udpFlowsPerClient: Int = 256
 
-    public init(connectionBuffer: Int = 4 * 1024 * 1024, udpIdleTimeout: Duration = .seconds(60),
-                udpFlowLimit: Int = 4096, udpFlowsPerClient: Int = 256) {
+    public init(connectionBuffer: Int = 4 * 1024 * 1024, maximumBuffered: Int = 256 * 1024 * 1024,
+                udpIdleTimeout: Duration = .seconds(60), udpFlowLimit: Int = 4096, udpFlowsPerClient: Int = 256) {
         self.connectionBuffer = connectionBuffer
+        self.maximumBuffered = maximumBuffered
         self.udpIdleTimeout = udpIdleTimeout
         self.udpFlowLimit = udpFlowLimit
         self.udpFlowsPerClient = udpFlowsPerClient
