@@ -24,7 +24,7 @@ final class DNSForwarder: ConditionedListener {
     let upstreamAddress: SocketAddress
     private(set) var profile: Profile
     private let udpSocket: Socket
-    private let tcpSocket: Socket
+    private let acceptor: TCPAcceptor
     private let upstreamSocket: Socket
     private var registrations: [EventLoop.RegistrationID] = []
     private let queries: UDPLink
@@ -54,8 +54,14 @@ final class DNSForwarder: ConditionedListener {
             tcpSocket.close()
             throw error
         }
+        do {
+            acceptor = try TCPAcceptor(adopting: tcpSocket, loop: context.loop, logger: context.logger)
+        } catch {
+            udpSocket.close()
+            upstreamSocket.close()
+            throw error
+        }
         self.udpSocket = udpSocket
-        self.tcpSocket = tcpSocket
         self.upstreamSocket = upstreamSocket
         self.localAddress = localAddress
         self.upstreamAddress = upstreamAddress
@@ -72,7 +78,7 @@ final class DNSForwarder: ConditionedListener {
             let interest = Epoll.readable | Epoll.edgeTriggered
             registrations.append(try loop.register(udpSocket.descriptor, interest: interest) { [weak self] _ in self?.receiveQueries() })
             registrations.append(try loop.register(upstreamSocket.descriptor, interest: interest) { [weak self] _ in self?.receiveAnswers() })
-            registrations.append(try loop.register(tcpSocket.descriptor, interest: interest) { [weak self] _ in self?.acceptConnections() })
+            try acceptor.start { [weak self] client, address in self?.accepted(client, from: address) }
         } catch {
             close()
             throw error
@@ -219,22 +225,18 @@ final class DNSForwarder: ConditionedListener {
         }
     }
 
-    private func acceptConnections() {
-        for _ in 0..<64 {
-            guard let accepted = try? tcpSocket.accept() else { continue }
-            guard case .processed(let (client, address)) = accepted else { return }
-            if profile.fault == .refuse {
-                try? client.setResetOnClose()
-                client.close()
-                queriesRefused += 1
-                continue
-            }
-            let connection = DNSTCPConnection(id: nextConnectionID, forwarder: self, client: client, clientAddress: address)
-            nextConnectionID += 1
-            connections[connection.id] = connection
-            connection.start(upstream: upstreamAddress)
+    /// Serves a DNS-over-TCP client, or resets it while the profile refuses connections.
+    private func accepted(_ client: Socket, from address: SocketAddress) {
+        if profile.fault == .refuse {
+            try? client.setResetOnClose()
+            client.close()
+            queriesRefused += 1
+            return
         }
-        loop.schedule(at: loop.clock.now()) { [weak self] in self?.acceptConnections() }
+        let connection = DNSTCPConnection(id: nextConnectionID, forwarder: self, client: client, clientAddress: address)
+        nextConnectionID += 1
+        connections[connection.id] = connection
+        connection.start(upstream: upstreamAddress)
     }
 
     /// Counts a query a TCP connection forwards.
@@ -271,7 +273,7 @@ final class DNSForwarder: ConditionedListener {
         queries.close()
         answers.close()
         udpSocket.close()
-        tcpSocket.close()
+        acceptor.close()
         upstreamSocket.close()
     }
 }

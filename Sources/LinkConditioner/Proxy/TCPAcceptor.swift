@@ -3,7 +3,8 @@ import Logging
 /// A listening TCP socket on the event loop: accepts in batches and hands each client to its owner.
 ///
 /// Lives on the event loop thread. When accept fails (typically out of descriptors) it stops watching the socket
-/// for 100 ms instead of spinning on an event it cannot clear.
+/// for 100 ms instead of spinning on an event it cannot clear, and tries again until an accept succeeds. Clients
+/// already accepted are served meanwhile. One episode logs twice: when it starts and when it ends.
 final class TCPAcceptor {
     let localAddress: SocketAddress
     private let socket: Socket
@@ -12,12 +13,21 @@ final class TCPAcceptor {
     private var registration: EventLoop.RegistrationID?
     private var paused = false
     private var onClient: ((Socket, SocketAddress) -> Void)?
+    /// Accepts that failed since the last one that succeeded: nonzero during an episode.
+    private(set) var failedAttempts = 0
 
     static let batch = 256
+    /// How long accepting pauses after a failed accept.
+    static let pause = Duration.milliseconds(100)
 
     /// Binds and listens on `address`; nothing is accepted until `start`.
-    init(address: SocketAddress, loop: EventLoop, logger: Logger) throws(SystemError) {
-        let socket = try Socket.listening(on: address)
+    convenience init(address: SocketAddress, loop: EventLoop, logger: Logger) throws(SystemError) {
+        try self.init(adopting: try Socket.listening(on: address), loop: loop, logger: logger)
+    }
+
+    /// Takes ownership of `socket`, already listening (closed here if its address cannot be read); nothing is
+    /// accepted until `start`.
+    init(adopting socket: Socket, loop: EventLoop, logger: Logger) throws(SystemError) {
         do {
             localAddress = try socket.localAddress()
         } catch {
@@ -49,11 +59,18 @@ final class TCPAcceptor {
             do {
                 accepted = try socket.accept()
             } catch {
-                logger.error("accept on \(localAddress): \(error); pausing accepts for 100 ms")
+                if failedAttempts == 0 {
+                    logger.error("accept on \(localAddress): \(error); pausing accepts, retrying every 100 ms until one succeeds")
+                }
+                failedAttempts += 1
                 pause()
                 return
             }
             guard case .processed(let (client, address)) = accepted else { return }
+            if failedAttempts > 0 {
+                logger.notice("accept on \(localAddress): accepting again after \(failedAttempts) failed attempts")
+                failedAttempts = 0
+            }
             onClient?(client, address)
         }
     }
@@ -62,7 +79,7 @@ final class TCPAcceptor {
         guard !paused, let registration else { return }
         paused = true
         loop.setInterest(registration, 0)
-        loop.schedule(at: loop.clock.now() + .milliseconds(100)) { [weak self] in
+        loop.schedule(at: loop.clock.now() + Self.pause) { [weak self] in
             guard let self, let registration = self.registration else { return }
             self.paused = false
             self.loop.setInterest(registration, Epoll.readable)

@@ -1,0 +1,124 @@
+import Foundation
+import Glibc
+import LinkConditioner
+import LoopbackPeers
+import Testing
+
+/// `linkcond run` out of file descriptors (`ulimit -n 64`): listeners pause accepting instead of spinning, say so
+/// once per episode, and serve again once descriptors are free.
+@Suite(.serialized)
+struct DescriptorExhaustionTests {
+    /// A `linkcond run` started by a shell that lowered its descriptor limit first.
+    final class LimitedLinkcond {
+        let process = Process()
+        private let stdout = Pipe()
+        private let stderr = Pipe()
+        private let stderrData = LockedData()
+        private let stderrDone = DispatchSemaphore(value: 0)
+        private var pending = Data()
+
+        init(descriptorLimit: Int, arguments: [String]) throws {
+            let quoted = ([LinkcondProcess.executable.path] + arguments).map { "'\($0)'" }.joined(separator: " ")
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(descriptorLimit) && exec \(quoted)"]
+            process.standardOutput = stdout
+            process.standardError = stderr
+            try process.run()
+            let handle = stderr.fileHandleForReading, box = stderrData, done = stderrDone
+            Thread.detachNewThread {
+                box.data = handle.readDataToEndOfFile()
+                done.signal()
+            }
+        }
+
+        /// The ready lines, until the control endpoint's (the last one).
+        func readyLines() throws -> [String] {
+            var lines: [String] = []
+            let handle = stdout.fileHandleForReading
+            while lines.last?.hasPrefix("ready control") != true {
+                if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    lines.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                    pending.removeSubrange(pending.startIndex...newline)
+                    continue
+                }
+                let chunk = handle.availableData
+                if chunk.isEmpty { throw CLITestError("linkcond ended before its ready lines: \(lines)") }
+                pending.append(chunk)
+            }
+            return lines
+        }
+
+        /// User plus system CPU time the process has used, from /proc.
+        var cpuSeconds: Double {
+            guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return 0 }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+            return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+
+        /// Stops the process with SIGTERM and returns what it wrote on stderr.
+        func stop() -> String {
+            if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            _ = stderrDone.wait(timeout: .now() + 5)
+            return String(decoding: stderrData.data, as: UTF8.self)
+        }
+    }
+
+    private static func port(of line: String) -> UInt16? {
+        line.split(separator: " ").dropFirst(2).first?.split(separator: ":").last.flatMap { UInt16($0) }
+    }
+
+    @Test func theDNSForwarderPausesAcceptingWhileDescriptorsAreExhaustedAndServesOnceTheyAreFree() throws {
+        let upstreamConnections = LockedBox(0)
+        let upstream = try TestServer { connection in
+            upstreamConnections.mutate { $0 += 1 }
+            _ = try? connection.drain()
+            connection.close()
+        }
+        defer { upstream.stop() }
+        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("lc-blackhole-\(UUID().uuidString.prefix(8)).profile")
+        try "fault = blackhole\n".write(to: profile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: profile) }
+        let linkcond = try LimitedLinkcond(descriptorLimit: 64, arguments: [
+            "run", "--profile", profile.path, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
+            "--dns", "127.0.0.1:0", "--dns-upstream", "127.0.0.1:\(upstream.port)", "--control", "127.0.0.1:0",
+        ])
+        var stderr = ""
+        defer { if stderr.isEmpty { _ = linkcond.stop() } }
+        let ready = try linkcond.readyLines()
+        let relayPort = try #require(ready.first { $0.hasPrefix("ready tcp") }.flatMap(Self.port(of:)))
+        let dnsPort = try #require(ready.first { $0.hasPrefix("ready dns") }.flatMap(Self.port(of:)))
+
+        var held = try (0..<100).map { _ in try TestConnection.connect(port: relayPort, timeout: 5) }
+        let dnsClients = try (0..<3).map { _ in try TestConnection.connect(port: dnsPort, timeout: 5) }
+        usleep(200_000)
+        let window = 2.0
+        let cpuBefore = linkcond.cpuSeconds
+        usleep(UInt32(window * 1e6))
+        let cpuUsed = linkcond.cpuSeconds - cpuBefore
+        let connectedWhileExhausted = upstreamConnections.value
+        held.forEach { $0.close() }
+        held.removeAll()
+        let deadline = Date().addingTimeInterval(10)
+        while upstreamConnections.value < 3 && Date() < deadline { usleep(10_000) }
+        let connectedAfterRelease = upstreamConnections.value
+        dnsClients.forEach { $0.close() }
+        stderr = linkcond.stop()
+
+        #expect(cpuUsed < window / 2, "linkcond used \(cpuUsed) s of CPU in \(window) s while out of descriptors")
+        #expect(connectedWhileExhausted == 0)
+        #expect(connectedAfterRelease >= 3, "only \(connectedAfterRelease) DNS connections reached the upstream after descriptors were freed")
+        let dnsLines = stderr.split(separator: "\n").filter { $0.contains("accept on 127.0.0.1:\(dnsPort)") }
+        let pauses = dnsLines.filter { $0.contains("pausing") }
+        let resumes = dnsLines.filter { $0.contains("accepting again") }
+        // One line when an episode starts and one when it ends, however many attempts failed in between (freeing
+        // the descriptors may start a short second episode while the backlog is drained).
+        #expect(!pauses.isEmpty && pauses.count == resumes.count, "\(dnsLines)")
+        let firstAttempts = resumes.first?.split(separator: " ").reversed().dropFirst(2).first.flatMap { Int($0) } ?? 0
+        #expect(firstAttempts >= 2, "the first episode logged once for \(firstAttempts) failed attempts: \(dnsLines)")
+    }
+}
