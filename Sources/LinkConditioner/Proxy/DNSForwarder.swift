@@ -6,15 +6,24 @@ import Logging
 ///
 /// Lives on the event loop thread. UDP queries from every client share one upstream socket, so each is given a
 /// fresh query ID (restored in the answer) and crosses a datagram link: queries take the uplink's loss model and
-/// `dns.delay`, answers the downlink's loss model. A TCP client gets its own upstream TCP connection, whose queries
+/// `dns.delay`, answers the downlink's loss model. A waiting query is known by its client's address, port and ID:
+/// a retransmission while it waits goes upstream again under the same fresh ID and gets one answer, and its expiry
+/// removes only that query, never a later one that reused the fresh ID. A TCP client gets its own upstream TCP connection, whose queries
 /// wait `dns.delay` and keep their IDs. Malformed messages are counted and dropped.
 final class DNSForwarder: ConditionedListener {
     /// How long a UDP query waits for its answer before its ID is reused.
     static let queryTimeout = Duration.seconds(10)
 
-    private struct PendingQuery {
+    /// A UDP query as its client knows it.
+    private struct QueryKey: Hashable {
         var client: SocketAddress
         var clientID: UInt16
+    }
+
+    /// A UDP query waiting for its answer: the ID it carries upstream, and when it is given up.
+    private struct PendingQuery {
+        var upstreamID: UInt16
+        var expiresAt: Instant
     }
 
     let loop: EventLoop
@@ -31,8 +40,9 @@ final class DNSForwarder: ConditionedListener {
     private let answers: UDPLink
     private var queryPump: DatagramPump!
     private var answerPump: DatagramPump!
-    private var pending: [UInt16: PendingQuery] = [:]
-    private var expiries = Deque<(id: UInt16, at: Instant)>()
+    private var pending: [QueryKey: PendingQuery] = [:]
+    private var keysByUpstreamID: [UInt16: QueryKey] = [:]
+    private var expiries = Deque<(key: QueryKey, upstreamID: UInt16, at: Instant)>()
     private var expiryTimer: EventLoop.TimerID?
     private var nextID = UInt16.random(in: 0...UInt16.max)
     private var connections: [UInt64: DNSTCPConnection] = [:]
@@ -182,11 +192,18 @@ final class DNSForwarder: ConditionedListener {
             queriesRefused += 1
             return
         }
-        while pending[nextID] != nil { nextID &+= 1 }
+        let key = QueryKey(client: client, clientID: DNSMessage.id(of: query))
+        if let waiting = pending[key] {
+            queryPump.offer(DNSMessage.replacingID(of: query, with: waiting.upstreamID), at: now)
+            return
+        }
+        while keysByUpstreamID[nextID] != nil { nextID &+= 1 }
         let id = nextID
         nextID &+= 1
-        pending[id] = PendingQuery(client: client, clientID: DNSMessage.id(of: query))
-        expiries.append((id, now + Self.queryTimeout))
+        let expiresAt = now + Self.queryTimeout
+        pending[key] = PendingQuery(upstreamID: id, expiresAt: expiresAt)
+        keysByUpstreamID[id] = key
+        expiries.append((key, id, expiresAt))
         armExpiryTimer()
         queryPump.offer(DNSMessage.replacingID(of: query, with: id), at: now)
     }
@@ -201,8 +218,9 @@ final class DNSForwarder: ConditionedListener {
                 countMalformed("an answer shorter than a DNS header", from: upstreamAddress)
                 continue
             }
-            guard let query = pending.removeValue(forKey: DNSMessage.id(of: answer)) else { continue }
-            answerPump.offer(DNSMessage.replacingID(of: answer, with: query.clientID), to: query.client, at: now)
+            guard let key = keysByUpstreamID.removeValue(forKey: DNSMessage.id(of: answer)) else { continue }
+            pending.removeValue(forKey: key)
+            answerPump.offer(DNSMessage.replacingID(of: answer, with: key.clientID), to: key.client, at: now)
         }
         loop.schedule(at: now) { [weak self] in self?.receiveAnswers() }
     }
@@ -211,7 +229,9 @@ final class DNSForwarder: ConditionedListener {
     private func expire(at now: Instant) {
         while let first = expiries.first, first.at <= now {
             expiries.removeFirst()
-            pending.removeValue(forKey: first.id)
+            guard let query = pending[first.key], query.upstreamID == first.upstreamID, query.expiresAt == first.at else { continue }
+            pending.removeValue(forKey: first.key)
+            keysByUpstreamID.removeValue(forKey: query.upstreamID)
         }
     }
 
@@ -259,6 +279,7 @@ final class DNSForwarder: ConditionedListener {
     func resetConnections() {
         for connection in Array(connections.values) { connection.close() }
         pending.removeAll()
+        keysByUpstreamID.removeAll()
         expiries.removeAll()
     }
 
