@@ -64,6 +64,10 @@ public struct ListenerStatus: Sendable {
     public var downlink: LinkCounters
     /// Messages a protocol-aware listener (DNS) dropped as malformed: too short, badly framed or oversized.
     public var malformedMessages = 0
+    /// Bytes a DNS listener holds for its TCP clients now (partial frames, delayed queries, unsent answers), and
+    /// the most it ever held at once.
+    public var streamBufferedBytes = 0
+    public var streamBufferedPeak = 0
 }
 
 /// A listener of any kind, as the proxy drives it. Lives on the event loop thread.

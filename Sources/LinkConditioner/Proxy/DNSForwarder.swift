@@ -50,6 +50,10 @@ final class DNSForwarder: ConditionedListener {
     private var queriesReceived = 0
     private var queriesRefused = 0
     private(set) var malformedMessages = 0
+    let options: ProxyOptions
+    /// Bytes the TCP connections hold now, and the most they ever held at once.
+    private var tcpBufferedBytes = 0
+    private var tcpBufferedPeak = 0
 
     /// Binds UDP and TCP on `address` (the same port for both) and connects to `upstream`, or to the first
     /// `nameserver` of /etc/resolv.conf when none is given.
@@ -79,6 +83,7 @@ final class DNSForwarder: ConditionedListener {
         self.logger = context.logger
         self.readBuffer = context.readBuffer
         self.profile = context.profile
+        self.options = context.options
         let seed = context.profile.seed ?? UInt64.random(in: 0...UInt64.max)
         queries = UDPLink(loop: loop, profile: Self.queryDirection(context.profile), roundTrip: .zero, seed: seed &+ 0x5D)
         answers = UDPLink(loop: loop, profile: Self.answerDirection(context.profile), roundTrip: .zero, seed: seed &+ 0xA7)
@@ -150,6 +155,8 @@ final class DNSForwarder: ConditionedListener {
                                     connectionsAccepted: queriesReceived, connectionsRefused: queriesRefused,
                                     uplink: queries.counters, downlink: answers.counters)
         status.malformedMessages = malformedMessages
+        status.streamBufferedBytes = tcpBufferedBytes
+        status.streamBufferedPeak = tcpBufferedPeak
         return status
     }
 
@@ -257,6 +264,12 @@ final class DNSForwarder: ConditionedListener {
         nextConnectionID += 1
         connections[connection.id] = connection
         connection.start(upstream: upstreamAddress)
+    }
+
+    /// Notes that a TCP connection now holds `delta` bytes more (or fewer).
+    func tcpBufferedChanged(by delta: Int) {
+        tcpBufferedBytes += delta
+        tcpBufferedPeak = max(tcpBufferedPeak, tcpBufferedBytes)
     }
 
     /// Counts a query a TCP connection forwards.

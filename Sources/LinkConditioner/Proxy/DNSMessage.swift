@@ -68,6 +68,9 @@ struct DNSFrameReader {
     /// Whether bytes of an unfinished frame are waiting: at end of stream, a truncated message.
     var hasPartialFrame: Bool { !buffer.isEmpty }
 
+    /// Bytes held until their frame completes.
+    var bufferedBytes: Int { buffer.count }
+
     /// `message` with its two-byte length in front, for writing to a TCP stream.
     static func framed(_ message: [UInt8]) -> [UInt8] {
         [UInt8(message.count >> 8), UInt8(message.count & 0xFF)] + message

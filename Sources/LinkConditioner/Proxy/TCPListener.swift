@@ -12,9 +12,14 @@ public struct ProxyOptions: Sendable {
     public var udpFlowLimit: Int = 4096
     /// UDP flows one client host may hold at once (one per source port), so one client cannot take them all.
     public var udpFlowsPerClient: Int = 256
+    /// A DNS-over-TCP connection is closed when neither a complete query nor an answer crossed it for this long
+    /// (plus the profile's `dns.delay`), so a client trickling bytes cannot hold it forever.
+    public var dnsTCPIdleTimeout: Duration = .seconds(10)
 
     public init(connectionBuffer: Int = 4 * 1024 * 1024, maximumBuffered: Int = 256 * 1024 * 1024,
-                udpIdleTimeout: Duration = .seconds(60), udpFlowLimit: Int = 4096, udpFlowsPerClient: Int = 256) {
+                udpIdleTimeout: Duration = .seconds(60), udpFlowLimit: Int = 4096, udpFlowsPerClient: Int = 256,
+                dnsTCPIdleTimeout: Duration = .seconds(10)) {
+        self.dnsTCPIdleTimeout = dnsTCPIdleTimeout
         self.connectionBuffer = connectionBuffer
         self.maximumBuffered = maximumBuffered
         self.udpIdleTimeout = udpIdleTimeout
