@@ -61,6 +61,8 @@ final class ProxyClientSession {
 
     /// The most a client may send before its request is complete: the largest HTTP head plus a little slack.
     private static let receiveLimit = HTTPProxy.headLimit + 4096
+    /// Reads of a finishing client's bytes per event, so a client flooding after its answer cannot hold the loop.
+    private static let discardReadsPerEvent = 16
     /// How long a refused client is given to read the answer before its socket is closed.
     private static let lingerTime = Duration.seconds(2)
 
@@ -100,11 +102,18 @@ final class ProxyClientSession {
     }
 
     /// Reads what the client sent (at most `receiveLimit` bytes before the request is complete) and acts on it.
+    /// After the final answer, what the client sends is dropped, at most `discardReadsPerEvent` reads per event:
+    /// a client that keeps sending gets new events, and the linger timer still gets its turn to close it.
     private func readAvailable() {
         let scratch = frontEnd.readBuffer.bytes
+        var discardReads = 0
         while phase == .reading || phase == .finishing {
             let room = phase == .finishing ? scratch.count : min(scratch.count, Self.receiveLimit + 1 - received.count)
             guard room > 0 else { break }
+            if phase == .finishing {
+                guard discardReads < Self.discardReadsPerEvent else { return }
+                discardReads += 1
+            }
             let result: IOResult<Int>
             do {
                 result = try client.read(into: UnsafeMutableRawBufferPointer(rebasing: scratch[0..<room]))
