@@ -184,7 +184,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         acceptor.close()
         resolver.shutDown()
         for session in Array(sessions.values) { session.close() }
-        for relay in Array(relays.values) { relay.close(reset: false) }
+        for relay in Array(relays.values) { relay.close(reset: true) }
         uplink.close()
         downlink.close()
         direct.close()

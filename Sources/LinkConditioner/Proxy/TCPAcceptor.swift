@@ -66,13 +66,20 @@ final class TCPAcceptor {
                 pause()
                 return
             }
-            guard case .processed(let (client, address)) = accepted else { return }
-            if failedAttempts > 0 {
-                logger.notice("accept on \(localAddress): accepting again after \(failedAttempts) failed attempts")
-                failedAttempts = 0
+            guard case .processed(let (client, address)) = accepted else {
+                endEpisode()
+                return
             }
+            endEpisode()
             onClient?(client, address)
         }
+    }
+
+    /// Logs the end of a run of failed accepts, once: an accept succeeded or found nobody waiting.
+    private func endEpisode() {
+        guard failedAttempts > 0 else { return }
+        logger.notice("accept on \(localAddress): accepting again after \(failedAttempts) failed attempts")
+        failedAttempts = 0
     }
 
     private func pause() {
