@@ -115,9 +115,9 @@ struct DescriptorExhaustionTests {
         let dnsLines = stderr.split(separator: "\n").filter { $0.contains("accept on 127.0.0.1:\(dnsPort)") }
         let pauses = dnsLines.filter { $0.contains("pausing") }
         let resumes = dnsLines.filter { $0.contains("accepting again") }
-        // One line when an episode starts and one when it ends, however many attempts failed in between (freeing
-        // the descriptors may start a short second episode while the backlog is drained).
-        #expect(!pauses.isEmpty && pauses.count == resumes.count, "\(dnsLines)")
+        // One line when an episode starts and one when it ends, however many attempts failed in between. Freeing
+        // the descriptors may start a short second episode while the backlogs drain, still open when linkcond stops.
+        #expect(!pauses.isEmpty && !resumes.isEmpty && pauses.count <= resumes.count + 1, "\(dnsLines)")
         let firstAttempts = resumes.first?.split(separator: " ").reversed().dropFirst(2).first.flatMap { Int($0) } ?? 0
         #expect(firstAttempts >= 2, "the first episode logged once for \(firstAttempts) failed attempts: \(dnsLines)")
     }
