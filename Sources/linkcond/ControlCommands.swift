@@ -7,7 +7,7 @@ struct ControlOptions: ParsableArguments {
     @Option(name: .long, help: "Control endpoint of the running linkcond: http://HOST:PORT or a socket path (default: $LINKCOND_CONTROL, then the per-user socket).")
     var control: String?
 
-    @Option(name: .customLong("control-token"), help: "Token for a control endpoint bound to a non-loopback address.")
+    @Option(name: .customLong("control-token"), help: "Token of the control endpoint (default: $LINKCOND_CONTROL_TOKEN, then the token file the running linkcond wrote).")
     var controlToken: String?
 
     func validate() throws {
@@ -21,7 +21,8 @@ struct ControlOptions: ParsableArguments {
         guard let address = ControlClient.locate(control) else { throw ValidationError("no control address") }
         let response: ControlClient.Response
         do {
-            response = try ControlClient(address: address, token: controlToken).send(method, path, body: body)
+            let token = try controlToken ?? ControlClient.token(for: address)
+            response = try ControlClient(address: address, token: token).send(method, path, body: body)
         } catch {
             printError("linkcond: \(error)")
             throw ExitStatus.runtimeFailure

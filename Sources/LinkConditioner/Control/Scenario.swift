@@ -44,8 +44,9 @@ public struct Scenario: Sendable, Hashable {
     public var period: Duration?
 
     /// Parses a scenario; errors name `file:line`, the text and what was expected. Profile names are resolved now,
-    /// so a scenario that parses can always run.
-    public init(parsing text: String, name: String = "", file: String? = nil) throws(ScenarioError) {
+    /// so a scenario that parses can always run. With `builtInProfilesOnly` (the control endpoint) a profile step
+    /// must name a built-in profile: no file is read.
+    public init(parsing text: String, name: String = "", file: String? = nil, builtInProfilesOnly: Bool = false) throws(ScenarioError) {
         self.name = name
         steps = []
         period = nil
@@ -81,7 +82,7 @@ public struct Scenario: Sendable, Hashable {
                 sawRepeat = true
                 continue
             }
-            steps.append(Step(at: at, action: try Self.action(action, fail: fail), line: lineNumber))
+            steps.append(Step(at: at, action: try Self.action(action, builtInProfilesOnly: builtInProfilesOnly, fail: fail), line: lineNumber))
             lastTime = at
         }
         if steps.isEmpty {
@@ -99,7 +100,7 @@ public struct Scenario: Sendable, Hashable {
                       name: base.hasSuffix(".scenario") ? String(base.dropLast(9)) : base, file: base)
     }
 
-    private static func action(_ text: String, fail: (String) -> ScenarioError) throws(ScenarioError) -> Action {
+    private static func action(_ text: String, builtInProfilesOnly: Bool, fail: (String) -> ScenarioError) throws(ScenarioError) -> Action {
         let words = text.split(separator: " ").map(String.init)
         switch words[0] {
         case "online":
@@ -132,7 +133,7 @@ public struct Scenario: Sendable, Hashable {
         default:
             guard words.count == 1 else { throw fail("a profile name or path, offline, online, set or ramp") }
             do {
-                return .profile(try Profile.load(words[0]))
+                return .profile(try builtInProfilesOnly ? Profile.namedBuiltIn(words[0]) : Profile.load(words[0]))
             } catch {
                 throw fail("a profile name or path (\(error.explanation))")
             }

@@ -100,8 +100,7 @@ struct SOCKS5Negotiation {
         let length = 2 + Int(bytes[1])
         guard bytes.count >= length else { return .needMore }
         let offered = Set(bytes[2..<length])
-        let wanted: SOCKS5.Method = credentials == nil && offered.contains(SOCKS5.Method.noAuthentication.rawValue)
-            ? .noAuthentication : .usernamePassword
+        let wanted: SOCKS5.Method = credentials == nil ? .noAuthentication : .usernamePassword
         guard offered.contains(wanted.rawValue) else {
             phase = .done
             return .refuse([SOCKS5.version, SOCKS5.Method.noneAcceptable.rawValue])

@@ -1,9 +1,11 @@
 import Logging
 
-/// A listening TCP socket on the event loop: accepts in batches and hands each client to its owner.
+/// A listening stream socket (TCP, or Unix-domain for the control endpoint) on the event loop: accepts in batches
+/// and hands each client to its owner.
 ///
 /// Lives on the event loop thread. When accept fails (typically out of descriptors) it stops watching the socket
-/// for 100 ms instead of spinning on an event it cannot clear.
+/// for 100 ms instead of spinning on an event it cannot clear, keeps retrying at that pace, and logs once when the
+/// episode starts and once when accepting works again.
 final class TCPAcceptor {
     let localAddress: SocketAddress
     private let socket: Socket
@@ -11,13 +13,19 @@ final class TCPAcceptor {
     private let logger: Logger
     private var registration: EventLoop.RegistrationID?
     private var paused = false
+    /// Failed accepts since the last one that worked; non-zero during an episode.
+    private var failuresInEpisode = 0
     private var onClient: ((Socket, SocketAddress) -> Void)?
 
     static let batch = 256
 
     /// Binds and listens on `address`; nothing is accepted until `start`.
-    init(address: SocketAddress, loop: EventLoop, logger: Logger) throws(SystemError) {
-        let socket = try Socket.listening(on: address)
+    convenience init(address: SocketAddress, loop: EventLoop, logger: Logger) throws(SystemError) {
+        try self.init(listening: try Socket.listening(on: address), loop: loop, logger: logger)
+    }
+
+    /// Takes over `socket`, already listening; closes it when its address cannot be read.
+    init(listening socket: Socket, loop: EventLoop, logger: Logger) throws(SystemError) {
         do {
             localAddress = try socket.localAddress()
         } catch {
@@ -49,9 +57,16 @@ final class TCPAcceptor {
             do {
                 accepted = try socket.accept()
             } catch {
-                logger.error("accept on \(localAddress): \(error); pausing accepts for 100 ms")
+                if failuresInEpisode == 0 {
+                    logger.error("accept on \(localAddress): \(error); retrying every 100 ms, existing connections carry on")
+                }
+                failuresInEpisode += 1
                 pause()
                 return
+            }
+            if failuresInEpisode > 0 {
+                logger.notice("accepting on \(localAddress) again after \(failuresInEpisode) failed attempts")
+                failuresInEpisode = 0
             }
             guard case .processed(let (client, address)) = accepted else { return }
             onClient?(client, address)
