@@ -169,6 +169,11 @@ struct ControlAPI {
     static func clipped(_ error: ProfileError) -> ProfileError {
         var error = error
         error.text = error.text.map { clip($0) }
+        switch error.kind {
+        case .unknownKey(let key, let suggestion): error.kind = .unknownKey(clip(key), suggestion: suggestion)
+        case .duplicateKey(let key, let firstLine): error.kind = .duplicateKey(clip(key), firstLine: firstLine)
+        default: break
+        }
         return error
     }
 

@@ -78,8 +78,8 @@ public enum ControlToken {
 /// rebinding), any foreign `Origin` (a web page), and bodies not sent as `text/x-linkcond` (a form or a no-cors
 /// fetch cannot send that type without a preflight, which is never granted). A Unix socket serves this user only.
 final class ControlServer {
-    /// The most control connections held at once; more are answered 503 and closed, so idle clients cannot hold
-    /// the descriptors the data path needs.
+    /// The most control connections held at once; more wait in the kernel's backlog until one closes (each is
+    /// closed after `exchangeTimeout` at the latest), so idle clients cannot take the descriptors the data path needs.
     static let connectionLimit = 64
     /// How long a client has to send its request, and then again to read the answer.
     static let exchangeTimeout = Duration.seconds(10)
@@ -97,7 +97,6 @@ final class ControlServer {
     /// Host values a request may carry (loopback TCP endpoints only); nil accepts any host.
     private let acceptedHosts: Set<String>?
     private var connections: [Int32: ControlConnection] = [:]
-    private var turnedAway = 0
 
     init(address: SocketAddress, unixPath: String?, token: String?, state: ProxyState) throws(SystemError) {
         loop = state.loop
@@ -129,18 +128,13 @@ final class ControlServer {
             client.close()
             return
         }
-        guard connections.count < Self.connectionLimit else {
-            if turnedAway == 0 { logger.warning("control endpoint: \(Self.connectionLimit) connections open; answering 503 to more") }
-            turnedAway += 1
-            let response = HTTPResponse.error(503, "too many control connections are open; try again")
-            _ = response.bytes.withUnsafeBytes { raw in try? client.write(raw) }
-            client.close()
-            return
-        }
-        turnedAway = 0
         let connection = ControlConnection(socket: client, server: self)
         connections[client.descriptor] = connection
         connection.start()
+        if connections.count >= Self.connectionLimit {
+            logger.warning("control endpoint: \(Self.connectionLimit) connections open; new ones wait until one closes")
+            acceptor.hold(true)
+        }
     }
 
     /// Refuses what a browser or a stranger could send, or hands the request to the API; `reply` runs on the loop.
@@ -191,6 +185,7 @@ final class ControlServer {
 
     func connectionClosed(_ connection: ControlConnection) {
         connections.removeValue(forKey: connection.socket.descriptor)
+        if connections.count < Self.connectionLimit { acceptor.hold(false) }
     }
 
     var loopForConnections: EventLoop { loop }

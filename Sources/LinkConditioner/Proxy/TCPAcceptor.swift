@@ -13,6 +13,8 @@ final class TCPAcceptor {
     private let logger: Logger
     private var registration: EventLoop.RegistrationID?
     private var paused = false
+    /// Set by the owner while it cannot take more clients; new ones wait in the kernel's backlog meanwhile.
+    private var held = false
     /// Failed accepts since the last one that worked; non-zero during an episode.
     private var failuresInEpisode = 0
     private var onClient: ((Socket, SocketAddress) -> Void)?
@@ -70,6 +72,7 @@ final class TCPAcceptor {
             }
             guard case .processed(let (client, address)) = accepted else { return }
             onClient?(client, address)
+            if held { return }
         }
     }
 
@@ -80,8 +83,15 @@ final class TCPAcceptor {
         loop.schedule(at: loop.clock.now() + .milliseconds(100)) { [weak self] in
             guard let self, let registration = self.registration else { return }
             self.paused = false
-            self.loop.setInterest(registration, Epoll.readable)
+            if !self.held { self.loop.setInterest(registration, Epoll.readable) }
         }
+    }
+
+    /// Stops (`true`) or resumes (`false`) accepting, for an owner that has reached its connection limit.
+    func hold(_ holding: Bool) {
+        guard holding != held, let registration else { return }
+        held = holding
+        if !paused { loop.setInterest(registration, holding ? 0 : Epoll.readable) }
     }
 
     /// Stops accepting and closes the listening socket.
