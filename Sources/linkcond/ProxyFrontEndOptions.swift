@@ -9,7 +9,7 @@ extension RunCommand {
     /// Checks `--proxy-user`, `--exclude`, and that a proxy off loopback was asked for with `--allow-remote`.
     func validateProxyFrontEnd() throws {
         for address in proxy where !allowRemote {
-            guard let endpoint = Endpoint(parsing: address), !Self.isLoopbackHost(endpoint.host) else {
+            if let endpoint = Endpoint(parsing: address), !Self.isLoopbackHost(endpoint.host) {
                 throw ValidationError("--proxy \(address) would accept connections from other hosts and relay them anywhere: an open "
                     + "proxy others can use to reach your network or hide behind your address. Listen on 127.0.0.1, or add "
                     + "--allow-remote (with --proxy-user USER:PASS) if that is what you want.")
