@@ -44,10 +44,10 @@ struct ControlAPI {
             worker.parse({ Self.profile(from: body) }) { [weak state] outcome in
                 guard let state else { return }
                 switch outcome {
-                case .parsed(let profile):
+                case .parsed(let (profile, rendered)):
                     state.stopScenario()
                     state.setProfile(profile)
-                    reply(.text(profile.rendered))
+                    reply(.text(rendered))
                 case .refused(let response):
                     reply(response)
                 }
@@ -57,10 +57,15 @@ struct ControlAPI {
             worker.parse({ Self.settings(from: body, appliedTo: snapshot) }) { [weak state] outcome in
                 guard let state else { return }
                 switch outcome {
-                case .parsed(let (settings, profile)):
+                case .parsed(let (settings, profile, rendered)):
                     do throws(ProfileError) {
-                        if state.conditions.profile == snapshot { state.setProfile(profile) } else { try state.applySettings(settings) }
-                        reply(.text(state.conditions.profile.rendered))
+                        if state.conditions.profile == snapshot {
+                            state.setProfile(profile)
+                            reply(.text(rendered))
+                        } else {
+                            try state.applySettings(settings)
+                            reply(.text(state.conditions.profile.rendered))
+                        }
                     } catch {
                         reply(.error(400, Self.clipped(error).description))
                     }
@@ -114,23 +119,24 @@ struct ControlAPI {
         return .json(String(decoding: data, as: UTF8.self))
     }
 
-    /// A built-in profile's name or a profile's text; never a path, so no file is read on the user's behalf.
-    /// Runs on the worker thread.
-    static func profile(from body: String) -> Parsed<Profile> {
+    /// A built-in profile's name or a profile's text, with its rendering for the answer; never a path, so no file is
+    /// read on the user's behalf. Runs on the worker thread.
+    static func profile(from body: String) -> Parsed<(Profile, String)> {
         let trimmed = body.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { return .refused(.error(400, "expected a built-in profile name or profile text in the body")) }
         do {
-            if trimmed.contains("=") || trimmed.contains("\n") {
-                return .parsed(try Profile(parsing: body, name: "inline", file: "request body"))
-            }
-            return .parsed(try Profile.namedBuiltIn(trimmed))
+            let profile = trimmed.contains("=") || trimmed.contains("\n")
+                ? try Profile(parsing: body, name: "inline", file: "request body")
+                : try Profile.namedBuiltIn(trimmed)
+            return .parsed((profile, profile.rendered))
         } catch {
             return .refused(.error(400, clipped(error).description))
         }
     }
 
-    /// The settings of a `key = value` body, checked by applying them to `snapshot`. Runs on the worker thread.
-    static func settings(from body: String, appliedTo snapshot: Profile) -> Parsed<([Scenario.Setting], Profile)> {
+    /// The settings of a `key = value` body, checked by applying them to `snapshot`, with the result rendered.
+    /// Runs on the worker thread.
+    static func settings(from body: String, appliedTo snapshot: Profile) -> Parsed<([Scenario.Setting], Profile, String)> {
         var settings: [Scenario.Setting] = []
         for (index, line) in body.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let text = line.trimmingCharacters(in: .whitespaces)
@@ -151,7 +157,7 @@ struct ControlAPI {
         } catch {
             return .refused(.error(400, clipped(error).description))
         }
-        return .parsed((settings, profile))
+        return .parsed((settings, profile, profile.rendered))
     }
 
     /// A scenario whose profile steps name built-in profiles only. Runs on the worker thread.

@@ -210,6 +210,8 @@ final class ControlConnection {
     private var phase = Phase.reading
     private var received: [UInt8] = []
     private var pending: [UInt8] = []
+    /// Bytes of `pending` already written.
+    private var written = 0
     private var timeout: EventLoop.TimerID?
 
     init(socket: Socket, server: ControlServer) {
@@ -291,15 +293,17 @@ final class ControlConnection {
     }
 
     private func flush() {
-        while !pending.isEmpty {
-            let result = pending.withUnsafeBytes { raw in Result { () throws(SystemError) in try socket.write(raw) } }
+        while written < pending.count {
+            let result = pending.withUnsafeBytes { raw in
+                Result { () throws(SystemError) in try socket.write(UnsafeRawBufferPointer(rebasing: raw[written...])) }
+            }
             switch result {
             case .success(.processed(let count)):
-                pending.removeFirst(count)
+                written += count
             case .success(.wouldBlock):
                 return
             case .failure:
-                pending.removeAll()
+                written = pending.count
             }
         }
         close()
