@@ -208,7 +208,7 @@ final class ControlConnection {
     private unowned let server: ControlServer
     private var registration: EventLoop.RegistrationID?
     private var phase = Phase.reading
-    private var received: [UInt8] = []
+    private var reader = HTTPRequestReader()
     private var pending: [UInt8] = []
     /// Bytes of `pending` already written.
     private var written = 0
@@ -238,7 +238,7 @@ final class ControlConnection {
         timeout = nil
         switch phase {
         case .reading:
-            if received.isEmpty { return close() }
+            if reader.bytes.isEmpty { return close() }
             reply(.error(408, "no complete request within \(ControlServer.exchangeTimeout.seconds) s"))
         case .writing:
             close()
@@ -266,15 +266,14 @@ final class ControlConnection {
             case .success(.wouldBlock):
                 return
             case .success(.processed(let count)):
-                received += buffer[0..<count]
-                switch HTTPRequest.parse(received) {
+                switch reader.append(buffer[0..<count]) {
                 case .incomplete:
                     continue
                 case .invalid(let status, let reason):
                     reply(.error(status, reason))
                 case .complete(let request, _):
                     phase = .answering
-                    received = []
+                    reader = HTTPRequestReader()
                     let connection = LoopBound(WeakControlConnection(self))
                     server.respond(to: request) { response in connection.value.connection?.reply(response) }
                 }
@@ -285,7 +284,7 @@ final class ControlConnection {
     private func reply(_ response: HTTPResponse) {
         guard phase == .reading || phase == .answering else { return }
         phase = .writing
-        received = []
+        reader = HTTPRequestReader()
         pending = response.bytes
         if let timeout { loop.cancel(timeout) }
         timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in self?.timedOut() }

@@ -28,19 +28,41 @@ struct HTTPRequest: Sendable {
     /// Fields that may appear once only: a second copy would let two readers frame or route the request differently.
     private static let singletonFields: Set<String> = ["host", "content-length", "content-type", "authorization", "origin"]
 
+    /// A parsed request head: the request line, the fields, and how many body bytes follow.
+    struct Head: Sendable {
+        var method: String
+        var target: String
+        var headers: [String: String]
+        var bodyLength: Int
+    }
+
+    enum HeadOutcome {
+        case head(Head)
+        case invalid(status: Int, reason: String)
+    }
+
+    static let bareLineFeed = ParseOutcome.invalid(status: 400, reason: "request lines must end with CRLF (\\r\\n), not a bare LF")
+    static let headTooLarge = ParseOutcome.invalid(status: 431, reason: "request headers larger than 16 KiB")
+
     /// Parses a request from the start of `bytes`, or says that more bytes are needed or the request is malformed.
     static func parse(_ bytes: [UInt8]) -> ParseOutcome {
         let terminator: [UInt8] = [13, 10, 13, 10]
         let headerEnd = bytes.firstRange(of: terminator)
         let headBytes = bytes[..<(headerEnd?.lowerBound ?? min(bytes.count, maximumHeaderBytes + 1))]
         if headBytes.indices.contains(where: { headBytes[$0] == 10 && ($0 == 0 || headBytes[$0 - 1] != 13) }) {
-            return .invalid(status: 400, reason: "request lines must end with CRLF (\\r\\n), not a bare LF")
+            return bareLineFeed
         }
-        guard let headerEnd else {
-            return bytes.count > maximumHeaderBytes ? .invalid(status: 431, reason: "request headers larger than 16 KiB") : .incomplete
+        guard let headerEnd else { return bytes.count > maximumHeaderBytes ? headTooLarge : .incomplete }
+        switch parseHead(bytes[..<headerEnd.lowerBound]) {
+        case .invalid(let status, let reason): return .invalid(status: status, reason: reason)
+        case .head(let head): return request(head, in: bytes, bodyStart: headerEnd.upperBound)
         }
-        guard headerEnd.lowerBound <= maximumHeaderBytes else { return .invalid(status: 431, reason: "request headers larger than 16 KiB") }
-        guard let head = String(validating: bytes[..<headerEnd.lowerBound], as: UTF8.self) else {
+    }
+
+    /// Parses the head's text (without the blank line that ends it).
+    static func parseHead(_ bytes: ArraySlice<UInt8>) -> HeadOutcome {
+        guard bytes.count <= maximumHeaderBytes else { return .invalid(status: 431, reason: "request headers larger than 16 KiB") }
+        guard let head = String(validating: bytes, as: UTF8.self) else {
             return .invalid(status: 400, reason: "the request head is not UTF-8 text")
         }
         var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
@@ -77,10 +99,13 @@ struct HTTPRequest: Sendable {
             }
             length = value
         }
-        let bodyStart = headerEnd.upperBound
-        guard bytes.count >= bodyStart + length else { return .incomplete }
-        let target = requestLine[1]
-        let pathPart = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        return .head(Head(method: requestLine[0], target: requestLine[1], headers: headers, bodyLength: length))
+    }
+
+    /// The request `head` starts, once `bytes` holds its whole body from `bodyStart`.
+    static func request(_ head: Head, in bytes: [UInt8], bodyStart: Int) -> ParseOutcome {
+        guard bytes.count >= bodyStart + head.bodyLength else { return .incomplete }
+        let pathPart = head.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         var query: [String: String] = [:]
         if pathPart.count == 2 {
             for pair in pathPart[1].split(separator: "&") {
@@ -88,9 +113,9 @@ struct HTTPRequest: Sendable {
                 query[keyValue[0]] = keyValue.count == 2 ? keyValue[1] : ""
             }
         }
-        let request = HTTPRequest(method: requestLine[0], path: String(pathPart[0]), query: query, headers: headers,
-                                  body: Array(bytes[bodyStart..<(bodyStart + length)]))
-        return .complete(request, consumed: bodyStart + length)
+        let request = HTTPRequest(method: head.method, path: String(pathPart[0]), query: query, headers: head.headers,
+                                  body: Array(bytes[bodyStart..<(bodyStart + head.bodyLength)]))
+        return .complete(request, consumed: bodyStart + head.bodyLength)
     }
 
     /// Whether `text` is an RFC 9110 token: a method or a field name.
@@ -104,6 +129,37 @@ struct HTTPRequest: Sendable {
     private static func decodeQueryComponent(_ text: Substring) -> String {
         let spaced = text.replacingOccurrences(of: "+", with: " ")
         return spaced.removingPercentEncoding ?? spaced
+    }
+}
+
+/// Reads one request from bytes that arrive in pieces, looking at each byte of the head once: a client that trickles
+/// its request a byte at a time costs linear time, where parsing everything received on every read would be quadratic.
+struct HTTPRequestReader {
+    private(set) var bytes: [UInt8] = []
+    /// Bytes already searched for a bare LF and the blank line that ends the head.
+    private var scanned = 0
+    /// The parsed head and where its body starts, once the head is complete.
+    private var head: (HTTPRequest.Head, bodyStart: Int)?
+
+    /// Takes the next bytes and says whether the request is complete, malformed, or needs more.
+    mutating func append(_ chunk: ArraySlice<UInt8>) -> HTTPRequest.ParseOutcome {
+        bytes += chunk
+        if let (head, bodyStart) = head { return HTTPRequest.request(head, in: bytes, bodyStart: bodyStart) }
+        while scanned < bytes.count {
+            let index = scanned
+            scanned += 1
+            guard bytes[index] == 10 else { continue }
+            guard index > 0, bytes[index - 1] == 13 else { return HTTPRequest.bareLineFeed }
+            guard index >= 3, bytes[index - 2] == 10, bytes[index - 3] == 13 else { continue }
+            switch HTTPRequest.parseHead(bytes[..<(index - 3)]) {
+            case .invalid(let status, let reason):
+                return .invalid(status: status, reason: reason)
+            case .head(let parsed):
+                head = (parsed, index + 1)
+                return HTTPRequest.request(parsed, in: bytes, bodyStart: index + 1)
+            }
+        }
+        return bytes.count > HTTPRequest.maximumHeaderBytes ? HTTPRequest.headTooLarge : .incomplete
     }
 }
 
