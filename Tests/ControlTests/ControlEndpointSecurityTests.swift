@@ -188,7 +188,7 @@ struct ControlEndpointSecurityTests {
 
         #expect(answer.hasPrefix("HTTP/1.1 400 "), "\(answer)")
         #expect(!answer.contains("SECRET"), "\(answer)")
-        #expect(answer.contains("reads no files"), "\(answer)")
+        #expect(answer.contains("reads no files") && answer.contains("linkcond run --scenario FILE"), "\(answer)")
     }
 
     @Test func aBuiltInNameAndInlineProfileTextAreStillAccepted() throws {
@@ -249,5 +249,62 @@ struct ControlEndpointSecurityTests {
         #expect(!answeredWhileFull, "a 65th control connection was served while 64 were open")
         #expect(answeredAfterOneClosed)
         #expect(answer.value?.hasPrefix("HTTP/1.1 200 ") == true, "\(answer.value ?? "no answer")")
+    }
+}
+
+/// A Unix control socket serves the user who runs linkcond (and root), whatever its file mode says.
+@Suite(.serialized)
+struct ControlSocketPeerTests {
+    /// Runs a python client as `user` (through setpriv) that sends `request` to the Unix socket `path`; returns the answer.
+    private func send(_ request: String, to path: String, as user: UInt32?) throws -> String {
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode())
+            data = b""
+            try:
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk: break
+                    data += chunk
+            except OSError:
+                pass
+            sys.stdout.write(data.decode())
+            """
+        let process = Process()
+        let python = ["/usr/bin/python3", "-c", script, path, request]
+        if let user {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=\(user)", "--regid=\(user)", "--clear-groups"] + python
+        } else {
+            process.executableURL = URL(fileURLWithPath: python[0])
+            process.arguments = Array(python.dropFirst())
+        }
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv"))
+    func anotherUserIsRefusedEvenWhenTheSocketFileLetsThemConnect() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lc-peer-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/control.sock"
+        let proxy = try ConditionedProxy.inFront(of: 9, profile: .none)
+        defer { proxy.stop() }
+        _ = try proxy.serveControl(at: .unix(path))
+        #expect(chmod(path, 0o666) == 0)
+        let offline = "POST /offline HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n"
+
+        let fromNobody = try send(offline, to: path, as: 65534)
+        let offlineAfterNobody = proxy.conditions.offline
+        let fromOwner = try send("GET /status HTTP/1.1\r\nHost: localhost\r\n\r\n", to: path, as: nil)
+
+        #expect(!fromNobody.hasPrefix("HTTP/1.1 200"), "\(fromNobody)")
+        #expect(offlineAfterNobody == nil)
+        #expect(fromOwner.hasPrefix("HTTP/1.1 200 "), "\(fromOwner.prefix(200))")
     }
 }

@@ -132,6 +132,9 @@ public struct Scenario: Sendable, Hashable {
             return .ramp(try Ramp(parsing: Array(words.dropFirst()), fail: fail))
         default:
             guard words.count == 1 else { throw fail("a profile name or path, offline, online, set or ramp") }
+            if builtInProfilesOnly && (words[0].contains("/") || words[0].hasSuffix(".profile")) {
+                throw fail("a built-in profile name: a running linkcond reads no files, so play a scenario that names profile files with \"linkcond run --scenario FILE\"")
+            }
             do {
                 return .profile(try builtInProfilesOnly ? Profile.namedBuiltIn(words[0]) : Profile.load(words[0]))
             } catch {
