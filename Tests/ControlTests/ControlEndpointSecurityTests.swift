@@ -227,6 +227,21 @@ struct ControlEndpointSecurityTests {
         #expect(endpoint.proxy.profile.name == "edge")
     }
 
+    @Test func anIdleConnectionIsClosedAfterTheExchangeTimeoutAndNeverBefore() throws {
+        let endpoint = try ControlEndpointUnderTest()
+        defer { endpoint.stop() }
+        let started = MonotonicClock().now()
+        let idle = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: endpoint.port)!, timeout: .seconds(40))
+        defer { idle.close() }
+
+        let received = try idle.readToEnd()
+        let elapsed = secondsSince(started)
+
+        #expect(received.isEmpty)
+        #expect(elapsed >= 9.9, "closed after \(elapsed) s")
+        #expect(elapsed < 30, "closed after \(elapsed) s")
+    }
+
     @Test func beyondTheConnectionLimitNewClientsWaitUntilOneCloses() throws {
         let endpoint = try ControlEndpointUnderTest()
         defer { endpoint.stop() }
