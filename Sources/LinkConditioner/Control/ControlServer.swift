@@ -61,8 +61,14 @@ public enum ControlToken {
 
     /// Compares in time independent of where the first difference is.
     static func matches(_ given: String, _ expected: String) -> Bool {
-        let a = Array(given.utf8)
-        let b = Array(expected.utf8)
+        SecretComparison.equal(Array(given.utf8), Array(expected.utf8))
+    }
+}
+
+/// Compares secrets (tokens, passwords) in time independent of where the first difference is, so timing does not
+/// reveal a matching prefix.
+enum SecretComparison {
+    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
         for index in 0..<max(a.count, b.count) {
             difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
@@ -101,7 +107,7 @@ final class ControlServer {
     init(address: SocketAddress, unixPath: String?, token: String?, state: ProxyState) throws(SystemError) {
         loop = state.loop
         logger = state.logger
-        let socket = unixPath == nil ? try Socket.listening(on: address) : try Socket.listening(unixPath: unixPath!)
+        let socket = if let unixPath { try Socket.listening(unixPath: unixPath) } else { try Socket.listening(on: address) }
         acceptor = try TCPAcceptor(listening: socket, loop: state.loop, logger: state.logger)
         self.address = acceptor.localAddress
         self.unixPath = unixPath
