@@ -7,7 +7,7 @@ struct ControlOptions: ParsableArguments {
     @Option(name: .long, help: "Control endpoint of the running linkcond: http://HOST:PORT or a socket path (default: $LINKCOND_CONTROL, then the per-user socket).")
     var control: String?
 
-    @Option(name: .customLong("control-token"), help: "Token for a control endpoint bound to a non-loopback address.")
+    @Option(name: .customLong("control-token"), help: "Token of the control endpoint (default: $LINKCOND_CONTROL_TOKEN, then the token file the running linkcond wrote).")
     var controlToken: String?
 
     func validate() throws {
@@ -21,7 +21,8 @@ struct ControlOptions: ParsableArguments {
         guard let address = ControlClient.locate(control) else { throw ValidationError("no control address") }
         let response: ControlClient.Response
         do {
-            response = try ControlClient(address: address, token: controlToken).send(method, path, body: body)
+            let token = try controlToken ?? ControlClient.token(for: address)
+            response = try ControlClient(address: address, token: token).send(method, path, body: body)
         } catch {
             printError("linkcond: \(error)")
             throw ExitStatus.runtimeFailure
@@ -48,7 +49,8 @@ struct UseCommand: ParsableCommand {
 
     func run() throws {
         let body: String
-        if profile.contains("/") || profile.hasSuffix(".profile") {
+        if profile.contains("/") || profile.hasSuffix(".profile") || FileManager.default.fileExists(atPath: profile) {
+            try checkSizeOrExit(profile, kind: "profile")
             guard let text = try? String(contentsOfFile: profile, encoding: .utf8) else {
                 printError("linkcond: cannot read \(profile)")
                 throw ExitStatus.badInput
@@ -150,6 +152,7 @@ struct ScenarioCommand: ParsableCommand {
             _ = try control.perform("DELETE", "/scenario")
             return
         }
+        if FileManager.default.fileExists(atPath: file!) { try checkSizeOrExit(file!, kind: "scenario") }
         let (scenario, text) = try loadScenarioOrExit(file!)
         if check {
             print("ok \(file!): \(scenario.steps.count) steps")
@@ -168,4 +171,12 @@ func loadScenarioOrExit(_ nameOrPath: String) throws -> (Scenario, String) {
         printError("linkcond: \(error)")
         throw ExitStatus.badInput
     }
+}
+
+/// Refuses a file larger than the control endpoint accepts (1 MiB) before reading it, with exit status 2.
+func checkSizeOrExit(_ path: String, kind: String) throws {
+    let limit = 1 << 20
+    guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > limit else { return }
+    printError("linkcond: \(path) is \(size) bytes; a \(kind) may be at most 1 MiB (\(limit) bytes)")
+    throw ExitStatus.badInput
 }

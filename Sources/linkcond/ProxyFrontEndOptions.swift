@@ -6,8 +6,15 @@ extension RunCommand {
     /// Whether no listener option was given, so the proxy front end starts on loopback by default.
     var startsDefaultProxy: Bool { listen.isEmpty && upstream.isEmpty && udpListen.isEmpty && dns.isEmpty && proxy.isEmpty }
 
-    /// Checks `--proxy-user` and `--exclude`.
+    /// Checks `--proxy-user`, `--exclude`, and that a proxy off loopback was asked for with `--allow-remote`.
     func validateProxyFrontEnd() throws {
+        for address in proxy where !allowRemote {
+            if let endpoint = Endpoint(parsing: address), !Self.isLoopbackHost(endpoint.host) {
+                throw ValidationError("--proxy \(address) would accept connections from other hosts and relay them anywhere: an open "
+                    + "proxy others can use to reach your network or hide behind your address. Listen on 127.0.0.1, or add "
+                    + "--allow-remote (with --proxy-user USER:PASS) if that is what you want.")
+            }
+        }
         if let proxyUser, ProxyCredentials(parsing: proxyUser) == nil {
             throw ValidationError("--proxy-user \"\(proxyUser)\" is not USER:PASS (a user name, a colon, then the password).")
         }
@@ -45,12 +52,15 @@ extension RunCommand {
                   HTTPS_PROXY=http://\(address) HTTP_PROXY=http://\(address)
                   curl --socks5-hostname \(address) URL   or   curl -x http://\(address) URL
                 """)
-            let bytes = listener.address.addressBytes
-            let isLoopback = bytes.first == 127 || bytes == [UInt8](repeating: 0, count: 15) + [1]
-            if !isLoopback {
+            if !listener.address.isLoopback {
                 printError("linkcond: warning: the proxy on \(address) is reachable from other hosts and relays to anywhere (an open relay)"
                     + (proxyUser == nil ? "; give --proxy-user USER:PASS or listen on 127.0.0.1" : ""))
             }
         }
+    }
+
+    /// Whether `host` is a loopback address or `localhost`, as written on the command line.
+    static func isLoopbackHost(_ host: String) -> Bool {
+        host == "localhost" || AddressBytes.parse(host).map(AddressBytes.isLoopback) ?? false
     }
 }

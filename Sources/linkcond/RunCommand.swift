@@ -40,6 +40,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("proxy-user"), help: "USER:PASS every SOCKS5 and HTTP proxy client must give (recommended off loopback).")
     var proxyUser: String?
 
+    @Flag(name: .customLong("allow-remote"), help: "Let a --proxy listen on a non-loopback address: other hosts can then relay through it to anywhere (an open proxy).")
+    var allowRemote = false
+
     @Option(name: .long, help: "Destinations the proxy relays untouched, added to the profile's exclude list: host names, *.domains, IPs and CIDR networks, comma-separated.")
     var exclude: [String] = []
 
@@ -61,7 +64,7 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free).")
     var control: String?
 
-    @Option(name: .customLong("control-token"), help: "Token the control endpoint requires (needed when it listens on a non-loopback address).")
+    @Option(name: .customLong("control-token"), help: "Token the control endpoint requires (default: a random one, written to a private file the linkcond command reads; required off loopback).")
     var controlToken: String?
 
     @Flag(name: .shortAndLong, help: "Log every connection.")
@@ -115,9 +118,12 @@ struct RunCommand: ParsableCommand {
         }
         let logger = Logger(label: "linkcond")
         var controlLines: [String] = []
+        var createdFiles: [String] = []
         do {
             let address = control.flatMap(ControlAddress.init(parsing:)) ?? .tcp(Endpoint(host: "127.0.0.1", port: 0))
-            controlLines.append("ready control \(try proxy.serveControl(at: address, token: controlToken))")
+            let (line, tokenFile) = try serveControl(proxy, at: address, logger: logger)
+            controlLines.append("ready control \(line)")
+            createdFiles += tokenFile.map { [$0] } ?? []
         } catch {
             printError("linkcond: control endpoint: \(error)")
             proxy.stop()
@@ -125,8 +131,11 @@ struct RunCommand: ParsableCommand {
         }
         if control == nil {
             do {
+                try PrivateFiles.prepareDirectory(ControlAddress.privateDirectory)
                 let path = try proxy.serveControl(at: .userDefault, token: nil)
                 logger.info("control socket \(path) (linkcond use/set/status/offline/online find it there)")
+            } catch let refusal as PrivateFiles.Refusal {
+                logger.warning("no control socket: \(refusal)")
             } catch {
                 logger.notice("control socket \(ControlAddress.userDefault) is taken by another linkcond; steer this one with --control")
             }
@@ -139,6 +148,24 @@ struct RunCommand: ParsableCommand {
         let signal = TerminationSignals.wait()
         logger.info("signal \(signal): closing every connection")
         proxy.stop()
+        createdFiles.forEach(PrivateFiles.remove)
+    }
+
+    /// Serves the control endpoint at `address`. A loopback TCP endpoint without --control-token gets a random
+    /// token, written to a 0600 file in the user's private directory where the linkcond command finds it.
+    /// Returns the ready line's address and the token file made, if any.
+    private func serveControl(_ proxy: ConditionedProxy, at address: ControlAddress, logger: Logger) throws -> (String, String?) {
+        guard controlToken == nil, case .tcp = address, address.isLocalOnly else {
+            return (try proxy.serveControl(at: address, token: controlToken), nil)
+        }
+        try PrivateFiles.prepareDirectory(ControlAddress.privateDirectory)
+        let token = ControlToken.random()
+        let served = try proxy.serveControl(at: address, token: token)
+        guard case .tcp(let endpoint)? = ControlAddress(parsing: served) else { return (served, nil) }
+        let file = ControlAddress.tokenFile(port: endpoint.port)
+        try PrivateFiles.write(token + "\n", to: file)
+        logger.info("control token in \(file) (the linkcond command reads it; scripts send it as \"Authorization: Bearer TOKEN\")")
+        return (served, file)
     }
 }
 

@@ -21,10 +21,11 @@ struct LinkcondProcess {
     }
 
     /// Runs `linkcond arguments…` to completion (at most `timeout` seconds).
-    static func run(_ arguments: [String], timeout: Double = 30) throws -> Result {
+    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 30) throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
@@ -60,9 +61,10 @@ final class RunningLinkcond: @unchecked Sendable {
     private let stderrData = LockedData()
     private let stderrDone = DispatchSemaphore(value: 0)
 
-    init(_ arguments: [String]) throws {
-        process.executableURL = LinkcondProcess.executable
+    init(_ arguments: [String], environment: [String: String] = [:], executable: URL = LinkcondProcess.executable) throws {
+        process.executableURL = executable
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()

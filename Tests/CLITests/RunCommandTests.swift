@@ -95,7 +95,7 @@ struct RunCommandTests {
     }
 
     @Test func warnsThatAProxyOffLoopbackIsAnOpenRelay() throws {
-        let linkcond = try RunningLinkcond(["run", "--proxy", "0.0.0.0:0"])
+        let linkcond = try RunningLinkcond(["run", "--proxy", "0.0.0.0:0", "--allow-remote"])
 
         let line = try linkcond.readLine()
         _ = try linkcond.stop(signal: SIGTERM)

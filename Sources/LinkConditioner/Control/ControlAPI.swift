@@ -2,67 +2,113 @@ import Foundation
 
 /// The control endpoint's routes, carried out on the proxy's loop-owned state.
 ///
-/// Plain-text bodies in the profile format; JSON where a machine reads the answer (`/status`). Every change is
-/// validated whole before anything is applied, so a bad request changes nothing.
+/// Plain-text bodies in the profile format, sent as `Content-Type: text/x-linkcond`; JSON where a machine reads the
+/// answer (`/status`). Bodies are parsed on a worker thread and the result is applied on the loop, so a large or
+/// hostile body never stalls the data path. Every change is validated whole before anything is applied, so a bad
+/// request changes nothing. The endpoint reads no files: a profile is sent as its text or named as a built-in.
 ///
 /// | method and path        | body                                   | does                                  |
 /// |------------------------|----------------------------------------|---------------------------------------|
 /// | GET /status            |                                        | JSON `StatusReport`                   |
 /// | GET /profile           |                                        | the current profile, fully resolved   |
-/// | PUT /profile           | a profile name/path, or profile text   | switches to it (stops a scenario)     |
+/// | PUT /profile           | a built-in profile name, or its text   | switches to it (stops a scenario)     |
 /// | POST /settings         | `key = value` lines                    | changes those settings                |
 /// | POST /offline          | empty, `refuse` or `blackhole`         | airplane mode                         |
 /// | POST /online           |                                        | ends airplane mode                    |
 /// | POST /reset            |                                        | resets every live connection          |
-/// | PUT /scenario          | scenario text                          | starts it                             |
+/// | PUT /scenario          | scenario text (built-in profile names) | starts it                             |
 /// | DELETE /scenario       |                                        | stops it                              |
 ///
 /// Lives on the event loop thread.
 struct ControlAPI {
     unowned let state: ProxyState
+    private let worker: BodyParsingWorker
 
-    func handle(_ request: HTTPRequest) -> HTTPResponse {
+    /// The most `key = value` lines one settings request may carry.
+    static let settingsLimit = 256
+
+    init(state: ProxyState) {
+        self.state = state
+        worker = BodyParsingWorker(loop: state.loop)
+    }
+
+    /// Answers `request`, at once or once its body is parsed; `reply` runs on the loop thread.
+    func handle(_ request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
+        let body = request.bodyText
         switch (request.method, request.path) {
         case ("GET", "/status"):
-            return status()
+            reply(status())
         case ("GET", "/profile"):
-            return .text(state.conditions.profile.rendered)
+            reply(.text(state.conditions.profile.rendered))
         case ("PUT", "/profile"), ("POST", "/profile"):
-            return replaceProfile(request.bodyText)
+            worker.parse({ Self.profile(from: body) }) { [weak state] outcome in
+                guard let state else { return }
+                switch outcome {
+                case .parsed(let (profile, rendered)):
+                    state.stopScenario()
+                    state.setProfile(profile)
+                    reply(.text(rendered))
+                case .refused(let response):
+                    reply(response)
+                }
+            }
         case ("POST", "/settings"), ("PATCH", "/profile"):
-            return applySettings(request.bodyText)
+            let snapshot = state.conditions.profile
+            worker.parse({ Self.settings(from: body, appliedTo: snapshot) }) { [weak state] outcome in
+                guard let state else { return }
+                switch outcome {
+                case .parsed(let (settings, profile, rendered)):
+                    do throws(ProfileError) {
+                        if state.conditions.profile == snapshot {
+                            state.setProfile(profile)
+                            reply(.text(rendered))
+                        } else {
+                            try state.applySettings(settings)
+                            reply(.text(state.conditions.profile.rendered))
+                        }
+                    } catch {
+                        reply(.error(400, Self.clipped(error).description))
+                    }
+                case .refused(let response):
+                    reply(response)
+                }
+            }
         case ("POST", "/offline"):
-            let word = request.bodyText.trimmingCharacters(in: .whitespacesAndNewlines)
+            let word = body.trimmingCharacters(in: .whitespacesAndNewlines)
             guard let mode = word.isEmpty ? .refuse : OfflineMode(rawValue: word) else {
-                return .error(400, "\"\(word)\": expected an empty body, \"refuse\" or \"blackhole\"")
+                return reply(.error(400, "\"\(word.prefix(40))\": expected an empty body, \"refuse\" or \"blackhole\""))
             }
             state.setOffline(mode)
-            return .text("offline (\(mode.rawValue))")
+            reply(.text("offline (\(mode.rawValue))"))
         case ("POST", "/online"):
             state.setOffline(nil)
-            return .text("online")
+            reply(.text("online"))
         case ("POST", "/reset"):
             let count = state.listeners.reduce(0) { $0 + $1.status().activeConnections }
             for listener in state.listeners { listener.resetConnections() }
-            return .text("reset \(count) connection\(count == 1 ? "" : "s")")
+            reply(.text("reset \(count) connection\(count == 1 ? "" : "s")"))
         case ("PUT", "/scenario"), ("POST", "/scenario"):
-            do {
-                let scenario = try Scenario(parsing: request.bodyText, name: request.query["name"] ?? "")
-                state.startScenario(scenario)
-                return .text("scenario \(scenario.name.isEmpty ? "(inline)" : scenario.name) started: \(scenario.steps.count) steps")
-            } catch {
-                return .error(400, error.description)
+            let name = request.query["name"] ?? ""
+            worker.parse({ Self.scenario(from: body, name: name) }) { [weak state] outcome in
+                guard let state else { return }
+                switch outcome {
+                case .parsed(let scenario):
+                    state.startScenario(scenario)
+                    reply(.text("scenario \(scenario.name.isEmpty ? "(inline)" : scenario.name) started: \(scenario.steps.count) steps"))
+                case .refused(let response):
+                    reply(response)
+                }
             }
         case ("DELETE", "/scenario"):
             let running = state.scenario != nil
             state.stopScenario()
-            return .text(running ? "scenario stopped" : "no scenario was running")
+            reply(.text(running ? "scenario stopped" : "no scenario was running"))
         default:
             let known = ["/status", "/profile", "/settings", "/offline", "/online", "/reset", "/scenario"]
             if known.contains(request.path) {
-                return .error(405, "\(request.method) is not allowed on \(request.path)")
+                return reply(.error(405, "\(request.method) is not allowed on \(request.path)"))
             }
-            return .error(404, "no such endpoint \(request.path); endpoints: \(known.joined(separator: ", "))")
+            reply(.error(404, "no such endpoint \(request.path.prefix(80)); endpoints: \(known.joined(separator: ", "))"))
         }
     }
 
@@ -73,38 +119,113 @@ struct ControlAPI {
         return .json(String(decoding: data, as: UTF8.self))
     }
 
-    private func replaceProfile(_ body: String) -> HTTPResponse {
+    /// A built-in profile's name or a profile's text, with its rendering for the answer; never a path, so no file is
+    /// read on the user's behalf. Runs on the worker thread.
+    static func profile(from body: String) -> Parsed<(Profile, String)> {
         let trimmed = body.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !trimmed.isEmpty else { return .error(400, "expected a profile name, a path, or profile text in the body") }
+        guard !trimmed.isEmpty else { return .refused(.error(400, "expected a built-in profile name or profile text in the body")) }
         do {
             let profile = trimmed.contains("=") || trimmed.contains("\n")
                 ? try Profile(parsing: body, name: "inline", file: "request body")
-                : try Profile.load(trimmed)
-            state.stopScenario()
-            state.setProfile(profile)
-            return .text(profile.rendered)
+                : try Profile.namedBuiltIn(trimmed)
+            return .parsed((profile, profile.rendered))
         } catch {
-            return .error(400, error.description)
+            return .refused(.error(400, clipped(error).description))
         }
     }
 
-    private func applySettings(_ body: String) -> HTTPResponse {
+    /// The settings of a `key = value` body, checked by applying them to `snapshot`, with the result rendered.
+    /// Runs on the worker thread.
+    static func settings(from body: String, appliedTo snapshot: Profile) -> Parsed<([Scenario.Setting], Profile, String)> {
         var settings: [Scenario.Setting] = []
         for (index, line) in body.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let text = line.trimmingCharacters(in: .whitespaces)
             if text.isEmpty || text.hasPrefix("#") { continue }
             let parts = text.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, !parts[0].isEmpty else {
-                return .error(400, "request body:\(index + 1): \"\(text)\": expected key = value")
+                return .refused(.error(400, "request body:\(index + 1): \"\(text.prefix(80))\": expected key = value"))
+            }
+            guard settings.count < settingsLimit else {
+                return .refused(.error(413, "more than \(settingsLimit) settings in one request; send a whole profile with PUT /profile instead"))
             }
             settings.append(Scenario.Setting(key: parts[0], value: parts[1]))
         }
-        guard !settings.isEmpty else { return .error(400, "expected one or more \"key = value\" lines in the body") }
+        guard !settings.isEmpty else { return .refused(.error(400, "expected one or more \"key = value\" lines in the body")) }
+        var profile = snapshot
         do {
-            try state.applySettings(settings)
-            return .text(state.conditions.profile.rendered)
+            for setting in settings { try profile.set(setting.key, to: setting.value) }
         } catch {
-            return .error(400, error.description)
+            return .refused(.error(400, clipped(error).description))
+        }
+        return .parsed((settings, profile, profile.rendered))
+    }
+
+    /// A scenario whose profile steps name built-in profiles only. Runs on the worker thread.
+    static func scenario(from body: String, name: String) -> Parsed<Scenario> {
+        do {
+            return .parsed(try Scenario(parsing: body, name: String(name.prefix(100)), builtInProfilesOnly: true))
+        } catch {
+            var error = error
+            error.text = error.text.map { clip($0) }
+            return .refused(.error(400, error.description))
+        }
+    }
+
+    /// `error` with its quoted text shortened, so an answer never repeats a megabyte of the request.
+    static func clipped(_ error: ProfileError) -> ProfileError {
+        var error = error
+        error.text = error.text.map { clip($0) }
+        switch error.kind {
+        case .unknownKey(let key, let suggestion): error.kind = .unknownKey(clip(key), suggestion: suggestion)
+        case .duplicateKey(let key, let firstLine): error.kind = .duplicateKey(clip(key), firstLine: firstLine)
+        default: break
+        }
+        return error
+    }
+
+    static func clip(_ text: String) -> String { text.count > 80 ? text.prefix(80) + "…" : text }
+}
+
+extension Profile {
+    /// The built-in profile called `name`; anything that looks like a path is refused without touching the file
+    /// system, so the answer reveals nothing about which files exist.
+    static func namedBuiltIn(_ name: String) throws(ProfileError) -> Profile {
+        if name.contains("/") || name.hasSuffix(".profile") {
+            throw ProfileError(kind: .invalidValue(
+                expected: "a built-in profile name or profile text: the control endpoint reads no files (\"linkcond use FILE\" reads the file and sends its text)"))
+        }
+        if let profile = builtIn(named: name) { return profile }
+        guard name.count <= 64 else { throw ProfileError(kind: .unknownProfile(ControlAPI.clip(name), closest: [])) }
+        let asked = name.lowercased()
+        let ranked = NameSuggestion.ranked(asked, among: builtInNames.map { $0.lowercased() }).prefix(3)
+        let near = ranked.filter { NameSuggestion.editDistance(asked, $0) <= max(2, asked.count / 2) }
+        let closest = (near.isEmpty ? Array(ranked) : near).compactMap { key in builtInNames.first { $0.lowercased() == key } }
+        throw ProfileError(kind: .unknownProfile(name, closest: closest))
+    }
+}
+
+/// A body parsed on the worker, or the answer that refuses it.
+enum Parsed<Value: Sendable>: Sendable {
+    case parsed(Value)
+    case refused(HTTPResponse)
+}
+
+/// Parses control request bodies on one worker thread and hands each result to the event loop, so parsing a
+/// large body never stalls relayed traffic or signal handling. One body at a time; the control connection limit
+/// bounds how many wait.
+final class BodyParsingWorker: Sendable {
+    private let loop: EventLoop
+    private let queue = DispatchQueue(label: "linkcond-control-parser")
+
+    init(loop: EventLoop) { self.loop = loop }
+
+    /// Runs `work` on the worker, then `apply` with its result on the loop thread. Called on the loop thread.
+    func parse<Value: Sendable>(_ work: @escaping @Sendable () -> Value, then apply: @escaping (Value) -> Void) {
+        let apply = LoopBound(apply)
+        let loop = self.loop
+        queue.async {
+            let value = work()
+            _ = loop.execute { apply.value(value) }
         }
     }
 }

@@ -27,7 +27,18 @@ public struct ControlClient: Sendable {
         public var body: String
     }
 
-    /// Sends one request and returns the status and body.
+    /// The token for `address`: `LINKCOND_CONTROL_TOKEN` if set, else the token file `linkcond run` wrote for a
+    /// loopback TCP endpoint in this user's private directory; nil for a Unix socket, which needs none.
+    public static func token(for address: ControlAddress) throws(PrivateFiles.Refusal) -> String? {
+        if let environment = ProcessInfo.processInfo.environment["LINKCOND_CONTROL_TOKEN"], !environment.isEmpty {
+            return environment
+        }
+        guard case .tcp(let endpoint) = address else { return nil }
+        return try PrivateFiles.read(ControlAddress.tokenFile(port: endpoint.port))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Sends one request and returns the status and body; a body goes as `text/x-linkcond`. A Unix socket that
+    /// another user owns is refused before connecting.
     public func send(_ method: String, _ path: String, body: String = "") throws -> Response {
         let socketAddress: SocketAddress
         var host = "localhost"
@@ -38,6 +49,7 @@ public struct ControlClient: Sendable {
             host = endpoint.description
         case .unix(let path):
             guard let local = SocketAddress(unixPath: path) else { throw ControlClientError.unreachable(address, "path too long") }
+            try PrivateFiles.checkSocketOwner(path)
             socketAddress = local
         }
         let stream: BlockingStream
@@ -49,6 +61,7 @@ public struct ControlClient: Sendable {
         defer { stream.close() }
         let payload = Array(body.utf8)
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nContent-Length: \(payload.count)\r\nConnection: close\r\n"
+        if !payload.isEmpty { head += "Content-Type: text/x-linkcond; charset=utf-8\r\n" }
         if let token { head += "Authorization: Bearer \(token)\r\n" }
         try stream.write(Array((head + "\r\n").utf8) + payload)
         let reply = try stream.readToEnd()

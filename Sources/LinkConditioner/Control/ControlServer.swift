@@ -20,14 +20,20 @@ public enum ControlAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The per-user socket a running linkcond serves when it can, and the CLI tries first.
-    public static var userDefault: ControlAddress {
-        let environment = ProcessInfo.processInfo.environment
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            return .unix(runtime + "/linkcond.sock")
+    /// The directory only this user can enter where linkcond keeps its control socket and token files:
+    /// `$XDG_RUNTIME_DIR/linkcond`, or `/tmp/linkcond-UID` when `XDG_RUNTIME_DIR` is not set.
+    public static var privateDirectory: String {
+        if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            return runtime + "/linkcond"
         }
-        return .unix("/tmp/linkcond-\(CurrentUser.id).sock")
+        return "/tmp/linkcond-\(CurrentUser.id)"
     }
+
+    /// The per-user socket a running linkcond serves when it can, and the CLI tries first.
+    public static var userDefault: ControlAddress { .unix(privateDirectory + "/control.sock") }
+
+    /// Where `linkcond run` keeps the token of its TCP control endpoint on `port`, for the CLI to find.
+    public static func tokenFile(port: UInt16) -> String { privateDirectory + "/control-\(port).token" }
 
     public var description: String {
         switch self {
@@ -37,7 +43,7 @@ public enum ControlAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether only this machine can reach the address (loopback or a Unix socket).
-    var isLocalOnly: Bool {
+    public var isLocalOnly: Bool {
         switch self {
         case .unix: true
         case .tcp(let endpoint): ["127.0.0.1", "::1", "localhost"].contains(endpoint.host) || endpoint.host.hasPrefix("127.")
@@ -45,175 +51,284 @@ public enum ControlAddress: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// The token a control endpoint requires: `Authorization: Bearer TOKEN`.
+public enum ControlToken {
+    /// A new random token: 32 bytes from the system's cryptographic generator, as 64 hex digits.
+    public static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    /// Compares in time independent of where the first difference is.
+    static func matches(_ given: String, _ expected: String) -> Bool {
+        SecretComparison.equal(Array(given.utf8), Array(expected.utf8))
+    }
+}
+
+/// Compares secrets (tokens, passwords) in time independent of where the first difference is, so timing does not
+/// reveal a matching prefix.
+enum SecretComparison {
+    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
+        for index in 0..<max(a.count, b.count) {
+            difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
+        }
+        return difference == 0
+    }
+}
+
 /// The control endpoint: a small HTTP/1.1 server on the proxy's event loop that reads and steers its conditions.
 ///
 /// Lives on the event loop thread; started through `ConditionedProxy.serveControl`. One request per connection.
+/// What a browser could send is refused before any route runs: a `Host` that is not this loopback endpoint (DNS
+/// rebinding), any foreign `Origin` (a web page), and bodies not sent as `text/x-linkcond` (a form or a no-cors
+/// fetch cannot send that type without a preflight, which is never granted). A Unix socket serves this user only.
 final class ControlServer {
+    /// The most control connections held at once; more wait in the kernel's backlog until one closes (each is
+    /// closed after `exchangeTimeout` at the latest), so idle clients cannot take the descriptors the data path needs.
+    static let connectionLimit = 64
+    /// How long a client has to send its request, and then again to read the answer.
+    static let exchangeTimeout = Duration.seconds(10)
+    /// The media type every request body must carry.
+    static let bodyType = "text/x-linkcond"
+
     let address: SocketAddress
     let displayAddress: String
     private let loop: EventLoop
-    private let socket: Socket
+    private let acceptor: TCPAcceptor
     private let api: ControlAPI
     private let token: String?
     private let unixPath: String?
-    private var registration: EventLoop.RegistrationID?
+    private let logger: Logger
+    /// Host values a request may carry (loopback TCP endpoints only); nil accepts any host.
+    private let acceptedHosts: Set<String>?
     private var connections: [Int32: ControlConnection] = [:]
 
     init(address: SocketAddress, unixPath: String?, token: String?, state: ProxyState) throws(SystemError) {
         loop = state.loop
-        if let unixPath {
-            socket = try Socket.listening(unixPath: unixPath)
-        } else {
-            socket = try Socket.listening(on: address)
-        }
+        logger = state.logger
+        let socket = if let unixPath { try Socket.listening(unixPath: unixPath) } else { try Socket.listening(on: address) }
+        acceptor = try TCPAcceptor(adopting: socket, loop: state.loop, logger: state.logger)
+        self.address = acceptor.localAddress
         self.unixPath = unixPath
-        do {
-            self.address = try socket.localAddress()
-        } catch {
-            socket.close()
-            throw error
-        }
         displayAddress = unixPath ?? "http://\(self.address)"
         self.token = token
+        acceptedHosts = unixPath == nil && self.address.isLoopback ? Self.loopbackHosts(port: self.address.port) : nil
         api = ControlAPI(state: state)
         do {
-            registration = try loop.register(socket.descriptor, interest: Epoll.readable) { [weak self] _ in self?.acceptPending() }
+            try acceptor.start { [weak self] client, _ in self?.accepted(client) }
         } catch {
-            socket.close()
+            if let unixPath { Socket.removeSocketFile(unixPath) }
             throw error
         }
     }
 
-    private func acceptPending() {
-        for _ in 0..<64 {
-            guard case .processed(let (client, _))? = try? socket.accept() else { return }
-            let connection = ControlConnection(socket: client, server: self)
-            connections[client.descriptor] = connection
-            connection.start()
+    /// The `Host` values that name a loopback endpoint on `port`.
+    private static func loopbackHosts(port: UInt16) -> Set<String> {
+        ["localhost:\(port)", "127.0.0.1:\(port)", "[::1]:\(port)"]
+    }
+
+    private func accepted(_ client: Socket) {
+        if unixPath != nil, let peer = try? client.peerUserID(), peer != CurrentUser.id, peer != 0 {
+            logger.warning("control socket: refused a connection from user \(peer)")
+            client.close()
+            return
+        }
+        let connection = ControlConnection(socket: client, server: self)
+        connections[client.descriptor] = connection
+        connection.start()
+        if connections.count >= Self.connectionLimit {
+            logger.warning("control endpoint: \(Self.connectionLimit) connections open; new ones wait until one closes")
+            acceptor.hold(true)
         }
     }
 
-    /// Answers one parsed request: token check, then the API.
-    func respond(to request: HTTPRequest) -> HTTPResponse {
-        if let token, request.headers["authorization"] != "Bearer \(token)" {
-            return .error(401, "this control endpoint needs \"Authorization: Bearer TOKEN\" (the token given with --control-token)")
+    /// Refuses what a browser or a stranger could send, or hands the request to the API; `reply` runs on the loop.
+    func respond(to request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
+        if let refusal = refusal(of: request) { return reply(refusal) }
+        api.handle(request, reply: reply)
+    }
+
+    private func refusal(of request: HTTPRequest) -> HTTPResponse? {
+        if let acceptedHosts {
+            let host = request.headers["host"]?.lowercased() ?? ""
+            guard acceptedHosts.contains(host) || isLoopbackLiteral(host) else {
+                return .error(403, "Host \"\(host.prefix(80))\" is not this control endpoint; expected localhost:\(address.port) or 127.0.0.1:\(address.port) (a web page trying DNS rebinding looks like this)")
+            }
         }
-        return api.handle(request)
+        if let origin = request.headers["origin"] {
+            let sameOrigin = request.headers["host"].map { "http://" + $0.lowercased() } == origin.lowercased() && acceptedHosts != nil
+            guard sameOrigin else {
+                return .error(403, "requests from web pages (Origin \"\(origin.prefix(80))\") are refused: only local programs such as the linkcond command may steer linkcond")
+            }
+        }
+        if let site = request.headers["sec-fetch-site"]?.lowercased(), !["same-origin", "none"].contains(site) {
+            return .error(403, "requests from web pages (Sec-Fetch-Site: \(site.prefix(20))) are refused")
+        }
+        if request.method == "OPTIONS" {
+            return .error(405, "the control endpoint answers no cross-origin (CORS) requests")
+        }
+        if let token {
+            let given = request.headers["authorization"] ?? ""
+            guard given.hasPrefix("Bearer "), ControlToken.matches(String(given.dropFirst(7)), token) else {
+                return .error(401, "this control endpoint needs \"Authorization: Bearer TOKEN\"; the linkcond command finds the token itself, scripts read it from the file \"linkcond run\" names on stderr (or pass --control-token)")
+            }
+        }
+        if !request.body.isEmpty {
+            let type = request.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+            guard type == Self.bodyType else {
+                return .error(415, "send request bodies as \"Content-Type: \(Self.bodyType)\" (got \(type.map { "\"\($0.prefix(60))\"" } ?? "none"))")
+            }
+        }
+        return nil
+    }
+
+    /// Whether `host` is `127.x.y.z:PORT` for this endpoint's port.
+    private func isLoopbackLiteral(_ host: String) -> Bool {
+        guard host.hasPrefix("127."), let colon = host.lastIndex(of: ":"), host[host.index(after: colon)...] == "\(address.port)" else { return false }
+        return AddressBytes.parse(String(host[..<colon]))?.count == 4
     }
 
     func connectionClosed(_ connection: ControlConnection) {
         connections.removeValue(forKey: connection.socket.descriptor)
+        if connections.count < Self.connectionLimit { acceptor.hold(false) }
     }
 
     var loopForConnections: EventLoop { loop }
 
     func close() {
-        if let registration { loop.deregister(registration) }
-        registration = nil
-        socket.close()
+        acceptor.close()
         if let unixPath { Socket.removeSocketFile(unixPath) }
         for connection in Array(connections.values) { connection.close() }
     }
 }
 
-/// One control client: reads a request (bounded in size and time), writes the response, closes.
+/// One control client: reads a request (bounded in size and time), answers it, closes.
 ///
-/// Lives on the event loop thread.
+/// Lives on the event loop thread. The request must arrive within `exchangeTimeout`, and the answer must be read
+/// within another; a client that never reads its answer is closed then, holding one answer's bytes meanwhile.
 final class ControlConnection {
+    private enum Phase { case reading, answering, writing, closed }
+
     let socket: Socket
     private unowned let server: ControlServer
     private var registration: EventLoop.RegistrationID?
-    private var received: [UInt8] = []
+    private var phase = Phase.reading
+    private var reader = HTTPRequestReader()
     private var pending: [UInt8] = []
+    /// Bytes of `pending` already written.
+    private var written = 0
     private var timeout: EventLoop.TimerID?
-    private var closed = false
 
     init(socket: Socket, server: ControlServer) {
         self.socket = socket
         self.server = server
     }
 
+    private var loop: EventLoop { server.loopForConnections }
+
     func start() {
-        let loop = server.loopForConnections
         do {
             registration = try loop.register(socket.descriptor, interest: Epoll.readable | Epoll.writable | Epoll.edgeTriggered) { [weak self] _ in
                 self?.service()
             }
         } catch {
-            socket.close()
-            closed = true
-            server.connectionClosed(self)
+            close()
             return
         }
-        timeout = loop.schedule(at: loop.clock.now() + .seconds(10)) { [weak self] in
-            guard let self, self.pending.isEmpty else { return }
-            self.reply(.error(408, "no complete request within 10 s"))
-        }
+        timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in self?.timedOut() }
         service()
     }
 
-    private func service() {
-        guard !closed else { return }
-        if !pending.isEmpty {
-            flush()
-            return
+    private func timedOut() {
+        timeout = nil
+        switch phase {
+        case .reading:
+            if reader.bytes.isEmpty { return close() }
+            reply(.error(408, "no complete request within \(ControlServer.exchangeTimeout.seconds) s"))
+        case .writing:
+            close()
+        case .answering, .closed:
+            break
         }
+    }
+
+    private func service() {
+        switch phase {
+        case .reading: readRequest()
+        case .writing: flush()
+        case .answering, .closed: break
+        }
+    }
+
+    private func readRequest() {
         var buffer = [UInt8](repeating: 0, count: 16384)
-        while true {
+        while phase == .reading {
             let result = buffer.withUnsafeMutableBytes { raw in Result { () throws(SystemError) in try socket.read(into: raw) } }
             switch result {
-            case .failure:
+            case .failure, .success(.processed(0)):
                 close()
                 return
             case .success(.wouldBlock):
                 return
-            case .success(.processed(0)):
-                close()
-                return
             case .success(.processed(let count)):
-                received += buffer[0..<count]
-                switch HTTPRequest.parse(received) {
+                switch reader.append(buffer[0..<count]) {
                 case .incomplete:
                     continue
                 case .invalid(let status, let reason):
                     reply(.error(status, reason))
-                    return
                 case .complete(let request, _):
-                    reply(server.respond(to: request))
-                    return
+                    phase = .answering
+                    reader = HTTPRequestReader()
+                    let connection = LoopBound(WeakControlConnection(self))
+                    server.respond(to: request) { response in connection.value.connection?.reply(response) }
                 }
             }
         }
     }
 
     private func reply(_ response: HTTPResponse) {
-        if let timeout { server.loopForConnections.cancel(timeout) }
-        timeout = nil
+        guard phase == .reading || phase == .answering else { return }
+        phase = .writing
+        reader = HTTPRequestReader()
         pending = response.bytes
+        if let timeout { loop.cancel(timeout) }
+        timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in self?.timedOut() }
         flush()
     }
 
     private func flush() {
-        while !pending.isEmpty {
-            let result = pending.withUnsafeBytes { raw in Result { () throws(SystemError) in try socket.write(raw) } }
+        while written < pending.count {
+            let result = pending.withUnsafeBytes { raw in
+                Result { () throws(SystemError) in try socket.write(UnsafeRawBufferPointer(rebasing: raw[written...])) }
+            }
             switch result {
             case .success(.processed(let count)):
-                pending.removeFirst(count)
+                written += count
             case .success(.wouldBlock):
                 return
             case .failure:
-                pending.removeAll()
+                written = pending.count
             }
         }
         close()
     }
 
     func close() {
-        guard !closed else { return }
-        closed = true
-        if let registration { server.loopForConnections.deregister(registration) }
-        if let timeout { server.loopForConnections.cancel(timeout) }
+        guard phase != .closed else { return }
+        phase = .closed
+        if let registration { loop.deregister(registration) }
+        registration = nil
+        if let timeout { loop.cancel(timeout) }
+        timeout = nil
         socket.close()
         server.connectionClosed(self)
     }
+}
+
+/// A control connection reference that does not keep the connection alive while its request is answered.
+struct WeakControlConnection {
+    weak var connection: ControlConnection?
+
+    init(_ connection: ControlConnection) { self.connection = connection }
 }

@@ -44,8 +44,9 @@ public struct Scenario: Sendable, Hashable {
     public var period: Duration?
 
     /// Parses a scenario; errors name `file:line`, the text and what was expected. Profile names are resolved now,
-    /// so a scenario that parses can always run.
-    public init(parsing text: String, name: String = "", file: String? = nil) throws(ScenarioError) {
+    /// so a scenario that parses can always run. With `builtInProfilesOnly` (the control endpoint) a profile step
+    /// must name a built-in profile: no file is read.
+    public init(parsing text: String, name: String = "", file: String? = nil, builtInProfilesOnly: Bool = false) throws(ScenarioError) {
         self.name = name
         steps = []
         period = nil
@@ -88,7 +89,7 @@ public struct Scenario: Sendable, Hashable {
                 sawRepeat = true
                 continue
             }
-            steps.append(Step(at: at, action: try Self.action(action, fail: fail), line: lineNumber))
+            steps.append(Step(at: at, action: try Self.action(action, builtInProfilesOnly: builtInProfilesOnly, fail: fail), line: lineNumber))
             lastTime = at
         }
         if steps.isEmpty {
@@ -106,7 +107,7 @@ public struct Scenario: Sendable, Hashable {
                       name: base.hasSuffix(".scenario") ? String(base.dropLast(9)) : base, file: base)
     }
 
-    private static func action(_ text: String, fail: (String) -> ScenarioError) throws(ScenarioError) -> Action {
+    private static func action(_ text: String, builtInProfilesOnly: Bool, fail: (String) -> ScenarioError) throws(ScenarioError) -> Action {
         let words = text.split(separator: " ").map(String.init)
         switch words[0] {
         case "online":
@@ -138,8 +139,11 @@ public struct Scenario: Sendable, Hashable {
             return .ramp(try Ramp(parsing: Array(words.dropFirst()), fail: fail))
         default:
             guard words.count == 1 else { throw fail("a profile name or path, offline, online, set or ramp") }
+            if builtInProfilesOnly && (words[0].contains("/") || words[0].hasSuffix(".profile")) {
+                throw fail("a built-in profile name: a running linkcond reads no files, so play a scenario that names profile files with \"linkcond run --scenario FILE\"")
+            }
             do {
-                return .profile(try Profile.load(words[0]))
+                return .profile(try builtInProfilesOnly ? Profile.namedBuiltIn(words[0]) : Profile.load(words[0]))
             } catch {
                 throw fail("a profile name or path (\(error.explanation))")
             }

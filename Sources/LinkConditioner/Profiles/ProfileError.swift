@@ -89,8 +89,14 @@ public struct ProfileError: Error, Hashable, Sendable, CustomStringConvertible {
 
 /// Nearest-name suggestions by Levenshtein edit distance, for did-you-mean hints.
 enum NameSuggestion {
+    /// Names whose lengths differ by more than this are no typo of each other: the length difference (a lower
+    /// bound of the distance) stands in, so a megabyte-long unknown key costs a count, not a quadratic table.
+    static let comparableLengthDifference = 32
+
     /// The number of single-character insertions, deletions and substitutions that turn `a` into `b`.
     static func editDistance(_ a: String, _ b: String) -> Int {
+        let lengthDifference = abs(a.utf8.count - b.utf8.count)
+        if lengthDifference > comparableLengthDifference { return lengthDifference }
         let a = Array(a), b = Array(b)
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }

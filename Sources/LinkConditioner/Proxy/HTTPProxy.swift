@@ -84,10 +84,17 @@ enum HTTPProxy {
         "connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate", "te", "trailer", "upgrade",
     ]
 
+    /// Fields that delimit or route a request: a Connection field naming one of them would make the proxy drop it
+    /// and the origin read the body as another request (request smuggling), so such a request is refused.
+    static let framingFields: Set<String> = ["content-length", "transfer-encoding", "host"]
+
     private static let headEnd: [UInt8] = Array("\r\n\r\n".utf8)
 
     /// Parses the head at the start of `bytes`, if it is complete and within `headLimit`.
     static func parseHead(_ bytes: ArraySlice<UInt8>) -> HTTPHeadParse {
+        if let bareLineFeed = firstBareLineFeed(in: bytes), bareLineFeed < (firstHeadEnd(in: bytes, from: bytes.startIndex) ?? bytes.endIndex) {
+            return .malformed("request lines must end with CRLF (\\r\\n), not a bare LF")
+        }
         guard let end = firstHeadEnd(in: bytes, from: bytes.startIndex) else {
             return bytes.count > headLimit ? .tooLarge : .needMore
         }
@@ -114,6 +121,12 @@ enum HTTPProxy {
         let head = HTTPRequestHead(method: String(requestLine[0]), target: String(requestLine[1]),
                                    version: String(requestLine[2]), fields: fields)
         return .head(head, length: length)
+    }
+
+    /// The index of the first LF not preceded by CR, which RFC 9112 lets a server refuse; linkcond does, at once,
+    /// rather than wait for a CRLF that never comes.
+    static func firstBareLineFeed(in bytes: ArraySlice<UInt8>) -> Int? {
+        bytes.indices.first { bytes[$0] == 10 && ($0 == bytes.startIndex || bytes[$0 - 1] != 13) }
     }
 
     /// The index of the first `\r\n\r\n` at or after `start`.
@@ -158,6 +171,10 @@ enum HTTPProxy {
         }
         guard let (origin, _) = absoluteTarget(head.target) else { return .reject(.badRequest("malformed URL \"\(head.target.prefix(80))\"")) }
         if case .failure(let why) = framing(of: head) { return .reject(.badRequest(why.description)) }
+        let protected = Set(head.tokens("Connection") + head.tokens("Proxy-Connection")).intersection(framingFields)
+        if let field = protected.sorted().first {
+            return .reject(.badRequest("Connection names \(field), which delimits the request; it cannot be dropped"))
+        }
         return .forward(origin)
     }
 
@@ -291,7 +308,7 @@ final class HTTPRequestRewriter: StreamFilter {
                 pending.append(contentsOf: bytes[index...])
                 index = bytes.count
                 guard let end = HTTPProxy.firstHeadEnd(in: pending[...], from: searchFrom) else {
-                    if pending.count > HTTPProxy.headLimit { stop() }
+                    if pending.count > HTTPProxy.headLimit || HTTPProxy.firstBareLineFeed(in: pending[...]) != nil { stop() }
                     continue
                 }
                 let rest = Array(pending[(end + 4)...])

@@ -100,14 +100,14 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         return addresses.contains { address in patterns.contains { $0.matches(addressBytes: address.addressBytes) } }
     }
 
-    /// Whether `address` is this listener itself (or an unspecified address), which would relay in a loop.
+    /// Whether `address` is this listener itself (or an unspecified address), which would relay in a loop. An
+    /// IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) counts as the IPv4 address it carries.
     func isForbidden(_ address: SocketAddress) -> Bool {
-        let bytes = address.addressBytes
+        let bytes = address.canonicalAddressBytes
         if bytes.allSatisfy({ $0 == 0 }) { return true }
         guard address.port == localAddress.port else { return false }
-        let listening = localAddress.addressBytes
-        let isLoopback = bytes.first == 127 || bytes == [UInt8](repeating: 0, count: 15) + [1]
-        return bytes == listening || listening.allSatisfy { $0 == 0 } || isLoopback
+        let listening = localAddress.canonicalAddressBytes
+        return bytes == listening || listening.allSatisfy { $0 == 0 } || address.isLoopback
     }
 
     /// Starts a session for a new client, or resets it while the profile refuses connections or the client

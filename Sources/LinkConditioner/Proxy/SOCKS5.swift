@@ -100,8 +100,7 @@ struct SOCKS5Negotiation {
         let length = 2 + Int(bytes[1])
         guard bytes.count >= length else { return .needMore }
         let offered = Set(bytes[2..<length])
-        let wanted: SOCKS5.Method = credentials == nil && offered.contains(SOCKS5.Method.noAuthentication.rawValue)
-            ? .noAuthentication : .usernamePassword
+        let wanted: SOCKS5.Method = credentials == nil ? .noAuthentication : .usernamePassword
         guard offered.contains(wanted.rawValue) else {
             phase = .done
             return .refuse([SOCKS5.version, SOCKS5.Method.noneAcceptable.rawValue])
@@ -181,16 +180,8 @@ public struct ProxyCredentials: Hashable, Sendable {
 
     /// Compares in time independent of where the first difference is, so timing does not reveal a prefix.
     func accepts(user: [UInt8], password: [UInt8]) -> Bool {
-        let userMatches = Self.same(user, Array(self.user.utf8))
-        let passwordMatches = Self.same(password, Array(self.password.utf8))
+        let userMatches = SecretComparison.equal(user, Array(self.user.utf8))
+        let passwordMatches = SecretComparison.equal(password, Array(self.password.utf8))
         return userMatches && passwordMatches
-    }
-
-    private static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
-        for index in 0..<max(a.count, b.count) {
-            difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
-        }
-        return difference == 0
     }
 }

@@ -1,6 +1,7 @@
 import Logging
 
-/// A listening TCP socket on the event loop: accepts in batches and hands each client to its owner.
+/// A listening stream socket (TCP, or Unix-domain for the control endpoint) on the event loop: accepts in batches
+/// and hands each client to its owner.
 ///
 /// Lives on the event loop thread. When accept fails (typically out of descriptors) it stops watching the socket
 /// for 100 ms instead of spinning on an event it cannot clear, and tries again until an accept succeeds. Clients
@@ -12,6 +13,8 @@ final class TCPAcceptor {
     private let logger: Logger
     private var registration: EventLoop.RegistrationID?
     private var paused = false
+    /// Set by the owner while it cannot take more clients; new ones wait in the kernel's backlog meanwhile.
+    private var held = false
     private var onClient: ((Socket, SocketAddress) -> Void)?
     /// Accepts that failed since the last one that succeeded: nonzero during an episode.
     private(set) var failedAttempts = 0
@@ -72,6 +75,7 @@ final class TCPAcceptor {
             }
             endEpisode()
             onClient?(client, address)
+            if held { return }
         }
     }
 
@@ -89,8 +93,15 @@ final class TCPAcceptor {
         loop.schedule(at: loop.clock.now() + Self.pause) { [weak self] in
             guard let self, let registration = self.registration else { return }
             self.paused = false
-            self.loop.setInterest(registration, Epoll.readable)
+            if !self.held { self.loop.setInterest(registration, Epoll.readable) }
         }
+    }
+
+    /// Stops (`true`) or resumes (`false`) accepting, for an owner that has reached its connection limit.
+    func hold(_ holding: Bool) {
+        guard holding != held, let registration else { return }
+        held = holding
+        if !paused { loop.setInterest(registration, holding ? 0 : Epoll.readable) }
     }
 
     /// Stops accepting and closes the listening socket.

@@ -1,0 +1,75 @@
+import Foundation
+import LinkConditioner
+import LoopbackPeers
+import Testing
+
+/// What the SOCKS5 and HTTP proxy front end refuses so that it cannot be turned against its host or its upstreams.
+@Suite(.serialized)
+struct ProxyFrontEndSecurityTests {
+    @Test func aSOCKS5ClientOfferingOnlyPasswordAuthenticationIsRefusedWhenNoCredentialsAreConfigured() throws {
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
+
+        try client.send(SOCKS5Client.greeting(methods: [0x02]))
+
+        #expect(try client.receive(exactly: 2) == [0x05, 0xFF])
+        #expect(client.readUntilClosed().isEmpty)
+    }
+
+    @Test func aSOCKS5ConnectToTheProxyItselfAsAnIPv4MappedIPv6AddressIsNotAllowed() throws {
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
+        let mapped: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] + SOCKS5Client.loopback
+
+        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv6: mapped, port: proxy.port))
+
+        #expect(reply == 0x02)
+        #expect(proxy.status().first?.activeConnections ?? 0 <= 1)
+    }
+
+    @Test func anHTTPConnectToTheProxyItselfAsAnIPv4MappedIPv6AddressIsForbidden() throws {
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
+
+        try client.send(Array("CONNECT [::ffff:127.0.0.1]:\(proxy.port) HTTP/1.1\r\nHost: [::ffff:127.0.0.1]:\(proxy.port)\r\n\r\n".utf8))
+        let response = client.readTextUntilClosed()
+
+        #expect(response.hasPrefix("HTTP/1.1 403 "), "\(response)")
+    }
+
+    @Test func anHTTPGetToTheProxyItselfAsAnIPv4MappedIPv6AddressIsForbidden() throws {
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
+
+        try client.send(Array("GET http://[::ffff:127.0.0.1]:\(proxy.port)/ HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        let response = client.readTextUntilClosed()
+
+        #expect(response.hasPrefix("HTTP/1.1 403 "), "\(response)")
+    }
+
+    @Test(arguments: ["content-length", "Transfer-Encoding", "keep-alive, Content-Length"])
+    func aRequestNamingAFramingFieldInConnectionIsRefusedAndNothingReachesTheOrigin(_ connectionField: String) throws {
+        let origin = try TestHTTPOrigin()
+        defer { origin.stop() }
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
+        let smuggled = "GET /second HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+        try client.send(Array(("POST http://127.0.0.1:\(origin.port)/first HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + "Connection: \(connectionField)\r\nContent-Length: \(smuggled.utf8.count)\r\n\r\n" + smuggled).utf8))
+        let response = client.readTextUntilClosed()
+
+        #expect(response.hasPrefix("HTTP/1.1 400 "), "\(response)")
+        #expect(origin.requestHeads.value.isEmpty, "the origin saw \(origin.requestHeads.value)")
+    }
+
+    @Test func aRequestWithBareLineFeedsIsAnsweredBadRequestAtOnce() throws {
+        let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(handshakeTimeout: .seconds(60)), timeout: 30)
+        defer { client.close(); proxy.stop() }
+
+        try client.send(Array("GET http://127.0.0.1:9/ HTTP/1.1\nHost: 127.0.0.1\n\n".utf8))
+        let response = client.readTextUntilClosed()
+
+        #expect(response.hasPrefix("HTTP/1.1 400 "), "\(response)")
+    }
+}
