@@ -8,6 +8,7 @@ import Foundation
 /// | method and path        | body                                   | does                                  |
 /// |------------------------|----------------------------------------|---------------------------------------|
 /// | GET /status            |                                        | JSON `StatusReport`                   |
+/// | GET /version           |                                        | JSON `{"version": "…"}`               |
 /// | GET /profile           |                                        | the current profile, fully resolved   |
 /// | PUT /profile           | a profile name/path, or profile text   | switches to it (stops a scenario)     |
 /// | POST /settings         | `key = value` lines                    | changes those settings                |
@@ -25,6 +26,8 @@ struct ControlAPI {
         switch (request.method, request.path) {
         case ("GET", "/status"):
             return status()
+        case ("GET", "/version"):
+            return .json("{\"version\": \"\(linkcondVersion)\"}\n")
         case ("GET", "/profile"):
             return .text(state.conditions.profile.rendered)
         case ("PUT", "/profile"), ("POST", "/profile"):
@@ -58,7 +61,7 @@ struct ControlAPI {
             state.stopScenario()
             return .text(running ? "scenario stopped" : "no scenario was running")
         default:
-            let known = ["/status", "/profile", "/settings", "/offline", "/online", "/reset", "/scenario"]
+            let known = ["/status", "/version", "/profile", "/settings", "/offline", "/online", "/reset", "/scenario"]
             if known.contains(request.path) {
                 return .error(405, "\(request.method) is not allowed on \(request.path)")
             }
