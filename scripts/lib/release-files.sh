@@ -40,3 +40,8 @@ generate_completions() {
     "$binary" --generate-completion-script zsh > "$output/_linkcond"
     "$binary" --generate-completion-script fish > "$output/linkcond.fish"
 }
+
+# Where scripts/install puts linkcond when no --prefix is given: /usr/local as root, ~/.local otherwise.
+default_prefix() {
+    if [ "$(id -u)" -eq 0 ]; then echo /usr/local; else echo "$HOME/.local"; fi
+}
