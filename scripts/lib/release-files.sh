@@ -33,10 +33,10 @@ generate_manual() {
 }
 
 # Writes the bash, zsh and fish completion scripts of binary $1 into directory $2, named as each shell
-# looks them up: linkcond, _linkcond, linkcond.fish.
+# looks them up: linkcond, _linkcond, linkcond.fish. The bash script is sourced, never run, so its #! line goes.
 generate_completions() {
     local binary=$1 output=$2
-    "$binary" --generate-completion-script bash > "$output/linkcond"
+    "$binary" --generate-completion-script bash | sed '1{/^#!/d}' > "$output/linkcond"
     "$binary" --generate-completion-script zsh > "$output/_linkcond"
     "$binary" --generate-completion-script fish > "$output/linkcond.fish"
 }
