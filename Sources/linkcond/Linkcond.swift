@@ -25,7 +25,8 @@ struct Linkcond: ParsableCommand {
         ]
     )
 
-    /// Parses and runs like ArgumentParser's own `main`, but exits 2 (not 64) on bad usage.
+    /// Parses and runs like ArgumentParser's own `main`, but exits 2 (not 64) on bad usage, and starts usage
+    /// errors with "linkcond:" as every other diagnostic does.
     static func main() {
         do {
             var command = try parseAsRoot()
@@ -33,7 +34,9 @@ struct Linkcond: ParsableCommand {
         } catch {
             let code = exitCode(for: error)
             if code == .validationFailure {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                var message = fullMessage(for: error)
+                if message.hasPrefix("Error: ") { message = "linkcond: " + message.dropFirst("Error: ".count) }
+                FileHandle.standardError.write(Data((message + "\n").utf8))
                 Foundation.exit(2)
             }
             exit(withError: error)

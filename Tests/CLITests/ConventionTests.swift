@@ -37,9 +37,9 @@ struct ConventionTests {
         let badValue = try LinkcondProcess.run(["run", "--buffer", "lots"])
 
         #expect(unknownCommand.status == 2)
-        #expect(unknownCommand.stderr.contains("teleport"), "\(unknownCommand.stderr)")
+        #expect(unknownCommand.stderr.hasPrefix("linkcond: ") && unknownCommand.stderr.contains("teleport"), "\(unknownCommand.stderr)")
         #expect(badValue.status == 2)
-        #expect(badValue.stderr.contains("--buffer \"lots\""), "\(badValue.stderr)")
+        #expect(badValue.stderr.hasPrefix("linkcond: --buffer \"lots\""), "\(badValue.stderr)")
     }
 
     @Test func statusJSONAndTheControlEndpointSayTheVersion() throws {
