@@ -43,8 +43,19 @@ completions=$(bash -c ". '$prefix/share/bash-completion/completions/linkcond'
     COMP_WORDS=(linkcond profile ''); COMP_CWORD=2; COMP_LINE='linkcond profile '; COMP_POINT=\${#COMP_LINE}
     _linkcond; echo \"\${COMPREPLY[*]}\"")
 check "bash completes profile's subcommands (got: $completions)" grep -qw show <<<"$completions"
-if command -v zsh >/dev/null; then check "the zsh completion parses" zsh -n "$prefix/share/zsh/site-functions/_linkcond"; fi
-if command -v fish >/dev/null; then check "the fish completion parses" fish -n "$prefix/share/fish/vendor_completions.d/linkcond.fish"; fi
+if [ -f /usr/share/bash-completion/bash_completion ]; then
+    loaded=$(XDG_DATA_DIRS="$prefix/share:/usr/share" bash -c '. /usr/share/bash-completion/bash_completion
+        _completion_loader linkcond; complete -p linkcond' 2>&1)
+    check "bash-completion finds the completion under the prefix on demand (got: $loaded)" grep -q _linkcond <<<"$loaded"
+fi
+if command -v zsh >/dev/null; then
+    zsh_function=$(zsh -fc "fpath=('$prefix/share/zsh/site-functions' \$fpath); autoload -U compinit; compinit -u -D; print \${_comps[linkcond]}")
+    check "zsh's compinit picks up _linkcond from site-functions (got: $zsh_function)" test "$zsh_function" = _linkcond
+fi
+if command -v fish >/dev/null; then
+    fish_completions=$(PATH="$prefix/bin:$PATH" XDG_DATA_DIRS="$prefix/share:/usr/share" fish -c 'complete -C "linkcond prof"' | cut -f1 | sort | xargs)
+    check "fish completes from vendor_completions.d (got: $fish_completions)" test "$fish_completions" = "profile profiles"
+fi
 
 "$repo/scripts/install" --prefix "$prefix" > "$work/reinstall.log" 2>&1 || { cat "$work/reinstall.log"; echo "FAILED: second scripts/install"; exit 1; }
 check "installing again gives the same files" test "$(cd "$prefix" && find . -type f ! -path ./bin/other-tool | sed 's|^\./||' | sort)" = "$expected"
