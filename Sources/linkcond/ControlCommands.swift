@@ -40,7 +40,13 @@ struct ControlOptions: ParsableArguments {
 struct UseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "use", abstract: "Switch a running linkcond to another profile now.",
-        discussion: "Connections keep their data and its order; new data sees the new profile at once.")
+        discussion: """
+            Connections keep their data and its order; new data sees the new profile at once.
+
+            Examples:
+              linkcond use edge
+              linkcond use ./train.profile
+            """)
 
     @Argument(help: "Built-in profile name or path to a .profile file.")
     var profile: String
@@ -69,7 +75,11 @@ struct UseCommand: ParsableCommand {
 struct SetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set", abstract: "Change one setting of a running linkcond's profile.",
-        discussion: "Example: linkcond set downlink.delay 300 ms")
+        discussion: """
+            Examples:
+              linkcond set downlink.delay 300 ms
+              linkcond set loss 2 %
+            """)
 
     @Argument(help: "A profile key, such as downlink.delay or loss.")
     var key: String
@@ -95,7 +105,14 @@ struct SetCommand: ParsableCommand {
 struct OfflineCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "offline", abstract: "Take a running linkcond's link down, as in airplane mode.",
-        discussion: "New connections are reset (or hang, with --blackhole, as in a tunnel), existing ones stall with their data kept, DNS fails. \"linkcond online\" restores everything.")
+        discussion: """
+            New connections are reset (or hang, with --blackhole, as in a tunnel), existing ones stall with their \
+            data kept, DNS fails. "linkcond online" restores everything.
+
+            Examples:
+              linkcond offline
+              linkcond offline --blackhole
+            """)
 
     @Flag(help: "Let new connections hang instead of resetting them.")
     var blackhole = false
@@ -109,7 +126,12 @@ struct OfflineCommand: ParsableCommand {
 
 /// `linkcond online`: ends airplane mode.
 struct OnlineCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "online", abstract: "Bring a running linkcond's link back up.")
+    static let configuration = CommandConfiguration(
+        commandName: "online", abstract: "Bring a running linkcond's link back up.",
+        discussion: """
+            Example:
+              linkcond online
+            """)
 
     @OptionGroup var control: ControlOptions
 
@@ -119,7 +141,11 @@ struct OnlineCommand: ParsableCommand {
 /// `linkcond reset`: resets every live connection.
 struct ResetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "reset", abstract: "Reset every live connection of a running linkcond, as when a suspended app's sockets are reclaimed.")
+        commandName: "reset", abstract: "Reset every live connection of a running linkcond, as when a suspended app's sockets are reclaimed.",
+        discussion: """
+            Example:
+              linkcond reset
+            """)
 
     @OptionGroup var control: ControlOptions
 
@@ -130,7 +156,14 @@ struct ResetCommand: ParsableCommand {
 struct ScenarioCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scenario", abstract: "Play a scenario file on a running linkcond, or check one.",
-        discussion: "A scenario is a timeline of \"TIME ACTION\" lines; see the README. \"--stop\" stops the one playing.")
+        discussion: """
+            A scenario is a timeline of "TIME ACTION" lines; see the README. "--stop" stops the one playing.
+
+            Examples:
+              linkcond scenario subway
+              linkcond scenario --check ./commute.scenario
+              linkcond scenario --stop
+            """)
 
     @Argument(help: "Path to a .scenario file, or the name of a shipped one.")
     var file: String?

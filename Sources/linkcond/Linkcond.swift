@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LinkConditioner
 
 /// The `linkcond` command line: a thin root whose subcommands live in their own files.
 @main
@@ -7,6 +8,16 @@ struct Linkcond: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "linkcond",
         abstract: "A network link conditioner: make apps under test see slow, lossy, far-away networks.",
+        discussion: """
+            Examples:
+              linkcond run --profile 3g          a local SOCKS5 and HTTP proxy on 3G
+              linkcond use edge                  switch the running one to Edge
+              linkcond profiles                  list the built-in profiles
+
+            Exit status: 0 success, 1 runtime failure (address in use, no running linkcond, kernel refusal), \
+            2 bad usage or bad input (an unknown option, a bad profile, scenario or value).
+            """,
+        version: linkcondVersion,
         subcommands: [
             RunCommand.self, UseCommand.self, SetCommand.self, StatusCommand.self, OfflineCommand.self,
             OnlineCommand.self, ResetCommand.self, ScenarioCommand.self, ProfilesCommand.self, ProfileCommand.self,
@@ -14,7 +25,8 @@ struct Linkcond: ParsableCommand {
         ]
     )
 
-    /// Parses and runs like ArgumentParser's own `main`, but exits 2 (not 64) on bad usage.
+    /// Parses and runs like ArgumentParser's own `main`, but exits 2 (not 64) on bad usage, and starts usage
+    /// errors with "linkcond:" as every other diagnostic does.
     static func main() {
         do {
             var command = try parseAsRoot()
@@ -22,7 +34,9 @@ struct Linkcond: ParsableCommand {
         } catch {
             let code = exitCode(for: error)
             if code == .validationFailure {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                var message = fullMessage(for: error)
+                if message.hasPrefix("Error: ") { message = "linkcond: " + message.dropFirst("Error: ".count) }
+                FileHandle.standardError.write(Data((message + "\n").utf8))
                 Foundation.exit(2)
             }
             exit(withError: error)

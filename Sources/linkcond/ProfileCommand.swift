@@ -6,6 +6,11 @@ struct ProfileCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "profile",
         abstract: "Show or check a profile.",
+        discussion: """
+            Examples:
+              linkcond profile show 3g
+              linkcond profile check my.profile
+            """,
         subcommands: [Show.self, Check.self]
     )
 
@@ -13,7 +18,12 @@ struct ProfileCommand: ParsableCommand {
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print a profile with every setting spelled out.",
-            discussion: "The output is itself a valid profile file: save it, edit it, and pass its path to --profile."
+            discussion: """
+                The output is itself a valid profile file: save it, edit it, and pass its path to --profile.
+
+                Example:
+                  linkcond profile show edge > train.profile
+                """
         )
 
         @Argument(help: ArgumentHelp("A built-in profile name or the path to a .profile file.", valueName: "name-or-path"))
@@ -28,7 +38,13 @@ struct ProfileCommand: ParsableCommand {
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check that profile files are valid.",
-            discussion: "Prints \"ok PATH\" for each valid file and the first error of each invalid one; exits 2 if any is invalid."
+            discussion: """
+                Prints "ok PATH" for each valid file and the first error of each invalid one; exits 2 if any is \
+                invalid.
+
+                Example:
+                  linkcond profile check profiles/*.profile
+                """
         )
 
         @Argument(help: ArgumentHelp("Paths to .profile files.", valueName: "path"))

@@ -6,7 +6,12 @@ struct ProfilesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "profiles",
         abstract: "List the built-in profiles with what each does.",
-        discussion: "Use a name with \"linkcond run --profile NAME\"; \"linkcond profile show NAME\" prints one in full."
+        discussion: """
+            Use a name with "linkcond run --profile NAME"; "linkcond profile show NAME" prints one in full.
+
+            Example:
+              linkcond profiles
+            """
     )
 
     func run() throws {

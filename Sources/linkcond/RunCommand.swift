@@ -13,6 +13,14 @@ struct RunCommand: ParsableCommand {
             per listener is printed on stdout: "ready tcp LISTEN UPSTREAM". Logs go to stderr. SIGINT or SIGTERM \
             closes every connection and exits 0. Without any listener option, a SOCKS5 and HTTP proxy starts on \
             127.0.0.1 (port chosen by the system) and stderr says how to point an app at it.
+
+            Examples:
+              linkcond run --profile 3g
+              linkcond run --listen 127.0.0.1:8080 --upstream 127.0.0.1:3000 --profile edge
+              linkcond run --udp-listen 127.0.0.1:5353 --udp-upstream 127.0.0.1:53 --profile 3g-lossy
+
+            Exit status: 0 after SIGINT or SIGTERM, 1 when a listener cannot start (address in use, unresolvable \
+            upstream), 2 for bad usage or a bad profile or scenario.
             """
     )
 

@@ -5,7 +5,16 @@ import LinkConditioner
 /// `linkcond status`: what a running instance is doing, for people or (with --json) for machines.
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "status", abstract: "Show a running linkcond's profile, listeners and traffic.")
+        commandName: "status", abstract: "Show a running linkcond's profile, listeners and traffic.",
+        discussion: """
+            With --watch on a terminal the view is redrawn in place; into a pipe or a file each refresh is \
+            appended as plain lines.
+
+            Examples:
+              linkcond status
+              linkcond status --json
+              linkcond status --watch
+            """)
 
     @Flag(help: "Print the status as JSON.")
     var json = false
@@ -29,7 +38,7 @@ struct StatusCommand: ParsableCommand {
                     printError("linkcond: the status answer is not a status report")
                     throw ExitStatus.runtimeFailure
                 }
-                if watch { print("\u{1B}[H\u{1B}[2J", terminator: "") }
+                if watch && Terminal.isStandardOutput { print("\u{1B}[H\u{1B}[2J", terminator: "") }
                 print(Self.render(report), terminator: "")
             }
             fflush(nil)

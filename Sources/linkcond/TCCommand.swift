@@ -11,6 +11,11 @@ struct TCCommand: ParsableCommand {
         discussion: """
             Uplink is the device's egress; downlink is its ingress, redirected to an ifb device named lc-ifb-IFINDEX. \
             Rates count Ethernet frames as tc does (headers included), not payload. Inspect with `tc -s qdisc show`.
+
+            Examples:
+              sudo linkcond tc apply eth0 3g --port 8443
+              sudo linkcond tc show eth0
+              sudo linkcond tc clear eth0
             """,
         subcommands: [TCApplyCommand.self, TCShowCommand.self, TCClearCommand.self, TCRunCommand.self]
     )
@@ -130,6 +135,10 @@ struct TCApplyCommand: ParsableCommand {
         discussion: """
             Refuses, changing nothing, when the kernel has no netem and the profile needs delay, jitter or loss \
             (unless --rate-only), or when the device has a root qdisc linkcond did not create.
+
+            Examples:
+              sudo linkcond tc apply eth0 3g
+              sudo linkcond tc apply veth0 lte --netns test --network 198.18.0.0/15
             """
     )
 
@@ -143,7 +152,11 @@ struct TCApplyCommand: ParsableCommand {
 
 struct TCShowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "show", abstract: "Print what linkcond applied to a device, read back from the kernel.")
+        commandName: "show", abstract: "Print what linkcond applied to a device, read back from the kernel.",
+        discussion: """
+            Example:
+              sudo linkcond tc show eth0
+            """)
 
     @OptionGroup var target: TCDeviceOptions
 
@@ -170,7 +183,11 @@ struct TCShowCommand: ParsableCommand {
 
 struct TCClearCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "clear", abstract: "Remove exactly what linkcond created on a device, and nothing else.")
+        commandName: "clear", abstract: "Remove exactly what linkcond created on a device, and nothing else.",
+        discussion: """
+            Example:
+              sudo linkcond tc clear eth0
+            """)
 
     @OptionGroup var target: TCDeviceOptions
 
@@ -194,7 +211,11 @@ func clearConditioning(_ target: TCDeviceOptions, control: TrafficControl) throw
 struct TCRunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Apply a profile to a device, wait for SIGINT or SIGTERM, then clear it.")
+        abstract: "Apply a profile to a device, wait for SIGINT or SIGTERM, then clear it.",
+        discussion: """
+            Example:
+              sudo linkcond tc run eth0 "Very Bad Network"
+            """)
 
     @OptionGroup var target: TCDeviceOptions
     @OptionGroup var options: TCConditioningOptions

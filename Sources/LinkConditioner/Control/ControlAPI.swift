@@ -10,6 +10,7 @@ import Foundation
 /// | method and path        | body                                   | does                                  |
 /// |------------------------|----------------------------------------|---------------------------------------|
 /// | GET /status            |                                        | JSON `StatusReport`                   |
+/// | GET /version           |                                        | JSON `{"version": "…"}`               |
 /// | GET /profile           |                                        | the current profile, fully resolved   |
 /// | PUT /profile           | a built-in profile name, or its text   | switches to it (stops a scenario)     |
 /// | POST /settings         | `key = value` lines                    | changes those settings                |
@@ -38,6 +39,8 @@ struct ControlAPI {
         switch (request.method, request.path) {
         case ("GET", "/status"):
             reply(status())
+        case ("GET", "/version"):
+            reply(.json("{\"version\": \"\(linkcondVersion)\"}\n"))
         case ("GET", "/profile"):
             reply(.text(state.conditions.profile.rendered))
         case ("PUT", "/profile"), ("POST", "/profile"):
@@ -104,7 +107,7 @@ struct ControlAPI {
             state.stopScenario()
             reply(.text(running ? "scenario stopped" : "no scenario was running"))
         default:
-            let known = ["/status", "/profile", "/settings", "/offline", "/online", "/reset", "/scenario"]
+            let known = ["/status", "/version", "/profile", "/settings", "/offline", "/online", "/reset", "/scenario"]
             if known.contains(request.path) {
                 return reply(.error(405, "\(request.method) is not allowed on \(request.path)"))
             }

@@ -49,6 +49,8 @@ public struct StatusReport: Codable, Sendable {
         }
     }
 
+    /// The running linkcond's version.
+    public var version: String = linkcondVersion
     public var profile: String
     public var profileSummary: String
     /// `refuse` or `blackhole` while offline, else nil.

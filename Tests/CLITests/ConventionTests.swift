@@ -1,0 +1,69 @@
+import Foundation
+import LinkConditioner
+import Testing
+
+/// What users of command-line tools expect of every linkcond command: a version, help with an example,
+/// documented exit statuses, and output fit for a pipe.
+@Suite(.serialized)
+struct ConventionTests {
+    static let commands: [[String]] = [
+        ["run"], ["use"], ["set"], ["status"], ["offline"], ["online"], ["reset"], ["scenario"], ["profiles"],
+        ["profile"], ["profile", "show"], ["profile", "check"],
+        ["tc"], ["tc", "apply"], ["tc", "show"], ["tc", "clear"], ["tc", "run"],
+    ]
+
+    @Test func versionPrintsTheVersionWrittenInVersionSwiftAndExitsZero() throws {
+        let result = try LinkcondProcess.run(["--version"])
+
+        #expect(result.status == 0)
+        #expect(result.stdout == linkcondVersion + "\n")
+    }
+
+    @Test(arguments: commands)
+    func helpOfEveryCommandShowsAnExampleOfItAndExitsZero(command: [String]) throws {
+        let long = try LinkcondProcess.run(command + ["--help"])
+        let short = try LinkcondProcess.run(command + ["-h"])
+
+        #expect(long.status == 0 && short.status == 0)
+        #expect(long.stdout == short.stdout)
+        #expect(long.stdout.contains("Example"), "\(long.stdout)")
+        let invocation = (["linkcond"] + command).joined(separator: " ")
+        #expect(long.stdout.split(separator: "\n").contains { $0.contains(invocation) && $0.hasPrefix("  ") },
+                "no example line runs \(invocation): \(long.stdout)")
+    }
+
+    @Test func badUsageExitsTwoNamingTheOptionAndValue() throws {
+        let unknownCommand = try LinkcondProcess.run(["teleport"])
+        let badValue = try LinkcondProcess.run(["run", "--buffer", "lots"])
+
+        #expect(unknownCommand.status == 2)
+        #expect(unknownCommand.stderr.hasPrefix("linkcond: ") && unknownCommand.stderr.contains("teleport"), "\(unknownCommand.stderr)")
+        #expect(badValue.status == 2)
+        #expect(badValue.stderr.hasPrefix("linkcond: --buffer \"lots\""), "\(badValue.stderr)")
+    }
+
+    @Test func statusJSONAndTheControlEndpointSayTheVersion() throws {
+        let instance = try ControlCommandTests.Instance()
+        defer { instance.stop() }
+
+        let status = try instance.linkcond(["status", "--json"])
+        let version = try ControlClient(address: .unix(instance.socketPath)).send("GET", "/version")
+
+        let report = try JSONDecoder().decode(StatusReport.self, from: Data(status.stdout.utf8))
+        #expect(report.version == linkcondVersion)
+        #expect(version.status == 200)
+        let body = try JSONSerialization.jsonObject(with: Data(version.body.utf8)) as? [String: String]
+        #expect(body == ["version": linkcondVersion])
+    }
+
+    @Test func statusWatchIntoAPipeAppendsPlainLinesWithoutScreenControl() throws {
+        let instance = try ControlCommandTests.Instance(profile: "edge")
+        defer { instance.stop() }
+
+        let watch = try instance.linkcond(["status", "--watch", "--count", "2"])
+
+        #expect(watch.status == 0)
+        #expect(!watch.stdout.contains("\u{1B}"), "\(watch.stdout.debugDescription)")
+        #expect(watch.stdout.components(separatedBy: "profile   edge:").count == 3, "\(watch.stdout)")
+    }
+}

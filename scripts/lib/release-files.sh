@@ -1,0 +1,47 @@
+# Sourced by scripts/install and scripts/package: builds linkcond for installing and generates the files that
+# go with it (man page, shell completions), so that an install and the .deb carry the same things.
+# Expects $repo to be the repository's root.
+
+# The version, read from the one place it is written.
+source_version() {
+    sed -n 's/^public let linkcondVersion = "\(.*\)"$/\1/p' "$repo/Sources/LinkConditioner/Version.swift"
+}
+
+# The date of packaging/debian/changelog's newest entry, as YYYY-MM-DD: the man page's date, so that
+# rebuilding the same version gives the same page.
+release_date() {
+    local line
+    line=$(grep -m1 '^ -- ' "$repo/packaging/debian/changelog")
+    date -u -d "${line#*>  }" +%Y-%m-%d
+}
+
+# Builds the release binary with the Swift runtime linked in (it then needs no Swift toolchain to run) and
+# prints its path. Build output goes to stderr.
+build_release_binary() {
+    swift build --package-path "$repo" -c release --static-swift-stdlib --product linkcond >&2
+    echo "$repo/.build/release/linkcond"
+}
+
+# Writes linkcond.1 into $1 with swift-argument-parser's generate-manual plugin. The plugin builds the
+# package's products in debug mode (the help text is the same in every mode) and reads the built tool's help.
+# generate-manual leaves the blank lines of multi-paragraph discussions in, which mdoc warns about; each
+# becomes a paragraph break (.Pp).
+generate_manual() {
+    local output=$1
+    (cd "$repo" && swift package plugin generate-manual --configuration debug --date "$(release_date)" >&2)
+    sed 's/^$/.Pp/' "$repo/.build/plugins/GenerateManual/outputs/linkcond/linkcond.1" > "$output/linkcond.1"
+}
+
+# Writes the bash, zsh and fish completion scripts of binary $1 into directory $2, named as each shell
+# looks them up: linkcond, _linkcond, linkcond.fish. The bash script is sourced, never run, so its #! line goes.
+generate_completions() {
+    local binary=$1 output=$2
+    "$binary" --generate-completion-script bash | sed '1{/^#!/d}' > "$output/linkcond"
+    "$binary" --generate-completion-script zsh > "$output/_linkcond"
+    "$binary" --generate-completion-script fish > "$output/linkcond.fish"
+}
+
+# Where scripts/install puts linkcond when no --prefix is given: /usr/local as root, ~/.local otherwise.
+default_prefix() {
+    if [ "$(id -u)" -eq 0 ]; then echo /usr/local; else echo "$HOME/.local"; fi
+}
