@@ -64,6 +64,10 @@ public struct ListenerStatus: Sendable {
     public var downlink: LinkCounters
     /// Messages a protocol-aware listener (DNS) dropped as malformed: too short, badly framed or oversized.
     public var malformedMessages = 0
+    /// Client datagrams the kernel dropped at a full receive buffer before linkcond read them (SO_RXQ_OVFL).
+    public var uplinkKernelDrops = 0
+    /// Upstream datagrams the kernel dropped at a full receive buffer before linkcond read them.
+    public var downlinkKernelDrops = 0
 }
 
 /// A listener of any kind, as the proxy drives it. Lives on the event loop thread.
