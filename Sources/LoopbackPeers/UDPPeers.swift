@@ -26,8 +26,11 @@ public final class TestDatagramSocket: @unchecked Sendable {
         self.fd = fd
         self.port = UInt16(bigEndian: address.sin_port)
         setTimeout(timeout)
+        // A large receive buffer, beyond net.core.rmem_max when running as root, so a test peer drops nothing.
         var size: Int32 = 4 << 20
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
     }
 
     /// Changes how long `receive` waits.

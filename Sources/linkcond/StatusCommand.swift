@@ -58,7 +58,7 @@ struct StatusCommand: ParsableCommand {
             lines.append("scenario  \(scenario.name.isEmpty ? "(inline)" : scenario.name), \(step), \(String(format: "%.1f", scenario.elapsedSeconds)) s in, repeated \(scenario.repetitions)×\(scenario.finished ? ", finished" : "")")
         }
         lines.append("")
-        lines.append("kind   listen                 upstream               conns  accepted  refused   ↑ rate       ↓ rate       ↑ bytes     ↓ bytes     ↑ queued  ↓ queued  lost  dropped")
+        lines.append("kind   listen                 upstream               conns  accepted  refused   ↑ rate       ↓ rate       ↑ bytes     ↓ bytes     ↑ queued  ↓ queued  lost  dropped  kernel drops")
         for listener in report.listeners {
             lines.append([
                 listener.kind.padding(toLength: 6, withPad: " ", startingAt: 0),
@@ -75,6 +75,7 @@ struct StatusCommand: ParsableCommand {
                 bytes(listener.downlink.queuedBytes).leftPadded(9),
                 String(listener.uplink.segmentsLost + listener.downlink.segmentsLost).leftPadded(5),
                 String(listener.uplink.datagramsDropped + listener.downlink.datagramsDropped + listener.malformedMessages).leftPadded(8),
+                String(listener.uplink.kernelDrops + listener.downlink.kernelDrops).leftPadded(13),
             ].joined(separator: " "))
         }
         return lines.joined(separator: "\n") + "\n"

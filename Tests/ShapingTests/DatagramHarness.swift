@@ -1,18 +1,27 @@
 import LinkConditioner
 
+/// What the receiving side took of datagrams offered with `offerDatagrams`.
+struct DatagramRun {
+    /// Datagrams the queue accepted.
+    var accepted = 0
+    /// Outcomes taken while offering, in delivery order.
+    var outcomes: [DatagramDelivery] = []
+}
+
 extension LinkDirection {
-    /// Offers `count` datagrams of `size` bytes on `flow`, one every `interval` from `start`, serving the link
-    /// before each; returns how many the queue accepted.
+    /// Offers `count` datagrams of `size` bytes on `flow`, one every `interval` from `start`. Before each, serves the
+    /// link and takes the outcomes due, as the relay's pump does, so delivered datagrams leave the link's accounting.
     @discardableResult
     func offerDatagrams(_ count: Int, size: Int, every interval: Duration, from start: Instant = .zero,
-                        on flow: LinkFlow) -> Int {
-        var accepted = 0
+                        on flow: LinkFlow) -> DatagramRun {
+        var run = DatagramRun()
         for number in 0..<count {
             let now = start + interval * number
             _ = advance(to: now)
-            if enqueueDatagram(size, on: flow, at: now).isAccepted { accepted += 1 }
+            run.outcomes += flow.takeDeliverableDatagrams(at: now)
+            if enqueueDatagram(size, on: flow, at: now).isAccepted { run.accepted += 1 }
         }
-        return accepted
+        return run
     }
 }
 

@@ -42,14 +42,43 @@ struct DatagramLinkTests {
         let flow = link.makeDatagramFlow()
 
         // 1000 datagrams of 1200 bytes offered at 10 Mbit/s into a 1 Mbit/s link with a 10-datagram queue.
-        let accepted = link.offerDatagrams(1000, size: 1200, every: .microseconds(960), on: flow)
+        let run = link.offerDatagrams(1000, size: 1200, every: .microseconds(960), on: flow)
         link.serveAll()
-        let delivered = flow.drainDatagrams()
+        let delivered = run.outcomes + flow.drainDatagrams()
+        let accepted = run.accepted
 
         #expect(link.counters.tailDrops == 1000 - accepted)
         #expect(accepted >= 95 && accepted <= 115)
         #expect(delivered.count == accepted)
         #expect(link.counters.datagramsEnqueued == 1000)
+    }
+
+    @Test func aDelayOnlyLinkCountsDatagramsInFlightAgainstItsQueue() {
+        let profile = DirectionProfile(delay: .seconds(20), queue: ByteCount(bytes: 250_000))
+        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeDatagramFlow()
+
+        // A flood of 60 KB datagrams for one second: all of them would still be in flight for 19 more seconds.
+        let run = link.offerDatagrams(1000, size: 60_000, every: .milliseconds(1), on: flow)
+
+        #expect(run.accepted == 4)
+        #expect(link.counters.tailDrops == 996)
+        #expect(link.counters.inFlightBytes == 240_000)
+        #expect(link.counters.queuedBytes == 0)
+    }
+
+    @Test func datagramsDeliveredFromADelayLineFreeTheQueueForNewOnes() {
+        let profile = DirectionProfile(delay: .seconds(20), queue: ByteCount(bytes: 250_000))
+        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeDatagramFlow()
+        link.offerDatagrams(10, size: 60_000, every: .milliseconds(1), on: flow)
+
+        let later = link.offerDatagrams(10, size: 60_000, every: .milliseconds(1), from: .ms(20_010),
+                                        on: flow)
+
+        #expect(later.outcomes.count == 4)
+        #expect(later.accepted == 4)
+        #expect(link.counters.tailDrops == 12)
     }
 
     @Test func removingADatagramFlowLeavesNothingInTheAccounting() {
@@ -83,9 +112,9 @@ struct DatagramLinkTests {
             let profile = DirectionProfile(loss: Percentage(10), lossModel: .random)
             let link = LinkDirection(profile: profile, roundTrip: .zero, seed: seed)
             let flow = link.makeDatagramFlow()
-            link.offerDatagrams(2000, size: 100, every: .milliseconds(1), on: flow)
+            let run = link.offerDatagrams(2000, size: 100, every: .milliseconds(1), on: flow)
             link.serveAll()
-            return flow.drainDatagrams().filter { $0.copies == 0 }.map(\.index)
+            return (run.outcomes + flow.drainDatagrams()).filter { $0.copies == 0 }.map(\.index)
         }
 
         #expect(lostIndexes(seed: 9) == lostIndexes(seed: 9))

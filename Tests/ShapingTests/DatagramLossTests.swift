@@ -8,9 +8,9 @@ struct DatagramLossTests {
         let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 42)
         let flow = link.makeDatagramFlow()
 
-        link.offerDatagrams(20_000, size: 200, every: .microseconds(100), on: flow)
+        let run = link.offerDatagrams(20_000, size: 200, every: .microseconds(100), on: flow)
         link.serveAll()
-        let outcomes = flow.drainDatagrams()
+        let outcomes = run.outcomes + flow.drainDatagrams()
         let lost = outcomes.filter { $0.copies == 0 }.count
 
         #expect(outcomes.count == 20_000)

@@ -8,9 +8,9 @@ struct DuplicationTests {
         let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 11)
         let flow = link.makeDatagramFlow()
 
-        link.offerDatagrams(20_000, size: 64, every: .microseconds(100), on: flow)
+        let run = link.offerDatagrams(20_000, size: 64, every: .microseconds(100), on: flow)
         link.serveAll()
-        let outcomes = flow.drainDatagrams()
+        let outcomes = run.outcomes + flow.drainDatagrams()
         let doubled = outcomes.filter { $0.copies == 2 }.count
 
         #expect(outcomes.allSatisfy { $0.copies == 1 || $0.copies == 2 })

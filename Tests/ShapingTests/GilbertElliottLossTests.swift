@@ -7,9 +7,9 @@ struct GilbertElliottLossTests {
         let profile = DirectionProfile(lossModel: .gilbertElliott, gilbertElliott: parameters)
         let link = LinkDirection(profile: profile, roundTrip: .zero, seed: seed)
         let flow = link.makeDatagramFlow()
-        link.offerDatagrams(count, size: 100, every: .microseconds(50), on: flow)
+        let run = link.offerDatagrams(count, size: 100, every: .microseconds(50), on: flow)
         link.serveAll()
-        return (link, flow.drainDatagrams())
+        return (link, run.outcomes + flow.drainDatagrams())
     }
 
     @Test(arguments: [(1.0, 25.0), (2.0, 50.0), (0.5, 10.0)])

@@ -9,9 +9,9 @@ struct ReorderingTests {
         let flow = link.makeDatagramFlow()
 
         // One datagram a millisecond: a datagram held back 20 ms is overtaken by the next ones.
-        link.offerDatagrams(10_000, size: 100, every: .milliseconds(1), on: flow)
+        let run = link.offerDatagrams(10_000, size: 100, every: .milliseconds(1), on: flow)
         link.serveAll()
-        let order = flow.drainDatagrams().map(\.index)
+        let order = (run.outcomes + flow.drainDatagrams()).map(\.index)
         var overtaken = 0
         var highest: UInt64 = 0
         for (position, index) in order.enumerated() {

@@ -72,6 +72,24 @@ static inline int clinux_socket_nonblocking(int domain, int type) {
 /// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC; defined in shims.c, which needs _GNU_SOURCE for accept4.
 int clinux_accept_nonblocking(int fd, struct sockaddr_storage *addr, socklen_t *len);
 
+/// One received datagram's facts, filled by `clinux_receive_datagrams`.
+struct clinux_datagram_slot {
+    /// Payload bytes written to the slot's buffer.
+    uint32_t length;
+    /// Length of the sender's address in the slot's `sockaddr_storage`.
+    socklen_t address_length;
+    /// Nonzero when the kernel attached its drop counter (SO_RXQ_OVFL), which it does once it has dropped any.
+    uint32_t has_drop_count;
+    /// Datagrams the kernel dropped on this socket, in total, when this one was queued.
+    uint32_t drop_count;
+};
+
+/// Receives up to `count` (at most 64) datagrams with one recvmmsg(MSG_DONTWAIT): datagram i lands in
+/// `buffers + i * slot_size`, its sender in `addresses[i]` and its facts in `slots[i]`. Returns how many, or -1
+/// with errno. Defined in shims.c, which needs _GNU_SOURCE for recvmmsg.
+int clinux_receive_datagrams(int fd, void *buffers, size_t slot_size, struct sockaddr_storage *addresses,
+                             struct clinux_datagram_slot *slots, unsigned int count);
+
 static inline int clinux_fcntl_setfl(int fd, int flags) { return fcntl(fd, F_SETFL, flags); }
 static inline int clinux_fcntl_getfl(int fd) { return fcntl(fd, F_GETFL); }
 

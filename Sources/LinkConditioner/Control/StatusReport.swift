@@ -19,6 +19,9 @@ public struct StatusReport: Codable, Sendable {
         public var datagramsDelivered: Int
         /// Datagrams dropped: tail drop at a full queue, random loss, Gilbert-Elliott burst loss.
         public var datagramsDropped: Int
+        /// Datagrams the kernel dropped at linkcond's full receive buffer before linkcond read them: loss no
+        /// profile asked for, shown so it is never silent.
+        public var kernelDrops: Int
         public var duplicates: Int
         /// Delivered payload over the last second.
         public var bitsPerSecond: Double
@@ -44,8 +47,9 @@ public struct StatusReport: Codable, Sendable {
             connectionsAccepted = status.connectionsAccepted
             connectionsRefused = status.connectionsRefused
             malformedMessages = status.malformedMessages
-            uplink = Direction(status.uplink, bitsPerSecond: uplinkBitsPerSecond)
-            downlink = Direction(status.downlink, bitsPerSecond: downlinkBitsPerSecond)
+            uplink = Direction(status.uplink, kernelDrops: status.uplinkKernelDrops, bitsPerSecond: uplinkBitsPerSecond)
+            downlink = Direction(status.downlink, kernelDrops: status.downlinkKernelDrops,
+                                 bitsPerSecond: downlinkBitsPerSecond)
         }
     }
 
@@ -60,13 +64,14 @@ public struct StatusReport: Codable, Sendable {
 }
 
 extension StatusReport.Direction {
-    init(_ counters: LinkCounters, bitsPerSecond: Double) {
+    init(_ counters: LinkCounters, kernelDrops: Int, bitsPerSecond: Double) {
         bytesDelivered = counters.bytesDelivered
         queuedBytes = counters.queuedBytes
         inFlightBytes = counters.inFlightBytes
         segmentsLost = counters.segmentsLost
         datagramsDelivered = counters.datagramsDelivered
         datagramsDropped = counters.tailDrops + counters.randomLosses + counters.burstLosses
+        self.kernelDrops = kernelDrops
         duplicates = counters.duplicates
         self.bitsPerSecond = bitsPerSecond
     }

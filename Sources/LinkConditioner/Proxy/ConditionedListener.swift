@@ -68,6 +68,10 @@ public struct ListenerStatus: Sendable {
     /// the most it ever held at once.
     public var streamBufferedBytes = 0
     public var streamBufferedPeak = 0
+    /// Client datagrams the kernel dropped at a full receive buffer before linkcond read them (SO_RXQ_OVFL).
+    public var uplinkKernelDrops = 0
+    /// Upstream datagrams the kernel dropped at a full receive buffer before linkcond read them.
+    public var downlinkKernelDrops = 0
 }
 
 /// A listener of any kind, as the proxy drives it. Lives on the event loop thread.

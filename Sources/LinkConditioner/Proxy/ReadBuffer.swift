@@ -3,6 +3,8 @@
 /// Lives on the event loop thread; one per loop, so memory per connection is only the data it holds.
 final class ReadBuffer {
     let bytes: UnsafeMutableRawBufferPointer
+    /// The slots batched datagram reads land in, made on the first one.
+    private(set) lazy var datagrams = DatagramBatch()
 
     init(size: Int = 256 * 1024) {
         bytes = .allocate(byteCount: size, alignment: 16)

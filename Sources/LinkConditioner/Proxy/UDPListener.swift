@@ -23,8 +23,17 @@ final class UDPListener: ConditionedListener {
     private var flowsOpened = 0
     private var flowsRefused = 0
     private var readScheduled = false
+    private var clientDropCounter = KernelDropCounter()
+    /// Client datagrams the kernel dropped at the listening socket's full receive buffer.
+    private var uplinkKernelDrops = 0
+    /// Upstream datagrams the kernel dropped at the flows' full receive buffers, closed flows included.
+    private var downlinkKernelDrops = 0
 
-    private static let datagramsPerTurn = 64
+    /// Batches read per loop turn before other sockets get their turn.
+    static let batchesPerTurn = 4
+    /// The receive buffer asked for every relay socket: a burst of a few thousand datagrams waits in the kernel
+    /// while the loop is busy instead of being dropped.
+    static let receiveBufferBytes: Int32 = 4 << 20
 
     /// Binds `address` and starts receiving; `upstreamAddresses` must hold at least one address.
     init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext) throws {
@@ -33,6 +42,8 @@ final class UDPListener: ConditionedListener {
         }
         let socket = try Socket.datagram(boundTo: address)
         do {
+            socket.enlargeReceiveBuffer(to: Self.receiveBufferBytes)
+            try socket.reportKernelDrops()
             localAddress = try socket.localAddress()
         } catch {
             socket.close()
@@ -62,26 +73,37 @@ final class UDPListener: ConditionedListener {
     func status() -> ListenerStatus {
         ListenerStatus(kind: "udp", address: localAddress, upstream: upstream.description, activeConnections: flows.count,
                        connectionsAccepted: flowsOpened, connectionsRefused: flowsRefused,
-                       uplink: uplink.counters, downlink: downlink.counters)
+                       uplink: uplink.counters, downlink: downlink.counters,
+                       uplinkKernelDrops: uplinkKernelDrops, downlinkKernelDrops: downlinkKernelDrops)
     }
 
-    /// Reads client datagrams until the socket is empty, at most `datagramsPerTurn` per loop turn.
+    /// Reads client datagrams in batches until the socket is empty, at most `batchesPerTurn` batches per loop turn.
     private func receiveFromClients() {
         readScheduled = false
         let now = loop.clock.now()
-        for _ in 0..<Self.datagramsPerTurn {
-            let received: IOResult<(Int, SocketAddress)>
+        let batch = readBuffer.datagrams
+        for _ in 0..<Self.batchesPerTurn {
+            let received: IOResult<Int>
             do {
-                received = try socket.receiveDatagram(into: readBuffer.bytes)
+                received = try socket.receiveDatagrams(into: batch)
             } catch {
                 logger.debug("udp \(localAddress): receive: \(error)")
                 continue
             }
-            guard case .processed(let (count, client)) = received else { return }
-            guard profile.fault != .blackhole, let flow = flow(for: client, at: now) else { continue }
-            flow.fromClient(Array(UnsafeRawBufferPointer(rebasing: readBuffer.bytes[0..<count])), at: now)
+            guard case .processed(let count) = received else { return }
+            for index in 0..<count { fromClient(batch, index, at: now) }
+            // Fewer than asked: the socket was empty, and the next datagram raises a new edge.
+            if count < batch.capacity { return }
         }
         scheduleRead()
+    }
+
+    /// Hands datagram `index` of `batch` to its client's flow, and counts the kernel drops it reports.
+    private func fromClient(_ batch: DatagramBatch, _ index: Int, at now: Instant) {
+        let datagram = batch[index]
+        uplinkKernelDrops += clientDropCounter.newDrops(reported: datagram.kernelDropCount)
+        guard profile.fault != .blackhole, let flow = flow(for: datagram.sender, at: now) else { return }
+        flow.fromClient(batch.withDatagram(index) { Array($0) }, at: now)
     }
 
     /// The flow of `client`, opened if the limits and the profile allow; nil drops the datagram.
@@ -122,6 +144,11 @@ final class UDPListener: ConditionedListener {
         }
         if case .success(.processed) = result { return true }
         return false
+    }
+
+    /// Counts upstream datagrams the kernel dropped at a flow's socket.
+    func countDownlinkKernelDrops(_ drops: Int) {
+        downlinkKernelDrops += drops
     }
 
     func flowClosed(_ flow: UDPFlow) {
@@ -168,6 +195,7 @@ final class UDPFlow {
     private var lastActivity: Instant
     private var idleTimer: EventLoop.TimerID?
     private var isClosed = false
+    private var dropCounter = KernelDropCounter()
     private var loop: EventLoop { listener.loop }
 
     init(listener: UDPListener, client: SocketAddress, upstream address: SocketAddress, at now: Instant) throws {
@@ -175,6 +203,13 @@ final class UDPFlow {
         self.client = client
         self.lastActivity = now
         let upstream = try Socket.datagram(connectedTo: address)
+        upstream.enlargeReceiveBuffer(to: UDPListener.receiveBufferBytes)
+        do {
+            try upstream.reportKernelDrops()
+        } catch {
+            upstream.close()
+            throw error
+        }
         self.upstream = upstream
         uplink = DatagramPump(link: listener.uplink) { bytes, _ in
             let result = bytes.withUnsafeBytes { raw in
@@ -204,22 +239,27 @@ final class UDPFlow {
         uplink.offer(bytes, at: now)
     }
 
+    /// Reads upstream datagrams in batches until the socket is empty, at most `batchesPerTurn` per loop turn.
     private func receiveFromUpstream() {
         guard !isClosed else { return }
         let now = loop.clock.now()
-        let buffer = listener.readBuffer.bytes
-        for _ in 0..<64 {
+        let batch = listener.readBuffer.datagrams
+        for _ in 0..<UDPListener.batchesPerTurn {
             let received: IOResult<Int>
             do {
-                received = try upstream.read(into: buffer)
+                received = try upstream.receiveDatagrams(into: batch)
             } catch {
                 // ECONNREFUSED and the like: an ICMP error for an earlier datagram; UDP carries on.
                 continue
             }
             guard case .processed(let count) = received else { return }
-            lastActivity = now
-            if listener.profile.fault == .blackhole { continue }
-            downlink.offer(Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])), at: now)
+            for index in 0..<count {
+                listener.countDownlinkKernelDrops(dropCounter.newDrops(reported: batch[index].kernelDropCount))
+                lastActivity = now
+                if listener.profile.fault == .blackhole { continue }
+                downlink.offer(batch.withDatagram(index) { Array($0) }, at: now)
+            }
+            if count < batch.capacity { return }
         }
         loop.schedule(at: now) { [weak self] in self?.receiveFromUpstream() }
     }

@@ -25,7 +25,7 @@ import DequeModule
 // goes through the datagram pipeline instead (random or Gilbert-Elliott loss, duplication, delay and jitter,
 // reordering): a lost datagram is gone, a duplicate costs one more serialisation, and outcomes are delivered in
 // the order of their times, so jitter and reordering let datagrams overtake each other. A datagram that would
-// push the rate-limited link's queue past `queue` bytes is dropped at the tail.
+// make the link hold more than `queue` bytes, queued or in flight, is dropped at the tail.
 //
 // Queue. Bytes waiting for the serialiser add latency (bufferbloat). Senders are pushed back once the link
 // holds `queue` bytes, except that a flow holding less than its fair share (queue / active flows, at least
@@ -125,15 +125,17 @@ public final class LinkDirection {
         return LinkFlow(tally: tally, isDatagram: true)
     }
 
-    /// Offers one datagram of `size` bytes from `flow`'s sender at `now`: queued, or dropped at the tail when it
-    /// would push a rate-limited link's queue past the profile's `queue` bytes.
+    /// Offers one datagram of `size` bytes from `flow`'s sender at `now`: queued, or dropped at the tail when the
+    /// link would hold more than the profile's `queue` bytes. Datagrams in flight (delayed) count as well as those
+    /// waiting for the serialiser, as netem's `limit` counts every packet it holds: on a delay-only link a flood
+    /// would otherwise pile up for the whole delay, unbounded.
     @discardableResult
     public func enqueueDatagram(_ size: Int, on flow: LinkFlow, at now: Instant) -> DatagramAdmission {
         precondition(flow.isDatagram, "enqueueDatagram needs a flow from makeDatagramFlow")
         guard !flow.isRemoved else { return .tailDropped }
         tally.counters.datagramsEnqueued += 1
         if !ring.isEmpty && !isStopped { serve(until: now) }
-        if nanosecondsPerByte != nil && tally.counters.queuedBytes + size > profile.queue.bytes {
+        if tally.counters.queuedBytes + tally.counters.inFlightBytes + size > profile.queue.bytes {
             tally.counters.tailDrops += 1
             return .tailDropped
         }

@@ -34,6 +34,37 @@ extension Socket {
         return socket
     }
 
+    /// Asks for a receive buffer of `bytes` (the kernel doubles it for its bookkeeping) so a burst waits in the
+    /// kernel instead of being dropped while the loop is busy. Tries SO_RCVBUFFORCE first, which lifts the
+    /// `net.core.rmem_max` cap for root (CAP_NET_ADMIN); otherwise SO_RCVBUF, which the kernel caps at rmem_max.
+    /// Failing both leaves the default buffer: the socket still works, and its drops are counted.
+    func enlargeReceiveBuffer(to bytes: Int32) {
+        do {
+            try setOption(SOL_SOCKET, SO_RCVBUFFORCE, bytes, name: "SO_RCVBUFFORCE")
+        } catch {
+            try? setOption(SOL_SOCKET, SO_RCVBUF, bytes, name: "SO_RCVBUF")
+        }
+    }
+
+    /// The receive buffer the kernel granted, in bytes (twice what was asked, bookkeeping included).
+    func receiveBufferSize() throws(SystemError) -> Int {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = try syscall("getsockopt SO_RCVBUF") { getsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &value, &length) }
+        return Int(value)
+    }
+
+    /// Asks the kernel to attach its count of datagrams dropped on this socket (a full receive buffer) to each
+    /// datagram received after a drop (SO_RXQ_OVFL); `DatagramBatch` reads it.
+    func reportKernelDrops() throws(SystemError) {
+        try setOption(SOL_SOCKET, SO_RXQ_OVFL, 1, name: "SO_RXQ_OVFL")
+    }
+
+    /// Receives as many datagrams as `batch` holds, or as are waiting, with one `recvmmsg`; returns how many.
+    func receiveDatagrams(into batch: DatagramBatch) throws(SystemError) -> IOResult<Int> {
+        try batch.receive(from: descriptor)
+    }
+
     /// Receives one datagram into `buffer`; returns its length (cut to the buffer) and its sender.
     func receiveDatagram(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<(Int, SocketAddress)> {
         var storage = sockaddr_storage()
@@ -56,5 +87,86 @@ extension Socket {
                 sendto(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), pointer, length)
             }
         }
+    }
+}
+
+/// Receive slots for `recvmmsg`: up to `capacity` datagrams per system call, each with its sender and the kernel's
+/// drop counter.
+///
+/// Lives on the event loop thread that owns it (one per loop, like `ReadBuffer`). Each slot holds a whole UDP
+/// datagram (64 KiB), so nothing is cut; the memory is touched only as far as datagrams fill it. A slot's bytes
+/// stay valid until the next `receive`; pointers to them never leave `withDatagram`.
+final class DatagramBatch {
+    /// One received datagram: where its bytes are, who sent it, and the kernel's drop counter if attached.
+    struct Datagram {
+        var length: Int
+        var sender: SocketAddress
+        /// Datagrams the kernel had dropped on the socket in total when this one was queued (SO_RXQ_OVFL), or
+        /// nil when the kernel attached no count (it has dropped none).
+        var kernelDropCount: UInt32?
+    }
+
+    /// The largest UDP payload over IPv4 (65 535 − 8 − 20), rounded up to a whole slot.
+    static let slotSize = 64 * 1024
+
+    let capacity: Int
+    private let payload: UnsafeMutableRawBufferPointer
+    private let addresses: UnsafeMutablePointer<sockaddr_storage>
+    private let slots: UnsafeMutablePointer<clinux_datagram_slot>
+    /// Datagrams the last `receive` filled.
+    private(set) var count = 0
+
+    /// Makes `capacity` slots (at most 64, the shim's limit).
+    init(capacity: Int = 32) {
+        self.capacity = min(max(capacity, 1), 64)
+        payload = .allocate(byteCount: self.capacity * Self.slotSize, alignment: 16)
+        addresses = .allocate(capacity: self.capacity)
+        slots = .allocate(capacity: self.capacity)
+    }
+
+    deinit {
+        payload.deallocate()
+        addresses.deallocate()
+        slots.deallocate()
+    }
+
+    fileprivate func receive(from descriptor: Int32) throws(SystemError) -> IOResult<Int> {
+        count = 0
+        let result = try nonBlockingSyscall("recvmmsg") {
+            clinux_receive_datagrams(descriptor, payload.baseAddress, Self.slotSize, addresses, slots, UInt32(capacity))
+        }
+        guard case .processed(let received) = result else { return .wouldBlock }
+        count = Int(received)
+        return .processed(count)
+    }
+
+    /// The facts of datagram `index` of the last `receive`.
+    subscript(index: Int) -> Datagram {
+        precondition(index < count, "datagram \(index) of \(count) received")
+        let slot = slots[index]
+        return Datagram(length: Int(slot.length),
+                        sender: SocketAddress(storage: addresses[index], length: slot.address_length),
+                        kernelDropCount: slot.has_drop_count != 0 ? slot.drop_count : nil)
+    }
+
+    /// Calls `body` with the bytes of datagram `index` of the last `receive`.
+    func withDatagram<T>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        precondition(index < count, "datagram \(index) of \(count) received")
+        let start = index * Self.slotSize
+        return try body(UnsafeRawBufferPointer(rebasing: payload[start..<start + Int(slots[index].length)]))
+    }
+}
+
+/// Follows one socket's kernel drop counter (SO_RXQ_OVFL, a running total per socket) and turns what each
+/// received datagram carries into new drops.
+struct KernelDropCounter {
+    private var lastSeen: UInt32 = 0
+
+    /// The drops reported since the previous call, from the counter attached to a datagram (nil: none attached).
+    mutating func newDrops(reported total: UInt32?) -> Int {
+        guard let total, total != lastSeen else { return 0 }
+        let added = total &- lastSeen
+        lastSeen = total
+        return Int(added)
     }
 }
