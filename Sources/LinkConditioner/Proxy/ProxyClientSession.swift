@@ -52,6 +52,9 @@ final class ProxyClientSession {
     private var received: [UInt8] = []
     /// Bytes of `received` already used by the protocol.
     private var consumed = 0
+    /// Bytes of `received` already searched for the end of an HTTP head or a bare line feed, so a client that
+    /// trickles its head costs linear time.
+    private var headScanned = 0
     private var output: [UInt8] = []
     private var writable = true
     private var writeClosed = false
@@ -172,6 +175,7 @@ final class ProxyClientSession {
                 }
             }
         case .http:
+            guard mayHoldCompleteHead() else { return }
             switch HTTPProxy.parseHead(received[consumed...]) {
             case .needMore:
                 return
@@ -191,6 +195,16 @@ final class ProxyClientSession {
                 }
             }
         }
+    }
+
+    /// Whether the bytes since the last look could end the head (a blank line), break it (a bare line feed) or
+    /// exceed the limit; only then is the head parsed.
+    private func mayHoldCompleteHead() -> Bool {
+        let from = max(consumed, headScanned - 3)
+        defer { headScanned = received.count }
+        if received.count - consumed > HTTPProxy.headLimit { return true }
+        if HTTPProxy.firstHeadEnd(in: received[consumed...], from: from) != nil { return true }
+        return received[from...].indices.contains { received[$0] == 10 && ($0 == consumed || received[$0 - 1] != 13) }
     }
 
     /// Looks the destination up off the loop (numeric hosts need none), then relays after the profile's DNS delay.
