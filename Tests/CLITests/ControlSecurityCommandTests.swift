@@ -183,7 +183,7 @@ struct ControlSecurityCommandTests {
             if !recovered.hasPrefix("HTTP/1.1 200 ") { usleep(50_000) }
         }
         _ = try linkcond.stop()
-        let controlEpisodes = linkcond.stderrText.split(separator: "\n").filter { $0.contains("accept on 127.0.0.1:\(controlPort)") }
+        let controlEpisodes = linkcond.stderrText.split(separator: "\n").filter { $0.contains("accept on 127.0.0.1:\(controlPort)") && $0.contains("pausing accepts") }
 
         #expect(cpuDuringExhaustion < 0.5, "linkcond used \(cpuDuringExhaustion) s of CPU in 2 s with descriptors exhausted")
         #expect(recovered.hasPrefix("HTTP/1.1 200 "), "\(recovered)")
