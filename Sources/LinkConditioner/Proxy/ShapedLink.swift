@@ -99,10 +99,11 @@ final class ShapedLink {
         serviceAlarm.arm(at: model.nextServiceTime)
     }
 
-    /// One pass: advances the model, then notifies the pumps it collected, skipping any that closed meanwhile.
+    /// One pass: advances the model, then notifies the pumps of the flows it changed, looking each up as it goes so
+    /// that a pump detached (closed) by an earlier notification is skipped.
     private func runPass(at now: Instant) {
-        let scheduled = model.advance(to: now).compactMap { pumps[ObjectIdentifier($0)] }
-        for pump in scheduled where !pump.isClosed {
+        for flow in model.advance(to: now) {
+            guard let pump = pumps[ObjectIdentifier(flow)], !pump.isClosed else { continue }
             pump.deliveryScheduleChanged(at: now)
         }
         guard !waitingForQueue.isEmpty else { return }
