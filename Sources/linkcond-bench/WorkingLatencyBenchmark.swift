@@ -12,10 +12,10 @@ func benchmarkWorkingLatency(quick: Bool) throws {
     print("## Working latency: ping round trip under a UDP bulk flow, uplink 5 Mbit/s, queue 256 KiB, no added delay")
     let echo = try TestDatagramServer { $0.count <= 64 ? $0 : nil }
     defer { echo.stop() }
-    for discipline in QueueManagement.Kind.allCases {
+    for discipline in [FIFOQueue.self, CoDelQueue.self, FQCoDelQueue.self] as [any NamedQueueDiscipline.Type] {
         var profile = Profile.none
         profile.uplink.bandwidth = .mbps(5)
-        profile.uplink.queueManagement = QueueManagement(kind: discipline)
+        profile.uplink.queueManagement = QueueManagement(discipline)
         let relay = try ConditionedProxy.udpInFront(of: echo.port, profile: profile)
         defer { relay.stop() }
         let port = relay.listeners[0].address.port
@@ -47,7 +47,7 @@ func benchmarkWorkingLatency(quick: Bool) throws {
         let uplink = relay.status()[0].uplink
         let median = samples.isEmpty ? .nan : percentile(samples, 0.5) * 1000
         let p90 = samples.isEmpty ? .nan : percentile(samples, 0.9) * 1000
-        let name = discipline.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)
+        let name = discipline.name.padding(toLength: 9, withPad: " ", startingAt: 0)
         print(name + String(format: "ping p50 %7.1f ms  p90 %7.1f ms  lost %2d/%d   uplink drops: tail %d, codel %d",
                             median, p90, lost, pings, uplink.tailDrops, uplink.codelDrops))
     }

@@ -17,7 +17,7 @@ struct DatagramQueueTests {
         var profile = Profile.none
         profile.uplink.bandwidth = .mbps(1)
         profile.uplink.queue = .mib(1)
-        profile.uplink.queueManagement = QueueManagement(kind: .codel)
+        profile.uplink.queueManagement = QueueManagement(CoDelQueue.self)
         let proxy = try ConditionedProxy.udpInFront(of: sink.port, profile: profile)
         let client = try TestDatagramSocket()
         defer { client.close(); proxy.stop() }
