@@ -99,9 +99,6 @@ struct TCConditioningOptions: ParsableArguments {
     static func settingsTheKernelBackendDoesNotProgram(_ profile: Profile) -> [String] {
         var settings: [String] = []
         for (side, direction) in [("uplink", profile.uplink), ("downlink", profile.downlink)] {
-            if direction.lossModel == .gilbertElliott { settings.append("\(side).loss.model = gilbert-elliott") }
-            if direction.duplicate > .zero { settings.append("\(side).duplicate") }
-            if direction.reorder > .zero { settings.append("\(side).reorder") }
             settings += DirectionSettings.kernelUnsupported(direction).map { "\(side).\($0)" }
         }
         return settings

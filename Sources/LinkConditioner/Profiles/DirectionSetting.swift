@@ -15,8 +15,8 @@ public protocol DirectionSetting {
     ) throws(ProfileError.Kind) -> @Sendable (inout DirectionProfile) -> Void
     /// The `key = value` pairs that describe `direction`'s setting, omitted where it is at its default.
     static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)]
-    /// A few words for `linkcond profiles`, or nil at the default.
-    static func summary(_ direction: DirectionProfile) -> String?
+    /// A few words for `linkcond profiles` about both directions, or nil where both are at the default.
+    static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String?
     /// The keys the kernel backend cannot program for `direction` (empty when it can, or the setting is off).
     static func kernelUnsupported(_ direction: DirectionProfile) -> [String]
 }
@@ -32,7 +32,9 @@ public struct SettingContext: Sendable {
 
 /// The settings that declare themselves, in the order they render.
 public enum DirectionSettings {
-    public static let all: [any DirectionSetting.Type] = [QueueDisciplineSetting.self, TraceSetting.self]
+    public static let all: [any DirectionSetting.Type] = [
+        BurstLossSetting.self, DuplicationSetting.self, ReorderSetting.self, QueueDisciplineSetting.self, TraceSetting.self,
+    ]
 
     /// The setting that owns unprefixed `key`, if any.
     static func owner(of key: String) -> (any DirectionSetting.Type)? {
@@ -41,6 +43,17 @@ public enum DirectionSettings {
 
     static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)] {
         all.flatMap { $0.rendered(direction) }
+    }
+
+    /// One direction's words if both agree, else "X down, Y up" ("default" where one has none); nil if neither.
+    public static func pairSummary(
+        _ downlink: DirectionProfile, _ uplink: DirectionProfile, _ words: (DirectionProfile) -> String?
+    ) -> String? {
+        switch (words(downlink), words(uplink)) {
+        case (nil, nil): nil
+        case let (down?, up?) where down == up: down
+        case let (down, up): "\(down ?? "default") down, \(up ?? "default") up"
+        }
     }
 
     /// Every key, across settings, that the kernel backend cannot program for `direction`.

@@ -110,7 +110,6 @@ extension Profile {
             lines.append(prefix + "loss = " + ProfileValue.format(direction.loss))
             lines.append(prefix + "queue = " + ProfileValue.format(direction.queue))
             lines.append(prefix + "burst = " + ProfileValue.format(direction.burst))
-            lines += direction.datagramSettings.map { prefix + $0.key + " = " + $0.value }
             lines += DirectionSettings.rendered(direction).map { prefix + $0.key + " = " + $0.value }
         }
         lines.append("dns.delay = " + ProfileValue.format(dnsDelay))
@@ -137,28 +136,13 @@ extension Profile {
             parts.append("±" + pair(\.jitter, ProfileValue.format) + " jitter")
         }
         parts.append(pair(\.loss, ProfileValue.format) + " loss")
-        if downlink.lossModel == .gilbertElliott || uplink.lossModel == .gilbertElliott {
-            parts.append("bursty datagram loss " + pair(\.burstLossSummary, { $0 }))
-        }
-        if downlink.duplicate != .zero || uplink.duplicate != .zero {
-            parts.append(pair(\.duplicate, ProfileValue.format) + " duplicated")
-        }
-        if downlink.reorder != .zero || uplink.reorder != .zero {
-            parts.append(pair(\.reorder, ProfileValue.format) + " reordered")
-        }
         if downlink.queue != DirectionProfile.defaultQueue || uplink.queue != DirectionProfile.defaultQueue {
             parts.append("queue " + pair(\.queue, ProfileValue.format))
         }
         if downlink.burst != nil || uplink.burst != nil {
             parts.append("burst " + pair(\.burst, ProfileValue.format))
         }
-        for setting in DirectionSettings.all {
-            switch (setting.summary(downlink), setting.summary(uplink)) {
-            case (nil, nil): break
-            case let (down?, up?) where down == up: parts.append(down)
-            case let (down, up): parts.append("\(down ?? "default") down, \(up ?? "default") up")
-            }
-        }
+        parts += DirectionSettings.all.compactMap { $0.summary(downlink: downlink, uplink: uplink) }
         if dnsDelay != .zero { parts.append(ProfileValue.format(dnsDelay) + " DNS delay") }
         if fault != .none { parts.append("fault \(fault.rawValue)") }
         if let seed { parts.append("seed \(seed)") }
@@ -174,22 +158,6 @@ extension Profile {
 }
 
 extension DirectionProfile {
-    /// The datagram keys whose values differ from the defaults, unprefixed, in the file format's order.
-    var datagramSettings: [(key: String, value: String)] {
-        let defaults = DirectionProfile()
-        var settings: [(key: String, value: String)] = []
-        if lossModel != defaults.lossModel { settings.append(("loss.model", lossModel.rawValue)) }
-        let parameters: [(String, KeyPath<GilbertElliottParameters, Percentage>)] = [
-            ("ge.p", \.goodToBad), ("ge.r", \.badToGood), ("ge.loss-bad", \.lossInBad), ("ge.loss-good", \.lossInGood),
-        ]
-        for (key, field) in parameters where gilbertElliott[keyPath: field] != defaults.gilbertElliott[keyPath: field] {
-            settings.append((key, ProfileValue.format(gilbertElliott[keyPath: field])))
-        }
-        if duplicate != defaults.duplicate { settings.append(("duplicate", ProfileValue.format(duplicate))) }
-        if reorder != defaults.reorder { settings.append(("reorder", ProfileValue.format(reorder))) }
-        return settings
-    }
-
     /// `p 1 %, r 25 %` (plus the states' loss rates when not 100 % and 0 %), or `off` under random loss.
     var burstLossSummary: String {
         guard lossModel == .gilbertElliott else { return "off" }

@@ -6,12 +6,6 @@ struct ProfileKey: Hashable, Sendable {
     /// The per-direction settings.
     enum LinkSetting: String, CaseIterable, Sendable {
         case bandwidth, delay, jitter, loss, queue, burst
-        case lossModel = "loss.model"
-        case goodToBad = "ge.p"
-        case badToGood = "ge.r"
-        case lossInBad = "ge.loss-bad"
-        case lossInGood = "ge.loss-good"
-        case duplicate, reorder
     }
 
     /// Which directions a link key sets.
@@ -78,9 +72,7 @@ struct ProfileKey: Hashable, Sendable {
         case .description: "a short description"
         case .link(.bandwidth, _): ProfileValue.expectedRate
         case .link(.delay, _), .link(.jitter, _), .dnsDelay: ProfileValue.expectedDuration
-        case .link(.loss, _), .link(.goodToBad, _), .link(.badToGood, _), .link(.lossInBad, _), .link(.lossInGood, _),
-             .link(.duplicate, _), .link(.reorder, _): ProfileValue.expectedPercentage
-        case .link(.lossModel, _): ProfileValue.expectedLossModel
+        case .link(.loss, _): ProfileValue.expectedPercentage
         case .link(.queue, _): ProfileValue.expectedSize
         case .link(.burst, _): ProfileValue.expectedBurst
         case .fault: ProfileValue.expectedFault
@@ -158,27 +150,6 @@ struct ProfileKey: Hashable, Sendable {
         case .burst:
             let burst = try ProfileValue.burst(text)
             return { $0.burst = burst }
-        case .lossModel:
-            let model = try ProfileValue.lossModel(text)
-            return { $0.lossModel = model }
-        case .goodToBad:
-            let probability = try ProfileValue.percentage(text)
-            return { $0.gilbertElliott.goodToBad = probability }
-        case .badToGood:
-            let probability = try ProfileValue.percentage(text)
-            return { $0.gilbertElliott.badToGood = probability }
-        case .lossInBad:
-            let probability = try ProfileValue.percentage(text)
-            return { $0.gilbertElliott.lossInBad = probability }
-        case .lossInGood:
-            let probability = try ProfileValue.percentage(text)
-            return { $0.gilbertElliott.lossInGood = probability }
-        case .duplicate:
-            let probability = try ProfileValue.percentage(text)
-            return { $0.duplicate = probability }
-        case .reorder:
-            let probability = try ProfileValue.percentage(text)
-            return { $0.reorder = probability }
         }
     }
 }

@@ -93,8 +93,8 @@ public enum QueueDisciplineSetting: DirectionSetting {
         return lines
     }
 
-    public static func summary(_ direction: DirectionProfile) -> String? {
-        direction.queueManagement.isFIFO ? nil : direction.queueManagement.discipline
+    public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
+        DirectionSettings.pairSummary(downlink, uplink) { $0.queueManagement.isFIFO ? nil : $0.queueManagement.discipline }
     }
 
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] {

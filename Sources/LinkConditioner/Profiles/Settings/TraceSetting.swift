@@ -49,8 +49,8 @@ public enum TraceSetting: DirectionSetting {
         direction.trace.map { [("trace", $0.name)] } ?? []
     }
 
-    public static func summary(_ direction: DirectionProfile) -> String? {
-        direction.trace.map { "trace \($0.name)" }
+    public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
+        DirectionSettings.pairSummary(downlink, uplink) { $0.trace.map { "trace \($0.name)" } }
     }
 
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] {
