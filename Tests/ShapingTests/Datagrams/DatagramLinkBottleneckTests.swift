@@ -126,3 +126,20 @@ struct DatagramLinkBottleneckTests {
         #expect(link.counters.flows == 0)
     }
 }
+
+extension DatagramLinkBottleneckTests {
+    @Test func aSmallerQueueFromALiveUpdateDropsWhatNoLongerFitsAsTailDrops() {
+        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(12), queue: .mib(1)), roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
+        for _ in 0..<10 { link.enqueue(1500, on: flow, at: .zero) }
+
+        link.update(profile: DirectionProfile(bandwidth: .mbps(12), queue: ByteCount(bytes: 4500)), roundTrip: .zero, now: .zero)
+        _ = link.advance(to: .s(1))
+        let outcomes = flow.takeDeliverableDatagrams(at: .s(1))
+
+        // One datagram is on the wire; the new 4500-byte queue keeps three more of the nine waiting.
+        #expect(outcomes.filter { $0.copies > 0 }.map(\.index) == [0, 1, 2, 3])
+        #expect(link.counters.tailDrops == 6)
+        #expect(link.counters.queuedBytes == 0)
+    }
+}

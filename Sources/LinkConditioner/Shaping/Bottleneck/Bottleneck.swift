@@ -93,8 +93,9 @@ public struct Bottleneck {
     }
 
     /// Live switch of the discipline at `now`: queued packets move to `discipline` in their order, keeping their
-    /// `enqueuedAt`; those it has no room for are reported as drops at `now` by the next `advance`.
-    public mutating func update(discipline newDiscipline: any QueueDiscipline, now: Instant) {
+    /// `enqueuedAt`; returns those it had no room for (CoDel drops on the way out are reported by `advance`).
+    @discardableResult
+    public mutating func update(discipline newDiscipline: any QueueDiscipline, now: Instant) -> [LinkPacket] {
         serve(until: now)
         var moving: [LinkPacket] = []
         while true {
@@ -104,10 +105,10 @@ public struct Bottleneck {
             moving.append(packet)
         }
         discipline = newDiscipline
-        for packet in moving {
-            pending.append(contentsOf: discipline.enqueue(packet, now: now).map { .dropped($0, at: now) })
-        }
+        var refused: [LinkPacket] = []
+        for packet in moving { refused += discipline.enqueue(packet, now: now) }
         serve(until: now)
+        return refused
     }
 
     /// Removes the packets of a closed `flow` still waiting in the queue (not the one on the wire); they are

@@ -6,6 +6,8 @@ public final class DatagramFlow {
     let id: Int
     var line = DatagramLine()
     var isRemoved = false
+    /// Whether the flow is already in its link's list of flows with new outcomes.
+    var isMarkedChanged = false
     private let tally: LinkTally
 
     /// The number `DatagramLink.enqueue` gives this flow's next datagram if it accepts it.

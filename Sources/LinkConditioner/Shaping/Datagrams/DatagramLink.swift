@@ -57,7 +57,12 @@ public final class DatagramLink {
             bottleneck.update(serializer: Self.serializer(for: newProfile), now: now)
         }
         if old.queueManagement != newProfile.queueManagement || old.queueLimit != newProfile.queueLimit {
-            bottleneck.update(discipline: newProfile.queueManagement.makeDiscipline(limit: newProfile.queueLimit), now: now)
+            let discipline = newProfile.queueManagement.makeDiscipline(limit: newProfile.queueLimit)
+            for dropped in bottleneck.update(discipline: discipline, now: now) {
+                tally.counters.queuedBytes -= dropped.bytes
+                tally.counters.tailDrops += 1
+                schedule(DatagramDelivery(index: dropped.tag, size: dropped.bytes, copies: 0), flow: dropped.flow, at: now)
+            }
         }
     }
 
@@ -79,7 +84,8 @@ public final class DatagramLink {
         for packet in bottleneck.removeAll(ofFlow: flow.id) { tally.counters.queuedBytes -= packet.bytes }
         tally.counters.inFlightBytes -= flow.line.bytes
         flow.line.removeAll()
-        changed.removeAll { $0 === flow }
+        if flow.isMarkedChanged { changed.removeAll { $0 === flow } }
+        flow.isMarkedChanged = false
     }
 
     /// Offers one datagram of `size` bytes from `flow` at `now`: queued, or dropped when the queue (or the
@@ -116,6 +122,7 @@ public final class DatagramLink {
         settle(bottleneck.advance(to: now))
         let result = changed
         changed.removeAll(keepingCapacity: true)
+        for flow in result { flow.isMarkedChanged = false }
         return result
     }
 
@@ -153,6 +160,9 @@ public final class DatagramLink {
         guard let flow = flows[id] else { return }
         flow.line.append(delivery, at: at)
         if delivery.copies > 0 { tally.counters.inFlightBytes += delivery.size }
-        if !changed.contains(where: { $0 === flow }) { changed.append(flow) }
+        if !flow.isMarkedChanged {
+            flow.isMarkedChanged = true
+            changed.append(flow)
+        }
     }
 }
