@@ -14,6 +14,7 @@ extension Profile {
     ///   - file: The file as the user named it, for error messages; `nil` when there is none.
     /// - Throws: `ProfileError` for the first bad line, located by `file` and line number.
     public init(parsing text: String, name: String = "", file: String? = nil) throws(ProfileError) {
+        let context = SettingContext(directory: file.map(Profile.directory(ofFile:)))
         var firstLine: [String: Int] = [:]
         var changes: [(key: ProfileKey, change: @Sendable (inout Profile) -> Void)] = []
         for (offset, rawLine) in ProfileLine.lines(of: text).enumerated() {
@@ -24,7 +25,7 @@ extension Profile {
                     let key = try ProfileKey.named(line.key)
                     if let earlier = firstLine[key.name] { throw .duplicateKey(key.name, firstLine: earlier) }
                     firstLine[key.name] = number
-                    changes.append((key, try key.change(for: line.value)))
+                    changes.append((key, try key.change(for: line.value, context: context)))
                 } catch {
                     throw ProfileError(text: line.text, kind: error)
                 }
@@ -57,6 +58,12 @@ extension Profile {
             throw ProfileError(file: path, kind: .unreadable(reason: "is not UTF-8 text"))
         }
         try self.init(parsing: text, name: Profile.name(ofFile: path), file: path)
+    }
+
+    /// The directory holding `path`, for paths written relative to it (".") when `path` has none.
+    static func directory(ofFile path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// The profile name a file gives: its last path component without a `.profile` extension.
@@ -103,7 +110,7 @@ extension Profile {
             lines.append(prefix + "loss = " + ProfileValue.format(direction.loss))
             lines.append(prefix + "queue = " + ProfileValue.format(direction.queue))
             lines.append(prefix + "burst = " + ProfileValue.format(direction.burst))
-            lines += direction.datagramSettings.map { prefix + $0.key + " = " + $0.value }
+            lines += DirectionSettings.rendered(direction).map { prefix + $0.key + " = " + $0.value }
         }
         lines.append("dns.delay = " + ProfileValue.format(dnsDelay))
         lines.append("fault = " + fault.rawValue)
@@ -129,21 +136,13 @@ extension Profile {
             parts.append("±" + pair(\.jitter, ProfileValue.format) + " jitter")
         }
         parts.append(pair(\.loss, ProfileValue.format) + " loss")
-        if downlink.lossModel == .gilbertElliott || uplink.lossModel == .gilbertElliott {
-            parts.append("bursty datagram loss " + pair(\.burstLossSummary, { $0 }))
-        }
-        if downlink.duplicate != .zero || uplink.duplicate != .zero {
-            parts.append(pair(\.duplicate, ProfileValue.format) + " duplicated")
-        }
-        if downlink.reorder != .zero || uplink.reorder != .zero {
-            parts.append(pair(\.reorder, ProfileValue.format) + " reordered")
-        }
         if downlink.queue != DirectionProfile.defaultQueue || uplink.queue != DirectionProfile.defaultQueue {
             parts.append("queue " + pair(\.queue, ProfileValue.format))
         }
         if downlink.burst != nil || uplink.burst != nil {
             parts.append("burst " + pair(\.burst, ProfileValue.format))
         }
+        parts += DirectionSettings.all.compactMap { $0.summary(downlink: downlink, uplink: uplink) }
         if dnsDelay != .zero { parts.append(ProfileValue.format(dnsDelay) + " DNS delay") }
         if fault != .none { parts.append("fault \(fault.rawValue)") }
         if let seed { parts.append("seed \(seed)") }
@@ -159,22 +158,6 @@ extension Profile {
 }
 
 extension DirectionProfile {
-    /// The datagram keys whose values differ from the defaults, unprefixed, in the file format's order.
-    var datagramSettings: [(key: String, value: String)] {
-        let defaults = DirectionProfile()
-        var settings: [(key: String, value: String)] = []
-        if lossModel != defaults.lossModel { settings.append(("loss.model", lossModel.rawValue)) }
-        let parameters: [(String, KeyPath<GilbertElliottParameters, Percentage>)] = [
-            ("ge.p", \.goodToBad), ("ge.r", \.badToGood), ("ge.loss-bad", \.lossInBad), ("ge.loss-good", \.lossInGood),
-        ]
-        for (key, field) in parameters where gilbertElliott[keyPath: field] != defaults.gilbertElliott[keyPath: field] {
-            settings.append((key, ProfileValue.format(gilbertElliott[keyPath: field])))
-        }
-        if duplicate != defaults.duplicate { settings.append(("duplicate", ProfileValue.format(duplicate))) }
-        if reorder != defaults.reorder { settings.append(("reorder", ProfileValue.format(reorder))) }
-        return settings
-    }
-
     /// `p 1 %, r 25 %` (plus the states' loss rates when not 100 % and 0 %), or `off` under random loss.
     var burstLossSummary: String {
         guard lossModel == .gilbertElliott else { return "off" }

@@ -6,12 +6,6 @@ struct ProfileKey: Hashable, Sendable {
     /// The per-direction settings.
     enum LinkSetting: String, CaseIterable, Sendable {
         case bandwidth, delay, jitter, loss, queue, burst
-        case lossModel = "loss.model"
-        case goodToBad = "ge.p"
-        case badToGood = "ge.r"
-        case lossInBad = "ge.loss-bad"
-        case lossInGood = "ge.loss-good"
-        case duplicate, reorder
     }
 
     /// Which directions a link key sets.
@@ -22,6 +16,8 @@ struct ProfileKey: Hashable, Sendable {
     enum Target: Hashable, Sendable {
         case description
         case link(LinkSetting, Side)
+        /// A key declared by a `DirectionSetting`.
+        case declared(String, Side)
         case dnsDelay
         case fault
         case seed
@@ -35,6 +31,8 @@ struct ProfileKey: Hashable, Sendable {
         case .description: "description"
         case let .link(setting, .both): setting.rawValue
         case let .link(setting, side): "\(side.rawValue).\(setting.rawValue)"
+        case let .declared(key, .both): key
+        case let .declared(key, side): "\(side.rawValue).\(key)"
         case .dnsDelay: "dns.delay"
         case .fault: "fault"
         case .seed: "seed"
@@ -44,15 +42,19 @@ struct ProfileKey: Hashable, Sendable {
 
     /// Whether the key sets one direction only, so it applies after the keys that set both.
     var isDirectional: Bool {
-        if case let .link(_, side) = target { return side != .both }
-        return false
+        switch target {
+        case let .link(_, side), let .declared(_, side): side != .both
+        default: false
+        }
     }
 
-    static let all: [ProfileKey] =
-        [ProfileKey(target: .description)]
-        + Side.allCases.flatMap { side in LinkSetting.allCases.map { ProfileKey(target: .link($0, side)) } }
-        + [ProfileKey(target: .dnsDelay), ProfileKey(target: .fault), ProfileKey(target: .seed)]
-        + [ProfileKey(target: .exclude)]
+    static let all: [ProfileKey] = {
+        let linkKeys = Side.allCases.flatMap { side in LinkSetting.allCases.map { ProfileKey(target: .link($0, side)) } }
+        let declaredNames: [String] = DirectionSettings.all.flatMap { $0.keys }
+        let declaredKeys = Side.allCases.flatMap { side in declaredNames.map { ProfileKey(target: .declared($0, side)) } }
+        let otherKeys = [ProfileKey(target: .dnsDelay), ProfileKey(target: .fault), ProfileKey(target: .seed), ProfileKey(target: .exclude)]
+        return [ProfileKey(target: .description)] + linkKeys + declaredKeys + otherKeys
+    }()
 
     static let allNames = all.map(\.name)
 
@@ -70,19 +72,20 @@ struct ProfileKey: Hashable, Sendable {
         case .description: "a short description"
         case .link(.bandwidth, _): ProfileValue.expectedRate
         case .link(.delay, _), .link(.jitter, _), .dnsDelay: ProfileValue.expectedDuration
-        case .link(.loss, _), .link(.goodToBad, _), .link(.badToGood, _), .link(.lossInBad, _), .link(.lossInGood, _),
-             .link(.duplicate, _), .link(.reorder, _): ProfileValue.expectedPercentage
-        case .link(.lossModel, _): ProfileValue.expectedLossModel
+        case .link(.loss, _): ProfileValue.expectedPercentage
         case .link(.queue, _): ProfileValue.expectedSize
         case .link(.burst, _): ProfileValue.expectedBurst
         case .fault: ProfileValue.expectedFault
         case .seed: ProfileValue.expectedSeed
         case .exclude: ProfileValue.expectedHostPatterns
+        case let .declared(key, _): DirectionSettings.owner(of: key)?.expected(for: key) ?? ""
         }
     }
 
     /// Validates `value` and returns the change it makes, so that nothing is applied until every line is valid.
-    func change(for value: ProfileLine.Value) throws(ProfileError.Kind) -> @Sendable (inout Profile) -> Void {
+    func change(
+        for value: ProfileLine.Value, context: SettingContext = SettingContext()
+    ) throws(ProfileError.Kind) -> @Sendable (inout Profile) -> Void {
         if case .description = target {
             let text = value.text
             return { $0.description = text }
@@ -95,6 +98,13 @@ struct ProfileKey: Hashable, Sendable {
             preconditionFailure("handled above")
         case let .link(setting, side):
             let directionChange = try Self.directionChange(setting, text)
+            return { profile in
+                if side != .uplink { directionChange(&profile.downlink) }
+                if side != .downlink { directionChange(&profile.uplink) }
+            }
+        case let .declared(key, side):
+            guard let owner = DirectionSettings.owner(of: key) else { preconditionFailure("declared keys have owners") }
+            let directionChange = try owner.change(for: key, value: text, context: context)
             return { profile in
                 if side != .uplink { directionChange(&profile.downlink) }
                 if side != .downlink { directionChange(&profile.uplink) }
@@ -132,31 +142,14 @@ struct ProfileKey: Hashable, Sendable {
             return { $0.loss = loss }
         case .queue:
             let queue = try ProfileValue.size(text)
-            return { $0.queue = queue }
+            let countsPackets = text.hasSuffix("packets") || text.hasSuffix("packet")
+            return {
+                $0.queue = queue
+                $0.queueCountsPackets = countsPackets
+            }
         case .burst:
             let burst = try ProfileValue.burst(text)
             return { $0.burst = burst }
-        case .lossModel:
-            let model = try ProfileValue.lossModel(text)
-            return { $0.lossModel = model }
-        case .goodToBad:
-            let probability = try ProfileValue.percentage(text)
-            return { $0.gilbertElliott.goodToBad = probability }
-        case .badToGood:
-            let probability = try ProfileValue.percentage(text)
-            return { $0.gilbertElliott.badToGood = probability }
-        case .lossInBad:
-            let probability = try ProfileValue.percentage(text)
-            return { $0.gilbertElliott.lossInBad = probability }
-        case .lossInGood:
-            let probability = try ProfileValue.percentage(text)
-            return { $0.gilbertElliott.lossInGood = probability }
-        case .duplicate:
-            let probability = try ProfileValue.percentage(text)
-            return { $0.duplicate = probability }
-        case .reorder:
-            let probability = try ProfileValue.percentage(text)
-            return { $0.reorder = probability }
         }
     }
 }
