@@ -70,6 +70,8 @@ public struct Profile: Hashable, Sendable {
     public var seed: UInt64?
     /// Destinations a proxy front end relays untouched, through an unconditioned link.
     public var exclude: [HostPattern] = []
+    /// How the emulated TCP senders on the link behave (`tcp.*` keys).
+    public var tcp = TCPSettings()
 
     public init(
         name: String = "", description: String = "",

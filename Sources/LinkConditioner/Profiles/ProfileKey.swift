@@ -14,6 +14,13 @@ struct ProfileKey: Hashable, Sendable {
         case duplicate, reorder
     }
 
+    /// The emulated TCP senders' settings, for both directions.
+    enum TCPSetting: String, CaseIterable, Sendable {
+        case congestion = "tcp.congestion"
+        case initialWindow = "tcp.initial-window"
+        case slowStartAfterIdle = "tcp.slow-start-after-idle"
+    }
+
     /// Which directions a link key sets.
     enum Side: String, CaseIterable, Sendable {
         case both, downlink, uplink
@@ -22,6 +29,7 @@ struct ProfileKey: Hashable, Sendable {
     enum Target: Hashable, Sendable {
         case description
         case link(LinkSetting, Side)
+        case tcp(TCPSetting)
         case dnsDelay
         case fault
         case seed
@@ -35,6 +43,7 @@ struct ProfileKey: Hashable, Sendable {
         case .description: "description"
         case let .link(setting, .both): setting.rawValue
         case let .link(setting, side): "\(side.rawValue).\(setting.rawValue)"
+        case let .tcp(setting): setting.rawValue
         case .dnsDelay: "dns.delay"
         case .fault: "fault"
         case .seed: "seed"
@@ -51,6 +60,7 @@ struct ProfileKey: Hashable, Sendable {
     static let all: [ProfileKey] =
         [ProfileKey(target: .description)]
         + Side.allCases.flatMap { side in LinkSetting.allCases.map { ProfileKey(target: .link($0, side)) } }
+        + TCPSetting.allCases.map { ProfileKey(target: .tcp($0)) }
         + [ProfileKey(target: .dnsDelay), ProfileKey(target: .fault), ProfileKey(target: .seed)]
         + [ProfileKey(target: .exclude)]
 
@@ -75,6 +85,9 @@ struct ProfileKey: Hashable, Sendable {
         case .link(.lossModel, _): ProfileValue.expectedLossModel
         case .link(.queue, _): ProfileValue.expectedSize
         case .link(.burst, _): ProfileValue.expectedBurst
+        case .tcp(.congestion): ProfileValue.expectedCongestion
+        case .tcp(.initialWindow): ProfileValue.expectedInitialWindow
+        case .tcp(.slowStartAfterIdle): ProfileValue.expectedSwitch
         case .fault: ProfileValue.expectedFault
         case .seed: ProfileValue.expectedSeed
         case .exclude: ProfileValue.expectedHostPatterns
@@ -99,6 +112,15 @@ struct ProfileKey: Hashable, Sendable {
                 if side != .uplink { directionChange(&profile.downlink) }
                 if side != .downlink { directionChange(&profile.uplink) }
             }
+        case .tcp(.congestion):
+            let algorithm = try ProfileValue.congestion(text)
+            return { $0.tcp.congestion = algorithm }
+        case .tcp(.initialWindow):
+            let segments = try ProfileValue.initialWindow(text)
+            return { $0.tcp.initialWindow = segments }
+        case .tcp(.slowStartAfterIdle):
+            let on = try ProfileValue.onOff(text)
+            return { $0.tcp.slowStartAfterIdle = on }
         case .dnsDelay:
             let delay = try ProfileValue.duration(text)
             return { $0.dnsDelay = delay }
