@@ -128,7 +128,7 @@ public struct CubicWindow: CongestionControl {
             cnt = target > cwnd ? cwnd / (target - cwnd) : 100 * cwnd
             if lastMaxCwnd == 0 && cnt > 20 { cnt = 20 }
         }
-        let perIncrease = max(cwnd * Self.renoBetaScale >> 3, 1)
+        let perIncrease = max((cwnd * Self.renoBetaScale) >> 3, 1)
         while ackCount > perIncrease {
             ackCount -= perIncrease
             tcpCwnd += 1

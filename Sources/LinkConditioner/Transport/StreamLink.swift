@@ -53,6 +53,8 @@ public final class StreamLink {
     private var spare: [StreamFlow] = []
     private let tally = LinkTally()
     private var lastAckAt = Instant(nanoseconds: .min)
+    /// Decides a departed segment's loss in place of the random draw (tests pick which transmission is lost).
+    var lossDecision: ((LinkPacket) -> Bool)?
     /// Bound on events handled per `advance`, so a model bug cannot hang the event loop.
     private static let maximumEventsPerAdvance = 1_000_000
 
@@ -253,7 +255,7 @@ public final class StreamLink {
     /// A segment left the bottleneck at `now`: it is lost, or arrives one propagation delay (± jitter) later,
     /// never before the flow's previous arrival.
     private func depart(_ packet: LinkPacket, of flow: StreamFlow, at now: Instant) {
-        if isLost() {
+        if lossDecision?(packet) ?? isLost() {
             tally.counters.segmentsLost += 1
             return
         }

@@ -197,6 +197,7 @@ public struct TCPSender {
             probe = .none
             if let segment = sendNewData(now: now, ignoringWindow: true) {
                 tlpHighSeq = sndNxt
+                probeDeadline = nil
                 return segment
             }
         case .retransmitLast:
