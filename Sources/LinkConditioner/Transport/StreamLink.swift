@@ -71,9 +71,11 @@ public final class StreamLink {
         self.burstLoss = GilbertElliottLoss(profile: profile, roundTrip: .zero)
     }
 
+    /// The profile's rate with its burst (`auto`: one segment or 1 ms of rate, as the datagram path's).
     private static func serializer(for profile: DirectionProfile) -> any Serializer {
         guard let rate = profile.bandwidth else { return UnlimitedSerializer() }
-        return ConstantRateSerializer(rate: rate, burst: profile.burst ?? ByteCount(bytes: TCPSender.mss))
+        let automatic = max(TCPSender.mss, Int(min(rate.bitsPerSecond / 8_000, Double(Int32.max))))
+        return ConstantRateSerializer(rate: rate, burst: profile.burst ?? ByteCount(bytes: automatic))
     }
 
     /// Live profile switch at `now`: segments queued and on their way keep their order and times; new settings
