@@ -156,3 +156,30 @@ struct LossRecoveryTests {
         #expect(result.lastByteAt == .ms(750))
     }
 }
+
+/// Loss models apply to stream segments as they do to datagrams.
+struct StreamLossModelTests {
+    @Test func burstyGilbertElliottLossHitsSegmentsAndEveryByteStillArrives() {
+        var forward = DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(10), lossModel: .gilbertElliott)
+        forward.gilbertElliott = GilbertElliottParameters(goodToBad: Percentage(1), badToGood: Percentage(50))
+        let link = StreamLink(side: .acceptor, profile: forward, reverse: DirectionProfile(delay: .milliseconds(10)),
+                              settings: TCPSettings(), seed: 3)
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(2_000_000, over: link, flow: flow, from: .zero)
+
+        #expect(result.releases.reduce(0) { $0 + $1.bytes } == 2_000_000)
+        #expect(link.counters.segmentsLost > 0)
+        #expect(flow.transport.recoveries > 0)
+    }
+
+    @Test func theSameSeedRepeatsTheSameSchedule() {
+        func run() -> [Instant] {
+            let link = modelLink(oneWay: .milliseconds(20), bandwidth: .mbps(5), loss: 0.02, seed: 99)
+            let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+            return transfer(500_000, over: link, flow: flow, from: .zero).releases.map(\.at)
+        }
+
+        #expect(run() == run())
+    }
+}

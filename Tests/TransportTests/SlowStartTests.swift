@@ -53,3 +53,31 @@ struct SlowStartTests {
         #expect(flow.transport.ssthresh < CongestionWindow.infinite)
     }
 }
+
+/// HyStart's delay detection: CUBIC leaves slow start when the round trip grows, before a deep queue overflows.
+/// The path holds 86 segments (10 Mbit/s × 100 ms) plus a 300 kB queue (207 segments): slow start alone doubles
+/// past 293 and overflows it; HyStart stops once a round trip's first samples see ~12 ms of standing queue.
+struct HyStartTests {
+    @Test func cubicLeavesSlowStartWhenTheQueueDelayGrowsAndLosesNothing() {
+        let link = modelLink(oneWay: .milliseconds(50), bandwidth: .mbps(10), queue: ByteCount(bytes: 300_000))
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(3_000_000, over: link, flow: flow, from: .zero)
+
+        #expect(result.lastByteAt != nil)
+        #expect(flow.transport.ssthresh < CongestionWindow.infinite)
+        #expect(link.counters.segmentsLost == 0)
+        #expect(flow.transport.recoveries == 0)
+    }
+
+    @Test func renoWithoutHyStartFillsTheSameQueueUntilItDrops() {
+        let link = modelLink(oneWay: .milliseconds(50), bandwidth: .mbps(10), queue: ByteCount(bytes: 300_000),
+                             settings: TCPSettings(congestion: .reno))
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(3_000_000, over: link, flow: flow, from: .zero)
+
+        #expect(result.lastByteAt != nil)
+        #expect(link.counters.segmentsLost > 0)
+    }
+}
