@@ -183,3 +183,46 @@ struct StreamLossModelTests {
         #expect(run() == run())
     }
 }
+
+/// What a tail loss probe's ACK says: a D-SACK means the probed segment had arrived (nothing to cut); an ACK
+/// beyond the probe without one means the probe repaired a loss, which cuts the window by β.
+struct TailLossProbeTests {
+    /// Two segments sent at 0; the first ACKed at 100 ms (srtt 100 ms, rto 300 ms); the probe for the second
+    /// fires at 400 ms and resends it.
+    private func probedSender() -> (TCPSender, TCPSegment) {
+        var sender = TCPSender()
+        sender.write(segments(2), now: .zero)
+        let first = sender.nextSegment(now: .zero)!
+        let second = sender.nextSegment(now: .zero)!
+        sender.receive(TCPAck(cumulative: first.end, window: 1 << 20), now: .ms(100))
+        sender.timerFired(now: .ms(400))
+        let probe = sender.nextSegment(now: .ms(400))
+        #expect(probe == TCPSegment(seq: second.seq, length: second.length, isRetransmission: true))
+        return (sender, second)
+    }
+
+    @Test func aDuplicateReportForTheProbeLeavesTheWindowAlone() {
+        var (sender, second) = probedSender()
+
+        sender.receive(TCPAck(cumulative: second.end, window: 1 << 20), now: .ms(420))
+        sender.receive(TCPAck(cumulative: second.end, sacked: second.seq..<second.end, duplicate: true, window: 1 << 20), now: .ms(500))
+        sender.write(segments(1), now: .ms(500))
+        let next = sender.nextSegment(now: .ms(500))!
+        sender.receive(TCPAck(cumulative: next.end, window: 1 << 20), now: .ms(600))
+
+        #expect(sender.cwnd == 10)
+        #expect(sender.ssthresh == CongestionWindow.infinite)
+    }
+
+    @Test func anAckBeyondARepairingProbeCutsTheWindowByBeta() {
+        var (sender, second) = probedSender()
+
+        sender.receive(TCPAck(cumulative: second.end, window: 1 << 20), now: .ms(500))
+        sender.write(segments(1), now: .ms(500))
+        let next = sender.nextSegment(now: .ms(500))!
+        sender.receive(TCPAck(cumulative: next.end, window: 1 << 20), now: .ms(600))
+
+        #expect(sender.ssthresh == 10 * 717 / 1024)
+        #expect(sender.cwnd == sender.ssthresh)
+    }
+}

@@ -5,8 +5,8 @@
 final class ShapedLink {
     let loop: EventLoop
     private(set) var model: StreamLink
-    private let direction: WritableKeyPath<Profile, DirectionProfile>
-    private let reverse: WritableKeyPath<Profile, DirectionProfile>
+    private let direction: KeyPath<Profile, DirectionProfile>
+    private let reverse: KeyPath<Profile, DirectionProfile>
     private var pumps: [ObjectIdentifier: StreamPump] = [:]
     private var waitingForQueue: [ObjectIdentifier: StreamPump] = [:]
     private lazy var serviceAlarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.service(at: now) }

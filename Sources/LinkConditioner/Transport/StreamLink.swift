@@ -83,10 +83,11 @@ public final class StreamLink {
     /// by a dead path (100 % loss) retry within one timeout.
     public func update(profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, now: Instant) {
         run(until: now)
+        let rateChanged = profile.bandwidth != self.profile.bandwidth || profile.burst != self.profile.burst
         self.profile = profile
         self.reverseDelay = reverse.delay
         self.settings = settings
-        bottleneck.update(serializer: Self.serializer(for: profile), now: now)
+        if rateChanged { bottleneck.update(serializer: Self.serializer(for: profile), now: now) }
         if profile.queue.bytes != queueBytes {
             queueBytes = profile.queue.bytes
             bottleneck.update(discipline: FIFOQueue(limit: .bytes(queueBytes)), now: now)

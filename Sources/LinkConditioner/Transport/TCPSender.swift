@@ -294,7 +294,6 @@ public struct TCPSender {
             sackedOut += 1
             consider(segments[index])
         }
-        if ack.duplicate, tlpHighSeq != nil, tlpRetransmitted { tlpHighSeq = nil }
         if let newest {
             let rtt = now - newest.sentAt
             timer.sample(rtt)
@@ -303,14 +302,7 @@ public struct TCPSender {
             advanceRACK(newest, rtt: rtt)
         }
         let newlyLost = detectLosses(now: now)
-        if let high = tlpHighSeq, sndUna >= high {
-            tlpHighSeq = nil
-            if tlpRetransmitted && state == .open {
-                window.ssthresh = congestion.ssthreshAfterLoss(window: window)
-                window.cwnd = window.ssthresh
-                window.cwndCount = 0
-            }
-        }
+        processProbeAck(ack)
         if state != .open && sndUna >= recoveryPoint {
             if state == .recovery && window.ssthresh < CongestionWindow.infinite { window.cwnd = window.ssthresh }
             state = .open
@@ -328,6 +320,21 @@ public struct TCPSender {
             retransmissionDeadline = now + timer.timeout
         }
         scheduleProbe(now: now)
+    }
+
+    /// tcp_process_tlp_ack: a D-SACK says the probed segment had arrived (no loss); an ACK beyond the probe says
+    /// the probe repaired a loss, which cuts the window as a fast recovery would.
+    private mutating func processProbeAck(_ ack: TCPAck) {
+        guard let high = tlpHighSeq, ack.cumulative >= high else { return }
+        if !tlpRetransmitted || ack.duplicate {
+            tlpHighSeq = nil
+        } else if ack.cumulative > high {
+            tlpHighSeq = nil
+            guard state == .open else { return }
+            window.ssthresh = congestion.ssthreshAfterLoss(window: window)
+            window.cwnd = window.ssthresh
+            window.cwndCount = 0
+        }
     }
 
     /// The index of the outstanding segment starting at `seq`, by binary search (segments are in order).
