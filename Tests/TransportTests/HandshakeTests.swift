@@ -45,4 +45,17 @@ struct HandshakeTests {
 
         #expect(flow.opensAt == .ms(20))
     }
+
+    @Test func aDelayOfCenturiesSaturatesInsteadOfOverflowing() {
+        let forever = DirectionProfile(delay: .seconds(Int64.max / 1_000_000_000))
+        let downlink = StreamLink(side: .acceptor, profile: forever, reverse: forever, settings: TCPSettings(), seed: 1)
+        let flow = downlink.makeFlow(at: .ms(5))
+
+        downlink.enqueue(1_000, on: flow, at: .ms(5))
+        let changed = downlink.advance(to: .ms(60_000))
+
+        #expect(flow.opensAt == Instant(nanoseconds: .max))
+        #expect(changed.isEmpty)
+        #expect(downlink.nextServiceTime == nil)
+    }
 }

@@ -111,7 +111,8 @@ public final class StreamLink {
     public func makeFlow(at now: Instant, emulatingHandshake: Bool = true) -> StreamFlow {
         var opensAt = now
         if emulatingHandshake {
-            opensAt = side == .connector ? now + reverseDelay : now + profile.delay + reverseDelay
+            let wait = side == .connector ? reverseDelay : profile.delay + reverseDelay
+            opensAt = now.addingSaturating(nanoseconds: wait.nanoseconds)
         }
         let flow = StreamFlow(number: nextFlowNumber, settings: settings, opensAt: opensAt, tally: tally)
         nextFlowNumber += 1
@@ -167,14 +168,14 @@ public final class StreamLink {
         return result
     }
 
-    /// The next instant at which `advance` has work, or nil.
+    /// The next instant at which `advance` has work, or nil (also for work that saturated at the end of time).
     public var nextServiceTime: Instant? {
         var next = bottleneck.nextEventTime
         for flow in flows {
             if let at = flow.nextEventTime { next = min(next ?? at, at) }
             if flow.opensAt > lastRunAt, flow.sender.unsentBytes > 0 { next = min(next ?? flow.opensAt, flow.opensAt) }
         }
-        return next
+        return next == .never ? nil : next
     }
 
     public var counters: LinkCounters {
@@ -240,7 +241,7 @@ public final class StreamLink {
     }
 
     private func sendAck(_ ack: TCPAck, on flow: StreamFlow, at now: Instant) {
-        let arrival = max(now + reverseDelay, flow.acks.last?.at ?? now)
+        let arrival = max(now.addingSaturating(nanoseconds: reverseDelay.nanoseconds), flow.acks.last?.at ?? now)
         flow.acks.append((ack, arrival))
     }
 
