@@ -94,13 +94,15 @@ struct TCConditioningOptions: ParsableArguments {
         return (loaded.name.isEmpty ? profile : loaded.name, KernelConditioning(profile: loaded, match: match))
     }
 
-    /// The datagram impairments a profile sets that `tc apply` would otherwise silently leave out.
+    /// The settings a profile makes that `tc apply` would otherwise silently leave out: datagram impairments,
+    /// queue disciplines other than fifo (this kernel has no codel qdisc) and traces.
     static func settingsTheKernelBackendDoesNotProgram(_ profile: Profile) -> [String] {
         var settings: [String] = []
         for (side, direction) in [("uplink", profile.uplink), ("downlink", profile.downlink)] {
             if direction.lossModel == .gilbertElliott { settings.append("\(side).loss.model = gilbert-elliott") }
             if direction.duplicate > .zero { settings.append("\(side).duplicate") }
             if direction.reorder > .zero { settings.append("\(side).reorder") }
+            settings += DirectionSettings.kernelUnsupported(direction).map { "\(side).\($0)" }
         }
         return settings
     }

@@ -23,6 +23,17 @@ public struct DirectionProfile: Hashable, Sendable {
     public var duplicate: Percentage = .zero
     /// Probability that a datagram is held back behind later ones (by `Reordering.holdBack(delay:)`).
     public var reorder: Percentage = .zero
+    /// Whether `queue` was given in packets (`queue = 100 packets`): the bottleneck then counts packets.
+    public var queueCountsPackets = false
+    /// The bottleneck's queue discipline (`queue.discipline` and its parameters).
+    public var queueManagement = QueueManagement()
+    /// A capacity trace that replaces `bandwidth` (`trace`), or nil.
+    public var trace: DeliveryTrace?
+
+    /// The bottleneck's queue limit: `queue` in bytes, or in packets when given in packets.
+    public var queueLimit: QueueLimit {
+        queueCountsPackets ? .packets(max(queue.bytes / ProfileValue.packetSize, 1)) : .bytes(queue.bytes)
+    }
 
     public static let defaultQueue = ByteCount.kib(256)
 

@@ -15,6 +15,7 @@ extension Profile {
     ///   - file: The file as the user named it, for error messages; `nil` when there is none.
     /// - Throws: `ProfileError` for the first bad line, located by `file` and line number.
     public init(parsing text: String, name: String = "", file: String? = nil) throws(ProfileError) {
+        let context = SettingContext(directory: file.map(Profile.directory(ofFile:)))
         var firstLine: [String: Int] = [:]
         var changes: [(key: ProfileKey, change: @Sendable (inout Profile) -> Void)] = []
         for (offset, rawLine) in ProfileLine.lines(of: text).enumerated() {
@@ -25,7 +26,7 @@ extension Profile {
                     let key = try ProfileKey.named(line.key)
                     if let earlier = firstLine[key.name] { throw .duplicateKey(key.name, firstLine: earlier) }
                     firstLine[key.name] = number
-                    changes.append((key, try key.change(for: line.value)))
+                    changes.append((key, try key.change(for: line.value, context: context)))
                 } catch {
                     throw ProfileError(text: line.text, kind: error)
                 }
@@ -58,6 +59,12 @@ extension Profile {
             throw ProfileError(file: path, kind: .unreadable(reason: "is not UTF-8 text"))
         }
         try self.init(parsing: text, name: Profile.name(ofFile: path), file: path)
+    }
+
+    /// The directory holding `path`, for paths written relative to it (".") when `path` has none.
+    static func directory(ofFile path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// The profile name a file gives: its last path component without a `.profile` extension.
@@ -105,6 +112,7 @@ extension Profile {
             lines.append(prefix + "queue = " + ProfileValue.format(direction.queue))
             lines.append(prefix + "burst = " + ProfileValue.format(direction.burst))
             lines += direction.datagramSettings.map { prefix + $0.key + " = " + $0.value }
+            lines += DirectionSettings.rendered(direction).map { prefix + $0.key + " = " + $0.value }
         }
         lines += tcp.settings.map { $0.key + " = " + $0.value }
         lines.append("dns.delay = " + ProfileValue.format(dnsDelay))
@@ -145,6 +153,9 @@ extension Profile {
         }
         if downlink.burst != nil || uplink.burst != nil {
             parts.append("burst " + pair(\.burst, ProfileValue.format))
+        }
+        for (down, up) in zip(DirectionSettings.summaries(downlink), DirectionSettings.summaries(uplink)) {
+            parts.append(down == up ? down : "\(down) down, \(up) up")
         }
         if tcp != TCPSettings() { parts.append("TCP " + tcp.settings.map { "\($0.key.dropFirst(4)) \($0.value)" }.joined(separator: " ")) }
         if dnsDelay != .zero { parts.append(ProfileValue.format(dnsDelay) + " DNS delay") }

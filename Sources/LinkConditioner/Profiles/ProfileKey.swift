@@ -30,6 +30,8 @@ struct ProfileKey: Hashable, Sendable {
         case description
         case link(LinkSetting, Side)
         case tcp(TCPSetting)
+        /// A key declared by a `DirectionSetting`.
+        case declared(String, Side)
         case dnsDelay
         case fault
         case seed
@@ -44,6 +46,8 @@ struct ProfileKey: Hashable, Sendable {
         case let .link(setting, .both): setting.rawValue
         case let .link(setting, side): "\(side.rawValue).\(setting.rawValue)"
         case let .tcp(setting): setting.rawValue
+        case let .declared(key, .both): key
+        case let .declared(key, side): "\(side.rawValue).\(key)"
         case .dnsDelay: "dns.delay"
         case .fault: "fault"
         case .seed: "seed"
@@ -53,16 +57,20 @@ struct ProfileKey: Hashable, Sendable {
 
     /// Whether the key sets one direction only, so it applies after the keys that set both.
     var isDirectional: Bool {
-        if case let .link(_, side) = target { return side != .both }
-        return false
+        switch target {
+        case let .link(_, side), let .declared(_, side): side != .both
+        default: false
+        }
     }
 
-    static let all: [ProfileKey] =
-        [ProfileKey(target: .description)]
-        + Side.allCases.flatMap { side in LinkSetting.allCases.map { ProfileKey(target: .link($0, side)) } }
-        + TCPSetting.allCases.map { ProfileKey(target: .tcp($0)) }
-        + [ProfileKey(target: .dnsDelay), ProfileKey(target: .fault), ProfileKey(target: .seed)]
-        + [ProfileKey(target: .exclude)]
+    static let all: [ProfileKey] = {
+        let linkKeys = Side.allCases.flatMap { side in LinkSetting.allCases.map { ProfileKey(target: .link($0, side)) } }
+        let declaredNames: [String] = DirectionSettings.all.flatMap { $0.keys }
+        let declaredKeys = Side.allCases.flatMap { side in declaredNames.map { ProfileKey(target: .declared($0, side)) } }
+        let tcpKeys = TCPSetting.allCases.map { ProfileKey(target: .tcp($0)) }
+        let otherKeys = [ProfileKey(target: .dnsDelay), ProfileKey(target: .fault), ProfileKey(target: .seed), ProfileKey(target: .exclude)]
+        return [ProfileKey(target: .description)] + linkKeys + declaredKeys + tcpKeys + otherKeys
+    }()
 
     static let allNames = all.map(\.name)
 
@@ -91,11 +99,14 @@ struct ProfileKey: Hashable, Sendable {
         case .fault: ProfileValue.expectedFault
         case .seed: ProfileValue.expectedSeed
         case .exclude: ProfileValue.expectedHostPatterns
+        case let .declared(key, _): DirectionSettings.owner(of: key)?.expected(for: key) ?? ""
         }
     }
 
     /// Validates `value` and returns the change it makes, so that nothing is applied until every line is valid.
-    func change(for value: ProfileLine.Value) throws(ProfileError.Kind) -> @Sendable (inout Profile) -> Void {
+    func change(
+        for value: ProfileLine.Value, context: SettingContext = SettingContext()
+    ) throws(ProfileError.Kind) -> @Sendable (inout Profile) -> Void {
         if case .description = target {
             let text = value.text
             return { $0.description = text }
@@ -121,6 +132,13 @@ struct ProfileKey: Hashable, Sendable {
         case .tcp(.slowStartAfterIdle):
             let on = try ProfileValue.onOff(text)
             return { $0.tcp.slowStartAfterIdle = on }
+        case let .declared(key, side):
+            guard let owner = DirectionSettings.owner(of: key) else { preconditionFailure("declared keys have owners") }
+            let directionChange = try owner.change(for: key, value: text, context: context)
+            return { profile in
+                if side != .uplink { directionChange(&profile.downlink) }
+                if side != .downlink { directionChange(&profile.uplink) }
+            }
         case .dnsDelay:
             let delay = try ProfileValue.duration(text)
             return { $0.dnsDelay = delay }
@@ -154,7 +172,11 @@ struct ProfileKey: Hashable, Sendable {
             return { $0.loss = loss }
         case .queue:
             let queue = try ProfileValue.size(text)
-            return { $0.queue = queue }
+            let countsPackets = text.hasSuffix("packets") || text.hasSuffix("packet")
+            return {
+                $0.queue = queue
+                $0.queueCountsPackets = countsPackets
+            }
         case .burst:
             let burst = try ProfileValue.burst(text)
             return { $0.burst = burst }

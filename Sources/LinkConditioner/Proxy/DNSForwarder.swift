@@ -91,9 +91,16 @@ final class DNSForwarder: ConditionedListener {
         datagramImpairments(of: profile.downlink)
     }
 
+    /// `direction` without its rate, trace and delay: a DNS datagram crosses every datagram impairment a profile
+    /// sets (new ones included) but not the link's capacity, whose queue would hold lookups behind bulk traffic.
     private static func datagramImpairments(of direction: DirectionProfile) -> DirectionProfile {
-        DirectionProfile(loss: direction.loss, lossModel: direction.lossModel, gilbertElliott: direction.gilbertElliott,
-                         duplicate: direction.duplicate, reorder: direction.reorder)
+        var impairments = direction
+        impairments.bandwidth = nil
+        impairments.trace = nil
+        impairments.burst = nil
+        impairments.delay = .zero
+        impairments.jitter = .zero
+        return impairments
     }
 
     /// The first `nameserver` in /etc/resolv.conf, port 53.

@@ -1,17 +1,17 @@
-/// One direction of a datagram link on the event loop: the link model, the timer that drives its serialiser,
-/// and the datagram pumps attached to it.
+/// One direction of a datagram link on the event loop: the datagram link model (a bottleneck and the datagram
+/// impairments), the timer that drives it, and the datagram pumps attached to it.
 ///
 /// Lives on the event loop thread. The datagram counterpart of `ShapedLink`: there is no back-pressure, a full
 /// queue drops.
 final class UDPLink {
     let loop: EventLoop
-    private(set) var model: LinkDirection
+    private(set) var model: DatagramLink
     private var pumps: [ObjectIdentifier: DatagramPump] = [:]
     private lazy var serviceAlarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.service(at: now) }
 
     init(loop: EventLoop, profile: DirectionProfile, roundTrip: Duration, seed: UInt64) {
         self.loop = loop
-        self.model = LinkDirection(profile: profile, roundTrip: roundTrip, seed: seed)
+        self.model = DatagramLink(profile: profile, roundTrip: roundTrip, seed: seed)
     }
 
     /// The uplink and downlink of a listener built from `context`.
@@ -21,27 +21,28 @@ final class UDPLink {
                 UDPLink(loop: context.loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seeds.downlink))
     }
 
-    func attach(_ pump: DatagramPump) -> LinkFlow {
-        let flow = model.makeDatagramFlow()
+    func attach(_ pump: DatagramPump) -> DatagramFlow {
+        let flow = model.makeFlow()
         pumps[ObjectIdentifier(flow)] = pump
         return flow
     }
 
-    func detach(_ flow: LinkFlow) {
+    func detach(_ flow: DatagramFlow) {
         pumps.removeValue(forKey: ObjectIdentifier(flow))
         model.remove(flow)
     }
 
     /// Offers one datagram to the model at `now` and runs the serialiser; returns whether it was queued.
-    func enqueue(_ size: Int, on flow: LinkFlow, at now: Instant) -> DatagramAdmission {
-        let admission = model.enqueueDatagram(size, on: flow, at: now)
+    func enqueue(_ size: Int, on flow: DatagramFlow, at now: Instant) -> DatagramAdmission {
+        let admission = model.enqueue(size, on: flow, at: now)
         service(at: now)
         return admission
     }
 
     func update(profile: DirectionProfile, roundTrip: Duration) {
-        model.update(profile: profile, roundTrip: roundTrip)
-        service(at: loop.clock.now())
+        let now = loop.clock.now()
+        model.update(profile: profile, roundTrip: roundTrip, now: now)
+        service(at: now)
     }
 
     /// Runs the serialiser up to `now`, tells pumps whose outcomes changed, and re-arms the service timer.
@@ -74,7 +75,7 @@ final class DatagramPump {
     }
 
     let link: UDPLink
-    private(set) var flow: LinkFlow!
+    private(set) var flow: DatagramFlow!
     private let send: Send
     private var held: [UInt64: HeldDatagram] = [:]
     private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop) { [weak self] now in self?.deliverDue(at: now) }

@@ -12,55 +12,66 @@ public struct FIFOQueue: QueueDiscipline {
 
     public var limit: QueueLimit
     public var overflow: Overflow
-    private var packets = Deque<LinkPacket>()
-    public private(set) var byteCount = 0
+    private var packets = PacketFIFO()
 
     public init(limit: QueueLimit, overflow: Overflow = .dropTail) {
         self.limit = limit
         self.overflow = overflow
     }
 
+    public var byteCount: Int { packets.byteCount }
     public var packetCount: Int { packets.count }
 
     public mutating func enqueue(_ packet: LinkPacket, now: Instant) -> [LinkPacket] {
         switch overflow {
         case .dropTail:
-            if limit.isExceeded(bytes: byteCount + packet.bytes, packets: packets.count + 1) { return [packet] }
-            append(packet)
+            if limit.isExceeded(bytes: packets.byteCount + packet.bytes, packets: packets.count + 1) { return [packet] }
+            packets.append(packet)
             return []
         case .dropHead:
-            append(packet)
+            packets.append(packet)
             var dropped: [LinkPacket] = []
-            while limit.isExceeded(bytes: byteCount, packets: packets.count), let head = packets.first {
+            while limit.isExceeded(bytes: packets.byteCount, packets: packets.count), let head = packets.popFirst() {
                 dropped.append(head)
-                removeFirst()
             }
             return dropped
         }
     }
 
     public mutating func dequeue(now: Instant) -> (packet: LinkPacket?, dropped: [LinkPacket]) {
-        guard !packets.isEmpty else { return (nil, []) }
-        return (removeFirst(), [])
+        (packets.popFirst(), [])
     }
 
     public mutating func removeAll(ofFlow flow: Int) -> [LinkPacket] {
+        packets.removeAll(ofFlow: flow)
+    }
+}
+
+/// Packets in arrival order with their byte total: the storage under every discipline.
+struct PacketFIFO {
+    private var packets = Deque<LinkPacket>()
+    private(set) var byteCount = 0
+
+    var count: Int { packets.count }
+    var isEmpty: Bool { packets.isEmpty }
+    var first: LinkPacket? { packets.first }
+
+    mutating func append(_ packet: LinkPacket) {
+        packets.append(packet)
+        byteCount += packet.bytes
+    }
+
+    mutating func popFirst() -> LinkPacket? {
+        guard let packet = packets.popFirst() else { return nil }
+        byteCount -= packet.bytes
+        return packet
+    }
+
+    mutating func removeAll(ofFlow flow: Int) -> [LinkPacket] {
         let removed = Array(packets.filter { $0.flow == flow })
         guard !removed.isEmpty else { return [] }
         packets.removeAll { $0.flow == flow }
         byteCount -= removed.reduce(0) { $0 + $1.bytes }
         return removed
-    }
-
-    private mutating func append(_ packet: LinkPacket) {
-        packets.append(packet)
-        byteCount += packet.bytes
-    }
-
-    @discardableResult
-    private mutating func removeFirst() -> LinkPacket {
-        let packet = packets.removeFirst()
-        byteCount -= packet.bytes
-        return packet
     }
 }

@@ -1,0 +1,54 @@
+/// A per-direction profile setting declared by the impairment that owns it: its keys, how each is parsed,
+/// rendered and summarised, and what the kernel backend cannot do with it.
+///
+/// Adding one is its own file (the type, its storage in `DirectionProfile`, its test) plus one entry in
+/// `DirectionSettings.all`: the parser, `linkcond profile show`, listings and `linkcond tc` pick it up from
+/// there, so nothing else needs to know it exists.
+public protocol DirectionSetting {
+    /// The keys this setting owns, without an `uplink.`/`downlink.` prefix (which every key accepts).
+    static var keys: [String] { get }
+    /// What `key` expects, for error messages.
+    static func expected(for key: String) -> String
+    /// Validates `value` for `key` and returns the change it makes; nothing is applied until every line is valid.
+    static func change(
+        for key: String, value: String, context: SettingContext
+    ) throws(ProfileError.Kind) -> @Sendable (inout DirectionProfile) -> Void
+    /// The `key = value` pairs that describe `direction`'s setting, omitted where it is at its default.
+    static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)]
+    /// A few words for `linkcond profiles`, or nil at the default.
+    static func summary(_ direction: DirectionProfile) -> String?
+    /// The keys the kernel backend cannot program for `direction` (empty when it can, or the setting is off).
+    static func kernelUnsupported(_ direction: DirectionProfile) -> [String]
+}
+
+/// Where a setting's value was written, for values that name files (a trace next to its profile).
+public struct SettingContext: Sendable {
+    /// The directory of the profile or scenario file, or nil for a setting given on its own (`linkcond set`),
+    /// whose relative paths start from the working directory.
+    public var directory: String?
+
+    public init(directory: String? = nil) { self.directory = directory }
+}
+
+/// The settings that declare themselves, in the order they render.
+public enum DirectionSettings {
+    public static let all: [any DirectionSetting.Type] = [QueueDisciplineSetting.self, TraceSetting.self]
+
+    /// The setting that owns unprefixed `key`, if any.
+    static func owner(of key: String) -> (any DirectionSetting.Type)? {
+        all.first { $0.keys.contains(key) }
+    }
+
+    static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)] {
+        all.flatMap { $0.rendered(direction) }
+    }
+
+    static func summaries(_ direction: DirectionProfile) -> [String] {
+        all.compactMap { $0.summary(direction) }
+    }
+
+    /// Every key, across settings, that the kernel backend cannot program for `direction`.
+    public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] {
+        all.flatMap { $0.kernelUnsupported(direction) }
+    }
+}

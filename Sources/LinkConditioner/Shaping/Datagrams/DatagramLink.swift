@@ -1,0 +1,158 @@
+// The datagram path: one direction of a UDP link, built on the bottleneck.
+//
+// A datagram enters the direction's `Bottleneck` (the profile's queue discipline in front of its serialiser:
+// constant rate, trace or unlimited). The discipline may refuse it or drop others to make room (tail drop, or
+// fq_codel's drop from the fattest flow), and CoDel drops datagrams that stood in the queue too long as they leave
+// it. A datagram that leaves the bottleneck at t then goes through the datagram impairments (random or
+// Gilbert-Elliott loss, duplication, delay and jitter, reordering): delivered at t + delay ± jitter (plus the
+// reordering hold-back), twice if duplicated, or lost. Outcomes are delivered in time order, so jitter and
+// reordering let datagrams overtake each other. Every drop is an outcome with zero copies, so the relay frees the
+// bytes it held, and a counter says why.
+//
+// Memory: queued datagrams are bounded by the queue limit; datagrams past the bottleneck (in propagation) by
+// `maximumInFlightBytes`, beyond which new datagrams are dropped and counted as `memoryDrops`.
+
+/// One direction of a datagram link, shared by every UDP flow of a listener.
+///
+/// Pure: every call takes `now`, and random draws come from the seed. Lives on the event loop thread; not
+/// thread-safe.
+public final class DatagramLink {
+    /// The most bytes of datagrams in propagation at once, whatever the profile: a bound on held memory.
+    public static let maximumInFlightBytes = 64 * 1024 * 1024
+
+    private var profile: DirectionProfile
+    private var pipeline: ImpairmentPipeline
+    private var random: SeededRandom
+    private var bottleneck: Bottleneck
+    private var flows: [Int: DatagramFlow] = [:]
+    private var nextFlowID = 0
+    private var changed: [DatagramFlow] = []
+    private let tally = LinkTally()
+
+    /// A direction shaped by `profile`; `seed` drives every random draw.
+    public init(profile: DirectionProfile, roundTrip: Duration, seed: UInt64) {
+        self.profile = profile
+        pipeline = ImpairmentPipeline(profile: profile, roundTrip: roundTrip, kinds: ImpairmentPipeline.datagramKinds)
+        random = SeededRandom(seed: seed)
+        bottleneck = Bottleneck(
+            discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
+            serializer: Self.serializer(for: profile))
+    }
+
+    /// The serialiser a profile asks for: its trace, else its bandwidth (with its burst), else unlimited.
+    static func serializer(for profile: DirectionProfile) -> any Serializer {
+        if let trace = profile.trace { return TraceSerializer(trace: trace) }
+        guard let rate = profile.bandwidth else { return UnlimitedSerializer() }
+        let burst = profile.burst ?? ByteCount(bytes: 0)
+        return ConstantRateSerializer(rate: rate, burst: burst)
+    }
+
+    /// Live profile switch at `now`: queued datagrams keep their order; a new discipline or limit takes them over
+    /// (dropping what it has no room for), a new rate or trace applies from the next datagram on.
+    public func update(profile newProfile: DirectionProfile, roundTrip: Duration, now: Instant) {
+        let old = profile
+        profile = newProfile
+        pipeline = ImpairmentPipeline(profile: newProfile, roundTrip: roundTrip, kinds: ImpairmentPipeline.datagramKinds)
+        if old.trace != newProfile.trace || old.bandwidth != newProfile.bandwidth || old.burst != newProfile.burst {
+            bottleneck.update(serializer: Self.serializer(for: newProfile), now: now)
+        }
+        if old.queueManagement != newProfile.queueManagement || old.queueLimit != newProfile.queueLimit {
+            bottleneck.update(discipline: newProfile.queueManagement.makeDiscipline(limit: newProfile.queueLimit), now: now)
+        }
+    }
+
+    /// Attaches a new flow (one UDP client's direction).
+    public func makeFlow() -> DatagramFlow {
+        let flow = DatagramFlow(id: nextFlowID, tally: tally)
+        nextFlowID += 1
+        flows[flow.id] = flow
+        tally.counters.flows += 1
+        return flow
+    }
+
+    /// Forgets a closed flow: its queued datagrams leave the queue and its outcomes are discarded.
+    public func remove(_ flow: DatagramFlow) {
+        guard !flow.isRemoved else { return }
+        flow.isRemoved = true
+        flows.removeValue(forKey: flow.id)
+        tally.counters.flows -= 1
+        for packet in bottleneck.removeAll(ofFlow: flow.id) { tally.counters.queuedBytes -= packet.bytes }
+        tally.counters.inFlightBytes -= flow.line.bytes
+        flow.line.removeAll()
+        changed.removeAll { $0 === flow }
+    }
+
+    /// Offers one datagram of `size` bytes from `flow` at `now`: queued, or dropped when the queue (or the
+    /// memory bound) has no room. Datagrams of other flows that the discipline drops to make room become
+    /// zero-copy outcomes of their flows.
+    @discardableResult
+    public func enqueue(_ size: Int, on flow: DatagramFlow, at now: Instant) -> DatagramAdmission {
+        guard !flow.isRemoved else { return .tailDropped }
+        tally.counters.datagramsEnqueued += 1
+        settle(bottleneck.advance(to: now))
+        if tally.counters.inFlightBytes + tally.counters.queuedBytes + size > Self.maximumInFlightBytes {
+            tally.counters.memoryDrops += 1
+            return .tailDropped
+        }
+        let index = flow.nextDatagramIndex
+        flow.nextDatagramIndex += 1
+        tally.counters.bytesEnqueued += size
+        tally.counters.queuedBytes += size
+        var admitted = true
+        for dropped in bottleneck.enqueue(LinkPacket(flow: flow.id, bytes: size, tag: index), now: now) {
+            tally.counters.queuedBytes -= dropped.bytes
+            tally.counters.tailDrops += 1
+            if dropped.flow == flow.id && dropped.tag == index {
+                admitted = false
+            } else {
+                schedule(DatagramDelivery(index: dropped.tag, size: dropped.bytes, copies: 0), flow: dropped.flow, at: now)
+            }
+        }
+        return admitted ? .accepted(index: index) : .tailDropped
+    }
+
+    /// Runs the bottleneck to `now` and returns the flows with new outcomes.
+    public func advance(to now: Instant) -> [DatagramFlow] {
+        settle(bottleneck.advance(to: now))
+        let result = changed
+        changed.removeAll(keepingCapacity: true)
+        return result
+    }
+
+    /// When `advance` next has work, or nil.
+    public var nextServiceTime: Instant? { bottleneck.nextEventTime }
+
+    public var counters: LinkCounters { tally.counters }
+
+    /// Turns the bottleneck's departures and drops into outcomes: impairments decide a departed datagram's fate.
+    private func settle(_ events: [BottleneckEvent]) {
+        for event in events {
+            switch event {
+            case let .dropped(packet, at):
+                tally.counters.queuedBytes -= packet.bytes
+                tally.counters.codelDrops += 1
+                schedule(DatagramDelivery(index: packet.tag, size: packet.bytes, copies: 0), flow: packet.flow, at: at)
+            case let .departed(packet, at):
+                tally.counters.queuedBytes -= packet.bytes
+                var fate = SegmentFate(size: packet.bytes, serializationEnd: at)
+                if !pipeline.isEmpty { pipeline.apply(to: &fate, random: &random) }
+                tally.counters.transmissions += 1
+                if fate.lost {
+                    if fate.lossCause == .burst { tally.counters.burstLosses += 1 } else { tally.counters.randomLosses += 1 }
+                    schedule(DatagramDelivery(index: packet.tag, size: packet.bytes, copies: 0), flow: packet.flow, at: at)
+                } else {
+                    tally.counters.duplicates += fate.copies - 1
+                    schedule(DatagramDelivery(index: packet.tag, size: packet.bytes, copies: fate.copies),
+                             flow: packet.flow, at: fate.deliverAt)
+                }
+            }
+        }
+    }
+
+    private func schedule(_ delivery: DatagramDelivery, flow id: Int, at: Instant) {
+        guard let flow = flows[id] else { return }
+        flow.line.append(delivery, at: at)
+        if delivery.copies > 0 { tally.counters.inFlightBytes += delivery.size }
+        if !changed.contains(where: { $0 === flow }) { changed.append(flow) }
+    }
+}

@@ -1,0 +1,128 @@
+import Testing
+import LinkConditioner
+
+/// The datagram path on the bottleneck: queue disciplines and traces drop and pace real datagrams.
+struct DatagramLinkBottleneckTests {
+    /// Offers `perMillisecond` datagrams of `size` bytes each millisecond for `milliseconds` on `flow`, then runs
+    /// the link to the end; returns every outcome with its time.
+    private func flood(
+        _ link: DatagramLink, flows: [DatagramFlow], perMillisecond: Int, size: Int = 1500, milliseconds: Int
+    ) -> [(flow: Int, delivery: DatagramDelivery, at: Instant)] {
+        var outcomes: [(flow: Int, delivery: DatagramDelivery, at: Instant)] = []
+        func collect(_ now: Instant) {
+            _ = link.advance(to: now)
+            for (number, flow) in flows.enumerated() {
+                outcomes += flow.takeDeliverableDatagrams(at: now).map { (number, $0, now) }
+            }
+        }
+        for ms in 0..<milliseconds {
+            let now = Instant.ms(Double(ms))
+            collect(now)
+            for flow in flows { for _ in 0..<perMillisecond { link.enqueue(size, on: flow, at: now) } }
+        }
+        var now = Instant.ms(Double(milliseconds))
+        while let next = [link.nextServiceTime, flows.compactMap(\.nextDeliveryTime).min()].compactMap({ $0 }).min() {
+            now = max(now, next)
+            collect(now)
+        }
+        return outcomes
+    }
+
+    @Test func codelDropsDatagramsThatStandInTheQueueAndCountsThem() {
+        var profile = DirectionProfile(bandwidth: .mbps(12), queue: .mib(4))
+        profile.queueManagement = QueueManagement(kind: .codel)
+        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
+
+        let outcomes = flood(link, flows: [flow], perMillisecond: 2, milliseconds: 3_000)
+        let delivered = outcomes.filter { $0.delivery.copies > 0 }
+
+        #expect(link.counters.codelDrops > 100)
+        #expect(link.counters.codelDrops == outcomes.count - delivered.count)
+        #expect(delivered.count + link.counters.codelDrops + link.counters.tailDrops == 6_000)
+    }
+
+    @Test func fifoOfTheSameSizeDropsOnlyAtTheTailAndLetsDelayGrow() {
+        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(12), queue: .mib(4)), roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
+
+        let outcomes = flood(link, flows: [flow], perMillisecond: 2, milliseconds: 3_000)
+
+        #expect(link.counters.codelDrops == 0)
+        #expect(link.counters.tailDrops > 0)
+        // 4 MiB at 12 Mbit/s is 2.8 s of queue: the last datagrams delivered waited seconds.
+        let last = outcomes.filter { $0.delivery.copies > 0 }.last!
+        #expect(last.at > .s(5))
+    }
+
+    @Test func fqCodelDropForAnotherFlowFreesThatFlowsDatagram() {
+        var profile = DirectionProfile(bandwidth: .mbps(12), queue: ByteCount(bytes: 15_000))
+        profile.queueManagement = QueueManagement(kind: .fqCodel)
+        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let bulk = link.makeFlow(), sparse = link.makeFlow()
+        for _ in 0..<11 { link.enqueue(1500, on: bulk, at: .zero) }
+
+        let admission = link.enqueue(100, on: sparse, at: .zero)
+        _ = link.advance(to: .zero)
+        let freed = bulk.takeDeliverableDatagrams(at: .zero)
+
+        #expect(admission.isAccepted)
+        #expect(!freed.isEmpty && freed.allSatisfy { $0.copies == 0 })
+        #expect(link.counters.tailDrops == freed.count)
+    }
+
+    @Test func traceSetsTheDatagramRate() throws {
+        var profile = DirectionProfile(queue: .mib(64))
+        profile.trace = try DeliveryTrace(parsing: Array("1\n2\n2\n4\n".utf8), name: "t")
+        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
+        for _ in 0..<40 { link.enqueue(1500, on: flow, at: .zero) }
+
+        _ = link.advance(to: .ms(40))
+        let delivered = flow.takeDeliverableDatagrams(at: .ms(40))
+
+        // Four opportunities every 4 ms: 40 datagrams by 40 ms, the first at 1 ms.
+        #expect(delivered.count == 40)
+        #expect(link.counters.queuedBytes == 0)
+    }
+
+    @Test func datagramsInPropagationCountTowardTheMemoryBound() {
+        let link = DatagramLink(profile: DirectionProfile(delay: .seconds(10)), roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
+        let size = 60_000
+        let fitting = DatagramLink.maximumInFlightBytes / size
+
+        for _ in 0..<fitting { link.enqueue(size, on: flow, at: .zero) }
+        _ = link.advance(to: .zero)
+        let refused = link.enqueue(size, on: flow, at: .zero)
+
+        #expect(refused == .tailDropped)
+        #expect(link.counters.memoryDrops == 1)
+        #expect(link.counters.inFlightBytes == fitting * size)
+    }
+
+    @Test func impairmentsApplyAfterTheBottleneck() {
+        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(12), delay: .milliseconds(50)), roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
+        link.enqueue(1500, on: flow, at: .zero)
+        link.enqueue(1500, on: flow, at: .zero)
+
+        _ = link.advance(to: .ms(2))
+
+        #expect(flow.nextDeliveryTime == .ms(51))
+        #expect(flow.takeDeliverableDatagrams(at: .ms(52)).map(\.index) == [0, 1])
+    }
+
+    @Test func removingAFlowForgetsItsQueuedAndInFlightBytes() {
+        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(1), delay: .seconds(1)), roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
+        for _ in 0..<5 { link.enqueue(1000, on: flow, at: .zero) }
+        _ = link.advance(to: .ms(20))
+
+        link.remove(flow)
+
+        #expect(link.counters.queuedBytes == 1000)
+        #expect(link.counters.inFlightBytes == 0)
+        #expect(link.counters.flows == 0)
+    }
+}
