@@ -4,8 +4,10 @@
 // Each connection's direction is a `StreamFlow`: a `TCPSender` and a `TCPReceiver`. Events, in time order:
 //
 //     the application writes   → the sender sends what its window allows, as segments into the bottleneck
-//     the bottleneck           → a segment departs after serialisation, or the full queue drops it (a loss for
-//                                the flow that overflowed it: the sawtooth and bufferbloat emerge from here)
+//     the bottleneck           → a segment departs after serialisation (constant rate or a trace), or the queue
+//                                discipline drops it (FIFO when full, CoDel when it stood too long, fq_codel
+//                                from the fattest flow): a loss for that flow, so the sawtooth and bufferbloat,
+//                                or CoDel's short queue, emerge from here
 //     departure + loss draw    → random loss (`loss`, or Gilbert-Elliott under `loss.model`) per segment
 //     departure + delay ± jitter → arrival at the receiver; arrivals of one flow never overtake each other
 //     arrival                  → in-order bytes are released to the proxy at once; after a hole they wait
@@ -43,7 +45,6 @@ public final class StreamLink {
     private var reverseDelay: Duration
     private var settings: TCPSettings
     private var bottleneck: Bottleneck
-    private var queueBytes: Int
     private var random: SeededRandom
     private var burstLoss: GilbertElliottLoss?
     private var flows: [StreamFlow] = []
@@ -64,15 +65,15 @@ public final class StreamLink {
         self.profile = profile
         self.reverseDelay = reverse.delay
         self.settings = settings
-        self.queueBytes = profile.queue.bytes
-        self.bottleneck = Bottleneck(discipline: FIFOQueue(limit: .bytes(profile.queue.bytes)),
+        self.bottleneck = Bottleneck(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
                                      serializer: Self.serializer(for: profile))
         self.random = SeededRandom(seed: seed)
         self.burstLoss = GilbertElliottLoss(profile: profile, roundTrip: .zero)
     }
 
-    /// The profile's rate with its burst (`auto`: one segment or 1 ms of rate, as the datagram path's).
+    /// The profile's trace, else its rate with its burst (`auto`: one segment or 1 ms of rate), else unlimited.
     private static func serializer(for profile: DirectionProfile) -> any Serializer {
+        if let trace = profile.trace { return TraceSerializer(trace: trace) }
         guard let rate = profile.bandwidth else { return UnlimitedSerializer() }
         let automatic = max(TCPSender.mss, Int(min(rate.bitsPerSecond / 8_000, Double(Int32.max))))
         return ConstantRateSerializer(rate: rate, burst: profile.burst ?? ByteCount(bytes: automatic))
@@ -83,14 +84,15 @@ public final class StreamLink {
     /// by a dead path (100 % loss) retry within one timeout.
     public func update(profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, now: Instant) {
         run(until: now)
-        let rateChanged = profile.bandwidth != self.profile.bandwidth || profile.burst != self.profile.burst
+        let old = self.profile
         self.profile = profile
         self.reverseDelay = reverse.delay
         self.settings = settings
-        if rateChanged { bottleneck.update(serializer: Self.serializer(for: profile), now: now) }
-        if profile.queue.bytes != queueBytes {
-            queueBytes = profile.queue.bytes
-            bottleneck.update(discipline: FIFOQueue(limit: .bytes(queueBytes)), now: now)
+        if old.trace != profile.trace || old.bandwidth != profile.bandwidth || old.burst != profile.burst {
+            bottleneck.update(serializer: Self.serializer(for: profile), now: now)
+        }
+        if old.queueManagement != profile.queueManagement || old.queueLimit != profile.queueLimit {
+            bottleneck.update(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit), now: now)
         }
         let wanted = GilbertElliottLoss(profile: profile, roundTrip: .zero)
         if wanted?.parameters != burstLoss?.parameters { burstLoss = wanted }
@@ -102,7 +104,8 @@ public final class StreamLink {
 
     /// Whether nothing at all is emulated in either direction.
     private var isPassThrough: Bool {
-        profile.bandwidth == nil && profile.delay == .zero && profile.jitter == .zero && profile.loss == .zero
+        profile.bandwidth == nil && profile.trace == nil && profile.delay == .zero && profile.jitter == .zero
+            && profile.loss == .zero
             && profile.lossModel == .random && reverseDelay == .zero
     }
 
