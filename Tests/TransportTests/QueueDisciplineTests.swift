@@ -54,3 +54,21 @@ struct QueueDisciplineTests {
         #expect(latency < .milliseconds(10 + 4), "\(latency)")
     }
 }
+
+/// A trace replaces the constant rate for TCP flows as it does for datagrams.
+struct StreamTraceTests {
+    @Test func aStreamOverATraceOfOneOpportunityPerMillisecondMovesAboutTwelveMegabitsPerSecond() throws {
+        var forward = DirectionProfile(delay: .milliseconds(10))
+        forward.trace = try DeliveryTrace(parsing: Array("1\n".utf8), name: "one-per-ms")
+        let link = StreamLink(side: .acceptor, profile: forward, reverse: DirectionProfile(delay: .milliseconds(10)),
+                              settings: TCPSettings(), seed: 1)
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(3_000_000, over: link, flow: flow, from: .zero)
+
+        // 1500 bytes a millisecond carry 3 MB in 2 s; slow start's first round trips (20 ms each) add a little.
+        let elapsed: Duration = (result.lastByteAt ?? .never) - Instant.zero
+        #expect(elapsed >= .milliseconds(2_000), "\(elapsed)")
+        #expect(elapsed < .milliseconds(2_000 + 200), "\(elapsed)")
+    }
+}
