@@ -4,8 +4,13 @@ import LoopbackPeers
 
 /// linkcond's benchmark: every figure is printed next to a baseline measured in the same run on loopback.
 ///
-/// Usage: linkcond-bench [--quick]. Targets from the project's brief are printed with each result.
+/// Usage: linkcond-bench [--quick] [--working-latency]. Targets from the project's brief are printed with each
+/// result; `--working-latency` runs only the queue-discipline latency comparison.
 let quick = CommandLine.arguments.contains("--quick")
+if CommandLine.arguments.contains("--working-latency") {
+    try benchmarkWorkingLatency(quick: quick)
+    exit(0)
+}
 let throughputSeconds = quick ? 1.0 : 3.0
 let pingCount = quick ? 500 : 3000
 
@@ -202,3 +207,4 @@ for (milliseconds, samples) in [(10, quick ? 50 : 200), (100, quick ? 20 : 50), 
 echo.stop()
 try runSetupBenchmark(quick: quick)
 try benchmarkUDP(quick: quick)
+try benchmarkWorkingLatency(quick: quick)

@@ -84,6 +84,21 @@ struct TCCommandTests {
         #expect(try pair.snapshot() == before)
     }
 
+    @Test func queueDisciplinesAndTracesTheBackendCannotProgramAreRefusedAndNothingChanges() throws {
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let before = try pair.snapshot()
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("aqm-\(UUID().uuidString.prefix(6)).profile")
+        try "bandwidth = 10 Mbit/s\nuplink.queue.discipline = fq_codel\ndownlink.trace = subway.down\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+
+        let result = try Shell.runCapturing([TCBinary.url!.path, "tc", "apply", pair.nearDevice, file.path, "--rate-only", "--netns", pair.near])
+
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("uplink.queue.discipline = fq_codel, downlink.trace"), "stderr: \(result.stderr)")
+        #expect(try pair.snapshot() == before)
+    }
+
     @Test func anUnknownDeviceIsNamed() throws {
         let pair = try NamespacePair()
         defer { pair.remove() }

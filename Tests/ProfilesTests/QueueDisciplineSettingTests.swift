@@ -5,7 +5,7 @@ struct QueueDisciplineSettingTests {
     @Test func fifoByBytesIsTheDefault() throws {
         let profile = try Profile(parsing: "queue = 64 KiB\n")
 
-        #expect(profile.downlink.queueManagement.kind == .fifo)
+        #expect(profile.downlink.queueManagement.discipline == "fifo")
         #expect(profile.downlink.queueLimit == .bytes(65_536))
     }
 
@@ -23,7 +23,7 @@ struct QueueDisciplineSettingTests {
             queue.interval = 200 ms
             """)
 
-        #expect(profile.downlink.queueManagement.kind == .codel)
+        #expect(profile.downlink.queueManagement.discipline == "codel")
         #expect(profile.downlink.queueManagement.codel.target == .milliseconds(10))
         #expect(profile.uplink.queueManagement.codel.target == .milliseconds(5))
         #expect(profile.uplink.queueManagement.codel.interval == .milliseconds(200))
@@ -43,7 +43,7 @@ struct QueueDisciplineSettingTests {
         do {
             _ = try Profile(parsing: "\nqueue.discipline = red\n", file: "a.profile")
         } catch {
-            #expect(error.description == "a.profile:2: \"queue.discipline = red\": expected one of fifo, codel, fq_codel")
+            #expect(error.description == "a.profile:2: \"queue.discipline = red\": expected one of fifo, drophead, codel, fq_codel")
         }
     }
 
@@ -82,7 +82,7 @@ struct QueueDisciplineSettingTests {
     @Test func liveSetAcceptsTheNewKeys() throws {
         let profile = try Profile.none.setting("uplink.queue.discipline", to: "fq_codel")
 
-        #expect(profile.uplink.queueManagement.kind == .fqCodel)
-        #expect(profile.downlink.queueManagement.kind == .fifo)
+        #expect(profile.uplink.queueManagement.discipline == "fq_codel")
+        #expect(profile.downlink.queueManagement.discipline == "fifo")
     }
 }

@@ -47,6 +47,12 @@ struct TraceSettingTests {
         #expect(throws: ProfileError.self) { try Profile(parsing: "trace = lte-flying.down\n") }
     }
 
+    @Test func summaryNamesTheTraceOfOneDirection() throws {
+        let profile = try Profile(parsing: "uplink.trace = lte-driving.up\n")
+
+        #expect(profile.summary.hasSuffix("default down, trace lte-driving.up up"))
+    }
+
     @Test func kernelBackendDeclinesATrace() throws {
         let profile = try Profile(parsing: "uplink.trace = lte-driving.up\n")
 

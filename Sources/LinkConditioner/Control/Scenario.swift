@@ -45,7 +45,9 @@ public struct Scenario: Sendable, Hashable {
 
     /// Parses a scenario; errors name `file:line`, the text and what was expected. Profile names are resolved now,
     /// so a scenario that parses can always run.
-    public init(parsing text: String, name: String = "", file: String? = nil) throws(ScenarioError) {
+    ///
+    /// `directory` is where the scenario file lives: relative trace paths in `set … trace = PATH` start there.
+    public init(parsing text: String, name: String = "", file: String? = nil, directory: String? = nil) throws(ScenarioError) {
         self.name = name
         steps = []
         period = nil
@@ -81,7 +83,7 @@ public struct Scenario: Sendable, Hashable {
                 sawRepeat = true
                 continue
             }
-            steps.append(Step(at: at, action: try Self.action(action, fail: fail), line: lineNumber))
+            steps.append(Step(at: at, action: try Self.action(action, directory: directory, fail: fail), line: lineNumber))
             lastTime = at
         }
         if steps.isEmpty {
@@ -96,10 +98,13 @@ public struct Scenario: Sendable, Hashable {
         }
         let base = URL(fileURLWithPath: path).lastPathComponent
         try self.init(parsing: String(decoding: data, as: UTF8.self),
-                      name: base.hasSuffix(".scenario") ? String(base.dropLast(9)) : base, file: base)
+                      name: base.hasSuffix(".scenario") ? String(base.dropLast(9)) : base, file: base,
+                      directory: URL(fileURLWithPath: path).deletingLastPathComponent().path)
     }
 
-    private static func action(_ text: String, fail: (String) -> ScenarioError) throws(ScenarioError) -> Action {
+    private static func action(
+        _ text: String, directory: String?, fail: (String) -> ScenarioError
+    ) throws(ScenarioError) -> Action {
         let words = text.split(separator: " ").map(String.init)
         switch words[0] {
         case "online":
@@ -116,8 +121,11 @@ public struct Scenario: Sendable, Hashable {
             var settings: [Setting] = []
             var scratch = Profile.none
             for assignment in body.split(separator: ";") {
-                let parts = assignment.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                var parts = assignment.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
                 guard parts.count == 2, !parts[0].isEmpty else { throw fail("set KEY = VALUE[; KEY = VALUE…]") }
+                if let directory, parts[0].hasSuffix("trace"), parts[1].contains("/"), !parts[1].hasPrefix("/") {
+                    parts[1] = directory + "/" + parts[1]
+                }
                 do {
                     try scratch.set(parts[0], to: parts[1])
                 } catch {

@@ -43,10 +43,6 @@ public enum DirectionSettings {
         all.flatMap { $0.rendered(direction) }
     }
 
-    static func summaries(_ direction: DirectionProfile) -> [String] {
-        all.compactMap { $0.summary(direction) }
-    }
-
     /// Every key, across settings, that the kernel backend cannot program for `direction`.
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] {
         all.flatMap { $0.kernelUnsupported(direction) }

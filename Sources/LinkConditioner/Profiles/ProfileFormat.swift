@@ -154,8 +154,12 @@ extension Profile {
         if downlink.burst != nil || uplink.burst != nil {
             parts.append("burst " + pair(\.burst, ProfileValue.format))
         }
-        for (down, up) in zip(DirectionSettings.summaries(downlink), DirectionSettings.summaries(uplink)) {
-            parts.append(down == up ? down : "\(down) down, \(up) up")
+        for setting in DirectionSettings.all {
+            switch (setting.summary(downlink), setting.summary(uplink)) {
+            case (nil, nil): break
+            case let (down?, up?) where down == up: parts.append(down)
+            case let (down, up): parts.append("\(down ?? "default") down, \(up ?? "default") up")
+            }
         }
         if tcp != TCPSettings() { parts.append("TCP " + tcp.settings.map { "\($0.key.dropFirst(4)) \($0.value)" }.joined(separator: " ")) }
         if dnsDelay != .zero { parts.append(ProfileValue.format(dnsDelay) + " DNS delay") }

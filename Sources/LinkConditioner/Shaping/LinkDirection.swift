@@ -12,7 +12,8 @@ import DequeModule
 //     end   = start + size × 8 / R,         linkFreeAt = end + retransmissions × size × 8 / R
 //     leave = max(end, arrival of the slice's last byte)
 //
-// Steps repeat while start ≤ now, so a late `advance` catches up in virtual time and timer latency never turns
+// With a capacity trace (`trace`), the trace serialiser decides `end` instead (b = 0), and R is the trace's
+// average rate for slice sizes. Steps repeat while start ≤ now, so a late `advance` catches up in virtual time and timer latency never turns
 // into rate error, while an idle link banks at most b of credit. With unlimited bandwidth a slice leaves as it
 // arrives (end = ready) and is as large as what has arrived (or one segment under loss).
 //
@@ -55,6 +56,8 @@ public final class LinkDirection {
     private var isStopped = false
     private var sliceBytes = Int.max
     private var burstNanoseconds: Int64 = 0
+    /// The profile's capacity trace, which then decides when each slice leaves instead of the rate.
+    private var traceSerializer: TraceSerializer?
     private var linkFreeAt = Instant(nanoseconds: .min)
     /// Flows with queued bytes, in deficit round robin order.
     private var ring = Deque<LinkFlow>()
@@ -93,7 +96,8 @@ public final class LinkDirection {
 
     private func configure() {
         let segmentSize = pipeline.segmentSize
-        guard let rate = profile.bandwidth else {
+        if traceSerializer?.trace != profile.trace { traceSerializer = profile.trace.map { TraceSerializer(trace: $0) } }
+        guard let rate = profile.trace?.averageRate ?? profile.bandwidth else {
             nanosecondsPerByte = nil
             isStopped = false
             sliceBytes = segmentSize ?? Int.max
@@ -107,7 +111,7 @@ public final class LinkDirection {
         let defaultSlice = min(Self.maximumSliceBytes, max(Self.minimumSliceBytes, bytesPerMillisecond))
         sliceBytes = segmentSize.map { min($0, defaultSlice) } ?? defaultSlice
         let burstBytes = profile.burst?.bytes ?? max(Self.minimumSliceBytes, bytesPerMillisecond)
-        burstNanoseconds = Int64(min(Double(burstBytes) * perByte, Double(Int64.max / 2)))
+        burstNanoseconds = traceSerializer == nil ? Int64(min(Double(burstBytes) * perByte, Double(Int64.max / 2))) : 0
     }
 
     /// The deficit round robin quantum: each turn a flow may use this many bytes of link time.
@@ -265,7 +269,8 @@ public final class LinkDirection {
         if let perByte = nanosecondsPerByte {
             transmission = Int64((Double(size) * perByte).rounded())
         }
-        let end = start.addingSaturating(nanoseconds: transmission)
+        var end = start.addingSaturating(nanoseconds: transmission)
+        if traceSerializer != nil { end = traceSerializer!.transmissionEnd(bytes: size, startingAt: start) ?? .never }
         var fate = SegmentFate(size: size, serializationEnd: max(end, lastArrival))
         if flow.isDatagram {
             if !datagramPipeline.isEmpty { datagramPipeline.apply(to: &fate, random: &random) }
@@ -273,7 +278,12 @@ public final class LinkDirection {
             pipeline.apply(to: &fate, random: &random)
         }
         let extraSerialisations = fate.retransmissions + fate.copies - 1
-        if nanosecondsPerByte != nil {
+        if traceSerializer != nil {
+            linkFreeAt = end
+            for _ in 0..<max(extraSerialisations, 0) where linkFreeAt != .never {
+                linkFreeAt = traceSerializer!.transmissionEnd(bytes: size, startingAt: linkFreeAt) ?? .never
+            }
+        } else if nanosecondsPerByte != nil {
             let (resend, overflow) = transmission.multipliedReportingOverflow(by: Int64(extraSerialisations))
             linkFreeAt = end.addingSaturating(nanoseconds: overflow ? .max : resend)
         }

@@ -30,7 +30,7 @@ struct DatagramLinkBottleneckTests {
 
     @Test func codelDropsDatagramsThatStandInTheQueueAndCountsThem() {
         var profile = DirectionProfile(bandwidth: .mbps(12), queue: .mib(4))
-        profile.queueManagement = QueueManagement(kind: .codel)
+        profile.queueManagement = QueueManagement(CoDelQueue.self)
         let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
         let flow = link.makeFlow()
 
@@ -57,7 +57,7 @@ struct DatagramLinkBottleneckTests {
 
     @Test func fqCodelDropForAnotherFlowFreesThatFlowsDatagram() {
         var profile = DirectionProfile(bandwidth: .mbps(12), queue: ByteCount(bytes: 15_000))
-        profile.queueManagement = QueueManagement(kind: .fqCodel)
+        profile.queueManagement = QueueManagement(FQCoDelQueue.self)
         let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
         let bulk = link.makeFlow(), sparse = link.makeFlow()
         for _ in 0..<11 { link.enqueue(1500, on: bulk, at: .zero) }

@@ -1,26 +1,42 @@
 /// Which queue discipline manages a direction's bottleneck, with its parameters (`queue.discipline`,
 /// `queue.target`, `queue.interval`, `queue.flows`, `queue.quantum`); the limit stays `queue`.
 public struct QueueManagement: Hashable, Sendable {
-    public enum Kind: String, CaseIterable, Sendable {
-        case fifo
-        case codel
-        case fqCodel = "fq_codel"
-    }
+    /// Every discipline a profile can name, each declared in its own file.
+    public static let disciplines: [any NamedQueueDiscipline.Type] = [
+        FIFOQueue.self, DropHeadQueue.self, CoDelQueue.self, FQCoDelQueue.self,
+    ]
 
-    public var kind: Kind = .fifo
+    public static var disciplineNames: [String] { disciplines.map { $0.name } }
+
+    /// The discipline's name, one of `disciplineNames`.
+    public private(set) var discipline = FIFOQueue.name
     public var codel = CoDelParameters()
     public var flows = FQCoDelQueue.defaultFlows
     public var quantum = FQCoDelQueue.defaultQuantum
 
-    public init(kind: Kind = .fifo) { self.kind = kind }
+    public init(_ discipline: any NamedQueueDiscipline.Type = FIFOQueue.self) {
+        self.discipline = discipline.name
+    }
+
+    /// Settings for the discipline named `name`, or nil if no discipline has that name.
+    public init?(named name: String) {
+        guard Self.disciplineNames.contains(name) else { return nil }
+        discipline = name
+    }
+
+    /// Whether this is plain drop-tail FIFO, what the kernel backend programs.
+    public var isFIFO: Bool { discipline == FIFOQueue.name }
 
     /// A fresh discipline of this kind holding at most `limit`.
+    /// `management`'s parameters with another discipline.
+    init(keeping management: QueueManagement, discipline: String) {
+        self = management
+        self.discipline = discipline
+    }
+
     public func makeDiscipline(limit: QueueLimit) -> any QueueDiscipline {
-        switch kind {
-        case .fifo: FIFOQueue(limit: limit)
-        case .codel: CoDelQueue(limit: limit, parameters: codel)
-        case .fqCodel: FQCoDelQueue(limit: limit, flows: flows, quantum: quantum, parameters: codel)
-        }
+        let type = Self.disciplines.first { $0.name == discipline } ?? FIFOQueue.self
+        return type.init(limit: limit, management: self)
     }
 }
 
@@ -32,7 +48,7 @@ public enum QueueDisciplineSetting: DirectionSetting {
 
     public static func expected(for key: String) -> String {
         switch key {
-        case "queue.discipline": "one of \(QueueManagement.Kind.allCases.map(\.rawValue).joined(separator: ", "))"
+        case "queue.discipline": "one of \(QueueManagement.disciplineNames.joined(separator: ", "))"
         case "queue.flows": "a whole number of flow queues from 1 to \(maximumFlows), such as \"1024\""
         case "queue.quantum": "a size from 1 B to 1 MiB, such as \"1514 B\""
         default: "a duration above zero, such as \"5 ms\" (units: µs, us, ms, s)"
@@ -45,8 +61,8 @@ public enum QueueDisciplineSetting: DirectionSetting {
         let expected = expected(for: key)
         switch key {
         case "queue.discipline":
-            guard let kind = QueueManagement.Kind(rawValue: value.lowercased()) else { throw .invalidValue(expected: expected) }
-            return { $0.queueManagement.kind = kind }
+            guard let named = QueueManagement(named: value.lowercased()) else { throw .invalidValue(expected: expected) }
+            return { $0.queueManagement = QueueManagement(keeping: $0.queueManagement, discipline: named.discipline) }
         case "queue.target", "queue.interval":
             let duration = try ProfileValue.duration(value)
             guard duration > .zero else { throw .zeroValue(expected: expected) }
@@ -65,7 +81,7 @@ public enum QueueDisciplineSetting: DirectionSetting {
     public static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)] {
         let management = direction.queueManagement, defaults = QueueManagement()
         var lines: [(key: String, value: String)] = []
-        if management.kind != defaults.kind { lines.append(("queue.discipline", management.kind.rawValue)) }
+        if management.discipline != defaults.discipline { lines.append(("queue.discipline", management.discipline)) }
         if management.codel.target != defaults.codel.target {
             lines.append(("queue.target", ProfileValue.format(management.codel.target)))
         }
@@ -78,10 +94,10 @@ public enum QueueDisciplineSetting: DirectionSetting {
     }
 
     public static func summary(_ direction: DirectionProfile) -> String? {
-        direction.queueManagement.kind == .fifo ? nil : direction.queueManagement.kind.rawValue
+        direction.queueManagement.isFIFO ? nil : direction.queueManagement.discipline
     }
 
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] {
-        direction.queueManagement.kind == .fifo ? [] : ["queue.discipline = \(direction.queueManagement.kind.rawValue)"]
+        direction.queueManagement.isFIFO ? [] : ["queue.discipline = \(direction.queueManagement.discipline)"]
     }
 }

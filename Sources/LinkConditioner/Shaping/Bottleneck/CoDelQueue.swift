@@ -2,7 +2,9 @@
 /// its hard limit is reached.
 ///
 /// Lives on its bottleneck's thread.
-public struct CoDelQueue: QueueDiscipline {
+public struct CoDelQueue: NamedQueueDiscipline {
+    public static let name = "codel"
+
     public var parameters: CoDelParameters
     /// The hard limit; CoDel keeps the queue far below it under load.
     public var limit: QueueLimit
@@ -12,6 +14,10 @@ public struct CoDelQueue: QueueDiscipline {
     public init(limit: QueueLimit, parameters: CoDelParameters = CoDelParameters()) {
         self.limit = limit
         self.parameters = parameters
+    }
+
+    public init(limit: QueueLimit, management: QueueManagement) {
+        self.init(limit: limit, parameters: management.codel)
     }
 
     public var byteCount: Int { packets.byteCount }

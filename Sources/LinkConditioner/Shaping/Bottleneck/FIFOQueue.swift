@@ -4,7 +4,9 @@ import DequeModule
 /// drop-head (it sheds its oldest packets instead, as mahimahi's `drophead`).
 ///
 /// Lives on its bottleneck's thread.
-public struct FIFOQueue: QueueDiscipline {
+public struct FIFOQueue: NamedQueueDiscipline {
+    public static let name = "fifo"
+
     /// Which end of a full queue loses a packet.
     public enum Overflow: Hashable, Sendable {
         case dropTail, dropHead
@@ -17,6 +19,10 @@ public struct FIFOQueue: QueueDiscipline {
     public init(limit: QueueLimit, overflow: Overflow = .dropTail) {
         self.limit = limit
         self.overflow = overflow
+    }
+
+    public init(limit: QueueLimit, management: QueueManagement) {
+        self.init(limit: limit)
     }
 
     public var byteCount: Int { packets.byteCount }

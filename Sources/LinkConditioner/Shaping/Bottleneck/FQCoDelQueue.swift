@@ -15,7 +15,8 @@ import DequeModule
 /// with new flows first.
 ///
 /// Lives on its bottleneck's thread.
-public struct FQCoDelQueue: QueueDiscipline {
+public struct FQCoDelQueue: NamedQueueDiscipline {
+    public static let name = "fq_codel"
     /// The kernel's default number of flow queues.
     public static let defaultFlows = 1024
     /// The kernel's default quantum: one Ethernet frame.
@@ -55,6 +56,10 @@ public struct FQCoDelQueue: QueueDiscipline {
         self.quantum = max(quantum, 1)
         self.parameters = parameters
         queues = Array(repeating: FlowQueue(), count: max(flows, 1))
+    }
+
+    public init(limit: QueueLimit, management: QueueManagement) {
+        self.init(limit: limit, flows: management.flows, quantum: management.quantum, parameters: management.codel)
     }
 
     /// The number of flow queues.

@@ -16,6 +16,15 @@ public protocol QueueDiscipline {
     mutating func removeAll(ofFlow flow: Int) -> [LinkPacket]
 }
 
+/// A queue discipline a profile can name in `queue.discipline`: it declares its name and builds itself from the
+/// profile's queue settings, so a new discipline is its own file plus one entry in `QueueManagement.disciplines`.
+public protocol NamedQueueDiscipline: QueueDiscipline {
+    /// The name `queue.discipline` takes, such as `codel`.
+    static var name: String { get }
+    /// A fresh, empty discipline holding at most `limit`, with its parameters from `management`.
+    init(limit: QueueLimit, management: QueueManagement)
+}
+
 /// How much a queue may hold: bytes (today's `queue = 256 KiB`) or packets (`queue = 100 packets`).
 public enum QueueLimit: Hashable, Sendable, CustomStringConvertible {
     case bytes(Int)

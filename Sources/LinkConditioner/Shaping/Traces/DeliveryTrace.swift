@@ -69,7 +69,7 @@ public struct DeliveryTrace: Hashable, Sendable {
         var value: Int64 = 0
         for byte in digits {
             guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else {
-                throw TraceError(file: file, line: number, problem: .notAnInteger(String(decoding: line, as: UTF8.self)))
+                throw TraceError(file: file, line: number, problem: .notAnInteger(String(decoding: line.prefix(32), as: UTF8.self)))
             }
             value = value * 10 + Int64(byte - UInt8(ascii: "0"))
             guard value <= maximumTimestamp else { throw TraceError(file: file, line: number, problem: .tooLate) }
@@ -83,6 +83,7 @@ public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
     public enum Problem: Hashable, Sendable {
         case empty
         case emptyLine
+        /// The line's text (at most its first 32 bytes) is not a whole number.
         case notAnInteger(String)
         case decreasing(previous: Int64, value: Int64)
         case zeroLength
