@@ -6,9 +6,9 @@ import Testing
 /// target; fq_codel also serves a sparse flow ahead of the bulk one.
 struct QueueDisciplineTests {
     /// How long a 2 kB reply takes behind a bulk download that has run for 10 s, at 10 Mbit/s, 10 ms each way.
-    private func replyLatency(behind kind: QueueManagement.Kind) -> Duration {
+    private func replyLatency(behind discipline: any NamedQueueDiscipline.Type) -> Duration {
         var forward = DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(10))
-        forward.queueManagement = QueueManagement(kind: kind)
+        forward.queueManagement = QueueManagement(discipline)
         let link = StreamLink(side: .acceptor, profile: forward, reverse: DirectionProfile(delay: .milliseconds(10)),
                               settings: TCPSettings(), seed: 4)
         let bulk = link.makeFlow(at: .zero, emulatingHandshake: false)
@@ -34,7 +34,7 @@ struct QueueDisciplineTests {
     }
 
     @Test func aFIFOMakesAReplyWaitBehindTheBulkFlowsStandingQueue() {
-        let latency = replyLatency(behind: .fifo)
+        let latency = replyLatency(behind: FIFOQueue.self)
 
         // Up to 256 KiB at 10 Mbit/s (210 ms) of queue, plus the 10 ms delay.
         #expect(latency > .milliseconds(60), "\(latency)")
@@ -42,13 +42,13 @@ struct QueueDisciplineTests {
     }
 
     @Test func codelKeepsTheQueueNearItsTarget() {
-        let latency = replyLatency(behind: .codel)
+        let latency = replyLatency(behind: CoDelQueue.self)
 
         #expect(latency < .milliseconds(10 + 5 + 30), "\(latency)")
     }
 
     @Test func fqCodelServesTheSparseReplyFirst() {
-        let latency = replyLatency(behind: .fqCodel)
+        let latency = replyLatency(behind: FQCoDelQueue.self)
 
         // Two segments' serialisation at most, then the delay.
         #expect(latency < .milliseconds(10 + 4), "\(latency)")
