@@ -40,6 +40,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ShapingTests", dependencies: ["LinkConditioner"]),
+        .testTarget(name: "TransportTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "ProfilesTests", dependencies: ["LinkConditioner"]),
         .target(name: "LoopbackPeers", dependencies: ["LinkConditioner"]),
         .executableTarget(name: "linkcond-bench", dependencies: ["LinkConditioner", "LoopbackPeers"]),

@@ -14,8 +14,8 @@ public struct DirectionProfile: Hashable, Sendable {
     public var queue: ByteCount = DirectionProfile.defaultQueue
     /// How many bytes the token bucket lets through at line speed after an idle period.
     public var burst: ByteCount?
-    /// How datagrams are lost: independently at `loss`, or in bursts by the Gilbert-Elliott model. TCP always
-    /// sees `loss`.
+    /// How packets are lost: independently at `loss`, or in bursts by the Gilbert-Elliott model (datagrams and
+    /// TCP segments alike).
     public var lossModel: LossModel = .random
     /// The Gilbert-Elliott model's parameters, used when `lossModel` is `.gilbertElliott`.
     public var gilbertElliott = GilbertElliottParameters()
@@ -81,6 +81,8 @@ public struct Profile: Hashable, Sendable {
     public var seed: UInt64?
     /// Destinations a proxy front end relays untouched, through an unconditioned link.
     public var exclude: [HostPattern] = []
+    /// How the emulated TCP senders on the link behave (`tcp.*` keys).
+    public var tcp = TCPSettings()
 
     public init(
         name: String = "", description: String = "",

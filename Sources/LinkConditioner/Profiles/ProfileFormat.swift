@@ -4,7 +4,8 @@ import Foundation
 ///
 /// Keys: `description`; `bandwidth`, `delay`, `jitter`, `loss`, `queue`, `burst`, and for datagrams `loss.model`, `ge.p`,
 /// `ge.r`, `ge.loss-bad`, `ge.loss-good`, `duplicate`, `reorder`, each for both directions or with an
-/// `uplink.` or `downlink.` prefix; `dns.delay`; `fault`; `seed`; `exclude`. What a profile leaves out keeps `Profile`'s default.
+/// `uplink.` or `downlink.` prefix; `tcp.congestion`, `tcp.initial-window`, `tcp.slow-start-after-idle`;
+/// `dns.delay`; `fault`; `seed`; `exclude`. What a profile leaves out keeps `Profile`'s default.
 extension Profile {
     /// Parses a whole profile, applying nothing unless every line is valid.
     ///
@@ -97,8 +98,8 @@ extension Profile {
 
     /// The profile in the file format, fully resolved: every key, both directions explicit, readable units.
     ///
-    /// The datagram keys (`loss.model`, `ge.*`, `duplicate`, `reorder`) appear only where they differ from their
-    /// defaults, so a profile that never uses them renders as before.
+    /// The datagram keys (`loss.model`, `ge.*`, `duplicate`, `reorder`) and the `tcp.*` keys appear only where they
+    /// differ from their defaults, so a profile that never uses them renders as before.
     /// `Profile(parsing: p.rendered, name: p.name) == p` for every profile whose durations are whole nanoseconds.
     public var rendered: String {
         var lines = ["description = \(ProfileLine.quotedIfNeeded(description))"]
@@ -112,6 +113,7 @@ extension Profile {
             lines.append(prefix + "burst = " + ProfileValue.format(direction.burst))
             lines += DirectionSettings.rendered(direction).map { prefix + $0.key + " = " + $0.value }
         }
+        lines += tcp.settings.map { $0.key + " = " + $0.value }
         lines.append("dns.delay = " + ProfileValue.format(dnsDelay))
         lines.append("fault = " + fault.rawValue)
         lines.append("seed = " + ProfileValue.format(seed: seed))
@@ -143,6 +145,7 @@ extension Profile {
             parts.append("burst " + pair(\.burst, ProfileValue.format))
         }
         parts += DirectionSettings.all.compactMap { $0.summary(downlink: downlink, uplink: uplink) }
+        if tcp != TCPSettings() { parts.append("TCP " + tcp.settings.map { "\($0.key.dropFirst(4)) \($0.value)" }.joined(separator: " ")) }
         if dnsDelay != .zero { parts.append(ProfileValue.format(dnsDelay) + " DNS delay") }
         if fault != .none { parts.append("fault \(fault.rawValue)") }
         if let seed { parts.append("seed \(seed)") }
@@ -166,5 +169,19 @@ extension DirectionProfile {
         if model.lossInBad != Percentage(100) { text += " loss-bad \(ProfileValue.format(model.lossInBad))" }
         if model.lossInGood != .zero { text += " loss-good \(ProfileValue.format(model.lossInGood))" }
         return text
+    }
+}
+
+extension TCPSettings {
+    /// The `tcp.*` keys whose values differ from Linux's defaults, in the file format's order.
+    var settings: [(key: String, value: String)] {
+        let defaults = TCPSettings()
+        var settings: [(key: String, value: String)] = []
+        if congestion != defaults.congestion { settings.append(("tcp.congestion", congestion.rawValue)) }
+        if initialWindow != defaults.initialWindow { settings.append(("tcp.initial-window", String(initialWindow))) }
+        if slowStartAfterIdle != defaults.slowStartAfterIdle {
+            settings.append(("tcp.slow-start-after-idle", slowStartAfterIdle ? "on" : "off"))
+        }
+        return settings
     }
 }

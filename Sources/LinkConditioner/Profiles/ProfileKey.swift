@@ -8,6 +8,13 @@ struct ProfileKey: Hashable, Sendable {
         case bandwidth, delay, jitter, loss, queue, burst
     }
 
+    /// The emulated TCP senders' settings, for both directions.
+    enum TCPSetting: String, CaseIterable, Sendable {
+        case congestion = "tcp.congestion"
+        case initialWindow = "tcp.initial-window"
+        case slowStartAfterIdle = "tcp.slow-start-after-idle"
+    }
+
     /// Which directions a link key sets.
     enum Side: String, CaseIterable, Sendable {
         case both, downlink, uplink
@@ -16,6 +23,7 @@ struct ProfileKey: Hashable, Sendable {
     enum Target: Hashable, Sendable {
         case description
         case link(LinkSetting, Side)
+        case tcp(TCPSetting)
         /// A key declared by a `DirectionSetting`.
         case declared(String, Side)
         case dnsDelay
@@ -31,6 +39,7 @@ struct ProfileKey: Hashable, Sendable {
         case .description: "description"
         case let .link(setting, .both): setting.rawValue
         case let .link(setting, side): "\(side.rawValue).\(setting.rawValue)"
+        case let .tcp(setting): setting.rawValue
         case let .declared(key, .both): key
         case let .declared(key, side): "\(side.rawValue).\(key)"
         case .dnsDelay: "dns.delay"
@@ -52,8 +61,9 @@ struct ProfileKey: Hashable, Sendable {
         let linkKeys = Side.allCases.flatMap { side in LinkSetting.allCases.map { ProfileKey(target: .link($0, side)) } }
         let declaredNames: [String] = DirectionSettings.all.flatMap { $0.keys }
         let declaredKeys = Side.allCases.flatMap { side in declaredNames.map { ProfileKey(target: .declared($0, side)) } }
+        let tcpKeys = TCPSetting.allCases.map { ProfileKey(target: .tcp($0)) }
         let otherKeys = [ProfileKey(target: .dnsDelay), ProfileKey(target: .fault), ProfileKey(target: .seed), ProfileKey(target: .exclude)]
-        return [ProfileKey(target: .description)] + linkKeys + declaredKeys + otherKeys
+        return [ProfileKey(target: .description)] + linkKeys + declaredKeys + tcpKeys + otherKeys
     }()
 
     static let allNames = all.map(\.name)
@@ -75,6 +85,9 @@ struct ProfileKey: Hashable, Sendable {
         case .link(.loss, _): ProfileValue.expectedPercentage
         case .link(.queue, _): ProfileValue.expectedSize
         case .link(.burst, _): ProfileValue.expectedBurst
+        case .tcp(.congestion): ProfileValue.expectedCongestion
+        case .tcp(.initialWindow): ProfileValue.expectedInitialWindow
+        case .tcp(.slowStartAfterIdle): ProfileValue.expectedSwitch
         case .fault: ProfileValue.expectedFault
         case .seed: ProfileValue.expectedSeed
         case .exclude: ProfileValue.expectedHostPatterns
@@ -102,6 +115,15 @@ struct ProfileKey: Hashable, Sendable {
                 if side != .uplink { directionChange(&profile.downlink) }
                 if side != .downlink { directionChange(&profile.uplink) }
             }
+        case .tcp(.congestion):
+            let algorithm = try ProfileValue.congestion(text)
+            return { $0.tcp.congestion = algorithm }
+        case .tcp(.initialWindow):
+            let segments = try ProfileValue.initialWindow(text)
+            return { $0.tcp.initialWindow = segments }
+        case .tcp(.slowStartAfterIdle):
+            let on = try ProfileValue.onOff(text)
+            return { $0.tcp.slowStartAfterIdle = on }
         case let .declared(key, side):
             guard let owner = DirectionSettings.owner(of: key) else { preconditionFailure("declared keys have owners") }
             let directionChange = try owner.change(for: key, value: text, context: context)

@@ -181,6 +181,36 @@ enum ProfileValue {
         return model
     }
 
+    static let expectedCongestion = "one of \(CongestionAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))"
+
+    static func congestion(_ text: String) throws(ProfileError.Kind) -> CongestionAlgorithm {
+        guard let algorithm = CongestionAlgorithm(rawValue: text.lowercased()) else {
+            throw .invalidValue(expected: expectedCongestion)
+        }
+        return algorithm
+    }
+
+    static let expectedInitialWindow =
+        "a whole number of segments from 1 to \(TCPSettings.maximumInitialWindow), such as \"10\" (Linux's default)"
+
+    static func initialWindow(_ text: String) throws(ProfileError.Kind) -> Int {
+        if text.hasPrefix("-"), Int(text.dropFirst()) != nil { throw .negativeValue(expected: expectedInitialWindow) }
+        guard let segments = Int(text) else { throw .invalidValue(expected: expectedInitialWindow) }
+        if segments == 0 { throw .zeroValue(expected: expectedInitialWindow) }
+        guard segments <= TCPSettings.maximumInitialWindow else { throw .outOfRange(expected: expectedInitialWindow) }
+        return segments
+    }
+
+    static let expectedSwitch = "on or off"
+
+    static func onOff(_ text: String) throws(ProfileError.Kind) -> Bool {
+        switch text.lowercased() {
+        case "on": return true
+        case "off": return false
+        default: throw .invalidValue(expected: expectedSwitch)
+        }
+    }
+
     static func fault(_ text: String) throws(ProfileError.Kind) -> ConnectionFault {
         guard let fault = ConnectionFault(rawValue: text.lowercased()) else { throw .invalidValue(expected: expectedFault) }
         return fault

@@ -168,8 +168,8 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     /// Switches the shaped link to `profile` (excluded destinations stay unconditioned); data in flight keeps its order.
     func apply(_ profile: Profile) {
         self.profile = profile
-        uplink.update(profile: profile.uplink, roundTrip: profile.roundTrip)
-        downlink.update(profile: profile.downlink, roundTrip: profile.roundTrip)
+        uplink.update(profile)
+        downlink.update(profile)
         if !isBlackholed {
             for relay in relays.values { relay.release() }
         }
@@ -199,8 +199,8 @@ final class DirectLinkHost: RelayHost {
 
     init(owner: ProxyFrontEnd) {
         self.owner = owner
-        uplink = ShapedLink(loop: owner.loop, profile: DirectionProfile(), roundTrip: .zero, seed: 1, budget: owner.uplink.budget)
-        downlink = ShapedLink(loop: owner.loop, profile: DirectionProfile(), roundTrip: .zero, seed: 2, budget: owner.downlink.budget)
+        uplink = ShapedLink(loop: owner.loop, side: .connector, profile: .none, seed: 1, budget: owner.uplink.budget)
+        downlink = ShapedLink(loop: owner.loop, side: .acceptor, profile: .none, seed: 2, budget: owner.downlink.budget)
     }
 
     var loop: EventLoop { owner.loop }
@@ -230,6 +230,8 @@ final class ProxyReplies: UpstreamHandshake {
         self.style = style
         self.upstreamName = upstreamName
     }
+
+    var repliesOnConnect: Bool { style != .httpForward }
 
     func replyOnConnect(local: SocketAddress?) -> [UInt8] {
         switch style {

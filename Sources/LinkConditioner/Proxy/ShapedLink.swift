@@ -1,14 +1,16 @@
-/// One direction of a listener's link on the event loop: the link model plus the timer that drives its serialiser.
+/// One direction of a listener's link on the event loop: the TCP stream model plus the timer that drives it.
 ///
-/// Lives on the event loop thread. Pumps attach to it for a `LinkFlow`; the link tells a pump when its delivery
-/// schedule changed and when queue space it was waiting for has opened.
+/// Lives on the event loop thread. Pumps attach to it for a `StreamFlow`; the link tells a pump when its receiver
+/// released bytes and when send-buffer space it was waiting for has opened.
 ///
 /// Servicing is never re-entered: a pump told about its schedule may read, enqueue and so ask for service again,
 /// or close its connection (and another pump's). Such a request made during a pass is run as another pass after
 /// the current one, and each pass skips pumps that closed since it collected them.
 final class ShapedLink {
     let loop: EventLoop
-    private(set) var model: LinkDirection
+    private(set) var model: StreamLink
+    private let direction: KeyPath<Profile, DirectionProfile>
+    private let reverse: KeyPath<Profile, DirectionProfile>
     private var pumps: [ObjectIdentifier: StreamPump] = [:]
     private var waitingForQueue: [ObjectIdentifier: StreamPump] = [:]
     private lazy var serviceAlarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.service(at: now) }
@@ -27,51 +29,56 @@ final class ShapedLink {
     /// The proxy-wide cap on bytes held by pumps, shared by every link of a proxy; nil leaves pumps uncapped.
     let budget: BufferBudget?
 
-    init(loop: EventLoop, profile: DirectionProfile, roundTrip: Duration, seed: UInt64, budget: BufferBudget? = nil) {
+    /// The link of `side` of `profile`: the uplink carries the connecting side's bytes, the downlink the other's.
+    init(loop: EventLoop, side: StreamLink.Side, profile: Profile, seed: UInt64, budget: BufferBudget? = nil) {
         self.loop = loop
         self.budget = budget
-        self.currentDelay = profile.delay
-        self.model = LinkDirection(profile: profile, roundTrip: roundTrip, seed: seed)
+        direction = side == .connector ? \.uplink : \.downlink
+        reverse = side == .connector ? \.downlink : \.uplink
+        self.currentDelay = profile[keyPath: direction].delay
+        self.model = StreamLink(side: side, profile: profile[keyPath: direction], reverse: profile[keyPath: reverse],
+                                settings: profile.tcp, seed: seed)
     }
 
     /// The uplink and downlink of a listener built from `context`.
     static func pair(for context: ListenerContext) -> (uplink: ShapedLink, downlink: ShapedLink) {
         let (profile, seeds) = (context.profile, context.directionSeeds)
-        return (ShapedLink(loop: context.loop, profile: profile.uplink, roundTrip: profile.roundTrip, seed: seeds.uplink,
+        return (ShapedLink(loop: context.loop, side: .connector, profile: profile, seed: seeds.uplink,
                            budget: context.bufferBudget),
-                ShapedLink(loop: context.loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seeds.downlink,
+                ShapedLink(loop: context.loop, side: .acceptor, profile: profile, seed: seeds.downlink,
                            budget: context.bufferBudget))
     }
 
-    func attach(_ pump: StreamPump) -> LinkFlow {
-        let flow = model.makeFlow()
+    func attach(_ pump: StreamPump) -> StreamFlow {
+        let flow = model.makeFlow(at: loop.clock.now(), emulatingHandshake: pump.relay.emulatesHandshake)
         pumps[ObjectIdentifier(flow)] = pump
         return flow
     }
 
-    func detach(_ flow: LinkFlow) {
+    func detach(_ flow: StreamFlow) {
         pumps.removeValue(forKey: ObjectIdentifier(flow))
         waitingForQueue.removeValue(forKey: ObjectIdentifier(flow))
         model.remove(flow)
     }
 
-    func canAccept(_ flow: LinkFlow) -> Bool { model.canAccept(flow) }
+    func canAccept(_ flow: StreamFlow) -> Bool { model.canAccept(flow) }
 
-    /// Remembers that `pump` stopped reading because the link's queue was full.
-    func waitForQueueSpace(_ pump: StreamPump, flow: LinkFlow) {
+    /// Remembers that `pump` stopped reading because its flow's send buffer was full.
+    func waitForQueueSpace(_ pump: StreamPump, flow: StreamFlow) {
         waitingForQueue[ObjectIdentifier(flow)] = pump
     }
 
-    func enqueue(_ bytes: Int, on flow: LinkFlow, at now: Instant) {
+    func enqueue(_ bytes: Int, on flow: StreamFlow, at now: Instant) {
         model.enqueue(bytes, on: flow, at: now)
         service(at: now)
     }
 
     /// Applies a new profile to this direction; data already queued keeps its order.
-    func update(profile: DirectionProfile, roundTrip: Duration) {
-        model.update(profile: profile, roundTrip: roundTrip)
-        currentDelay = profile.delay
-        service(at: loop.clock.now())
+    func update(_ profile: Profile) {
+        let now = loop.clock.now()
+        model.update(profile: profile[keyPath: direction], reverse: profile[keyPath: reverse], settings: profile.tcp, now: now)
+        currentDelay = profile[keyPath: direction].delay
+        service(at: now)
     }
 
     /// Runs the serialiser up to `now`, tells pumps what changed, and re-arms the service timer. Called during a

@@ -21,7 +21,7 @@ final class StreamPump {
 
     private weak var relay: TCPRelay?
     let link: ShapedLink
-    private(set) var flow: LinkFlow!
+    private(set) var flow: StreamFlow!
     let source: Socket
     let destination: Socket
     let capacity: Int
@@ -202,11 +202,12 @@ final class StreamPump {
         return finishIfDrained()
     }
 
-    /// Notes that the source has ended: its FIN crosses the link like data, one delay after it arrived.
+    /// Notes that the source has ended: its FIN crosses the link like data, one delay after it arrived (and
+    /// after the handshake, for a FIN that comes first).
     private func endOfStream(at now: Instant) {
         sourceEnded = true
         sourceReadable = false
-        endOfStreamDue = now + link.currentDelay
+        endOfStreamDue = max(now, flow.opensAt) + link.currentDelay
     }
 
     /// Sends end-of-stream to the destination once the source has ended, every byte has been written, and the

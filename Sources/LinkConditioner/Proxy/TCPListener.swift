@@ -99,8 +99,8 @@ final class TCPListener: RelayHost, ConditionedListener {
     /// Switches the listener's link to `profile`; existing connections keep their data and its order.
     func apply(_ profile: Profile) {
         self.profile = profile
-        uplink.update(profile: profile.uplink, roundTrip: profile.roundTrip)
-        downlink.update(profile: profile.downlink, roundTrip: profile.roundTrip)
+        uplink.update(profile)
+        downlink.update(profile)
         if !isBlackholed {
             for relay in relays.values { relay.release() }
         }

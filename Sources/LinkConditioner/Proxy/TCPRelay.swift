@@ -17,6 +17,8 @@ protocol RelayHost: AnyObject {
 ///
 /// Its replies go to the client through the downlink, so they pay the link's delay like any upstream byte.
 protocol UpstreamHandshake: AnyObject {
+    /// Whether the front end answers the client once the upstream accepted, which plays the TCP handshake's part.
+    var repliesOnConnect: Bool { get }
     /// Bytes for the client once the upstream accepted (a SOCKS or HTTP success reply); `local` is linkcond's end.
     func replyOnConnect(local: SocketAddress?) -> [UInt8]
     /// Bytes for the client, before closing, when no upstream address accepted (the protocol's error reply).
@@ -64,6 +66,9 @@ final class TCPRelay {
     private var logger: Logger { host.logger }
 
     var isClosed: Bool { state == .closed }
+
+    /// Whether the link emulates the TCP handshake for this connection; a front end's reply on connect plays it.
+    var emulatesHandshake: Bool { !(handshake?.repliesOnConnect ?? false) }
 
     init(id: UInt64, host: RelayHost, client: Socket, clientAddress: SocketAddress, upstreamName: String,
          upstreamAddresses: [SocketAddress], handshake: UpstreamHandshake? = nil,

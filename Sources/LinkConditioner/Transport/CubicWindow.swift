@@ -1,0 +1,168 @@
+import Foundation
+
+// CUBIC as Linux implements it (net/ipv4/tcp_cubic.c; RFC 9438).
+//
+// After a reduction at window Wmax, the window follows a cubic in the time t since the reduction (the epoch):
+//
+//     W(t) = C · (t − K)³ + Wmax,        K = ∛(Wmax · (1 − β) / C) = ∛((Wmax − cwnd) / C)
+//
+// with C = 0.4 and β = 0.7 (717/1024 in the kernel), t counted from the first ACK of the epoch plus the minimum
+// RTT (`delay_min`). Each ACK sets the pace cnt = cwnd / (W(t) − cwnd) segments per one-segment increase (100 ·
+// cwnd when W(t) ≤ cwnd), at most one increase per 2 segments. In the TCP-friendly region the window grows at
+// least as fast as a Reno flow with the same β would, W_est += 1 per cwnd · 15/8 segments (the kernel's
+// beta_scale), so CUBIC is never slower than Reno on short round trips. On a loss:
+//
+//     ssthresh = max(cwnd · β, 2);   Wmax = cwnd, or cwnd · (1 + β) / 2 if cwnd < the previous Wmax (fast convergence)
+//
+// A retransmission timeout forgets Wmax and the epoch. Before the first loss (Wmax = 0) cnt is at most 20.
+// After idle, the epoch moves forward by the idle time (CA_EVENT_TX_START), so the curve does not jump.
+//
+// HyStart, delay detection only: in slow start with cwnd ≥ 16, each round trip takes the minimum RTT of its
+// first 8 ACKs; once that exceeds delay_min + clamp(delay_min / 8, 4 ms, 16 ms), slow start ends (ssthresh =
+// cwnd). HyStart's ACK-train detection is not modelled: it needs the spacing of ACKs at microsecond scale,
+// which the emulated ACK path (no reverse bandwidth, delayed ACKs) does not reproduce honestly.
+//
+// Time is continuous (nanoseconds) where the kernel counts jiffies; otherwise the arithmetic follows the kernel.
+
+/// CUBIC's window growth and reduction, with HyStart's delay detection.
+public struct CubicWindow: CongestionControl {
+    /// C, the cubic's scaling constant (bic_scale 41 / 102.4).
+    public static let c = 0.4
+    /// β in the kernel's fixed point: 717 / 1024 ≈ 0.7.
+    public static let beta = 717
+    public static let betaScale = 1024
+    /// The TCP-friendly estimate's pace: 8 · (1024 + 717) / 3 / (1024 − 717), integer as in the kernel.
+    static let renoBetaScale = 8 * (betaScale + beta) / 3 / (betaScale - beta)
+    /// HyStart starts looking at this window (hystart_low_window).
+    static let hystartLowWindow = 16
+    /// HyStart's samples per round (HYSTART_MIN_SAMPLES).
+    static let hystartMinimumSamples = 8
+
+    /// The window at the last reduction (last_max_cwnd), 0 before the first loss.
+    public private(set) var lastMaxCwnd = 0
+    /// The start of the current epoch; nil until the first ACK after a reduction.
+    public private(set) var epochStart: Instant?
+    /// K, in seconds.
+    public private(set) var k = 0.0
+    /// The cubic's plateau (bic_origin_point).
+    public private(set) var originPoint = 0
+    /// Segments delivered per one-segment increase (cnt).
+    public private(set) var cnt = 0
+    /// The smallest RTT seen (delay_min).
+    public private(set) var delayMin: Duration?
+    /// Whether HyStart ended slow start.
+    public private(set) var hystartFound = false
+    private var lastCwnd = 0
+    private var lastTime: Instant?
+    private var ackCount = 0
+    private var tcpCwnd = 0
+    private var roundEndSeq: Int64 = 0
+    private var roundMinimumRTT: Duration?
+    private var roundSamples = 0
+
+    public init() {}
+
+    public mutating func acked(rtt: Duration, now: Instant, window: inout CongestionWindow, sndUna: Int64, sndNxt: Int64) {
+        if let epochStart, now - epochStart < .seconds(1) { return }
+        let delay = max(rtt, .microseconds(1))
+        if delayMin.map({ $0 > delay }) ?? true { delayMin = delay }
+        if !hystartFound && window.inSlowStart && window.cwnd >= Self.hystartLowWindow {
+            hystartUpdate(delay: delay, window: &window, sndUna: sndUna, sndNxt: sndNxt)
+        }
+    }
+
+    /// hystart_update, delay detection: ends slow start when this round's RTT has grown past delay_min.
+    private mutating func hystartUpdate(delay: Duration, window: inout CongestionWindow, sndUna: Int64, sndNxt: Int64) {
+        if sndUna > roundEndSeq {
+            roundEndSeq = sndNxt
+            roundMinimumRTT = nil
+            roundSamples = 0
+        }
+        let current = min(roundMinimumRTT ?? delay, delay)
+        roundMinimumRTT = current
+        if roundSamples < Self.hystartMinimumSamples {
+            roundSamples += 1
+            return
+        }
+        guard let delayMin else { return }
+        let threshold = min(max(delayMin / 8, .milliseconds(4)), .milliseconds(16))
+        if current > delayMin + threshold {
+            hystartFound = true
+            window.ssthresh = window.cwnd
+        }
+    }
+
+    public mutating func increase(acked: Int, now: Instant, window: inout CongestionWindow) {
+        var acked = acked
+        if window.inSlowStart {
+            acked = window.slowStart(acked: acked)
+            if acked == 0 { return }
+        }
+        update(cwnd: window.cwnd, acked: acked, now: now)
+        window.additiveIncrease(per: cnt, acked: acked)
+    }
+
+    /// bictcp_update: the pace `cnt` for the window `cwnd` at `now`.
+    mutating func update(cwnd: Int, acked: Int, now: Instant) {
+        ackCount += acked
+        if lastCwnd == cwnd, let lastTime, now - lastTime <= .microseconds(31_250) { return }
+        if epochStart == nil || lastTime != now {
+            lastCwnd = cwnd
+            lastTime = now
+            if epochStart == nil {
+                epochStart = now
+                ackCount = acked
+                tcpCwnd = cwnd
+                if lastMaxCwnd <= cwnd {
+                    k = 0
+                    originPoint = cwnd
+                } else {
+                    k = cbrt(Double(lastMaxCwnd - cwnd) / Self.c)
+                    originPoint = lastMaxCwnd
+                }
+            }
+            let t = (now - epochStart!).seconds + (delayMin ?? .zero).seconds
+            let offset = abs(t - k)
+            let delta = Int(min(Self.c * offset * offset * offset, 1e9))
+            let target = t < k ? originPoint - delta : originPoint + delta
+            cnt = target > cwnd ? cwnd / (target - cwnd) : 100 * cwnd
+            if lastMaxCwnd == 0 && cnt > 20 { cnt = 20 }
+        }
+        let perIncrease = max((cwnd * Self.renoBetaScale) >> 3, 1)
+        while ackCount > perIncrease {
+            ackCount -= perIncrease
+            tcpCwnd += 1
+        }
+        if tcpCwnd > cwnd {
+            cnt = min(cnt, cwnd / (tcpCwnd - cwnd))
+        }
+        cnt = max(cnt, 2)
+    }
+
+    /// W(t) of the current epoch, `since` the epoch started, in segments (for tests and the README's curve).
+    public func target(since elapsed: Duration) -> Double {
+        let t = elapsed.seconds + (delayMin ?? .zero).seconds
+        return Double(originPoint) + Self.c * pow3(t - k)
+    }
+
+    private func pow3(_ x: Double) -> Double { x * x * x }
+
+    public mutating func ssthreshAfterLoss(window: CongestionWindow) -> Int {
+        epochStart = nil
+        if window.cwnd < lastMaxCwnd {
+            lastMaxCwnd = window.cwnd * (Self.betaScale + Self.beta) / (2 * Self.betaScale)
+        } else {
+            lastMaxCwnd = window.cwnd
+        }
+        return max(window.cwnd * Self.beta / Self.betaScale, 2)
+    }
+
+    public mutating func retransmissionTimedOut() {
+        self = CubicWindow()
+    }
+
+    public mutating func transmissionStarted(idle: Duration, now: Instant) {
+        guard let start = epochStart, idle > .zero else { return }
+        epochStart = min(start + idle, now)
+    }
+}

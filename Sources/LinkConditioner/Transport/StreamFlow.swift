@@ -1,0 +1,73 @@
+import DequeModule
+
+/// One TCP connection's direction on a `StreamLink`: its emulated sender and receiver, the segments on their way
+/// to the receiver and the ACKs on their way back.
+///
+/// Only counts and times live here; the proxy keeps the bytes themselves, in order. Lives on the event loop
+/// thread of its link.
+public final class StreamFlow {
+    /// The flow's number on its link's bottleneck.
+    let number: Int
+    var sender: TCPSender
+    var receiver = TCPReceiver()
+    /// The sender may send nothing before this: the end of its side of the handshake.
+    public let opensAt: Instant
+    /// Segments past the bottleneck, with their arrival at the receiver (never decreasing).
+    var arrivals = Deque<(segment: TCPSegment, at: Instant)>()
+    /// ACKs on the reverse path, with their arrival at the sender (never decreasing).
+    var acks = Deque<(ack: TCPAck, at: Instant)>()
+    /// Bytes the receiver released in order and the proxy has not taken yet.
+    var releasedBytes = 0
+    /// Bytes written to the flow and not yet released to the receiver (sender's buffer and the network).
+    var pendingBytes = 0
+    var isMarkedChanged = false
+    var isRemoved = false
+    private let tally: LinkTally
+
+    init(number: Int, settings: TCPSettings, opensAt: Instant, tally: LinkTally) {
+        self.number = number
+        self.sender = TCPSender(settings: settings)
+        self.opensAt = opensAt
+        self.tally = tally
+    }
+
+    /// Removes and returns how many bytes the receiver has released to the application by `now`.
+    public func takeDeliverable(at now: Instant) -> Int {
+        let count = releasedBytes
+        releasedBytes = 0
+        tally.counters.bytesDelivered += count
+        return count
+    }
+
+    /// Deliveries are driven by the link's own events, so a flow never asks for a wake-up of its own.
+    public var nextDeliveryTime: Instant? { nil }
+
+    /// The flow's next own event: a segment arriving, an ACK arriving, a delayed ACK or a sender timer.
+    var nextEventTime: Instant? {
+        var next = arrivals.first?.at
+        if let at = acks.first?.at { next = min(next ?? at, at) }
+        if let at = receiver.delayedAckDeadline { next = min(next ?? at, at) }
+        if let at = sender.nextTimer { next = min(next ?? at, at) }
+        return next
+    }
+
+    /// Segments on their way to the receiver, in bytes.
+    var inFlightBytes: Int { arrivals.reduce(0) { $0 + $1.segment.length } }
+
+    /// Congestion figures for status and tests: the sender's window and loss repairs.
+    public var transport: TransportState {
+        TransportState(cwnd: sender.cwnd, ssthresh: sender.ssthresh, srtt: sender.timer.srtt, rto: sender.timer.timeout,
+                       retransmissions: sender.retransmissions, recoveries: sender.recoveries, timeouts: sender.timeouts)
+    }
+}
+
+/// A snapshot of one emulated sender's state, in the kernel's names.
+public struct TransportState: Hashable, Sendable {
+    public var cwnd: Int
+    public var ssthresh: Int
+    public var srtt: Duration?
+    public var rto: Duration
+    public var retransmissions: Int
+    public var recoveries: Int
+    public var timeouts: Int
+}

@@ -1,0 +1,293 @@
+// One direction of a listener's emulated path for TCP streams: a small discrete-event emulation of Linux TCP
+// senders sharing one bottleneck.
+//
+// Each connection's direction is a `StreamFlow`: a `TCPSender` and a `TCPReceiver`. Events, in time order:
+//
+//     the application writes   → the sender sends what its window allows, as segments into the bottleneck
+//     the bottleneck           → a segment departs after serialisation (constant rate or a trace), or the queue
+//                                discipline drops it (FIFO when full, CoDel when it stood too long, fq_codel
+//                                from the fattest flow): a loss for that flow, so the sawtooth and bufferbloat,
+//                                or CoDel's short queue, emerge from here
+//     departure + loss draw    → random loss (`loss`, or Gilbert-Elliott under `loss.model`) per segment
+//     departure + delay ± jitter → arrival at the receiver; arrivals of one flow never overtake each other
+//     arrival                  → in-order bytes are released to the proxy at once; after a hole they wait
+//                                (head-of-line blocking); the receiver ACKs now or after its delayed-ACK timer
+//     ACK + reverse delay      → arrival at the sender: windows grow, losses are detected and repaired
+//     sender timers            → RACK reorder timer, tail loss probe, retransmission timeout
+//
+// The ACK path takes the reverse direction's propagation delay only: it ignores the reverse bandwidth (ACKs are
+// small), its queue, its jitter and its loss. Handshake: the connecting side's flow opens one SYN-ACK after the
+// proxy connects upstream (the reverse delay), the accepting side's after the SYN-ACK and the final ACK (forward
+// plus reverse delay), so the first request/response takes two round trips as on a real link, and a server
+// that speaks first pays the handshake too.
+//
+// A link with no impairment at all (no rate, delay, jitter or loss either way) passes bytes straight through
+// whenever a flow has nothing in the model, so an unconditioned listener costs nothing.
+//
+// Rates count payload bytes (`BitRate`), so a segment is charged its payload; a wire-accounting link such as
+// netem's (1514-byte frames per 1448-byte segment) is about 4.5 % slower for the same number.
+
+/// One direction of a listener's link for TCP streams, shared by all its connections.
+///
+/// It never reads a clock: every method takes `now`, and calls come with `now` never decreasing. Lives on the
+/// event loop thread; not thread-safe.
+public final class StreamLink {
+    /// Which end of the connection sends on this direction.
+    public enum Side: Hashable, Sendable {
+        /// The side that connected (the client; the uplink).
+        case connector
+        /// The side that accepted (the upstream server; the downlink).
+        case acceptor
+    }
+
+    private let side: Side
+    private var profile: DirectionProfile
+    private var reverseDelay: Duration
+    private var settings: TCPSettings
+    private var bottleneck: Bottleneck
+    private var random: SeededRandom
+    private var burstLoss: GilbertElliottLoss?
+    private var flows: [StreamFlow] = []
+    private var flowsByNumber: [Int: StreamFlow] = [:]
+    private var nextFlowNumber = 0
+    private var changed: [StreamFlow] = []
+    private var spare: [StreamFlow] = []
+    private let tally = LinkTally()
+    private var lastAckAt = Instant(nanoseconds: .min)
+    /// Decides a departed segment's loss in place of the random draw (tests pick which transmission is lost).
+    var lossDecision: ((LinkPacket) -> Bool)?
+    /// Bound on events handled per `advance`, so a model bug cannot hang the event loop.
+    private static let maximumEventsPerAdvance = 1_000_000
+
+    /// Creates a direction carrying `profile`, whose ACKs come back over `reverse`; `seed` drives every draw.
+    public init(side: Side, profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, seed: UInt64) {
+        self.side = side
+        self.profile = profile
+        self.reverseDelay = reverse.delay
+        self.settings = settings
+        self.bottleneck = Bottleneck(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
+                                     serializer: Self.serializer(for: profile))
+        self.random = SeededRandom(seed: seed)
+        self.burstLoss = GilbertElliottLoss(profile: profile, roundTrip: .zero)
+    }
+
+    /// The profile's trace, else its rate with its burst (`auto`: one segment or 1 ms of rate), else unlimited.
+    private static func serializer(for profile: DirectionProfile) -> any Serializer {
+        if let trace = profile.trace { return TraceSerializer(trace: trace) }
+        guard let rate = profile.bandwidth else { return UnlimitedSerializer() }
+        let automatic = max(TCPSender.mss, Int(min(rate.bitsPerSecond / 8_000, Double(Int32.max))))
+        return ConstantRateSerializer(rate: rate, burst: profile.burst ?? ByteCount(bytes: automatic))
+    }
+
+    /// Live profile switch at `now`: segments queued and on their way keep their order and times; new settings
+    /// apply to what is serialised from now on, `settings` to connections opened from now on. Senders backed off
+    /// by a dead path (100 % loss) retry within one timeout.
+    public func update(profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, now: Instant) {
+        run(until: now)
+        let old = self.profile
+        self.profile = profile
+        self.reverseDelay = reverse.delay
+        self.settings = settings
+        if old.trace != profile.trace || old.bandwidth != profile.bandwidth || old.burst != profile.burst {
+            bottleneck.update(serializer: Self.serializer(for: profile), now: now)
+        }
+        if old.queueManagement != profile.queueManagement || old.queueLimit != profile.queueLimit {
+            bottleneck.update(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit), now: now)
+        }
+        let wanted = GilbertElliottLoss(profile: profile, roundTrip: .zero)
+        if wanted?.parameters != burstLoss?.parameters { burstLoss = wanted }
+        for flow in flows {
+            flow.sender.pathChanged(now: now)
+            transmit(flow, at: now)
+        }
+    }
+
+    /// Whether nothing at all is emulated in either direction.
+    private var isPassThrough: Bool {
+        profile.bandwidth == nil && profile.trace == nil && profile.delay == .zero && profile.jitter == .zero
+            && profile.loss == .zero
+            && profile.lossModel == .random && reverseDelay == .zero
+    }
+
+    /// Attaches a new connection's direction at `now`. With `emulatingHandshake` it may send only once its side
+    /// of the handshake has crossed the link; without (a proxy front end's reply plays that part), at once.
+    public func makeFlow(at now: Instant, emulatingHandshake: Bool = true) -> StreamFlow {
+        var opensAt = now
+        if emulatingHandshake {
+            let wait = side == .connector ? reverseDelay : profile.delay + reverseDelay
+            opensAt = now.addingSaturating(nanoseconds: wait.nanoseconds)
+        }
+        let flow = StreamFlow(number: nextFlowNumber, settings: settings, opensAt: opensAt, tally: tally)
+        nextFlowNumber += 1
+        flows.append(flow)
+        flowsByNumber[flow.number] = flow
+        tally.counters.flows += 1
+        return flow
+    }
+
+    /// Forgets a closed flow; its queued segments leave the bottleneck.
+    public func remove(_ flow: StreamFlow) {
+        guard !flow.isRemoved else { return }
+        flow.isRemoved = true
+        tally.counters.flows -= 1
+        _ = bottleneck.removeAll(ofFlow: flow.number)
+        flowsByNumber.removeValue(forKey: flow.number)
+        if let index = flows.firstIndex(where: { $0 === flow }) { flows.remove(at: index) }
+        if flow.isMarkedChanged, let index = changed.firstIndex(where: { $0 === flow }) { changed.remove(at: index) }
+        flow.isMarkedChanged = false
+        flow.arrivals.removeAll()
+        flow.acks.removeAll()
+    }
+
+    /// Whether `flow`'s send buffer has room for more of the application's bytes.
+    public func canAccept(_ flow: StreamFlow) -> Bool {
+        flow.sender.bufferedBytes < flow.sender.sendBufferLimit
+    }
+
+    /// The application wrote `bytes` into `flow` at `now`.
+    public func enqueue(_ bytes: Int, on flow: StreamFlow, at now: Instant) {
+        guard bytes > 0, !flow.isRemoved else { return }
+        tally.counters.bytesEnqueued += bytes
+        run(until: now)
+        if isPassThrough && flow.pendingBytes == 0 {
+            flow.releasedBytes += bytes
+            markChanged(flow)
+            return
+        }
+        flow.pendingBytes += bytes
+        flow.sender.write(bytes, now: now)
+        transmit(flow, at: now)
+    }
+
+    /// Runs the emulation up to `now` and returns the flows whose receivers released bytes.
+    public func advance(to now: Instant) -> [StreamFlow] {
+        run(until: now)
+        guard !changed.isEmpty else { return [] }
+        let result = changed
+        spare.removeAll(keepingCapacity: true)
+        changed = spare
+        spare = result
+        for flow in result { flow.isMarkedChanged = false }
+        return result
+    }
+
+    /// The next instant at which `advance` has work, or nil (also for work that saturated at the end of time).
+    public var nextServiceTime: Instant? {
+        var next = bottleneck.nextEventTime
+        for flow in flows {
+            if let at = flow.nextEventTime { next = min(next ?? at, at) }
+            if flow.opensAt > lastRunAt, flow.sender.unsentBytes > 0 { next = min(next ?? flow.opensAt, flow.opensAt) }
+        }
+        return next == .never ? nil : next
+    }
+
+    public var counters: LinkCounters {
+        var counters = tally.counters
+        counters.queuedBytes = bottleneck.byteCount
+        counters.inFlightBytes = flows.reduce(0) { $0 + $1.inFlightBytes }
+        return counters
+    }
+
+    private var lastRunAt = Instant(nanoseconds: .min)
+
+    /// Handles every event due by `now`, in time order.
+    private func run(until now: Instant) {
+        var handled = 0
+        while let at = nextServiceTime, at <= now, handled < Self.maximumEventsPerAdvance {
+            handled += 1
+            lastRunAt = at
+            if let due = bottleneck.nextEventTime, due <= at {
+                for event in bottleneck.advance(to: at) {
+                    switch event {
+                    case let .departed(packet, departure):
+                        if let flow = flowsByNumber[packet.flow] { depart(packet, of: flow, at: departure) }
+                    case .dropped:
+                        tally.counters.segmentsLost += 1
+                    }
+                }
+            }
+            for flow in flows { process(flow, at: at) }
+        }
+        lastRunAt = max(lastRunAt, now)
+    }
+
+    /// Handles `flow`'s events due at `at`: arrivals, the delayed ACK, ACKs, timers; then sends what it may.
+    private func process(_ flow: StreamFlow, at now: Instant) {
+        var touched = false
+        while let first = flow.arrivals.first, first.at <= now {
+            flow.arrivals.removeFirst()
+            touched = true
+            let ack = flow.receiver.receive(first.segment, now: first.at, idleRestart: flow.sender.timer.rto,
+                                            roundTrip: profile.delay + reverseDelay)
+            if let ack { sendAck(ack, on: flow, at: first.at) }
+            let released = flow.receiver.takeReleased()
+            if released > 0 {
+                flow.releasedBytes += released
+                flow.pendingBytes -= released
+                markChanged(flow)
+            }
+        }
+        if let deadline = flow.receiver.delayedAckDeadline, deadline <= now,
+           let ack = flow.receiver.delayedAckFired(now: deadline) {
+            sendAck(ack, on: flow, at: deadline)
+        }
+        while let first = flow.acks.first, first.at <= now {
+            flow.acks.removeFirst()
+            touched = true
+            flow.sender.receive(first.ack, now: first.at)
+        }
+        if let deadline = flow.sender.nextTimer, deadline <= now {
+            touched = true
+            flow.sender.timerFired(now: now)
+        }
+        if touched || (flow.opensAt == now && flow.sender.unsentBytes > 0) { transmit(flow, at: now) }
+    }
+
+    private func sendAck(_ ack: TCPAck, on flow: StreamFlow, at now: Instant) {
+        let arrival = max(now.addingSaturating(nanoseconds: reverseDelay.nanoseconds), flow.acks.last?.at ?? now)
+        flow.acks.append((ack, arrival))
+    }
+
+    /// Puts every segment `flow`'s sender may send at `now` into the bottleneck.
+    private func transmit(_ flow: StreamFlow, at now: Instant) {
+        guard now >= flow.opensAt, !flow.isRemoved else { return }
+        while let segment = flow.sender.nextSegment(now: now) {
+            tally.counters.transmissions += 1
+            let packet = LinkPacket(flow: flow.number, bytes: segment.length, tag: UInt64(segment.seq))
+            let dropped = bottleneck.enqueue(packet, now: now)
+            tally.counters.segmentsLost += dropped.count
+        }
+    }
+
+    /// A segment left the bottleneck at `now`: it is lost, or arrives one propagation delay (± jitter) later,
+    /// never before the flow's previous arrival.
+    private func depart(_ packet: LinkPacket, of flow: StreamFlow, at now: Instant) {
+        if lossDecision?(packet) ?? isLost() {
+            tally.counters.segmentsLost += 1
+            return
+        }
+        var offset = profile.delay.nanoseconds
+        let spread = profile.jitter.nanoseconds
+        if spread > 0 { offset = offset.addingSaturating(Int64.random(in: -spread...spread, using: &random)) }
+        var arrival = now.addingSaturating(nanoseconds: max(0, offset))
+        if let last = flow.arrivals.last { arrival = max(arrival, last.at) }
+        let segment = TCPSegment(seq: Int64(packet.tag), length: packet.bytes, isRetransmission: false)
+        flow.arrivals.append((segment, arrival))
+    }
+
+    private func isLost() -> Bool {
+        if burstLoss != nil {
+            var fate = SegmentFate(size: 0, serializationEnd: .zero)
+            burstLoss!.apply(to: &fate, random: &random)
+            return fate.lost
+        }
+        let probability = profile.loss.probability
+        return probability > 0 && random.chance(probability)
+    }
+
+    private func markChanged(_ flow: StreamFlow) {
+        guard !flow.isMarkedChanged else { return }
+        flow.isMarkedChanged = true
+        changed.append(flow)
+    }
+}

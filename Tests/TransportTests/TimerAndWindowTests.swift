@@ -1,0 +1,131 @@
+@testable import LinkConditioner
+import Testing
+
+/// The retransmission timer's arithmetic (RFC 6298 with Linux's 200 ms floor on the variance term), CUBIC's window
+/// curve, and restart after idle.
+struct TimerAndWindowTests {
+    @Test func theFirstSampleSetsSrttAndHalfOfItAsRttvar() {
+        var timer = RetransmissionTimer()
+        #expect(timer.rto == .seconds(1))
+
+        timer.sample(.milliseconds(100))
+
+        #expect(timer.srtt == .milliseconds(100))
+        #expect(timer.rttvar == .milliseconds(50))
+        #expect(timer.rto == .milliseconds(300))
+    }
+
+    @Test func laterSamplesSmoothBySevenEighthsAndThreeQuarters() {
+        var timer = RetransmissionTimer()
+        timer.sample(.milliseconds(100))
+
+        timer.sample(.milliseconds(180))
+
+        #expect(timer.rttvar == .milliseconds(57.5))
+        #expect(timer.srtt == .milliseconds(110))
+        #expect(timer.rto == .milliseconds(340))
+    }
+
+    @Test func aLongRoundTripsTimeoutIsSrttPlusFourRttvar() {
+        var timer = RetransmissionTimer()
+        timer.sample(.milliseconds(400))
+
+        #expect(timer.rto == .milliseconds(400 + 4 * 200))
+    }
+
+    @Test func backoffDoublesTheTimeoutUpToTwoMinutesAndASampleClearsIt() {
+        var timer = RetransmissionTimer()
+        timer.sample(.milliseconds(100))
+        for _ in 0..<3 { timer.backOff() }
+        #expect(timer.timeout == .milliseconds(2_400))
+        for _ in 0..<20 { timer.backOff() }
+        #expect(timer.timeout == .seconds(120))
+
+        timer.sample(.milliseconds(100))
+
+        #expect(timer.backoff == 0)
+    }
+
+    @Test func cubicsWindowFollowsTheCubicCurveAfterALoss() {
+        var cubic = CubicWindow()
+        var window = CongestionWindow(cwnd: 100)
+        let rtt = Duration.milliseconds(100)
+        cubic.acked(rtt: rtt, now: .zero, window: &window, sndUna: 0, sndNxt: 0)
+        window.ssthresh = cubic.ssthreshAfterLoss(window: window)
+        window.cwnd = window.ssthresh
+        #expect(window.cwnd == 70)
+
+        // One ACK per segment, spread evenly over each 100 ms round trip, for 8 s.
+        var samples: [(seconds: Double, cwnd: Int)] = []
+        var roundStart = Instant.zero
+        for _ in 0..<80 {
+            let acks = window.cwnd
+            for index in 0..<acks {
+                cubic.increase(acked: 1, now: roundStart + rtt * index / acks, window: &window)
+            }
+            roundStart = roundStart + rtt
+            samples.append(((roundStart - .zero).seconds, window.cwnd))
+        }
+
+        // W(t) = C (t − K)³ + Wmax, with t counted from the epoch's first ACK plus the minimum RTT.
+        let kSeconds = cubeRoot(30 / 0.4)
+        for sample in samples where sample.seconds.truncatingRemainder(dividingBy: 1) < 0.05 && sample.seconds >= 1 {
+            let t = sample.seconds + rtt.seconds
+            let expected = 0.4 * (t - kSeconds) * (t - kSeconds) * (t - kSeconds) + 100
+            // The window trails the curve by at most about one round trip's growth.
+            let growthPerRoundTrip = 3 * 0.4 * (t - kSeconds) * (t - kSeconds) * rtt.seconds
+            #expect(abs(Double(sample.cwnd) - expected) <= 2 + growthPerRoundTrip,
+                    "at \(sample.seconds) s the window is \(sample.cwnd), the curve \(expected)")
+        }
+        #expect(cubic.originPoint == 100)
+        #expect(abs(cubic.k - kSeconds) < 1e-9)
+    }
+
+    @Test func anIdleSenderRestartsFromTheInitialWindow() {
+        var sender = grownSender(settings: TCPSettings())
+        #expect(sender.cwnd > 10)
+
+        sender.write(segments(10), now: .ms(3_000))
+
+        #expect(sender.cwnd == 10)
+    }
+
+    @Test func withoutSlowStartAfterIdleTheWindowSurvivesThePause() {
+        var sender = grownSender(settings: TCPSettings(slowStartAfterIdle: false))
+        let grown = sender.cwnd
+
+        sender.write(segments(10), now: .ms(3_000))
+
+        #expect(sender.cwnd == grown)
+    }
+
+    @Test func aShortPauseBelowOneTimeoutKeepsTheWindow() {
+        var sender = grownSender(settings: TCPSettings())
+        let grown = sender.cwnd
+
+        sender.write(segments(10), now: .ms(1_000 + 200))
+
+        #expect(sender.cwnd == grown)
+    }
+
+    /// A sender that sent three flights of slow start, each ACKed a round trip (100 ms) later; last ACK at 1 s.
+    private func grownSender(settings: TCPSettings) -> TCPSender {
+        var sender = TCPSender(settings: settings)
+        sender.write(segments(70), now: .ms(700))
+        var now = Instant.ms(700)
+        for _ in 0..<3 {
+            var flight: [TCPSegment] = []
+            while let segment = sender.nextSegment(now: now) { flight.append(segment) }
+            now = now + .milliseconds(100)
+            for segment in flight { sender.receive(TCPAck(cumulative: segment.end, window: 1 << 22), now: now) }
+        }
+        return sender
+    }
+}
+
+/// ∛x for positive x by Newton's method (the test's own arithmetic, independent of the model's).
+func cubeRoot(_ x: Double) -> Double {
+    var y = x
+    for _ in 0..<100 { y -= (y * y * y - x) / (3 * y * y) }
+    return y
+}
