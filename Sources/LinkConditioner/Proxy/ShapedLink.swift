@@ -49,8 +49,8 @@ final class ShapedLink {
                            budget: context.bufferBudget))
     }
 
-    func attach(_ pump: StreamPump) -> StreamFlow {
-        let flow = model.makeFlow(at: loop.clock.now(), emulatingHandshake: pump.relay.emulatesHandshake)
+    func attach(_ pump: StreamPump, emulatingHandshake: Bool) -> StreamFlow {
+        let flow = model.makeFlow(at: loop.clock.now(), emulatingHandshake: emulatingHandshake)
         pumps[ObjectIdentifier(flow)] = pump
         return flow
     }

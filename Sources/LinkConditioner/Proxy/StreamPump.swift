@@ -60,7 +60,7 @@ final class StreamPump {
         self.source = source
         self.destination = destination
         self.capacity = capacity
-        self.flow = link.attach(self)
+        self.flow = link.attach(self, emulatingHandshake: relay.emulatesHandshake)
     }
 
     /// Reads what the source has, within the buffer and link limits, and hands it to the link.
