@@ -64,8 +64,7 @@ extension StatusReport.Direction {
         inFlightBytes = counters.inFlightBytes
         segmentsLost = counters.segmentsLost
         datagramsDelivered = counters.datagramsDelivered
-        datagramsDropped = counters.tailDrops + counters.codelDrops + counters.memoryDrops + counters.randomLosses
-            + counters.burstLosses
+        datagramsDropped = counters.tailDrops + counters.codelDrops + counters.randomLosses + counters.burstLosses
         duplicates = counters.duplicates
         self.bitsPerSecond = bitsPerSecond
     }
