@@ -43,8 +43,8 @@ struct TraceCommand: ParsableCommand {
                 throw ValidationError("no built-in trace \"\(name)\"; expected one of \(TraceModel.presetNames.joined(separator: ", ")).")
             }
             if let duration {
-                guard let value = CommandLineDuration.parse(duration), value <= .seconds(86_400) else {
-                    throw ValidationError("--duration \"\(duration)\": expected a duration up to 24 h, such as \"60s\" or \"500ms\".")
+                guard let value = CommandLineDuration.parse(duration), value <= .seconds(3600) else {
+                    throw ValidationError("--duration \"\(duration)\": expected a duration up to 60 min (so the trace stays loadable), such as \"60s\" or \"500ms\".")
                 }
             }
         }

@@ -70,8 +70,7 @@ extension StatusReport.Direction {
         inFlightBytes = counters.inFlightBytes
         segmentsLost = counters.segmentsLost
         datagramsDelivered = counters.datagramsDelivered
-        datagramsDropped = counters.tailDrops + counters.codelDrops + counters.memoryDrops + counters.randomLosses
-            + counters.burstLosses
+        datagramsDropped = counters.tailDrops + counters.codelDrops + counters.randomLosses + counters.burstLosses
         self.kernelDrops = kernelDrops
         duplicates = counters.duplicates
         self.bitsPerSecond = bitsPerSecond

@@ -4,7 +4,7 @@
 /// Adding one is its own file (the type, its storage in `DirectionProfile`, its test) plus one entry in
 /// `DirectionSettings.all`: the parser, `linkcond profile show`, listings and `linkcond tc` pick it up from
 /// there, so nothing else needs to know it exists.
-public protocol DirectionSetting {
+public protocol DirectionSetting: Sendable {
     /// The keys this setting owns, without an `uplink.`/`downlink.` prefix (which every key accepts).
     static var keys: [String] { get }
     /// What `key` expects, for error messages.

@@ -18,7 +18,8 @@ public struct LinkCounters: Hashable, Sendable {
     public var datagramsEnqueued = 0
     /// Datagram copies handed to receivers (a duplicated datagram counts twice).
     public var datagramsDelivered = 0
-    /// Datagrams refused because the link's queue was full (or, under fq_codel, dropped from the fattest flow).
+    /// Datagrams refused because the link held `queue` bytes, queued or in flight, or because the queue
+    /// discipline had no room (under fq_codel, dropped from the fattest flow).
     public var tailDrops = 0
     /// Datagrams dropped by random loss (`loss`).
     public var randomLosses = 0
@@ -28,8 +29,6 @@ public struct LinkCounters: Hashable, Sendable {
     public var duplicates = 0
     /// Datagrams CoDel dropped as they left the queue, for standing in it longer than its target.
     public var codelDrops = 0
-    /// Datagrams refused because the link already held its memory bound of datagrams in propagation.
-    public var memoryDrops = 0
 
     public init() {}
 }

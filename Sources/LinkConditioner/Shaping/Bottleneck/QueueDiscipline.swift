@@ -18,7 +18,7 @@ public protocol QueueDiscipline {
 
 /// A queue discipline a profile can name in `queue.discipline`: it declares its name and builds itself from the
 /// profile's queue settings, so a new discipline is its own file plus one entry in `QueueManagement.disciplines`.
-public protocol NamedQueueDiscipline: QueueDiscipline {
+public protocol NamedQueueDiscipline: QueueDiscipline, Sendable {
     /// The name `queue.discipline` takes, such as `codel`.
     static var name: String { get }
     /// A fresh, empty discipline holding at most `limit`, with its parameters from `management`.

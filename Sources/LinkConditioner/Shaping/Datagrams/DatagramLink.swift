@@ -9,17 +9,15 @@
 // reordering let datagrams overtake each other. Every drop is an outcome with zero copies, so the relay frees the
 // bytes it held, and a counter says why.
 //
-// Memory: queued datagrams are bounded by the queue limit; datagrams past the bottleneck (in propagation) by
-// `maximumInFlightBytes`, beyond which new datagrams are dropped and counted as `memoryDrops`.
+// Memory: the discipline bounds the queue by `queue`; and, as netem's `limit` counts every packet it holds, a
+// datagram that would put more than `queue` bytes in propagation is dropped at the tail too, so a flood on a
+// delay-only link cannot pile up for the whole delay. A direction holds at most twice `queue`.
 
 /// One direction of a datagram link, shared by every UDP flow of a listener.
 ///
 /// Pure: every call takes `now`, and random draws come from the seed. Lives on the event loop thread; not
 /// thread-safe.
 public final class DatagramLink {
-    /// The most bytes of datagrams in propagation at once, whatever the profile: a bound on held memory.
-    public static let maximumInFlightBytes = 64 * 1024 * 1024
-
     private var profile: DirectionProfile
     private var pipeline: ImpairmentPipeline
     private var random: SeededRandom
@@ -88,16 +86,16 @@ public final class DatagramLink {
         flow.isMarkedChanged = false
     }
 
-    /// Offers one datagram of `size` bytes from `flow` at `now`: queued, or dropped when the queue (or the
-    /// memory bound) has no room. Datagrams of other flows that the discipline drops to make room become
-    /// zero-copy outcomes of their flows.
+    /// Offers one datagram of `size` bytes from `flow` at `now`: queued, or dropped at the tail when more than
+    /// `queue` bytes would be in propagation or the discipline has no room.
+    /// Datagrams of other flows that the discipline drops to make room become zero-copy outcomes of their flows.
     @discardableResult
     public func enqueue(_ size: Int, on flow: DatagramFlow, at now: Instant) -> DatagramAdmission {
         guard !flow.isRemoved else { return .tailDropped }
         tally.counters.datagramsEnqueued += 1
         settle(bottleneck.advance(to: now))
-        if tally.counters.inFlightBytes + tally.counters.queuedBytes + size > Self.maximumInFlightBytes {
-            tally.counters.memoryDrops += 1
+        if tally.counters.inFlightBytes + size > profile.queue.bytes {
+            tally.counters.tailDrops += 1
             return .tailDropped
         }
         let index = flow.nextDatagramIndex
