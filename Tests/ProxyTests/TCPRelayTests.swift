@@ -140,8 +140,9 @@ struct TCPRelayTests {
         let endOfStream = try client.receive()
         let elapsed = secondsSince(start)
 
+        // Never early; late by less than the delay again, which a FIN delayed twice (or not at all) would break.
         #expect(endOfStream.isEmpty)
-        #expect(elapsed >= 0.1 && elapsed < 0.13, "end of stream after \(elapsed) s for a 100 ms downlink")
+        #expect(elapsed >= 0.1 && elapsed < 0.2, "end of stream after \(elapsed) s for a 100 ms downlink")
     }
 
     @Test func resetsTheClientPromptlyWhenTheUpstreamRefuses() throws {
@@ -156,11 +157,12 @@ struct TCPRelayTests {
         defer { client.close() }
         let outcome = Result { try client.receive() }
 
-        #expect(secondsSince(start) < 1)
-        switch outcome {
-        case .success(let bytes): #expect(bytes.isEmpty)
-        case .failure(let error): #expect("\(error)".contains("reset"))
+        guard case .failure(let error) = outcome else {
+            Issue.record("expected a reset, got \(outcome)")
+            return
         }
+        #expect("\(error)".contains("reset"))
+        #expect(secondsSince(start) < 1)
     }
 
     @Test func propagatesAnUpstreamResetToTheClient() throws {
