@@ -54,6 +54,7 @@ final class DNSForwarder: ConditionedListener {
             tcpSocket.close()
             throw error
         }
+        udpSocket.enlargeReceiveBuffer(to: UDPListener.receiveBufferBytes)
         self.udpSocket = udpSocket
         self.tcpSocket = tcpSocket
         self.upstreamSocket = upstreamSocket
