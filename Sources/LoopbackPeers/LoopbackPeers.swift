@@ -77,9 +77,15 @@ public final class TestConnection: @unchecked Sendable {
     /// Reads until end of stream; returns the byte count and a checksum, without keeping the data.
     public func drain() throws -> (count: Int, checksum: UInt64) {
         var digest = StreamDigest()
+        try drain(into: &digest)
+        return (digest.count, digest.value)
+    }
+
+    /// Reads until end of stream, adding every byte to `digest` (which may already hold the stream's start).
+    public func drain(into digest: inout StreamDigest) throws {
         while true {
             let chunk = try receive(max: 262_144)
-            if chunk.isEmpty { return (digest.count, digest.value) }
+            if chunk.isEmpty { return }
             digest.add(chunk)
         }
     }

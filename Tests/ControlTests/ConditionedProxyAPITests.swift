@@ -19,12 +19,9 @@ struct ConditionedProxyAPITests {
         defer { proxy.stop() }
         let client = try TestConnection.connect(port: proxy.port, timeout: 60)
         defer { client.close() }
-        let result = LockedBox<(Int, UInt64)?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            result.value = try? client.drain()
-            done.signal()
-        }
+        // A fixed receive buffer (no autotuning): what the client has not read holds the rest back in the relay.
+        var receiveBuffer: Int32 = 256 << 10
+        setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
 
         var fast = Profile.none
         fast.downlink.bandwidth = .mbps(2000)
@@ -32,20 +29,24 @@ struct ConditionedProxyAPITests {
         var jittery = Profile.none
         jittery.downlink.delay = .milliseconds(20)
         jittery.downlink.jitter = .milliseconds(15)
+        // The client reads 4 MiB between switches, so each switch meets a transfer with most of it still to come.
+        var digest = StreamDigest()
+        var deliveredAtSwitches: [Int] = []
         for (index, profile) in [fast, jittery, .none, fast, jittery, .none].enumerated() {
-            if done.wait(timeout: .now() + 0.15) == .success { break }
+            digest.add(try client.receive(exactly: 4 << 20))
             proxy.apply(profile)
             if index == 2 {
                 proxy.goOffline()
                 usleep(100_000)
                 proxy.goOnline()
             }
+            deliveredAtSwitches.append(try #require(proxy.status().first).downlink.bytesDelivered)
         }
-        #expect(done.wait(timeout: .now() + 60) == .success)
+        try client.drain(into: &digest)
 
-        let received = try #require(result.value)
-        #expect(received.0 == size)
-        #expect(received.1 == payload.digest.value)
+        #expect(deliveredAtSwitches.allSatisfy { $0 > 0 && $0 < size }, "link deliveries at each switch: \(deliveredAtSwitches)")
+        #expect(digest.count == size)
+        #expect(digest.value == payload.digest.value)
     }
 
     @Test func offlineRefusesNewConnectionsAndStallsExistingOnesUntilOnline() throws {
@@ -145,25 +146,29 @@ struct ConditionedProxyAPITests {
         defer { echo.stop() }
         let warmUp = try ConditionedProxy.inFront(of: echo.port, profile: .none)
         warmUp.stop()
-        let descriptorsBefore = openDescriptorCount()
-        let threadsBefore = threadCount()
+        let loopDescriptorsBefore = eventLoopDescriptorCount()
+        var proxyPorts: Set<UInt16> = []
+        var seenWhileRunning: [Int] = []
 
         for cycle in 0..<100 {
             let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
+            proxyPorts.insert(proxy.port)
             if cycle % 10 == 0 {
                 let client = try TestConnection.connect(port: proxy.port)
                 try client.send([1])
                 _ = try client.receive(exactly: 1)
+                // The listener, the accepted client and the upstream socket: proof that the census sees them.
+                seenWhileRunning.append(proxySockets(ports: [proxy.port], upstreamPort: echo.port).count)
                 client.close()
             }
             proxy.stop()
         }
-        usleep(50_000)
+        let loopThreadsEnded = waitUntil(seconds: 5) { threadCount(named: "linkcond-loop") == 0 }
 
-        // Other tests' peer threads may close descriptors meanwhile, so "no more than before": a leak per cycle
-        // would show as a hundred more.
-        #expect(openDescriptorCount() <= descriptorsBefore)
-        #expect(threadCount() <= threadsBefore)
+        #expect(seenWhileRunning.allSatisfy { $0 == 3 }, "proxy sockets seen while running: \(seenWhileRunning)")
+        #expect(proxySockets(ports: proxyPorts, upstreamPort: echo.port).isEmpty)
+        #expect(eventLoopDescriptorCount() == loopDescriptorsBefore)
+        #expect(loopThreadsEnded, "\(threadCount(named: "linkcond-loop")) event loop threads still running")
     }
 
     @Test func methodsAfterStopAreHarmless() throws {
@@ -178,12 +183,59 @@ struct ConditionedProxyAPITests {
     }
 }
 
-/// Open file descriptors of this process, from /proc.
-func openDescriptorCount() -> Int {
-    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+/// Waits until `condition` holds, polling every 10 ms for at most `seconds`; returns whether it held.
+func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(10_000)
+    }
+    return condition()
 }
 
-/// Threads of this process, from /proc.
-func threadCount() -> Int {
-    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
+/// This process's descriptors of the kinds only an event loop opens here (epoll, timerfd, eventfd), from /proc.
+///
+/// Counted exactly, so the suite must not start event loops elsewhere meanwhile (it runs with --no-parallel).
+func eventLoopDescriptorCount() -> Int {
+    let kinds: Set<String> = ["anon_inode:[eventpoll]", "anon_inode:[timerfd]", "anon_inode:[eventfd]"]
+    return descriptorTargets().filter { kinds.contains($0) }.count
+}
+
+/// This process's TCP sockets that belong to a proxy: bound to one of `ports` (its listener and accepted clients)
+/// or connected to `upstreamPort` (its upstream connections). Sockets are matched to /proc/net/tcp by inode, so
+/// descriptors that other threads open or close meanwhile cannot be mistaken for them.
+func proxySockets(ports: Set<UInt16>, upstreamPort: UInt16) -> [String] {
+    let inodes = Set(descriptorTargets().compactMap { target -> String? in
+        guard target.hasPrefix("socket:[") else { return nil }
+        return String(target.dropFirst(8).dropLast())
+    })
+    var found: [String] = []
+    for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
+        // Read to the end: the table is generated as it is read and is longer than one page.
+        guard let data = FileHandle(forReadingAtPath: table)?.readDataToEndOfFile() else { continue }
+        let text = String(decoding: data, as: UTF8.self)
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 9, inodes.contains(String(fields[9])),
+                  let local = fields[1].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) }),
+                  let remote = fields[2].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) }) else { continue }
+            if ports.contains(local) || remote == upstreamPort { found.append(String(line)) }
+        }
+    }
+    return found
+}
+
+/// What each open descriptor of this process refers to ("socket:[1234]", "anon_inode:[eventpoll]", a path).
+func descriptorTargets() -> [String] {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return names.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }
+}
+
+/// Threads of this process with the given name, from /proc.
+func threadCount(named name: String) -> Int {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.filter { task in
+        let comm = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
+        return comm?.trimmingCharacters(in: .whitespacesAndNewlines) == name
+    }.count
 }

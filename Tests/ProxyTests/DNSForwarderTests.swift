@@ -41,9 +41,10 @@ struct DNSForwarderTests {
         #expect(through.answers.count == 1)
         #expect(through.answers.first?.hasPrefix("app.example.test.") == true)
         #expect(through.answers.first?.hasSuffix("192.0.2.53") == true)
-        // Never early (dig rounds to whole milliseconds); late by at most 30 ms beyond a direct query's own time.
+        // Never early (dig rounds to whole milliseconds); late by at most 100 ms beyond a direct query's own time,
+        // far less than the delay applied twice.
         #expect(through.queryTime >= .milliseconds(299), "\(through.queryTime) for 300 ms asked")
-        #expect(through.queryTime <= direct.queryTime + .milliseconds(330), "\(through.queryTime) for 300 ms asked, direct \(direct.queryTime)")
+        #expect(through.queryTime <= direct.queryTime + .milliseconds(400), "\(through.queryTime) for 300 ms asked, direct \(direct.queryTime)")
     }
 
     @Test(.enabled(if: Dig.path != nil, "dig is not installed (apt-get install dnsutils)"))
@@ -58,7 +59,7 @@ struct DNSForwarderTests {
 
         #expect(through.answers.count == 1)
         #expect(through.queryTime >= .milliseconds(2_999), "\(through.queryTime) for 3 s asked")
-        #expect(through.queryTime <= direct.queryTime + .milliseconds(3_030), "\(through.queryTime) for 3 s asked, direct \(direct.queryTime)")
+        #expect(through.queryTime <= direct.queryTime + .milliseconds(3_100), "\(through.queryTime) for 3 s asked, direct \(direct.queryTime)")
     }
 
     @Test func queriesFromTwoClientsWithTheSameIDGetTheirOwnAnswers() throws {

@@ -201,6 +201,7 @@ struct HTTPProxyFrontEndTests {
         let setup = secondsSince(start)
 
         #expect(reply == Array(established.utf8))
-        #expect(setup >= 0.195 && setup < 0.26, "setup took \(setup) s, expected 0.2 s (tolerance -5/+60 ms)")
+        // Never early; late by less than one more 100 ms leg, which an extra crossing of the link would add.
+        #expect(setup >= 0.195 && setup < 0.3, "setup took \(setup) s, expected 0.2 s (tolerance -5/+100 ms)")
     }
 }

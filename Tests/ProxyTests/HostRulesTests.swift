@@ -52,7 +52,8 @@ struct HostRulesTests {
         let excluded = try echoTime(SOCKS5Client.connect(name: "localhost", port: echo.port))
         let conditioned = try echoTime(SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
 
-        #expect(excluded < 0.05, "excluded destination took \(excluded) s")
+        // Excluded: not even one 100 ms leg of the link, however late the machine.
+        #expect(excluded < 0.1, "excluded destination took \(excluded) s")
         #expect(conditioned >= 0.395 && conditioned < 0.5, "conditioned destination took \(conditioned) s, expected two round trips of 0.2 s")
     }
 
@@ -69,6 +70,6 @@ struct HostRulesTests {
         let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
 
         #expect(reply == 0x00)
-        #expect(secondsSince(start) < 0.05)
+        #expect(secondsSince(start) < 0.1, "an excluded network paid at least one 100 ms leg of the link")
     }
 }

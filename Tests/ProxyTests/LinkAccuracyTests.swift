@@ -5,8 +5,10 @@ import Testing
 
 /// Delay and rate measured through the proxy against what the profile asks, with stated tolerances.
 ///
-/// Tolerances: delay within +3 ms / -0.5 ms of the profile (timer wake-up and scheduling on a loaded 2-core
-/// machine only ever add latency); rate within ±3 % over a multi-second transfer.
+/// A loaded 2-core machine only ever makes things late, never early, so each check is one-sided and tight where the
+/// link could be wrong by being early or fast, and generous where the scheduler makes it late or slow: delay never
+/// under the profile (-0.5 ms for clock granularity), its median at most 30 ms over; rate at most 0.5 % over and at
+/// most 3 % under, timed from before the connection so nothing outside the link can make it look faster.
 @Suite(.serialized)
 struct LinkAccuracyTests {
     @Test func addsTheProfileDelayInEachDirectionToARoundTrip() throws {
@@ -25,18 +27,19 @@ struct LinkAccuracyTests {
         for _ in 0..<20 { samples.append(try roundTrip(client)) }
         samples.sort()
 
+        // Both delays, once each: one missing or one doubled is 40 ms or more away from 100 ms.
         let median = samples[samples.count / 2]
-        #expect(median >= 0.0995 && median <= 0.103, "median round trip \(median) s for 100 ms asked")
         #expect(samples.first! >= 0.0995, "fastest round trip \(samples.first!) s undercuts the 100 ms profile")
+        #expect(median <= 0.13, "median round trip \(median) s for 100 ms asked")
     }
 
-    @Test func deliversTheDownlinkRateWithinThreePercent() throws {
+    @Test func deliversTheDownlinkRateNeverFasterAndAtMostThreePercentSlower() throws {
         let rate = BitRate.mbps(20)
-        let seconds = 3.0
-        let size = Int(rate.bitsPerSecond / 8 * seconds)
+        let size = Int(rate.bitsPerSecond / 8 * 3)
+        let blocks = payloadBlocks(size: size, seed: 1)
         let server = try TestServer { connection in
             defer { connection.close() }
-            try? Payload(size: size, seed: 1).forEachBlock { try connection.send($0) }
+            for block in blocks { guard (try? connection.send(block)) != nil else { return } }
             connection.shutdownWrite()
         }
         defer { server.stop() }
@@ -45,30 +48,27 @@ struct LinkAccuracyTests {
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
         defer { proxy.stop() }
 
+        let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: proxy.port)
         defer { client.close() }
-        let first = try client.receive(exactly: 1)
-        let start = MonotonicClock().now()
-        let rest = try client.drain()
-        let elapsed = secondsSince(start)
+        let received = try client.drain()
+        let achieved = Double(received.count) * 8 / secondsSince(start)
 
-        let achieved = Double(rest.count) * 8 / elapsed
-        #expect(first.count + rest.count == size)
-        #expect(abs(achieved / rate.bitsPerSecond - 1) < 0.03, "achieved \(achieved / 1e6) Mbit/s for \(rate.bitsPerSecond / 1e6) asked")
+        #expect(received.count == size)
+        #expect(achieved <= rate.bitsPerSecond * 1.005, "achieved \(achieved / 1e6) Mbit/s for \(rate.bitsPerSecond / 1e6) asked")
+        #expect(achieved >= rate.bitsPerSecond * 0.97, "achieved \(achieved / 1e6) Mbit/s for \(rate.bitsPerSecond / 1e6) asked")
     }
 
-    @Test func deliversTheUplinkRateWithinThreePercent() throws {
+    @Test func deliversTheUplinkRateNeverFasterAndAtMostThreePercentSlower() throws {
         let rate = BitRate.mbps(8)
         let size = Int(rate.bitsPerSecond / 8 * 2.5)
-        let arrival = LockedBox<(first: Instant?, last: Instant?, count: Int)>((nil, nil, 0))
+        let blocks = payloadBlocks(size: size, seed: 2)
+        let arrival = LockedBox<(last: Instant?, count: Int)>((nil, 0))
         let server = try TestServer { connection in
             defer { connection.close() }
             while let chunk = try? connection.receive(), !chunk.isEmpty {
                 let now = MonotonicClock().now()
-                arrival.mutate { state in
-                    if state.first == nil { state.first = now } else { state.count += chunk.count }
-                    state.last = now
-                }
+                arrival.mutate { $0 = (now, $0.count + chunk.count) }
             }
         }
         defer { server.stop() }
@@ -77,20 +77,19 @@ struct LinkAccuracyTests {
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
         defer { proxy.stop() }
 
+        let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: proxy.port)
-        try Payload(size: size, seed: 2).forEachBlock { try client.send($0) }
+        defer { client.close() }
+        for block in blocks { try client.send(block) }
         client.shutdownWrite()
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            if let last = arrival.value.last, secondsSince(last) > 0.5 { break }
-            usleep(20_000)
-        }
-        client.close()
+        let arrived = waitUntil(seconds: 15) { arrival.value.count == size }
 
         let state = arrival.value
-        let elapsed = try #require(state.last) - (try #require(state.first))
+        let elapsed = try #require(state.last) - start
         let achieved = Double(state.count) * 8 / elapsed.seconds
-        #expect(abs(achieved / rate.bitsPerSecond - 1) < 0.03, "achieved \(achieved / 1e6) Mbit/s for \(rate.bitsPerSecond / 1e6) asked")
+        #expect(arrived, "\(state.count) of \(size) bytes arrived")
+        #expect(achieved <= rate.bitsPerSecond * 1.005, "achieved \(achieved / 1e6) Mbit/s for \(rate.bitsPerSecond / 1e6) asked")
+        #expect(achieved >= rate.bitsPerSecond * 0.97, "achieved \(achieved / 1e6) Mbit/s for \(rate.bitsPerSecond / 1e6) asked")
     }
 
     @Test func sharesTheBottleneckSoASmallRequestWaitsAtMostAFullQueueBehindAGreedyDownload() throws {
@@ -174,4 +173,21 @@ struct LinkAccuracyTests {
         _ = try client.receive(exactly: message.count)
         return secondsSince(start)
     }
+}
+
+/// The blocks of a payload, made before a timed transfer so that generating them cannot slow it down.
+func payloadBlocks(size: Int, seed: UInt64) -> [[UInt8]] {
+    var blocks: [[UInt8]] = []
+    Payload(size: size, seed: seed).forEachBlock { blocks.append($0) }
+    return blocks
+}
+
+/// Waits until `condition` holds, polling every 10 ms for at most `seconds`; returns whether it held.
+func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(10_000)
+    }
+    return condition()
 }

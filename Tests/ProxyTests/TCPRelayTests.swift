@@ -141,9 +141,9 @@ struct TCPRelayTests {
         let elapsed = secondsSince(start)
 
         // The server's FIN is its first segment: it leaves after the handshake's SYN-ACK (100 ms down) and final
-        // ACK (0 ms up) and crosses the downlink again, 200 ms in all, as on a real link.
+        // ACK (0 ms up) and crosses the downlink again, 200 ms in all, as on a real link. Never early; late by less than another 100 ms.
         #expect(endOfStream.isEmpty)
-        #expect(elapsed >= 0.2 && elapsed < 0.23, "end of stream after \(elapsed) s for a 100 ms downlink")
+        #expect(elapsed >= 0.2 && elapsed < 0.3, "end of stream after \(elapsed) s for a 100 ms downlink")
     }
 
     @Test func resetsTheClientPromptlyWhenTheUpstreamRefuses() throws {
@@ -158,11 +158,12 @@ struct TCPRelayTests {
         defer { client.close() }
         let outcome = Result { try client.receive() }
 
-        #expect(secondsSince(start) < 1)
-        switch outcome {
-        case .success(let bytes): #expect(bytes.isEmpty)
-        case .failure(let error): #expect("\(error)".contains("reset"))
+        guard case .failure(let error) = outcome else {
+            Issue.record("expected a reset, got \(outcome)")
+            return
         }
+        #expect("\(error)".contains("reset"))
+        #expect(secondsSince(start) < 1)
     }
 
     @Test func propagatesAnUpstreamResetToTheClient() throws {

@@ -75,6 +75,7 @@ final class DNSForwarder: ConditionedListener {
             upstreamSocket.close()
             throw error
         }
+        udpSocket.enlargeReceiveBuffer(to: UDPListener.receiveBufferBytes)
         self.udpSocket = udpSocket
         self.upstreamSocket = upstreamSocket
         self.localAddress = localAddress
