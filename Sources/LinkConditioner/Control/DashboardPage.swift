@@ -84,10 +84,10 @@ enum DashboardPage {
   <section id="charts">
     <h2>Throughput <small>(last 60 s)</small></h2>
     <p class="legend"><span class="up">▲ uplink <b id="rate-up">–</b></span> <span class="down">▼ downlink <b id="rate-down">–</b></span></p>
-    <canvas id="throughput-chart" width="720" height="160"></canvas>
+    <canvas id="throughput-chart" class="tall"></canvas>
     <h2>Queue delay</h2>
     <p class="legend"><span class="up">▲ uplink <b id="delay-up">–</b></span> <span class="down">▼ downlink <b id="delay-down">–</b></span></p>
-    <canvas id="delay-chart" width="720" height="120"></canvas>
+    <canvas id="delay-chart"></canvas>
   </section>
   <section id="connections-section">
     <h2>Connections <small id="connection-count"></small></h2>
@@ -116,7 +116,8 @@ section { background: #fff; border: 1px solid var(--line); border-radius: 6px; p
 #charts, #connections-section { grid-column: 1 / -1; }
 .row { display: flex; gap: 0.5em; align-items: center; flex-wrap: wrap; margin: 0.3em 0; }
 textarea { width: 100%; font: 12px/1.3 ui-monospace, monospace; }
-canvas { width: 100%; height: auto; border: 1px solid var(--line); border-radius: 4px; background: #fcfcfd; }
+canvas { display: block; width: 100%; height: 120px; border: 1px solid var(--line); border-radius: 4px; background: #fcfcfd; }
+canvas.tall { height: 170px; }
 .legend { margin: 0.2em 0; }
 .up { color: var(--up); }
 .down { color: var(--down); margin-left: 1.5em; }
@@ -167,21 +168,21 @@ th, td { text-align: left; padding: 0.2em 0.6em; border-bottom: 1px solid var(--
 
   const rate = (bits) => bits >= 1e9 ? (bits / 1e9).toFixed(2) + " Gbit/s" : bits >= 1e6 ? (bits / 1e6).toFixed(2) + " Mbit/s"
     : bits >= 1e3 ? (bits / 1e3).toFixed(1) + " kbit/s" : Math.round(bits) + " bit/s";
-  const delay = (seconds) => seconds === null ? "stalled" : seconds >= 1 ? seconds.toFixed(2) + " s" : Math.round(seconds * 1000) + " ms";
+  const delay = (seconds) => seconds == null ? "stalled" : seconds >= 1 ? seconds.toFixed(2) + " s" : Math.round(seconds * 1000) + " ms";
 
   function total(report, key) {
     let up = 0, down = 0, upStalled = false, downStalled = false;
     for (const listener of report.listeners) {
       if (key === "queueDelaySeconds") {
-        if (listener.uplink[key] === null) upStalled = true; else up = Math.max(up, listener.uplink[key]);
-        if (listener.downlink[key] === null) downStalled = true; else down = Math.max(down, listener.downlink[key]);
+        if (listener.uplink[key] == null) upStalled = true; else up = Math.max(up, listener.uplink[key]);
+        if (listener.downlink[key] == null) downStalled = true; else down = Math.max(down, listener.downlink[key]);
       } else { up += listener.uplink[key]; down += listener.downlink[key]; }
     }
     return [upStalled ? null : up, downStalled ? null : down];
   }
 
   function showStatus(report) {
-    const offline = report.offline !== null && report.offline !== undefined;
+    const offline = report.offline != null;
     $("link-state").textContent = offline ? "offline (" + report.offline + ")" : "online";
     $("link-state").className = offline ? "state offline" : "state";
     $("version").textContent = "linkcond " + report.version;
@@ -206,9 +207,13 @@ th, td { text-align: left; padding: 0.2em 0.6em; border-bottom: 1px solid var(--
   }
 
   function draw(canvas, upKey, downKey, format) {
-    const context = canvas.getContext("2d"), width = canvas.width, height = canvas.height, pad = 4;
+    const scale = window.devicePixelRatio || 1;
+    const width = Math.max(100, canvas.clientWidth), height = Math.max(60, canvas.clientHeight), pad = 4;
+    if (canvas.width !== Math.round(width * scale)) { canvas.width = Math.round(width * scale); canvas.height = Math.round(height * scale); }
+    const context = canvas.getContext("2d");
+    context.setTransform(scale, 0, 0, scale, 0, 0);
     context.clearRect(0, 0, width, height);
-    const value = (sample, key) => sample[key] === null ? 0 : sample[key];
+    const value = (sample, key) => sample[key] == null ? 0 : sample[key];
     const peak = Math.max(1e-9, ...samples.map((s) => Math.max(value(s, upKey), value(s, downKey))));
     canvas.dataset.points = String(samples.length);
     canvas.dataset.peak = String(samples.length ? Math.max(...samples.map((s) => Math.max(value(s, upKey), value(s, downKey)))) : 0);
