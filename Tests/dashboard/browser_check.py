@@ -104,7 +104,7 @@ def main():
         page.send("Runtime.enable")
         page.send("Page.navigate", url=arguments.url + "#token=" + arguments.token)
 
-        text = lambda element_id: page.evaluate(f"document.getElementById({element_id!r}).textContent")
+        text = lambda element_id: page.evaluate(f"(document.getElementById({element_id!r}) || {{}}).textContent")
         before = api_status(arguments.url, arguments.token)
         wait_until("the page to show the running profile", lambda: text("profile-name") == before["profile"])
         if arguments.token in page.evaluate("location.href"):
