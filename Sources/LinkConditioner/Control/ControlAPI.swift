@@ -11,6 +11,9 @@ import Foundation
 /// |------------------------|----------------------------------------|---------------------------------------|
 /// | GET /status            |                                        | JSON `StatusReport`                   |
 /// | GET /version           |                                        | JSON `{"version": "…"}`               |
+/// | GET /metrics           |                                        | Prometheus text exposition format     |
+/// | GET /connections       |                                        | JSON `ConnectionList`                 |
+/// | GET /catalog           |                                        | JSON: built-in profiles and scenarios |
 /// | GET /profile           |                                        | the current profile, fully resolved   |
 /// | PUT /profile           | a built-in profile name, or its text   | switches to it (stops a scenario)     |
 /// | POST /settings         | `key = value` lines                    | changes those settings                |
@@ -39,6 +42,12 @@ struct ControlAPI {
         switch (request.method, request.path) {
         case ("GET", "/status"):
             reply(status())
+        case ("GET", "/metrics"):
+            reply(metrics())
+        case ("GET", "/connections"):
+            reply(connections())
+        case ("GET", "/catalog"):
+            reply(Self.catalog)
         case ("GET", "/version"):
             reply(.json("{\"version\": \"\(linkcondVersion)\"}\n"))
         case ("GET", "/profile"):
@@ -107,7 +116,8 @@ struct ControlAPI {
             state.stopScenario()
             reply(.text(running ? "scenario stopped" : "no scenario was running"))
         default:
-            let known = ["/status", "/version", "/profile", "/settings", "/offline", "/online", "/reset", "/scenario"]
+            let known = ["/status", "/version", "/profile", "/settings", "/offline", "/online", "/reset", "/scenario", "/metrics",
+                         "/connections", "/catalog"]
             if known.contains(request.path) {
                 return reply(.error(405, "\(request.method) is not allowed on \(request.path)"))
             }

@@ -144,12 +144,19 @@ final class ControlServer {
     }
 
     /// Refuses what a browser or a stranger could send, or hands the request to the API; `reply` runs on the loop.
+    /// The dashboard's files need no token (they hold no secret) but pass every other check, and are served on a
+    /// loopback TCP endpoint only, where a page can make same-origin requests.
     func respond(to request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
+        if request.method == "GET", acceptedHosts != nil, let file = DashboardPage.file(at: request.path) {
+            return reply(refusal(of: request, needsToken: false) ?? file)
+        }
         if let refusal = refusal(of: request) { return reply(refusal) }
         api.handle(request, reply: reply)
     }
 
-    private func refusal(of request: HTTPRequest) -> HTTPResponse? {
+    /// Why `request` is refused, or nil. An `Origin` passes only when it is this endpoint's own origin: `http://`
+    /// followed by the request's `Host`, which has already matched this loopback endpoint (the dashboard's requests).
+    private func refusal(of request: HTTPRequest, needsToken: Bool = true) -> HTTPResponse? {
         if let acceptedHosts {
             let host = request.headers["host"]?.lowercased() ?? ""
             guard acceptedHosts.contains(host) || isLoopbackLiteral(host) else {
@@ -168,7 +175,7 @@ final class ControlServer {
         if request.method == "OPTIONS" {
             return .error(405, "the control endpoint answers no cross-origin (CORS) requests")
         }
-        if let token {
+        if needsToken, let token {
             let given = request.headers["authorization"] ?? ""
             guard given.hasPrefix("Bearer "), ControlToken.matches(String(given.dropFirst(7)), token) else {
                 return .error(401, "this control endpoint needs \"Authorization: Bearer TOKEN\"; the linkcond command finds the token itself, scripts read it from the file \"linkcond run\" names on stderr (or pass --control-token)")

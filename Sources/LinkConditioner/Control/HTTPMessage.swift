@@ -168,6 +168,8 @@ struct HTTPResponse: Sendable {
     var status: Int
     var contentType = "text/plain; charset=utf-8"
     var body: String
+    /// Fields beyond the ones every answer carries, such as a page's Content-Security-Policy.
+    var extraHeaders: [(name: String, value: String)] = []
 
     static func text(_ body: String, status: Int = 200) -> HTTPResponse {
         HTTPResponse(status: status, body: body.hasSuffix("\n") || body.isEmpty ? body : body + "\n")
@@ -182,7 +184,8 @@ struct HTTPResponse: Sendable {
     var bytes: [UInt8] {
         let payload = Array(body.utf8)
         let head = "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Type: \(contentType)\r\nContent-Length: \(payload.count)\r\n"
-            + "Connection: close\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n\r\n"
+            + "Connection: close\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n"
+            + extraHeaders.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
         return Array(head.utf8) + payload
     }
 

@@ -25,6 +25,9 @@ public struct StatusReport: Codable, Sendable {
         public var duplicates: Int
         /// Delivered payload over the last second.
         public var bitsPerSecond: Double
+        /// How long a byte arriving now waits in the queue before the link's rate lets it through; nil when the
+        /// link carries nothing (offline or zero rate) and bytes are queued.
+        public var queueDelaySeconds: Double?
     }
 
     public struct Listener: Codable, Sendable {
@@ -39,7 +42,7 @@ public struct StatusReport: Codable, Sendable {
         public var uplink: Direction
         public var downlink: Direction
 
-        init(_ status: ListenerStatus, uplinkBitsPerSecond: Double, downlinkBitsPerSecond: Double) {
+        init(_ status: ListenerStatus, uplinkBitsPerSecond: Double, downlinkBitsPerSecond: Double, conditions: Profile) {
             kind = status.kind
             address = status.address.description
             upstream = status.upstream
@@ -47,9 +50,10 @@ public struct StatusReport: Codable, Sendable {
             connectionsAccepted = status.connectionsAccepted
             connectionsRefused = status.connectionsRefused
             malformedMessages = status.malformedMessages
-            uplink = Direction(status.uplink, kernelDrops: status.uplinkKernelDrops, bitsPerSecond: uplinkBitsPerSecond)
+            uplink = Direction(status.uplink, kernelDrops: status.uplinkKernelDrops, bitsPerSecond: uplinkBitsPerSecond,
+                               bandwidth: conditions.uplink.bandwidth)
             downlink = Direction(status.downlink, kernelDrops: status.downlinkKernelDrops,
-                                 bitsPerSecond: downlinkBitsPerSecond)
+                                 bitsPerSecond: downlinkBitsPerSecond, bandwidth: conditions.downlink.bandwidth)
         }
     }
 
@@ -64,7 +68,7 @@ public struct StatusReport: Codable, Sendable {
 }
 
 extension StatusReport.Direction {
-    init(_ counters: LinkCounters, kernelDrops: Int, bitsPerSecond: Double) {
+    init(_ counters: LinkCounters, kernelDrops: Int, bitsPerSecond: Double, bandwidth: BitRate?) {
         bytesDelivered = counters.bytesDelivered
         queuedBytes = counters.queuedBytes
         inFlightBytes = counters.inFlightBytes
@@ -74,5 +78,13 @@ extension StatusReport.Direction {
         self.kernelDrops = kernelDrops
         duplicates = counters.duplicates
         self.bitsPerSecond = bitsPerSecond
+        queueDelaySeconds = Self.queueDelay(queuedBytes: counters.queuedBytes, bandwidth: bandwidth)
+    }
+
+    /// The queue's bytes at the link's rate: no wait without a rate limit, none to say when nothing passes.
+    static func queueDelay(queuedBytes: Int, bandwidth: BitRate?) -> Double? {
+        guard queuedBytes > 0, let bandwidth else { return 0 }
+        guard bandwidth.bitsPerSecond > 0 else { return nil }
+        return Double(queuedBytes) * 8 / bandwidth.bitsPerSecond
     }
 }

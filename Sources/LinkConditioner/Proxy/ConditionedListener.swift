@@ -82,6 +82,8 @@ protocol ConditionedListener: AnyObject {
     /// Resets every live connection (and forgets every flow).
     func resetConnections()
     func status() -> ListenerStatus
+    /// The live connections or flows, for the dashboard's list.
+    func connectionEntries() -> [ConnectionEntry]
     /// Closes the listening socket and everything it accepted.
     func close()
 }

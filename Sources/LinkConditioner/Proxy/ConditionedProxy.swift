@@ -270,7 +270,8 @@ final class ProxyState {
             listeners: listeners.enumerated().map { index, listener in
                 let status = listener.status()
                 let rate = index < rates.count ? rates[index] : (0, 0)
-                return StatusReport.Listener(status, uplinkBitsPerSecond: rate.0, downlinkBitsPerSecond: rate.1)
+                return StatusReport.Listener(status, uplinkBitsPerSecond: rate.0, downlinkBitsPerSecond: rate.1,
+                                             conditions: conditions.effective)
             })
     }
 
@@ -282,44 +283,6 @@ final class ProxyState {
         onClose.removeAll()
         for listener in listeners { listener.close() }
         listeners.removeAll()
-    }
-}
-
-/// Samples delivered bytes once a second to give each listener's current rate per direction.
-///
-/// Lives on the event loop thread.
-final class RateMeter {
-    private let loop: EventLoop
-    private let sample: () -> [(Int, Int)]
-    private var last: (at: Instant, bytes: [(Int, Int)])
-    private(set) var rates: [(Double, Double)] = []
-    private var timer: EventLoop.TimerID?
-
-    init(loop: EventLoop, sample: @escaping () -> [(Int, Int)]) {
-        self.loop = loop
-        self.sample = sample
-        last = (loop.clock.now(), sample())
-        schedule()
-    }
-
-    private func schedule() {
-        timer = loop.schedule(at: loop.clock.now() + .seconds(1)) { [weak self] in self?.tick() }
-    }
-
-    private func tick() {
-        let now = loop.clock.now()
-        let bytes = sample()
-        let seconds = max((now - last.at).seconds, 1e-3)
-        rates = zip(bytes, last.bytes).map { current, previous in
-            (Double(current.0 - previous.0) * 8 / seconds, Double(current.1 - previous.1) * 8 / seconds)
-        }
-        last = (now, bytes)
-        schedule()
-    }
-
-    func stop() {
-        if let timer { loop.cancel(timer) }
-        timer = nil
     }
 }
 

@@ -81,6 +81,12 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
                        uplink: uplink.counters, downlink: downlink.counters)
     }
 
+    func connectionEntries() -> [ConnectionEntry] {
+        sessions.values.map { ConnectionEntry(id: $0.id, listener: localAddress.description, client: $0.clientAddress.description,
+                                              upstream: "", state: "handshake") }
+            + relays.values.map { $0.entry(listener: localAddress) }
+    }
+
     /// Whether the profile makes TCP connections carry nothing: an explicit blackhole or 100 % loss either way.
     var isBlackholed: Bool {
         profile.fault == .blackhole || profile.uplink.loss.percent >= 100 || profile.downlink.loss.percent >= 100

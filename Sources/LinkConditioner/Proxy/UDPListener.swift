@@ -70,6 +70,11 @@ final class UDPListener: ConditionedListener {
 
     var bound: BoundListener { BoundListener(kind: "udp", address: localAddress, upstream: upstream.description) }
 
+    func connectionEntries() -> [ConnectionEntry] {
+        flows.keys.map { ConnectionEntry(id: 0, listener: localAddress.description, client: $0.description,
+                                         upstream: upstream.description, state: "flow") }
+    }
+
     func status() -> ListenerStatus {
         ListenerStatus(kind: "udp", address: localAddress, upstream: upstream.description, activeConnections: flows.count,
                        connectionsAccepted: flowsOpened, connectionsRefused: flowsRefused,
