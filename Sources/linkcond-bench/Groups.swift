@@ -196,9 +196,12 @@ func setupGroup() throws {
         }
     }
     let churnDirect = churn(closing.port)
-    let (haproxyPeer, haproxyPort) = try startHAProxy(upstream: closing.port, splice: false)
-    let churnHAProxy = churn(haproxyPort)
-    haproxyPeer.stop()
+    var churnHAProxy: Double?
+    measuring("1000 concurrent short: haproxy") {
+        let (haproxyPeer, haproxyPort) = try startHAProxy(upstream: closing.port, splice: false)
+        defer { haproxyPeer.stop() }
+        churnHAProxy = churn(haproxyPort)
+    }
     let churnRelay = try LinkcondPeer(profile: "", upstream: closing.port)
     let churnLinkcond = churn(churnRelay.relayPort)
     churnRelay.stop()

@@ -212,7 +212,7 @@ func startHAProxy(upstream: UInt16, splice: Bool) throws -> (PeerProcess, UInt16
     let port = freePort()
     let config = """
         global
-            maxconn 20000
+            maxconn 4000
         defaults
             mode tcp
             timeout connect 5s
