@@ -18,6 +18,7 @@
 #include <time.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 
 static inline int clinux_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -53,6 +54,9 @@ static inline int clinux_timerfd_set_absolute(int fd, int64_t deadline_ns) {
     }
     return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
 }
+
+/// Sets the calling thread's timer slack (how late the kernel may fire its timers to coalesce wake-ups).
+static inline int clinux_set_timer_slack(unsigned long nanoseconds) { return prctl(PR_SET_TIMERSLACK, nanoseconds, 0, 0, 0); }
 
 static inline int clinux_eventfd_create(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 

@@ -205,6 +205,8 @@ public final class EventLoop: @unchecked Sendable {
 
     private func run() {
         loopThread = ThreadIdentity.current
+        // Timer slack would make every due time up to 50 µs late; a loop that cannot set it still runs, only coarser.
+        try? TimerSlack.set(nanoseconds: 1)
         let capacity = 256
         let events = UnsafeMutablePointer<UInt32>.allocate(capacity: capacity)
         let data = UnsafeMutablePointer<UInt64>.allocate(capacity: capacity)

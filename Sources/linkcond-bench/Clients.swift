@@ -1,0 +1,85 @@
+import Foundation
+import LoopbackPeers
+
+/// What one `iperf3 -c` run reported.
+struct IperfResult {
+    /// Payload bits per second the receiver counted (after the omitted warm-up).
+    var receivedRate: Double
+    /// Payload bytes the client sent over the whole run, warm-up included (for CPU per byte).
+    var sentBytes: Double
+    /// Receiver rate of each parallel stream.
+    var streamRates: [Double]
+    /// UDP only: datagrams the receiver expected and the ones it lost.
+    var datagrams: Double = 0
+    var lostDatagrams: Double = 0
+    var seconds: Double = 0
+}
+
+/// An `iperf3 -s` on `port` (bound to `host`, in `namespace` when given).
+func startIperfServer(port: UInt16, host: String = "127.0.0.1", namespace: String? = nil) throws -> PeerProcess {
+    guard let iperf3 = Tools.iperf3 else { throw TestError("iperf3 is not installed (scripts/bench installs it)") }
+    let server = try PeerProcess(name: "iperf3", path: iperf3, arguments: ["-s", "-B", host, "-p", String(port)], namespace: namespace)
+    guard server.waitListening(port: port) else { server.stop(); throw TestError("iperf3 -s did not listen on \(port)") }
+    return server
+}
+
+/// Runs `iperf3 -c host -p port` with `extra` arguments and parses its JSON.
+func runIperfClient(host: String = "127.0.0.1", port: UInt16, seconds: Int, omit: Int = 0, extra: [String] = [],
+                    namespace: String? = nil) throws -> IperfResult {
+    guard let iperf3 = Tools.iperf3 else { throw TestError("iperf3 is not installed (scripts/bench installs it)") }
+    let output = Pipe()
+    let arguments = ["-c", host, "-p", String(port), "-t", String(seconds), "-O", String(omit), "-J"] + extra
+    let client = try PeerProcess(name: "iperf3 -c", path: iperf3, arguments: arguments, namespace: namespace, output: output)
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    client.process.waitUntilExit()
+    client.stop()
+    guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+          let end = json["end"] as? [String: Any] else { throw TestError("iperf3 \(arguments.joined(separator: " ")) printed no result") }
+    if let error = json["error"] as? String { throw TestError("iperf3: \(error)") }
+    let intervals = (json["intervals"] as? [[String: Any]]) ?? []
+    let sent = intervals.compactMap { ($0["sum"] as? [String: Any])?["bytes"] as? Double }.reduce(0, +)
+    if extra.contains("-u") {
+        let sum = end["sum"] as? [String: Any] ?? [:]
+        return IperfResult(receivedRate: sum["bits_per_second"] as? Double ?? 0, sentBytes: sent, streamRates: [],
+                           datagrams: sum["packets"] as? Double ?? 0, lostDatagrams: sum["lost_packets"] as? Double ?? 0,
+                           seconds: sum["seconds"] as? Double ?? Double(seconds))
+    }
+    let received = end["sum_received"] as? [String: Any] ?? [:]
+    let streams = (end["streams"] as? [[String: Any]] ?? []).compactMap { ($0["receiver"] as? [String: Any])?["bits_per_second"] as? Double }
+    return IperfResult(receivedRate: received["bits_per_second"] as? Double ?? 0, sentBytes: sent, streamRates: streams,
+                       seconds: received["seconds"] as? Double ?? Double(seconds))
+}
+
+/// Jain's fairness index of `rates`: (Σx)² / (n·Σx²), 1 when every stream got the same.
+func jainFairness(_ rates: [Double]) -> Double {
+    let sum = rates.reduce(0, +)
+    let squares = rates.reduce(0) { $0 + $1 * $1 }
+    return rates.isEmpty || squares == 0 ? .nan : sum * sum / (Double(rates.count) * squares)
+}
+
+/// A `sockperf sr --tcp` echo server on `port`.
+func startSockperfServer(port: UInt16) throws -> PeerProcess {
+    guard let sockperf = Tools.sockperf else { throw TestError("sockperf is not installed (scripts/bench installs it)") }
+    let server = try PeerProcess(name: "sockperf sr", path: sockperf, arguments: ["sr", "--tcp", "-i", "127.0.0.1", "-p", String(port)])
+    guard server.waitListening(port: port) else { server.stop(); throw TestError("sockperf sr did not listen on \(port)") }
+    return server
+}
+
+/// 64-byte TCP ping-pong with `sockperf pp --full-rtt` paced at `rate` messages per second: round trip p50 and p99.
+func sockperfPingPong(port: UInt16, seconds: Int, rate: Int) throws -> (p50: Double, p99: Double) {
+    guard let sockperf = Tools.sockperf else { throw TestError("sockperf is not installed (scripts/bench installs it)") }
+    let output = Pipe()
+    let client = try PeerProcess(name: "sockperf pp", path: sockperf,
+                                 arguments: ["pp", "--tcp", "-i", "127.0.0.1", "-p", String(port), "-m", "64", "-t", String(seconds),
+                                             "--mps=\(rate)", "--full-rtt"], output: output)
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    client.process.waitUntilExit()
+    client.stop()
+    func percentile(_ label: String) -> Double? {
+        guard let line = text.split(separator: "\n").first(where: { $0.contains("percentile \(label) =") }),
+              let value = line.split(separator: "=").last.flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }) else { return nil }
+        return value * 1e-6
+    }
+    guard let p50 = percentile("50.000"), let p99 = percentile("99.000") else { throw TestError("sockperf pp printed no percentiles") }
+    return (p50, p99)
+}

@@ -1,0 +1,48 @@
+import Foundation
+import LinkConditioner
+import Glibc
+import LoopbackPeers
+
+/// Round trips of one 64-byte message on each of `samples` connections to `port`, the sends `gap` apart on a
+/// sender thread while this thread polls for the echoes: many samples of a long delay in about one delay's time.
+/// Every connection first makes one warm-up round trip, so connection set-up is not in the figures. Sorted seconds.
+func staggeredRoundTrips(port: UInt16, samples: Int, gap: Double, timeout: Double) throws -> [Double] {
+    let connections = try (0..<samples).map { _ in try TestConnection.connect(port: port, timeout: timeout) }
+    defer { connections.forEach { $0.close() } }
+    let message = [UInt8](repeating: 0x42, count: 64)
+    for connection in connections { try connection.send(message) }
+    for connection in connections { _ = try connection.receive(exactly: 64) }
+    let sentAt = LockedBox([Instant?](repeating: nil, count: samples))
+    let sender = Thread {
+        let start = MonotonicClock().now()
+        for (index, connection) in connections.enumerated() {
+            let due = Double(index) * gap
+            let wait = due - secondsSince(start)
+            if wait > 0 { usleep(useconds_t(wait * 1e6)) }
+            let now = MonotonicClock().now()
+            sentAt.mutate { $0[index] = now }
+            try? connection.send(message)
+        }
+    }
+    sender.start()
+    var polls = connections.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+    var received = [Int](repeating: 0, count: samples)
+    var times: [Double] = []
+    var buffer = [UInt8](repeating: 0, count: 128)
+    let start = MonotonicClock().now()
+    while times.count < samples, secondsSince(start) < timeout + Double(samples) * gap {
+        guard poll(&polls, nfds_t(polls.count), 50) > 0 else { continue }
+        let now = MonotonicClock().now()
+        for index in polls.indices where polls[index].revents != 0 {
+            let count = read(polls[index].fd, &buffer, buffer.count)
+            guard count > 0 else { throw TestError("connection \(index) closed during the delay measurement") }
+            received[index] += count
+            if received[index] >= 64, let sent = sentAt.value[index] {
+                times.append((now - sent).seconds)
+                polls[index].events = 0
+            }
+        }
+    }
+    guard times.count == samples else { throw TestError("\(samples - times.count) of \(samples) echoes did not come back in time") }
+    return times.sorted()
+}

@@ -1,0 +1,306 @@
+import Foundation
+import LinkConditioner
+import LoopbackPeers
+
+let iperfSeconds = quick ? 1 : 5
+
+/// One unshaped TCP stream (iperf3): linkcond against direct, socat and HAProxy with and without splice.
+func throughputGroup() throws {
+    report.section("Unshaped TCP, one stream (iperf3, payload)")
+    let port = freePort()
+    let server = try startIperfServer(port: port)
+    defer { server.stop() }
+    func through(_ start: () throws -> (PeerProcess, UInt16)) -> Double? {
+        medianOf {
+            let (peer, relay) = try start()
+            defer { peer.stop() }
+            return try runIperfClient(port: relay, seconds: iperfSeconds).receivedRate
+        }
+    }
+    let direct = medianOf { try runIperfClient(port: port, seconds: iperfSeconds).receivedRate }
+    let socat = through { try startSocat(upstream: port) }
+    let haproxy = through { try startHAProxy(upstream: port, splice: false) }
+    let splice = through { try startHAProxy(upstream: port, splice: true) }
+    let linkcond = through { let peer = try LinkcondPeer(profile: "", upstream: port); return (peer.peer, peer.relayPort) }
+    report.add("direct", direct, "bit/s")
+    report.add("socat", socat, "bit/s", versus: [("direct", direct)])
+    report.add("haproxy", haproxy, "bit/s", versus: [("direct", direct)])
+    report.add("haproxy splice-auto", splice, "bit/s", versus: [("direct", direct)])
+    let met = linkcond.flatMap { value in splice.flatMap { s in direct.map { value >= 1.2 * s && value >= 0.8 * $0 } } }
+    report.add("linkcond none", linkcond, "bit/s", versus: [("haproxy-splice", splice), ("direct", direct)],
+               target: "≥1.2× splice, ≥0.8× direct", met: met)
+}
+
+/// Shaped TCP at 1 Gbit/s: delivered payload rate against the target and CPU per gigabyte, against HAProxy
+/// relaying iperf3 paced at 1 Gbit/s and the kernel's tbf at 1 Gbit/s (frames) in a namespace.
+func shapedGroup() throws {
+    report.section("Shaped TCP at 1 Gbit/s, one stream (iperf3, payload; CPU from /proc/PID/stat)")
+    let port = freePort()
+    let server = try startIperfServer(port: port)
+    defer { server.stop() }
+    let seconds = quick ? 2 : 8
+    /// Delivered rate and CPU seconds per gigabyte the relay used.
+    func relayed(_ start: () throws -> (PeerProcess, UInt16), paced: Bool) -> (rate: Double?, cpu: Double?) {
+        var rates: [Double] = [], cpus: [Double] = []
+        for _ in 0..<runs {
+            do {
+                let (peer, relay) = try start()
+                defer { peer.stop() }
+                let before = peer.cpuSeconds()
+                let result = try runIperfClient(port: relay, seconds: seconds, omit: 1, extra: paced ? ["-b", "1G"] : [])
+                rates.append(result.receivedRate)
+                cpus.append((peer.cpuSeconds() - before) / (result.sentBytes / 1e9))
+            } catch { print("   (a run failed: \(error))") }
+        }
+        return (median(rates), median(cpus))
+    }
+    let haproxy = relayed({ try startHAProxy(upstream: port, splice: false) }, paced: true)
+    let splice = relayed({ try startHAProxy(upstream: port, splice: true) }, paced: true)
+    report.add("haproxy, iperf3 -b 1G: rate", haproxy.rate, "bit/s")
+    report.add("haproxy, iperf3 -b 1G: CPU", haproxy.cpu, "s/GB")
+    report.add("haproxy splice: CPU", splice.cpu, "s/GB")
+    for (label, profile) in [("rate", "bandwidth = 1 Gbit/s"), ("rate + 10 ms", "bandwidth = 1 Gbit/s\ndelay = 10 ms")] {
+        let shaped = relayed({ let peer = try LinkcondPeer(profile: profile, upstream: port); return (peer.peer, peer.relayPort) }, paced: false)
+        let error = shaped.rate.map { ($0 / 1e9 - 1) * 100 }
+        report.add("linkcond \(label): rate error", error, "%", target: "within ±0.5 %", met: error.map { abs($0) <= 0.5 },
+                   note: shaped.rate.map { Report.format($0, "bit/s") + " delivered" })
+        report.add("linkcond \(label): CPU", shaped.cpu, "s/GB", versus: [("haproxy", haproxy.cpu), ("haproxy-splice", splice.cpu)],
+                   target: "≤ haproxy", met: shaped.cpu.flatMap { value in haproxy.cpu.map { value <= $0 } })
+    }
+    measuring("kernel tbf rate 1gbit: rate error") {
+        let link = try TbfLink(rate: "1gbit")
+        defer { link.remove() }
+        let tbfPort = freePort()
+        let tbfServer = try startIperfServer(port: tbfPort, host: TbfLink.receiverAddress, namespace: link.receiver)
+        defer { tbfServer.stop() }
+        let rate = medianOf { try runIperfClient(host: TbfLink.receiverAddress, port: tbfPort, seconds: seconds, omit: 1,
+                                                 namespace: link.sender).receivedRate }
+        report.add("kernel tbf 1gbit: payload error", rate.map { ($0 / 1e9 - 1) * 100 }, "%",
+                   note: "tbf counts frames: payload is 1448/1514 of them, −4.4 %")
+    }
+}
+
+/// 100 concurrent streams: aggregate throughput unshaped (vs HAProxy) and Jain fairness under one shared 1 Gbit/s.
+func streamsGroup() throws {
+    report.section("100 concurrent TCP streams (iperf3 -P 100, payload)")
+    let port = freePort()
+    let server = try startIperfServer(port: port)
+    defer { server.stop() }
+    let seconds = quick ? 2 : 6
+    func run(_ start: () throws -> (PeerProcess, UInt16)) -> (rate: Double?, jain: Double?) {
+        var rates: [Double] = [], jains: [Double] = []
+        for _ in 0..<runs {
+            do {
+                let (peer, relay) = try start()
+                defer { peer.stop() }
+                let result = try runIperfClient(port: relay, seconds: seconds, omit: 1, extra: ["-P", "100"])
+                rates.append(result.receivedRate)
+                jains.append(jainFairness(result.streamRates))
+            } catch { print("   (a run failed: \(error))") }
+        }
+        return (median(rates), median(jains))
+    }
+    let direct = medianOf { try runIperfClient(port: port, seconds: seconds, omit: 1, extra: ["-P", "100"]).receivedRate }
+    let haproxy = run { try startHAProxy(upstream: port, splice: true) }
+    let unshaped = run { let peer = try LinkcondPeer(profile: "", upstream: port); return (peer.peer, peer.relayPort) }
+    let shared = run { let peer = try LinkcondPeer(profile: "bandwidth = 1 Gbit/s", upstream: port); return (peer.peer, peer.relayPort) }
+    report.add("direct: aggregate", direct, "bit/s")
+    report.add("haproxy splice: aggregate", haproxy.rate, "bit/s", versus: [("direct", direct)])
+    report.add("linkcond none: aggregate", unshaped.rate, "bit/s", versus: [("haproxy-splice", haproxy.rate), ("direct", direct)],
+               target: "≥1× haproxy", met: unshaped.rate.flatMap { value in haproxy.rate.map { value >= $0 } })
+    report.add("linkcond shared 1 Gbit/s: aggregate", shared.rate, "bit/s")
+    report.add("linkcond shared 1 Gbit/s: Jain", shared.jain, "", target: "≥ 0.99", met: shared.jain.map { $0 >= 0.99 })
+    measuring("kernel tbf 1gbit, 100 streams: Jain") {
+        let link = try TbfLink(rate: "1gbit")
+        defer { link.remove() }
+        let tbfPort = freePort()
+        let tbfServer = try startIperfServer(port: tbfPort, host: TbfLink.receiverAddress, namespace: link.receiver)
+        defer { tbfServer.stop() }
+        let result = try runIperfClient(host: TbfLink.receiverAddress, port: tbfPort, seconds: seconds, omit: 1,
+                                        extra: ["-P", "100"], namespace: link.sender)
+        report.add("kernel tbf 1gbit: aggregate", result.receivedRate, "bit/s")
+        report.add("kernel tbf 1gbit: Jain", jainFairness(result.streamRates), "")
+    }
+}
+
+/// 64-byte TCP ping-pong round trip with sockperf, paced: linkcond under none against socat and HAProxy.
+func latencyGroup() throws {
+    report.section("64-byte ping-pong round trip (sockperf pp --full-rtt, paced 10 000 msg/s)")
+    let port = freePort()
+    let server = try startSockperfServer(port: port)
+    defer { server.stop() }
+    let seconds = quick ? 1 : 5
+    func sample(_ start: () throws -> (PeerProcess, UInt16)?) -> (p50: Double?, p99: Double?) {
+        var p50s: [Double] = [], p99s: [Double] = []
+        for _ in 0..<runs {
+            do {
+                let started = try start()
+                defer { started?.0.stop() }
+                let result = try sockperfPingPong(port: started?.1 ?? port, seconds: seconds, rate: 10_000)
+                p50s.append(result.p50)
+                p99s.append(result.p99)
+            } catch { print("   (a run failed: \(error))") }
+        }
+        return (median(p50s), median(p99s))
+    }
+    let direct = sample { nil }
+    let socat = sample { try startSocat(upstream: port) }
+    let haproxy = sample { try startHAProxy(upstream: port, splice: false) }
+    let linkcond = sample { let peer = try LinkcondPeer(profile: "", upstream: port); return (peer.peer, peer.relayPort) }
+    report.add("direct p50", direct.p50, "s")
+    report.add("direct p99", direct.p99, "s")
+    for (name, figures) in [("socat", socat), ("haproxy", haproxy)] {
+        report.add("\(name) p50", figures.p50, "s", versus: [("direct", direct.p50)])
+        report.add("\(name) p99", figures.p99, "s", versus: [("direct", direct.p99)])
+    }
+    report.add("linkcond none p50", linkcond.p50, "s", versus: [("socat", socat.p50), ("direct", direct.p50)],
+               target: "≤ socat", met: linkcond.p50.flatMap { value in socat.p50.map { value <= $0 } })
+    report.add("linkcond none p99", linkcond.p99, "s", versus: [("socat", socat.p99), ("direct", direct.p99)],
+               target: "≤ socat", met: linkcond.p99.flatMap { value in socat.p99.map { value <= $0 } })
+    let added = linkcond.p50.flatMap { value in direct.p50.map { value - $0 } }
+    report.add("linkcond none added p50", added, "s", target: "≤ 15 µs", met: added.map { $0 <= 15e-6 })
+}
+
+/// Connection set-up through each front end against a direct connect, and short connections per second with 1000
+/// open at once against HAProxy.
+func setupGroup() throws {
+    report.section("Connection set-up, connect until one byte echoed (p50), and short connections")
+    let samples = quick ? 200 : 1000
+    let echo = try TestServer.echo()
+    defer { echo.stop() }
+    let linkcond = try LinkcondPeer(profile: "", upstream: echo.port, proxyFrontEnd: true)
+    defer { linkcond.stop() }
+    let socks: [UInt8] = [0x05, 0x01, 0x00, 0x05, 0x01, 0x00, 0x01, 127, 0, 0, 1, UInt8(echo.port >> 8), UInt8(echo.port & 0xFF)]
+    let connect = Array("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nHost: 127.0.0.1:\(echo.port)\r\n\r\n".utf8)
+    let connectReply = "HTTP/1.1 200 Connection established\r\n\r\n".utf8.count
+    let direct = medianOf { quantile(try setupTimes(port: echo.port, samples: samples), 0.5) }
+    report.add("direct", direct, "s")
+    let paths: [(String, UInt16, (TestConnection) throws -> Void)] = [
+        ("TCP relay", linkcond.relayPort, { _ in }),
+        ("SOCKS5", linkcond.proxyPort!, { try $0.send(socks); _ = try $0.receive(exactly: 12) }),
+        ("HTTP CONNECT", linkcond.proxyPort!, { try $0.send(connect); _ = try $0.receive(exactly: connectReply) }),
+    ]
+    for (name, port, handshake) in paths {
+        let p50 = medianOf { quantile(try setupTimes(port: port, samples: samples, handshake: handshake), 0.5) }
+        report.add("linkcond \(name)", p50, "s", versus: [("direct", direct)], target: "≤ direct + 40 µs",
+                   met: p50.flatMap { value in direct.map { value <= $0 + 40e-6 } })
+    }
+    let closing = try ClosingServer()
+    defer { closing.stop() }
+    let seconds = quick ? 1.0 : 3.0
+    func churn(_ port: UInt16) -> Double? {
+        medianOf {
+            let result = shortConnections(port: port, concurrency: 1000, seconds: seconds)
+            if result.failures > 0 { print("   (\(result.failures) connections failed)") }
+            return result.rate
+        }
+    }
+    let churnDirect = churn(closing.port)
+    var churnHAProxy: Double?
+    measuring("1000 concurrent short: haproxy") {
+        let (haproxyPeer, haproxyPort) = try startHAProxy(upstream: closing.port, splice: false)
+        defer { haproxyPeer.stop() }
+        churnHAProxy = churn(haproxyPort)
+    }
+    let churnRelay = try LinkcondPeer(profile: "", upstream: closing.port)
+    let churnLinkcond = churn(churnRelay.relayPort)
+    churnRelay.stop()
+    report.add("1000 concurrent short: direct", churnDirect, "/s")
+    report.add("1000 concurrent short: haproxy", churnHAProxy, "/s", versus: [("direct", churnDirect)])
+    report.add("1000 concurrent short: linkcond", churnLinkcond, "/s", versus: [("haproxy", churnHAProxy), ("direct", churnDirect)],
+               target: "≥1× haproxy", met: churnLinkcond.flatMap { value in churnHAProxy.map { value >= $0 } })
+}
+
+/// UDP through the relay under `none` with iperf3 -u offered at the targets: datagrams delivered per second
+/// and loss, against direct.
+func udpGroup() throws {
+    report.section("UDP datagrams through the relay under none (iperf3 -u at the target rate)")
+    let port = freePort()
+    let server = try startIperfServer(port: port)
+    defer { server.stop() }
+    let seconds = quick ? 1 : 5
+    for (size, perSecond) in [(1200, 100_000), (64, 200_000)] {
+        let extra = ["-u", "-l", String(size), "-b", String(size * 8 * perSecond)]
+        func run(_ target: () throws -> (PeerProcess?, UInt16)) -> (rate: Double?, loss: Double?) {
+            var rates: [Double] = [], losses: [Double] = []
+            for _ in 0..<runs {
+                do {
+                    let (peer, relay) = try target()
+                    defer { peer?.stop() }
+                    let result = try runIperfClient(port: relay, seconds: seconds, extra: extra)
+                    rates.append((result.datagrams - result.lostDatagrams) / max(result.seconds, 0.001))
+                    losses.append(result.datagrams > 0 ? result.lostDatagrams / result.datagrams * 100 : .nan)
+                } catch { print("   (a run failed: \(error))") }
+            }
+            return (median(rates), median(losses))
+        }
+        let direct = run { (nil, port) }
+        let linkcond = run { let peer = try LinkcondPeer(profile: "", upstream: port, udp: true); return (peer.peer, peer.relayPort) }
+        report.add("\(size) B direct: delivered", direct.rate, "/s", note: direct.loss.map { String(format: "loss %.3f %%", $0) })
+        report.add("\(size) B linkcond: delivered", linkcond.rate, "/s", versus: [("direct", direct.rate)],
+                   target: "≥ \(perSecond / 1000) k/s", met: linkcond.rate.map { $0 >= Double(perSecond) })
+        report.add("\(size) B linkcond: loss", linkcond.loss, "%", versus: [("direct", direct.loss)], target: "< 0.1 %",
+                   met: linkcond.loss.map { $0 < 0.1 })
+    }
+}
+
+/// Uplink delay asked against the added round trip, from 1 ms to 10 s: p99 of (round trip − delay − linkcond's own
+/// round trip under none).
+func delayGroup() throws {
+    report.section("Delay precision: round trip − asked delay − round trip under none")
+    let echo = try TestServer.echo()
+    defer { echo.stop() }
+    let none = try LinkcondPeer(profile: "", upstream: echo.port)
+    let baseline = medianOf { quantile(try staggeredRoundTrips(port: none.relayPort, samples: 200, gap: 0.002, timeout: 5), 0.5) }
+    none.stop()
+    report.add("round trip under none p50", baseline, "s")
+    guard let baseline else { return }
+    var cells: [(Int, Int, Double)] = [(1, 100, 0.003), (10, 100, 0.003), (100, 100, 0.003), (1000, 50, 0.01)]
+    if !quick { cells.append((10_000, 50, 0.02)) }
+    for (milliseconds, samples, gap) in cells {
+        let asked = Double(milliseconds) / 1000
+        var p99s: [Double] = [], p50s: [Double] = [], minimums: [Double] = []
+        for _ in 0..<(milliseconds >= 10_000 ? 1 : runs) {
+            do {
+                let delayed = try LinkcondPeer(profile: "uplink.delay = \(milliseconds) ms", upstream: echo.port)
+                defer { delayed.stop() }
+                let errors = try staggeredRoundTrips(port: delayed.relayPort, samples: samples, gap: gap, timeout: 2 * asked + 10)
+                    .map { $0 - asked - baseline }
+                p50s.append(quantile(errors, 0.5))
+                p99s.append(quantile(errors, 0.99))
+                minimums.append(errors.first ?? .nan)
+            } catch { print("   (a run failed: \(error))") }
+        }
+        let p99 = median(p99s)
+        report.add("\(milliseconds) ms: error p99", p99, "s", target: "≤ 0.1 ms", met: p99.map { $0 <= 1e-4 },
+                   note: median(p50s).map { "p50 " + Report.format($0, "s") + ", min " + Report.format(median(minimums) ?? .nan, "s") })
+    }
+    if quick { report.skip("10000 ms: error p99", because: "left out of --quick (one cell takes 20 s)") }
+}
+
+/// Downlink rate asked against payload delivered, 64 kbit/s to 1 Gbit/s, timed from the first byte.
+func rateGroup() throws {
+    report.section("Rate precision: payload delivered vs asked, downlink, from the first byte")
+    for (label, bits) in [("64 kbit/s", 64e3), ("1 Mbit/s", 1e6), ("10 Mbit/s", 10e6), ("100 Mbit/s", 100e6), ("1 Gbit/s", 1e9)] {
+        let seconds = quick ? (bits < 1e5 ? 3.0 : 1.5) : 5.0
+        let error = medianOf {
+            let size = Int(bits / 8 * seconds)
+            let source = try TestServer { connection in
+                defer { connection.close() }
+                try? Payload(size: size, seed: 9).forEachBlock(blockSize: 65536) { try connection.send($0) }
+                connection.shutdownWrite()
+            }
+            defer { source.stop() }
+            let shaped = try LinkcondPeer(profile: "downlink.bandwidth = \(label)", upstream: source.port)
+            defer { shaped.stop() }
+            let client = try TestConnection.connect(port: shaped.relayPort, timeout: 60)
+            defer { client.close() }
+            let first = try client.receive(exactly: 1)
+            let start = MonotonicClock().now()
+            let rest = try client.drain()
+            guard first.count + rest.count == size else { throw TestError("\(first.count + rest.count) of \(size) bytes arrived") }
+            return (Double(rest.count) * 8 / secondsSince(start) / bits - 1) * 100
+        }
+        report.add("\(label): error", error, "%", target: "within ±0.5 %", met: error.map { abs($0) <= 0.5 })
+    }
+}

@@ -1,0 +1,244 @@
+import Foundation
+import LinkConditioner
+import Glibc
+import LoopbackPeers
+
+/// Every process and namespace the benchmark starts, so that a normal end, an error or SIGINT/SIGTERM removes them.
+final class BenchCleanup: @unchecked Sendable {
+    static let shared = BenchCleanup()
+    private let lock = NSLock()
+    private var actions: [(id: Int, run: () -> Void)] = []
+    private var nextID = 0
+
+    /// Registers `action`; the returned id removes it again once the resource is gone.
+    func add(_ action: @escaping () -> Void) -> Int {
+        lock.lock(); defer { lock.unlock() }
+        nextID += 1
+        actions.append((nextID, action))
+        return nextID
+    }
+
+    func remove(_ id: Int) {
+        lock.lock(); defer { lock.unlock() }
+        actions.removeAll { $0.id == id }
+    }
+
+    /// Runs every registered action, newest first, once.
+    func runAll() {
+        lock.lock()
+        let pending = actions
+        actions = []
+        lock.unlock()
+        for action in pending.reversed() { action.run() }
+    }
+}
+
+/// A peer program the benchmark runs (iperf3, socat, HAProxy, sockperf, linkcond), stopped with SIGTERM and then
+/// SIGKILL; its CPU time is read from /proc/PID/stat.
+final class PeerProcess: @unchecked Sendable {
+    let name: String
+    let process = Process()
+    private var cleanupID = 0
+
+    /// Starts `path` with `arguments`, inside network namespace `namespace` when given (through `ip netns exec`).
+    init(name: String, path: String, arguments: [String], namespace: String? = nil, output: Pipe? = nil) throws {
+        self.name = name
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: Tools.ip!)
+            process.arguments = ["netns", "exec", namespace, path] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+        }
+        process.standardOutput = output ?? FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let process = self.process
+        cleanupID = BenchCleanup.shared.add { PeerProcess.terminate(process) }
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// User plus system CPU seconds the process has used so far, every thread included.
+    func cpuSeconds() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the command name: state is field 3, utime field 14, stime field 15 (proc(5)).
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Waits until the process (or, in a namespace, any process there) listens on TCP `port`; false after `timeout`.
+    func waitListening(port: UInt16, timeout: Double = 10) -> Bool {
+        let start = MonotonicClock().now()
+        while secondsSince(start) < timeout, process.isRunning {
+            if listensOnTCP(pid: pid, port: port) { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    func stop() {
+        BenchCleanup.shared.remove(cleanupID)
+        PeerProcess.terminate(process)
+    }
+
+    private static func terminate(_ process: Process) {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        for _ in 0..<200 where process.isRunning { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+/// Whether a socket in `pid`'s network namespace listens on TCP `port` (read from /proc/PID/net/tcp, so no probe
+/// connection disturbs a server such as iperf3 that counts its clients).
+func listensOnTCP(pid: Int32, port: UInt16) -> Bool {
+    guard let table = try? String(contentsOfFile: "/proc/\(pid)/net/tcp", encoding: .utf8) else { return false }
+    let suffix = String(format: ":%04X", port)
+    for line in table.split(separator: "\n").dropFirst() {
+        let fields = line.split(separator: " ")
+        if fields.count > 3, fields[1].hasSuffix(suffix), fields[3] == "0A" { return true }
+    }
+    return false
+}
+
+/// A TCP and UDP port on 127.0.0.1 that is free right now (the kernel's pick for port 0).
+func freePort() -> UInt16 {
+    for _ in 0..<20 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let port: UInt16 = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                guard bind(fd, $0, length) == 0, getsockname(fd, $0, &length) == 0 else { return 0 }
+                return UInt16(bigEndian: pointer.pointee.sin_port)
+            }
+        }
+        guard port != 0 else { continue }
+        let udp = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(udp) }
+        let udpBound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(udp, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if udpBound == 0 { return port }
+    }
+    return UInt16.random(in: 40000...60000)
+}
+
+/// Paths of the peer programs; nil when one is not installed (`scripts/bench` installs them).
+enum Tools {
+    static func find(_ name: String) -> String? {
+        ["/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/", "/usr/local/bin/"].map { $0 + name }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+    static let iperf3 = find("iperf3")
+    static let sockperf = find("sockperf")
+    static let socat = find("socat")
+    static let haproxy = find("haproxy")
+    static let ip = find("ip")
+    static let tc = find("tc")
+}
+
+/// A scratch directory for configuration files, removed at the end.
+let scratch: String = {
+    let path = NSTemporaryDirectory() + "linkcond-bench-\(getpid())"
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    _ = BenchCleanup.shared.add { try? FileManager.default.removeItem(atPath: path) }
+    return path
+}()
+
+/// linkcond itself, run as its own process (`linkcond run`) so its CPU time is its own.
+final class LinkcondPeer {
+    let peer: PeerProcess
+    let relayPort: UInt16
+    let proxyPort: UInt16?
+
+    /// Relays TCP (and UDP when `udp`) from a fresh port to `upstream`, conditioned by the profile `profileText`;
+    /// with `proxyFrontEnd` also a SOCKS5/HTTP proxy front end. Returns once linkcond printed its ready lines.
+    init(profile profileText: String, upstream: UInt16, udp: Bool = false, proxyFrontEnd: Bool = false) throws {
+        guard let binary = LinkcondPeer.binary else {
+            throw TestError("no linkcond binary next to linkcond-bench: build it with `swift build -c release` (scripts/bench does)")
+        }
+        let profilePath = scratch + "/bench-\(UInt32.random(in: 0...UInt32.max)).profile"
+        try (profileText + "\n").write(toFile: profilePath, atomically: true, encoding: .utf8)
+        let port = freePort()
+        var arguments = ["run", "--listen", "127.0.0.1:\(port)", "--upstream", "127.0.0.1:\(upstream)", "--profile", profilePath,
+                         "--control", scratch + "/control-\(port).sock"]
+        if udp { arguments += ["--udp-listen", "127.0.0.1:\(port)", "--udp-upstream", "127.0.0.1:\(upstream)"] }
+        let front = proxyFrontEnd ? freePort() : nil
+        if let front { arguments += ["--proxy", "127.0.0.1:\(front)"] }
+        let output = Pipe()
+        peer = try PeerProcess(name: "linkcond", path: binary, arguments: arguments, output: output)
+        relayPort = port
+        proxyPort = front
+        let ready = DispatchSemaphore(value: 0)
+        let handle = output.fileHandleForReading
+        Thread.detachNewThread {
+            var text = ""
+            var signalled = false
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                text += String(decoding: data, as: UTF8.self)
+                if !signalled, text.contains("ready control") { signalled = true; ready.signal() }
+            }
+            if !signalled { ready.signal() }
+        }
+        guard ready.wait(timeout: .now() + 20) == .success, peer.process.isRunning else {
+            peer.stop()
+            throw TestError("linkcond did not start (arguments: \(arguments.joined(separator: " ")))")
+        }
+    }
+
+    func stop() { peer.stop() }
+
+    static let binary: String? = {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+        let candidates = [ProcessInfo.processInfo.environment["LINKCOND"], directory + "/linkcond"].compactMap { $0 }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }()
+}
+
+/// HAProxy 2.x in TCP mode in front of `upstream`, with `option splice-auto` or without splicing.
+func startHAProxy(upstream: UInt16, splice: Bool) throws -> (PeerProcess, UInt16) {
+    guard let haproxy = Tools.haproxy else { throw TestError("haproxy is not installed (scripts/bench installs it)") }
+    let port = freePort()
+    let config = """
+        global
+            maxconn 4000
+        defaults
+            mode tcp
+            timeout connect 5s
+            timeout client 60s
+            timeout server 60s
+            \(splice ? "option splice-auto" : "no option splice-auto")
+        frontend bench
+            bind 127.0.0.1:\(port)
+            default_backend upstream
+        backend upstream
+            server one 127.0.0.1:\(upstream)
+
+        """
+    let path = scratch + "/haproxy-\(port).cfg"
+    try config.write(toFile: path, atomically: true, encoding: .utf8)
+    let peer = try PeerProcess(name: splice ? "haproxy-splice" : "haproxy", path: haproxy, arguments: ["-db", "-f", path])
+    guard peer.waitListening(port: port) else { peer.stop(); throw TestError("haproxy did not listen on \(port)") }
+    return (peer, port)
+}
+
+/// socat relaying TCP from a fresh port to `upstream`, one forked child per connection.
+func startSocat(upstream: UInt16) throws -> (PeerProcess, UInt16) {
+    guard let socat = Tools.socat else { throw TestError("socat is not installed (scripts/bench installs it)") }
+    let port = freePort()
+    let peer = try PeerProcess(name: "socat", path: socat,
+                               arguments: ["TCP-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork,backlog=4096", "TCP:127.0.0.1:\(upstream)"])
+    guard peer.waitListening(port: port) else { peer.stop(); throw TestError("socat did not listen on \(port)") }
+    return (peer, port)
+}
