@@ -4,10 +4,15 @@
 # Topology (three network namespaces, so the bottleneck is a router's queue, not the sender's own qdisc, whose
 # drops TCP would see at once as local congestion):
 #   client (root ns, c0 198.18.0.1) ── r0 [router ns "rtr", forwarding] r1 ── s0 198.18.1.1 (ns "srv", server)
-# Each direction crosses the sender's egress (netem: delay each way, loss; limit high enough never to drop) and
-# then the router's egress towards the receiver (htb at the cell's rate with a leaf queue: the bottleneck). So a
-# packet is delayed, then serialised, as on a real path; segmentation offloads are off, so each qdisc sees
-# segments and netem's loss draws per segment, not per 64 KB super-packet.
+# Each direction crosses the sender's egress (netem: delay each way, loss; a limit high enough never to drop) and
+# then the router's egress towards the receiver: the bottleneck, serialising at the cell's rate into a queue of
+# queue_packets. So a packet is delayed, then serialised, as on a real path. Segmentation offloads are off, so
+# each qdisc sees segments and netem's loss draws per segment, not per 64 KB super-packet.
+# The grid's bottleneck is netem's own rate (no delay there): it stamps each packet's departure from the
+# previous one's, so a late timer under emulation delays packets but never loses capacity. htb's token bucket
+# does lose it: with the guest's timers late by a few ms under TCG, htb at 10 Mbit/s carried only about 8.
+# The working-latency runs need a queue discipline as the bottleneck's queue, so they use htb with a leaf
+# (pfifo, codel or fq_codel) and a 30 ms burst, which absorbs that timer lateness.
 #
 # Reads /compare.conf (RUNS, BULK_SECONDS, FLOOR_BULK_SECONDS, IDLE_MS, IDLE_BYTES, LATENCY_SECONDS,
 # LATENCY_QDISCS, LATENCY_CELL) and /cells (one cell a line: rate_mbit rtt_ms loss_pct wire_bit_per_s
@@ -59,15 +64,23 @@ unshape() {
     $tc -n srv qdisc del dev s0 root 2>/dev/null
 }
 
-# shape WIRE_BIT DELAY_EACH_MS LOSS_PCT DOWNLINK_LEAF...: netem on both senders' egress, htb + leaf on the router.
+# shape WIRE_BIT DELAY_EACH_MS LOSS_PCT QUEUE...: netem delay and loss on both senders' egress, then the
+# bottleneck on the router's egress: QUEUE is "netem" (netem's rate, the grid) or a leaf qdisc under htb (the
+# downlink's; the uplink's leaf is a pfifo of $queue packets).
 shape() {
     wire=$1 delay=$2 loss=$3
     shift 3
     $tc -n srv qdisc add dev s0 root netem delay "${delay}ms" loss "${loss}%" limit 100000
     $tc qdisc add dev c0 root netem delay "${delay}ms" loss "${loss}%" limit 100000
+    if [ "$1" = netem ]; then
+        for dev in r0 r1; do $tc -n rtr qdisc add dev $dev root netem rate "${wire}bit" limit "$queue"; done
+        return
+    fi
+    burst=$((wire / 8 * 30 / 1000))
     for dev in r0 r1; do
         $tc -n rtr qdisc add dev $dev root handle 1: htb default 1 2>/dev/null
-        $tc -n rtr class add dev $dev parent 1: classid 1:1 htb rate "${wire}bit" ceil "${wire}bit" 2>/dev/null
+        $tc -n rtr class add dev $dev parent 1: classid 1:1 htb rate "${wire}bit" ceil "${wire}bit" \
+            burst "$burst" cburst "$burst" 2>/dev/null
     done
     $tc -n rtr qdisc add dev r0 parent 1:1 handle 10: "$@"
     $tc -n rtr qdisc add dev r1 parent 1:1 handle 10: pfifo limit "$queue"
@@ -82,7 +95,7 @@ while read -r rate rtt loss wire delay queue; do
     if [ "$rate" = 0 ]; then
         bulk=$FLOOR_BULK_SECONDS
     else
-        shape "$wire" "$delay" "$loss" pfifo limit "$queue"
+        shape "$wire" "$delay" "$loss" netem
     fi
     echo "GUEST: cell $cell: $($tc -n rtr qdisc show dev r0 | tr '\n' ';') $($tc -n srv qdisc show dev s0 | tr '\n' ';')"
     # Unrecorded: the first connection of a cell also pays neighbour discovery and first-touch costs.
@@ -105,7 +118,7 @@ while read -r rate rtt loss wire delay queue; do
         run=$((run + 1))
     done
     counters=$($tc -s -n rtr qdisc show dev r0 | sed -n 's/^ *Sent \([0-9]*\) bytes \([0-9]*\) pkt (dropped \([0-9]*\).*/\2 packets, \3 dropped/p' | tail -1)
-    echo "GUEST: cell $cell: router downlink leaf: ${counters:-no counters}"
+    echo "GUEST: cell $cell: router downlink bottleneck: ${counters:-no counters}"
 done </cells
 
 # Working latency: 1-byte pings on a second connection while a download fills the downlink's queue.
@@ -118,8 +131,8 @@ for qdisc in $LATENCY_QDISCS; do
         fifo) shape "$lwire" "$ldelay" 0 pfifo limit "$lqueue" ;;
         *) shape "$lwire" "$ldelay" 0 "$qdisc" ;;
     esac
-    /bin/tcpprobe latency $server $port "$LATENCY_SECONDS" 100 | while read -r _ idle p50 p90 count; do
-        echo "GUEST: latency $qdisc $lrate $lrtt $idle $p50 $p90 $count"
+    /bin/tcpprobe latency $server $port "$LATENCY_SECONDS" 100 | while read -r _ idle p50 p90 count mbit; do
+        echo "GUEST: latency $qdisc $lrate $lrtt $idle $p50 $p90 $count $mbit"
     done
     echo "GUEST: latency $qdisc leaf: $($tc -s -n rtr qdisc show dev r0 | grep -A2 ' 10: ' | tr '\n' ' ' | tr -s ' ')"
 done

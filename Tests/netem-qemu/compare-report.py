@@ -19,7 +19,7 @@ TRANSFERS = [
     ("idle_100000", "100 KB after 2 s idle", "ms", 0.20),
     ("bulk_mbit", "bulk", "Mbit/s", 0.25),
 ]
-LATENCY = [("idle", "idle"), ("loaded_p50", "loaded p50"), ("loaded_p90", "loaded p90")]
+LATENCY = [("idle", "idle"), ("loaded_p50", "loaded p50"), ("loaded_p90", "loaded p90"), ("loaded_mbit", "download Mbit/s")]
 
 
 def number(text):
@@ -87,7 +87,7 @@ def main():
         sanity = (f"Guest timing: ICMP ping exceeds the configured RTT by {statistics.median(excess):.1f} ms median "
                   f"({excess[0]:.1f} to {excess[-1]:.1f} ms; a 98-byte ping frame takes 1.5 ms to serialise both ways "
                   f"at 1 Mbit/s)" + (f"; unshaped, a ping takes {floor:.1f} ms." if floor is not None else "."))
-    lines = [f"Real Linux TCP (CUBIC over netem + htb, qemu) vs linkcond, same client and server ({note}).",
+    lines = [f"Real Linux TCP (CUBIC over netem, qemu) vs linkcond, same client and server ({note}).",
              "Each entry: real / linkcond (ratio linkcond ÷ real), ✓ within target (time ±20 %, bulk ±25 %), ✗ outside.",
              f"{passed} of {len(judged)} shaped entries within target.", sanity, ""]
     header = "| Mbit/s | RTT ms | loss % | guest ping ms | " + " | ".join(f"{label} ({unit})" for _, label, unit, _ in TRANSFERS) + " |"
@@ -107,7 +107,7 @@ def main():
     if latency:
         lines += ["", "Working latency: 1-byte request/response round trips on a second connection while a download "
                   "fills the link (ms; loaded = after the first quarter of the run).", "",
-                  "| queue | side | Mbit/s | RTT ms | idle | loaded p50 | loaded p90 |", "|---|---|---|---|---|---|---|"]
+                  "| queue | side | Mbit/s | RTT ms | idle ms | loaded p50 ms | loaded p90 ms | download Mbit/s |", "|---|---|---|---|---|---|---|---|"]
         for e in latency:
             values = " | ".join(number(e[m]) if m in e else "–" for m, _ in LATENCY)
             lines.append(f"| {e['queue']} | {e['side']} | {e.get('rate_mbit', '–')} | {e.get('rtt_ms', '–')} | {values} |")

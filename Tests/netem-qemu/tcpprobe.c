@@ -11,11 +11,11 @@
  *   tcpprobe serve HOST PORT
  *   tcpprobe fetch HOST PORT BYTES [IDLE_MS BYTES2]   -> "fetch BYTES MS" [then "idle BYTES2 MS"]
  *   tcpprobe bulk HOST PORT SECONDS                   -> "bulk SECONDS MBITS" (payload Mbit/s, from connect())
- *   tcpprobe latency HOST PORT SECONDS INTERVAL_MS    -> "latency idle P50 loaded P50 P90 COUNT"
+ *   tcpprobe latency HOST PORT SECONDS INTERVAL_MS    -> "latency IDLE_P50 LOADED_P50 LOADED_P90 COUNT MBITS"
  * fetch with IDLE_MS keeps the connection, waits IDLE_MS and then times a second request of BYTES2 on it: the
  * request after idle, which pays Linux's slow start after idle (tcp_slow_start_after_idle) on a real stack.
  * latency times 1-byte request/response pings on a second connection while the first downloads in bulk: the
- * working latency of the link's queue. Exit status 0 on success, 1 with a message on stderr otherwise.
+ * working latency of the link's queue; MBITS is the download's payload rate while the pings were counted. Exit status 0 on success, 1 with a message on stderr otherwise.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -36,6 +36,9 @@
 enum { chunk_bytes = 65536, max_pings = 100000 };
 
 static char chunk[chunk_bytes];
+
+/* Payload bytes the latency run's bulk connection has read so far. */
+static long long bulk_bytes;
 
 static void die(const char *what) {
     fprintf(stderr, "tcpprobe: %s: %s\n", what, strerror(errno));
@@ -242,7 +245,9 @@ static double ping(int pinger, int bulk_fd) {
         if (count < 0 && errno == EINTR) continue;
         if (count <= 0) fail("a ping got no answer within 60 s");
         if (bulk_fd >= 0 && (ready[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-            if (read(bulk_fd, chunk, chunk_bytes) <= 0) fail("the bulk stream ended during the latency run");
+            ssize_t got = read(bulk_fd, chunk, chunk_bytes);
+            if (got <= 0) fail("the bulk stream ended during the latency run");
+            bulk_bytes += got;
         }
         if (ready[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t got = read(pinger, &byte, 1);
@@ -261,7 +266,10 @@ static void drain_until(int bulk_fd, double until) {
         int count = poll(&ready, 1, (int)left + 1);
         if (count < 0 && errno == EINTR) continue;
         if (count < 0) die("poll");
-        if (count > 0 && read(bulk_fd, chunk, chunk_bytes) <= 0) fail("the bulk stream ended during the latency run");
+        if (count == 0) continue;
+        ssize_t got = read(bulk_fd, chunk, chunk_bytes);
+        if (got <= 0) fail("the bulk stream ended during the latency run");
+        bulk_bytes += got;
     }
 }
 
@@ -283,6 +291,8 @@ static int latency(struct sockaddr_in address, long long seconds, long long inte
     double counting = started + (double)seconds * 250.0;
     double deadline = started + (double)seconds * 1e3;
     drain_until(bulk_fd, counting);
+    long long counted_from = bulk_bytes;
+    double counting_started = now_ms();
     int count = 0;
     double next = now_ms();
     while (now_ms() < deadline && count < max_pings) {
@@ -293,8 +303,9 @@ static int latency(struct sockaddr_in address, long long seconds, long long inte
     }
     if (count == 0) fail("no ping completed under load");
     qsort(samples, (size_t)count, sizeof samples[0], compare_doubles);
-    printf("latency %.3f %.3f %.3f %d\n", quantile(idle, idle_pings, 0.5), quantile(samples, count, 0.5),
-           quantile(samples, count, 0.9), count);
+    double mbits = (double)(bulk_bytes - counted_from) * 8.0 / ((now_ms() - counting_started) * 1e3);
+    printf("latency %.3f %.3f %.3f %d %.4f\n", quantile(idle, idle_pings, 0.5), quantile(samples, count, 0.5),
+           quantile(samples, count, 0.9), count, mbits);
     close(bulk_fd);
     close(pinger);
     return 0;
