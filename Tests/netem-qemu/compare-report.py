@@ -39,7 +39,7 @@ def main():
     median = {key: statistics.median(values) for key, values in samples.items()}
     runs = {key: len(values) for key, values in samples.items()}
 
-    cells = sorted({(k[1], k[2], k[3]) for k in median if not k[1].startswith("latency")},
+    cells = sorted({(k[1], k[2], k[3]) for k in median if not k[4].startswith("latency:")},
                    key=lambda c: tuple(float(x) for x in c))
     rows = []
     for rate, rtt, loss in cells:
@@ -56,19 +56,13 @@ def main():
                 "runs_linkcond": runs.get(("linkcond", rate, rtt, loss, metric), 0),
                 "real_ping_ms": median.get(("real", rate, rtt, loss, "ping")),
             })
-    latency = []
-    for queue in sorted({k[1] for k in median if k[1].startswith("latency-")}):
-        for side in ("real", "linkcond"):
-            entry = {"queue": queue[len("latency-"):], "side": side}
-            found = False
-            for metric, _ in LATENCY:
-                for key, value in median.items():
-                    if key[0] == side and key[1] == queue and key[4] == metric:
-                        entry.update(rate_mbit=key[2], rtt_ms=key[3])
-                        entry[metric] = value
-                        found = True
-            if found:
-                latency.append(entry)
+    latency = {}
+    for (side, rate, rtt, _, metric), value in median.items():
+        if metric.startswith("latency:"):
+            _, queue, statistic = metric.split(":")
+            entry = latency.setdefault((queue, side), {"queue": queue, "side": side, "rate_mbit": rate, "rtt_ms": rtt})
+            entry[statistic] = value
+    latency = [latency[key] for key in sorted(latency, key=lambda k: (k[0] != "fifo", k[0], k[1] != "real"))]
 
     with open(f"{directory}/report.csv", "w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=list(rows[0].keys()) if rows else ["metric"])
@@ -110,7 +104,7 @@ def main():
                   "| queue | side | Mbit/s | RTT ms | idle ms | loaded p50 ms | loaded p90 ms | download Mbit/s |", "|---|---|---|---|---|---|---|---|"]
         for e in latency:
             values = " | ".join(number(e[m]) if m in e else "–" for m, _ in LATENCY)
-            lines.append(f"| {e['queue']} | {e['side']} | {e.get('rate_mbit', '–')} | {e.get('rtt_ms', '–')} | {values} |")
+            lines.append(f"| {e['queue']} | {e['side']} | {e['rate_mbit']} | {e['rtt_ms']} | {values} |")
     with open(f"{directory}/report.md", "w") as out:
         out.write("\n".join(lines) + "\n")
 

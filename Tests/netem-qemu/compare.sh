@@ -154,7 +154,7 @@ INIT
     cp "$work/guest.log" "$out/guest.log"
     grep -q '^GUEST: done' "$work/guest.log" || { echo "compare: the guest did not finish; see $out/console.log" >&2; return 1; }
     awk '$2 == "sample" { print "real," $3 "," $4 "," $5 "," $6 "," $7 "," $8 }
-         $2 == "latency" && NF == 10 { c = "real,latency-" $3 "," $4 "," $5 ",0,"
+         $2 == "latency" && NF == 10 { c = "real," $4 "," $5 ",0,latency:" $3 ":"
                                        print c "idle,1," $6; print c "loaded_p50,1," $7; print c "loaded_p90,1," $8
                                        print c "loaded_mbit,1," $10 }' \
         "$work/guest.log" >"$work/real.csv"
@@ -216,9 +216,8 @@ measure_linkcond() {
         cp "$work/fifo.profile" "$work/latency.profile"
         [ "$name" = fifo ] || { extra=${linkcond_queues[$name]}; printf '%s\n' "${extra//;/$'\n'}" >>"$work/latency.profile"; }
         start_linkcond "$work/latency.profile"
-        probe latency 127.0.0.1 "$lc_port" "$latency_seconds" 100 | awk -v c="latency-$name,$latency_rate,$latency_rtt,0" '
-            { print "linkcond," c ",idle,1," $2; print "linkcond," c ",loaded_p50,1," $3; print "linkcond," c ",loaded_p90,1," $4
-              print "linkcond," c ",loaded_mbit,1," $6 }'
+        probe latency 127.0.0.1 "$lc_port" "$latency_seconds" 100 | awk -v c="linkcond,$latency_rate,$latency_rtt,0,latency:$name:" '
+            { print c "idle,1," $2; print c "loaded_p50,1," $3; print c "loaded_p90,1," $4; print c "loaded_mbit,1," $6 }'
         stop_linkcond
     done
 }
