@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
 # How close linkcond comes to real Linux TCP: the same client/server (tcpprobe.c) over the same link, once as
-# real TCP (the stock Debian kernel's CUBIC over netem + htb, inside qemu, all cells in one boot) and once
-# through `linkcond run` on the host's loopback. Not part of CI.
+# real TCP (the stock Debian kernel's CUBIC over netem, inside qemu, all cells in one boot; compare-guest.sh)
+# and once through `linkcond run` on the host's loopback, side by side. Not part of CI.
 #
 # Usage: Tests/netem-qemu/compare.sh [--linkcond PATH] [--quick] [--runs N] [--bulk-seconds S]
 #            [--rates "1 10"] [--rtts "10 50 200"] [--losses "0 0.5 2"] [--latency-seconds S]
 #            [--real FILE] [--linkcond-queue NAME=PROFILE-LINES]... [--out DIR]
 #   --linkcond        the binary under test (default .build/release/linkcond; build it first)
-#   --quick           1 run per cell, 5 s bulk, 8 s latency runs (about 12 minutes instead of about 40)
-#   --real FILE       reuse the real-TCP samples of an earlier run (its raw.csv) instead of booting qemu: only
-#                     linkcond is measured again, in about half the time
-#   --linkcond-queue  also measure linkcond's working latency with extra profile lines, e.g.
-#                     --linkcond-queue 'codel=downlink.queue.discipline = codel' (';' separates lines)
-# Writes DIR/raw.csv (every sample), DIR/report.md, DIR/report.json, DIR/report.csv (default
-# .build/netem-compare) and prints the markdown report.
+#   (default)         3 runs per transfer (median), one 20 s bulk run, 20 s latency runs: about 18 minutes
+#   --quick           1 run per transfer, 5 s bulk, 8 s latency runs: about QUICK minutes
+#   --real FILE       reuse the real-TCP samples of an earlier run (its raw.csv, e.g. the kept baseline
+#                     Tests/netem-qemu/baseline/raw.csv) instead of booting qemu: only linkcond is measured
+#   --linkcond-queue  also measure linkcond's working latency with these extra profile lines, for a queue
+#                     discipline the profile format offers (';' separates lines)
+# Writes DIR/raw.csv (every sample), DIR/report.md, DIR/report.json, DIR/report.csv and the guest's log
+# (default DIR .build/netem-compare) and prints the markdown report. Exit status 0, 1 if the guest failed,
+# 2 for a usage or setup error.
 #
 # The link of a cell: rate R both ways, RTT split evenly between the directions, loss L on each direction,
-# a bottleneck buffer of 256 KiB (linkcond's default `queue`; in the guest a pfifo of 182 packets).
+# a bottleneck buffer of 256 KiB (linkcond's default `queue`; in the guest 182 full segments).
+# Rates count payload: linkcond's bandwidth counts payload bytes, netem and htb count frames, so the guest's
+# bottleneck runs at R x 1514/1448 (a 1448-byte segment with timestamps is a 1514-byte Ethernet frame).
 # qemu, linkcond and the probes run at nice -5 when allowed (as root), so other processes' builds on a shared
 # machine disturb the guest's timing less; emulation still adds a floor, which the report's first row shows.
-# Rates count payload: linkcond's bandwidth counts payload bytes, htb counts frames, so the guest's htb runs at
-# R x 1514/1448 (a 1448-byte segment with timestamps is a 1514-byte Ethernet frame) and carries R of payload.
-set -euo pipefail
+set -Eeuo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -67,13 +69,17 @@ fi
 
 mkdir -p "$out"
 work=$(mktemp -d /tmp/linkcond-compare.XXXXXX)
-pids=()
+guest_pid="" lc_pid="" server_pid=""
 cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    local pid
+    for pid in "$guest_pid" "$lc_pid" "$server_pid" $(cat "$work/qemu.pid" 2>/dev/null); do
+        [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
+    done
     wait 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'echo "compare: stopped: \"$BASH_COMMAND\" failed (line $LINENO)" >&2' ERR
 started=$(date +%s)
 boost=()
 nice -n -5 true 2>/dev/null && boost=(nice -n -5)
@@ -146,9 +152,10 @@ INIT
     chmod +x "$root/init"
     (cd "$root" && find . | "$busybox" cpio -o -H newc 2>/dev/null | gzip -1) >"$work/initrd.gz"
     echo "compare: booting $package under qemu (tcg) for the real-TCP half"
-    timeout 7200 "${boost[@]}" qemu-system-x86_64 -accel tcg -m 512 -smp 1 -nographic -no-reboot \
+    timeout 7200 "${boost[@]}" qemu-system-x86_64 -accel tcg -m 512 -smp 1 -nographic -no-reboot -pidfile "$work/qemu.pid" \
         -kernel "$work/kernel/boot/vmlinuz-$version" -initrd "$work/initrd.gz" -append "console=ttyS0 quiet panic=-1" \
         >"$work/console.log" 2>&1 || true
+    rm -f "$work/qemu.pid"
     tr -d '\r' <"$work/console.log" | grep '^GUEST:' >"$work/guest.log" || true
     cp "$work/console.log" "$out/console.log"
     cp "$work/guest.log" "$out/guest.log"
@@ -161,8 +168,17 @@ INIT
     grep -v '^GUEST: sample' "$work/guest.log" | sed 's/^GUEST: /compare: guest: /'
 }
 
-# start_linkcond PROFILE-FILE: starts linkcond in front of the host's tcpprobe server, sets lc_pid and lc_port.
+# start_linkcond PROFILE-FILE: starts a fresh tcpprobe server and linkcond in front of it, so each cell starts
+# with no state left by the previous one; sets server_pid, lc_pid and lc_port.
 start_linkcond() {
+    local server_port=""
+    "${boost[@]}" "$work/tcpprobe" serve 127.0.0.1 0 >"$work/server.out" &
+    server_pid=$!
+    for _ in $(seq 1 100); do
+        server_port=$(awk '/^ready/ { print $2 }' "$work/server.out")
+        [ -n "$server_port" ] && break
+        sleep 0.05
+    done
     rm -f "$work/lc.out"
     "${boost[@]}" "$linkcond" run --listen 127.0.0.1:0 --upstream "127.0.0.1:$server_port" --profile "$1" \
         >"$work/lc.out" 2>>"$work/linkcond.log" &
@@ -178,15 +194,20 @@ start_linkcond() {
     return 1
 }
 
-stop_linkcond() { kill "$lc_pid" 2>/dev/null || true; wait "$lc_pid" 2>/dev/null || true; }
+stop_linkcond() {
+    kill "$lc_pid" "$server_pid" 2>/dev/null || true
+    wait "$lc_pid" "$server_pid" 2>/dev/null || true
+    lc_pid="" server_pid=""
+}
+
+# probe ARGS...: one tcpprobe client run; a failure is reported and leaves the sample out rather than the cell.
+probe() {
+    "${boost[@]}" "$work/tcpprobe" "$@" || echo "compare: linkcond side: tcpprobe $* failed (exit $?)" >&2
+}
 
 # The same probe sequence as the guest's, through linkcond on loopback, written as raw CSV rows.
 measure_linkcond() {
     local rate rtt loss wire delay queue profile run size bulk
-    probe() { "${boost[@]}" "$work/tcpprobe" "$@"; }
-    "${boost[@]}" "$work/tcpprobe" serve 127.0.0.1 0 >"$work/server.out" &
-    pids+=($!)
-    for _ in $(seq 1 100); do server_port=$(awk '/^ready/ { print $2 }' "$work/server.out"); [ -n "$server_port" ] && break; sleep 0.05; done
     while read -r rate rtt loss wire delay queue; do
         profile="$work/cell.profile"
         if [ "$rate" = 0 ]; then
@@ -229,7 +250,6 @@ if [ -n "$real_samples" ]; then
 else
     boot_guest >"$work/guest.out" 2>&1 &
     guest_pid=$!
-    pids+=("$guest_pid")
     measure_linkcond >"$work/linkcond.csv"
     echo "compare: linkcond half done after $(( $(date +%s) - started )) s; waiting for the guest"
     guest_status=0
