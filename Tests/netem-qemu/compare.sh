@@ -8,7 +8,7 @@
 #            [--real FILE] [--linkcond-queue NAME=PROFILE-LINES]... [--out DIR]
 #   --linkcond        the binary under test (default .build/release/linkcond; build it first)
 #   (default)         3 runs per transfer (median), one 20 s bulk run, 20 s latency runs: about 18 minutes
-#   --quick           1 run per transfer, 5 s bulk, 8 s latency runs: about QUICK minutes
+#   --quick           1 run per transfer, 5 s bulk, 8 s latency runs: about 7 minutes (410 s here; a smoke test: 5 s of bulk is still mostly slow start at 200 ms)
 #   --real FILE       reuse the real-TCP samples of an earlier run (its raw.csv, e.g. the kept baseline
 #                     Tests/netem-qemu/baseline/raw.csv) instead of booting qemu: only linkcond is measured
 #   --linkcond-queue  also measure linkcond's working latency with these extra profile lines, for a queue
@@ -72,7 +72,7 @@ work=$(mktemp -d /tmp/linkcond-compare.XXXXXX)
 guest_pid="" lc_pid="" server_pid=""
 cleanup() {
     local pid
-    for pid in "$guest_pid" "$lc_pid" "$server_pid" $(cat "$work/qemu.pid" 2>/dev/null); do
+    for pid in "$guest_pid" "$lc_pid" "$server_pid" $(cat "$work/qemu.pid" 2>/dev/null || true); do
         [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
     done
     wait 2>/dev/null || true
