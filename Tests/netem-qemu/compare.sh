@@ -8,7 +8,8 @@
 #            [--real FILE] [--linkcond-queue NAME=PROFILE-LINES]... [--out DIR]
 #   --linkcond        the binary under test (default .build/release/linkcond; build it first)
 #   (default)         3 runs per transfer (median), one 20 s bulk run, 20 s latency runs: about 18 minutes
-#   --quick           1 run per transfer, 5 s bulk, 8 s latency runs: about 7 minutes (410 s here; a smoke test: 5 s of bulk is still mostly slow start at 200 ms)
+#   --quick           1 run per transfer, 5 s bulk, 8 s latency runs: about 7 minutes (410 s here); a smoke
+#                     test, not a verdict: 5 s of bulk at 200 ms is still mostly slow start
 #   --real FILE       reuse the real-TCP samples of an earlier run (its raw.csv, e.g. the kept baseline
 #                     Tests/netem-qemu/baseline/raw.csv) instead of booting qemu: only linkcond is measured
 #   --linkcond-queue  also measure linkcond's working latency with these extra profile lines, for a queue
