@@ -15,7 +15,8 @@
  * fetch with IDLE_MS keeps the connection, waits IDLE_MS and then times a second request of BYTES2 on it: the
  * request after idle, which pays Linux's slow start after idle (tcp_slow_start_after_idle) on a real stack.
  * latency times 1-byte request/response pings on a second connection while the first downloads in bulk: the
- * working latency of the link's queue; MBITS is the download's payload rate while the pings were counted. Exit status 0 on success, 1 with a message on stderr otherwise.
+ * working latency of the link's queue. MBITS is the download's payload rate while the pings were counted.
+ * Exit status 0 on success, 1 with a message on stderr otherwise.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
