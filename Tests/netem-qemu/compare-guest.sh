@@ -1,0 +1,140 @@
+#!/bin/sh
+# The guest half of compare.sh: runs every grid cell in one boot, printing one "GUEST: ..." line per sample.
+#
+# Topology (three network namespaces, so the bottleneck is a router's queue, not the sender's own qdisc, whose
+# drops TCP would see at once as local congestion):
+#   client (root ns, c0 198.18.0.1) ── r0 [router ns "rtr", forwarding] r1 ── s0 198.18.1.1 (ns "srv", server)
+# Each direction crosses the sender's egress (netem: delay each way, loss; a limit high enough never to drop) and
+# then the router's egress towards the receiver: the bottleneck, serialising at the cell's rate into a queue of
+# queue_packets. So a packet is delayed, then serialised, as on a real path. Segmentation offloads are off, so
+# each qdisc sees segments and netem's loss draws per segment, not per 64 KB super-packet.
+# The grid's bottleneck is netem's own rate (no delay there): it stamps each packet's departure from the
+# previous one's, so a late timer under emulation delays packets but never loses capacity. htb's token bucket
+# does lose it: with the guest's timers late by a few ms under TCG, htb at 10 Mbit/s carried only about 8.
+# The working-latency runs need a queue discipline as the bottleneck's queue, so they use htb with a leaf
+# (pfifo, codel or fq_codel) and a 30 ms burst, which absorbs that timer lateness.
+#
+# Reads /compare.conf (RUNS, BULK_SECONDS, FLOOR_BULK_SECONDS, IDLE_MS, IDLE_BYTES, LATENCY_SECONDS,
+# LATENCY_QDISCS, LATENCY_CELL) and /cells (one cell a line: rate_mbit rtt_ms loss_pct wire_bit_per_s
+# delay_each_ms queue_packets; rate 0 is the unshaped floor). iproute2's ip and tc are called by path, never
+# busybox's applets.
+set -u
+. /compare.conf
+ip=/usr/sbin/ip
+tc=/usr/sbin/tc
+ethtool=/usr/sbin/ethtool
+server=198.18.1.1
+port=5001
+
+$ip netns add srv
+$ip netns add rtr
+$ip link add c0 type veth peer name r0 netns rtr
+$ip -n srv link add s0 type veth peer name r1 netns rtr
+$ip addr add 198.18.0.1/24 dev c0
+$ip -n rtr addr add 198.18.0.254/24 dev r0
+$ip -n rtr addr add 198.18.1.254/24 dev r1
+$ip -n srv addr add 198.18.1.1/24 dev s0
+for ns in "" "-n rtr" "-n srv"; do $ip $ns link set lo up; done
+$ip link set c0 up
+$ip -n rtr link set r0 up
+$ip -n rtr link set r1 up
+$ip -n srv link set s0 up
+$ip route add 198.18.1.0/24 via 198.18.0.254
+$ip -n srv route add 198.18.0.0/24 via 198.18.1.254
+$ip netns exec rtr sh -c 'echo 1 >/proc/sys/net/ipv4/ip_forward'
+# The one sysctl changed from Linux's defaults: without it each connection would inherit the ssthresh the previous
+# run to the same host left in the TCP metrics cache, so runs would depend on their order.
+echo 1 >/proc/sys/net/ipv4/tcp_no_metrics_save
+$ip netns exec srv sh -c 'echo 1 >/proc/sys/net/ipv4/tcp_no_metrics_save'
+$ethtool -K c0 tso off gso off gro off 2>/dev/null
+$ip netns exec srv $ethtool -K s0 tso off gso off gro off 2>/dev/null
+$ip netns exec rtr $ethtool -K r0 tso off gso off gro off 2>/dev/null
+$ip netns exec rtr $ethtool -K r1 tso off gso off gro off 2>/dev/null
+echo "GUEST: kernel $(uname -r), congestion control $(cat /proc/sys/net/ipv4/tcp_congestion_control)," \
+    "slow start after idle $(cat /proc/sys/net/ipv4/tcp_slow_start_after_idle), offloads: $($ethtool -k c0 | grep -E '^(tcp-segmentation|generic-segmentation)-offload' | tr '\n' ' ')"
+
+$ip netns exec srv /bin/tcpprobe serve $server $port >/tmp/server.out 2>&1 &
+sleep 1
+
+# Removes every qdisc the previous cell left, so each cell starts with empty queues.
+unshape() {
+    $tc qdisc del dev c0 root 2>/dev/null
+    $tc -n rtr qdisc del dev r0 root 2>/dev/null
+    $tc -n rtr qdisc del dev r1 root 2>/dev/null
+    $tc -n srv qdisc del dev s0 root 2>/dev/null
+}
+
+# shape WIRE_BIT DELAY_EACH_MS LOSS_PCT QUEUE...: netem delay and loss on both senders' egress, then the
+# bottleneck on the router's egress: QUEUE is "netem" (netem's rate, the grid) or a leaf qdisc under htb (the
+# downlink's; the uplink's leaf is a pfifo of $queue packets).
+shape() {
+    wire=$1 delay=$2 loss=$3
+    shift 3
+    $tc -n srv qdisc add dev s0 root netem delay "${delay}ms" loss "${loss}%" limit 100000
+    $tc qdisc add dev c0 root netem delay "${delay}ms" loss "${loss}%" limit 100000
+    if [ "$1" = netem ]; then
+        for dev in r0 r1; do $tc -n rtr qdisc add dev $dev root netem rate "${wire}bit" limit "$queue"; done
+        return
+    fi
+    burst=$((wire / 8 * 30 / 1000))
+    for dev in r0 r1; do
+        $tc -n rtr qdisc add dev $dev root handle 1: htb default 1 2>/dev/null
+        $tc -n rtr class add dev $dev parent 1: classid 1:1 htb rate "${wire}bit" ceil "${wire}bit" \
+            burst "$burst" cburst "$burst" 2>/dev/null
+    done
+    $tc -n rtr qdisc add dev r0 parent 1:1 handle 10: "$@"
+    $tc -n rtr qdisc add dev r1 parent 1:1 handle 10: pfifo limit "$queue"
+}
+
+sample() { echo "GUEST: sample $cell $*"; }
+
+while read -r rate rtt loss wire delay queue; do
+    cell="$rate $rtt $loss"
+    unshape
+    bulk=$BULK_SECONDS
+    if [ "$rate" = 0 ]; then
+        bulk=$FLOOR_BULK_SECONDS
+    else
+        shape "$wire" "$delay" "$loss" netem
+    fi
+    echo "GUEST: cell $cell: $($tc -n rtr qdisc show dev r0 | tr '\n' ';') $($tc -n srv qdisc show dev s0 | tr '\n' ';')"
+    # Unrecorded: the first connection of a cell also pays neighbour discovery and first-touch costs.
+    /bin/tcpprobe fetch $server $port 10000 >/dev/null
+    ping_ms=$(ping -c 5 -i 0.2 -W 2 $server | sed -n 's|.*min/avg/max = [0-9.]*/\([0-9.]*\)/.*|\1|p')
+    sample ping 1 "${ping_ms:-nan}"
+    run=1
+    while [ $run -le "$RUNS" ]; do
+        for size in 10000 100000; do
+            /bin/tcpprobe fetch $server $port $size | while read -r _ _ ms; do sample "fetch_$size" $run "$ms"; done
+        done
+        /bin/tcpprobe fetch $server $port 1000000 "$IDLE_MS" "$IDLE_BYTES" | while read -r kind bytes ms; do
+            if [ "$kind" = fetch ]; then sample fetch_1000000 $run "$ms"; else sample "idle_$bytes" $run "$ms"; fi
+        done
+        run=$((run + 1))
+    done
+    run=1
+    while [ $run -le "$BULK_RUNS" ]; do
+        /bin/tcpprobe bulk $server $port "$bulk" | while read -r _ _ mbit; do sample bulk_mbit $run "$mbit"; done
+        run=$((run + 1))
+    done
+    counters=$($tc -s -n rtr qdisc show dev r0 | sed -n 's/^ *Sent \([0-9]*\) bytes \([0-9]*\) pkt (dropped \([0-9]*\).*/\2 packets, \3 dropped/p' | tail -1)
+    echo "GUEST: cell $cell: router downlink bottleneck: ${counters:-no counters}"
+done </cells
+
+# Working latency: 1-byte pings on a second connection while a download fills the downlink's queue.
+set -- $LATENCY_CELL
+lrate=$1 lrtt=$2 lwire=$3 ldelay=$4 lqueue=$5
+for qdisc in $LATENCY_QDISCS; do
+    unshape
+    queue=$lqueue
+    case $qdisc in
+        fifo) shape "$lwire" "$ldelay" 0 pfifo limit "$lqueue" ;;
+        *) shape "$lwire" "$ldelay" 0 "$qdisc" ;;
+    esac
+    /bin/tcpprobe latency $server $port "$LATENCY_SECONDS" 100 | while read -r _ idle p50 p90 count mbit; do
+        echo "GUEST: latency $qdisc $lrate $lrtt $idle $p50 $p90 $count $mbit"
+    done
+    echo "GUEST: latency $qdisc leaf: $($tc -s -n rtr qdisc show dev r0 | grep -A2 ' 10: ' | tr '\n' ' ' | tr -s ' ')"
+done
+unshape
+echo "GUEST: done"
