@@ -229,7 +229,7 @@ final class DNSForwarder: ConditionedListener {
             guard let received = try? upstreamSocket.read(into: readBuffer.bytes) else { continue }
             guard case .processed(let count) = received else { return }
             let answer = Array(UnsafeRawBufferPointer(rebasing: readBuffer.bytes[0..<count]))
-            guard answer.count >= DNSMessage.headerSize else {
+            guard DNSMessage.problem(withAnswer: answer) == nil else {
                 countMalformed("an answer shorter than a DNS header", from: upstreamAddress)
                 continue
             }

@@ -21,11 +21,18 @@ enum DNSMessage {
         return nil
     }
 
+    /// Checks an answer from the upstream resolver; nil when it may be matched to its query. Answers may be larger
+    /// than queries: up to a datagram's 65 535 bytes.
+    static func problem(withAnswer bytes: [UInt8]) -> Problem? {
+        bytes.count < headerSize ? .shorterThanHeader : nil
+    }
+
+    /// The query ID; `bytes` must hold at least a header.
     static func id(of bytes: [UInt8]) -> UInt16 {
         UInt16(bytes[0]) << 8 | UInt16(bytes[1])
     }
 
-    /// `bytes` with its query ID replaced by `id`.
+    /// `bytes` with its query ID replaced by `id`; `bytes` must hold at least a header.
     static func replacingID(of bytes: [UInt8], with id: UInt16) -> [UInt8] {
         var copy = bytes
         copy[0] = UInt8(id >> 8)

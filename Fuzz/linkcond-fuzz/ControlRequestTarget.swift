@@ -1,0 +1,48 @@
+import Logging
+@testable import LinkConditioner
+
+/// A control endpoint client's request, arriving in reads of any size: `HTTPRequest.parse` as `ControlConnection`
+/// calls it after every read, then the complete request through `ControlAPI` on a proxy without listeners, on its
+/// event loop thread, so that bodies (profiles, settings, scenarios) reach their parsers as they do in production.
+enum ControlRequestTarget {
+    static let loop: EventLoop = {
+        do {
+            let loop = try EventLoop()
+            loop.start(name: "fuzz-loop")
+            return loop
+        } catch {
+            fatalError("cannot start an event loop: \(error)")
+        }
+    }()
+
+    static func run(_ input: FuzzInput) {
+        var received: [UInt8] = []
+        for read in input.reads {
+            received += read
+            switch HTTPRequest.parse(received) {
+            case .incomplete:
+                continue
+            case .invalid(let status, let reason):
+                _ = HTTPResponse.error(status, reason).bytes
+                return
+            case .complete(let request, let consumed):
+                precondition(consumed <= received.count, "a request of \(consumed) bytes in \(received.count)")
+                handle(request)
+                return
+            }
+        }
+    }
+
+    private static func handle(_ request: HTTPRequest) {
+        do {
+            _ = try loop.submitAndWait {
+                let state = ProxyState(loop: loop, profile: .none, logger: Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() }))
+                let response = ControlAPI(state: state).handle(request)
+                state.stopScenario()
+                return response.bytes.count
+            }
+        } catch {
+            fatalError("the event loop refused work: \(error)")
+        }
+    }
+}
