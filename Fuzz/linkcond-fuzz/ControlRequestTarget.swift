@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 @testable import LinkConditioner
 
@@ -33,16 +34,19 @@ enum ControlRequestTarget {
         }
     }
 
+    /// Answers `request` on the loop and waits for the reply, which may come from the body-parsing worker.
     private static func handle(_ request: HTTPRequest) {
-        do {
-            _ = try loop.submitAndWait {
-                let state = ProxyState(loop: loop, profile: .none, logger: Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() }))
-                let response = ControlAPI(state: state).handle(request)
+        let answered = DispatchSemaphore(value: 0)
+        loop.execute {
+            let state = ProxyState(
+                loop: loop, profile: .none, logger: Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() }),
+                bufferBudget: BufferBudget(limit: 1 << 20, loop: loop))
+            ControlAPI(state: state).handle(request) { response in
+                _ = response.bytes.count
                 state.stopScenario()
-                return response.bytes.count
+                answered.signal()
             }
-        } catch {
-            fatalError("the event loop refused work: \(error)")
         }
+        answered.wait()
     }
 }

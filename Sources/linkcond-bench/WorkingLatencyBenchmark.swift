@@ -45,8 +45,8 @@ func benchmarkWorkingLatency(quick: Bool) throws {
         usleep(20_000)
         samples.sort()
         let uplink = relay.status()[0].uplink
-        let median = samples.isEmpty ? .nan : percentile(samples, 0.5) * 1000
-        let p90 = samples.isEmpty ? .nan : percentile(samples, 0.9) * 1000
+        let median = samples.isEmpty ? .nan : quantile(samples, 0.5) * 1000
+        let p90 = samples.isEmpty ? .nan : quantile(samples, 0.9) * 1000
         let name = discipline.name.padding(toLength: 9, withPad: " ", startingAt: 0)
         print(name + String(format: "ping p50 %7.1f ms  p90 %7.1f ms  lost %2d/%d   uplink drops: tail %d, codel %d",
                             median, p90, lost, pings, uplink.tailDrops, uplink.codelDrops))
