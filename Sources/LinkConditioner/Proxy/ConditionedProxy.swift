@@ -38,6 +38,7 @@ public final class ConditionedProxy: Sendable {
                 let (resolved, profile, options, logger) = pending.value
                 let context = ListenerContext(loop: loop, profile: profile, options: options,
                                               readBuffer: ReadBuffer(), logger: logger, bufferBudget: state.value.bufferBudget)
+                state.value.listenerContext = context
                 do {
                     for (spec, address, upstream) in resolved {
                         state.value.listeners.append(try makeListener(spec, address: address, upstream: upstream, context: context))
@@ -166,6 +167,20 @@ public final class ConditionedProxy: Sendable {
         }
     }
 
+    /// Serves the Toxiproxy-compatible API at `address` (port 0 picks one). On loopback no token is asked, as
+    /// Toxiproxy's clients send none; beyond loopback a `token` is required. Returns `http://HOST:PORT`.
+    public func serveToxiproxy(at endpoint: Endpoint, token: String? = nil) throws -> String {
+        let address = try endpoint.resolve()[0]
+        if !address.isLoopback && (token ?? "").isEmpty {
+            throw ControlSetupError("a Toxiproxy API reachable from other hosts needs --allow-remote and --control-token")
+        }
+        return try attach { state in
+            let server = try ToxiproxyServer(address: address, token: address.isLoopback ? nil : token, state: state)
+            state.onClose.insert({ server.close() }, at: 0)
+            return server.displayAddress
+        }
+    }
+
     /// Runs `body` on the loop with the proxy's state: the way loop-side services (the control endpoint) attach.
     func attach<T: Sendable>(_ body: @escaping @Sendable (ProxyState) throws -> T) throws -> T {
         let state = self.state
@@ -185,6 +200,8 @@ final class ProxyState {
     var onClose: [() -> Void] = []
     /// The cap on bytes held across every TCP connection.
     let bufferBudget: BufferBudget
+    /// What listeners added while running (Toxiproxy proxies) are built from.
+    var listenerContext: ListenerContext?
 
     init(loop: EventLoop, profile: Profile, logger: Logger, bufferBudget: BufferBudget) {
         self.loop = loop
