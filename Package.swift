@@ -46,6 +46,7 @@ let package = Package(
         .testTarget(name: "ProxyTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "CLITests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "ControlTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
+        .testTarget(name: "ToxiproxyTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "NetemTests", dependencies: ["LinkNetem", "LinkConditioner"]),
     ],
     swiftLanguageModes: [.v6]
