@@ -75,6 +75,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Serve Toxiproxy 2.12's HTTP API at HOST[:PORT] (port 8474 when only a host is given); its proxies are linkcond TCP listeners.")
     var toxiproxy: String?
 
+    @Option(name: .customLong("toxiproxy-config"), help: "Toxiproxy config file (a JSON array of proxies, as for POST /populate) to create at start; needs --toxiproxy.")
+    var toxiproxyConfig: String?
+
     @Option(name: .customLong("control-token"), help: "Token the control endpoint requires (default: a random one, written to a private file the linkcond command reads; required off loopback).")
     var controlToken: String?
 
@@ -100,6 +103,9 @@ struct RunCommand: ParsableCommand {
             if !ControlAddress.tcp(endpoint).isLocalOnly && (!allowRemote || (controlToken ?? "").isEmpty) {
                 throw ValidationError("--toxiproxy \"\(toxiproxy)\" is reachable from other hosts: add --allow-remote and --control-token TOKEN (clients then send \"Authorization: Bearer TOKEN\").")
             }
+        }
+        if toxiproxyConfig != nil && toxiproxy == nil {
+            throw ValidationError("--toxiproxy-config needs --toxiproxy HOST[:PORT] to serve the proxies it names.")
         }
         if let control, ControlAddress(parsing: control) == nil {
             throw ValidationError("--control \"\(control)\" is neither HOST:PORT nor a socket path.")
@@ -162,6 +168,12 @@ struct RunCommand: ParsableCommand {
         if let toxiproxy, let endpoint = Self.toxiproxyEndpoint(toxiproxy) {
             do {
                 controlLines.insert("ready toxiproxy \(try proxy.serveToxiproxy(at: endpoint, token: controlToken))", at: 0)
+                if let toxiproxyConfig {
+                    let json = try Self.readToxiproxyConfig(toxiproxyConfig)
+                    if let failure = proxy.populateToxiproxy(json) {
+                        throw ControlSetupError("config \(toxiproxyConfig): \(failure)")
+                    }
+                }
             } catch {
                 printError("linkcond: Toxiproxy API on \(endpoint): \(error)")
                 proxy.stop()
@@ -199,6 +211,15 @@ struct RunCommand: ParsableCommand {
 }
 
 extension RunCommand {
+    /// The bytes of a Toxiproxy config file (at most 1 MiB).
+    static func readToxiproxyConfig(_ path: String) throws -> [UInt8] {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw ControlSetupError("cannot read the config file \(path)") }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: 1 << 20 + 1)) ?? Data()
+        guard data.count <= 1 << 20 else { throw ControlSetupError("config file \(path) is larger than 1 MiB") }
+        return Array(data)
+    }
+
     /// The Toxiproxy API's address: `HOST:PORT`, or `HOST` alone for Toxiproxy's port 8474.
     static func toxiproxyEndpoint(_ text: String) -> Endpoint? {
         if let endpoint = Endpoint(parsing: text) { return endpoint }

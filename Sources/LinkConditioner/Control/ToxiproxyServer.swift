@@ -70,6 +70,11 @@ final class ToxiproxyServer: HTTPExchangeServer {
         return nil
     }
 
+    /// Runs `POST /populate` with `json` as its body, for a config file read at start.
+    func populate(_ json: [UInt8], reply: @escaping (HTTPResponse) -> Void) {
+        api.handle(HTTPRequest(method: "POST", path: "/populate", query: [:], headers: [:], body: json), reply: reply)
+    }
+
     func connectionClosed(_ connection: ControlConnection) {
         connections.removeValue(forKey: connection.socket.descriptor)
         if connections.count < ControlServer.connectionLimit { acceptor.hold(false) }

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 /// A conditioned proxy running on its own event loop thread: the in-process API for the CLI and test suites.
@@ -177,8 +178,24 @@ public final class ConditionedProxy: Sendable {
         return try attach { state in
             let server = try ToxiproxyServer(address: address, token: address.isLoopback ? nil : token, state: state)
             state.onClose.insert({ server.close() }, at: 0)
+            state.toxiproxy = server
             return server.displayAddress
         }
+    }
+
+    /// Creates the proxies of a Toxiproxy config file's JSON (the body of `POST /populate`) on the served API, and
+    /// waits for them. Returns nil when every proxy listens, or the API's error message.
+    public func populateToxiproxy(_ json: [UInt8]) -> String? {
+        let state = self.state
+        let answer = LockedAnswer()
+        let submitted = loop.execute {
+            guard let server = state.value.toxiproxy else { return answer.set("the Toxiproxy API is not served") }
+            server.populate(json) { response in
+                answer.set(response.status == 201 ? nil : response.body.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+        }
+        guard submitted else { return "linkcond is stopping" }
+        return answer.wait(timeout: .seconds(60)) ?? "no answer from the Toxiproxy API within 60 s"
     }
 
     /// Runs `body` on the loop with the proxy's state: the way loop-side services (the control endpoint) attach.
@@ -202,6 +219,8 @@ final class ProxyState {
     let bufferBudget: BufferBudget
     /// What listeners added while running (Toxiproxy proxies) are built from.
     var listenerContext: ListenerContext?
+    /// The Toxiproxy API, when served.
+    var toxiproxy: ToxiproxyServer?
 
     init(loop: EventLoop, profile: Profile, logger: Logger, bufferBudget: BufferBudget) {
         self.loop = loop
@@ -347,8 +366,32 @@ final class LoopBound<Value>: @unchecked Sendable {
     init(_ value: Value) { self.value = value }
 }
 
+/// One answer handed from the loop thread to a waiting caller.
+final class LockedAnswer: @unchecked Sendable {
+    private let lock = NSCondition()
+    private var answered = false
+    private var value: String?
+
+    func set(_ value: String?) {
+        lock.lock()
+        self.value = value
+        answered = true
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    /// The answer (itself nil for success), or nil when none came within `timeout`.
+    func wait(timeout: Duration) -> String?? {
+        lock.lock()
+        defer { lock.unlock() }
+        let deadline = Date(timeIntervalSinceNow: timeout.seconds)
+        while !answered { if !lock.wait(until: deadline) { return nil } }
+        return .some(value)
+    }
+}
+
 /// The control endpoint could not be started as asked.
 public struct ControlSetupError: Error, CustomStringConvertible, Sendable {
     public var description: String
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }
