@@ -21,6 +21,8 @@ final class ToxiproxyAPI {
     static let compatibleVersion = "2.12.0"
     /// The most proxies one API serves, so a client cannot exhaust descriptors with listeners.
     static let proxyLimit = 1000
+    /// The most toxics one proxy holds; each live connection keeps state for every one.
+    static let toxicLimit = 64
 
     private unowned let state: ProxyState
     private let worker: BodyParsingWorker
@@ -312,6 +314,9 @@ final class ToxiproxyAPI {
                 case .failure(let error): reply(error.response)
                 case .success(let toxic):
                     guard proxy.toxic(named: toxic.name) == nil else { return reply(ToxiproxyError.toxicExists.response) }
+                    guard proxy.toxics.count < Self.toxicLimit else {
+                        return reply(ToxiproxyError(message: "at most \(Self.toxicLimit) toxics per proxy", status: 400).response)
+                    }
                     proxy.chains[toxic.stream]!.append(toxic)
                     reply(.toxiproxyJSON(toxic.json))
                 }

@@ -287,13 +287,13 @@ final class ProxyState {
         rateMeter = RateMeter(loop: loop) { [unowned self] in
             self.listeners.map { listener in
                 let status = listener.status()
-                return (status.uplink.bytesDelivered, status.downlink.bytesDelivered)
+                return (ObjectIdentifier(listener), status.uplink.bytesDelivered, status.downlink.bytesDelivered)
             }
         }
     }
 
     func report() -> StatusReport {
-        let rates = rateMeter?.rates ?? []
+        let rates = rateMeter?.rates ?? [:]
         return StatusReport(
             profile: conditions.profile.name,
             profileSummary: conditions.profile.summary,
@@ -303,9 +303,9 @@ final class ProxyState {
                                            elapsedSeconds: runner.elapsed.seconds, repetitions: runner.repetitions,
                                            finished: runner.finished)
             },
-            listeners: listeners.enumerated().map { index, listener in
+            listeners: listeners.map { listener in
                 let status = listener.status()
-                let rate = index < rates.count ? rates[index] : (0, 0)
+                let rate = rates[ObjectIdentifier(listener)] ?? (0, 0)
                 return StatusReport.Listener(status, uplinkBitsPerSecond: rate.0, downlinkBitsPerSecond: rate.1)
             })
     }
@@ -321,21 +321,28 @@ final class ProxyState {
     }
 }
 
-/// Samples delivered bytes once a second to give each listener's current rate per direction.
+/// Samples delivered bytes once a second to give each listener's current rate per direction, keyed by listener, so
+/// listeners added or removed while running (Toxiproxy proxies) never take another's figures.
 ///
 /// Lives on the event loop thread.
 final class RateMeter {
+    typealias Sample = [(listener: ObjectIdentifier, uplink: Int, downlink: Int)]
+
     private let loop: EventLoop
-    private let sample: () -> [(Int, Int)]
-    private var last: (at: Instant, bytes: [(Int, Int)])
-    private(set) var rates: [(Double, Double)] = []
+    private let sample: () -> Sample
+    private var last: (at: Instant, bytes: [ObjectIdentifier: (Int, Int)])
+    private(set) var rates: [ObjectIdentifier: (Double, Double)] = [:]
     private var timer: EventLoop.TimerID?
 
-    init(loop: EventLoop, sample: @escaping () -> [(Int, Int)]) {
+    init(loop: EventLoop, sample: @escaping () -> Sample) {
         self.loop = loop
         self.sample = sample
-        last = (loop.clock.now(), sample())
+        last = (loop.clock.now(), Self.keyed(sample()))
         schedule()
+    }
+
+    private static func keyed(_ sample: Sample) -> [ObjectIdentifier: (Int, Int)] {
+        Dictionary(sample.map { ($0.listener, ($0.uplink, $0.downlink)) }, uniquingKeysWith: { first, _ in first })
     }
 
     private func schedule() {
@@ -344,10 +351,12 @@ final class RateMeter {
 
     private func tick() {
         let now = loop.clock.now()
-        let bytes = sample()
+        let bytes = Self.keyed(sample())
         let seconds = max((now - last.at).seconds, 1e-3)
-        rates = zip(bytes, last.bytes).map { current, previous in
-            (Double(current.0 - previous.0) * 8 / seconds, Double(current.1 - previous.1) * 8 / seconds)
+        rates = [:]
+        for (listener, current) in bytes {
+            guard let previous = last.bytes[listener] else { continue }
+            rates[listener] = (Double(current.0 - previous.0) * 8 / seconds, Double(current.1 - previous.1) * 8 / seconds)
         }
         last = (now, bytes)
         schedule()
