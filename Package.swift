@@ -47,6 +47,7 @@ let package = Package(
         .testTarget(name: "ProxyTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "CLITests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "ControlTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
+        .testTarget(name: "ToxiproxyTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "NetemTests", dependencies: ["LinkNetem", "LinkConditioner"]),
         .executableTarget(
             name: "linkcond-fuzz",

@@ -28,8 +28,17 @@ struct Linkcond: ParsableCommand {
     /// Parses and runs like ArgumentParser's own `main`, but exits 2 (not 64) on bad usage, and starts usage
     /// errors with "linkcond:" as every other diagnostic does.
     static func main() {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        if ToxiproxyServerPersonality.isInvoked(as: CommandLine.arguments.first) {
+            do {
+                arguments = try ToxiproxyServerPersonality.runArguments(for: arguments)
+            } catch {
+                FileHandle.standardError.write(Data(((error.isHelp ? "" : "toxiproxy-server: ") + error.description + "\n").utf8))
+                Foundation.exit(error.isHelp ? 0 : 2)
+            }
+        }
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(arguments)
             try command.run()
         } catch {
             let code = exitCode(for: error)

@@ -4,7 +4,9 @@ import LinkConditioner
 /// The SOCKS5 and HTTP proxy part of `linkcond run`: its default listener, credentials, exclusions and advice.
 extension RunCommand {
     /// Whether no listener option was given, so the proxy front end starts on loopback by default.
-    var startsDefaultProxy: Bool { listen.isEmpty && upstream.isEmpty && udpListen.isEmpty && dns.isEmpty && proxy.isEmpty }
+    var startsDefaultProxy: Bool {
+        listen.isEmpty && upstream.isEmpty && udpListen.isEmpty && dns.isEmpty && proxy.isEmpty && toxiproxy == nil
+    }
 
     /// Checks `--proxy-user`, `--exclude`, and that a proxy off loopback was asked for with `--allow-remote`.
     func validateProxyFrontEnd() throws {

@@ -48,7 +48,7 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("proxy-user"), help: "USER:PASS every SOCKS5 and HTTP proxy client must give (recommended off loopback).")
     var proxyUser: String?
 
-    @Flag(name: .customLong("allow-remote"), help: "Let a --proxy listen on a non-loopback address: other hosts can then relay through it to anywhere (an open proxy).")
+    @Flag(name: .customLong("allow-remote"), help: "Let a --proxy (an open proxy: other hosts can relay through it to anywhere) or a --toxiproxy API (with --control-token) listen on a non-loopback address.")
     var allowRemote = false
 
     @Option(name: .long, help: "Destinations the proxy relays untouched, added to the profile's exclude list: host names, *.domains, IPs and CIDR networks, comma-separated.")
@@ -72,6 +72,12 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free).")
     var control: String?
 
+    @Option(name: .long, help: "Serve Toxiproxy 2.12's HTTP API at HOST[:PORT] (port 8474 when only a host is given); its proxies are linkcond TCP listeners.")
+    var toxiproxy: String?
+
+    @Option(name: .customLong("toxiproxy-config"), help: "Toxiproxy config file (a JSON array of proxies, as for POST /populate) to create at start; needs --toxiproxy.")
+    var toxiproxyConfig: String?
+
     @Option(name: .customLong("control-token"), help: "Token the control endpoint requires (default: a random one, written to a private file the linkcond command reads; required off loopback).")
     var controlToken: String?
 
@@ -89,6 +95,17 @@ struct RunCommand: ParsableCommand {
         for text in listen + upstream + udpListen + udpUpstream + dns + proxy + [dnsUpstream].compactMap({ $0 })
         where Endpoint(parsing: text) == nil {
             throw ValidationError("\"\(text)\" is not HOST:PORT (IPv6 in brackets: [::1]:8080).")
+        }
+        if let toxiproxy {
+            guard let endpoint = Self.toxiproxyEndpoint(toxiproxy) else {
+                throw ValidationError("--toxiproxy \"\(toxiproxy)\": expected HOST or HOST:PORT, such as 127.0.0.1 or 127.0.0.1:8474.")
+            }
+            if !ControlAddress.tcp(endpoint).isLocalOnly && (!allowRemote || (controlToken ?? "").isEmpty) {
+                throw ValidationError("--toxiproxy \"\(toxiproxy)\" is reachable from other hosts: add --allow-remote and --control-token TOKEN (clients then send \"Authorization: Bearer TOKEN\").")
+            }
+        }
+        if toxiproxyConfig != nil && toxiproxy == nil {
+            throw ValidationError("--toxiproxy-config needs --toxiproxy HOST[:PORT] to serve the proxies it names.")
         }
         if let control, ControlAddress(parsing: control) == nil {
             throw ValidationError("--control \"\(control)\" is neither HOST:PORT nor a socket path.")
@@ -148,6 +165,22 @@ struct RunCommand: ParsableCommand {
                 logger.notice("control socket \(ControlAddress.userDefault) is taken by another linkcond; steer this one with --control")
             }
         }
+        if let toxiproxy, let endpoint = Self.toxiproxyEndpoint(toxiproxy) {
+            do {
+                controlLines.insert("ready toxiproxy \(try proxy.serveToxiproxy(at: endpoint, token: controlToken))", at: 0)
+                if let toxiproxyConfig {
+                    let json = try Self.readToxiproxyConfig(toxiproxyConfig)
+                    if let failure = proxy.populateToxiproxy(json) {
+                        throw ControlSetupError("config \(toxiproxyConfig): \(failure)")
+                    }
+                }
+            } catch {
+                printError("linkcond: Toxiproxy API on \(endpoint): \(error)")
+                proxy.stop()
+                createdFiles.forEach(PrivateFiles.remove)
+                throw ExitStatus.runtimeFailure
+            }
+        }
         let readyLines = (proxy.listeners.map(\.readyLine) + controlLines).map { $0 + "\n" }.joined()
         FileHandle.standardOutput.write(Data(readyLines.utf8))
         explainProxyFrontEnds(proxy.listeners)
@@ -178,6 +211,24 @@ struct RunCommand: ParsableCommand {
 }
 
 extension RunCommand {
+    /// The bytes of a Toxiproxy config file (at most 1 MiB).
+    static func readToxiproxyConfig(_ path: String) throws -> [UInt8] {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw ControlSetupError("cannot read the config file \(path)") }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: 1 << 20 + 1)) ?? Data()
+        guard data.count <= 1 << 20 else { throw ControlSetupError("config file \(path) is larger than 1 MiB") }
+        return Array(data)
+    }
+
+    /// The Toxiproxy API's address: `HOST:PORT`, or `HOST` alone for Toxiproxy's port 8474.
+    static func toxiproxyEndpoint(_ text: String) -> Endpoint? {
+        if let endpoint = Endpoint(parsing: text) { return endpoint }
+        let host = text.hasPrefix("[") && text.hasSuffix("]") ? String(text.dropFirst().dropLast()) : text
+        guard !host.isEmpty, !host.contains("/"), !host.contains(" ") else { return nil }
+        if host.contains(":") && !text.hasPrefix("[") { return nil }
+        return Endpoint(host: host, port: 8474)
+    }
+
     /// Every listener the options ask for, in the order their ready lines are printed.
     var listenerSpecs: [ListenerSpec] {
         let endpoint = { (text: String) in Endpoint(parsing: text)! }

@@ -83,7 +83,7 @@ enum SecretComparison {
 /// What a browser could send is refused before any route runs: a `Host` that is not this loopback endpoint (DNS
 /// rebinding), any foreign `Origin` (a web page), and bodies not sent as `text/x-linkcond` (a form or a no-cors
 /// fetch cannot send that type without a preflight, which is never granted). A Unix socket serves this user only.
-final class ControlServer {
+final class ControlServer: HTTPExchangeServer {
     /// The most control connections held at once; more wait in the kernel's backlog until one closes (each is
     /// closed after `exchangeTimeout` at the latest), so idle clients cannot take the descriptors the data path needs.
     static let connectionLimit = 64
@@ -218,7 +218,7 @@ final class ControlConnection {
     private enum Phase { case reading, answering, writing, closed }
 
     let socket: Socket
-    private unowned let server: ControlServer
+    private unowned let server: HTTPExchangeServer
     private var registration: EventLoop.RegistrationID?
     private var phase = Phase.reading
     private var reader = HTTPRequestReader()
@@ -227,7 +227,7 @@ final class ControlConnection {
     private var written = 0
     private var timeout: EventLoop.TimerID?
 
-    init(socket: Socket, server: ControlServer) {
+    init(socket: Socket, server: HTTPExchangeServer) {
         self.socket = socket
         self.server = server
     }
@@ -331,6 +331,15 @@ final class ControlConnection {
         socket.close()
         server.connectionClosed(self)
     }
+}
+
+/// A server whose connections `ControlConnection` serves: the control endpoint and the Toxiproxy API.
+/// Lives on the event loop thread.
+protocol HTTPExchangeServer: AnyObject {
+    var loopForConnections: EventLoop { get }
+    /// Answers `request`; `reply` runs on the loop.
+    func respond(to request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void)
+    func connectionClosed(_ connection: ControlConnection)
 }
 
 /// A control connection reference that does not keep the connection alive while its request is answered.

@@ -13,24 +13,32 @@ final class RateMeter {
     /// The span a rate is measured over once the meter has run that long.
     static let window = Duration.seconds(1)
 
+    /// Bytes delivered so far per direction, keyed by listener so listeners added or removed while running
+    /// (Toxiproxy proxies) never take another's figures.
+    typealias Counts = [(listener: ObjectIdentifier, uplink: Int, downlink: Int)]
+
     private struct Sample {
         var at: Instant
-        var bytes: [(uplink: Int, downlink: Int)]
+        var bytes: [ObjectIdentifier: (uplink: Int, downlink: Int)]
     }
 
     private let loop: EventLoop
-    private let sample: () -> [(uplink: Int, downlink: Int)]
+    private let sample: () -> Counts
     private var samples: Deque<Sample> = []
     /// Bits per second per listener, uplink and downlink, over the samples kept; zero before the first interval.
-    private(set) var rates: [(uplink: Double, downlink: Double)] = []
+    private(set) var rates: [ObjectIdentifier: (uplink: Double, downlink: Double)] = [:]
     private var timer: EventLoop.TimerID?
 
     /// Starts sampling `sample` (every listener's delivered bytes, uplink and downlink). Called on the loop thread.
-    init(loop: EventLoop, sample: @escaping () -> [(uplink: Int, downlink: Int)]) {
+    init(loop: EventLoop, sample: @escaping () -> Counts) {
         self.loop = loop
         self.sample = sample
-        samples.append(Sample(at: loop.clock.now(), bytes: sample()))
+        samples.append(Sample(at: loop.clock.now(), bytes: Self.keyed(sample())))
         schedule()
+    }
+
+    private static func keyed(_ counts: Counts) -> [ObjectIdentifier: (uplink: Int, downlink: Int)] {
+        Dictionary(counts.map { ($0.listener, ($0.uplink, $0.downlink)) }, uniquingKeysWith: { first, _ in first })
     }
 
     private func schedule() {
@@ -39,13 +47,15 @@ final class RateMeter {
 
     private func tick() {
         let now = loop.clock.now()
-        samples.append(Sample(at: now, bytes: sample()))
+        samples.append(Sample(at: now, bytes: Self.keyed(sample())))
         while samples.count > 2, now - samples[1].at >= Self.window { samples.removeFirst() }
         let (oldest, newest) = (samples.first!, samples.last!)
         let seconds = max((newest.at - oldest.at).seconds, 1e-3)
-        rates = zip(newest.bytes, oldest.bytes).map { current, previous in
-            (Double(max(current.uplink - previous.uplink, 0)) * 8 / seconds,
-             Double(max(current.downlink - previous.downlink, 0)) * 8 / seconds)
+        rates = [:]
+        for (listener, current) in newest.bytes {
+            guard let previous = oldest.bytes[listener] else { continue }
+            rates[listener] = (Double(max(current.uplink - previous.uplink, 0)) * 8 / seconds,
+                               Double(max(current.downlink - previous.downlink, 0)) * 8 / seconds)
         }
         schedule()
     }

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 /// A conditioned proxy running on its own event loop thread: the in-process API for the CLI and test suites.
@@ -38,6 +39,7 @@ public final class ConditionedProxy: Sendable {
                 let (resolved, profile, options, logger) = pending.value
                 let context = ListenerContext(loop: loop, profile: profile, options: options,
                                               readBuffer: ReadBuffer(), logger: logger, bufferBudget: state.value.bufferBudget)
+                state.value.listenerContext = context
                 do {
                     for (spec, address, upstream) in resolved {
                         state.value.listeners.append(try makeListener(spec, address: address, upstream: upstream, context: context))
@@ -166,6 +168,36 @@ public final class ConditionedProxy: Sendable {
         }
     }
 
+    /// Serves the Toxiproxy-compatible API at `address` (port 0 picks one). On loopback no token is asked, as
+    /// Toxiproxy's clients send none; beyond loopback a `token` is required. Returns `http://HOST:PORT`.
+    public func serveToxiproxy(at endpoint: Endpoint, token: String? = nil) throws -> String {
+        let address = try endpoint.resolve()[0]
+        if !address.isLoopback && (token ?? "").isEmpty {
+            throw ControlSetupError("a Toxiproxy API reachable from other hosts needs --allow-remote and --control-token")
+        }
+        return try attach { state in
+            let server = try ToxiproxyServer(address: address, token: address.isLoopback ? nil : token, state: state)
+            state.onClose.insert({ server.close() }, at: 0)
+            state.toxiproxy = server
+            return server.displayAddress
+        }
+    }
+
+    /// Creates the proxies of a Toxiproxy config file's JSON (the body of `POST /populate`) on the served API, and
+    /// waits for them. Returns nil when every proxy listens, or the API's error message.
+    public func populateToxiproxy(_ json: [UInt8]) -> String? {
+        let state = self.state
+        let answer = LockedAnswer()
+        let submitted = loop.execute {
+            guard let server = state.value.toxiproxy else { return answer.set("the Toxiproxy API is not served") }
+            server.populate(json) { response in
+                answer.set(response.status == 201 ? nil : response.body.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+        }
+        guard submitted else { return "linkcond is stopping" }
+        return answer.wait(timeout: .seconds(60)) ?? "no answer from the Toxiproxy API within 60 s"
+    }
+
     /// Runs `body` on the loop with the proxy's state: the way loop-side services (the control endpoint) attach.
     func attach<T: Sendable>(_ body: @escaping @Sendable (ProxyState) throws -> T) throws -> T {
         let state = self.state
@@ -185,6 +217,10 @@ final class ProxyState {
     var onClose: [() -> Void] = []
     /// The cap on bytes held across every TCP connection.
     let bufferBudget: BufferBudget
+    /// What listeners added while running (Toxiproxy proxies) are built from.
+    var listenerContext: ListenerContext?
+    /// The Toxiproxy API, when served.
+    var toxiproxy: ToxiproxyServer?
 
     init(loop: EventLoop, profile: Profile, logger: Logger, bufferBudget: BufferBudget) {
         self.loop = loop
@@ -251,13 +287,13 @@ final class ProxyState {
         rateMeter = RateMeter(loop: loop) { [unowned self] in
             self.listeners.map { listener in
                 let status = listener.status()
-                return (status.uplink.bytesDelivered, status.downlink.bytesDelivered)
+                return (ObjectIdentifier(listener), status.uplink.bytesDelivered, status.downlink.bytesDelivered)
             }
         }
     }
 
     func report() -> StatusReport {
-        let rates = rateMeter?.rates ?? []
+        let rates = rateMeter?.rates ?? [:]
         return StatusReport(
             profile: conditions.profile.name,
             profileSummary: conditions.profile.summary,
@@ -267,9 +303,9 @@ final class ProxyState {
                                            elapsedSeconds: runner.elapsed.seconds, repetitions: runner.repetitions,
                                            finished: runner.finished)
             },
-            listeners: listeners.enumerated().map { index, listener in
+            listeners: listeners.map { listener in
                 let status = listener.status()
-                let rate = index < rates.count ? rates[index] : (0, 0)
+                let rate = rates[ObjectIdentifier(listener)] ?? (0, 0)
                 return StatusReport.Listener(status, uplinkBitsPerSecond: rate.0, downlinkBitsPerSecond: rate.1,
                                              conditions: conditions.effective)
             })
@@ -293,8 +329,32 @@ final class LoopBound<Value>: @unchecked Sendable {
     init(_ value: Value) { self.value = value }
 }
 
+/// One answer handed from the loop thread to a waiting caller.
+final class LockedAnswer: @unchecked Sendable {
+    private let lock = NSCondition()
+    private var answered = false
+    private var value: String?
+
+    func set(_ value: String?) {
+        lock.lock()
+        self.value = value
+        answered = true
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    /// The answer (itself nil for success), or nil when none came within `timeout`.
+    func wait(timeout: Duration) -> String?? {
+        lock.lock()
+        defer { lock.unlock() }
+        let deadline = Date(timeIntervalSinceNow: timeout.seconds)
+        while !answered { if !lock.wait(until: deadline) { return nil } }
+        return .some(value)
+    }
+}
+
 /// The control endpoint could not be started as asked.
 public struct ControlSetupError: Error, CustomStringConvertible, Sendable {
     public var description: String
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }

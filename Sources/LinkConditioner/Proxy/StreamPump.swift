@@ -43,6 +43,8 @@ final class StreamPump {
     var forwarding = true
     /// Rewrites bytes as they are read, before the link sees them; nil passes them through unchanged.
     var filter: StreamFilter?
+    /// Decides when read bytes enter the link (Toxiproxy's toxics); nil hands them to the link at once.
+    var stage: StreamStage?
     private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
     private var resumeScheduled = false
     /// When the source's end of stream may reach the destination.
@@ -105,10 +107,19 @@ final class StreamPump {
                 var bytes = Array(UnsafeRawBufferPointer(rebasing: target[0..<count]))
                 var ended = false
                 if let filter { (bytes, ended) = filter.filter(bytes) }
+                if let stage {
+                    let (kept, cut) = stage.limit(bytes.count, at: now)
+                    if kept < bytes.count { bytes.removeLast(bytes.count - kept) }
+                    ended = ended || cut
+                }
                 if !bytes.isEmpty {
                     chunks.append(bytes)
                     hold(bytes.count)
-                    link.enqueue(bytes.count, on: flow, at: now)
+                    if let stage {
+                        stage.admit(bytes.count, from: self, at: now)
+                    } else {
+                        link.enqueue(bytes.count, on: flow, at: now)
+                    }
                     if isClosed { return .open }
                 }
                 if ended {
@@ -132,6 +143,12 @@ final class StreamPump {
         chunks.append(bytes)
         hold(bytes.count)
         link.enqueue(bytes.count, on: flow, at: now)
+    }
+
+    /// Hands `count` bytes a stage held back to the link, in the order they were read. Called by the stage.
+    func forward(_ count: Int, at now: Instant) {
+        guard !isClosed, count > 0 else { return }
+        link.enqueue(count, on: flow, at: now)
     }
 
     /// Counts `count` more bytes held, here and in the proxy's budget.
@@ -207,7 +224,7 @@ final class StreamPump {
     private func endOfStream(at now: Instant) {
         sourceEnded = true
         sourceReadable = false
-        endOfStreamDue = max(now, flow.opensAt) + link.currentDelay
+        endOfStreamDue = max(now, flow.opensAt) + link.currentDelay + (stage?.endOfStreamDelay(at: now) ?? .zero)
     }
 
     /// Sends end-of-stream to the destination once the source has ended, every byte has been written, and the
@@ -247,6 +264,7 @@ final class StreamPump {
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        stage?.close()
         deliveryAlarm.cancel()
         link.detach(flow)
         link.budget?.release(heldBytes)
@@ -261,4 +279,16 @@ protocol StreamFilter: AnyObject {
     /// Returns the bytes to forward for `bytes` (possibly held back or rewritten), and whether the stream should end
     /// after them, leaving anything later unforwarded.
     func filter(_ bytes: [UInt8]) -> (bytes: [UInt8], ended: Bool)
+}
+
+/// A per-connection stage between reading a direction and its link: Toxiproxy's toxics. Lives on the event loop thread.
+protocol StreamStage: AnyObject {
+    /// How many of `count` bytes just read the connection carries, and whether the stream ends after them.
+    func limit(_ count: Int, at now: Instant) -> (kept: Int, ended: Bool)
+    /// Takes `count` bytes the pump now holds; the stage calls `pump.forward` when they may enter the link.
+    func admit(_ count: Int, from pump: StreamPump, at now: Instant)
+    /// How much longer the source's end of stream is held back (a slow close).
+    func endOfStreamDelay(at now: Instant) -> Duration
+    /// The connection closed: cancel timers.
+    func close()
 }

@@ -48,6 +48,8 @@ final class TCPListener: RelayHost, ConditionedListener {
     private var nextRelayID: UInt64 = 1
     private(set) var connectionsAccepted = 0
     private(set) var connectionsRefused = 0
+    /// Makes each new connection's stages (a Toxiproxy proxy's toxics); nil relays without stages.
+    var makeStages: ((TCPRelay) -> (uplink: StreamStage?, downlink: StreamStage?))?
 
     /// Binds and listens on `address`, and starts accepting.
     init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext) throws(SystemError) {
@@ -88,6 +90,7 @@ final class TCPListener: RelayHost, ConditionedListener {
         let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
                              upstreamName: upstream.description, upstreamAddresses: upstreamAddresses)
         nextRelayID += 1
+        relay.makeStages = makeStages
         relays[relay.id] = relay
         relay.start(blackholed: isBlackholed)
     }

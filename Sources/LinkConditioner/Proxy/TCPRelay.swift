@@ -56,6 +56,8 @@ final class TCPRelay {
     /// Rewrites what the client sends later (an HTTP proxy's requests); nil relays it as read.
     private let uplinkFilter: StreamFilter?
     private(set) var upstream: Socket?
+    /// Makes the stages (toxics) of each direction when the pumps are made; nil relays without stages.
+    var makeStages: ((TCPRelay) -> (uplink: StreamStage?, downlink: StreamStage?))?
     private(set) var state: State
     private var uplink: StreamPump!
     private var downlink: StreamPump!
@@ -146,6 +148,7 @@ final class TCPRelay {
         uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: host.options.connectionBuffer)
         downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: host.options.connectionBuffer)
         uplink.filter = uplinkFilter
+        if let makeStages { (uplink.stage, downlink.stage) = makeStages(self) }
         downlink.destinationReady = true
         downlink.destinationWritable = true
         uplink.sourceReadable = true

@@ -1,0 +1,355 @@
+import Foundation
+
+/// Toxiproxy 2.12's HTTP API over linkcond's listeners: the routes of its `api.go`, with its JSON shapes, error
+/// shape `{"error","status"}` and status codes, so its client libraries drive linkcond unchanged.
+///
+/// | method and path                          | answer                                             |
+/// |------------------------------------------|----------------------------------------------------|
+/// | GET /version                             | `{"version": "2.12.0", "linkcond": "…"}`           |
+/// | GET /proxies                             | every proxy by name                                |
+/// | POST /proxies                            | 201 and the proxy; 409 if the name exists          |
+/// | POST /populate                           | 201 `{"proxies": […]}`: replace the different ones |
+/// | GET, POST, PATCH, DELETE /proxies/NAME   | show, merge listen/upstream/enabled, remove (204)  |
+/// | GET, POST /proxies/NAME/toxics           | list, add (200)                                    |
+/// | GET, POST, PATCH, DELETE …/toxics/TOXIC  | show, merge attributes and toxicity, remove (204)  |
+/// | POST /reset                              | 204: every proxy enabled, every toxic removed      |
+///
+/// Bodies are parsed and addresses resolved on a worker thread; changes are applied on the event loop thread,
+/// validated whole first, so a bad request changes nothing. Lives on the event loop thread.
+final class ToxiproxyAPI {
+    /// The Toxiproxy version whose API this one follows.
+    static let compatibleVersion = "2.12.0"
+    /// The most proxies one API serves, so a client cannot exhaust descriptors with listeners.
+    static let proxyLimit = 1000
+    /// The most toxics one proxy holds; each live connection keeps state for every one.
+    static let toxicLimit = 64
+
+    private unowned let state: ProxyState
+    private let worker: BodyParsingWorker
+    private var proxies: [String: ToxiproxyProxy] = [:]
+    /// Names in creation order, for stable listings.
+    private var order: [String] = []
+
+    init(state: ProxyState) {
+        self.state = state
+        worker = BodyParsingWorker(loop: state.loop)
+    }
+
+    /// Answers `request`; `reply` runs on the loop thread.
+    func handle(_ request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { String($0).removingPercentEncoding ?? String($0) }
+        switch (request.method, parts.count, parts.first ?? "") {
+        case ("GET", 1, "version"):
+            reply(.toxiproxyJSON(.object([("version", .string(Self.compatibleVersion)), ("linkcond", .string(linkcondVersion))])))
+        case ("POST", 1, "reset"):
+            reset(reply: reply)
+        case ("GET", 1, "proxies"):
+            reply(.toxiproxyJSON(.object(order.compactMap { name in proxies[name].map { (name, $0.json) } })))
+        case ("POST", 1, "proxies"):
+            create(request.body, reply: reply)
+        case ("POST", 1, "populate"):
+            populate(request.body, reply: reply)
+        case (_, 2, "proxies"):
+            proxyRoute(request, name: parts[1], reply: reply)
+        case (_, 3, "proxies") where parts[2] == "toxics":
+            toxicsRoute(request, proxyName: parts[1], reply: reply)
+        case (_, 4, "proxies") where parts[2] == "toxics":
+            toxicRoute(request, proxyName: parts[1], toxicName: parts[3], reply: reply)
+        default:
+            let known = parts.count == 1 && ["version", "reset", "proxies", "populate"].contains(parts[0])
+            reply(known ? ToxiproxyError(message: "\(request.method) is not allowed on \(request.path.prefix(80))", status: 405).response
+                        : ToxiproxyError(message: "404 page not found", status: 404).response)
+        }
+    }
+
+    func close() {
+        for proxy in proxies.values { proxy.stop(state: state) }
+        proxies.removeAll()
+        order.removeAll()
+    }
+
+    // MARK: proxies
+
+    /// A proxy as a request asks for it, with its addresses resolved when it is to be enabled.
+    struct ProxyRequest: Sendable {
+        var name: String
+        var listen: String
+        var upstream: String
+        var enabled: Bool
+        var resolved: ResolvedAddresses?
+    }
+
+    struct ResolvedAddresses: Sendable {
+        var listen: SocketAddress
+        var upstream: Endpoint
+        var upstreamAddresses: [SocketAddress]
+    }
+
+    /// Reads `{"name","listen","upstream","enabled"}` merged onto `defaults`; runs on the worker.
+    static func proxyRequest(_ body: JSONValue, defaults: ProxyRequest, position: String = "") -> Result<ProxyRequest, ToxiproxyError> {
+        guard case .object = body else { return .failure(.badRequestBody("expected a JSON object")) }
+        var result = defaults
+        for (key, path) in [("name", \ProxyRequest.name), ("listen", \ProxyRequest.listen), ("upstream", \ProxyRequest.upstream)] {
+            switch body[key] {
+            case nil, .null?: break
+            case .string(let text)?: result[keyPath: path] = text
+            default: return .failure(.badRequestBody("\"\(key)\" must be a string"))
+            }
+        }
+        switch body["enabled"] {
+        case nil, .null?: break
+        case .bool(let value)?: result.enabled = value
+        default: return .failure(.badRequestBody("\"enabled\" must be true or false"))
+        }
+        if result.name.isEmpty { return .failure(.missingField("name" + position)) }
+        if result.upstream.isEmpty { return .failure(.missingField("upstream" + position)) }
+        guard result.name.utf8.count <= 256, !result.name.contains("/") else {
+            return .failure(.badRequestBody("a proxy name is at most 256 bytes and has no \"/\""))
+        }
+        return .success(result)
+    }
+
+    /// Resolves the addresses of a proxy to be enabled; blocks on DNS, so it runs on the worker.
+    static func resolve(_ request: ProxyRequest) -> Result<ProxyRequest, ToxiproxyError> {
+        guard request.enabled else { return .success(request) }
+        let listenText = request.listen.isEmpty ? "127.0.0.1:0" : request.listen
+        guard let listen = Endpoint(parsing: listenText) else {
+            return .failure(.badRequestBody("listen \"\(listenText.prefix(80))\" is not HOST:PORT"))
+        }
+        guard let upstream = Endpoint(parsing: request.upstream) else {
+            return .failure(.badRequestBody("upstream \"\(request.upstream.prefix(80))\" is not HOST:PORT"))
+        }
+        do {
+            var request = request
+            request.resolved = ResolvedAddresses(listen: try listen.resolve()[0], upstream: upstream, upstreamAddresses: try upstream.resolve())
+            return .success(request)
+        } catch {
+            return .failure(.badRequestBody("\(error)"))
+        }
+    }
+
+    private func create(_ body: [UInt8], reply: @escaping (HTTPResponse) -> Void) {
+        let defaults = ProxyRequest(name: "", listen: "", upstream: "", enabled: true)
+        worker.parse({
+            JSONValue.parse(body).flatMap { Self.proxyRequest($0, defaults: defaults) }.flatMap(Self.resolve)
+        }) { [weak self] outcome in
+            guard let self else { return }
+            switch outcome {
+            case .failure(let error): reply(error.response)
+            case .success(let request):
+                guard self.proxies[request.name] == nil else { return reply(ToxiproxyError.proxyExists.response) }
+                switch self.add(request) {
+                case .failure(let error): reply(error.response)
+                case .success(let proxy): reply(.toxiproxyJSON(proxy.json, status: 201))
+                }
+            }
+        }
+    }
+
+    /// Makes the proxy `request` describes and starts it when enabled; nothing is kept when it cannot listen.
+    private func add(_ request: ProxyRequest) -> Result<ToxiproxyProxy, ToxiproxyError> {
+        guard proxies.count < Self.proxyLimit else {
+            return .failure(ToxiproxyError(message: "at most \(Self.proxyLimit) proxies", status: 400))
+        }
+        let seed = state.conditions.profile.seed.map { $0 ^ Self.nameHash(request.name) }
+        let proxy = ToxiproxyProxy(name: request.name, listen: request.listen.isEmpty ? "127.0.0.1:0" : request.listen,
+                                   upstream: request.upstream, loop: state.loop, seed: seed ?? UInt64.random(in: 0...UInt64.max))
+        if let error = start(proxy, request.resolved) { return .failure(error) }
+        proxies[request.name] = proxy
+        order.append(request.name)
+        return .success(proxy)
+    }
+
+    /// Starts `proxy` at `resolved`; a listen failure is Toxiproxy's 500 with the reason.
+    private func start(_ proxy: ToxiproxyProxy, _ resolved: ResolvedAddresses?) -> ToxiproxyError? {
+        guard let resolved else { return nil }
+        do {
+            try proxy.start(address: resolved.listen, upstream: resolved.upstream, upstreamAddresses: resolved.upstreamAddresses, state: state)
+            state.logger.info("toxiproxy: proxy \(proxy.name) listening on \(proxy.listen), upstream \(proxy.upstream)")
+            return nil
+        } catch {
+            return ToxiproxyError(message: "listen tcp \(proxy.listen): \(error)", status: 500)
+        }
+    }
+
+    /// FNV-1a of `name`: a proxy's seed depends on the profile's seed and its name, not on creation order.
+    static func nameHash(_ name: String) -> UInt64 {
+        name.utf8.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01b3 }
+    }
+
+    private func remove(_ name: String) {
+        proxies[name]?.stop(state: state)
+        proxies.removeValue(forKey: name)
+        order.removeAll { $0 == name }
+    }
+
+    private func populate(_ body: [UInt8], reply: @escaping (HTTPResponse) -> Void) {
+        worker.parse({ () -> Result<[ProxyRequest], ToxiproxyError> in
+            JSONValue.parse(body).flatMap { value in
+                guard case .array(let items) = value else { return .failure(.badRequestBody("expected a JSON array of proxies")) }
+                guard items.count <= Self.proxyLimit else { return .failure(.badRequestBody("at most \(Self.proxyLimit) proxies")) }
+                var requests: [ProxyRequest] = []
+                for (index, item) in items.enumerated() {
+                    let defaults = ProxyRequest(name: "", listen: "", upstream: "", enabled: true)
+                    switch Self.proxyRequest(item, defaults: defaults, position: " at proxy \(index + 1)").flatMap(Self.resolve) {
+                    case .failure(let error): return .failure(error)
+                    case .success(let request):
+                        if requests.contains(where: { $0.name == request.name }) {
+                            return .failure(ToxiproxyError(message: "duplicate proxy name \"\(request.name)\"", status: 500))
+                        }
+                        requests.append(request)
+                    }
+                }
+                return .success(requests)
+            }
+        }) { [weak self] outcome in
+            guard let self else { return }
+            switch outcome {
+            case .failure(let error):
+                var json = error.json
+                if case .object(let members) = json { json = .object(members + [("proxies", .array([]))]) }
+                reply(.toxiproxyJSON(json, status: error.status))
+            case .success(let requests):
+                var populated: [ToxiproxyProxy] = []
+                for request in requests {
+                    if let existing = self.proxies[request.name] {
+                        if existing.listen == request.listen && existing.upstream == request.upstream {
+                            populated.append(existing)
+                            continue
+                        }
+                        self.remove(request.name)
+                    }
+                    switch self.add(request) {
+                    case .failure(let error):
+                        return reply(.toxiproxyJSON(.object([("error", .string(error.message)), ("status", .number(Double(error.status))),
+                                                             ("proxies", .array(populated.map(\.json)))]), status: error.status))
+                    case .success(let proxy):
+                        populated.append(proxy)
+                    }
+                }
+                reply(.toxiproxyJSON(.object([("proxies", .array(populated.map(\.json)))]), status: 201))
+            }
+        }
+    }
+
+    private func proxyRoute(_ request: HTTPRequest, name: String, reply: @escaping (HTTPResponse) -> Void) {
+        guard let proxy = proxies[name] else {
+            return reply(["GET", "POST", "PATCH", "DELETE"].contains(request.method)
+                         ? ToxiproxyError.proxyNotFound.response : ToxiproxyError(message: "method not allowed", status: 405).response)
+        }
+        switch request.method {
+        case "GET":
+            reply(.toxiproxyJSON(proxy.json))
+        case "DELETE":
+            remove(name)
+            reply(HTTPResponse(status: 204, body: ""))
+        case "POST", "PATCH":
+            let current = ProxyRequest(name: name, listen: proxy.listen, upstream: proxy.upstream, enabled: proxy.enabled)
+            let body = request.body
+            worker.parse({
+                JSONValue.parse(body).flatMap { Self.proxyRequest($0, defaults: current) }.flatMap { update in
+                    var update = update
+                    update.name = current.name
+                    return Self.resolve(update)
+                }
+            }) { [weak self, weak proxy] outcome in
+                guard let self, let proxy, self.proxies[name] === proxy else { return reply(ToxiproxyError.proxyNotFound.response) }
+                switch outcome {
+                case .failure(let error): reply(error.response)
+                case .success(let update):
+                    if let error = self.update(proxy, to: update) { return reply(error.response) }
+                    reply(.toxiproxyJSON(proxy.json))
+                }
+            }
+        default:
+            reply(ToxiproxyError(message: "method not allowed", status: 405).response)
+        }
+    }
+
+    /// Toxiproxy's update: a new listen or upstream restarts the listener; `enabled` starts or stops it.
+    private func update(_ proxy: ToxiproxyProxy, to update: ProxyRequest) -> ToxiproxyError? {
+        if update.listen != proxy.listen || update.upstream != proxy.upstream {
+            proxy.stop(state: state)
+            proxy.listen = update.listen.isEmpty ? "127.0.0.1:0" : update.listen
+            proxy.upstream = update.upstream
+        }
+        if update.enabled && !proxy.enabled { return start(proxy, update.resolved) }
+        if !update.enabled { proxy.stop(state: state) }
+        return nil
+    }
+
+    private func reset(reply: @escaping (HTTPResponse) -> Void) {
+        let disabled = order.compactMap { proxies[$0] }.filter { !$0.enabled }
+            .map { ProxyRequest(name: $0.name, listen: $0.listen, upstream: $0.upstream, enabled: true) }
+        worker.parse({ disabled.map(Self.resolve) }) { [weak self] outcomes in
+            guard let self else { return }
+            for name in self.order {
+                guard let proxy = self.proxies[name] else { continue }
+                for chain in proxy.chains.values { chain.removeAll() }
+            }
+            for outcome in outcomes {
+                switch outcome {
+                case .failure(let error): return reply(error.response)
+                case .success(let request):
+                    guard let proxy = self.proxies[request.name], !proxy.enabled else { continue }
+                    if let error = self.start(proxy, request.resolved) { return reply(error.response) }
+                }
+            }
+            reply(HTTPResponse(status: 204, body: ""))
+        }
+    }
+
+    // MARK: toxics
+
+    private func toxicsRoute(_ request: HTTPRequest, proxyName: String, reply: @escaping (HTTPResponse) -> Void) {
+        guard let proxy = proxies[proxyName] else { return reply(ToxiproxyError.proxyNotFound.response) }
+        switch request.method {
+        case "GET":
+            reply(.toxiproxyJSON(.array(proxy.toxics.map(\.json))))
+        case "POST":
+            let body = request.body
+            worker.parse({ JSONValue.parse(body).flatMap(ToxicDefinition.parsing) }) { [weak self, weak proxy] outcome in
+                guard let self, let proxy, self.proxies[proxyName] === proxy else { return reply(ToxiproxyError.proxyNotFound.response) }
+                switch outcome {
+                case .failure(let error): reply(error.response)
+                case .success(let toxic):
+                    guard proxy.toxic(named: toxic.name) == nil else { return reply(ToxiproxyError.toxicExists.response) }
+                    guard proxy.toxics.count < Self.toxicLimit else {
+                        return reply(ToxiproxyError(message: "at most \(Self.toxicLimit) toxics per proxy", status: 400).response)
+                    }
+                    proxy.chains[toxic.stream]!.append(toxic)
+                    reply(.toxiproxyJSON(toxic.json))
+                }
+            }
+        default:
+            reply(ToxiproxyError(message: "method not allowed", status: 405).response)
+        }
+    }
+
+    private func toxicRoute(_ request: HTTPRequest, proxyName: String, toxicName: String, reply: @escaping (HTTPResponse) -> Void) {
+        guard let proxy = proxies[proxyName] else { return reply(ToxiproxyError.proxyNotFound.response) }
+        guard let toxic = proxy.toxic(named: toxicName) else { return reply(ToxiproxyError.toxicNotFound.response) }
+        switch request.method {
+        case "GET":
+            reply(.toxiproxyJSON(toxic.json))
+        case "DELETE":
+            proxy.chains[toxic.stream]!.remove(named: toxicName)
+            reply(HTTPResponse(status: 204, body: ""))
+        case "POST", "PATCH":
+            let body = request.body
+            worker.parse({ JSONValue.parse(body).flatMap { toxic.updated(with: $0) } }) { [weak self, weak proxy] outcome in
+                guard let self, let proxy, self.proxies[proxyName] === proxy, proxy.toxic(named: toxicName) != nil else {
+                    return reply(ToxiproxyError.toxicNotFound.response)
+                }
+                switch outcome {
+                case .failure(let error): reply(error.response)
+                case .success(let updated):
+                    proxy.chains[updated.stream]!.replace(updated)
+                    reply(.toxiproxyJSON(updated.json))
+                }
+            }
+        default:
+            reply(ToxiproxyError(message: "method not allowed", status: 405).response)
+        }
+    }
+}

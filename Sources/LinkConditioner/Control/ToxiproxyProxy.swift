@@ -1,0 +1,124 @@
+/// One proxy of the Toxiproxy API: a name, a linkcond TCP listener while it is enabled, and its toxics.
+///
+/// Lives on the event loop thread. The listener is an ordinary listener of the proxy state, so the profile's link,
+/// `status`, `offline` and scenarios apply to it as to any other; the toxics act per connection above that link.
+final class ToxiproxyProxy {
+    let name: String
+    /// The listen address as given, then as bound (port 0 comes back as the real port), as Toxiproxy shows it.
+    var listen: String
+    var upstream: String
+    private(set) var listener: TCPListener?
+    let chains: [ToxicStream: ToxicChain]
+    /// Where the seeds of each connection's stages come from: the profile's seed, so runs repeat, or fresh.
+    private var seeds: SeededRandom
+
+    init(name: String, listen: String, upstream: String, loop: EventLoop, seed: UInt64) {
+        self.name = name
+        self.listen = listen
+        self.upstream = upstream
+        chains = [.upstream: ToxicChain(loop: loop), .downstream: ToxicChain(loop: loop)]
+        seeds = SeededRandom(seed: seed)
+    }
+
+    var enabled: Bool { listener != nil }
+
+    /// Every toxic, upstream ones first, each direction in the order they were added (Toxiproxy's listing order).
+    var toxics: [ToxicDefinition] {
+        ToxicStream.allCases.flatMap { chains[$0]!.entries.map(\.definition) }
+    }
+
+    func toxic(named name: String) -> ToxicDefinition? { toxics.first { $0.name == name } }
+
+    /// Starts listening at `address` and relaying to `upstreamAddresses`; adds the listener to `state`.
+    func start(address: SocketAddress, upstream endpoint: Endpoint, upstreamAddresses: [SocketAddress],
+               state: ProxyState) throws(SystemError) {
+        guard listener == nil, var context = state.listenerContext else { return }
+        context.profile = state.conditions.effective
+        let listener = try TCPListener(address: address, upstream: endpoint, upstreamAddresses: upstreamAddresses, context: context)
+        listener.makeStages = { [unowned self] relay in
+            let end: (Bool) -> Void = { [weak relay] reset in relay?.close(reset: reset) }
+            return (ToxicStage(chain: self.chains[.upstream]!, seed: self.seeds.next(), end: end),
+                    ToxicStage(chain: self.chains[.downstream]!, seed: self.seeds.next(), end: end))
+        }
+        self.listener = listener
+        listen = listener.localAddress.description
+        state.listeners.append(listener)
+    }
+
+    /// Closes the listener and every connection it relays (they are reset, as in Toxiproxy).
+    func stop(state: ProxyState) {
+        guard let listener else { return }
+        listener.close()
+        state.listeners.removeAll { $0 === listener }
+        self.listener = nil
+    }
+
+    var json: JSONValue {
+        .object([("name", .string(name)), ("listen", .string(listen)), ("upstream", .string(upstream)),
+                 ("enabled", .bool(enabled)), ("toxics", .array(toxics.map(\.json)))])
+    }
+}
+
+extension ToxicDefinition {
+    var json: JSONValue {
+        let attributes = kind.attributeLimits.map { ($0.key, JSONValue.number(Double(attribute($0.key)))) }
+        return .object([("name", .string(name)), ("type", .string(kind.rawValue)), ("stream", .string(stream.rawValue)),
+                        ("toxicity", .number(toxicity)), ("attributes", .object(attributes))])
+    }
+
+    /// A new toxic from a create request's body: default stream `downstream`, toxicity 1, name `TYPE_STREAM`.
+    static func parsing(_ body: JSONValue) -> Result<ToxicDefinition, ToxiproxyError> {
+        guard case .object = body else { return .failure(.badRequestBody("expected a JSON object")) }
+        var stream = ToxicStream.downstream
+        switch body["stream"] {
+        case nil, .null?: break
+        case .string(let text)?:
+            guard let parsed = ToxicStream(rawValue: text) else { return .failure(.invalidStream) }
+            stream = parsed
+        default: return .failure(.badRequestBody("\"stream\" must be a string"))
+        }
+        var typeName = ""
+        switch body["type"] {
+        case nil, .null?: break
+        case .string(let text)?: typeName = text
+        default: return .failure(.badRequestBody("\"type\" must be a string"))
+        }
+        var name = "\(typeName)_\(stream.rawValue)"
+        switch body["name"] {
+        case nil, .null?: break
+        case .string(let text)?: if !text.isEmpty { name = text }
+        default: return .failure(.badRequestBody("\"name\" must be a string"))
+        }
+        guard let kind = ToxicKind(rawValue: typeName) else { return .failure(.invalidToxicType) }
+        guard name.utf8.count <= 256 else { return .failure(.badRequestBody("a toxic name is at most 256 bytes")) }
+        let definition = ToxicDefinition(name: name, kind: kind, stream: stream, toxicity: 1, attributes: [:])
+        return definition.updated(with: body)
+    }
+
+    /// This toxic with the attributes and toxicity of an update body merged in; anything else in it is ignored.
+    func updated(with body: JSONValue) -> Result<ToxicDefinition, ToxiproxyError> {
+        guard case .object = body else { return .failure(.badRequestBody("expected a JSON object")) }
+        var result = self
+        switch body["toxicity"] {
+        case nil, .null?: break
+        case .number(let value)?:
+            guard (0...1).contains(value) else { return .failure(.badRequestBody("toxicity \(value) is not between 0 and 1")) }
+            result.toxicity = value
+        default: return .failure(.badRequestBody("\"toxicity\" must be a number from 0 to 1"))
+        }
+        switch body["attributes"] {
+        case nil, .null?: break
+        case .object(let members)?:
+            for (key, value) in members {
+                guard let limit = kind.attributeLimits.first(where: { $0.key == key })?.maximum else { continue }
+                guard case .number(let number) = value, number == number.rounded(), number >= 0, number <= Double(limit) else {
+                    return .failure(.badRequestBody("\(kind.rawValue) attribute \"\(key)\" must be a whole number from 0 to \(limit), got \(value.rendered.prefix(40))"))
+                }
+                result.attributes[key] = Int64(number)
+            }
+        default: return .failure(.badRequestBody("\"attributes\" must be an object"))
+        }
+        if let reason = kind.inconsistency(result.attributes) { return .failure(.badRequestBody(reason)) }
+        return .success(result)
+    }
+}

@@ -1,0 +1,15 @@
+/// Toxiproxy's `limit_data`: after `bytes` bytes have passed (counted from when the toxic started acting), the
+/// stream ends: the other side gets exactly those bytes and then end of stream.
+final class LimitDataToxic: ToxicEffect {
+    let bytes: Int64
+    private var passed: Int64 = 0
+
+    init(bytes: Int64) { self.bytes = bytes }
+
+    func limit(_ count: Int) -> (kept: Int, ended: Bool) {
+        let remaining = max(0, bytes - passed)
+        let kept = Int(min(Int64(count), remaining))
+        passed += Int64(kept)
+        return (kept, passed >= bytes)
+    }
+}

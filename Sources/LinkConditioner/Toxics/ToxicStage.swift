@@ -1,0 +1,133 @@
+import DequeModule
+
+/// One direction of one connection through a Toxiproxy proxy: holds what the pump read until its toxics let it
+/// enter the link, in order.
+///
+/// Lives on the event loop thread. Each toxic of the chain acts on this connection with its toxicity's chance,
+/// drawn once per connection and direction from the stage's seed. The bytes themselves stay in the pump (and
+/// count against its buffer cap); the stage keeps only counts and instants.
+final class ToxicStage: StreamStage {
+    private struct Active {
+        let id: UInt64
+        let revision: UInt64
+        /// Whether the toxicity draw let the toxic act on this connection.
+        let acts: Bool
+        let effect: ToxicEffect
+    }
+
+    let loop: EventLoop
+    private let chain: ToxicChain
+    private let end: (Bool) -> Void
+    private var random: SeededRandom
+    private var active: [Active] = []
+    private var draws: [UInt64: Bool] = [:]
+    private weak var pump: StreamPump?
+    private var waiting = Deque<StagePiece>()
+    private var lastDue = Instant.zero
+    private var nextSliceAt = Instant.zero
+    private var releasing = false
+    private var closed = false
+    private lazy var alarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.release(at: now) }
+
+    /// `end(reset)` ends the connection (a timeout closes it, a reset_peer resets it).
+    init(chain: ToxicChain, seed: UInt64, end: @escaping (Bool) -> Void) {
+        self.loop = chain.loop
+        self.chain = chain
+        self.end = end
+        self.random = SeededRandom(seed: seed)
+        chain.register(self)
+        chainChanged(at: loop.clock.now())
+    }
+
+    private var acting: [ToxicEffect] { active.lazy.filter(\.acts).map(\.effect) }
+
+    /// Follows the chain: new toxics start acting (after their toxicity draw), removed ones stop, updated ones
+    /// restart with their new attributes.
+    func chainChanged(at now: Instant) {
+        guard !closed else { return }
+        var next: [Active] = []
+        var started: [ToxicEffect] = []
+        for entry in chain.entries {
+            if let current = active.first(where: { $0.id == entry.id && $0.revision == entry.revision }) {
+                next.append(current)
+                continue
+            }
+            let acts = draws[entry.id] ?? random.chance(entry.definition.toxicity)
+            draws[entry.id] = acts
+            let effect = entry.definition.makeEffect(random: SeededRandom(seed: random.next()))
+            next.append(Active(id: entry.id, revision: entry.revision, acts: acts, effect: effect))
+            if acts { started.append(effect) }
+        }
+        for old in active where !next.contains(where: { $0.effect === old.effect }) { old.effect.stop() }
+        active = next
+        for effect in started { effect.start(at: now, stage: self) }
+        release(at: now)
+    }
+
+    func limit(_ count: Int, at now: Instant) -> (kept: Int, ended: Bool) {
+        var kept = count
+        var ended = false
+        for effect in acting {
+            let (passed, cut) = effect.limit(kept)
+            kept = passed
+            ended = ended || cut
+        }
+        return (kept, ended)
+    }
+
+    func admit(_ count: Int, from pump: StreamPump, at now: Instant) {
+        self.pump = pump
+        var pieces = [StagePiece(count: count, due: now)]
+        for effect in acting { effect.shape(&pieces, at: now, stage: self) }
+        for piece in pieces where piece.count > 0 {
+            lastDue = max(piece.due, lastDue)
+            waiting.append(StagePiece(count: piece.count, due: lastDue))
+        }
+        release(at: now)
+    }
+
+    func endOfStreamDelay(at now: Instant) -> Duration {
+        acting.map(\.endOfStreamDelay).max() ?? .zero
+    }
+
+    /// Ends the connection on a toxic's behalf.
+    func endConnection(reset: Bool) {
+        guard !closed else { return }
+        end(reset)
+    }
+
+    /// Forwards every piece that is due, one slice at a time when a slicer acts, and waits for the next.
+    private func release(at now: Instant) {
+        guard !releasing, !closed, let pump else { return }
+        let effects = Array(acting)
+        if effects.contains(where: \.holdsData) { return }
+        let slicer = effects.last(where: \.slices)
+        releasing = true
+        defer { releasing = false }
+        while !closed, var head = waiting.first, head.due <= now {
+            guard let slicer else {
+                waiting.removeFirst()
+                pump.forward(head.count, at: now)
+                continue
+            }
+            guard nextSliceAt <= now, let (size, pause) = slicer.nextSlice(of: head.count) else { break }
+            head.count -= size
+            if head.count == 0 { waiting.removeFirst() } else { waiting[waiting.startIndex] = head }
+            nextSliceAt = now + pause
+            pump.forward(size, at: now)
+        }
+        if !closed, let head = waiting.first {
+            alarm.arm(at: slicer == nil ? head.due : max(head.due, nextSliceAt))
+        }
+    }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        alarm.cancel()
+        for entry in active { entry.effect.stop() }
+        active.removeAll()
+        waiting.removeAll()
+        chain.unregister(self)
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// `toxiproxy-server`: linkcond started under that name (a symlink) takes Toxiproxy server's flags, so scripts and
+/// containers that start `toxiproxy-server` run linkcond in its place.
+///
+/// Go's flag syntax: `-host H`, `-host=H`, `--host H`. `-host` defaults to localhost and `-port` to 8474, as in
+/// Toxiproxy; `-config FILE` creates the file's proxies at start. Beyond loopback, add `-allow-remote` and
+/// `-token TOKEN` (linkcond's rule for a remotely reachable API; Toxiproxy has no such flags).
+enum ToxiproxyServerPersonality {
+    static let name = "toxiproxy-server"
+
+    /// Whether the program was started as `toxiproxy-server`.
+    static func isInvoked(as program: String?) -> Bool {
+        program.map { ($0 as NSString).lastPathComponent == name } ?? false
+    }
+
+    /// The `linkcond run` arguments Toxiproxy server's `flags` stand for, or a usage error.
+    static func runArguments(for flags: [String]) throws(PersonalityError) -> [String] {
+        var host = "localhost"
+        var port = "8474"
+        var extra: [String] = []
+        var index = 0
+        func value(_ flag: String, inline: String?) throws(PersonalityError) -> String {
+            if let inline { return inline }
+            index += 1
+            guard index < flags.count else { throw PersonalityError("flag needs an argument: -\(flag)") }
+            return flags[index]
+        }
+        while index < flags.count {
+            let word = flags[index]
+            guard word.hasPrefix("-"), word != "-", word != "--" else { throw PersonalityError("unexpected argument \"\(word)\"") }
+            let body = word.drop { $0 == "-" }
+            let parts = body.split(separator: "=", maxSplits: 1).map(String.init)
+            let inline = parts.count == 2 ? parts[1] : nil
+            switch parts[0] {
+            case "host": host = try value("host", inline: inline)
+            case "port": port = try value("port", inline: inline)
+            case "config": extra += ["--toxiproxy-config", try value("config", inline: inline)]
+            case "token": extra += ["--control-token", try value("token", inline: inline)]
+            case "allow-remote": extra.append("--allow-remote")
+            case "version": return ["--version"]
+            case "h", "help": throw PersonalityError(usage, isHelp: true)
+            default:
+                throw PersonalityError("flag provided but not supported by linkcond's toxiproxy-server: -\(parts[0])\n\(usage)")
+            }
+            index += 1
+        }
+        guard let portNumber = UInt16(port) else { throw PersonalityError("-port \"\(port)\" is not a port number") }
+        let address = host.contains(":") ? "[\(host)]:\(portNumber)" : "\(host):\(portNumber)"
+        return ["run", "--toxiproxy", address] + extra
+    }
+
+    static let usage = """
+        Usage of toxiproxy-server (linkcond):
+          -host string      Host for toxiproxy's API to listen on (default "localhost")
+          -port string      Port for toxiproxy's API to listen on (default "8474")
+          -config string    JSON file containing proxies to create on startup
+          -allow-remote     Let the API listen beyond loopback (needs -token)
+          -token string     Token every API request must carry as "Authorization: Bearer TOKEN" (beyond loopback)
+          -version          Print the version and exit
+        """
+}
+
+/// A `toxiproxy-server` usage error (or the help text).
+struct PersonalityError: Error, CustomStringConvertible {
+    var description: String
+    var isHelp = false
+
+    init(_ description: String, isHelp: Bool = false) {
+        self.description = description
+        self.isHelp = isHelp
+    }
+}

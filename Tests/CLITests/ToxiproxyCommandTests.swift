@@ -1,0 +1,86 @@
+import Foundation
+import LinkConditioner
+import LoopbackPeers
+import Testing
+
+/// `linkcond run --toxiproxy` and the `toxiproxy-server` personality, as scripts and containers start them.
+@Suite(.serialized)
+struct ToxiproxyCommandTests {
+    @Test func theToxiproxyLineComesAfterTheListenersAndBeforeTheControlLine() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)",
+                                            "--toxiproxy", "127.0.0.1:0"])
+
+        let lines = [try linkcond.readLine(), try linkcond.readLine(), try linkcond.readLine()]
+
+        #expect(lines[0].hasPrefix("ready tcp 127.0.0.1:"))
+        #expect(lines[1].hasPrefix("ready toxiproxy http://127.0.0.1:") && !lines[1].hasSuffix(":0"), "\(lines[1])")
+        #expect(lines[2].hasPrefix("ready control http://127.0.0.1:"))
+        #expect(try linkcond.stop(signal: SIGTERM) == 0)
+        #expect(linkcond.remainingStdout().isEmpty)
+    }
+
+    @Test func aHostAloneGetsToxiproxysPort() throws {
+        let linkcond = try RunningLinkcond(["run", "--toxiproxy", "127.0.0.1"])
+        let line = Result { try linkcond.readLine(timeout: 10) }
+
+        switch line {
+        case .success(let text):
+            #expect(text == "ready toxiproxy http://127.0.0.1:8474")
+            #expect(try linkcond.stop(signal: SIGTERM) == 0)
+        case .failure:
+            // Another program holds 8474 here: linkcond must have said so, naming the port.
+            #expect(try linkcond.stop(signal: SIGTERM) == 1)
+            #expect(linkcond.stderrText.contains("127.0.0.1:8474"), "\(linkcond.stderrText)")
+        }
+    }
+
+    @Test func anAPIBeyondLoopbackNeedsAllowRemoteAndAToken() throws {
+        let result = try LinkcondProcess.run(["run", "--toxiproxy", "0.0.0.0:0"])
+
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--allow-remote and --control-token"), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func toxiproxyServerTakesTheServersFlagsAndItsConfigFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-toxiproxy-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = directory.appendingPathComponent("toxiproxy-server")
+        try FileManager.default.createSymbolicLink(at: server, withDestinationURL: LinkcondProcess.executable)
+        let config = directory.appendingPathComponent("toxiproxy.json")
+        try Data(#"[{"name":"redis","listen":"127.0.0.1:0","upstream":"127.0.0.1:6379"}]"#.utf8).write(to: config)
+
+        let linkcond = try RunningLinkcond(["-host=127.0.0.1", "-port", "0", "-config", config.path], executable: server)
+        let line = try linkcond.readLine()
+        defer { _ = try? linkcond.stop(signal: SIGTERM) }
+        let port = try #require(line.split(separator: ":").last.flatMap { UInt16($0) })
+        let stream = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: port)!, timeout: .seconds(20))
+        defer { stream.close() }
+        try stream.write(Array("GET /proxies/redis HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8))
+        let answer = String(decoding: try stream.readToEnd(), as: UTF8.self)
+
+        #expect(line.hasPrefix("ready toxiproxy http://127.0.0.1:"))
+        #expect(answer.hasPrefix("HTTP/1.1 200 ") && answer.contains(#""upstream":"127.0.0.1:6379""#), "\(answer)")
+    }
+
+    @Test func toxiproxyServerRefusesAFlagItDoesNotKnow() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-toxiproxy-flag-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = directory.appendingPathComponent("toxiproxy-server")
+        try? FileManager.default.createSymbolicLink(at: server, withDestinationURL: LinkcondProcess.executable)
+        let process = Process()
+        process.executableURL = server
+        process.arguments = ["-proxy-metrics"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+
+        try process.run()
+        process.waitUntilExit()
+
+        #expect(process.terminationStatus == 2)
+    }
+}

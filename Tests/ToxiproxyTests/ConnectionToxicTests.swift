@@ -1,0 +1,88 @@
+import Foundation
+import LinkConditioner
+import LoopbackPeers
+import Testing
+
+/// The toxics that end or hold connections, on real loopback connections through the Toxiproxy API: timeout,
+/// reset_peer and slow_close. Timing: never early, late by at most `late`.
+@Suite(.serialized)
+struct ConnectionToxicTests {
+    let late = 0.5
+
+    @Test func timeoutHoldsTheDataAndClosesAfterItsTimeout() throws {
+        let received = LockedBox(0)
+        let upstream = try TestServer { connection in
+            while let bytes = try? connection.receive(), !bytes.isEmpty { received.mutate { $0 += bytes.count } }
+        }
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop(); upstream.stop() }
+        let port = try api.createProxy("t", upstreamPort: upstream.port)
+        _ = try api.send("POST", "/proxies/t/toxics", #"{"type":"timeout","stream":"upstream","attributes":{"timeout":300}}"#)
+
+        let client = try TestConnection.connect(port: port)
+        defer { client.close() }
+        let start = MonotonicClock().now()
+        try client.send(Array(repeating: 7, count: 1000))
+        let answer = try client.receive()
+        let elapsed = secondsSince(start)
+
+        #expect(answer.isEmpty, "end of stream")
+        #expect(elapsed >= 0.3 && elapsed < 0.3 + late, "\(elapsed)")
+        #expect(received.value == 0)
+    }
+
+    @Test func timeoutZeroHoldsDataUntilTheToxicIsRemovedAndLosesNone() throws {
+        let echo = try TestServer.echo()
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop(); echo.stop() }
+        let port = try api.createProxy("t", upstreamPort: echo.port)
+        _ = try api.send("POST", "/proxies/t/toxics", #"{"name":"hold","type":"timeout","attributes":{"timeout":0}}"#)
+        let client = try TestConnection.connect(port: port, timeout: 0.3)
+        defer { client.close() }
+        try client.send(Array("held".utf8))
+        #expect(throws: (any Error).self) { try client.receive(exactly: 4) }
+
+        _ = try api.send("DELETE", "/proxies/t/toxics/hold")
+        let after = try TestConnection(fd: client.fd, timeout: 10).receive(exactly: 4)
+
+        #expect(after == Array("held".utf8))
+    }
+
+    @Test func resetPeerResetsTheClientAfterItsTimeout() throws {
+        let upstream = try TestServer { connection in try? connection.send(Array("hello".utf8)); Thread.sleep(forTimeInterval: 3) }
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop(); upstream.stop() }
+        let port = try api.createProxy("r", upstreamPort: upstream.port)
+        _ = try api.send("POST", "/proxies/r/toxics", #"{"type":"reset_peer","attributes":{"timeout":200}}"#)
+
+        let client = try TestConnection.connect(port: port)
+        defer { client.close() }
+        let start = MonotonicClock().now()
+        let outcome = Result { try client.receive() }
+        let elapsed = secondsSince(start)
+
+        #expect(throws: (any Error).self) { try outcome.get() }
+        #expect(elapsed >= 0.2 && elapsed < 0.2 + late, "\(elapsed)")
+    }
+
+    @Test func slowCloseDeliversDataAtOnceAndTheEndOfStreamLate() throws {
+        let upstream = try TestServer { connection in try? connection.send(Array("bye".utf8)); connection.shutdownWrite() }
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop(); upstream.stop() }
+        let port = try api.createProxy("s", upstreamPort: upstream.port)
+        _ = try api.send("POST", "/proxies/s/toxics", #"{"type":"slow_close","attributes":{"delay":300}}"#)
+
+        let client = try TestConnection.connect(port: port)
+        defer { client.close() }
+        let start = MonotonicClock().now()
+        let data = try client.receive(exactly: 3)
+        let dataAt = secondsSince(start)
+        let end = try client.receive()
+        let endAt = secondsSince(start)
+
+        #expect(data == Array("bye".utf8))
+        #expect(dataAt < 0.3)
+        #expect(end.isEmpty)
+        #expect(endAt >= 0.3 && endAt < 0.3 + late, "\(endAt)")
+    }
+}

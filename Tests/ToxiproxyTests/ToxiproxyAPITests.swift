@@ -1,0 +1,306 @@
+import Foundation
+import LinkConditioner
+import LoopbackPeers
+import Testing
+
+/// The Toxiproxy API as its client libraries call it: routes, JSON shapes, status codes and error shapes.
+@Suite(.serialized)
+struct ToxiproxyAPITests {
+    @Test func createdProxyAnswers201WithTheBoundPortAndNoToxics() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+
+        let (status, json) = try api.send("POST", "/proxies", #"{"name":"redis","listen":"127.0.0.1:0","upstream":"127.0.0.1:6379"}"#)
+
+        let proxy = try #require(json as? [String: Any])
+        #expect(status == 201)
+        #expect(proxy.string("name") == "redis")
+        #expect(proxy.string("upstream") == "127.0.0.1:6379")
+        #expect(proxy["enabled"] as? Bool == true)
+        #expect((proxy["toxics"] as? [Any])?.isEmpty == true)
+        let listen = try #require(proxy.string("listen"))
+        #expect(listen.hasPrefix("127.0.0.1:") && listen != "127.0.0.1:0")
+    }
+
+    @Test func proxiesAreListedByName() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        _ = try api.createProxy("one", upstreamPort: 9)
+        _ = try api.createProxy("two", upstreamPort: 9)
+
+        let (status, json) = try api.send("GET", "/proxies", as: .node)
+
+        let proxies = try #require(json as? [String: [String: Any]])
+        #expect(status == 200)
+        #expect(Set(proxies.keys) == ["one", "two"])
+        #expect(proxies["two"]?.string("name") == "two")
+    }
+
+    @Test func aSecondProxyWithTheSameNameIsAConflictAndChangesNothing() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        _ = try api.createProxy("db", upstreamPort: 5432)
+
+        let (status, json) = try api.send("POST", "/proxies", #"{"name":"db","upstream":"127.0.0.1:1"}"#)
+
+        #expect(status == 409)
+        #expect(errorShape(json) == ErrorShape(error: "proxy already exists", status: 409))
+        let (_, shown) = try api.send("GET", "/proxies/db")
+        #expect((shown as? [String: Any])?.string("upstream") == "127.0.0.1:5432")
+    }
+
+    @Test(arguments: [
+        (#"{"name":"x""#, "bad request body"),
+        (#"{"upstream":"127.0.0.1:1"}"#, "missing required field: name"),
+        (#"{"name":"x"}"#, "missing required field: upstream"),
+        (#"{"name":"x","upstream":"127.0.0.1:1","enabled":"yes"}"#, "bad request body"),
+        (#"{"name":"x","upstream":"no port here"}"#, "bad request body"),
+    ])
+    func badProxyBodiesAre400AndCreateNothing(_ body: String, _ message: String) throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+
+        let (status, json) = try api.send("POST", "/proxies", body)
+
+        #expect(status == 400)
+        let error = try #require(json as? [String: Any])
+        #expect(error.string("error")?.hasPrefix(message) == true, "\(error)")
+        #expect(error["status"] as? Int == 400)
+        #expect((try api.send("GET", "/proxies").json as? [String: Any])?.isEmpty == true)
+    }
+
+    @Test func aListenAddressInUseIs500WithTheReason() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        let taken = try api.createProxy("first", upstreamPort: 9)
+
+        let (status, json) = try api.send("POST", "/proxies", #"{"name":"second","listen":"127.0.0.1:\#(taken)","upstream":"127.0.0.1:9"}"#)
+
+        #expect(status == 500)
+        #expect((json as? [String: Any])?.string("error")?.contains("in use") == true, "\(String(describing: json))")
+        #expect(try api.send("GET", "/proxies/second").status == 404)
+    }
+
+    @Test func javaStyleOneFieldUpdatesMergeOntoTheProxy() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        let port = try api.createProxy("svc", upstreamPort: 9)
+
+        let disabled = try api.send("POST", "/proxies/svc", #"{"enabled":false}"#, as: .java)
+        let refused = Result { try TestConnection.connect(port: port, timeout: 2).receive(max: 1) }
+        let enabled = try api.send("PATCH", "/proxies/svc", #"{"enabled":true}"#, as: .go)
+
+        #expect(disabled.status == 200)
+        #expect((disabled.json as? [String: Any])?["enabled"] as? Bool == false)
+        #expect((disabled.json as? [String: Any])?.string("upstream") == "127.0.0.1:9")
+        #expect(throws: (any Error).self) { try refused.get() }
+        #expect((enabled.json as? [String: Any])?["enabled"] as? Bool == true)
+        #expect((enabled.json as? [String: Any])?.string("listen") == "127.0.0.1:\(port)")
+    }
+
+    @Test func aNewUpstreamTakesEffectForNewConnections() throws {
+        let first = try TestServer { connection in try? connection.send(Array("first".utf8)) }
+        let second = try TestServer { connection in try? connection.send(Array("second".utf8)) }
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop(); first.stop(); second.stop() }
+        let port = try api.createProxy("moving", upstreamPort: first.port)
+
+        let (status, _) = try api.send("PATCH", "/proxies/moving", #"{"upstream":"127.0.0.1:\#(second.port)"}"#, as: .node)
+        let client = try TestConnection.connect(port: port)
+        defer { client.close() }
+
+        #expect(status == 200)
+        #expect(try client.receive(exactly: 6) == Array("second".utf8))
+    }
+
+    @Test func toxicsGetToxiproxyDefaultsAndAreListedUpstreamFirst() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        _ = try api.createProxy("p", upstreamPort: 9)
+
+        let created = try api.send("POST", "/proxies/p/toxics", #"{"type":"latency","attributes":{"latency":100}}"#)
+        _ = try api.send("POST", "/proxies/p/toxics", #"{"type":"limit_data","stream":"upstream","attributes":{"bytes":10}}"#)
+        let listed = try api.send("GET", "/proxies/p/toxics", as: .java)
+
+        #expect(created.status == 200)
+        let toxic = try #require(created.json as? [String: Any])
+        #expect(toxic.string("name") == "latency_downstream")
+        #expect(toxic.string("stream") == "downstream")
+        #expect(toxic["toxicity"] as? Double == 1)
+        #expect(toxic["attributes"] as? [String: Int] == ["latency": 100, "jitter": 0])
+        let names = (listed.json as? [[String: Any]])?.compactMap { $0.string("name") }
+        #expect(names == ["limit_data_upstream", "latency_downstream"])
+    }
+
+    @Test func javaStyleToxicUpdatesMergeOneAttribute() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        _ = try api.createProxy("p", upstreamPort: 9)
+        _ = try api.send("POST", "/proxies/p/toxics", #"{"name":"lag","type":"latency","stream":"upstream","toxicity":1.0,"attributes":{"latency":100}}"#, as: .java)
+
+        let updated = try api.send("POST", "/proxies/p/toxics/lag", #"{"attributes":{"jitter":20}}"#, as: .java)
+        let patched = try api.send("PATCH", "/proxies/p/toxics/lag", #"{"toxicity":0.5}"#, as: .go)
+
+        #expect(updated.status == 200)
+        #expect((updated.json as? [String: Any])?["attributes"] as? [String: Int] == ["latency": 100, "jitter": 20])
+        #expect((patched.json as? [String: Any])?["toxicity"] as? Double == 0.5)
+        #expect((patched.json as? [String: Any])?["attributes"] as? [String: Int] == ["latency": 100, "jitter": 20])
+    }
+
+    @Test(arguments: [
+        (#"{"type":"teleport"}"#, 400, "invalid toxic type"),
+        (#"{"type":"latency","stream":"sideways"}"#, 400, "stream was invalid, can be either upstream or downstream"),
+        (#"{"type":"latency","attributes":{"latency":-1}}"#, 400, "bad request body"),
+        (#"{"type":"latency","attributes":{"latency":1e30}}"#, 400, "bad request body"),
+        (#"{"type":"bandwidth","attributes":{"rate":"fast"}}"#, 400, "bad request body"),
+        (#"{"type":"slicer","attributes":{"average_size":10,"size_variation":10}}"#, 400, "bad request body"),
+        (#"{"type":"latency","toxicity":1.5}"#, 400, "bad request body"),
+        (#"[1,2"#, 400, "bad request body"),
+        (#"{"type":"timeout","name":"taken"}"#, 409, "toxic already exists"),
+    ])
+    func badToxicsGetToxiproxysErrorAndChangeNothing(_ body: String, _ status: Int, _ message: String) throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        _ = try api.createProxy("p", upstreamPort: 9)
+        _ = try api.send("POST", "/proxies/p/toxics", #"{"type":"latency","name":"taken","attributes":{"latency":5}}"#)
+
+        let answer = try api.send("POST", "/proxies/p/toxics", body, as: .node)
+
+        #expect(answer.status == status)
+        let error = try #require(answer.json as? [String: Any])
+        #expect(error.string("error")?.hasPrefix(message) == true, "\(error)")
+        #expect(error["status"] as? Int == status)
+        let listed = try api.send("GET", "/proxies/p/toxics").json as? [[String: Any]]
+        #expect(listed?.count == 1)
+        #expect(listed?.first?["attributes"] as? [String: Int] == ["latency": 5, "jitter": 0])
+    }
+
+    @Test func unknownProxiesAndToxicsAre404() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        _ = try api.createProxy("p", upstreamPort: 9)
+
+        let noProxy = try api.send("GET", "/proxies/nope/toxics")
+        let noToxic = try api.send("DELETE", "/proxies/p/toxics/nope")
+        let deleteNoProxy = try api.send("DELETE", "/proxies/nope")
+
+        #expect(errorShape(noProxy.json) == ErrorShape(error: "proxy not found", status: 404))
+        #expect(errorShape(noToxic.json) == ErrorShape(error: "toxic not found", status: 404))
+        #expect(deleteNoProxy.status == 404)
+    }
+
+    @Test func populateCreatesReplacesChangedAndLeavesOthersAlone() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        let keptPort = try api.createProxy("kept", upstreamPort: 9)
+        _ = try api.createProxy("changed", upstreamPort: 9)
+        _ = try api.createProxy("untouched", upstreamPort: 9)
+        _ = try api.send("POST", "/proxies/kept/toxics", #"{"type":"latency"}"#)
+
+        let (status, json) = try api.send("POST", "/populate", """
+            [{"name":"kept","listen":"127.0.0.1:\(keptPort)","upstream":"127.0.0.1:9"},
+             {"name":"changed","listen":"127.0.0.1:0","upstream":"127.0.0.1:10"},
+             {"name":"new","upstream":"127.0.0.1:11","enabled":false}]
+            """)
+
+        #expect(status == 201)
+        let populated = try #require((json as? [String: Any])?["proxies"] as? [[String: Any]])
+        #expect(populated.compactMap { $0.string("name") } == ["kept", "changed", "new"])
+        #expect((populated[0]["toxics"] as? [Any])?.count == 1)
+        #expect(populated[1].string("upstream") == "127.0.0.1:10")
+        #expect(populated[2]["enabled"] as? Bool == false)
+        let all = try #require(try api.send("GET", "/proxies").json as? [String: Any])
+        #expect(Set(all.keys) == ["kept", "changed", "untouched", "new"])
+    }
+
+    @Test func populateWithOneBadProxyChangesNothing() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+
+        let (status, json) = try api.send("POST", "/populate", #"[{"name":"a","upstream":"127.0.0.1:1"},{"name":"b"}]"#)
+
+        #expect(status == 400)
+        #expect((json as? [String: Any])?.string("error") == "missing required field: upstream at proxy 2")
+        #expect((try api.send("GET", "/proxies").json as? [String: Any])?.isEmpty == true)
+    }
+
+    @Test func resetEnablesEveryProxyAndRemovesEveryToxic() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        _ = try api.createProxy("p", upstreamPort: 9)
+        _ = try api.send("POST", "/proxies/p/toxics", #"{"type":"timeout"}"#)
+        _ = try api.send("POST", "/proxies/p", #"{"enabled":false}"#)
+
+        let reset = try api.send("POST", "/reset")
+        let shown = try #require(try api.send("GET", "/proxies/p").json as? [String: Any])
+
+        #expect(reset.status == 204)
+        #expect(shown["enabled"] as? Bool == true)
+        #expect((shown["toxics"] as? [Any])?.isEmpty == true)
+    }
+
+    @Test func deletedProxyStopsListening() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        let port = try api.createProxy("gone", upstreamPort: 9)
+
+        let deleted = try api.send("DELETE", "/proxies/gone")
+
+        #expect(deleted.status == 204)
+        #expect(throws: (any Error).self) { try TestConnection.connect(port: port, timeout: 2).receive(max: 1) }
+        #expect(api.proxy.status().isEmpty)
+    }
+
+    @Test func aToxiproxyProxyIsAListenerTheProfileAndStatusSee() throws {
+        let echo = try TestServer.echo()
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop(); echo.stop() }
+        let port = try api.createProxy("seen", upstreamPort: echo.port)
+
+        api.proxy.apply(Profile.builtIn(named: "edge")!)
+        let client = try TestConnection.connect(port: port)
+        defer { client.close() }
+        let start = MonotonicClock().now()
+        try client.send([1])
+        _ = try client.receive(exactly: 1)
+
+        #expect(secondsSince(start) >= 0.8, "edge's 400 + 440 ms apply beneath the toxics")
+        #expect(api.proxy.status().map(\.address.port) == [port])
+    }
+
+    @Test(arguments: [
+        (ToxiproxyUnderTest.Client.go, ["Origin: http://evil.example"]),
+        (ToxiproxyUnderTest.Client.go, ["Sec-Fetch-Site: cross-site"]),
+        (ToxiproxyUnderTest.Client.browser, []),
+    ])
+    func whatAWebPageCouldSendIsRefused(_ client: ToxiproxyUnderTest.Client, _ headers: [String]) throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+
+        let (status, _) = try api.send("POST", "/proxies", #"{"name":"x","upstream":"127.0.0.1:9"}"#, as: client, headers: headers)
+
+        #expect(status == 403)
+        #expect((try api.send("GET", "/proxies").json as? [String: Any])?.isEmpty == true)
+    }
+
+    @Test func aForeignHostIsRefused() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        let stream = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: api.port)!, timeout: .seconds(20))
+        defer { stream.close() }
+
+        try stream.write(Array("GET /proxies HTTP/1.1\r\nHost: rebind.example:\(api.port)\r\n\r\n".utf8))
+
+        #expect(String(decoding: try stream.readToEnd(), as: UTF8.self).hasPrefix("HTTP/1.1 403 "))
+    }
+
+    @Test func versionNamesTheCompatibleToxiproxyVersion() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+
+        let (status, json) = try api.send("GET", "/version")
+
+        #expect(status == 200)
+        #expect((json as? [String: Any])?.string("version") == "2.12.0")
+    }
+}
