@@ -137,6 +137,7 @@ struct ControlAPI {
     static func profile(from body: String) -> Parsed<(Profile, String)> {
         let trimmed = body.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { return .refused(.error(400, "expected a built-in profile name or profile text in the body")) }
+        if let refusal = traceFileRefusal(in: body) { return .refused(refusal) }
         do {
             let profile = trimmed.contains("=") || trimmed.contains("\n")
                 ? try Profile(parsing: body, name: "inline", file: "request body")
@@ -164,6 +165,7 @@ struct ControlAPI {
             settings.append(Scenario.Setting(key: parts[0], value: parts[1]))
         }
         guard !settings.isEmpty else { return .refused(.error(400, "expected one or more \"key = value\" lines in the body")) }
+        if let refusal = traceFileRefusal(in: body) { return .refused(refusal) }
         var profile = snapshot
         do {
             for setting in settings { try profile.set(setting.key, to: setting.value) }
@@ -173,8 +175,22 @@ struct ControlAPI {
         return .parsed((settings, profile, profile.rendered))
     }
 
+    /// A refusal when a line of `body` sets a trace to a file path: the endpoint reads no file on anyone's behalf
+    /// (a trace file's errors would echo its lines). Built-in trace names pass.
+    static func traceFileRefusal(in body: String) -> HTTPResponse? {
+        for (index, line) in body.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).hasSuffix("trace"),
+                  parts[1].contains("/") else { continue }
+            return .error(400, "request body:\(index + 1): the control endpoint takes built-in trace names only "
+                + "(linkcond trace list); a trace file is read by `linkcond run --profile FILE`")
+        }
+        return nil
+    }
+
     /// A scenario whose profile steps name built-in profiles only. Runs on the worker thread.
     static func scenario(from body: String, name: String) -> Parsed<Scenario> {
+        if let refusal = traceFileRefusal(in: body) { return .refused(refusal) }
         do {
             return .parsed(try Scenario(parsing: body, name: String(name.prefix(100)), builtInProfilesOnly: true))
         } catch {
