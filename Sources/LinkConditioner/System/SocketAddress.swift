@@ -79,10 +79,30 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     public static func == (lhs: SocketAddress, rhs: SocketAddress) -> Bool {
-        lhs.description == rhs.description
+        lhs.identity == rhs.identity
     }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(description) }
+    public func hash(into hasher: inout Hasher) {
+        let identity = self.identity
+        hasher.combine(identity.family)
+        hasher.combine(identity.port)
+        hasher.combine(identity.high)
+        hasher.combine(identity.low)
+    }
+
+    /// What tells two addresses apart, as their `description` does (family, host, port), read from the raw bytes
+    /// without formatting: the UDP relay looks up a flow by address for every datagram.
+    private var identity: (family: Int32, port: UInt16, high: UInt64, low: UInt64) {
+        withUnsafeBytes(of: storage) { raw in
+            if family == AF_INET6 {
+                let address = raw.load(as: sockaddr_in6.self).sin6_addr
+                return withUnsafeBytes(of: address) { bytes in
+                    (family, port, bytes.loadUnaligned(as: UInt64.self), bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                }
+            }
+            return (family, port, 0, UInt64(raw.load(as: sockaddr_in.self).sin_addr.s_addr))
+        }
+    }
 
     func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws(SystemError) -> R) throws(SystemError) -> R {
         var copy = storage
