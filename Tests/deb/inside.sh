@@ -29,8 +29,10 @@ proxy_pid=$!
 read -r -t 20 _ _ listen <&3
 read -r -t 20 _ _ control <&3
 check "linkcond run prints its ready lines (proxy $listen, control $control)" test -n "$control"
-check "the control endpoint's /version says $expected_version" \
-    bash -c "busybox wget -q -O- '$control/version' | grep -q '\"version\": \"$expected_version\"'"
+check "the control endpoint refuses a request without its token" \
+    bash -c "! busybox wget -q -O- '$control/version' 2>/dev/null"
+check "linkcond status --json finds the token and says version $expected_version" \
+    bash -c "linkcond status --json --control '$control' | grep -q '\"version\" *: *\"$expected_version\"'"
 start=$(date +%s%N)
 http_proxy="http://$listen" busybox wget -q -O /tmp/got http://127.0.0.1:8080/page.bin
 end=$(date +%s%N)
