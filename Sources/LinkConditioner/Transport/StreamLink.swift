@@ -66,17 +66,9 @@ public final class StreamLink {
         self.reverseDelay = reverse.delay
         self.settings = settings
         self.bottleneck = Bottleneck(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
-                                     serializer: Self.serializer(for: profile))
+                                     serializer: profile.makeSerializer())
         self.random = SeededRandom(seed: seed)
         self.burstLoss = GilbertElliottLoss(profile: profile, roundTrip: .zero)
-    }
-
-    /// The profile's trace, else its rate with its burst (`auto`: one segment or 1 ms of rate), else unlimited.
-    private static func serializer(for profile: DirectionProfile) -> any Serializer {
-        if let trace = profile.trace { return TraceSerializer(trace: trace) }
-        guard let rate = profile.bandwidth else { return UnlimitedSerializer() }
-        let automatic = max(TCPSender.mss, Int(min(rate.bitsPerSecond / 8_000, Double(Int32.max))))
-        return ConstantRateSerializer(rate: rate, burst: profile.burst ?? ByteCount(bytes: automatic))
     }
 
     /// Live profile switch at `now`: segments queued and on their way keep their order and times; new settings
@@ -89,10 +81,12 @@ public final class StreamLink {
         self.reverseDelay = reverse.delay
         self.settings = settings
         if old.trace != profile.trace || old.bandwidth != profile.bandwidth || old.burst != profile.burst {
-            bottleneck.update(serializer: Self.serializer(for: profile), now: now)
+            bottleneck.update(serializer: profile.makeSerializer(), now: now)
         }
         if old.queueManagement != profile.queueManagement || old.queueLimit != profile.queueLimit {
-            bottleneck.update(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit), now: now)
+            let refused = bottleneck.update(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
+                                            now: now)
+            tally.counters.segmentsLost += refused.count
         }
         let wanted = GilbertElliottLoss(profile: profile, roundTrip: .zero)
         if wanted?.parameters != burstLoss?.parameters { burstLoss = wanted }

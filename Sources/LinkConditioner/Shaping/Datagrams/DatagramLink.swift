@@ -34,15 +34,7 @@ public final class DatagramLink {
         random = SeededRandom(seed: seed)
         bottleneck = Bottleneck(
             discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
-            serializer: Self.serializer(for: profile))
-    }
-
-    /// The serialiser a profile asks for: its trace, else its bandwidth (with its burst), else unlimited.
-    static func serializer(for profile: DirectionProfile) -> any Serializer {
-        if let trace = profile.trace { return TraceSerializer(trace: trace) }
-        guard let rate = profile.bandwidth else { return UnlimitedSerializer() }
-        let burst = profile.burst ?? ByteCount(bytes: 0)
-        return ConstantRateSerializer(rate: rate, burst: burst)
+            serializer: profile.makeSerializer())
     }
 
     /// Live profile switch at `now`: queued datagrams keep their order; a new discipline or limit takes them over
@@ -52,7 +44,7 @@ public final class DatagramLink {
         profile = newProfile
         pipeline = ImpairmentPipeline(profile: newProfile, roundTrip: roundTrip, kinds: ImpairmentPipeline.datagramKinds)
         if old.trace != newProfile.trace || old.bandwidth != newProfile.bandwidth || old.burst != newProfile.burst {
-            bottleneck.update(serializer: Self.serializer(for: newProfile), now: now)
+            bottleneck.update(serializer: newProfile.makeSerializer(), now: now)
         }
         if old.queueManagement != newProfile.queueManagement || old.queueLimit != newProfile.queueLimit {
             let discipline = newProfile.queueManagement.makeDiscipline(limit: newProfile.queueLimit)
