@@ -173,6 +173,9 @@ INIT
 # with no state left by the previous one; sets server_pid, lc_pid and lc_port.
 start_linkcond() {
     local server_port=""
+    # Removed first: the background job truncates server.out only when it starts, so a busy machine would let
+    # the loop below read the previous cell's (dead) server port.
+    rm -f "$work/server.out"
     "${boost[@]}" "$work/tcpprobe" serve 127.0.0.1 0 >"$work/server.out" &
     server_pid=$!
     for _ in $(seq 1 100); do
