@@ -8,24 +8,31 @@ struct DatagramRun {
     var outcomes: [DatagramDelivery] = []
 }
 
-extension LinkDirection {
+extension DatagramLink {
+    /// Wakes at every service time until nothing is left to serialise or `limit`.
+    func serveAll(until limit: Instant = .s(3600)) {
+        while let next = nextServiceTime, next <= limit {
+            _ = advance(to: next)
+        }
+    }
+
     /// Offers `count` datagrams of `size` bytes on `flow`, one every `interval` from `start`. Before each, serves the
     /// link and takes the outcomes due, as the relay's pump does, so delivered datagrams leave the link's accounting.
     @discardableResult
     func offerDatagrams(_ count: Int, size: Int, every interval: Duration, from start: Instant = .zero,
-                        on flow: LinkFlow) -> DatagramRun {
+                        on flow: DatagramFlow) -> DatagramRun {
         var run = DatagramRun()
         for number in 0..<count {
             let now = start + interval * number
             _ = advance(to: now)
             run.outcomes += flow.takeDeliverableDatagrams(at: now)
-            if enqueueDatagram(size, on: flow, at: now).isAccepted { run.accepted += 1 }
+            if enqueue(size, on: flow, at: now).isAccepted { run.accepted += 1 }
         }
         return run
     }
 }
 
-extension LinkFlow {
+extension DatagramFlow {
     /// Takes every datagram outcome at its exact time, in delivery order.
     func drainDatagrams() -> [DatagramDelivery] {
         var outcomes: [DatagramDelivery] = []

@@ -1,13 +1,14 @@
 import LinkConditioner
 import Testing
 
-/// Datagram flows on a link direction: one slice per datagram, tail drop, outcomes in delivery order.
+/// Datagram flows on a link direction: tail drop, outcomes in delivery order.
 struct DatagramLinkTests {
     @Test func anUnimpairedLinkDeliversEachDatagramAtOnceAndInOrder() {
-        let link = LinkDirection(profile: DirectionProfile(), roundTrip: .zero, seed: 1)
-        let flow = link.makeDatagramFlow()
+        let link = DatagramLink(profile: DirectionProfile(), roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
 
-        let admissions = [300, 20, 1200].map { link.enqueueDatagram($0, on: flow, at: .ms(1)) }
+        let admissions = [300, 20, 1200].map { link.enqueue($0, on: flow, at: .ms(1)) }
+        _ = link.advance(to: .ms(1))
         let outcomes = flow.takeDeliverableDatagrams(at: .ms(1))
 
         #expect(admissions == [.accepted(index: 0), .accepted(index: 1), .accepted(index: 2)])
@@ -20,11 +21,11 @@ struct DatagramLinkTests {
 
     @Test func eachDatagramIsOneSliceSerialisedAtTheRate() {
         let profile = DirectionProfile(bandwidth: .kbps(800), delay: .milliseconds(10), burst: ByteCount(bytes: 1000))
-        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 1)
-        let flow = link.makeDatagramFlow()
+        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
 
-        link.enqueueDatagram(1000, on: flow, at: .zero)
-        link.enqueueDatagram(1000, on: flow, at: .zero)
+        link.enqueue(1000, on: flow, at: .zero)
+        link.enqueue(1000, on: flow, at: .zero)
         link.serveAll()
         var times: [Instant] = []
         while let next = flow.nextDeliveryTime {
@@ -38,8 +39,8 @@ struct DatagramLinkTests {
 
     @Test func aFullQueueDropsDatagramsAtTheTailAndCountsThem() {
         let profile = DirectionProfile(bandwidth: .mbps(1), queue: ByteCount(bytes: 12_000))
-        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 1)
-        let flow = link.makeDatagramFlow()
+        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
 
         // 1000 datagrams of 1200 bytes offered at 10 Mbit/s into a 1 Mbit/s link with a 10-datagram queue.
         let run = link.offerDatagrams(1000, size: 1200, every: .microseconds(960), on: flow)
@@ -55,8 +56,8 @@ struct DatagramLinkTests {
 
     @Test func aDelayOnlyLinkCountsDatagramsInFlightAgainstItsQueue() {
         let profile = DirectionProfile(delay: .seconds(20), queue: ByteCount(bytes: 250_000))
-        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 1)
-        let flow = link.makeDatagramFlow()
+        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
 
         // A flood of 60 KB datagrams for one second: all of them would still be in flight for 19 more seconds.
         let run = link.offerDatagrams(1000, size: 60_000, every: .milliseconds(1), on: flow)
@@ -69,8 +70,8 @@ struct DatagramLinkTests {
 
     @Test func datagramsDeliveredFromADelayLineFreeTheQueueForNewOnes() {
         let profile = DirectionProfile(delay: .seconds(20), queue: ByteCount(bytes: 250_000))
-        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 1)
-        let flow = link.makeDatagramFlow()
+        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
         link.offerDatagrams(10, size: 60_000, every: .milliseconds(1), on: flow)
 
         let later = link.offerDatagrams(10, size: 60_000, every: .milliseconds(1), from: .ms(20_010),
@@ -81,37 +82,11 @@ struct DatagramLinkTests {
         #expect(link.counters.tailDrops == 12)
     }
 
-    @Test func removingADatagramFlowLeavesNothingInTheAccounting() {
-        let profile = DirectionProfile(bandwidth: .mbps(1), delay: .milliseconds(50))
-        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 1)
-        let flow = link.makeDatagramFlow()
-
-        link.offerDatagrams(20, size: 500, every: .milliseconds(1), on: flow)
-        link.remove(flow)
-
-        #expect(link.counters.queuedBytes == 0)
-        #expect(link.counters.inFlightBytes == 0)
-        #expect(link.counters.flows == 0)
-    }
-
-    @Test func streamFlowsOfTheSameLinkKeepTheirBehaviour() {
-        let profile = DirectionProfile(bandwidth: .mbps(10), loss: Percentage(2), duplicate: Percentage(50), reorder: Percentage(50))
-        let link = LinkDirection(profile: profile, roundTrip: .milliseconds(40), seed: 1)
-        let stream = link.makeFlow()
-
-        link.enqueue(500_000, on: stream, at: .zero)
-        let deliveries = link.schedule(of: [stream])[0]
-
-        #expect(total(deliveries) == 500_000)
-        #expect(isNonDecreasing(deliveries))
-        #expect(link.counters.duplicates == 0)
-    }
-
     @Test func theSameSeedDropsTheSameDatagrams() {
         func lostIndexes(seed: UInt64) -> [UInt64] {
             let profile = DirectionProfile(loss: Percentage(10), lossModel: .random)
-            let link = LinkDirection(profile: profile, roundTrip: .zero, seed: seed)
-            let flow = link.makeDatagramFlow()
+            let link = DatagramLink(profile: profile, roundTrip: .zero, seed: seed)
+            let flow = link.makeFlow()
             let run = link.offerDatagrams(2000, size: 100, every: .milliseconds(1), on: flow)
             link.serveAll()
             return (run.outcomes + flow.drainDatagrams()).filter { $0.copies == 0 }.map(\.index)

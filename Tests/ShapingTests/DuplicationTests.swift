@@ -5,8 +5,8 @@ import Testing
 struct DuplicationTests {
     @Test func duplicationRateLiesWithinTheBinomialInterval() {
         let profile = DirectionProfile(delay: .milliseconds(5), duplicate: Percentage(5))
-        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 11)
-        let flow = link.makeDatagramFlow()
+        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 11)
+        let flow = link.makeFlow()
 
         let run = link.offerDatagrams(20_000, size: 64, every: .microseconds(100), on: flow)
         link.serveAll()
@@ -19,22 +19,22 @@ struct DuplicationTests {
         #expect(withinBinomial99(doubled, trials: 20_000, probability: 0.05))
     }
 
-    @Test func aDuplicateCostsTheBottleneckOneMoreSerialisation() {
+    @Test func bothCopiesArriveTogetherAndTheCopyCostsNoSerialisation() {
         let profile = DirectionProfile(bandwidth: .kbps(800), burst: ByteCount(bytes: 1000), duplicate: Percentage(100))
-        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 1)
-        let flow = link.makeDatagramFlow()
+        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let flow = link.makeFlow()
 
-        link.enqueueDatagram(1000, on: flow, at: .zero)
-        link.enqueueDatagram(1000, on: flow, at: .zero)
+        link.enqueue(1000, on: flow, at: .zero)
+        link.enqueue(1000, on: flow, at: .zero)
         link.serveAll()
-        var times: [Instant] = []
+        var outcomes: [(Instant, Int)] = []
         while let next = flow.nextDeliveryTime {
-            times.append(next)
-            _ = flow.takeDeliverableDatagrams(at: next)
+            outcomes += flow.takeDeliverableDatagrams(at: next).map { (next, $0.copies) }
         }
 
-        // Each datagram takes 10 ms at 800 kbit/s and its copy 10 more; the first rides the burst credit.
-        #expect(times == [.ms(0), .ms(20)])
+        // Each datagram takes 10 ms at 800 kbit/s; the first rides the burst credit, the second follows it.
+        #expect(outcomes.map(\.0) == [.ms(0), .ms(10)])
+        #expect(outcomes.map(\.1) == [2, 2])
     }
 
     @Test func aLostDatagramIsNotDuplicated() {

@@ -3,10 +3,10 @@ import Testing
 
 /// Bursty loss by the Gilbert-Elliott model.
 struct GilbertElliottLossTests {
-    private func outcomes(_ parameters: GilbertElliottParameters, count: Int, seed: UInt64) -> (LinkDirection, [DatagramDelivery]) {
+    private func outcomes(_ parameters: GilbertElliottParameters, count: Int, seed: UInt64) -> (DatagramLink, [DatagramDelivery]) {
         let profile = DirectionProfile(lossModel: .gilbertElliott, gilbertElliott: parameters)
-        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: seed)
-        let flow = link.makeDatagramFlow()
+        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: seed)
+        let flow = link.makeFlow()
         let run = link.offerDatagrams(count, size: 100, every: .microseconds(50), on: flow)
         link.serveAll()
         return (link, run.outcomes + flow.drainDatagrams())
@@ -51,11 +51,9 @@ struct GilbertElliottLossTests {
     @Test func randomLossIsOffUnderTheGilbertElliottModel() {
         let profile = DirectionProfile(loss: Percentage(50), lossModel: .gilbertElliott)
         let pipeline = ImpairmentPipeline(profile: profile, roundTrip: .zero, kinds: ImpairmentPipeline.datagramKinds)
-        let tcp = ImpairmentPipeline(profile: profile, roundTrip: .zero)
 
         #expect(DatagramLoss(profile: profile, roundTrip: .zero) == nil)
         #expect(GilbertElliottLoss(profile: profile, roundTrip: .zero) != nil)
         #expect(!pipeline.isEmpty)
-        #expect(tcp.segmentSize == RetransmissionLoss.segmentBytes)
     }
 }

@@ -5,8 +5,8 @@ import Testing
 struct ReorderingTests {
     @Test func reorderRateLiesWithinTheBinomialInterval() {
         let profile = DirectionProfile(delay: .milliseconds(20), reorder: Percentage(5))
-        let link = LinkDirection(profile: profile, roundTrip: .zero, seed: 5)
-        let flow = link.makeDatagramFlow()
+        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 5)
+        let flow = link.makeFlow()
 
         // One datagram a millisecond: a datagram held back 20 ms is overtaken by the next ones.
         let run = link.offerDatagrams(10_000, size: 100, every: .milliseconds(1), on: flow)

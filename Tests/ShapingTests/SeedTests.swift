@@ -1,13 +1,14 @@
 import Testing
 import LinkConditioner
 
-private func jitteryLossySchedule(seed: UInt64) -> [Delivery] {
+private func jitteryLossySchedule(seed: UInt64) -> [DatagramDelivery] {
     let profile = DirectionProfile(
         bandwidth: .mbps(5), delay: .milliseconds(30), jitter: .milliseconds(10), loss: Percentage(3))
-    let link = LinkDirection(profile: profile, roundTrip: .milliseconds(60), seed: seed)
+    let link = DatagramLink(profile: profile, roundTrip: .milliseconds(60), seed: seed)
     let flow = link.makeFlow()
-    link.enqueue(300_000, on: flow, at: .zero)
-    return link.schedule(of: [flow])[0]
+    let run = link.offerDatagrams(200, size: 1200, every: .milliseconds(1), on: flow)
+    _ = link.advance(to: .s(10))
+    return run.outcomes + flow.drainDatagrams()
 }
 
 @Test func sameSeedGivesTheSameSchedule() {

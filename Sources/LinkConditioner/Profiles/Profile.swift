@@ -8,7 +8,7 @@ public struct DirectionProfile: Hashable, Sendable {
     public var delay: Duration = .zero
     /// Random variation added to `delay`, uniform in ±jitter (never reorders a TCP stream).
     public var jitter: Duration = .zero
-    /// Probability that a packet (a segment of `segmentSize` bytes, for TCP) is lost.
+    /// Probability that a packet (a datagram, or a TCP segment on the emulated path) is lost.
     public var loss: Percentage = .zero
     /// The link's buffer: bytes that may wait behind the bandwidth cap before senders are pushed back.
     public var queue: ByteCount = DirectionProfile.defaultQueue

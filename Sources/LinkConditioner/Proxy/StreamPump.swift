@@ -175,12 +175,10 @@ final class StreamPump {
         relay.pumpMayRead(self, at: now)
     }
 
-    /// Collects the bytes the model has released by `now`, writes them, and arms a timer for the next release.
+    /// Collects the bytes the model has released by `now` and writes them; the link reports the next release.
     func deliverDue(at now: Instant) -> Outcome {
         deliverableBytes += flow.takeDeliverable(at: now)
-        let outcome = writeDeliverable()
-        deliveryAlarm.arm(at: flow.nextDeliveryTime)
-        return outcome
+        return writeDeliverable()
     }
 
     /// Writes released bytes until the destination would block.

@@ -31,7 +31,7 @@ public enum DatagramAdmission: Hashable, Sendable {
 
 /// A flow's datagrams after serialisation, ordered by their outcome time; equal times keep sending order.
 ///
-/// Unlike a stream's `DelayLine`, datagrams may overtake each other (jitter, reordering).
+/// Unlike a TCP stream's arrivals, datagrams may overtake each other (jitter, reordering).
 struct DatagramLine {
     private struct Entry: Comparable {
         var at: Instant

@@ -1,6 +1,6 @@
 /// Independent random loss of datagrams: each one is dropped with probability `loss`, as netem's `loss random`.
 ///
-/// Unlike TCP's `RetransmissionLoss`, a dropped datagram is gone: nobody resends it.
+/// Unlike a lost TCP segment, which the transport model's sender repairs, a dropped datagram is gone.
 public struct DatagramLoss: Impairment {
     public var probability: Double
 

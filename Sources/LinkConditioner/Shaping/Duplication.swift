@@ -1,6 +1,7 @@
 /// Datagram duplication: with probability `probability` the receiver gets a datagram twice, as netem's `duplicate`.
 ///
-/// Both copies arrive at the same instant; the second costs the bottleneck one more serialisation.
+/// Both copies arrive at the same instant. The copy is made after the bottleneck, so it costs no serialisation
+/// (netem, which re-enqueues its copy at the root qdisc, charges it one).
 public struct Duplication: Impairment {
     public var probability: Double
 

@@ -1,32 +1,25 @@
-/// What happens to one segment after the bottleneck has serialised it, as the impairments decide.
+/// What happens to one datagram after the bottleneck has serialised it, as the impairments decide.
 ///
 /// The link fills in `size` and `serializationEnd` and starts `deliverAt` there; each impairment may push
-/// `deliverAt` later, charge the link `retransmissions` extra serialisations of the segment, stall the sender,
-/// or mark the segment `lost` (never delivered).
+/// `deliverAt` later, add copies, or mark the datagram `lost` (never delivered).
 public struct SegmentFate: Hashable, Sendable {
-    /// Payload bytes in the segment.
+    /// Payload bytes in the datagram.
     public var size: Int
-    /// When the segment's last byte left the bottleneck.
+    /// When the datagram's last byte left the bottleneck.
     public var serializationEnd: Instant
-    /// When the receiver may read the segment; never earlier than `serializationEnd`.
+    /// When the receiver may read the datagram; never earlier than `serializationEnd`.
     public var deliverAt: Instant
-    /// How many extra times the bottleneck must serialise the segment (TCP retransmissions).
-    public var retransmissions: Int
-    /// The flow may not hand the serialiser more bytes before this instant (a TCP sender waiting on a timeout).
-    public var senderStallUntil: Instant?
-    /// The segment never reaches the receiver: a dropped datagram, or a TCP connection that gave up retrying.
+    /// The datagram never reaches the receiver.
     public var lost: Bool
     /// Which loss model dropped a datagram, for the link's counters; nil for a segment that was not dropped.
     public var lossCause: LossCause?
-    /// How many copies of a datagram the receiver gets (2 when the link duplicated it); 1 for TCP.
+    /// How many copies of the datagram the receiver gets (2 when the link duplicated it).
     public var copies: Int
 
     public init(size: Int, serializationEnd: Instant) {
         self.size = size
         self.serializationEnd = serializationEnd
         self.deliverAt = serializationEnd
-        self.retransmissions = 0
-        self.senderStallUntil = nil
         self.lost = false
         self.lossCause = nil
         self.copies = 1
@@ -48,10 +41,10 @@ public enum LossCause: Hashable, Sendable {
     case burst
 }
 
-/// One per-segment effect of a link (delay, loss, and so on), applied in a pipeline after serialisation.
+/// One per-datagram effect of a link (delay, loss, and so on), applied in a pipeline after serialisation.
 ///
-/// A new impairment is one type conforming to this protocol, one entry in `ImpairmentPipeline.streamKinds` or
-/// `datagramKinds`, and one test. It draws every random number from `random`, so a seed reproduces its
+/// A new impairment is one type conforming to this protocol, one entry in `ImpairmentPipeline.datagramKinds`, and
+/// one test. (TCP streams take their loss and delay in `StreamLink`'s transport model instead.) It draws every random number from `random`, so a seed reproduces its
 /// decisions.
 public protocol Impairment: Sendable {
     /// The impairment `profile` asks for, or nil when the profile leaves this effect off.
@@ -59,19 +52,10 @@ public protocol Impairment: Sendable {
 
     /// Decides this impairment's share of `segment`'s fate.
     mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom)
-
-    /// The largest segment this impairment can decide on, in bytes; nil when any size will do.
-    var segmentSize: Int? { get }
 }
 
-extension Impairment {
-    public var segmentSize: Int? { nil }
-}
-
-/// The impairments a direction profile asks for, applied in order to every serialised segment.
+/// The impairments a direction profile asks for, applied in order to every serialised datagram.
 public struct ImpairmentPipeline: Sendable {
-    /// Every impairment kind a TCP stream link knows, in the order they apply.
-    public static let streamKinds: [any Impairment.Type] = [RetransmissionLoss.self, PropagationDelay.self]
     /// Every impairment kind a datagram link knows, in the order they apply: a datagram is lost or not, then
     /// duplicated, delayed, and perhaps held back behind later ones.
     public static let datagramKinds: [any Impairment.Type] = [
@@ -80,16 +64,12 @@ public struct ImpairmentPipeline: Sendable {
 
     private var stages: [any Impairment]
 
-    /// The largest segment every stage can decide on, or nil when segments may be any size.
-    public let segmentSize: Int?
-
     /// The stages of `kinds` that `profile` turns on, in the order of `kinds`.
-    public init(profile: DirectionProfile, roundTrip: Duration, kinds: [any Impairment.Type] = streamKinds) {
+    public init(profile: DirectionProfile, roundTrip: Duration, kinds: [any Impairment.Type] = datagramKinds) {
         stages = kinds.compactMap { $0.init(profile: profile, roundTrip: roundTrip) }
-        segmentSize = stages.compactMap(\.segmentSize).min()
     }
 
-    /// True when no stage is configured, so a segment is delivered as soon as it is serialised.
+    /// True when no stage is configured, so a datagram is delivered as soon as it is serialised.
     public var isEmpty: Bool { stages.isEmpty }
 
     /// Runs every stage on `segment`, in order.

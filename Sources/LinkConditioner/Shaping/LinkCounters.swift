@@ -8,9 +8,9 @@ public struct LinkCounters: Hashable, Sendable {
     public var queuedBytes = 0
     /// Bytes serialised and waiting for their delivery time now.
     public var inFlightBytes = 0
-    /// Serialiser slices sent, retransmissions included.
+    /// TCP segments sent into the bottleneck (retransmissions included), and datagrams that left it.
     public var transmissions = 0
-    /// Segment transmissions lost, each a retransmission and a sender stall for TCP.
+    /// TCP segment transmissions lost (dropped by the queue or by random or burst loss); the sender repairs each.
     public var segmentsLost = 0
     /// Flows attached to the link now.
     public var flows = 0

@@ -1,7 +1,7 @@
-/// Propagation delay with uniform jitter: a segment arrives `delay ± jitter` after it leaves the bottleneck.
+/// Propagation delay with uniform jitter: a datagram arrives `delay ± jitter` after it leaves the bottleneck.
 ///
-/// The offset is clamped at zero, so nothing arrives before it was sent; the flow's delay line keeps a stream's
-/// order, so jitter stretches gaps but never reorders bytes.
+/// The offset is clamped at zero, so nothing arrives before it was sent; datagrams may overtake each other.
+/// (`StreamLink` draws a TCP segment's delay itself and keeps a stream's arrivals in order.)
 public struct PropagationDelay: Impairment {
     public var delay: Duration
     public var jitter: Duration

@@ -39,9 +39,6 @@ public final class StreamFlow {
         return count
     }
 
-    /// Deliveries are driven by the link's own events, so a flow never asks for a wake-up of its own.
-    public var nextDeliveryTime: Instant? { nil }
-
     /// The flow's next own event: a segment arriving, an ACK arriving, a delayed ACK or a sender timer.
     var nextEventTime: Instant? {
         var next = arrivals.first?.at
