@@ -37,7 +37,7 @@ struct DatagramKeyTests {
 
         #expect(direction.lossModel == .random)
         #expect(direction.duplicate == .zero && direction.reorder == .zero)
-        #expect(ImpairmentPipeline(profile: direction, roundTrip: .zero, kinds: ImpairmentPipeline.datagramKinds).isEmpty)
+        #expect(ImpairmentPipeline(profile: direction, kinds: ImpairmentPipeline.datagramKinds).isEmpty)
     }
 
     @Test func anUnknownLossModelSaysWhichExist() {

@@ -4,7 +4,7 @@ import Testing
 /// Datagram flows on a link direction: tail drop, outcomes in delivery order.
 struct DatagramLinkTests {
     @Test func anUnimpairedLinkDeliversEachDatagramAtOnceAndInOrder() {
-        let link = DatagramLink(profile: DirectionProfile(), roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: DirectionProfile(), seed: 1)
         let flow = link.makeFlow()
 
         let admissions = [300, 20, 1200].map { link.enqueue($0, on: flow, at: .ms(1)) }
@@ -21,7 +21,7 @@ struct DatagramLinkTests {
 
     @Test func eachDatagramIsOneSliceSerialisedAtTheRate() {
         let profile = DirectionProfile(bandwidth: .kbps(800), delay: .milliseconds(10), burst: ByteCount(bytes: 1000))
-        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: profile, seed: 1)
         let flow = link.makeFlow()
 
         link.enqueue(1000, on: flow, at: .zero)
@@ -39,7 +39,7 @@ struct DatagramLinkTests {
 
     @Test func aFullQueueDropsDatagramsAtTheTailAndCountsThem() {
         let profile = DirectionProfile(bandwidth: .mbps(1), queue: ByteCount(bytes: 12_000))
-        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: profile, seed: 1)
         let flow = link.makeFlow()
 
         // 1000 datagrams of 1200 bytes offered at 10 Mbit/s into a 1 Mbit/s link with a 10-datagram queue.
@@ -56,7 +56,7 @@ struct DatagramLinkTests {
 
     @Test func aDelayOnlyLinkCountsDatagramsInFlightAgainstItsQueue() {
         let profile = DirectionProfile(delay: .seconds(20), queue: ByteCount(bytes: 250_000))
-        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: profile, seed: 1)
         let flow = link.makeFlow()
 
         // A flood of 60 KB datagrams for one second: all of them would still be in flight for 19 more seconds.
@@ -70,7 +70,7 @@ struct DatagramLinkTests {
 
     @Test func datagramsDeliveredFromADelayLineFreeTheQueueForNewOnes() {
         let profile = DirectionProfile(delay: .seconds(20), queue: ByteCount(bytes: 250_000))
-        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: profile, seed: 1)
         let flow = link.makeFlow()
         link.offerDatagrams(10, size: 60_000, every: .milliseconds(1), on: flow)
 
@@ -85,7 +85,7 @@ struct DatagramLinkTests {
     @Test func theSameSeedDropsTheSameDatagrams() {
         func lostIndexes(seed: UInt64) -> [UInt64] {
             let profile = DirectionProfile(loss: Percentage(10), lossModel: .random)
-            let link = DatagramLink(profile: profile, roundTrip: .zero, seed: seed)
+            let link = DatagramLink(profile: profile, seed: seed)
             let flow = link.makeFlow()
             let run = link.offerDatagrams(2000, size: 100, every: .milliseconds(1), on: flow)
             link.serveAll()

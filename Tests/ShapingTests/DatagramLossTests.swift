@@ -5,7 +5,7 @@ import Testing
 struct DatagramLossTests {
     @Test func randomLossRateLiesWithinTheBinomialInterval() {
         let profile = DirectionProfile(delay: .milliseconds(20), loss: Percentage(3))
-        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 42)
+        let link = DatagramLink(profile: profile, seed: 42)
         let flow = link.makeFlow()
 
         let run = link.offerDatagrams(20_000, size: 200, every: .microseconds(100), on: flow)

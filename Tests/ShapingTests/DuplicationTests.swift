@@ -5,7 +5,7 @@ import Testing
 struct DuplicationTests {
     @Test func duplicationRateLiesWithinTheBinomialInterval() {
         let profile = DirectionProfile(delay: .milliseconds(5), duplicate: Percentage(5))
-        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 11)
+        let link = DatagramLink(profile: profile, seed: 11)
         let flow = link.makeFlow()
 
         let run = link.offerDatagrams(20_000, size: 64, every: .microseconds(100), on: flow)
@@ -21,7 +21,7 @@ struct DuplicationTests {
 
     @Test func bothCopiesArriveTogetherAndTheCopyCostsNoSerialisation() {
         let profile = DirectionProfile(bandwidth: .kbps(800), burst: ByteCount(bytes: 1000), duplicate: Percentage(100))
-        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: profile, seed: 1)
         let flow = link.makeFlow()
 
         link.enqueue(1000, on: flow, at: .zero)

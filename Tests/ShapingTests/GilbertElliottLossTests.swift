@@ -5,7 +5,7 @@ import Testing
 struct GilbertElliottLossTests {
     private func outcomes(_ parameters: GilbertElliottParameters, count: Int, seed: UInt64) -> (DatagramLink, [DatagramDelivery]) {
         let profile = DirectionProfile(lossModel: .gilbertElliott, gilbertElliott: parameters)
-        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: seed)
+        let link = DatagramLink(profile: profile, seed: seed)
         let flow = link.makeFlow()
         let run = link.offerDatagrams(count, size: 100, every: .microseconds(50), on: flow)
         link.serveAll()
@@ -50,10 +50,10 @@ struct GilbertElliottLossTests {
 
     @Test func randomLossIsOffUnderTheGilbertElliottModel() {
         let profile = DirectionProfile(loss: Percentage(50), lossModel: .gilbertElliott)
-        let pipeline = ImpairmentPipeline(profile: profile, roundTrip: .zero, kinds: ImpairmentPipeline.datagramKinds)
+        let pipeline = ImpairmentPipeline(profile: profile, kinds: ImpairmentPipeline.datagramKinds)
 
-        #expect(DatagramLoss(profile: profile, roundTrip: .zero) == nil)
-        #expect(GilbertElliottLoss(profile: profile, roundTrip: .zero) != nil)
+        #expect(DatagramLoss(profile: profile) == nil)
+        #expect(GilbertElliottLoss(profile: profile) != nil)
         #expect(!pipeline.isEmpty)
     }
 }

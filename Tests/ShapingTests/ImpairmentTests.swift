@@ -2,13 +2,13 @@ import Testing
 import LinkConditioner
 
 @Test func defaultProfileBuildsAnEmptyPipeline() {
-    let pipeline = ImpairmentPipeline(profile: DirectionProfile(), roundTrip: .zero)
+    let pipeline = ImpairmentPipeline(profile: DirectionProfile())
 
     #expect(pipeline.isEmpty)
 }
 
 @Test func aLossyProfileBuildsAPipeline() {
-    let pipeline = ImpairmentPipeline(profile: DirectionProfile(loss: Percentage(1)), roundTrip: .zero)
+    let pipeline = ImpairmentPipeline(profile: DirectionProfile(loss: Percentage(1)))
 
     #expect(!pipeline.isEmpty)
 }

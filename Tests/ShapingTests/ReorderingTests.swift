@@ -5,7 +5,7 @@ import Testing
 struct ReorderingTests {
     @Test func reorderRateLiesWithinTheBinomialInterval() {
         let profile = DirectionProfile(delay: .milliseconds(20), reorder: Percentage(5))
-        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 5)
+        let link = DatagramLink(profile: profile, seed: 5)
         let flow = link.makeFlow()
 
         // One datagram a millisecond: a datagram held back 20 ms is overtaken by the next ones.

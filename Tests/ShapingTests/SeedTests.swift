@@ -4,7 +4,7 @@ import LinkConditioner
 private func jitteryLossySchedule(seed: UInt64) -> [DatagramDelivery] {
     let profile = DirectionProfile(
         bandwidth: .mbps(5), delay: .milliseconds(30), jitter: .milliseconds(10), loss: Percentage(3))
-    let link = DatagramLink(profile: profile, roundTrip: .milliseconds(60), seed: seed)
+    let link = DatagramLink(profile: profile, seed: seed)
     let flow = link.makeFlow()
     let run = link.offerDatagrams(200, size: 1200, every: .milliseconds(1), on: flow)
     _ = link.advance(to: .s(10))

@@ -43,7 +43,7 @@ struct BurstDefaultTests {
     }
 
     @Test func anIdleDatagramLinkSendsItsAutomaticBurstAtOnce() {
-        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(100)), roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(100)), seed: 1)
         let flow = link.makeFlow()
         for _ in 0..<10 { link.enqueue(1_250, on: flow, at: .ms(1_000)) }
 

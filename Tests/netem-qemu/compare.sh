@@ -179,7 +179,7 @@ start_linkcond() {
     "${boost[@]}" "$work/tcpprobe" serve 127.0.0.1 0 >"$work/server.out" &
     server_pid=$!
     for _ in $(seq 1 100); do
-        server_port=$(awk '/^ready/ { print $2 }' "$work/server.out")
+        server_port=$(awk '/^ready/ { print $2 }' "$work/server.out" 2>/dev/null || true)
         [ -n "$server_port" ] && break
         sleep 0.05
     done
@@ -188,7 +188,7 @@ start_linkcond() {
         >"$work/lc.out" 2>>"$work/linkcond.log" &
     lc_pid=$!
     for _ in $(seq 1 200); do
-        lc_port=$(sed -n 's/^ready tcp 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$work/lc.out" 2>/dev/null)
+        lc_port=$(sed -n 's/^ready tcp 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$work/lc.out" 2>/dev/null || true)
         [ -n "$lc_port" ] && return 0
         kill -0 "$lc_pid" 2>/dev/null || break
         sleep 0.05

@@ -86,8 +86,8 @@ final class DNSForwarder: ConditionedListener {
         self.profile = context.profile
         self.options = context.options
         let seed = context.profile.seed ?? UInt64.random(in: 0...UInt64.max)
-        queries = UDPLink(loop: loop, profile: Self.queryDirection(context.profile), roundTrip: .zero, seed: seed &+ 0x5D)
-        answers = UDPLink(loop: loop, profile: Self.answerDirection(context.profile), roundTrip: .zero, seed: seed &+ 0xA7)
+        queries = UDPLink(loop: loop, profile: Self.queryDirection(context.profile), seed: seed &+ 0x5D)
+        answers = UDPLink(loop: loop, profile: Self.answerDirection(context.profile), seed: seed &+ 0xA7)
         queryPump = DatagramPump(link: queries) { [unowned self] bytes, _ in self.write(bytes, on: self.upstreamSocket, to: nil) }
         answerPump = DatagramPump(link: answers) { [unowned self] bytes, client in self.write(bytes, on: self.udpSocket, to: client) }
         do {
@@ -292,8 +292,8 @@ final class DNSForwarder: ConditionedListener {
 
     func apply(_ profile: Profile) {
         self.profile = profile
-        queries.update(profile: Self.queryDirection(profile), roundTrip: .zero)
-        answers.update(profile: Self.answerDirection(profile), roundTrip: .zero)
+        queries.update(profile: Self.queryDirection(profile))
+        answers.update(profile: Self.answerDirection(profile))
     }
 
     /// Closes every TCP connection and forgets every UDP query still waiting for its answer.

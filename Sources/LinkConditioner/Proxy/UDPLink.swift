@@ -9,16 +9,16 @@ final class UDPLink {
     private var pumps: [ObjectIdentifier: DatagramPump] = [:]
     private lazy var serviceAlarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.service(at: now) }
 
-    init(loop: EventLoop, profile: DirectionProfile, roundTrip: Duration, seed: UInt64) {
+    init(loop: EventLoop, profile: DirectionProfile, seed: UInt64) {
         self.loop = loop
-        self.model = DatagramLink(profile: profile, roundTrip: roundTrip, seed: seed)
+        self.model = DatagramLink(profile: profile, seed: seed)
     }
 
     /// The uplink and downlink of a listener built from `context`.
     static func pair(for context: ListenerContext) -> (uplink: UDPLink, downlink: UDPLink) {
         let (profile, seeds) = (context.profile, context.directionSeeds)
-        return (UDPLink(loop: context.loop, profile: profile.uplink, roundTrip: profile.roundTrip, seed: seeds.uplink),
-                UDPLink(loop: context.loop, profile: profile.downlink, roundTrip: profile.roundTrip, seed: seeds.downlink))
+        return (UDPLink(loop: context.loop, profile: profile.uplink, seed: seeds.uplink),
+                UDPLink(loop: context.loop, profile: profile.downlink, seed: seeds.downlink))
     }
 
     func attach(_ pump: DatagramPump) -> DatagramFlow {
@@ -39,9 +39,9 @@ final class UDPLink {
         return admission
     }
 
-    func update(profile: DirectionProfile, roundTrip: Duration) {
+    func update(profile: DirectionProfile) {
         let now = loop.clock.now()
-        model.update(profile: profile, roundTrip: roundTrip, now: now)
+        model.update(profile: profile, now: now)
         service(at: now)
     }
 

@@ -167,8 +167,8 @@ final class UDPListener: ConditionedListener {
     /// Switches both directions to `profile`; datagrams already on the link keep their fate.
     func apply(_ profile: Profile) {
         self.profile = profile
-        uplink.update(profile: profile.uplink, roundTrip: profile.roundTrip)
-        downlink.update(profile: profile.downlink, roundTrip: profile.roundTrip)
+        uplink.update(profile: profile.uplink)
+        downlink.update(profile: profile.downlink)
     }
 
     /// Forgets every flow: datagrams on the link are dropped, and a client's next datagram opens a new flow

@@ -8,7 +8,7 @@ public struct DatagramLoss: Impairment {
         self.probability = probability
     }
 
-    public init?(profile: DirectionProfile, roundTrip: Duration) {
+    public init?(profile: DirectionProfile) {
         guard profile.lossModel == .random, profile.loss.probability > 0 else { return nil }
         self.init(probability: profile.loss.probability)
     }

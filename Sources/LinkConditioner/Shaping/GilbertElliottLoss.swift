@@ -52,7 +52,7 @@ public struct GilbertElliottLoss: Impairment {
         self.parameters = parameters
     }
 
-    public init?(profile: DirectionProfile, roundTrip: Duration) {
+    public init?(profile: DirectionProfile) {
         guard profile.lossModel == .gilbertElliott else { return nil }
         self.init(parameters: profile.gilbertElliott)
     }

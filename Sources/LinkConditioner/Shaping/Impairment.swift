@@ -48,7 +48,7 @@ public enum LossCause: Hashable, Sendable {
 /// decisions.
 public protocol Impairment: Sendable {
     /// The impairment `profile` asks for, or nil when the profile leaves this effect off.
-    init?(profile: DirectionProfile, roundTrip: Duration)
+    init?(profile: DirectionProfile)
 
     /// Decides this impairment's share of `segment`'s fate.
     mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom)
@@ -65,8 +65,8 @@ public struct ImpairmentPipeline: Sendable {
     private var stages: [any Impairment]
 
     /// The stages of `kinds` that `profile` turns on, in the order of `kinds`.
-    public init(profile: DirectionProfile, roundTrip: Duration, kinds: [any Impairment.Type] = datagramKinds) {
-        stages = kinds.compactMap { $0.init(profile: profile, roundTrip: roundTrip) }
+    public init(profile: DirectionProfile, kinds: [any Impairment.Type] = datagramKinds) {
+        stages = kinds.compactMap { $0.init(profile: profile) }
     }
 
     /// True when no stage is configured, so a datagram is delivered as soon as it is serialised.

@@ -11,7 +11,7 @@ public struct PropagationDelay: Impairment {
         self.jitter = jitter
     }
 
-    public init?(profile: DirectionProfile, roundTrip: Duration) {
+    public init?(profile: DirectionProfile) {
         guard profile.delay > .zero || profile.jitter > .zero else { return nil }
         self.init(delay: profile.delay, jitter: profile.jitter)
     }

@@ -20,7 +20,7 @@ public struct Reordering: Impairment {
         self.holdBack = holdBack
     }
 
-    public init?(profile: DirectionProfile, roundTrip: Duration) {
+    public init?(profile: DirectionProfile) {
         guard profile.reorder.probability > 0 else { return nil }
         self.init(probability: profile.reorder.probability, holdBack: Self.holdBack(delay: profile.delay))
     }

@@ -68,7 +68,7 @@ public final class StreamLink {
         self.bottleneck = Bottleneck(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
                                      serializer: profile.makeSerializer())
         self.random = SeededRandom(seed: seed)
-        self.burstLoss = GilbertElliottLoss(profile: profile, roundTrip: .zero)
+        self.burstLoss = GilbertElliottLoss(profile: profile)
     }
 
     /// Live profile switch at `now`: segments queued and on their way keep their order and times; new settings
@@ -88,7 +88,7 @@ public final class StreamLink {
                                             now: now)
             tally.counters.segmentsLost += refused.count
         }
-        let wanted = GilbertElliottLoss(profile: profile, roundTrip: .zero)
+        let wanted = GilbertElliottLoss(profile: profile)
         if wanted?.parameters != burstLoss?.parameters { burstLoss = wanted }
         for flow in flows {
             flow.sender.pathChanged(now: now)

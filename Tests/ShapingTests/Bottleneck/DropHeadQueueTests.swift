@@ -4,7 +4,7 @@ import LinkConditioner
 struct DropHeadQueueTests {
     @Test func aProfileNamesItAndAFullQueueLosesItsOldestDatagrams() throws {
         let profile = try Profile(parsing: "queue.discipline = drophead\nqueue = 3 packets\nbandwidth = 12 Mbit/s\n")
-        let link = DatagramLink(profile: profile.uplink, roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: profile.uplink, seed: 1)
         let flow = link.makeFlow()
 
         for _ in 0..<6 { link.enqueue(1500, on: flow, at: .zero) }

@@ -31,7 +31,7 @@ struct DatagramLinkBottleneckTests {
     @Test func codelDropsDatagramsThatStandInTheQueueAndCountsThem() {
         var profile = DirectionProfile(bandwidth: .mbps(12), queue: .mib(4))
         profile.queueManagement = QueueManagement(CoDelQueue.self)
-        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: profile, seed: 1)
         let flow = link.makeFlow()
 
         let outcomes = flood(link, flows: [flow], perMillisecond: 2, milliseconds: 3_000)
@@ -43,7 +43,7 @@ struct DatagramLinkBottleneckTests {
     }
 
     @Test func fifoOfTheSameSizeDropsOnlyAtTheTailAndLetsDelayGrow() {
-        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(12), queue: .mib(4)), roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(12), queue: .mib(4)), seed: 1)
         let flow = link.makeFlow()
 
         let outcomes = flood(link, flows: [flow], perMillisecond: 2, milliseconds: 3_000)
@@ -58,7 +58,7 @@ struct DatagramLinkBottleneckTests {
     @Test func fqCodelDropForAnotherFlowFreesThatFlowsDatagram() {
         var profile = DirectionProfile(bandwidth: .mbps(12), queue: ByteCount(bytes: 15_000))
         profile.queueManagement = QueueManagement(FQCoDelQueue.self)
-        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: profile, seed: 1)
         let bulk = link.makeFlow(), sparse = link.makeFlow()
         // The automatic burst (1 ms at 12 Mbit/s) sends one at once and one is on the wire; ten fill the queue.
         for _ in 0..<12 { link.enqueue(1500, on: bulk, at: .zero) }
@@ -77,7 +77,7 @@ struct DatagramLinkBottleneckTests {
     @Test func traceSetsTheDatagramRate() throws {
         var profile = DirectionProfile(queue: .mib(64))
         profile.trace = try DeliveryTrace(parsing: Array("1\n2\n2\n4\n".utf8), name: "t")
-        let link = DatagramLink(profile: profile, roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: profile, seed: 1)
         let flow = link.makeFlow()
         for _ in 0..<40 { link.enqueue(1500, on: flow, at: .zero) }
 
@@ -90,7 +90,7 @@ struct DatagramLinkBottleneckTests {
     }
 
     @Test func datagramsInPropagationCountAgainstTheQueue() {
-        let link = DatagramLink(profile: DirectionProfile(delay: .seconds(10), queue: ByteCount(bytes: 250_000)), roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: DirectionProfile(delay: .seconds(10), queue: ByteCount(bytes: 250_000)), seed: 1)
         let flow = link.makeFlow()
 
         let admissions = (0..<10).map { _ in link.enqueue(60_000, on: flow, at: .zero) }
@@ -102,7 +102,7 @@ struct DatagramLinkBottleneckTests {
     }
 
     @Test func impairmentsApplyAfterTheBottleneck() {
-        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(12), delay: .milliseconds(50)), roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(12), delay: .milliseconds(50)), seed: 1)
         let flow = link.makeFlow()
         link.enqueue(1500, on: flow, at: .zero)
         link.enqueue(1500, on: flow, at: .zero)
@@ -116,7 +116,7 @@ struct DatagramLinkBottleneckTests {
     }
 
     @Test func removingAFlowForgetsItsQueuedAndInFlightBytes() {
-        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(1), delay: .seconds(1)), roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(1), delay: .seconds(1)), seed: 1)
         let flow = link.makeFlow()
         for _ in 0..<5 { link.enqueue(1000, on: flow, at: .zero) }
         _ = link.advance(to: .ms(20))
@@ -131,11 +131,11 @@ struct DatagramLinkBottleneckTests {
 
 extension DatagramLinkBottleneckTests {
     @Test func aSmallerQueueFromALiveUpdateDropsWhatNoLongerFitsAsTailDrops() {
-        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(12), queue: .mib(1)), roundTrip: .zero, seed: 1)
+        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(12), queue: .mib(1)), seed: 1)
         let flow = link.makeFlow()
         for _ in 0..<10 { link.enqueue(1500, on: flow, at: .zero) }
 
-        link.update(profile: DirectionProfile(bandwidth: .mbps(12), queue: ByteCount(bytes: 4500)), roundTrip: .zero, now: .zero)
+        link.update(profile: DirectionProfile(bandwidth: .mbps(12), queue: ByteCount(bytes: 4500)), now: .zero)
         _ = link.advance(to: .s(1))
         let outcomes = flow.takeDeliverableDatagrams(at: .s(1))
 

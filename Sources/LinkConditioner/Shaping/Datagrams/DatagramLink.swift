@@ -28,9 +28,9 @@ public final class DatagramLink {
     private let tally = LinkTally()
 
     /// A direction shaped by `profile`; `seed` drives every random draw.
-    public init(profile: DirectionProfile, roundTrip: Duration, seed: UInt64) {
+    public init(profile: DirectionProfile, seed: UInt64) {
         self.profile = profile
-        pipeline = ImpairmentPipeline(profile: profile, roundTrip: roundTrip, kinds: ImpairmentPipeline.datagramKinds)
+        pipeline = ImpairmentPipeline(profile: profile, kinds: ImpairmentPipeline.datagramKinds)
         random = SeededRandom(seed: seed)
         bottleneck = Bottleneck(
             discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
@@ -39,10 +39,10 @@ public final class DatagramLink {
 
     /// Live profile switch at `now`: queued datagrams keep their order; a new discipline or limit takes them over
     /// (dropping what it has no room for), a new rate or trace applies from the next datagram on.
-    public func update(profile newProfile: DirectionProfile, roundTrip: Duration, now: Instant) {
+    public func update(profile newProfile: DirectionProfile, now: Instant) {
         let old = profile
         profile = newProfile
-        pipeline = ImpairmentPipeline(profile: newProfile, roundTrip: roundTrip, kinds: ImpairmentPipeline.datagramKinds)
+        pipeline = ImpairmentPipeline(profile: newProfile, kinds: ImpairmentPipeline.datagramKinds)
         if old.trace != newProfile.trace || old.bandwidth != newProfile.bandwidth || old.burst != newProfile.burst {
             bottleneck.update(serializer: newProfile.makeSerializer(), now: now)
         }
