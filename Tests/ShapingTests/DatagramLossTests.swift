@@ -21,7 +21,7 @@ struct DatagramLossTests {
     @Test func aLostDatagramIsReportedWithNoCopiesAndIsNeverRetried() {
         var loss = DatagramLoss(probability: 1)
         var random = SeededRandom(seed: 1)
-        var segment = SegmentFate(size: 512, serializationEnd: .ms(3))
+        var segment = SegmentFate(departure: .ms(3))
 
         loss.apply(to: &segment, random: &random)
 

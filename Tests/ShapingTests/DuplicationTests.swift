@@ -40,7 +40,7 @@ struct DuplicationTests {
     @Test func aLostDatagramIsNotDuplicated() {
         var duplication = Duplication(probability: 1)
         var random = SeededRandom(seed: 1)
-        var segment = SegmentFate(size: 64, serializationEnd: .zero)
+        var segment = SegmentFate(departure: .zero)
         segment.drop(.random)
 
         duplication.apply(to: &segment, random: &random)

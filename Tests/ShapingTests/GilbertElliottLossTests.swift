@@ -41,7 +41,7 @@ struct GilbertElliottLossTests {
         var random = SeededRandom(seed: 1)
 
         for _ in 0..<1000 {
-            var segment = SegmentFate(size: 100, serializationEnd: .zero)
+            var segment = SegmentFate(departure: .zero)
             model.apply(to: &segment, random: &random)
             #expect(!segment.lost)
         }

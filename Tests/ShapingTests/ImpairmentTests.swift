@@ -16,7 +16,7 @@ import LinkConditioner
 @Test func propagationDelayAddsDelayAfterSerialisation() {
     var delay = PropagationDelay(delay: .milliseconds(30), jitter: .zero)
     var random = SeededRandom(seed: 1)
-    var segment = SegmentFate(size: 100, serializationEnd: .ms(5))
+    var segment = SegmentFate(departure: .ms(5))
 
     delay.apply(to: &segment, random: &random)
 

@@ -26,7 +26,7 @@ struct ReorderingTests {
     @Test func aReorderedDatagramArrivesOneHoldBackLate() {
         var reordering = Reordering(probability: 1, holdBack: Reordering.holdBack(delay: .milliseconds(30)))
         var random = SeededRandom(seed: 1)
-        var segment = SegmentFate(size: 100, serializationEnd: .ms(2))
+        var segment = SegmentFate(departure: .ms(2))
         segment.deliverAt = .ms(32)
 
         reordering.apply(to: &segment, random: &random)

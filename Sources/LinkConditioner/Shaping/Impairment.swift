@@ -1,13 +1,9 @@
 /// What happens to one datagram after the bottleneck has serialised it, as the impairments decide.
 ///
-/// The link fills in `size` and `serializationEnd` and starts `deliverAt` there; each impairment may push
-/// `deliverAt` later, add copies, or mark the datagram `lost` (never delivered).
+/// `deliverAt` starts when the datagram left the bottleneck; each impairment may push it later, add copies, or
+/// mark the datagram `lost` (never delivered).
 public struct SegmentFate: Hashable, Sendable {
-    /// Payload bytes in the datagram.
-    public var size: Int
-    /// When the datagram's last byte left the bottleneck.
-    public var serializationEnd: Instant
-    /// When the receiver may read the datagram; never earlier than `serializationEnd`.
+    /// When the receiver may read the datagram; never earlier than it left the bottleneck.
     public var deliverAt: Instant
     /// The datagram never reaches the receiver.
     public var lost: Bool
@@ -16,10 +12,9 @@ public struct SegmentFate: Hashable, Sendable {
     /// How many copies of the datagram the receiver gets (2 when the link duplicated it).
     public var copies: Int
 
-    public init(size: Int, serializationEnd: Instant) {
-        self.size = size
-        self.serializationEnd = serializationEnd
-        self.deliverAt = serializationEnd
+    /// The fate of a datagram whose last byte left the bottleneck at `departure`: delivered then, once.
+    public init(departure: Instant) {
+        self.deliverAt = departure
         self.lost = false
         self.lossCause = nil
         self.copies = 1

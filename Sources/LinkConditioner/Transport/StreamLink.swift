@@ -271,7 +271,7 @@ public final class StreamLink {
 
     private func isLost() -> Bool {
         if burstLoss != nil {
-            var fate = SegmentFate(size: 0, serializationEnd: .zero)
+            var fate = SegmentFate(departure: .zero)
             burstLoss!.apply(to: &fate, random: &random)
             return fate.lost
         }

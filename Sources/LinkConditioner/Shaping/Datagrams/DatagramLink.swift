@@ -131,7 +131,7 @@ public final class DatagramLink {
                 schedule(DatagramDelivery(index: packet.tag, size: packet.bytes, copies: 0), flow: packet.flow, at: at)
             case let .departed(packet, at):
                 tally.counters.queuedBytes -= packet.bytes
-                var fate = SegmentFate(size: packet.bytes, serializationEnd: at)
+                var fate = SegmentFate(departure: at)
                 if !pipeline.isEmpty { pipeline.apply(to: &fate, random: &random) }
                 tally.counters.transmissions += 1
                 if fate.lost {
