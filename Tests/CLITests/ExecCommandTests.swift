@@ -119,6 +119,7 @@ struct ExecCommandTests {
         #expect(connect >= 0.200, "the grandchild's connect took \(connect) s; one round trip is 200 ms")
     }
 
+    /// The program may hold what the test process passed down, and nothing of linkcond's (TUN, sockets).
     @Test func theProgramInheritsNoDescriptorOfLinkcond() throws {
         let list = "ls /proc/$$/fd | sort -n | tr '\\n' ' '"
         let outside = Process()
@@ -135,8 +136,8 @@ struct ExecCommandTests {
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         // The last number is ls's own descriptor for the directory it lists.
-        let descriptors = { (text: String) in text.split(separator: " ").dropLast() }
-        #expect(descriptors(result.stdout) == descriptors(expected), "inside: \(result.stdout); the same shell outside: \(expected)")
+        let descriptors = { (text: String) in Set(text.split(separator: " ").dropLast()) }
+        #expect(descriptors(result.stdout).isSubset(of: descriptors(expected)), "inside: \(result.stdout); the same shell outside: \(expected)")
     }
 
     @Test func offlineRefusesNewConnectionsAndOnlineLetsThemThrough() throws {
