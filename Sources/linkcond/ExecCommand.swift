@@ -18,6 +18,10 @@ struct ExecCommand: ParsableCommand {
             Examples:
               linkcond exec --profile 3g -- curl -O http://example.test/file
               linkcond exec --profile edge --scenario subway -- npm test
+              linkcond exec --profile very-bad-network --forward 5432 -- go test ./...
+
+            Inside, 198.18.0.2 (fd0c:1c0d::2) is the host's loopback, through the link: 198.18.0.2:8080 reaches \
+            127.0.0.1:8080 on the host. --forward makes 127.0.0.1:PORT inside do the same.
 
             Exit status: the program's (128+N when signal N ended it); 127 when it is not found, 126 when it \
             cannot run; 1 when the namespaces cannot be built (the message says what the kernel refused), 2 for \
@@ -39,6 +43,9 @@ struct ExecCommand: ParsableCommand {
 
     @Option(name: .customLong("dns-upstream"), help: "Resolver the program's DNS lookups go to, HOST:PORT (default: the first nameserver in /etc/resolv.conf).")
     var dnsUpstream: String?
+
+    @Option(name: .long, help: "Ports whose 127.0.0.1:PORT inside reaches 127.0.0.1:PORT on the host, through the link (TCP and UDP), comma-separated or repeated.")
+    var forward: [String] = []
 
     @Flag(name: .shortAndLong, help: "Log every connection.")
     var verbose = false
@@ -68,6 +75,10 @@ struct ExecCommand: ParsableCommand {
             printError("linkcond: --control \"\(control)\" is neither HOST:PORT nor a socket path.")
             throw ExitStatus.badInput
         }
+        guard let forwards = ExecNamespace.parseForwards(forward.isEmpty ? "-" : forward.joined(separator: ",")) else {
+            printError("linkcond: --forward \"\(forward.joined(separator: ","))\": expected ports from 1 to 65535, such as 5432 or 3000,8080.")
+            throw ExitStatus.badInput
+        }
         let profile = try loadProfileOrExit(profile)
         let scenario = try scenario.map { try loadScenarioOrExit($0).0 }
         LoggingSystem.bootstrap { label in
@@ -79,7 +90,7 @@ struct ExecCommand: ParsableCommand {
         Namespaces.blockChildAndTerminationSignals()
         let launch: ExecLaunch
         do {
-            launch = try ExecLaunch(program: arguments, congestion: profile.tcp.congestion.rawValue)
+            launch = try ExecLaunch(program: arguments, congestion: profile.tcp.congestion.rawValue, forwards: forwards)
         } catch {
             printError("linkcond exec: \(error)")
             throw ExitStatus.runtimeFailure

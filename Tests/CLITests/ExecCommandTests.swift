@@ -120,6 +120,29 @@ struct ExecCommandTests {
     }
 
     /// The program may hold what the test process passed down, and nothing of linkcond's (TUN, sockets).
+    @Test func forwardMakesTheHostsLoopbackPortReachableInsideThroughTheLink() throws {
+        let server = try HTTPFileServer(body: Array("forwarded".utf8))
+        defer { server.stop() }
+        let profile = try ExecEnvironment.profileFile("delay = 100 ms\n")
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+
+        let result = try LinkcondProcess.run(["exec", "--profile", profile, "--forward", "\(server.port)", "--control", "127.0.0.1:0", "--",
+                                              "curl", "-sS", "-m", "10", "-w", " %{time_connect}", "http://127.0.0.1:\(server.port)/"])
+
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.hasPrefix("forwarded"), "stdout: \(result.stdout)")
+        let connect = Double(result.stdout.split(separator: " ").last ?? "") ?? -1
+        #expect(connect >= 0.200 && connect < 0.200 + 1.0, "connect through --forward took \(connect) s; one round trip is 200 ms")
+    }
+
+    @Test func rejectsAForwardThatIsNotAPortWithExitStatusTwo() throws {
+        let result = try LinkcondProcess.run(["exec", "--forward", "http", "--", "true"])
+
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--forward \"http\""), "stderr: \(result.stderr)")
+    }
+
+    /// The program may hold what the test process passed down, and nothing of linkcond's (TUN, sockets).
     @Test func theProgramInheritsNoDescriptorOfLinkcond() throws {
         let list = "ls /proc/$$/fd | sort -n | tr '\\n' ' '"
         let outside = Process()

@@ -15,7 +15,7 @@ public final class ExecLaunch {
 
     /// Starts the helper for `program` and waits until its namespaces are built; nothing is left behind when it
     /// throws.
-    public init(program: [String], congestion: String) throws {
+    public init(program: [String], congestion: String, forwards: [UInt16] = []) throws {
         let (ours, theirs) = try Namespaces.socketPair()
         let inherited: Int32
         do {
@@ -29,7 +29,8 @@ public final class ExecLaunch {
         let spawned: Int32
         do {
             spawned = try Namespaces.spawn(Namespaces.selfExecutable, ["linkcond", ExecNamespace.helperCommand, String(inherited),
-                                                                        congestion, "--"] + program)
+                                                                        congestion, forwards.isEmpty ? "-" : forwards.map(String.init).joined(separator: ","),
+                                                                        "--"] + program)
         } catch {
             Namespaces.close(ours)
             Namespaces.close(inherited)

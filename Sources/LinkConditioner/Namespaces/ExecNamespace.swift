@@ -29,16 +29,18 @@ public enum ExecNamespace {
         public var listenerV6: Int32
     }
 
-    /// Runs the helper: `__exec-namespace SOCKET CONGESTION -- PROGRAM ARGS…`. Never returns: it executes the
-    /// program, or exits 1 after telling linkcond what failed (126/127 when the program cannot run).
+    /// Runs the helper: `__exec-namespace SOCKET CONGESTION FORWARDS -- PROGRAM ARGS…`, FORWARDS being ports
+    /// joined by commas or `-`. Never returns: it executes the program, or exits 1 after telling linkcond what
+    /// failed (126/127 when the program cannot run).
     public static func runHelper(_ arguments: [String]) -> Never {
-        guard arguments.count >= 4, let socket = Int32(arguments[0]), arguments[2] == "--" else {
+        guard arguments.count >= 5, let socket = Int32(arguments[0]), arguments[3] == "--",
+              let forwards = parseForwards(arguments[2]) else {
             Namespaces.writeErrorLine("linkcond: \(helperCommand) is internal to linkcond exec")
             Namespaces.exit(2)
         }
-        let program = Array(arguments[3...])
+        let program = Array(arguments[4...])
         do {
-            let plumbing = try build(congestion: arguments[1])
+            let plumbing = try build(congestion: arguments[1], forwards: forwards)
             try Namespaces.send(Array("ok".utf8), descriptors: [plumbing.programTun, plumbing.gatewayTun,
                                                                  plumbing.listenerV4, plumbing.listenerV6], over: socket)
             for fd in [plumbing.programTun, plumbing.gatewayTun, plumbing.listenerV4, plumbing.listenerV6] { Namespaces.close(fd) }
@@ -62,7 +64,15 @@ public enum ExecNamespace {
         var description: String
     }
 
-    private static func build(congestion: String) throws -> Plumbing {
+    /// `--forward`'s ports as the helper receives them: comma-separated, or `-` for none.
+    public static func parseForwards(_ text: String) -> [UInt16]? {
+        if text == "-" { return [] }
+        let ports = text.split(separator: ",").map { UInt16($0.trimmingCharacters(in: .whitespaces)) }
+        guard !ports.isEmpty, ports.allSatisfy({ ($0 ?? 0) > 0 }) else { return nil }
+        return ports.compactMap { $0 }
+    }
+
+    private static func build(congestion: String, forwards: [UInt16]) throws -> Plumbing {
         let root = Namespaces.effectiveUserID == 0
         let (uid, gid) = (Namespaces.effectiveUserID, Namespaces.effectiveGroupID)
         do {
@@ -88,6 +98,7 @@ public enum ExecNamespace {
         try run("ip", "route", "add", "default", "dev", "lc0")
         try run("ip", "-6", "route", "add", "default", "dev", "lc0")
         setCongestion(congestion, report: true)
+        if !forwards.isEmpty { try forward(forwards) }
         try Namespaces.unshare(.network)
         let gatewayTun = try Namespaces.openTun(named: "lc1")
         try run("ip", "link", "set", "lo", "up")
@@ -111,6 +122,28 @@ public enum ExecNamespace {
         try Namespaces.bindText("nameserver \(AddressBytes.format(gatewayAddressV4))\n", over: "/etc/resolv.conf")
         return Plumbing(programTun: programTun, gatewayTun: gatewayTun,
                         listenerV4: listenerV4.descriptor, listenerV6: listenerV6.descriptor)
+    }
+
+    /// Makes 127.0.0.1:PORT inside reach the gateway's PORT (the host's 127.0.0.1:PORT) across the link: a DNAT
+    /// on locally made packets, loopback-sourced packets allowed out of lc0 (route_localnet) and given lc0's
+    /// address.
+    private static func forward(_ ports: [UInt16]) throws {
+        let list = ports.map(String.init).joined(separator: ", ")
+        let rules = """
+            add table ip linkcond
+            add chain ip linkcond forward { type nat hook output priority -100; }
+            add rule ip linkcond forward ip daddr 127.0.0.1 meta l4proto { tcp, udp } th dport { \(list) } dnat to \(AddressBytes.format(gatewayAddressV4))
+            add chain ip linkcond source { type nat hook postrouting priority 100; }
+            add rule ip linkcond source oifname "lc0" ip saddr 127.0.0.0/8 snat to \(AddressBytes.format(programAddressV4))
+            """
+        do {
+            try run("nft", rules.replacingOccurrences(of: "\n", with: "; "))
+        } catch {
+            throw SetupFailure(description: "--forward: nftables: \(error) (install the nftables package: apt-get install nftables)")
+        }
+        for device in ["all", "lc0"] {
+            try Namespaces.writeFile("/proc/sys/net/ipv4/conf/\(device)/route_localnet", "1")
+        }
     }
 
     private static func configure(_ device: String, v4: [UInt8], v6: [UInt8]) throws {
