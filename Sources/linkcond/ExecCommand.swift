@@ -47,6 +47,9 @@ struct ExecCommand: ParsableCommand {
     @Option(name: .long, help: "Ports whose 127.0.0.1:PORT inside reaches 127.0.0.1:PORT on the host, through the link (TCP and UDP), comma-separated or repeated.")
     var forward: [String] = []
 
+    @Option(name: .long, help: "Destinations whose packets bypass the link, added to the profile's exclude list: IPs and CIDR networks, comma-separated.")
+    var exclude: [String] = []
+
     @Flag(name: .shortAndLong, help: "Log every connection.")
     var verbose = false
 
@@ -79,6 +82,13 @@ struct ExecCommand: ParsableCommand {
             printError("linkcond: --forward \"\(forward.joined(separator: ","))\": expected ports from 1 to 65535, such as 5432 or 3000,8080.")
             throw ExitStatus.badInput
         }
+        var exclusions: [HostPattern] = []
+        do {
+            for list in exclude { exclusions += try Profile.none.setting("exclude", to: list).exclude }
+        } catch {
+            printError("linkcond: --exclude: \(error)")
+            throw ExitStatus.badInput
+        }
         let profile = try loadProfileOrExit(profile)
         let scenario = try scenario.map { try loadScenarioOrExit($0).0 }
         LoggingSystem.bootstrap { label in
@@ -95,7 +105,8 @@ struct ExecCommand: ParsableCommand {
             printError("linkcond exec: \(error)")
             throw ExitStatus.runtimeFailure
         }
-        let settings = ExecSettings(plumbing: launch.plumbing, dnsUpstream: dnsUpstream.flatMap(Endpoint.init(parsing:)))
+        let settings = ExecSettings(plumbing: launch.plumbing, dnsUpstream: dnsUpstream.flatMap(Endpoint.init(parsing:)),
+                                    exclude: exclusions)
         let proxy: ConditionedProxy
         do {
             proxy = try ConditionedProxy(listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0), kind: .exec(settings))],

@@ -5,10 +5,14 @@ public struct ExecSettings: Hashable, Sendable {
     public var plumbing: ExecNamespace.Plumbing
     /// The resolver the DNS forwarder asks; nil for the host's first nameserver.
     public var dnsUpstream: Endpoint?
+    /// Destinations whose packets bypass the link (`--exclude`, added to the profile's); packets carry addresses
+    /// only, so host names match nothing here.
+    public var exclude: [HostPattern]
 
-    public init(plumbing: ExecNamespace.Plumbing, dnsUpstream: Endpoint?) {
+    public init(plumbing: ExecNamespace.Plumbing, dnsUpstream: Endpoint?, exclude: [HostPattern] = []) {
         self.plumbing = plumbing
         self.dnsUpstream = dnsUpstream
+        self.exclude = exclude
     }
 }
 
@@ -40,6 +44,7 @@ final class ExecListener: RelayHost, ConditionedListener {
     private var acceptors: [(TCPAcceptor, Int32)] = []
     private let dns: DNSForwarder?
     private var profile: Profile
+    private let exclude: [HostPattern]
     private(set) var relays: [UInt64: TCPRelay] = [:]
     private var nextRelayID: UInt64 = 1
     private var flows: [IPPacketHeader: ExecDatagramFlow] = [:]
@@ -54,6 +59,7 @@ final class ExecListener: RelayHost, ConditionedListener {
         options = context.options
         readBuffer = context.readBuffer
         profile = context.profile
+        exclude = settings.exclude
         var unshaped = context
         unshaped.profile = .none
         (uplink, downlink) = ShapedLink.pair(for: unshaped)
@@ -118,12 +124,25 @@ final class ExecListener: RelayHost, ConditionedListener {
                 return
             }
             let packet = Array(packetBuffer[0..<count])
+            let header = IPPacketHeader(parsing: packet)
             if uplink {
-                if admitFromProgram(packet) { towardGateway.offer(packet, at: now) }
+                if let header, isExcluded(header.destination) {
+                    _ = leaveUplink(packet)
+                } else if admitFromProgram(packet) {
+                    towardGateway.offer(packet, at: now)
+                }
+            } else if let header, isExcluded(header.source) {
+                _ = write(packet, to: programTun)
             } else {
                 towardProgram.offer(packet, at: now)
             }
         }
+    }
+
+    /// Whether packets to or from `address` bypass the link: `--exclude` or the profile's `exclude`.
+    private func isExcluded(_ address: [UInt8]) -> Bool {
+        guard !exclude.isEmpty || !profile.exclude.isEmpty else { return false }
+        return exclude.contains { $0.matches(addressBytes: address) } || profile.exclude.contains { $0.matches(addressBytes: address) }
     }
 
     /// Applies the offline switch to a packet the program sent: a blackhole takes everything, a refusal answers
@@ -221,7 +240,11 @@ final class ExecListener: RelayHost, ConditionedListener {
         let header = flow.header
         let packet = IPPacketBuilder.udp(from: header.destination, port: header.destinationPort,
                                          to: header.source, port: header.sourcePort, payload: payload[...])
-        towardProgram.offer(packet, at: loop.clock.now())
+        if isExcluded(header.destination) {
+            _ = write(packet, to: programTun)
+        } else {
+            towardProgram.offer(packet, at: loop.clock.now())
+        }
     }
 
     private func forgetIdleFlows(at now: Instant) {
