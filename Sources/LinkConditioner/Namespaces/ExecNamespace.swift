@@ -149,7 +149,7 @@ public enum ExecNamespace {
     private static func configure(_ device: String, v4: [UInt8], v6: [UInt8]) throws {
         try run("ip", "addr", "add", AddressBytes.format(v4) + "/30", "dev", device)
         try run("ip", "-6", "addr", "add", AddressBytes.format(v6) + "/64", "dev", device, "nodad")
-        try run("ip", "link", "set", device, "up")
+        try run("ip", "link", "set", device, "txqueuelen", "4096", "up")
     }
 
     /// Sets the namespace's TCP congestion control. A kernel that does not allow it in new namespaces
