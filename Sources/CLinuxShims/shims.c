@@ -183,13 +183,17 @@ int clinux_block_child_signal(void) {
     return pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
-int clinux_wait_signal_or_child(void) {
+int clinux_wait_signal_or_child(int *from_terminal) {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGCHLD);
-    int sig = 0;
-    if (sigwait(&set, &sig) != 0) return -1;
+    siginfo_t info;
+    int sig;
+    do { sig = sigwaitinfo(&set, &info); } while (sig < 0 && errno == EINTR);
+    *from_terminal = sig > 0 && info.si_code == SI_KERNEL;
     return sig;
 }
+
+int clinux_die_with_parent(void) { return prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); }

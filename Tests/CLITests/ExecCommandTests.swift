@@ -256,6 +256,17 @@ struct ExecCommandTests {
         #expect(running.remainingStdout().contains("got-term"))
     }
 
+    @Test func theProgramDoesNotOutliveAKilledLinkcond() throws {
+        let running = try RunningLinkcond(["exec", "--control", "127.0.0.1:0", "--", "sh", "-c", "echo $$; exec sleep 60"])
+        let pid = try #require(Int32(try running.readLine(timeout: 30)))
+
+        _ = try? running.stop(signal: SIGKILL, timeout: 10)
+        let deadline = Date().addingTimeInterval(20)
+        while kill(pid, 0) == 0 && Date() < deadline { usleep(20_000) }
+
+        #expect(kill(pid, 0) != 0, "the program (pid \(pid)) still runs after linkcond was killed")
+    }
+
     @Test func repeatedRunsLeaveNoNamespaceProcessOrFileBehind() throws {
         let before = ExecEnvironment.leftovers()
 

@@ -151,8 +151,11 @@ int clinux_exec(const char *file, char *const argv[]);
 int clinux_wait_child(int pid, int nohang);
 /// Blocks SIGCHLD too, so the waiting thread hears of the child with sigwait.
 int clinux_block_child_signal(void);
-/// Waits for SIGINT, SIGTERM or SIGCHLD; returns the signal number.
-int clinux_wait_signal_or_child(void);
+/// Waits for SIGINT, SIGTERM or SIGCHLD; returns the signal number, and whether the kernel sent it (a terminal's
+/// ^C, which the whole foreground process group receives) in `*from_terminal`.
+int clinux_wait_signal_or_child(int *from_terminal);
+/// Has the kernel SIGKILL the calling process when its parent thread ends (PR_SET_PDEATHSIG; kept across exec).
+int clinux_die_with_parent(void);
 static inline int clinux_kill(int pid, int sig) { return kill(pid, sig); }
 static inline int clinux_dup_cloexec(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 3); }
 static inline int clinux_clear_cloexec(int fd) { return fcntl(fd, F_SETFD, 0); }

@@ -68,15 +68,15 @@ public final class ExecLaunch {
         _ = Namespaces.waitForChild(pid)
     }
 
-    /// Waits for the program to exit, forwarding SIGINT and SIGTERM to it; returns its exit status (128+N when
-    /// signal N ended it).
+    /// Waits for the program to exit, forwarding SIGINT and SIGTERM to it (except a terminal's, which the program
+    /// received itself); returns its exit status (128+N when signal N ended it).
     public func waitForExit(onSignal: (Int32) -> Void = { _ in }) -> Int32 {
         while true {
             if let status = Namespaces.waitForChild(pid, blocking: false) { return status }
-            let signal = Namespaces.waitForSignalOrChild()
+            let (signal, fromTerminal) = Namespaces.waitForSignalOrChild()
             if signal != Namespaces.childSignal && signal > 0 {
                 onSignal(signal)
-                Namespaces.signal(pid, signal)
+                if !fromTerminal { Namespaces.signal(pid, signal) }
             }
         }
     }

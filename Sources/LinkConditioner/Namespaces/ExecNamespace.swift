@@ -40,6 +40,7 @@ public enum ExecNamespace {
         }
         let program = Array(arguments[4...])
         do {
+            try Namespaces.dieWithParent()
             let plumbing = try build(congestion: arguments[1], forwards: forwards)
             try Namespaces.send(Array("ok".utf8), descriptors: [plumbing.programTun, plumbing.gatewayTun,
                                                                  plumbing.listenerV4, plumbing.listenerV6], over: socket)

@@ -150,8 +150,18 @@ public enum Namespaces {
         _ = clinux_block_child_signal()
     }
 
-    /// Waits for SIGINT, SIGTERM or SIGCHLD, blocked beforehand; returns the signal number.
-    public static func waitForSignalOrChild() -> Int32 { clinux_wait_signal_or_child() }
+    /// Waits for SIGINT, SIGTERM or SIGCHLD, blocked beforehand; returns the signal number and whether a terminal
+    /// sent it (to the whole foreground process group, the program included).
+    public static func waitForSignalOrChild() -> (signal: Int32, fromTerminal: Bool) {
+        var fromTerminal: Int32 = 0
+        let signal = clinux_wait_signal_or_child(&fromTerminal)
+        return (signal, fromTerminal != 0)
+    }
+
+    /// Makes the kernel kill the calling process (and the program it becomes) if linkcond dies first.
+    public static func dieWithParent() throws(SystemError) {
+        _ = try syscall("prctl PR_SET_PDEATHSIG") { clinux_die_with_parent() }
+    }
 
     public static let childSignal = SIGCHLD
     public static let familyV4 = AF_INET
