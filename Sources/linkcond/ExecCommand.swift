@@ -53,23 +53,15 @@ struct ExecCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Log every connection.")
     var verbose = false
 
-    @Argument(parsing: .captureForPassthrough, help: "The program and its arguments, after --.")
+    @Argument(parsing: .postTerminator, help: "The program and its arguments, after --.")
     var program: [String] = []
 
     func validate() throws {
-        if program.first == "--" { return }
         guard !program.isEmpty else { throw ValidationError("no program given: linkcond exec [OPTIONS] -- PROGRAM [ARGUMENTS…]") }
     }
 
-    /// The program's words without the `--` that separates them from linkcond's options.
-    private var programArguments: [String] { program.first == "--" ? Array(program.dropFirst()) : program }
-
     func run() throws {
-        let arguments = programArguments
-        guard !arguments.isEmpty else {
-            printError("linkcond: no program given: linkcond exec [OPTIONS] -- PROGRAM [ARGUMENTS…]")
-            throw ExitStatus.badInput
-        }
+        let arguments = program
         if let dnsUpstream, Endpoint(parsing: dnsUpstream) == nil {
             printError("linkcond: --dns-upstream \"\(dnsUpstream)\" is not HOST:PORT (IPv6 in brackets: [::1]:53).")
             throw ExitStatus.badInput

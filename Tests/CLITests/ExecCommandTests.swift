@@ -42,7 +42,7 @@ struct ExecCommandTests {
             return answer
         }
         defer { resolver.stop() }
-        let profile = try ExecEnvironment.profileFile("dns.delay = 400 ms\n")
+        let profile = try ExecEnvironment.profileFile("dns.delay = 400 ms\ndelay = 50 ms\n")
         defer { try? FileManager.default.removeItem(atPath: profile) }
 
         let result = try LinkcondProcess.run(["exec", "--profile", profile, "--control", "127.0.0.1:0",
@@ -53,7 +53,8 @@ struct ExecCommandTests {
         #expect(result.stdout.contains("status: NOERROR"), "dig: \(result.stdout)")
         let line = result.stdout.split(separator: "\n").first { $0.contains("Query time:") } ?? ""
         let milliseconds = line.split(separator: " ").compactMap { Int($0) }.first ?? -1
-        #expect(milliseconds >= 400 && milliseconds < 400 + 3000, "dig's query took \(milliseconds) ms with dns.delay 400 ms")
+        // dns.delay plus one round trip of the link; dig truncates to whole milliseconds and starts its clock as it sends.
+        #expect(milliseconds >= 499 && milliseconds < 500 + 3000, "dig's query took \(milliseconds) ms with dns.delay 400 ms and a 100 ms round trip")
     }
 
     @Test func aUDPClientLosesWhatTheProfileSaysWithinTheBinomialInterval() throws {
@@ -119,80 +120,23 @@ struct ExecCommandTests {
         #expect(connect >= 0.200, "the grandchild's connect took \(connect) s; one round trip is 200 ms")
     }
 
-    /// The program may hold what the test process passed down, and nothing of linkcond's (TUN, sockets).
-    @Test func forwardMakesTheHostsLoopbackPortReachableInsideThroughTheLink() throws {
-        let server = try HTTPFileServer(body: Array("forwarded".utf8))
-        defer { server.stop() }
-        let profile = try ExecEnvironment.profileFile("delay = 100 ms\n")
-        defer { try? FileManager.default.removeItem(atPath: profile) }
-
-        let result = try LinkcondProcess.run(["exec", "--profile", profile, "--forward", "\(server.port)", "--control", "127.0.0.1:0", "--",
-                                              "curl", "-sS", "-m", "10", "-w", " %{time_connect}", "http://127.0.0.1:\(server.port)/"])
-
-        #expect(result.status == 0, "stderr: \(result.stderr)")
-        #expect(result.stdout.hasPrefix("forwarded"), "stdout: \(result.stdout)")
-        let connect = Double(result.stdout.split(separator: " ").last ?? "") ?? -1
-        #expect(connect >= 0.200 && connect < 0.200 + 1.0, "connect through --forward took \(connect) s; one round trip is 200 ms")
-    }
-
-    @Test func excludedDestinationsBypassTheLink() throws {
-        let server = try HTTPFileServer(body: Array("direct".utf8))
-        defer { server.stop() }
-        let profile = try ExecEnvironment.profileFile("delay = 1 s\n")
-        defer { try? FileManager.default.removeItem(atPath: profile) }
-
-        let result = try LinkcondProcess.run(["exec", "--profile", profile, "--exclude", "198.18.0.0/30", "--control", "127.0.0.1:0", "--",
-                                              "curl", "-sS", "-m", "20", "-w", " %{time_connect}", "http://198.18.0.2:\(server.port)/"])
-
-        #expect(result.status == 0, "stderr: \(result.stderr)")
-        #expect(result.stdout.hasPrefix("direct"), "stdout: \(result.stdout)")
-        let connect = Double(result.stdout.split(separator: " ").last ?? "") ?? -1
-        #expect(connect >= 0 && connect < 1.0, "an excluded connect took \(connect) s; through the link it takes 2 s")
-    }
-
-    @Test func theHostsLoopbackIsNotTheProgramsLoopback() throws {
-        let server = try HTTPFileServer(body: Array("host".utf8))
-        defer { server.stop() }
-
-        let result = try LinkcondProcess.run(["exec", "--control", "127.0.0.1:0", "--",
-                                              "curl", "-sS", "-m", "5", "http://127.0.0.1:\(server.port)/"])
-
-        #expect(result.status == 7, "curl to the host's loopback port from inside: status \(result.status), \(result.stdout)")
-    }
-
-    @Test func rejectsAnUnknownProfileWithExitStatusTwoBeforeStartingTheProgram() throws {
-        let result = try LinkcondProcess.run(["exec", "--profile", "no-such-profile", "--", "sh", "-c", "echo started"])
-
-        #expect(result.status == 2)
-        #expect(!result.stdout.contains("started"))
-    }
-
-    @Test func rejectsAForwardThatIsNotAPortWithExitStatusTwo() throws {
-        let result = try LinkcondProcess.run(["exec", "--forward", "http", "--", "true"])
-
-        #expect(result.status == 2)
-        #expect(result.stderr.contains("--forward \"http\""), "stderr: \(result.stderr)")
-    }
-
-    /// The program may hold what the test process passed down, and nothing of linkcond's (TUN, sockets).
+    /// linkcond started with only stdin, stdout and stderr open: the program gets those three and nothing else.
     @Test func theProgramInheritsNoDescriptorOfLinkcond() throws {
-        let list = "ls /proc/$$/fd | sort -n | tr '\\n' ' '"
-        let outside = Process()
-        let pipe = Pipe()
-        outside.executableURL = URL(fileURLWithPath: "/bin/sh")
-        outside.arguments = ["-c", list]
-        outside.standardOutput = pipe
-        outside.standardError = Pipe()
-        try outside.run()
-        let expected = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        outside.waitUntilExit()
+        let closeOthers = "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\"; done 2>/dev/null; "
+        let process = Process()
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["-c", closeOthers + "exec \"$0\" exec --control 127.0.0.1:0 -- ls /proc/self/fd",
+                             LinkcondProcess.executable.path]
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let listed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
 
-        let result = try LinkcondProcess.run(["exec", "--control", "127.0.0.1:0", "--", "sh", "-c", list])
-
-        #expect(result.status == 0, "stderr: \(result.stderr)")
-        // The last number is ls's own descriptor for the directory it lists.
-        let descriptors = { (text: String) in Set(text.split(separator: " ").dropLast()) }
-        #expect(descriptors(result.stdout).isSubset(of: descriptors(expected)), "inside: \(result.stdout); the same shell outside: \(expected)")
+        #expect(process.terminationStatus == 0)
+        // 3, if listed, is ls's own descriptor for the directory it reads.
+        #expect(Set(listed.split(separator: "\n")).subtracting(["0", "1", "2", "3"]).isEmpty, "the program's descriptors: \(listed)")
     }
 
     @Test func offlineRefusesNewConnectionsAndOnlineLetsThemThrough() throws {
