@@ -120,6 +120,60 @@ struct ExecCommandTests {
         #expect(connect >= 0.200, "the grandchild's connect took \(connect) s; one round trip is 200 ms")
     }
 
+    @Test func forwardMakesTheHostsLoopbackPortReachableInsideThroughTheLink() throws {
+        let server = try HTTPFileServer(body: Array("forwarded".utf8))
+        defer { server.stop() }
+        let profile = try ExecEnvironment.profileFile("delay = 100 ms\n")
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+
+        let result = try LinkcondProcess.run(["exec", "--profile", profile, "--forward", "\(server.port)", "--control", "127.0.0.1:0", "--",
+                                              "curl", "-sS", "-m", "10", "-w", " %{time_connect}", "http://127.0.0.1:\(server.port)/"])
+
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.hasPrefix("forwarded"), "stdout: \(result.stdout)")
+        let connect = Double(result.stdout.split(separator: " ").last ?? "") ?? -1
+        #expect(connect >= 0.200 && connect < 0.200 + 1.0, "connect through --forward took \(connect) s; one round trip is 200 ms")
+    }
+
+    @Test func excludedDestinationsBypassTheLink() throws {
+        let server = try HTTPFileServer(body: Array("direct".utf8))
+        defer { server.stop() }
+        let profile = try ExecEnvironment.profileFile("delay = 1 s\n")
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+
+        let result = try LinkcondProcess.run(["exec", "--profile", profile, "--exclude", "198.18.0.0/30", "--control", "127.0.0.1:0", "--",
+                                              "curl", "-sS", "-m", "20", "-w", " %{time_connect}", "http://198.18.0.2:\(server.port)/"])
+
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.hasPrefix("direct"), "stdout: \(result.stdout)")
+        let connect = Double(result.stdout.split(separator: " ").last ?? "") ?? -1
+        #expect(connect >= 0 && connect < 1.0, "an excluded connect took \(connect) s; through the link it takes 2 s")
+    }
+
+    @Test func theHostsLoopbackIsNotTheProgramsLoopback() throws {
+        let server = try HTTPFileServer(body: Array("host".utf8))
+        defer { server.stop() }
+
+        let result = try LinkcondProcess.run(["exec", "--control", "127.0.0.1:0", "--",
+                                              "curl", "-sS", "-m", "5", "http://127.0.0.1:\(server.port)/"])
+
+        #expect(result.status == 7, "curl to the host's loopback port from inside: status \(result.status), \(result.stdout)")
+    }
+
+    @Test func rejectsAnUnknownProfileWithExitStatusTwoBeforeStartingTheProgram() throws {
+        let result = try LinkcondProcess.run(["exec", "--profile", "no-such-profile", "--", "sh", "-c", "echo started"])
+
+        #expect(result.status == 2)
+        #expect(!result.stdout.contains("started"))
+    }
+
+    @Test func rejectsAForwardThatIsNotAPortWithExitStatusTwo() throws {
+        let result = try LinkcondProcess.run(["exec", "--forward", "http", "--", "true"])
+
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--forward \"http\""), "stderr: \(result.stderr)")
+    }
+
     /// linkcond started with only stdin, stdout and stderr open: the program gets those three and nothing else.
     @Test func theProgramInheritsNoDescriptorOfLinkcond() throws {
         let closeOthers = "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\"; done 2>/dev/null; "
