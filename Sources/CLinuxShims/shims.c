@@ -41,3 +41,159 @@ int clinux_receive_datagrams(int fd, void *buffers, size_t slot_size, struct soc
     }
     return received;
 }
+
+#include <sched.h>
+#include <stdlib.h>
+#include <spawn.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <net/if.h>
+#include <linux/if_tun.h>
+
+
+int clinux_unshare(int flags) { return unshare(flags); }
+int clinux_setns(int fd, int nstype) { return setns(fd, nstype); }
+int clinux_clone_newuser(void) { return CLONE_NEWUSER; }
+int clinux_clone_newnet(void) { return CLONE_NEWNET; }
+int clinux_clone_newns(void) { return CLONE_NEWNS; }
+
+int clinux_tun_open(const char *name) {
+    int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct ifreq request;
+    memset(&request, 0, sizeof request);
+    request.ifr_flags = IFF_TUN | IFF_NO_PI;
+    strncpy(request.ifr_name, name, IFNAMSIZ - 1);
+    if (ioctl(fd, TUNSETIFF, &request) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int clinux_bind_text_over(const char *text, const char *target) {
+    char path[] = "/tmp/linkcond-exec-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    size_t length = strlen(text);
+    int failed = write(fd, text, length) != (ssize_t)length;
+    close(fd);
+    if (!failed) failed = mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0;
+    if (!failed) failed = mount(path, target, NULL, MS_BIND, NULL) < 0;
+    int saved = errno;
+    unlink(path);
+    errno = saved;
+    return failed ? -1 : 0;
+}
+
+ssize_t clinux_send_descriptors(int socket, const int *fds, int count, const void *message, size_t length) {
+    if (count > 8) count = 8;
+    union { char bytes[CMSG_SPACE(8 * sizeof(int))]; struct cmsghdr align; } control;
+    struct iovec vector = { (void *)message, length };
+    struct msghdr header;
+    memset(&header, 0, sizeof header);
+    header.msg_iov = &vector;
+    header.msg_iovlen = 1;
+    if (count > 0) {
+        header.msg_control = control.bytes;
+        header.msg_controllen = CMSG_SPACE(count * sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&header);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(count * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, count * sizeof(int));
+    }
+    return sendmsg(socket, &header, MSG_NOSIGNAL);
+}
+
+ssize_t clinux_receive_descriptors(int socket, int *fds, int max, int *count, void *message, size_t length) {
+    union { char bytes[CMSG_SPACE(8 * sizeof(int))]; struct cmsghdr align; } control;
+    struct iovec vector = { message, length };
+    struct msghdr header;
+    memset(&header, 0, sizeof header);
+    header.msg_iov = &vector;
+    header.msg_iovlen = 1;
+    header.msg_control = control.bytes;
+    header.msg_controllen = sizeof control.bytes;
+    *count = 0;
+    ssize_t received = recvmsg(socket, &header, MSG_CMSG_CLOEXEC);
+    if (received < 0) return -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&header); c != NULL; c = CMSG_NXTHDR(&header, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            if (*count < max) fds[(*count)++] = fd; else close(fd);
+        }
+    }
+    return received;
+}
+
+int clinux_original_destination(int fd, int family, struct sockaddr_storage *addr, socklen_t *len) {
+    *len = sizeof(struct sockaddr_storage);
+    if (family == AF_INET6) return getsockopt(fd, SOL_IPV6, 80 /* IP6T_SO_ORIGINAL_DST */, addr, len);
+    return getsockopt(fd, SOL_IP, 80 /* SO_ORIGINAL_DST */, addr, len);
+}
+
+extern char **environ;
+
+int clinux_spawn(const char *path, char *const argv[]) {
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t empty;
+    sigemptyset(&empty);
+    posix_spawnattr_setsigmask(&attributes, &empty);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    pid_t pid = -1;
+    int failed = posix_spawn(&pid, path, NULL, &attributes, argv, environ);
+    posix_spawnattr_destroy(&attributes);
+    if (failed != 0) { errno = failed; return -1; }
+    return pid;
+}
+
+int clinux_exec(const char *file, char *const argv[]) {
+    sigset_t empty;
+    sigemptyset(&empty);
+    sigprocmask(SIG_SETMASK, &empty, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    return execvp(file, argv);
+}
+
+int clinux_wait_child(int pid, int nohang) {
+    int status = 0;
+    int result;
+    do { result = waitpid(pid, &status, nohang ? WNOHANG : 0); } while (result < 0 && errno == EINTR);
+    if (result <= 0) return -1;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return -1;
+}
+
+int clinux_block_child_signal(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    return pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+int clinux_wait_signal_or_child(int *from_terminal) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGCHLD);
+    siginfo_t info;
+    int sig;
+    do { sig = sigwaitinfo(&set, &info); } while (sig < 0 && errno == EINTR);
+    *from_terminal = sig > 0 && info.si_code == SI_KERNEL;
+    return sig;
+}
+
+int clinux_die_with_parent(void) { return prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); }

@@ -24,12 +24,14 @@ func startIperfServer(port: UInt16, host: String = "127.0.0.1", namespace: Strin
 }
 
 /// Runs `iperf3 -c host -p port` with `extra` arguments and parses its JSON.
+/// With `inExec`, iperf3 runs inside `linkcond exec` (profile none) and reaches the host's loopback at 198.18.0.2.
 func runIperfClient(host: String = "127.0.0.1", port: UInt16, seconds: Int, omit: Int = 0, extra: [String] = [],
-                    namespace: String? = nil) throws -> IperfResult {
+                    namespace: String? = nil, inExec: Bool = false) throws -> IperfResult {
     guard let iperf3 = Tools.iperf3 else { throw TestError("iperf3 is not installed (scripts/bench installs it)") }
     let output = Pipe()
-    let arguments = ["-c", host, "-p", String(port), "-t", String(seconds), "-O", String(omit), "-J"] + extra
-    let client = try PeerProcess(name: "iperf3 -c", path: iperf3, arguments: arguments, namespace: namespace, output: output)
+    let arguments = ["-c", inExec ? execGateway : host, "-p", String(port), "-t", String(seconds), "-O", String(omit), "-J"] + extra
+    let (path, launched) = try inExec ? insideExec(iperf3, arguments) : (iperf3, arguments)
+    let client = try PeerProcess(name: "iperf3 -c", path: path, arguments: launched, namespace: namespace, output: output)
     let data = output.fileHandleForReading.readDataToEndOfFile()
     client.process.waitUntilExit()
     client.stop()
@@ -66,12 +68,14 @@ func startSockperfServer(port: UInt16) throws -> PeerProcess {
 }
 
 /// 64-byte TCP ping-pong with `sockperf pp --full-rtt` paced at `rate` messages per second: round trip p50 and p99.
-func sockperfPingPong(port: UInt16, seconds: Int, rate: Int) throws -> (p50: Double, p99: Double) {
+/// With `inExec`, the client runs inside `linkcond exec` (profile none).
+func sockperfPingPong(port: UInt16, seconds: Int, rate: Int, inExec: Bool = false) throws -> (p50: Double, p99: Double) {
     guard let sockperf = Tools.sockperf else { throw TestError("sockperf is not installed (scripts/bench installs it)") }
     let output = Pipe()
-    let client = try PeerProcess(name: "sockperf pp", path: sockperf,
-                                 arguments: ["pp", "--tcp", "-i", "127.0.0.1", "-p", String(port), "-m", "64", "-t", String(seconds),
-                                             "--mps=\(rate)", "--full-rtt"], output: output)
+    let arguments = ["pp", "--tcp", "-i", inExec ? execGateway : "127.0.0.1", "-p", String(port), "-m", "64", "-t", String(seconds),
+                     "--mps=\(rate)", "--full-rtt"]
+    let (path, launched) = try inExec ? insideExec(sockperf, arguments) : (sockperf, arguments)
+    let client = try PeerProcess(name: "sockperf pp", path: path, arguments: launched, output: output)
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     client.process.waitUntilExit()
     client.stop()
@@ -82,4 +86,15 @@ func sockperfPingPong(port: UInt16, seconds: Int, rate: Int) throws -> (p50: Dou
     }
     guard let p50 = percentile("50.000"), let p99 = percentile("99.000") else { throw TestError("sockperf pp printed no percentiles") }
     return (p50, p99)
+}
+
+/// The host's loopback as a program inside `linkcond exec` reaches it.
+let execGateway = "198.18.0.2"
+
+/// The command line that runs `path arguments…` inside `linkcond exec` under the none profile.
+func insideExec(_ path: String, _ arguments: [String]) throws -> (String, [String]) {
+    guard let binary = LinkcondPeer.binary else {
+        throw TestError("no linkcond binary next to linkcond-bench: build it with `swift build -c release` (scripts/bench does)")
+    }
+    return (binary, ["exec", "--control", scratch + "/exec-\(UInt32.random(in: 0...UInt32.max)).sock", "--", path] + arguments)
 }

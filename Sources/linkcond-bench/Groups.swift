@@ -29,6 +29,8 @@ func throughputGroup() throws {
     let met = linkcond.flatMap { value in splice.flatMap { s in direct.map { value >= 1.2 * s && value >= 0.8 * $0 } } }
     report.add("linkcond none", linkcond, "bit/s", versus: [("haproxy-splice", splice), ("direct", direct)],
                target: "≥1.2× splice, ≥0.8× direct", met: met)
+    let exec = medianOf { try runIperfClient(port: port, seconds: iperfSeconds, inExec: true).receivedRate }
+    report.add("iperf3 inside linkcond exec, none", exec, "bit/s", versus: [("direct", direct)])
 }
 
 /// Shaped TCP at 1 Gbit/s: delivered payload rate against the target and CPU per gigabyte, against HAProxy
@@ -157,6 +159,16 @@ func latencyGroup() throws {
                target: "≤ socat", met: linkcond.p50.flatMap { value in socat.p50.map { value <= $0 } })
     report.add("linkcond none p99", linkcond.p99, "s", versus: [("socat", socat.p99), ("direct", direct.p99)],
                target: "≤ socat", met: linkcond.p99.flatMap { value in socat.p99.map { value <= $0 } })
+    var execP50s: [Double] = [], execP99s: [Double] = []
+    for _ in 0..<runs {
+        do {
+            let result = try sockperfPingPong(port: port, seconds: seconds, rate: 10_000, inExec: true)
+            execP50s.append(result.p50)
+            execP99s.append(result.p99)
+        } catch { print("   (a run failed: \(error))") }
+    }
+    report.add("sockperf inside linkcond exec p50", median(execP50s), "s", versus: [("direct", direct.p50)])
+    report.add("sockperf inside linkcond exec p99", median(execP99s), "s", versus: [("direct", direct.p99)])
     let added = linkcond.p50.flatMap { value in direct.p50.map { value - $0 } }
     report.add("linkcond none added p50", added, "s", target: "≤ 15 µs", met: added.map { $0 <= 15e-6 })
 }

@@ -11,6 +11,7 @@ struct Linkcond: ParsableCommand {
         discussion: """
             Examples:
               linkcond run --profile 3g          a local SOCKS5 and HTTP proxy on 3G
+              linkcond exec --profile 3g -- curl https://example.test/   one program, whole, on 3G
               linkcond use edge                  switch the running one to Edge
               linkcond profiles                  list the built-in profiles
 
@@ -19,7 +20,7 @@ struct Linkcond: ParsableCommand {
             """,
         version: linkcondVersion,
         subcommands: [
-            RunCommand.self, UseCommand.self, SetCommand.self, StatusCommand.self, OfflineCommand.self,
+            RunCommand.self, ExecCommand.self, UseCommand.self, SetCommand.self, StatusCommand.self, OfflineCommand.self,
             OnlineCommand.self, ResetCommand.self, ScenarioCommand.self, ProfilesCommand.self, ProfileCommand.self,
             TCCommand.self, TraceCommand.self, DashboardCommand.self,
         ]
@@ -28,6 +29,9 @@ struct Linkcond: ParsableCommand {
     /// Parses and runs like ArgumentParser's own `main`, but exits 2 (not 64) on bad usage, and starts usage
     /// errors with "linkcond:" as every other diagnostic does.
     static func main() {
+        if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == ExecNamespace.helperCommand {
+            ExecNamespace.runHelper(Array(CommandLine.arguments.dropFirst(2)))
+        }
         var arguments = Array(CommandLine.arguments.dropFirst())
         if ToxiproxyServerPersonality.isInvoked(as: CommandLine.arguments.first) {
             do {

@@ -154,17 +154,7 @@ struct RunCommand: ParsableCommand {
             proxy.stop()
             throw ExitStatus.runtimeFailure
         }
-        if control == nil {
-            do {
-                try PrivateFiles.prepareDirectory(ControlAddress.privateDirectory)
-                let path = try proxy.serveControl(at: .userDefault, token: nil)
-                logger.info("control socket \(path) (linkcond use/set/status/offline/online find it there)")
-            } catch let refusal as PrivateFiles.Refusal {
-                logger.warning("no control socket: \(refusal)")
-            } catch {
-                logger.notice("control socket \(ControlAddress.userDefault) is taken by another linkcond; steer this one with --control")
-            }
-        }
+        if control == nil { proxy.serveUserDefaultControl(logger: logger) }
         if let toxiproxy, let endpoint = Self.toxiproxyEndpoint(toxiproxy) {
             do {
                 controlLines.insert("ready toxiproxy \(try proxy.serveToxiproxy(at: endpoint, token: controlToken))", at: 0)
@@ -192,21 +182,8 @@ struct RunCommand: ParsableCommand {
         createdFiles.forEach(PrivateFiles.remove)
     }
 
-    /// Serves the control endpoint at `address`. A loopback TCP endpoint without --control-token gets a random
-    /// token, written to a 0600 file in the user's private directory where the linkcond command finds it.
-    /// Returns the ready line's address and the token file made, if any.
     private func serveControl(_ proxy: ConditionedProxy, at address: ControlAddress, logger: Logger) throws -> (String, String?) {
-        guard controlToken == nil, case .tcp = address, address.isLocalOnly else {
-            return (try proxy.serveControl(at: address, token: controlToken), nil)
-        }
-        try PrivateFiles.prepareDirectory(ControlAddress.privateDirectory)
-        let token = ControlToken.random()
-        let served = try proxy.serveControl(at: address, token: token)
-        guard case .tcp(let endpoint)? = ControlAddress(parsing: served) else { return (served, nil) }
-        let file = ControlAddress.tokenFile(port: endpoint.port)
-        try PrivateFiles.write(token + "\n", to: file)
-        logger.info("control token in \(file) (the linkcond command reads it; scripts send it as \"Authorization: Bearer TOKEN\")")
-        return (served, file)
+        try proxy.serveLocalControl(at: address, token: controlToken, logger: logger)
     }
 }
 

@@ -124,4 +124,41 @@ static inline int clinux_wait_termination_signal(void) {
 
 static inline void clinux_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
 
+/// Namespaces and TUN for `linkcond exec` (defined in shims.c, which needs _GNU_SOURCE for unshare and setns).
+int clinux_unshare(int flags);
+int clinux_setns(int fd, int nstype);
+/// The CLONE_NEW* flags Swift cannot import from <sched.h> without _GNU_SOURCE.
+int clinux_clone_newuser(void);
+int clinux_clone_newnet(void);
+int clinux_clone_newns(void);
+/// Opens /dev/net/tun and attaches it to a new TUN interface `name` (IFF_TUN | IFF_NO_PI); -1 with errno.
+int clinux_tun_open(const char *name);
+/// Makes every mount private, then bind-mounts a file holding `text` over `target` (the file is unlinked at
+/// once: the mount keeps it alive while the mount namespace lives).
+int clinux_bind_text_over(const char *text, const char *target);
+/// Sends `count` descriptors (at most 8) and `length` bytes of `message` in one SCM_RIGHTS message.
+ssize_t clinux_send_descriptors(int socket, const int *fds, int count, const void *message, size_t length);
+/// Receives a message and up to `max` descriptors (made close-on-exec); `*count` says how many came.
+ssize_t clinux_receive_descriptors(int socket, int *fds, int max, int *count, void *message, size_t length);
+/// The destination a connection had before nftables redirected it (SO_ORIGINAL_DST, IP6T_SO_ORIGINAL_DST).
+int clinux_original_destination(int fd, int family, struct sockaddr_storage *addr, socklen_t *len);
+/// posix_spawn of `path` with `argv`, inheriting the caller's descriptors that are not close-on-exec and an
+/// empty signal mask; returns the pid or -1 with errno.
+int clinux_spawn(const char *path, char *const argv[]);
+/// execvp with an empty signal mask; returns only on failure (-1 with errno).
+int clinux_exec(const char *file, char *const argv[]);
+/// waitpid(pid, status, WNOHANG when `nohang`); the exit status, 128+signal, or -1 if not yet exited (nohang).
+int clinux_wait_child(int pid, int nohang);
+/// Blocks SIGCHLD too, so the waiting thread hears of the child with sigwait.
+int clinux_block_child_signal(void);
+/// Waits for SIGINT, SIGTERM or SIGCHLD; returns the signal number, and whether the kernel sent it (a terminal's
+/// ^C, which the whole foreground process group receives) in `*from_terminal`.
+int clinux_wait_signal_or_child(int *from_terminal);
+/// Has the kernel SIGKILL the calling process when its parent thread ends (PR_SET_PDEATHSIG; kept across exec).
+int clinux_die_with_parent(void);
+static inline int clinux_kill(int pid, int sig) { return kill(pid, sig); }
+static inline int clinux_dup_cloexec(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 3); }
+static inline int clinux_clear_cloexec(int fd) { return fcntl(fd, F_SETFD, 0); }
+static inline int clinux_socketpair_seqpacket(int fds[2]) { return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds); }
+
 #endif

@@ -10,6 +10,8 @@ public enum ListenerKind: Hashable, Sendable {
     case dns(upstream: Endpoint?)
     /// A SOCKS5 and HTTP proxy: every connection names its own destination.
     case proxy(ProxyFrontEndSettings)
+    /// A program's namespace (`linkcond exec`): every packet it sends or receives crosses the link.
+    case exec(ExecSettings)
 
     /// The word the ready line uses: `tcp`, `udp`, `dns` or `proxy`.
     public var name: String {
@@ -18,6 +20,7 @@ public enum ListenerKind: Hashable, Sendable {
         case .udp: "udp"
         case .dns: "dns"
         case .proxy: "proxy"
+        case .exec: "exec"
         }
     }
 }
@@ -123,5 +126,7 @@ func makeListener(_ spec: ListenerSpec, address: SocketAddress, upstream: [Socke
         return try DNSForwarder(address: address, upstream: upstream, context: context)
     case .proxy(let settings):
         return try ProxyFrontEnd(address: address, settings: settings, context: context)
+    case .exec(let settings):
+        return try ExecListener(settings: settings, context: context)
     }
 }

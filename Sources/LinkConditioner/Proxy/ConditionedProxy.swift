@@ -18,12 +18,12 @@ public final class ConditionedProxy: Sendable {
                 logger: Logger = Logger(label: "linkcond")) throws {
         var resolved: [(ListenerSpec, SocketAddress, [SocketAddress])] = []
         for spec in specs {
-            let listen = try spec.listen.resolve()[0]
+            let listen = try spec.listen.resolve().first ?? SocketAddress(numericHost: "127.0.0.1", port: 0)!
             var upstream: [SocketAddress] = []
             switch spec.kind {
             case .tcp(let endpoint), .udp(let endpoint): upstream = try endpoint.resolve()
             case .dns(let endpoint?): upstream = try endpoint.resolve()
-            case .dns(nil), .proxy: break
+            case .dns(nil), .proxy, .exec: break
             }
             resolved.append((spec, listen, upstream))
         }

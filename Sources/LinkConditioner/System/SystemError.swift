@@ -33,6 +33,8 @@ public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let badAddress = Errno(rawValue: EFAULT)
     /// EMFILE: the process ran out of file descriptors.
     public static let tooManyOpenFiles = Errno(rawValue: EMFILE)
+    /// ENOENT: no such file or directory.
+    public static let noSuchFile = Errno(rawValue: ENOENT)
 
     /// The C library's text for this error.
     public var description: String { String(cString: strerror(rawValue)) }

@@ -1,0 +1,183 @@
+// The namespaces `linkcond exec` runs a program in, and the single-threaded helper that builds them.
+//
+// linkcond cannot unshare a user namespace once its threads run, so it starts itself again as a helper
+// (`linkcond __exec-namespace`), as slirp4netns and pasta keep setup in a small process of its own. The helper:
+//   1. unshares network and mount namespaces (and a user namespace mapping the caller to root when not root):
+//      the program's namespace, with loopback up and a TUN device `lc0` (198.18.0.1, fd0c:1c0d::1) as default
+//      route for IPv4 and IPv6;
+//   2. unshares a second network namespace, the gateway, with TUN device `lc1` (198.18.0.2, fd0c:1c0d::2), a TCP
+//      listener per family, and an nftables rule redirecting every TCP connection arriving on `lc1` to them;
+//   3. sets tcp_congestion_control in both, returns to the program's namespace, bind-mounts a resolv.conf naming
+//      198.18.0.2 over /etc/resolv.conf;
+//   4. sends both TUN descriptors and both listeners to linkcond over a Unix socket (SCM_RIGHTS), waits for
+//      "go", and executes the program. linkcond moves packets between the TUN devices through the link model.
+
+/// Addresses and names shared by the helper and linkcond's packet path.
+public enum ExecNamespace {
+    public static let programAddressV4: [UInt8] = [198, 18, 0, 1]
+    public static let gatewayAddressV4: [UInt8] = [198, 18, 0, 2]
+    public static let programAddressV6: [UInt8] = [0xfd, 0x0c, 0x1c, 0x0d, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+    public static let gatewayAddressV6: [UInt8] = [0xfd, 0x0c, 0x1c, 0x0d, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]
+    /// The hidden subcommand that runs the helper.
+    public static let helperCommand = "__exec-namespace"
+
+    /// What the helper hands over: the program's and the gateway's TUN devices, and the gateway's TCP listeners.
+    public struct Plumbing: Sendable, Hashable {
+        public var programTun: Int32
+        public var gatewayTun: Int32
+        public var listenerV4: Int32
+        public var listenerV6: Int32
+    }
+
+    /// Runs the helper: `__exec-namespace SOCKET CONGESTION FORWARDS -- PROGRAM ARGS…`, FORWARDS being ports
+    /// joined by commas or `-`. Never returns: it executes the program, or exits 1 after telling linkcond what
+    /// failed (126/127 when the program cannot run).
+    public static func runHelper(_ arguments: [String]) -> Never {
+        guard arguments.count >= 5, let socket = Int32(arguments[0]), arguments[3] == "--",
+              let forwards = parseForwards(arguments[2]) else {
+            Namespaces.writeErrorLine("linkcond: \(helperCommand) is internal to linkcond exec")
+            Namespaces.exit(2)
+        }
+        let program = Array(arguments[4...])
+        do {
+            try Namespaces.dieWithParent()
+            let plumbing = try build(congestion: arguments[1], forwards: forwards)
+            try Namespaces.send(Array("ok".utf8), descriptors: [plumbing.programTun, plumbing.gatewayTun,
+                                                                 plumbing.listenerV4, plumbing.listenerV6], over: socket)
+            for fd in [plumbing.programTun, plumbing.gatewayTun, plumbing.listenerV4, plumbing.listenerV6] { Namespaces.close(fd) }
+        } catch {
+            try? Namespaces.send(Array("\(error)".utf8), descriptors: [], over: socket)
+            Namespaces.exit(1)
+        }
+        guard let (go, _) = try? Namespaces.receive(over: socket), go == Array("go".utf8) else { Namespaces.exit(1) }
+        Namespaces.close(socket)
+        let failure = Namespaces.execute(program)
+        if failure == .noSuchFile {
+            Namespaces.writeErrorLine("linkcond: \(program[0]): command not found")
+            Namespaces.exit(127)
+        }
+        Namespaces.writeErrorLine("linkcond: \(program[0]): \(failure)")
+        Namespaces.exit(126)
+    }
+
+    /// A step of the set-up that failed, said in the user's words.
+    struct SetupFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// `--forward`'s ports as the helper receives them: comma-separated, or `-` for none.
+    public static func parseForwards(_ text: String) -> [UInt16]? {
+        if text == "-" { return [] }
+        let ports = text.split(separator: ",").map { UInt16($0.trimmingCharacters(in: .whitespaces)) }
+        guard !ports.isEmpty, ports.allSatisfy({ ($0 ?? 0) > 0 }) else { return nil }
+        return ports.compactMap { $0 }
+    }
+
+    private static func build(congestion: String, forwards: [UInt16]) throws -> Plumbing {
+        let root = Namespaces.effectiveUserID == 0
+        let (uid, gid) = (Namespaces.effectiveUserID, Namespaces.effectiveGroupID)
+        do {
+            try Namespaces.unshare(root ? [.network, .mount] : [.user, .network, .mount])
+        } catch {
+            throw SetupFailure(description: "cannot create a user and network namespace (\(error)). Unprivileged user namespaces must be allowed: sysctl kernel.unprivileged_userns_clone=1 (Debian), user.max_user_namespaces > 0; on Ubuntu 24.04 also kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for linkcond")
+        }
+        if !root {
+            try Namespaces.writeFile("/proc/self/setgroups", "deny")
+            try Namespaces.writeFile("/proc/self/uid_map", "0 \(uid) 1")
+            try Namespaces.writeFile("/proc/self/gid_map", "0 \(gid) 1")
+        }
+        let programNetwork = try Namespaces.openCurrentNetwork()
+        defer { Namespaces.close(programNetwork) }
+        let programTun: Int32
+        do {
+            programTun = try Namespaces.openTun(named: "lc0")
+        } catch {
+            throw SetupFailure(description: "cannot create a TUN device (\(error)): /dev/net/tun must exist and be readable and writable by you (modprobe tun; chmod 0666 /dev/net/tun)")
+        }
+        try run("ip", "link", "set", "lo", "up")
+        try configure("lc0", v4: programAddressV4, v6: programAddressV6)
+        try run("ip", "route", "add", "default", "dev", "lc0")
+        try run("ip", "-6", "route", "add", "default", "dev", "lc0")
+        setCongestion(congestion, report: true)
+        if !forwards.isEmpty { try forward(forwards) }
+        try Namespaces.unshare(.network)
+        let gatewayTun = try Namespaces.openTun(named: "lc1")
+        try run("ip", "link", "set", "lo", "up")
+        try configure("lc1", v4: gatewayAddressV4, v6: gatewayAddressV6)
+        setCongestion(congestion, report: false)
+        let listenerV4 = try Socket.listening(on: SocketAddress(numericHost: "0.0.0.0", port: 0)!)
+        let listenerV6 = try Socket.listening(on: SocketAddress(numericHost: "::", port: 0)!)
+        let (portV4, portV6) = (try listenerV4.localAddress().port, try listenerV6.localAddress().port)
+        let rules = """
+            add table inet linkcond
+            add chain inet linkcond divert { type nat hook prerouting priority dstnat; }
+            add rule inet linkcond divert iifname "lc1" meta nfproto ipv4 meta l4proto tcp redirect to :\(portV4)
+            add rule inet linkcond divert iifname "lc1" meta nfproto ipv6 meta l4proto tcp redirect to :\(portV6)
+            """
+        do {
+            try run("nft", rules.replacingOccurrences(of: "\n", with: "; "))
+        } catch {
+            throw SetupFailure(description: "nftables: \(error) (install the nftables package: apt-get install nftables)")
+        }
+        try Namespaces.enterNetwork(programNetwork)
+        try Namespaces.bindText("nameserver \(AddressBytes.format(gatewayAddressV4))\n", over: "/etc/resolv.conf")
+        return Plumbing(programTun: programTun, gatewayTun: gatewayTun,
+                        listenerV4: listenerV4.descriptor, listenerV6: listenerV6.descriptor)
+    }
+
+    /// Makes 127.0.0.1:PORT inside reach the gateway's PORT (the host's 127.0.0.1:PORT) across the link: a DNAT
+    /// on locally made packets, loopback-sourced packets allowed out of lc0 (route_localnet) and given lc0's
+    /// address.
+    private static func forward(_ ports: [UInt16]) throws {
+        let list = ports.map(String.init).joined(separator: ", ")
+        let rules = """
+            add table ip linkcond
+            add chain ip linkcond forward { type nat hook output priority -100; }
+            add rule ip linkcond forward ip daddr 127.0.0.1 meta l4proto { tcp, udp } th dport { \(list) } dnat to \(AddressBytes.format(gatewayAddressV4))
+            add chain ip linkcond source { type nat hook postrouting priority 100; }
+            add rule ip linkcond source oifname "lc0" ip saddr 127.0.0.0/8 snat to \(AddressBytes.format(programAddressV4))
+            """
+        do {
+            try run("nft", rules.replacingOccurrences(of: "\n", with: "; "))
+        } catch {
+            throw SetupFailure(description: "--forward: nftables: \(error) (install the nftables package: apt-get install nftables)")
+        }
+        for device in ["all", "lc0"] {
+            try Namespaces.writeFile("/proc/sys/net/ipv4/conf/\(device)/route_localnet", "1")
+        }
+    }
+
+    private static func configure(_ device: String, v4: [UInt8], v6: [UInt8]) throws {
+        try run("ip", "addr", "add", AddressBytes.format(v4) + "/30", "dev", device)
+        try run("ip", "-6", "addr", "add", AddressBytes.format(v6) + "/64", "dev", device, "nodad")
+        try run("ip", "link", "set", device, "txqueuelen", "4096", "up")
+    }
+
+    /// Sets the namespace's TCP congestion control. A kernel that does not allow it in new namespaces
+    /// (net.ipv4.tcp_allowed_congestion_control) keeps its default, and the helper says which on stderr.
+    private static func setCongestion(_ name: String, report: Bool) {
+        let path = "/proc/sys/net/ipv4/tcp_congestion_control"
+        if Namespaces.readLine(path) == name { return }
+        do {
+            try Namespaces.writeFile(path, name)
+        } catch {
+            guard report else { return }
+            let allowed = Namespaces.readLine("/proc/sys/net/ipv4/tcp_allowed_congestion_control") ?? "?"
+            let current = Namespaces.readLine(path) ?? "?"
+            Namespaces.writeErrorLine("linkcond exec: tcp.congestion \(name) is not allowed in new namespaces here (net.ipv4.tcp_allowed_congestion_control = \(allowed)); the program's TCP uses \(current)")
+        }
+    }
+
+    /// Runs a configuration program (iproute2's `ip`, `nft`) found in the usual system directories and waits.
+    private static func run(_ arguments: String...) throws {
+        let directories = ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+        guard let path = directories.map({ $0 + "/" + arguments[0] }).first(where: Namespaces.isExecutable) else {
+            throw SetupFailure(description: "\(arguments[0]) is not installed (looked in \(directories.joined(separator: ", ")))")
+        }
+        let pid = try Namespaces.spawn(path, arguments)
+        let status = Namespaces.waitForChild(pid) ?? -1
+        guard status == 0 else {
+            throw SetupFailure(description: "\(arguments.joined(separator: " ")) exited with status \(status)")
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import ArgumentParser
+import Foundation
+import LinkConditioner
+import Logging
+
+/// `linkcond exec`: runs one program (and everything it starts) in its own network namespace whose only way out
+/// is linkcond's link model, packet by packet.
+struct ExecCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "exec",
+        abstract: "Run a program whose whole network crosses the conditioned link.",
+        discussion: """
+            The program runs in its own network namespace: every TCP connection, UDP datagram and DNS lookup it \
+            makes to anything but its own loopback crosses the link as IP packets, so its own kernel TCP sees \
+            the emulated network. No proxy settings are needed. Standard input, output and error are the \
+            program's; linkcond's messages, and the line "ready control URL", go to stderr.
+
+            Examples:
+              linkcond exec --profile 3g -- curl -O http://example.test/file
+              linkcond exec --profile edge --scenario subway -- npm test
+              linkcond exec --profile very-bad-network --forward 5432 -- go test ./...
+
+            Inside, 198.18.0.2 (fd0c:1c0d::2) is the host's loopback, through the link: 198.18.0.2:8080 reaches \
+            127.0.0.1:8080 on the host. --forward makes 127.0.0.1:PORT inside do the same.
+
+            Exit status: the program's (128+N when signal N ended it); 127 when it is not found, 126 when it \
+            cannot run; 1 when the namespaces cannot be built (the message says what the kernel refused), 2 for \
+            bad usage or a bad profile or scenario.
+            """
+    )
+
+    @Option(name: .long, help: "Built-in profile name or path to a .profile file.")
+    var profile: String = "none"
+
+    @Option(name: .long, help: "Scenario file (or shipped scenario name) to play from the start.")
+    var scenario: String?
+
+    @Option(name: .long, help: "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free).")
+    var control: String?
+
+    @Option(name: .customLong("control-token"), help: "Token the control endpoint requires (default: a random one, written to a private file the linkcond command reads).")
+    var controlToken: String?
+
+    @Option(name: .customLong("dns-upstream"), help: "Resolver the program's DNS lookups go to, HOST:PORT (default: the first nameserver in /etc/resolv.conf).")
+    var dnsUpstream: String?
+
+    @Option(name: .long, help: "Ports whose 127.0.0.1:PORT inside reaches 127.0.0.1:PORT on the host, through the link (TCP and UDP), comma-separated or repeated.")
+    var forward: [String] = []
+
+    @Option(name: .long, help: "Destinations whose packets bypass the link, added to the profile's exclude list: IPs and CIDR networks, comma-separated.")
+    var exclude: [String] = []
+
+    @Flag(name: .shortAndLong, help: "Log every connection.")
+    var verbose = false
+
+    @Argument(parsing: .postTerminator, help: "The program and its arguments, after --.")
+    var program: [String] = []
+
+    func validate() throws {
+        guard !program.isEmpty else { throw ValidationError("no program given: linkcond exec [OPTIONS] -- PROGRAM [ARGUMENTS…]") }
+    }
+
+    func run() throws {
+        let arguments = program
+        if let dnsUpstream, Endpoint(parsing: dnsUpstream) == nil {
+            printError("linkcond: --dns-upstream \"\(dnsUpstream)\" is not HOST:PORT (IPv6 in brackets: [::1]:53).")
+            throw ExitStatus.badInput
+        }
+        if let control, ControlAddress(parsing: control) == nil {
+            printError("linkcond: --control \"\(control)\" is neither HOST:PORT nor a socket path.")
+            throw ExitStatus.badInput
+        }
+        guard let forwards = ExecNamespace.parseForwards(forward.isEmpty ? "-" : forward.joined(separator: ",")) else {
+            printError("linkcond: --forward \"\(forward.joined(separator: ","))\": expected ports from 1 to 65535, such as 5432 or 3000,8080.")
+            throw ExitStatus.badInput
+        }
+        var exclusions: [HostPattern] = []
+        do {
+            for list in exclude { exclusions += try Profile.none.setting("exclude", to: list).exclude }
+        } catch {
+            printError("linkcond: --exclude: \(error)")
+            throw ExitStatus.badInput
+        }
+        let profile = try loadProfileOrExit(profile)
+        let scenario = try scenario.map { try loadScenarioOrExit($0).0 }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = verbose ? .debug : .notice
+            return handler
+        }
+        let logger = Logger(label: "linkcond")
+        Namespaces.blockChildAndTerminationSignals()
+        let launch: ExecLaunch
+        do {
+            launch = try ExecLaunch(program: arguments, congestion: profile.tcp.congestion.rawValue, forwards: forwards)
+        } catch {
+            printError("linkcond exec: \(error)")
+            throw ExitStatus.runtimeFailure
+        }
+        let settings = ExecSettings(plumbing: launch.plumbing, dnsUpstream: dnsUpstream.flatMap(Endpoint.init(parsing:)),
+                                    exclude: exclusions)
+        let proxy: ConditionedProxy
+        do {
+            proxy = try ConditionedProxy(listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0), kind: .exec(settings))],
+                                         profile: profile, logger: logger)
+        } catch {
+            printError("linkcond exec: \(error)")
+            launch.abandon()
+            throw ExitStatus.runtimeFailure
+        }
+        var createdFiles: [String] = []
+        do {
+            let address = control.flatMap(ControlAddress.init(parsing:)) ?? .tcp(Endpoint(host: "127.0.0.1", port: 0))
+            let (line, tokenFile) = try proxy.serveLocalControl(at: address, token: controlToken, logger: logger)
+            createdFiles += tokenFile.map { [$0] } ?? []
+            printError("ready control \(line)")
+        } catch {
+            printError("linkcond exec: control endpoint: \(error)")
+            proxy.stop()
+            launch.abandon()
+            throw ExitStatus.runtimeFailure
+        }
+        if control == nil { proxy.serveUserDefaultControl(logger: logger) }
+        if let scenario { proxy.startScenario(scenario) }
+        logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
+        do {
+            try launch.start()
+        } catch {
+            printError("linkcond exec: \(error)")
+            proxy.stop()
+            launch.abandon()
+            createdFiles.forEach(PrivateFiles.remove)
+            throw ExitStatus.runtimeFailure
+        }
+        let status = launch.waitForExit { signal in logger.info("signal \(signal): passed to the program") }
+        proxy.stop()
+        createdFiles.forEach(PrivateFiles.remove)
+        throw ExitCode(status)
+    }
+}
