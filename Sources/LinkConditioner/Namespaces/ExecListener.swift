@@ -259,8 +259,8 @@ final class ExecListener: RelayHost, ConditionedListener {
 
     func apply(_ profile: Profile) {
         self.profile = profile
-        packetUplink.update(profile: profile.uplink, roundTrip: profile.roundTrip)
-        packetDownlink.update(profile: profile.downlink, roundTrip: profile.roundTrip)
+        packetUplink.update(profile: profile.uplink)
+        packetDownlink.update(profile: profile.downlink)
         dns?.apply(profile)
     }
 
