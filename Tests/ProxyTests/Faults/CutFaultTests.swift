@@ -95,3 +95,30 @@ struct CutFaultTests {
         #expect(ending == "reset")
     }
 }
+
+/// A scenario step can unplug the cable: `set cut.after = 0 ms; cut.mode = hang` leaves a live connection silent.
+@Suite(.serialized)
+struct ScenarioFaultTests {
+    @Test func aScenarioStepCutsALiveConnectionSilently() throws {
+        let echo = try TestServer.echo()
+        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
+        defer { proxy.stop(); echo.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 1)
+        defer { client.close() }
+        try client.send([1, 2, 3])
+        #expect(try client.receive(exactly: 3) == [1, 2, 3])
+
+        proxy.startScenario(try Scenario(parsing: "0s set cut.after = 0 ms; cut.mode = hang\n"))
+        let deadline = MonotonicClock().now() + .seconds(10)
+        while !proxy.report().profileSummary.contains("cut (hang)") && MonotonicClock().now() < deadline {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        try client.send([4, 5, 6])
+
+        #expect(throws: (any Error).self, "neither the echo nor an end arrives") { try client.receive() }
+    }
+
+    @Test func aScenarioWithABadFaultValueIsRefusedWithItsLine() {
+        #expect(throws: (any Error).self) { try Scenario(parsing: "0s none\n10s set blocked.ports = 80-99999\n") }
+    }
+}
