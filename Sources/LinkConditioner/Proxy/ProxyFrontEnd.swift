@@ -233,7 +233,6 @@ final class DirectLinkHost: RelayHost {
     var logger: Logger { owner.logger }
     var options: ProxyOptions { owner.options }
     var readBuffer: ReadBuffer { owner.readBuffer }
-    var connectionFaults: ListenerFaults? { nil }
     func relayClosed(_ relay: TCPRelay) { owner.relayClosed(relay) }
 
     func close() {

@@ -10,9 +10,14 @@ protocol RelayHost: AnyObject {
     var downlink: ShapedLink { get }
     var options: ProxyOptions { get }
     var readBuffer: ReadBuffer { get }
-    /// The profile's connection faults, or nil for a link that has none (an excluded destination's).
+    /// The profile's connection faults (stall, blocked ports), or nil for a link that has none.
     var connectionFaults: ListenerFaults? { get }
     func relayClosed(_ relay: TCPRelay)
+}
+
+extension RelayHost {
+    /// A host without faults of its own: an excluded destination's direct link.
+    var connectionFaults: ListenerFaults? { nil }
 }
 
 /// A front end's part in a relay whose upstream was chosen by a proxy protocol (SOCKS5, HTTP CONNECT).
