@@ -57,7 +57,7 @@ struct CutFaultTests {
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: Profile(parsing: "cut.after = 5000 B\ncut.mode = hang"))
         defer { proxy.stop(); server.stop() }
 
-        let client = try TestConnection.connect(port: proxy.port, timeout: 1)
+        let client = try TestConnection.connect(port: proxy.port, timeout: 3)
         defer { client.close() }
         let (bytes, ending) = received(client, upTo: 5000)
 
