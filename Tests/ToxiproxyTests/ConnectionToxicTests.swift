@@ -48,6 +48,30 @@ struct ConnectionToxicTests {
         #expect(after == Array("held".utf8))
     }
 
+    @Test func limitDataUpstreamClosesTheWholeConnectionAsToxiproxyDoes() throws {
+        let received = LockedBox(0)
+        let upstream = try TestServer { connection in
+            while let bytes = try? connection.receive(), !bytes.isEmpty { received.mutate { $0 += bytes.count } }
+        }
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop(); upstream.stop() }
+        let port = try api.createProxy("l", upstreamPort: upstream.port)
+        _ = try api.send("POST", "/proxies/l/toxics", #"{"type":"limit_data","stream":"upstream","attributes":{"bytes":100}}"#)
+
+        let client = try TestConnection.connect(port: port, timeout: 10)
+        defer { client.close() }
+        try client.send(Array(repeating: 9, count: 1000))
+        let ending: String
+        do {
+            ending = try client.receive().isEmpty ? "end of stream" : "data"
+        } catch {
+            ending = "\(error)".contains("reset") ? "reset" : "\(error)"
+        }
+
+        #expect(ending == "end of stream" || ending == "reset", "the client's direction ends too, not only the cut one: \(ending)")
+        #expect(received.value <= 100)
+    }
+
     @Test func resetPeerResetsTheClientAfterItsTimeout() throws {
         let upstream = try TestServer { connection in try? connection.send(Array("hello".utf8)); Thread.sleep(forTimeInterval: 3) }
         let api = try ToxiproxyUnderTest()

@@ -35,6 +35,7 @@ struct LatencyToxicTests {
 /// What the model tests of toxics share: a stage on a loop that is never started.
 enum ToxicModel {
     static func stage() throws -> ToxicStage {
-        ToxicStage(chain: ToxicChain(loop: try EventLoop()), seed: 1, end: { _ in })
+        let loop = try EventLoop()
+        return ToxicStage(chains: [ToxicChain(loop: loop)], loop: loop, side: .downstream, turn: ConversationTurn(), seed: 1, end: { _ in })
     }
 }

@@ -35,10 +35,9 @@ final class ToxiproxyProxy {
         guard listener == nil, var context = state.listenerContext else { return }
         context.profile = state.conditions.effective
         let listener = try TCPListener(address: address, upstream: endpoint, upstreamAddresses: upstreamAddresses, context: context)
-        listener.makeStages = { [unowned self] relay in
-            let end: (Bool) -> Void = { [weak relay] reset in relay?.close(reset: reset) }
-            return (ToxicStage(chain: self.chains[.upstream]!, seed: self.seeds.next(), end: end),
-                    ToxicStage(chain: self.chains[.downstream]!, seed: self.seeds.next(), end: end))
+        listener.makeStages = { [unowned self, unowned listener] relay in
+            listener.faults.stages(for: relay, before: (self.chains[.upstream]!, self.chains[.downstream]!),
+                                   seeds: (self.seeds.next(), self.seeds.next()))
         }
         self.listener = listener
         listen = listener.localAddress.description

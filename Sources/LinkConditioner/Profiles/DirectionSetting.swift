@@ -34,7 +34,7 @@ public struct SettingContext: Sendable {
 public enum DirectionSettings {
     public static let all: [any DirectionSetting.Type] = [
         BurstLossSetting.self, DuplicationSetting.self, ReorderSetting.self, QueueDisciplineSetting.self, TraceSetting.self,
-    ]
+    ] + FaultSettings.directionSettings
 
     /// The setting that owns unprefixed `key`, if any.
     static func owner(of key: String) -> (any DirectionSetting.Type)? {

@@ -29,6 +29,8 @@ public struct DirectionProfile: Hashable, Sendable {
     public var queueManagement = QueueManagement()
     /// A capacity trace that replaces `bandwidth` (`trace`), or nil.
     public var trace: DeliveryTrace?
+    /// Connection faults: cuts, slow close, slicing, slow first byte, connect stall, blocked ports, captive portal.
+    public var faults = FaultSettings()
 
     /// The bottleneck's queue limit: `queue` in bytes, or in packets when given in packets.
     public var queueLimit: QueueLimit {

@@ -63,7 +63,8 @@ public struct ProfileError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .unknownKey(key, suggestion?):
             return "unknown key \"\(key)\"; did you mean \"\(suggestion)\"?"
         case let .unknownKey(key, nil):
-            return "unknown key \"\(key)\"; known keys: \(ProfileKey.allNames.joined(separator: ", "))"
+            let names = ProfileKey.all.filter { !$0.isDirectional }.map(\.name)
+            return "unknown key \"\(key)\"; known keys: \(names.joined(separator: ", ")) (per-direction keys also take uplink. or downlink.)"
         case let .duplicateKey(key, firstLine):
             return "\"\(key)\" is already set on line \(firstLine); set each key once"
         case let .missingValue(expected):

@@ -89,6 +89,12 @@ protocol ConditionedListener: AnyObject {
     func connectionEntries() -> [ConnectionEntry]
     /// Closes the listening socket and everything it accepted.
     func close()
+    /// The user said `online`: a captive portal lets traffic through.
+    func cameOnline()
+}
+
+extension ConditionedListener {
+    func cameOnline() {}
 }
 
 /// What every listener is built from. Lives on the event loop thread.

@@ -243,6 +243,7 @@ final class ProxyState {
     func setOffline(_ mode: OfflineMode?) {
         conditions.offline = mode
         pushConditions()
+        if mode == nil { for listener in listeners { listener.cameOnline() } }
     }
 
     private func pushConditions() {

@@ -171,6 +171,7 @@ final class ProxyClientSession {
                     return finish(bytes)
                 case .connect(let destination, let used):
                     consumed += used
+                    if frontEnd.activePortal != nil { return finish(SOCKS5.reply(.notAllowed)) }
                     return resolve(.socks5(destination))
                 }
             }
@@ -189,8 +190,14 @@ final class ProxyClientSession {
                     return finish(HTTPProxy.response(status))
                 case .tunnel(let origin):
                     consumed += length
+                    if frontEnd.activePortal != nil { return finish(HTTPProxy.connectionEstablished) }
                     return resolve(.httpTunnel(origin))
                 case .forward(let origin):
+                    if let portal = frontEnd.activePortal {
+                        let answer = CaptivePortal.answer(to: head, style: portal)
+                        if answer.releases { frontEnd.releasePortal() }
+                        return finish(answer.bytes)
+                    }
                     return resolve(.httpForward(origin))
                 }
             }

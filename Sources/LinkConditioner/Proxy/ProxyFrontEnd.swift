@@ -52,6 +52,10 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     private var nextID: UInt64 = 1
     private var connectionsAccepted = 0
     private var connectionsRefused = 0
+    let faults: ListenerFaults
+    var connectionFaults: ListenerFaults? { faults }
+    /// Whether the captive portal has let traffic through (`online`, or a POST to its form).
+    private(set) var portalReleased = false
 
     /// Binds and listens on `address`, and starts accepting.
     init(address: SocketAddress, settings: ProxyFrontEndSettings, context: ListenerContext) throws(SystemError) {
@@ -64,6 +68,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         self.logger = context.logger
         self.resolver = HostResolver(loop: context.loop)
         (uplink, downlink) = ShapedLink.pair(for: context)
+        faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         direct = DirectLinkHost(owner: self)
         do {
             try acceptor.start { [weak self] client, address in self?.accepted(client, from: address) }
@@ -147,6 +152,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         let relay = TCPRelay(id: session.id, host: host, client: session.client, clientAddress: session.clientAddress,
                              upstreamName: upstreamName, upstreamAddresses: addresses, handshake: handshake,
                              preloadedClientBytes: preloaded, preloadEndsStream: preloadEndsStream, uplinkFilter: filter)
+        if !excluded { relay.makeStages = { [unowned self] relay in self.faults.stages(for: relay) } }
         relays[relay.id] = relay
         logger.debug("connection \(session.id) from \(session.clientAddress): \(upstreamName)\(excluded ? " (excluded, unconditioned)" : "")")
         relay.start(blackholed: !excluded && isBlackholed)
@@ -171,11 +177,25 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         connectionsByClient[clientHost] = remaining > 0 ? remaining : nil
     }
 
+    /// The captive portal's style while it holds traffic back, nil when there is none or it let traffic through.
+    var activePortal: CaptivePortalSetting.Style? {
+        let style = profile.uplink.faults.captivePortal
+        return style == .off || portalReleased ? nil : style
+    }
+
+    /// Lets traffic past the captive portal, as logging in to it would.
+    func releasePortal() { portalReleased = true }
+
+    func cameOnline() { releasePortal() }
+
     /// Switches the shaped link to `profile` (excluded destinations stay unconditioned); data in flight keeps its order.
+    /// A captive portal that the profile turns on, or changes, holds traffic back again.
     func apply(_ profile: Profile) {
+        if profile.uplink.faults.captivePortal != self.profile.uplink.faults.captivePortal { portalReleased = false }
         self.profile = profile
         uplink.update(profile)
         downlink.update(profile)
+        faults.apply(profile)
         if !isBlackholed {
             for relay in relays.values { relay.release() }
         }

@@ -17,6 +17,8 @@ final class StreamPump {
         case finished
         /// A socket failed; the connection must be reset.
         case failed(SystemError)
+        /// A stage cut the stream and every byte before the cut was written: the connection ends as it says.
+        case cut(StreamEnd)
     }
 
     private weak var relay: TCPRelay?
@@ -49,6 +51,8 @@ final class StreamPump {
     private var resumeScheduled = false
     /// When the source's end of stream may reach the destination.
     private var endOfStreamDue: Instant?
+    /// How a stage's cut ends the connection once the bytes before it are written; nil for an ordinary end.
+    private var cut: StreamEnd?
     /// True while `readAvailable` runs, so callbacks it triggers do not start a nested read.
     private(set) var isReading = false
     /// True once `close` has run: the sockets belong to nobody and nothing more is read or written.
@@ -110,7 +114,10 @@ final class StreamPump {
                 if let stage {
                     let (kept, cut) = stage.limit(bytes.count, at: now)
                     if kept < bytes.count { bytes.removeLast(bytes.count - kept) }
-                    ended = ended || cut
+                    if let cut {
+                        self.cut = cut
+                        ended = true
+                    }
                 }
                 if !bytes.isEmpty {
                     chunks.append(bytes)
@@ -233,6 +240,10 @@ final class StreamPump {
             deliveryAlarm.arm(at: due)
             return .open
         }
+        if let cut {
+            isFinished = true
+            return .cut(cut)
+        }
         do {
             try destination.shutdownWrite()
         } catch where error.errno == Errno(rawValue: 107) {
@@ -279,10 +290,21 @@ protocol StreamFilter: AnyObject {
     func filter(_ bytes: [UInt8]) -> (bytes: [UInt8], ended: Bool)
 }
 
-/// A per-connection stage between reading a direction and its link: Toxiproxy's toxics. Lives on the event loop thread.
+/// How a connection ends when a stage cuts one of its streams.
+enum StreamEnd: Sendable {
+    /// Both sockets close normally (FIN): Toxiproxy's limit_data and timeout.
+    case close
+    /// Both sockets are reset (RST).
+    case reset
+    /// Nothing more crosses either way and nothing tells either side: a cable unplugged.
+    case hang
+}
+
+/// A per-connection stage between reading a direction and its link: Toxiproxy's toxics and the profile's faults.
+/// Lives on the event loop thread.
 protocol StreamStage: AnyObject {
-    /// How many of `count` bytes just read the connection carries, and whether the stream ends after them.
-    func limit(_ count: Int, at now: Instant) -> (kept: Int, ended: Bool)
+    /// How many of `count` bytes just read the connection carries, and how it ends after them (nil: it goes on).
+    func limit(_ count: Int, at now: Instant) -> (kept: Int, ended: StreamEnd?)
     /// Takes `count` bytes the pump now holds; the stage calls `pump.forward` when they may enter the link.
     func admit(_ count: Int, from pump: StreamPump, at now: Instant)
     /// How much longer the source's end of stream is held back (a slow close).

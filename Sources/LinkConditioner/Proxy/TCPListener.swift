@@ -48,8 +48,10 @@ final class TCPListener: RelayHost, ConditionedListener {
     private var nextRelayID: UInt64 = 1
     private(set) var connectionsAccepted = 0
     private(set) var connectionsRefused = 0
-    /// Makes each new connection's stages (a Toxiproxy proxy's toxics); nil relays without stages.
+    /// Makes each new connection's stages (a Toxiproxy proxy's toxics); nil gives it the profile's faults alone.
     var makeStages: ((TCPRelay) -> (uplink: StreamStage?, downlink: StreamStage?))?
+    let faults: ListenerFaults
+    var connectionFaults: ListenerFaults? { faults }
 
     /// Binds and listens on `address`, and starts accepting.
     init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext) throws(SystemError) {
@@ -62,6 +64,7 @@ final class TCPListener: RelayHost, ConditionedListener {
         self.readBuffer = context.readBuffer
         self.logger = context.logger
         (uplink, downlink) = ShapedLink.pair(for: context)
+        faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         try acceptor.start { [weak self] client, address in self?.accepted(client, from: address) }
     }
 
@@ -90,7 +93,7 @@ final class TCPListener: RelayHost, ConditionedListener {
         let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
                              upstreamName: upstream.description, upstreamAddresses: upstreamAddresses)
         nextRelayID += 1
-        relay.makeStages = makeStages
+        relay.makeStages = makeStages ?? { [unowned self] relay in self.faults.stages(for: relay) }
         relays[relay.id] = relay
         relay.start(blackholed: isBlackholed)
     }
@@ -104,6 +107,7 @@ final class TCPListener: RelayHost, ConditionedListener {
         self.profile = profile
         uplink.update(profile)
         downlink.update(profile)
+        faults.apply(profile)
         if !isBlackholed {
             for relay in relays.values { relay.release() }
         }

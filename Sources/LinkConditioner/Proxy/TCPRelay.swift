@@ -10,7 +10,14 @@ protocol RelayHost: AnyObject {
     var downlink: ShapedLink { get }
     var options: ProxyOptions { get }
     var readBuffer: ReadBuffer { get }
+    /// The profile's connection faults (stall, blocked ports), or nil for a link that has none.
+    var connectionFaults: ListenerFaults? { get }
     func relayClosed(_ relay: TCPRelay)
+}
+
+extension RelayHost {
+    /// A host without faults of its own: an excluded destination's direct link.
+    var connectionFaults: ListenerFaults? { nil }
 }
 
 /// A front end's part in a relay whose upstream was chosen by a proxy protocol (SOCKS5, HTTP CONNECT).
@@ -37,6 +44,8 @@ final class TCPRelay {
         case relaying
         /// The upstream failed and the front end's error reply is on its way to the client.
         case failing
+        /// A fault cut the connection silently: nothing crosses until the client gives up.
+        case hung
         case closed
     }
 
@@ -62,6 +71,8 @@ final class TCPRelay {
     private var uplink: StreamPump!
     private var downlink: StreamPump!
     private var upstreamAttempt = 0
+    /// Whether the upstream's port is blackholed by `blocked.ports`: the connect is never made.
+    private var portBlackholed = false
     private var clientRegistration: EventLoop.RegistrationID?
     private var upstreamRegistration: EventLoop.RegistrationID?
     private var loop: EventLoop { host.loop }
@@ -110,9 +121,10 @@ final class TCPRelay {
         }
     }
 
-    /// Connects once the uplink's delay has passed, as a SYN crossing the emulated link would.
+    /// Connects once the uplink's delay (and the profile's `connect.stall`) has passed, as a SYN crossing the
+    /// emulated link would.
     private func connectAfterUplinkDelay() {
-        let delay = host.uplink.currentDelay
+        let delay = host.uplink.currentDelay + (host.connectionFaults?.connection.connectStall ?? .zero)
         if delay <= .zero {
             connectUpstream()
             return
@@ -152,6 +164,17 @@ final class TCPRelay {
         downlink.destinationReady = true
         downlink.destinationWritable = true
         uplink.sourceReadable = true
+        switch host.connectionFaults?.connection.blocking(port: address.port) {
+        case .refuse?:
+            upstreamAttempt = upstreamAddresses.count - 1
+            upstreamFailed(address: address, .connectionRefused)
+            return
+        case .blackhole?:
+            portBlackholed = true
+            return
+        case nil:
+            portBlackholed = false
+        }
         do {
             upstreamRegistration = try loop.register(socket.descriptor, interest: Self.edgeInterest) { [weak self] events in
                 self?.upstreamEvent(events)
@@ -219,8 +242,11 @@ final class TCPRelay {
 
     private func clientEvent(_ events: UInt32) {
         switch state {
-        case .blackholed:
+        case .blackholed, .hung:
             // What the client sent before leaving was never relayed: the stream is cut, so it is reset.
+            if events & (Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 { close(reset: true) }
+            return
+        case .connecting where portBlackholed:
             if events & (Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 { close(reset: true) }
             return
         case .connecting, .closed:
@@ -293,9 +319,37 @@ final class TCPRelay {
                 logger.info("connection \(id): \(error); resetting")
             }
             close(reset: true)
+        case .cut(.close):
+            close(reset: false)
+        case .cut(.reset):
+            close(reset: true)
+        case .cut(.hang):
+            hang()
         case .finished, .open:
             if (uplink.isFinished || state == .failing) && downlink.isFinished { close(reset: false) }
         }
+    }
+
+    /// Ends the connection the way a fault asks: closed, reset, or left hanging.
+    func end(_ how: StreamEnd) {
+        switch how {
+        case .close: close(reset: false)
+        case .reset: close(reset: true)
+        case .hang: hang()
+        }
+    }
+
+    /// Stops relaying without telling either side, as an unplugged cable would; the client's reset or close
+    /// (or linkcond's shutdown) finally closes the connection.
+    func hang() {
+        guard state != .closed, state != .hung else { return }
+        state = .hung
+        uplink?.forwarding = false
+        downlink?.forwarding = false
+        uplink?.close()
+        downlink?.close()
+        if let registration = upstreamRegistration { loop.deregister(registration) }
+        upstreamRegistration = nil
     }
 
     private func fail(_ reason: String) {

@@ -1,5 +1,5 @@
 /// Toxiproxy's `limit_data`: after `bytes` bytes have passed (counted from when the toxic started acting), the
-/// stream ends: the other side gets exactly those bytes and then end of stream.
+/// connection closes, as Toxiproxy closes it: the other side gets exactly those bytes, then both sockets close.
 final class LimitDataToxic: ToxicEffect {
     let bytes: Int64
     private var passed: Int64 = 0

@@ -15,7 +15,7 @@ final class ResetPeerToxic: ToxicEffect {
         triggered = true
         timer = stage.loop.schedule(at: now + timeout) { [weak self] in
             self?.timer = nil
-            self?.stage?.endConnection(reset: true)
+            self?.stage?.endConnection(.reset)
         }
     }
 

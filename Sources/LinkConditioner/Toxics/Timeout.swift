@@ -12,7 +12,7 @@ final class TimeoutToxic: ToxicEffect {
         guard timeout > .zero else { return }
         timer = stage.loop.schedule(at: now + timeout) { [weak self] in
             self?.timer = nil
-            self?.stage?.endConnection(reset: false)
+            self?.stage?.endConnection(.close)
         }
     }
 

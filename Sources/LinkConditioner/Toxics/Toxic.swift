@@ -82,6 +82,8 @@ protocol ToxicEffect: AnyObject {
     func start(at now: Instant, stage: ToxicStage)
     /// Of `count` bytes just read, how many pass and whether the stream ends after them.
     func limit(_ count: Int) -> (kept: Int, ended: Bool)
+    /// How the connection ends once the bytes `limit` kept have been delivered.
+    var cutEnd: StreamEnd { get }
     /// Reschedules the pieces of one read (bytes with the instant they may move on), in order.
     func shape(_ pieces: inout [StagePiece], at now: Instant, stage: ToxicStage)
     /// Whether nothing may move on while this toxic acts (a timeout, a pending reset).
@@ -99,6 +101,7 @@ protocol ToxicEffect: AnyObject {
 extension ToxicEffect {
     func start(at now: Instant, stage: ToxicStage) {}
     func limit(_ count: Int) -> (kept: Int, ended: Bool) { (count, false) }
+    var cutEnd: StreamEnd { .close }
     func shape(_ pieces: inout [StagePiece], at now: Instant, stage: ToxicStage) {}
     var holdsData: Bool { false }
     var endOfStreamDelay: Duration { .zero }

@@ -2,7 +2,7 @@
 /// stages that follow them: every change reaches every live connection at once, as in Toxiproxy.
 ///
 /// Lives on the event loop thread.
-final class ToxicChain {
+final class ToxicChain: StageChain {
     /// A toxic in the chain; `revision` changes when its attributes or toxicity are updated.
     struct Entry {
         let id: UInt64
@@ -41,6 +41,13 @@ final class ToxicChain {
         changed()
     }
 
+    var stageEntries: [StageEntry] {
+        entries.map { entry in
+            StageEntry(id: StageEntryID(chain: ObjectIdentifier(self), id: entry.id), revision: entry.revision,
+                       toxicity: entry.definition.toxicity, makeEffect: entry.definition.makeEffect(random:))
+        }
+    }
+
     func register(_ stage: ToxicStage) { stages[ObjectIdentifier(stage)] = WeakToxicStage(stage: stage) }
 
     func unregister(_ stage: ToxicStage) { stages.removeValue(forKey: ObjectIdentifier(stage)) }
@@ -49,6 +56,30 @@ final class ToxicChain {
         let now = loop.clock.now()
         for box in Array(stages.values) { box.stage?.chainChanged(at: now) }
     }
+}
+
+/// What a stage follows: a list of toxics that may change while connections are live. Lives on the event loop thread.
+protocol StageChain: AnyObject {
+    /// The toxics in the order they act.
+    var stageEntries: [StageEntry] { get }
+    /// Tells `stage` of every later change, until it unregisters.
+    func register(_ stage: ToxicStage)
+    func unregister(_ stage: ToxicStage)
+}
+
+/// One toxic of a chain as a stage sees it; a new `revision` restarts the toxic with its new settings.
+struct StageEntry {
+    let id: StageEntryID
+    let revision: UInt64
+    /// The chance, drawn once per connection and direction, that the toxic acts on that connection.
+    let toxicity: Double
+    let makeEffect: (SeededRandom) -> ToxicEffect
+}
+
+/// A toxic's identity across the chains one stage follows.
+struct StageEntryID: Hashable {
+    let chain: ObjectIdentifier
+    let id: UInt64
 }
 
 struct WeakToxicStage {

@@ -1,14 +1,14 @@
 import DequeModule
 
-/// One direction of one connection through a Toxiproxy proxy: holds what the pump read until its toxics let it
-/// enter the link, in order.
+/// One direction of one connection: holds what the pump read until its toxics (a Toxiproxy proxy's, then the
+/// profile's faults) let it enter the link, in order.
 ///
-/// Lives on the event loop thread. Each toxic of the chain acts on this connection with its toxicity's chance,
+/// Lives on the event loop thread. Each toxic of the chains acts on this connection with its toxicity's chance,
 /// drawn once per connection and direction from the stage's seed. The bytes themselves stay in the pump (and
 /// count against its buffer cap); the stage keeps only counts and instants.
 final class ToxicStage: StreamStage {
     private struct Active {
-        let id: UInt64
+        let id: StageEntryID
         let revision: UInt64
         /// Whether the toxicity draw let the toxic act on this connection.
         let acts: Bool
@@ -16,11 +16,15 @@ final class ToxicStage: StreamStage {
     }
 
     let loop: EventLoop
-    private let chain: ToxicChain
-    private let end: (Bool) -> Void
+    /// The direction this stage carries: `upstream` is client to server.
+    let side: ToxicStream
+    /// Who spoke last on this connection, shared by its two stages.
+    let turn: ConversationTurn
+    private let chains: [any StageChain]
+    private let end: (StreamEnd) -> Void
     private var random: SeededRandom
     private var active: [Active] = []
-    private var draws: [UInt64: Bool] = [:]
+    private var draws: [StageEntryID: Bool] = [:]
     private weak var pump: StreamPump?
     private var waiting = Deque<StagePiece>()
     private var lastDue = Instant.zero
@@ -29,13 +33,17 @@ final class ToxicStage: StreamStage {
     private var closed = false
     private lazy var alarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.release(at: now) }
 
-    /// `end(reset)` ends the connection (a timeout closes it, a reset_peer resets it).
-    init(chain: ToxicChain, seed: UInt64, end: @escaping (Bool) -> Void) {
-        self.loop = chain.loop
-        self.chain = chain
+    /// `end` ends the connection on a toxic's behalf (a timeout closes it, a reset_peer resets it, a cut may
+    /// leave it hanging). `chains` act in order: the first one's toxics see the bytes first.
+    init(chains: [any StageChain], loop: EventLoop, side: ToxicStream, turn: ConversationTurn, seed: UInt64,
+         end: @escaping (StreamEnd) -> Void) {
+        self.loop = loop
+        self.side = side
+        self.turn = turn
+        self.chains = chains
         self.end = end
         self.random = SeededRandom(seed: seed)
-        chain.register(self)
+        for chain in chains { chain.register(self) }
         chainChanged(at: loop.clock.now())
     }
 
@@ -47,14 +55,14 @@ final class ToxicStage: StreamStage {
         guard !closed else { return }
         var next: [Active] = []
         var started: [ToxicEffect] = []
-        for entry in chain.entries {
+        for entry in chains.flatMap(\.stageEntries) {
             if let current = active.first(where: { $0.id == entry.id && $0.revision == entry.revision }) {
                 next.append(current)
                 continue
             }
-            let acts = draws[entry.id] ?? random.chance(entry.definition.toxicity)
+            let acts = draws[entry.id] ?? random.chance(entry.toxicity)
             draws[entry.id] = acts
-            let effect = entry.definition.makeEffect(random: SeededRandom(seed: random.next()))
+            let effect = entry.makeEffect(SeededRandom(seed: random.next()))
             next.append(Active(id: entry.id, revision: entry.revision, acts: acts, effect: effect))
             if acts { started.append(effect) }
         }
@@ -64,21 +72,27 @@ final class ToxicStage: StreamStage {
         release(at: now)
     }
 
-    func limit(_ count: Int, at now: Instant) -> (kept: Int, ended: Bool) {
+    func limit(_ count: Int, at now: Instant) -> (kept: Int, ended: StreamEnd?) {
         var kept = count
-        var ended = false
+        var ended: StreamEnd?
         for effect in acting {
             let (passed, cut) = effect.limit(kept)
             kept = passed
-            ended = ended || cut
+            if cut && ended == nil { ended = effect.cutEnd }
         }
         return (kept, ended)
     }
 
     func admit(_ count: Int, from pump: StreamPump, at now: Instant) {
         self.pump = pump
+        if waiting.isEmpty, active.allSatisfy({ !$0.acts }) {
+            pump.forward(count, at: now)
+            turn.speaker = side
+            return
+        }
         var pieces = [StagePiece(count: count, due: now)]
         for effect in acting { effect.shape(&pieces, at: now, stage: self) }
+        turn.speaker = side
         for piece in pieces where piece.count > 0 {
             lastDue = max(piece.due, lastDue)
             waiting.append(StagePiece(count: piece.count, due: lastDue))
@@ -91,9 +105,9 @@ final class ToxicStage: StreamStage {
     }
 
     /// Ends the connection on a toxic's behalf.
-    func endConnection(reset: Bool) {
+    func endConnection(_ how: StreamEnd) {
         guard !closed else { return }
-        end(reset)
+        end(how)
     }
 
     /// Forwards every piece that is due, one slice at a time when a slicer acts, and waits for the next.
@@ -128,6 +142,12 @@ final class ToxicStage: StreamStage {
         for entry in active { entry.effect.stop() }
         active.removeAll()
         waiting.removeAll()
-        chain.unregister(self)
+        for chain in chains { chain.unregister(self) }
     }
+}
+
+/// Who sent data last on one connection, so a stage can tell a new turn (a response after a request) from more
+/// of the same one. Lives on the event loop thread.
+final class ConversationTurn {
+    var speaker: ToxicStream?
 }

@@ -1,0 +1,75 @@
+/// `captive-portal`: until the user logs in, plain-HTTP requests through the proxy front end get the portal's
+/// login page instead of the origin's answer (`form`: a 200 with the form; `redirect`: a 302 to it), HTTPS
+/// tunnels open and then end before the TLS handshake, and SOCKS connections are refused. A POST to the form,
+/// or `linkcond online`, lets traffic through; a profile that turns the portal on again holds it back again.
+public enum CaptivePortalSetting: DirectionSetting {
+    public enum Style: String, Hashable, Sendable, CaseIterable {
+        case off, form, redirect
+    }
+
+    public static let keys = ["captive-portal"]
+
+    public static func expected(for key: String) -> String { "one of \(Style.allCases.map(\.rawValue).joined(separator: ", "))" }
+
+    public static func change(
+        for key: String, value: String, context: SettingContext
+    ) throws(ProfileError.Kind) -> @Sendable (inout DirectionProfile) -> Void {
+        guard let style = Style(rawValue: value.lowercased()) else { throw .invalidValue(expected: expected(for: key)) }
+        return { $0.faults.captivePortal = style }
+    }
+
+    public static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)] {
+        direction.faults.captivePortal == .off ? [] : [("captive-portal", direction.faults.captivePortal.rawValue)]
+    }
+
+    public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
+        rendered(uplink).first.map { "captive portal (\($0.value))" }
+    }
+
+    public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] { rendered(direction).map(\.key) }
+}
+
+/// The captive portal's answers to plain-HTTP requests, as bytes.
+enum CaptivePortal {
+    /// The portal's own host; `.invalid` never resolves, so only the portal answers it.
+    static let host = "portal.linkcond.invalid"
+    /// The form's path; a POST to it on any host logs in.
+    static let loginPath = "/linkcond-portal/login"
+
+    /// What the portal answers to `head`, and whether the answer lets traffic through.
+    static func answer(to head: HTTPRequestHead, style: CaptivePortalSetting.Style) -> (bytes: [UInt8], releases: Bool) {
+        if head.method == "POST", path(of: head.target) == loginPath {
+            return (response(status: "200 OK", fields: [], body: page(title: "You are online", content: "<p>You are now online.</p>")), true)
+        }
+        if style == .redirect, hostOf(head.target) != host {
+            let location = "http://\(host)\(loginPath)"
+            return (response(status: "302 Found", fields: ["Location: \(location)"],
+                             body: page(title: "Redirecting", content: "<p><a href=\"\(location)\">Log in</a></p>")), false)
+        }
+        let form = "<form method=\"post\" action=\"http://\(host)\(loginPath)\">"
+            + "<label>Room number <input name=\"room\"></label> <button type=\"submit\">Log in</button></form>"
+        return (response(status: "200 OK", fields: [], body: page(title: "Log in to the network", content: form)), false)
+    }
+
+    private static func path(of target: String) -> String {
+        guard let scheme = target.range(of: "://") else { return target }
+        let rest = target[scheme.upperBound...]
+        guard let slash = rest.firstIndex(of: "/") else { return "/" }
+        return String(rest[slash...].prefix { $0 != "?" })
+    }
+
+    private static func hostOf(_ target: String) -> String {
+        guard let scheme = target.range(of: "://") else { return "" }
+        return String(target[scheme.upperBound...].prefix { $0 != "/" && $0 != ":" && $0 != "?" }).lowercased()
+    }
+
+    private static func page(title: String, content: String) -> String {
+        "<!DOCTYPE html><html><head><title>\(title)</title></head><body><h1>\(title)</h1>\(content)</body></html>\n"
+    }
+
+    private static func response(status: String, fields: [String], body: String) -> [UInt8] {
+        let lines = ["HTTP/1.1 \(status)"] + fields + ["Content-Type: text/html; charset=utf-8", "Content-Length: \(body.utf8.count)",
+                                                     "Cache-Control: no-store", "Connection: close", "", body]
+        return Array(lines.joined(separator: "\r\n").utf8)
+    }
+}

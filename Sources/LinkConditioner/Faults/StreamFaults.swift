@@ -1,0 +1,144 @@
+/// The connection faults a profile sets for one direction (the `cut.*`, `close.delay`, `slice.*`,
+/// `first-byte.delay`, `connect.stall`, `blocked.*` and `captive-portal` keys), each declared by its own setting.
+///
+/// Faults that concern the whole connection (connect stall, blocked ports, captive portal) are read from the
+/// uplink, the direction a connection is opened in; an unprefixed key sets both directions alike.
+public struct FaultSettings: Hashable, Sendable {
+    public var cutAfter: CutPoint?
+    public var cutMode: CutSetting.Mode = .reset
+    public var closeDelay: Duration = .zero
+    public var sliceSize: Int?
+    public var sliceVariation = 0
+    public var sliceDelay: Duration = .zero
+    public var firstByteDelay: Duration = .zero
+    public var connectStall: Duration = .zero
+    public var blockedPorts: [ClosedRange<UInt16>] = []
+    public var blockedMode: BlockedPortsSetting.Mode = .refuse
+    public var captivePortal: CaptivePortalSetting.Style = .off
+
+    public init() {}
+
+    /// Every fault's setting, for `DirectionSettings.all`.
+    static let directionSettings: [any DirectionSetting.Type] =
+        StreamFaultSettings.all + [ConnectStallSetting.self, BlockedPortsSetting.self, CaptivePortalSetting.self]
+}
+
+/// A direction setting whose fault acts on each connection's stream, through the connection's stages.
+protocol StreamFaultSetting: DirectionSetting {
+    /// The fault's effect on one direction of one new connection, or nil when `direction` leaves it off.
+    static func makeEffect(for direction: DirectionProfile, random: SeededRandom) -> ToxicEffect?
+}
+
+/// The faults that act on streams, in the order they see the bytes (a cut counts bytes before a slicer cuts writes).
+enum StreamFaultSettings {
+    static let all: [any StreamFaultSetting.Type] = [
+        CutSetting.self, FirstByteDelaySetting.self, SliceSetting.self, SlowCloseSetting.self,
+    ]
+}
+
+/// One direction's profile faults as a chain of toxics that every live connection's stage follows: a `set` that
+/// changes a fault restarts it on live connections; faults it leaves alone keep their state.
+///
+/// Lives on the event loop thread.
+final class FaultChain: StageChain {
+    private struct Entry {
+        let index: Int
+        var revision: UInt64
+        /// The fault's keys as rendered: its identity, so an unchanged fault is not restarted.
+        var rendered: String
+        var direction: DirectionProfile
+    }
+
+    let loop: EventLoop
+    private var entries: [Entry] = []
+    private var stages: [ObjectIdentifier: WeakToxicStage] = [:]
+
+    init(loop: EventLoop, direction: DirectionProfile) {
+        self.loop = loop
+        update(direction)
+    }
+
+    /// Follows `direction`'s faults.
+    func update(_ direction: DirectionProfile) {
+        var next: [Entry] = []
+        for (index, setting) in StreamFaultSettings.all.enumerated() {
+            let rendered = setting.rendered(direction).map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+            guard !rendered.isEmpty else { continue }
+            if var current = entries.first(where: { $0.index == index }) {
+                if current.rendered != rendered {
+                    current.revision += 1
+                    current.rendered = rendered
+                }
+                current.direction = direction
+                next.append(current)
+            } else {
+                next.append(Entry(index: index, revision: 0, rendered: rendered, direction: direction))
+            }
+        }
+        let changed = next.map { [$0.index, Int($0.revision)] } != entries.map { [$0.index, Int($0.revision)] }
+        entries = next
+        guard changed else { return }
+        let now = loop.clock.now()
+        for box in Array(stages.values) { box.stage?.chainChanged(at: now) }
+    }
+
+    var stageEntries: [StageEntry] {
+        entries.map { entry in
+            let setting = StreamFaultSettings.all[entry.index]
+            let direction = entry.direction
+            return StageEntry(id: StageEntryID(chain: ObjectIdentifier(self), id: UInt64(entry.index)), revision: entry.revision,
+                              toxicity: 1, makeEffect: { random in setting.makeEffect(for: direction, random: random) ?? PassingEffect() })
+        }
+    }
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    func register(_ stage: ToxicStage) { stages[ObjectIdentifier(stage)] = WeakToxicStage(stage: stage) }
+
+    func unregister(_ stage: ToxicStage) { stages.removeValue(forKey: ObjectIdentifier(stage)) }
+}
+
+/// An effect that changes nothing.
+private final class PassingEffect: ToxicEffect {}
+
+/// A listener's profile faults: the two directions' chains, and the checks made when a connection opens.
+///
+/// Lives on the event loop thread.
+final class ListenerFaults {
+    let loop: EventLoop
+    private(set) var profile: Profile
+    let uplink: FaultChain
+    let downlink: FaultChain
+    /// Seeds each connection's stages, from the profile's seed so runs repeat.
+    private var seeds: SeededRandom
+
+    init(loop: EventLoop, profile: Profile, seed: UInt64) {
+        self.loop = loop
+        self.profile = profile
+        uplink = FaultChain(loop: loop, direction: profile.uplink)
+        downlink = FaultChain(loop: loop, direction: profile.downlink)
+        seeds = SeededRandom(seed: seed)
+    }
+
+    func apply(_ profile: Profile) {
+        self.profile = profile
+        uplink.update(profile.uplink)
+        downlink.update(profile.downlink)
+    }
+
+    /// The connection-wide faults, which the uplink carries.
+    var connection: FaultSettings { profile.uplink.faults }
+
+    /// The stages of a new relay: `before`'s toxics first (a Toxiproxy proxy's), then the profile's faults.
+    /// Stages are made for every relay, so a fault `set` later reaches connections already open.
+    func stages(for relay: TCPRelay, before toxics: (upstream: ToxicChain, downstream: ToxicChain)? = nil,
+                seeds drawn: (UInt64, UInt64)? = nil) -> (uplink: StreamStage?, downlink: StreamStage?) {
+        let end: (StreamEnd) -> Void = { [weak relay] how in relay?.end(how) }
+        let turn = ConversationTurn()
+        let seeds = drawn ?? (self.seeds.next(), self.seeds.next())
+        let up: [any StageChain] = (toxics.map { [$0.upstream] } ?? []) + [uplink]
+        let down: [any StageChain] = (toxics.map { [$0.downstream] } ?? []) + [downlink]
+        return (ToxicStage(chains: up, loop: loop, side: .upstream, turn: turn, seed: seeds.0, end: end),
+                ToxicStage(chains: down, loop: loop, side: .downstream, turn: turn, seed: seeds.1, end: end))
+    }
+}
