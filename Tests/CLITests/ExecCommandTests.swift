@@ -243,6 +243,27 @@ struct ExecCommandTests {
         _ = try? running.stop(signal: SIGTERM)
     }
 
+    @Test func aProfileFaultResetsTheProgramsDownloadWithinItsBytes() throws {
+        var body = [UInt8]()
+        Payload(size: 1 << 20, seed: 11).forEachBlock { body += $0 }
+        let server = try HTTPFileServer(body: body)
+        defer { server.stop() }
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-cut-\(getpid()).bin")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let profile = try ExecEnvironment.profileFile("downlink.cut.after = 100 KiB\ndownlink.cut.mode = reset\n")
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+
+        let result = try LinkcondProcess.run(["exec", "--profile", profile, "--control", "127.0.0.1:0", "--",
+                                              "curl", "-sS", "-o", output.path, "http://198.18.0.2:\(server.port)/file"], timeout: 60)
+
+        #expect(result.status == 56, "curl's status: \(result.status), stderr: \(result.stderr)")
+        let received = try Data(contentsOf: output)
+        // The gateway's reset discards what was still in flight on the emulated link, as a real reset does: the
+        // program gets a prefix of at most the cut's bytes.
+        #expect(received.count > 0 && received.count < 100 * 1024, "body bytes before the cut: \(received.count)")
+        #expect(received == Data(body.prefix(received.count)))
+    }
+
     @Test func sigtermToLinkcondReachesTheProgram() throws {
         let running = try RunningLinkcond(["exec", "--control", "127.0.0.1:0", "--", "sh", "-c",
                                            "trap 'echo got-term; exit 5' TERM; echo started; while true; do sleep 0.05; done"])

@@ -43,6 +43,9 @@ final class ExecListener: RelayHost, ConditionedListener {
     private var registrations: [EventLoop.RegistrationID] = []
     private var acceptors: [(TCPAcceptor, Int32)] = []
     private let dns: DNSForwarder?
+    /// The profile's connection faults, acting on the relayed streams as on any TCP listener's.
+    let faults: ListenerFaults
+    var connectionFaults: ListenerFaults? { faults }
     private var profile: Profile
     private let exclude: [HostPattern]
     private(set) var relays: [UInt64: TCPRelay] = [:]
@@ -64,6 +67,7 @@ final class ExecListener: RelayHost, ConditionedListener {
         unshaped.profile = .none
         (uplink, downlink) = ShapedLink.pair(for: unshaped)
         (packetUplink, packetDownlink) = UDPLink.pair(for: context)
+        faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         let plumbing = settings.plumbing
         programTun = try TunDevice(adopting: plumbing.programTun)
         gatewayTun = try TunDevice(adopting: plumbing.gatewayTun)
@@ -192,6 +196,7 @@ final class ExecListener: RelayHost, ConditionedListener {
         let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
                              upstreamName: destination.description, upstreamAddresses: [destination])
         nextRelayID += 1
+        relay.makeStages = { [unowned self] relay in self.faults.stages(for: relay) }
         relays[relay.id] = relay
         logger.debug("exec: connection \(relay.id) from \(address) to \(destination)")
         relay.start(blackholed: false)
@@ -262,6 +267,7 @@ final class ExecListener: RelayHost, ConditionedListener {
         packetUplink.update(profile: profile.uplink)
         packetDownlink.update(profile: profile.downlink)
         dns?.apply(profile)
+        faults.apply(profile)
     }
 
     /// Resets every live TCP connection (the gateway's kernel sends the program its reset across the link) and
