@@ -41,3 +41,15 @@ int clinux_receive_datagrams(int fd, void *buffers, size_t slot_size, struct soc
     }
     return received;
 }
+
+int clinux_pipe_nonblocking(int fds[2]) {
+    return pipe2(fds, O_NONBLOCK | O_CLOEXEC);
+}
+
+ssize_t clinux_splice_nonblocking(int from, int to, size_t length) {
+    return splice(from, NULL, to, NULL, length, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+}
+
+int clinux_pipe_set_size(int fd, int size) {
+    return fcntl(fd, F_SETPIPE_SZ, size);
+}
