@@ -197,3 +197,15 @@ int clinux_wait_signal_or_child(int *from_terminal) {
 }
 
 int clinux_die_with_parent(void) { return prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); }
+
+int clinux_pipe_nonblocking(int fds[2]) {
+    return pipe2(fds, O_NONBLOCK | O_CLOEXEC);
+}
+
+ssize_t clinux_splice_nonblocking(int from, int to, size_t length) {
+    return splice(from, NULL, to, NULL, length, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+}
+
+int clinux_pipe_set_size(int fd, int size) {
+    return fcntl(fd, F_SETPIPE_SZ, size);
+}

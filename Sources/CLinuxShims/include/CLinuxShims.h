@@ -94,6 +94,13 @@ struct clinux_datagram_slot {
 int clinux_receive_datagrams(int fd, void *buffers, size_t slot_size, struct sockaddr_storage *addresses,
                              struct clinux_datagram_slot *slots, unsigned int count);
 
+/// Opens a non-blocking, close-on-exec pipe (pipe2 with O_NONBLOCK | O_CLOEXEC).
+int clinux_pipe_nonblocking(int fds[2]);
+/// Moves up to `length` bytes between descriptors in the kernel, one of which is a pipe, without blocking.
+ssize_t clinux_splice_nonblocking(int from, int to, size_t length);
+/// Asks for a pipe of `size` bytes (F_SETPIPE_SZ); returns the size granted.
+int clinux_pipe_set_size(int fd, int size);
+
 static inline int clinux_fcntl_setfl(int fd, int flags) { return fcntl(fd, F_SETFL, flags); }
 static inline int clinux_fcntl_getfl(int fd) { return fcntl(fd, F_GETFL); }
 

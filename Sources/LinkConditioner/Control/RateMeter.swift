@@ -6,6 +6,10 @@ import DequeModule
 /// single read (the first `linkcond status`, `/metrics`, the dashboard) sees the running instance's current rate
 /// instead of needing two samples of its own; the rate follows a change within a quarter of a second.
 ///
+/// When no counter moved for a whole window and no connection holds bytes, the meter stops its timer (an idle
+/// linkcond wakes for nothing) and starts again from a fresh sample at the loop's next readiness event, which any
+/// traffic begins with.
+///
 /// Lives on the event loop thread.
 final class RateMeter {
     /// How often the counters are sampled.
@@ -24,15 +28,18 @@ final class RateMeter {
 
     private let loop: EventLoop
     private let sample: () -> Counts
+    /// Whether connections hold bytes that timers alone may still deliver (delayed data), which keeps it awake.
+    private let isHolding: () -> Bool
     private var samples: Deque<Sample> = []
     /// Bits per second per listener, uplink and downlink, over the samples kept; zero before the first interval.
     private(set) var rates: [ObjectIdentifier: (uplink: Double, downlink: Double)] = [:]
     private var timer: EventLoop.TimerID?
 
     /// Starts sampling `sample` (every listener's delivered bytes, uplink and downlink). Called on the loop thread.
-    init(loop: EventLoop, sample: @escaping () -> Counts) {
+    init(loop: EventLoop, sample: @escaping () -> Counts, isHolding: @escaping () -> Bool = { false }) {
         self.loop = loop
         self.sample = sample
+        self.isHolding = isHolding
         samples.append(Sample(at: loop.clock.now(), bytes: Self.keyed(sample())))
         schedule()
     }
@@ -57,11 +64,34 @@ final class RateMeter {
             rates[listener] = (Double(max(current.uplink - previous.uplink, 0)) * 8 / seconds,
                                Double(max(current.downlink - previous.downlink, 0)) * 8 / seconds)
         }
+        if newest.at - oldest.at >= Self.window, Self.same(oldest.bytes, newest.bytes), !isHolding() {
+            timer = nil
+            isSleeping = true
+            loop.whenNextEvent { [weak self] in self?.wake() }
+            return
+        }
         schedule()
+    }
+
+    /// Whether the meter stopped its timer because nothing moved.
+    private(set) var isSleeping = false
+
+    /// Starts sampling again from now, after the loop saw a readiness event.
+    private func wake() {
+        guard isSleeping else { return }
+        isSleeping = false
+        samples = [Sample(at: loop.clock.now(), bytes: Self.keyed(sample()))]
+        schedule()
+    }
+
+    private static func same(_ a: [ObjectIdentifier: (uplink: Int, downlink: Int)],
+                             _ b: [ObjectIdentifier: (uplink: Int, downlink: Int)]) -> Bool {
+        a.count == b.count && a.allSatisfy { key, value in b[key].map { $0 == value } ?? false }
     }
 
     func stop() {
         if let timer { loop.cancel(timer) }
         timer = nil
+        isSleeping = false
     }
 }

@@ -38,6 +38,8 @@ public final class EventLoop: @unchecked Sendable {
     private var nextRegistration: UInt64 = 2
     private var timers = Heap<TimerEntry>()
     private var timerActions: [UInt64: () -> Void] = [:]
+    /// Runs once before the handler of the next readiness event; nil when nobody waits for one.
+    private var onNextEvent: (() -> Void)?
     private var nextTimer: UInt64 = 1
     private var armedDeadline: Instant?
     private var running = true
@@ -198,6 +200,14 @@ public final class EventLoop: @unchecked Sendable {
         return TimerID(value: id)
     }
 
+    /// Runs `action` once, on the loop thread, just before the next readiness event of any registered descriptor
+    /// is handled: how a sampler that stopped its timer while nothing moved learns that something may move again.
+    /// One at a time; a later call replaces an earlier one.
+    func whenNextEvent(_ action: @escaping () -> Void) {
+        assertInLoop()
+        onNextEvent = action
+    }
+
     func cancel(_ timer: TimerID) {
         assertInLoop()
         timerActions.removeValue(forKey: timer.value)
@@ -231,6 +241,10 @@ public final class EventLoop: @unchecked Sendable {
                     timer.acknowledge()
                     armedDeadline = nil
                 default:
+                    if let action = onNextEvent {
+                        onNextEvent = nil
+                        action()
+                    }
                     registrations[data[index]]?.handler(events[index])
                 }
             }

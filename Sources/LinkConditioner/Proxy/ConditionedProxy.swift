@@ -290,6 +290,8 @@ final class ProxyState {
                 let status = listener.status()
                 return (ObjectIdentifier(listener), status.uplink.bytesDelivered, status.downlink.bytesDelivered)
             }
+        } isHolding: { [unowned self] in
+            self.bufferBudget.held > 0
         }
     }
 

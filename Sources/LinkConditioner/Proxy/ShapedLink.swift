@@ -63,6 +63,12 @@ final class ShapedLink {
 
     func canAccept(_ flow: StreamFlow) -> Bool { model.canAccept(flow) }
 
+    /// Whether the link shapes nothing either way, so pumps may move bytes without the model seeing them.
+    var isPassThrough: Bool { model.isPassThrough }
+
+    /// Counts bytes a pump moved past the model while the link was pass-through.
+    func countBypassed(_ bytes: Int) { model.countSpliced(bytes) }
+
     /// Remembers that `pump` stopped reading because its flow's send buffer was full.
     func waitForQueueSpace(_ pump: StreamPump, flow: StreamFlow) {
         waitingForQueue[ObjectIdentifier(flow)] = pump
@@ -78,6 +84,9 @@ final class ShapedLink {
         let now = loop.clock.now()
         model.update(profile: profile[keyPath: direction], reverse: profile[keyPath: reverse], settings: profile.tcp, now: now)
         currentDelay = profile[keyPath: direction].delay
+        if !model.isPassThrough {
+            for pump in Array(pumps.values) where !pump.isClosed { pump.leaveSplice(at: now) }
+        }
         service(at: now)
     }
 

@@ -21,7 +21,7 @@ final class StreamPump {
         case cut(StreamEnd)
     }
 
-    private weak var relay: TCPRelay?
+    private(set) weak var relay: TCPRelay?
     let link: ShapedLink
     private(set) var flow: StreamFlow!
     let source: Socket
@@ -32,7 +32,8 @@ final class StreamPump {
     private var headOffset = 0
     private(set) var heldBytes = 0
     private var deliverableBytes = 0
-    private(set) var bytesDelivered = 0
+    /// Bytes written to the destination, by either path.
+    var bytesDelivered = 0
     private(set) var sourceEnded = false
     private(set) var isFinished = false
     /// Edge-triggered epoll: whether the source may still have data we have not read.
@@ -46,11 +47,13 @@ final class StreamPump {
     /// Rewrites bytes as they are read, before the link sees them; nil passes them through unchanged.
     var filter: StreamFilter?
     /// Decides when read bytes enter the link (Toxiproxy's toxics); nil hands them to the link at once.
-    var stage: StreamStage?
+    var stage: StreamStage? { didSet { stage?.attach(to: self) } }
+    /// The splice path, made when the direction first has nothing to shape; nil while it never had.
+    var splice: StreamSplice?
     private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
     private var resumeScheduled = false
     /// When the source's end of stream may reach the destination.
-    private var endOfStreamDue: Instant?
+    private(set) var endOfStreamDue: Instant?
     /// How a stage's cut ends the connection once the bytes before it are written; nil for an ordinary end.
     private var cut: StreamEnd?
     /// True while `readAvailable` runs, so callbacks it triggers do not start a nested read.
@@ -58,7 +61,7 @@ final class StreamPump {
     /// True once `close` has run: the sockets belong to nobody and nothing more is read or written.
     private(set) var isClosed = false
 
-    private static let readsPerTurn = 16
+    static let readsPerTurn = 16
 
     init(relay: TCPRelay, link: ShapedLink, source: Socket, destination: Socket, capacity: Int) {
         self.relay = relay
@@ -74,6 +77,11 @@ final class StreamPump {
         guard !isReading, !isClosed else { return .open }
         isReading = true
         defer { isReading = false }
+        switch spliceDecision(at: now) {
+        case .splice: return spliceAvailable(at: now)
+        case .drainFirst: return .open
+        case .copy: break
+        }
         var reads = 0
         while sourceReadable && !sourceEnded && forwarding {
             var room = capacity - heldBytes
@@ -142,6 +150,7 @@ final class StreamPump {
     /// with `endOfStream`, the destination is half-closed after them and nothing more is read.
     func inject(_ bytes: [UInt8], endOfStream: Bool, at now: Instant) {
         guard !isClosed else { return }
+        leaveSplice(at: now)
         if endOfStream { self.endOfStream(at: now) }
         guard !bytes.isEmpty else {
             relay?.pumpProgressed(self, outcome: finishIfDrained())
@@ -191,6 +200,7 @@ final class StreamPump {
     /// Writes released bytes until the destination would block.
     func writeDeliverable() -> Outcome {
         guard destinationReady, !isClosed else { return .open }
+        if let splice, splice.pipedBytes > 0 { return drainPipe() }
         while deliverableBytes > 0 && destinationWritable {
             let chunk = chunks[chunks.startIndex]
             let length = min(chunk.count - headOffset, deliverableBytes)
@@ -226,7 +236,7 @@ final class StreamPump {
 
     /// Notes that the source has ended: its FIN crosses the link like data, one delay after it arrived (and
     /// after the handshake, for a FIN that comes first).
-    private func endOfStream(at now: Instant) {
+    func endOfStream(at now: Instant) {
         sourceEnded = true
         sourceReadable = false
         endOfStreamDue = max(now, flow.opensAt) + link.currentDelay + (stage?.endOfStreamDelay(at: now) ?? .zero)
@@ -234,8 +244,8 @@ final class StreamPump {
 
     /// Sends end-of-stream to the destination once the source has ended, every byte has been written, and the
     /// FIN has crossed the link's delay.
-    private func finishIfDrained() -> Outcome {
-        guard sourceEnded, heldBytes == 0, !isFinished, destinationReady else { return isFinished ? .finished : .open }
+    func finishIfDrained() -> Outcome {
+        guard sourceEnded, heldBytes == 0, (splice?.pipedBytes ?? 0) == 0, !isFinished, destinationReady else { return isFinished ? .finished : .open }
         if let due = endOfStreamDue, due > link.loop.clock.now() {
             deliveryAlarm.arm(at: due)
             return .open
@@ -256,7 +266,7 @@ final class StreamPump {
     }
 
     /// Continues reading on a later loop turn, so one busy connection cannot monopolise the loop.
-    private func scheduleResume() {
+    func scheduleResume() {
         guard !resumeScheduled else { return }
         resumeScheduled = true
         link.loop.schedule(at: link.loop.clock.now()) { [weak self] in
@@ -274,6 +284,7 @@ final class StreamPump {
         guard !isClosed else { return }
         isClosed = true
         stage?.close()
+        splice?.close()
         deliveryAlarm.cancel()
         link.detach(flow)
         link.budget?.release(heldBytes)
@@ -311,4 +322,8 @@ protocol StreamStage: AnyObject {
     func endOfStreamDelay(at now: Instant) -> Duration
     /// The connection closed: cancel timers.
     func close()
+    /// True while the stage would pass every byte on at once and needs to see none: the pump may splice.
+    var isIdle: Bool { get }
+    /// The pump this stage holds bytes for; called when the stage is attached.
+    func attach(to pump: StreamPump)
 }

@@ -25,7 +25,7 @@ final class ToxicStage: StreamStage {
     private var random: SeededRandom
     private var active: [Active] = []
     private var draws: [StageEntryID: Bool] = [:]
-    private weak var pump: StreamPump?
+    private(set) weak var pump: StreamPump?
     private var waiting = Deque<StagePiece>()
     private var lastDue = Instant.zero
     private var nextSliceAt = Instant.zero
@@ -43,6 +43,7 @@ final class ToxicStage: StreamStage {
         self.chains = chains
         self.end = end
         self.random = SeededRandom(seed: seed)
+        turn.join(self)
         for chain in chains { chain.register(self) }
         chainChanged(at: loop.clock.now())
     }
@@ -69,8 +70,16 @@ final class ToxicStage: StreamStage {
         for old in active where !next.contains(where: { $0.effect === old.effect }) { old.effect.stop() }
         active = next
         for effect in started { effect.start(at: now, stage: self) }
+        if !active.isEmpty { turn.wake(at: now) }
         release(at: now)
     }
+
+    /// No toxic of the chains applies and no bytes wait here.
+    var holdsNothing: Bool { active.isEmpty && waiting.isEmpty }
+
+    var isIdle: Bool { turn.isQuiet }
+
+    func attach(to pump: StreamPump) { self.pump = pump }
 
     func limit(_ count: Int, at now: Instant) -> (kept: Int, ended: StreamEnd?) {
         var kept = count
@@ -149,5 +158,18 @@ final class ToxicStage: StreamStage {
 /// Who sent data last on one connection, so a stage can tell a new turn (a response after a request) from more
 /// of the same one. Lives on the event loop thread.
 final class ConversationTurn {
+    private struct Member { weak var stage: ToxicStage? }
     var speaker: ToxicStream?
+    private var members: [Member] = []
+
+    func join(_ stage: ToxicStage) { members.append(Member(stage: stage)) }
+
+    /// True while no stage of the connection has a toxic or holds bytes: both directions may bypass their stages
+    /// (and splice), since neither needs to see bytes nor to learn who spoke.
+    var isQuiet: Bool { members.allSatisfy { $0.stage?.holdsNothing ?? true } }
+
+    /// A toxic arrived: pumps on the splice path return to copying so the stages see the bytes from now on.
+    func wake(at now: Instant) {
+        for member in members { member.stage?.pump?.leaveSplice(at: now) }
+    }
 }

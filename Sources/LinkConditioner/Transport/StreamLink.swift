@@ -97,7 +97,7 @@ public final class StreamLink {
     }
 
     /// Whether nothing at all is emulated in either direction.
-    private var isPassThrough: Bool {
+    public var isPassThrough: Bool {
         profile.bandwidth == nil && profile.trace == nil && profile.delay == .zero && profile.jitter == .zero
             && profile.loss == .zero
             && profile.lossModel == .random && reverseDelay == .zero
@@ -151,6 +151,14 @@ public final class StreamLink {
         flow.pendingBytes += bytes
         flow.sender.write(bytes, now: now)
         transmit(flow, at: now)
+    }
+
+    /// Counts `bytes` that crossed a pass-through link outside the model (spliced in the kernel) as enqueued and
+    /// delivered, so status and the rate meter see them.
+    public func countSpliced(_ bytes: Int) {
+        tally.counters.bytesEnqueued += bytes
+        tally.counters.bytesDelivered += bytes
+        tally.counters.bytesSpliced += bytes
     }
 
     /// Runs the emulation up to `now` and returns the flows whose receivers released bytes.

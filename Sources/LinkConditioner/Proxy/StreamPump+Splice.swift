@@ -1,0 +1,109 @@
+/// The pump's splice path: how it decides to bypass user space, moves bytes through the pipe, and leaves.
+extension StreamPump {
+    enum SpliceDecision {
+        /// Move the source's bytes with splice.
+        case splice
+        /// Nothing needs to see the bytes, but some are still held on the copying path: write them before
+        /// reading more, so the direction can move onto the splice path without reordering.
+        case drainFirst
+        /// Read and copy: the link shapes, a stage or filter sees the bytes, or no pipe is available.
+        case copy
+    }
+
+    /// How this direction reads now. Splice needs a link that shapes nothing either way, no filter and only idle stages, nothing
+    /// held on the copying path or in the model (so order is kept), the handshake crossed and the source not
+    /// ended. With bytes already in the pipe, it stays on the path.
+    func spliceDecision(at now: Instant) -> SpliceDecision {
+        if let splice, splice.pipedBytes > 0 { return .splice }
+        guard stage?.isIdle ?? true, filter == nil, link.isPassThrough, !(splice?.isUnavailable ?? false) else { return .copy }
+        guard now >= flow.opensAt, destinationReady, forwarding, !sourceEnded else { return .copy }
+        guard heldBytes == 0, flow.pendingBytes == 0, flow.releasedBytes == 0 else { return .drainFirst }
+        if splice == nil { splice = StreamSplice() }
+        return splice?.prepare() == true ? .splice : .copy
+    }
+
+    /// Moves what the source has through the pipe to the destination, until either side would block.
+    func spliceAvailable(at now: Instant) -> Outcome {
+        guard let splice else { return .open }
+        var moves = 0
+        while moves < Self.readsPerTurn * 2 {
+            moves += 1
+            if splice.pipedBytes > 0 {
+                guard destinationWritable else { return .open }
+                switch drainOnce(splice) {
+                case .failed(let error): return .failed(error)
+                case .finished, .open, .cut: break
+                }
+                if isClosed || !destinationWritable { return .open }
+                continue
+            }
+            guard sourceReadable, !sourceEnded, forwarding, link.isPassThrough, stage?.isIdle ?? true else { return finishIfDrained() }
+            let result: IOResult<Int>
+            do {
+                result = try splice.fill(from: source)
+            } catch {
+                return .failed(error)
+            }
+            switch result {
+            case .wouldBlock:
+                // An empty pipe that takes nothing means the source is empty; a part-full one may just lack a
+                // free slot, so the source stays marked readable until the pipe drains.
+                if splice.pipedBytes == 0 {
+                    sourceReadable = false
+                    return .open
+                }
+            case .processed(0):
+                endOfStream(at: now)
+                if splice.pipedBytes == 0 { return finishIfDrained() }
+            case .processed:
+                break
+            }
+        }
+        scheduleResume()
+        return .open
+    }
+
+    /// Writes what the pipe holds to the destination (the destination became writable), then finishes if the
+    /// source has ended.
+    func drainPipe() -> Outcome {
+        guard let splice else { return .open }
+        while splice.pipedBytes > 0 && destinationWritable && !isClosed {
+            if case .failed(let error) = drainOnce(splice) { return .failed(error) }
+        }
+        return finishIfDrained()
+    }
+
+    /// One splice from the pipe to the destination, counted as delivered.
+    private func drainOnce(_ splice: StreamSplice) -> Outcome {
+        let before = splice.pipedBytes
+        let result: IOResult<Int>
+        do {
+            result = try splice.drain(to: destination)
+        } catch {
+            return .failed(error)
+        }
+        switch result {
+        case .wouldBlock:
+            destinationWritable = false
+        case .processed(let written):
+            bytesDelivered += written
+            link.countBypassed(written)
+            if written < before { destinationWritable = false }
+        }
+        return .open
+    }
+
+    /// Leaves the splice path: the bytes still in the pipe are copied out and queued on the link ahead of
+    /// anything read later, so the profile now in force sees them and none is lost or reordered.
+    func leaveSplice(at now: Instant) {
+        guard let splice, splice.pipedBytes > 0, !isClosed else { return }
+        let bytes: [UInt8]
+        do {
+            bytes = try splice.takeBack()
+        } catch {
+            relay?.pumpProgressed(self, outcome: .failed(error))
+            return
+        }
+        inject(bytes, endOfStream: false, at: now)
+    }
+}

@@ -1,0 +1,73 @@
+/// The splice path of one stream direction: while the direction has nothing to shape, its bytes move from the
+/// source socket into a kernel pipe and on to the destination with `splice(2)`, never copied into user space.
+///
+/// Lives on the event loop thread, owned by one `StreamPump`. The pipe is opened on first use; bytes in it were
+/// read from the source before anything the copying path reads later, so leaving the path copies them out first.
+final class StreamSplice {
+    /// Room asked for the pipe: enough for a few windows of a fast loopback stream.
+    static let pipeSize = 256 * 1024
+
+    private var pipe: SplicePipe?
+    /// Bytes in the pipe, read from the source and not yet written to the destination.
+    private(set) var pipedBytes = 0
+    /// Bytes this path has written to the destination.
+    private(set) var bytesSpliced = 0
+    /// Set when the pipe could not be opened (descriptors exhausted): the pump copies instead.
+    private(set) var isUnavailable = false
+
+    /// Opens the pipe if it is not open yet; false (and unavailable from then on) when the kernel refuses one.
+    func prepare() -> Bool {
+        if pipe != nil { return true }
+        guard !isUnavailable else { return false }
+        do {
+            pipe = try SplicePipe.open(size: Self.pipeSize)
+            return true
+        } catch {
+            isUnavailable = true
+            return false
+        }
+    }
+
+    /// Room left in the pipe, in bytes.
+    var room: Int { max(0, (pipe?.capacity ?? 0) - pipedBytes) }
+
+    /// Moves what the source has, up to the pipe's room, into the pipe.
+    func fill(from source: Socket) throws(SystemError) -> IOResult<Int> {
+        guard let pipe else { return .wouldBlock }
+        let result = try pipe.fill(from: source, count: max(room, 1))
+        if case .processed(let count) = result { pipedBytes += count }
+        return result
+    }
+
+    /// Moves what the pipe holds to `destination`, as far as it takes.
+    func drain(to destination: Socket) throws(SystemError) -> IOResult<Int> {
+        guard let pipe, pipedBytes > 0 else { return .processed(0) }
+        let result = try pipe.drain(to: destination, count: pipedBytes)
+        if case .processed(let count) = result {
+            pipedBytes -= count
+            bytesSpliced += count
+        }
+        return result
+    }
+
+    /// Copies everything the pipe holds out of it, in order, for the copying path to carry from here on.
+    func takeBack() throws(SystemError) -> [UInt8] {
+        guard let pipe, pipedBytes > 0 else { return [] }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: pipedBytes, alignment: 1)
+        defer { buffer.deallocate() }
+        var taken = 0
+        while taken < buffer.count {
+            guard case .processed(let count) = try pipe.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[taken...])),
+                  count > 0 else { break }
+            taken += count
+        }
+        pipedBytes -= taken
+        return Array(UnsafeRawBufferPointer(rebasing: buffer[..<taken]))
+    }
+
+    func close() {
+        pipe?.close()
+        pipe = nil
+        pipedBytes = 0
+    }
+}

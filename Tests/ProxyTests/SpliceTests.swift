@@ -1,0 +1,149 @@
+import Foundation
+import LinkConditioner
+import LoopbackPeers
+import Testing
+
+/// The relay's splice path: a direction with nothing to shape moves its bytes with splice(2), and a profile switch
+/// in either direction mid-stream loses and reorders nothing. The tests assert what the relay decided (its
+/// `bytesSpliced` counter), never how fast it went.
+@Suite(.serialized)
+struct SpliceTests {
+    /// An upstream that sends `payload` to each client, then half-closes.
+    private func sendingServer(_ payload: Payload) throws -> TestServer {
+        try TestServer { connection in
+            try? payload.forEachBlock { try connection.send($0) }
+            connection.shutdownWrite()
+            _ = try? connection.drain()
+            connection.close()
+        }
+    }
+
+    private func downlink(_ proxy: ConditionedProxy) -> LinkCounters { proxy.status()[0].downlink }
+
+    @Test func anUnshapedDirectionMovesEveryByteBySplice() throws {
+        let payload = Payload(size: 8 << 20, seed: 0x5A1CE)
+        let server = try sendingServer(payload)
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
+        defer { proxy.stop() }
+
+        let client = try TestConnection.connect(port: proxy.port, timeout: 60)
+        client.shutdownWrite()
+        let received = try client.drain()
+        client.close()
+
+        #expect(received.count == payload.size)
+        #expect(received.checksum == payload.digest.value)
+        #expect(downlink(proxy).bytesSpliced == payload.size)
+    }
+
+    @Test func aDelayInEitherDirectionKeepsBothOnTheCopyingPath() throws {
+        var profile = Profile.none
+        profile.uplink.delay = .milliseconds(1)
+        let payload = Payload(size: 2 << 20, seed: 0xDE1A7)
+        let server = try sendingServer(payload)
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
+        defer { proxy.stop() }
+
+        let client = try TestConnection.connect(port: proxy.port, timeout: 60)
+        client.shutdownWrite()
+        let received = try client.drain()
+        client.close()
+
+        #expect(received.count == payload.size)
+        #expect(received.checksum == payload.digest.value)
+        // The downlink itself has no delay, but its ACKs would cross the delayed uplink: the model must see it.
+        #expect(downlink(proxy).bytesSpliced == 0)
+        #expect(proxy.status()[0].uplink.bytesSpliced == 0)
+    }
+
+    @Test func switchingToAShapedProfileAndBackMidStreamLosesAndReordersNothing() throws {
+        let payload = Payload(size: 24 << 20, seed: 0x5717C4)
+        let server = try sendingServer(payload)
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 60)
+        defer { client.close() }
+        client.shutdownWrite()
+
+        // The client reads a first part, then stops reading, so the proxy's pipe and buffers fill.
+        var digest = StreamDigest()
+        while digest.count < 4 << 20 {
+            let chunk = try client.receive(max: min(65_536, (4 << 20) - digest.count))
+            try #require(!chunk.isEmpty)
+            digest.add(chunk)
+        }
+        try waitUntilDeliveriesSettle(proxy)
+        let splicedBeforeSwitch = downlink(proxy).bytesSpliced
+
+        var shaped = Profile.none
+        shaped.downlink.delay = .milliseconds(2)
+        shaped.downlink.bandwidth = BitRate(bitsPerSecond: 2_000_000_000)
+        proxy.apply(shaped)
+        let splicedAtSwitch = downlink(proxy).bytesSpliced
+        while digest.count < 12 << 20 {
+            let chunk = try client.receive(max: 65_536)
+            try #require(!chunk.isEmpty)
+            digest.add(chunk)
+        }
+        let splicedWhileShaped = downlink(proxy).bytesSpliced
+
+        proxy.apply(.none)
+        try client.drain(into: &digest)
+        let splicedAtEnd = downlink(proxy).bytesSpliced
+
+        #expect(digest.count == payload.size)
+        #expect(digest.value == payload.digest.value)
+        #expect(splicedBeforeSwitch > 0)
+        #expect(splicedAtSwitch == splicedBeforeSwitch)
+        #expect(splicedWhileShaped == splicedAtSwitch)
+        #expect(splicedAtEnd > splicedWhileShaped)
+    }
+
+    @Test func aFaultSetMidStreamLeavesTheSplicePathAndCutsTheStream() throws {
+        let payload = Payload(size: 24 << 20, seed: 0xC07)
+        let server = try sendingServer(payload)
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 60)
+        defer { client.close() }
+        client.shutdownWrite()
+        var digest = StreamDigest()
+        while digest.count < 4 << 20 {
+            let chunk = try client.receive(max: min(65_536, (4 << 20) - digest.count))
+            try #require(!chunk.isEmpty)
+            digest.add(chunk)
+        }
+        try waitUntilDeliveriesSettle(proxy)
+        let splicedBeforeFault = downlink(proxy).bytesSpliced
+
+        proxy.apply(try Profile(parsing: "downlink.cut.after = 1 MiB\ndownlink.cut.mode = close"))
+        try? client.drain(into: &digest)
+
+        #expect(splicedBeforeFault > 0)
+        #expect(downlink(proxy).bytesSpliced == splicedBeforeFault)
+        #expect(digest.count < payload.size, "the cut let all \(digest.count) bytes through")
+    }
+
+    /// Waits, within a bound, until the proxy's downlink has delivered nothing new for a while: the client's
+    /// receive buffer is full and the rest waits in the proxy and the upstream's socket.
+    private func waitUntilDeliveriesSettle(_ proxy: ConditionedProxy) throws {
+        let deadline = Date().addingTimeInterval(20)
+        var last = downlink(proxy).bytesDelivered
+        var stableSince = Date()
+        while Date() < deadline {
+            usleep(20_000)
+            let now = downlink(proxy).bytesDelivered
+            if now != last {
+                last = now
+                stableSince = Date()
+            } else if Date().timeIntervalSince(stableSince) > 0.2 {
+                return
+            }
+        }
+        throw TestError("the downlink kept delivering for 20 s while the client did not read")
+    }
+}
