@@ -64,6 +64,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         self.logger = context.logger
         self.resolver = HostResolver(loop: context.loop)
         (uplink, downlink) = ShapedLink.pair(for: context)
+        uplink.listenerName = "proxy \(address)"
         direct = DirectLinkHost(owner: self)
         do {
             try acceptor.start { [weak self] client, address in self?.accepted(client, from: address) }
@@ -207,6 +208,8 @@ final class DirectLinkHost: RelayHost {
         self.owner = owner
         uplink = ShapedLink(loop: owner.loop, side: .connector, profile: .none, seed: 1, budget: owner.uplink.budget)
         downlink = ShapedLink(loop: owner.loop, side: .acceptor, profile: .none, seed: 2, budget: owner.downlink.budget)
+        uplink.recorder = owner.uplink.recorder
+        uplink.listenerName = owner.uplink.listenerName + " (excluded)"
     }
 
     var loop: EventLoop { owner.loop }

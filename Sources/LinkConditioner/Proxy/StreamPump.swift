@@ -17,6 +17,11 @@ final class StreamPump {
         case finished
         /// A socket failed; the connection must be reset.
         case failed(SystemError)
+
+        var isOpen: Bool {
+            if case .open = self { return true }
+            return false
+        }
     }
 
     private weak var relay: TCPRelay?
@@ -45,6 +50,8 @@ final class StreamPump {
     var filter: StreamFilter?
     /// Decides when read bytes enter the link (Toxiproxy's toxics); nil hands them to the link at once.
     var stage: StreamStage?
+    /// Where this direction's reads, deliveries and stalls are reported under `run --record`; nil when not recording.
+    var recording: PumpRecording?
     private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
     private var resumeScheduled = false
     /// When the source's end of stream may reach the destination.
@@ -77,11 +84,13 @@ final class StreamPump {
             if let budget = link.budget {
                 room = min(room, budget.available)
                 guard room > 0 else {
+                    recording?.stall(.queue, at: now)
                     budget.waitForRoom(self)
                     return .open
                 }
             }
             guard link.canAccept(flow) else {
+                recording?.stall(.queue, at: now)
                 link.waitForQueueSpace(self, flow: flow)
                 return .open
             }
@@ -104,6 +113,7 @@ final class StreamPump {
                 endOfStream(at: now)
                 return finishIfDrained()
             case .processed(let count):
+                recording?.read(count, at: now)
                 var bytes = Array(UnsafeRawBufferPointer(rebasing: target[0..<count]))
                 var ended = false
                 if let filter { (bytes, ended) = filter.filter(bytes) }
@@ -166,12 +176,14 @@ final class StreamPump {
     /// Called by the proxy's buffer budget when room this pump waited for has opened.
     func budgetOpened(at now: Instant) {
         guard !isClosed, let relay else { return }
+        recording?.resume(at: now)
         relay.pumpMayRead(self, at: now)
     }
 
     /// Called by the link when queue space this pump waited for has opened.
     func queueSpaceOpened(at now: Instant) {
         guard !isClosed, let relay else { return }
+        recording?.resume(at: now)
         relay.pumpMayRead(self, at: now)
     }
 
@@ -209,6 +221,7 @@ final class StreamPump {
                 heldBytes -= written
                 link.budget?.release(written)
                 bytesDelivered += written
+                recording?.delivered(written, at: link.loop.clock.now())
                 if headOffset == chunk.count {
                     chunks.removeFirst()
                     headOffset = 0
