@@ -167,8 +167,8 @@ public struct TrafficReport: Sendable, Codable {
             let sorted = group.sorted { $0.opened < $1.opened }
             for (index, connection) in sorted.enumerated() where index > 0 {
                 let recentlyClosed = sorted[..<index].contains { previous in
-                    guard let closed = previous.closed else { return false }
-                    return closed <= connection.opened && connection.opened - closed < reuseWindow
+                    let finished = min(previous.closed ?? .max, previous.deliveries.last?.last ?? previous.closed ?? .max)
+                    return finished <= connection.opened && connection.opened - finished < reuseWindow
                 }
                 if recentlyClosed { missed.append(connection) }
             }
@@ -177,7 +177,7 @@ public struct TrafficReport: Sendable, Codable {
         missed.sort { $0.opened < $1.opened }
         let hosts = Set(missed.map(\.host)).sorted().prefix(5).joined(separator: ", ")
         return Finding(rule: "reuse-missed", title: "Connections not reused",
-                       threshold: "at least \(reuseMinimum) new connections to a host whose previous connection closed less than \(reuseWindow / 1_000_000) s before",
+                       threshold: "at least \(reuseMinimum) new connections to a host whose previous connection was idle or had closed, its last byte less than \(reuseWindow / 1_000_000) s before",
                        numbers: "\(missed.count) new connections (\(hosts)) each paid a new handshake",
                        advice: "Keep connections alive and reuse them (HTTP keep-alive, one shared session/client object).",
                        connections: missed.prefix(20).map(\.id), times: missed.prefix(20).map(\.opened))
