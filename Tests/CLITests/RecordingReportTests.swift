@@ -27,7 +27,8 @@ struct RecordingReportTests {
     func curl(_ arguments: [String]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-s", "-S", "-o", "/dev/null", "--max-time", "60"] + arguments
+        process.arguments = ["-s", "-S", "--max-time", "60"] + arguments
+        process.standardOutput = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
         if process.terminationStatus != 0 { throw CLITestError("curl \(arguments) exited \(process.terminationStatus)") }
@@ -84,10 +85,11 @@ struct RecordingReportTests {
         #expect((reuse["threshold"] as? String)?.contains("5 s") == true)
     }
 
+    /// On Edge (840 ms round trip) the set-up rule's 2.5 round trips leave the server and a busy machine 0.8 s.
     @Test func parallelRequestsGiveNoFindings() throws {
         let upstream = try HTTPUpstream()
         defer { upstream.stop() }
-        let path = try record(upstreamPort: upstream.port, profile: "dsl") { port in
+        let path = try record(upstreamPort: upstream.port, profile: "edge") { port in
             try curl(["--parallel", "--parallel-immediate", "--parallel-max", "8"]
                      + (1...8).flatMap { ["-o", "/dev/null", "http://127.0.0.1:\(port)/\($0 * 100)"] })
         }
@@ -213,7 +215,13 @@ final class HTTPUpstream {
         process.standardInput = input
         process.standardOutput = output
         try process.run()
-        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        var bytes = Data()
+        while !bytes.contains(0x0A) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            bytes += chunk
+        }
+        let line = String(decoding: bytes, as: UTF8.self)
         guard let port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else {
             throw CLITestError("the HTTP upstream said \"\(line)\" instead of its port")
         }
