@@ -27,7 +27,7 @@ public enum ReportPage {
             svg.append("<g class=\"step\"><title>scenario: \(escape(step.text))</title><line x1=\"\(px(x(step.time)))\" x2=\"\(px(x(step.time)))\" y1=\"0\" y2=\"\(px(height))\" stroke=\"#a060c0\" stroke-dasharray=\"3 3\"/></g>")
         }
         for period in report.radio.periods {
-            svg.append("<rect class=\"radio\" x=\"\(px(x(period[0])))\" y=\"20\" width=\"\(px(max(x(period[1]) - x(period[0]), 1)))\" height=\"10\" fill=\"#e07040\"><title>radio high power \(period[2]) bytes</title></rect>")
+            svg.append("<rect class=\"radio\" x=\"\(px(x(period[0])))\" y=\"20\" width=\"\(px(max(x(min(period[1], recording.end)) - x(period[0]), 1)))\" height=\"10\" fill=\"#e07040\"><title>radio high power \(period[2]) bytes</title></rect>")
         }
         svg.append("<text x=\"4\" y=\"29\" class=\"small\">radio (\(report.radio.model))</text>")
         for tick in ticks(end: recording.end) {
