@@ -183,19 +183,20 @@ public struct TrafficReport: Sendable, Codable {
                        connections: missed.prefix(20).map(\.id), times: missed.prefix(20).map(\.opened))
     }
 
-    /// Connections whose first answer came more than `setUpRoundTrips` round trips after they opened.
+    /// Connections whose upstream's first byte reached linkcond more than `setUpRoundTrips` round trips after they opened
+    /// (read time, not delivery, so bytes queued behind other connections' downloads do not count as set-up).
     static func setUpCost(_ recording: Recording) -> Finding? {
         var slow: [(Recording.Connection, Double)] = []
         for connection in recording.connections {
             let roundTrip = recording.roundTrip(at: connection.opened)
-            guard roundTrip > 0, let first = connection.deliveries.first(where: { !$0.up }) else { continue }
+            guard roundTrip > 0, let first = connection.sends.first(where: { !$0.up }) else { continue }
             let trips = Double(first.start - connection.opened) / Double(roundTrip)
             if trips > setUpRoundTrips { slow.append((connection, trips)) }
         }
         guard !slow.isEmpty else { return nil }
         let worst = slow.map(\.1).max() ?? 0
         return Finding(rule: "set-up-cost", title: "Round trips spent on set-up",
-                       threshold: "first byte back more than \(setUpRoundTrips) round trips after the connection opened (the TCP handshake and one request take 1.5)",
+                       threshold: "the upstream's first byte reached linkcond more than \(setUpRoundTrips) round trips after the connection opened (the handshake and one request take about 1.5; the downlink's queue is left out)",
                        numbers: "\(slow.count) connections; the slowest waited \(String(format: "%.1f", worst)) round trips for its first byte",
                        advice: "Cut set-up exchanges: reuse connections, TLS 1.3 and session resumption, fewer handshake messages before the request.",
                        connections: slow.prefix(20).map(\.0.id), times: slow.prefix(20).map(\.0.opened))
