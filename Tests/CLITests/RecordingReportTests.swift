@@ -124,6 +124,23 @@ struct RecordingReportTests {
         #expect(!rules(try makeReport(large)).contains("small-writes"))
     }
 
+    @Test func aBulkTransferWritesOneSendAndOneDeliverLinePerTwentyMillisecondsNotOnePerRead() throws {
+        let upstream = try HTTPUpstream()
+        defer { upstream.stop() }
+        let path = try record(upstreamPort: upstream.port) { port in try curl(["-o", "/dev/null", "http://127.0.0.1:\(port)/8000000"]) }
+        let down = try events(path).filter { $0["dir"] as? String == "down" }
+
+        for kind in ["send", "deliver"] {
+            let lines = down.filter { $0["ev"] as? String == kind }
+            let first = lines.compactMap { $0["t"] as? Int }.min() ?? 0
+            let last = lines.compactMap { $0["last"] as? Int }.max() ?? 0
+            let operations = lines.reduce(0) { $0 + ($1[kind == "send" ? "reads" : "writes"] as? Int ?? 0) }
+            #expect(lines.reduce(0) { $0 + ($1["bytes"] as? Int ?? 0) } > 8_000_000)
+            #expect(lines.count <= (last - first) / 20_000 + 1, "\(lines.count) \(kind) lines over \(last - first) µs")
+            #expect(operations >= lines.count)
+        }
+    }
+
     @Test func theLogStopsAtItsSizeLimitKeepsItsBeginningAndSaysWhere() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }

@@ -64,7 +64,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         self.logger = context.logger
         self.resolver = HostResolver(loop: context.loop)
         (uplink, downlink) = ShapedLink.pair(for: context)
-        uplink.listenerName = "proxy \(address)"
+        uplink.listenerName = "proxy \(acceptor.localAddress)"
         direct = DirectLinkHost(owner: self)
         do {
             try acceptor.start { [weak self] client, address in self?.accepted(client, from: address) }
