@@ -18,6 +18,10 @@ struct RunCommand: ParsableCommand {
               linkcond run --profile 3g
               linkcond run --listen 127.0.0.1:8080 --upstream 127.0.0.1:3000 --profile edge
               linkcond run --udp-listen 127.0.0.1:5353 --udp-upstream 127.0.0.1:53 --profile 3g-lossy
+              linkcond run --profile edge --record app.jsonl    then: linkcond report app.jsonl
+
+            --record writes one JSON event per line (reads and writes coalesced per 20 ms and direction); at \
+            --record-limit the file is truncated: its beginning is kept and its last line says where it stopped.
 
             Exit status: 0 after SIGINT or SIGTERM, 1 when a listener cannot start (address in use, unresolvable \
             upstream), 2 for bad usage or a bad profile or scenario.

@@ -157,6 +157,7 @@ public final class EventLog: TrafficRecorder {
 
     /// Adds one line to the batch, unless the file has reached its limit; hands a full batch to the writer.
     private func append(_ line: String) {
+        assert(loop.inLoopThread, "the event log is used off its event loop thread")
         guard !cut, !closed else { return }
         var line = line
         if dropped > 0 {
