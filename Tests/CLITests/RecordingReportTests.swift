@@ -141,6 +141,22 @@ struct RecordingReportTests {
         }
     }
 
+    /// A server sends 600 KB at once into dsl's 2 Mbit/s downlink: its sender is pushed back, and the log says so.
+    @Test func aDownloadFasterThanTheLinkIsRecordedWithQueueStallsThatEnd() throws {
+        let upstream = try HTTPUpstream()
+        defer { upstream.stop() }
+        let path = try record(upstreamPort: upstream.port, profile: "dsl") { port in
+            try curl(["-o", "/dev/null", "http://127.0.0.1:\(port)/600000"])
+        }
+        let log = try events(path)
+        let stalls = log.filter { $0["ev"] as? String == "stall" }
+        let resumes = log.filter { $0["ev"] as? String == "resume" }
+
+        #expect(!stalls.isEmpty)
+        #expect(stalls.allSatisfy { $0["cause"] as? String == "queue" && $0["dir"] as? String == "down" })
+        #expect(resumes.count >= stalls.count - 1)
+    }
+
     @Test func theLogStopsAtItsSizeLimitKeepsItsBeginningAndSaysWhere() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
