@@ -255,8 +255,8 @@ final class ProxyState {
 
     private func pushConditions() {
         let effective = conditions.effective
-        for listener in listeners { listener.apply(effective) }
         recorder?.conditionsChanged(conditions, at: loop.clock.now())
+        for listener in listeners { listener.apply(effective) }
     }
 
     func startScenario(_ scenario: Scenario) {
