@@ -316,3 +316,33 @@ func rateGroup() throws {
         report.add("\(label): error", error, "%", target: "within ±0.5 %", met: error.map { abs($0) <= 0.5 })
     }
 }
+
+/// What `run --record` costs: one unshaped iperf3 stream through linkcond with and without recording, alternated
+/// in the same run, and how many bytes of log a second of that transfer writes.
+func recordingGroup() throws {
+    report.section("Recording (run --record), one unshaped TCP stream (iperf3, payload)")
+    let port = freePort()
+    let server = try startIperfServer(port: port)
+    defer { server.stop() }
+    var logBytesPerSecond: [Double] = []
+    func through(record: Bool) -> Double? {
+        medianOf {
+            let path = scratch + "/bench-record-\(UInt32.random(in: 0...UInt32.max)).jsonl"
+            let peer = try LinkcondPeer(profile: "", upstream: port, record: record ? path : nil)
+            let rate = try runIperfClient(port: peer.relayPort, seconds: iperfSeconds).receivedRate
+            peer.stop()
+            if record {
+                let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                logBytesPerSecond.append(Double(size) / Double(iperfSeconds))
+                try? FileManager.default.removeItem(atPath: path)
+            }
+            return rate
+        }
+    }
+    let plain = through(record: false)
+    let recorded = through(record: true)
+    report.add("linkcond none", plain, "bit/s")
+    report.add("linkcond none --record", recorded, "bit/s", versus: [("without", plain)],
+               target: "≥ 0.9× without", met: recorded.flatMap { value in plain.map { value >= 0.9 * $0 } })
+    report.add("log written per second of transfer", logBytesPerSecond.sorted().dropFirst(logBytesPerSecond.count / 2).first, "B/s")
+}

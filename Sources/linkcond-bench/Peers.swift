@@ -162,7 +162,8 @@ final class LinkcondPeer {
 
     /// Relays TCP (and UDP when `udp`) from a fresh port to `upstream`, conditioned by the profile `profileText`;
     /// with `proxyFrontEnd` also a SOCKS5/HTTP proxy front end. Returns once linkcond printed its ready lines.
-    init(profile profileText: String, upstream: UInt16, udp: Bool = false, proxyFrontEnd: Bool = false) throws {
+    /// With `record`, linkcond writes its event log (`run --record`) to that path.
+    init(profile profileText: String, upstream: UInt16, udp: Bool = false, proxyFrontEnd: Bool = false, record: String? = nil) throws {
         guard let binary = LinkcondPeer.binary else {
             throw TestError("no linkcond binary next to linkcond-bench: build it with `swift build -c release` (scripts/bench does)")
         }
@@ -174,6 +175,7 @@ final class LinkcondPeer {
         if udp { arguments += ["--udp-listen", "127.0.0.1:\(port)", "--udp-upstream", "127.0.0.1:\(upstream)"] }
         let front = proxyFrontEnd ? freePort() : nil
         if let front { arguments += ["--proxy", "127.0.0.1:\(front)"] }
+        if let record { arguments += ["--record", record] }
         let output = Pipe()
         peer = try PeerProcess(name: "linkcond", path: binary, arguments: arguments, output: output)
         relayPort = port

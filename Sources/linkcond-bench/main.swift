@@ -11,7 +11,7 @@ let usage = """
       --runs N       runs per figure, the median is printed (default 3, 1 with --quick)
       --json FILE    also write the table as JSON for tracking ("-" for standard output)
       --working-latency  only the queue-discipline working-latency comparison (fifo, codel, fq_codel)
-      --only GROUPS  only these groups: throughput, shaped, streams, latency, setup, udp, delay, rate
+      --only GROUPS  only these groups: throughput, shaped, streams, latency, setup, udp, delay, rate, record
     The peers come from Debian (scripts/bench installs them); linkcond runs as its own process from the same directory.
     """
 if CommandLine.arguments.contains("--working-latency") {
@@ -23,7 +23,7 @@ struct BenchOptions {
     var quick = false
     var runs = 3
     var json: String?
-    var groups: Set<String> = ["throughput", "shaped", "streams", "latency", "setup", "udp", "delay", "rate"]
+    var groups: Set<String> = ["throughput", "shaped", "streams", "latency", "setup", "udp", "delay", "rate", "record"]
 
     init(_ arguments: [String]) throws {
         var runsGiven = false
@@ -100,6 +100,7 @@ func measuring(_ name: String, _ body: () throws -> Void) {
 
 do {
     if options.groups.contains("throughput") { try throughputGroup() }
+    if options.groups.contains("record") { try recordingGroup() }
     if options.groups.contains("shaped") { try shapedGroup() }
     if options.groups.contains("streams") { try streamsGroup() }
     if options.groups.contains("latency") { try latencyGroup() }

@@ -22,7 +22,7 @@ struct Linkcond: ParsableCommand {
         subcommands: [
             RunCommand.self, ExecCommand.self, UseCommand.self, SetCommand.self, StatusCommand.self, OfflineCommand.self,
             OnlineCommand.self, ResetCommand.self, ScenarioCommand.self, ProfilesCommand.self, ProfileCommand.self,
-            TCCommand.self, TraceCommand.self, DashboardCommand.self,
+            TCCommand.self, TraceCommand.self, DashboardCommand.self, ReportCommand.self,
         ]
     )
 

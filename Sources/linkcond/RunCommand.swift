@@ -18,6 +18,10 @@ struct RunCommand: ParsableCommand {
               linkcond run --profile 3g
               linkcond run --listen 127.0.0.1:8080 --upstream 127.0.0.1:3000 --profile edge
               linkcond run --udp-listen 127.0.0.1:5353 --udp-upstream 127.0.0.1:53 --profile 3g-lossy
+              linkcond run --profile edge --record app.jsonl    then: linkcond report app.jsonl
+
+            --record writes one JSON event per line (reads and writes coalesced per 20 ms and direction); at \
+            --record-limit the file is truncated: its beginning is kept and its last line says where it stopped.
 
             Exit status: 0 after SIGINT or SIGTERM, 1 when a listener cannot start (address in use, unresolvable \
             upstream), 2 for bad usage or a bad profile or scenario.
@@ -81,6 +85,12 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("control-token"), help: "Token the control endpoint requires (default: a random one, written to a private file the linkcond command reads; required off loopback).")
     var controlToken: String?
 
+    @Option(name: .long, help: "Record what crosses the link to FILE as JSON lines (linkcond report FILE turns it into a page).")
+    var record: String?
+
+    @Option(name: .customLong("record-limit"), help: "Size at which the recording is truncated (its beginning kept, a last line saying so; default 100MiB).")
+    var recordLimit: String = "100MiB"
+
     @Flag(name: .shortAndLong, help: "Log every connection.")
     var verbose = false
 
@@ -116,6 +126,9 @@ struct RunCommand: ParsableCommand {
         guard let cap = CommandLineByteSize.parse(maxBuffered), CommandLineByteSize.maximumBufferedRange.contains(cap) else {
             throw ValidationError("--max-buffered \"\(maxBuffered)\": expected a size from 1MiB to 65536MiB, such as 256MiB.")
         }
+        guard let limit = CommandLineByteSize.parse(recordLimit), limit >= 4096 else {
+            throw ValidationError("--record-limit \"\(recordLimit)\": expected a size of at least 4KiB, such as 100MiB.")
+        }
         guard let idle = CommandLineDuration.parse(udpIdle), idle <= .seconds(24 * 3600) else {
             throw ValidationError("--udp-idle \"\(udpIdle)\": expected a duration from 1ms to 1440min, such as 60s, 500ms or 5min.")
         }
@@ -131,9 +144,10 @@ struct RunCommand: ParsableCommand {
         }
         TerminationSignals.block()
         let specs = listenerSpecs
-        let options = ProxyOptions(connectionBuffer: CommandLineByteSize.parse(buffer)!,
+        var options = ProxyOptions(connectionBuffer: CommandLineByteSize.parse(buffer)!,
                                    maximumBuffered: CommandLineByteSize.parse(maxBuffered)!,
                                    udpIdleTimeout: CommandLineDuration.parse(udpIdle)!)
+        options.recording = record.map { RecordingOptions(path: $0, limit: CommandLineByteSize.parse(recordLimit)!) }
         let proxy: ConditionedProxy
         do {
             proxy = try ConditionedProxy(listeners: specs, profile: profile, options: options)

@@ -9,7 +9,7 @@ struct ConventionTests {
     static let commands: [[String]] = [
         ["run"], ["exec"], ["use"], ["set"], ["status"], ["offline"], ["online"], ["reset"], ["scenario"], ["profiles"],
         ["profile"], ["profile", "show"], ["profile", "check"],
-        ["tc"], ["tc", "apply"], ["tc", "show"], ["tc", "clear"], ["tc", "run"],
+        ["tc"], ["tc", "apply"], ["tc", "show"], ["tc", "clear"], ["tc", "run"], ["report"],
     ]
 
     @Test func versionPrintsTheVersionWrittenInVersionSwiftAndExitsZero() throws {

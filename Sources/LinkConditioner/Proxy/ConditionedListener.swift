@@ -106,6 +106,8 @@ struct ListenerContext {
     var logger: Logger
     /// The cap on bytes held across every TCP connection of the proxy.
     var bufferBudget: BufferBudget
+    /// Where connections and lookups are recorded (`run --record`); nil when not recording.
+    var recorder: TrafficRecorder?
 
     /// The seeds of a listener's two directions: from the profile, so runs repeat, or fresh; never equal.
     var directionSeeds: (uplink: UInt64, downlink: UInt64) {

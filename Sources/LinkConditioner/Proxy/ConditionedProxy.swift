@@ -37,8 +37,14 @@ public final class ConditionedProxy: Sendable {
         do {
             self.listeners = try loop.submitAndWait {
                 let (resolved, profile, options, logger) = pending.value
-                let context = ListenerContext(loop: loop, profile: profile, options: options,
+                var context = ListenerContext(loop: loop, profile: profile, options: options,
                                               readBuffer: ReadBuffer(), logger: logger, bufferBudget: state.value.bufferBudget)
+                if let recording = options.recording {
+                    let log = try EventLog(recording, loop: loop)
+                    state.value.recorder = log
+                    context.recorder = log
+                    log.conditionsChanged(state.value.conditions, at: loop.clock.now())
+                }
                 state.value.listenerContext = context
                 do {
                     for (spec, address, upstream) in resolved {
@@ -221,6 +227,8 @@ final class ProxyState {
     var listenerContext: ListenerContext?
     /// The Toxiproxy API, when served.
     var toxiproxy: ToxiproxyServer?
+    /// The event log of `run --record`; nil when not recording.
+    var recorder: EventLog?
 
     init(loop: EventLoop, profile: Profile, logger: Logger, bufferBudget: BufferBudget) {
         self.loop = loop
@@ -248,6 +256,7 @@ final class ProxyState {
 
     private func pushConditions() {
         let effective = conditions.effective
+        recorder?.conditionsChanged(conditions, at: loop.clock.now())
         for listener in listeners { listener.apply(effective) }
     }
 
@@ -265,6 +274,9 @@ final class ProxyState {
     }
 
     private func perform(_ action: Scenario.Action, rampFraction: Double?) {
+        if rampFraction == nil || rampFraction == 0 {
+            recorder?.scenarioStep(action.recordedText, line: scenario?.currentStep?.line, at: loop.clock.now())
+        }
         switch action {
         case .profile(let profile):
             conditions.offline = nil
@@ -322,6 +334,8 @@ final class ProxyState {
         onClose.removeAll()
         for listener in listeners { listener.close() }
         listeners.removeAll()
+        recorder?.close()
+        recorder = nil
     }
 }
 

@@ -24,11 +24,14 @@ final class DNSForwarder: ConditionedListener {
     private struct PendingQuery {
         var upstreamID: UInt16
         var expiresAt: Instant
+        var askedAt: Instant
     }
 
     let loop: EventLoop
     let logger: Logger
     let readBuffer: ReadBuffer
+    /// Where answered lookups are recorded (`run --record`); nil when not recording.
+    private let recorder: TrafficRecorder?
     let localAddress: SocketAddress
     let upstreamAddress: SocketAddress
     private(set) var profile: Profile
@@ -83,6 +86,7 @@ final class DNSForwarder: ConditionedListener {
         self.loop = context.loop
         self.logger = context.logger
         self.readBuffer = context.readBuffer
+        self.recorder = context.recorder
         self.profile = context.profile
         self.options = context.options
         let seed = context.profile.seed ?? UInt64.random(in: 0...UInt64.max)
@@ -216,7 +220,7 @@ final class DNSForwarder: ConditionedListener {
         let id = nextID
         nextID &+= 1
         let expiresAt = now + Self.queryTimeout
-        pending[key] = PendingQuery(upstreamID: id, expiresAt: expiresAt)
+        pending[key] = PendingQuery(upstreamID: id, expiresAt: expiresAt, askedAt: now)
         keysByUpstreamID[id] = key
         expiries.append((key, id, expiresAt))
         armExpiryTimer()
@@ -234,7 +238,8 @@ final class DNSForwarder: ConditionedListener {
                 continue
             }
             guard let key = keysByUpstreamID.removeValue(forKey: DNSMessage.id(of: answer)) else { continue }
-            pending.removeValue(forKey: key)
+            let query = pending.removeValue(forKey: key)
+            if let recorder, let query { recorder.dnsLookup(RecordedLookup(client: key.client.description, answer: answer, delay: now - query.askedAt), at: now) }
             answerPump.offer(DNSMessage.replacingID(of: answer, with: key.clientID), to: key.client, at: now)
         }
         loop.schedule(at: now) { [weak self] in self?.receiveAnswers() }

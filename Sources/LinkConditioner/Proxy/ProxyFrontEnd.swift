@@ -69,6 +69,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         self.resolver = HostResolver(loop: context.loop)
         (uplink, downlink) = ShapedLink.pair(for: context)
         faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
+        uplink.listenerName = "proxy \(acceptor.localAddress)"
         direct = DirectLinkHost(owner: self)
         do {
             try acceptor.start { [weak self] client, address in self?.accepted(client, from: address) }
@@ -227,6 +228,8 @@ final class DirectLinkHost: RelayHost {
         self.owner = owner
         uplink = ShapedLink(loop: owner.loop, side: .connector, profile: .none, seed: 1, budget: owner.uplink.budget)
         downlink = ShapedLink(loop: owner.loop, side: .acceptor, profile: .none, seed: 2, budget: owner.downlink.budget)
+        uplink.recorder = owner.uplink.recorder
+        uplink.listenerName = owner.uplink.listenerName + " (excluded)"
     }
 
     var loop: EventLoop { owner.loop }

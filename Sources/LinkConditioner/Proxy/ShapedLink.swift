@@ -26,6 +26,10 @@ final class ShapedLink {
     /// The one-way delay of the current profile, which connection set-up pays too.
     private(set) var currentDelay: Duration
 
+    /// Where connections on this link are recorded (`run --record`), and the listener they are recorded under.
+    var recorder: TrafficRecorder?
+    var listenerName = ""
+
     /// The proxy-wide cap on bytes held by pumps, shared by every link of a proxy; nil leaves pumps uncapped.
     let budget: BufferBudget?
 
@@ -43,10 +47,12 @@ final class ShapedLink {
     /// The uplink and downlink of a listener built from `context`.
     static func pair(for context: ListenerContext) -> (uplink: ShapedLink, downlink: ShapedLink) {
         let (profile, seeds) = (context.profile, context.directionSeeds)
-        return (ShapedLink(loop: context.loop, side: .connector, profile: profile, seed: seeds.uplink,
-                           budget: context.bufferBudget),
-                ShapedLink(loop: context.loop, side: .acceptor, profile: profile, seed: seeds.downlink,
-                           budget: context.bufferBudget))
+        let pair = (ShapedLink(loop: context.loop, side: .connector, profile: profile, seed: seeds.uplink,
+                               budget: context.bufferBudget),
+                    ShapedLink(loop: context.loop, side: .acceptor, profile: profile, seed: seeds.downlink,
+                               budget: context.bufferBudget))
+        pair.0.recorder = context.recorder
+        return pair
     }
 
     func attach(_ pump: StreamPump, emulatingHandshake: Bool) -> StreamFlow {

@@ -10,12 +10,12 @@ extension StreamPump {
         case copy
     }
 
-    /// How this direction reads now. Splice needs a link that shapes nothing either way, no filter and only idle stages, nothing
+    /// How this direction reads now. Splice needs a link that shapes nothing either way, no filter, no recording and only idle stages, nothing
     /// held on the copying path or in the model (so order is kept), the handshake crossed and the source not
     /// ended. With bytes already in the pipe, it stays on the path.
     func spliceDecision(at now: Instant) -> SpliceDecision {
         if let splice, splice.pipedBytes > 0 { return .splice }
-        guard stage?.isIdle ?? true, filter == nil, link.isPassThrough, !(splice?.isUnavailable ?? false) else { return .copy }
+        guard stage?.isIdle ?? true, filter == nil, recording == nil, link.isPassThrough, !(splice?.isUnavailable ?? false) else { return .copy }
         guard now >= flow.opensAt, destinationReady, forwarding, !sourceEnded else { return .copy }
         guard heldBytes == 0, flow.pendingBytes == 0, flow.releasedBytes == 0 else { return .drainFirst }
         if splice == nil { splice = StreamSplice() }

@@ -19,6 +19,11 @@ final class StreamPump {
         case failed(SystemError)
         /// A stage cut the stream and every byte before the cut was written: the connection ends as it says.
         case cut(StreamEnd)
+
+        var isOpen: Bool {
+            if case .open = self { return true }
+            return false
+        }
     }
 
     private(set) weak var relay: TCPRelay?
@@ -50,6 +55,8 @@ final class StreamPump {
     var stage: StreamStage? { didSet { stage?.attach(to: self) } }
     /// The splice path, made when the direction first has nothing to shape; nil while it never had.
     var splice: StreamSplice?
+    /// Where this direction's reads, deliveries and stalls are reported under `run --record`; nil when not recording.
+    var recording: PumpRecording?
     private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
     private var resumeScheduled = false
     /// When the source's end of stream may reach the destination.
@@ -89,11 +96,13 @@ final class StreamPump {
             if let budget = link.budget {
                 room = min(room, budget.available)
                 guard room > 0 else {
+                    recording?.stall(.queue, at: now)
                     budget.waitForRoom(self)
                     return .open
                 }
             }
             guard link.canAccept(flow) else {
+                recording?.stall(.queue, at: now)
                 link.waitForQueueSpace(self, flow: flow)
                 return .open
             }
@@ -116,6 +125,7 @@ final class StreamPump {
                 endOfStream(at: now)
                 return finishIfDrained()
             case .processed(let count):
+                recording?.read(count, at: now)
                 var bytes = Array(UnsafeRawBufferPointer(rebasing: target[0..<count]))
                 var ended = false
                 if let filter { (bytes, ended) = filter.filter(bytes) }
@@ -182,12 +192,14 @@ final class StreamPump {
     /// Called by the proxy's buffer budget when room this pump waited for has opened.
     func budgetOpened(at now: Instant) {
         guard !isClosed, let relay else { return }
+        recording?.resume(at: now)
         relay.pumpMayRead(self, at: now)
     }
 
     /// Called by the link when queue space this pump waited for has opened.
     func queueSpaceOpened(at now: Instant) {
         guard !isClosed, let relay else { return }
+        recording?.resume(at: now)
         relay.pumpMayRead(self, at: now)
     }
 
@@ -224,6 +236,7 @@ final class StreamPump {
                 heldBytes -= written
                 link.budget?.release(written)
                 bytesDelivered += written
+                recording?.delivered(written, at: link.loop.clock.now())
                 if headOffset == chunk.count {
                     chunks.removeFirst()
                     headOffset = 0

@@ -15,6 +15,8 @@ public struct ProxyOptions: Sendable {
     /// A DNS-over-TCP connection is closed when neither a complete query nor an answer crossed it for this long
     /// (plus the profile's `dns.delay`), so a client trickling bytes cannot hold it forever.
     public var dnsTCPIdleTimeout: Duration = .seconds(10)
+    /// Where `run --record` writes its event log; nil records nothing.
+    public var recording: RecordingOptions?
 
     public init(connectionBuffer: Int = 4 * 1024 * 1024, maximumBuffered: Int = 256 * 1024 * 1024,
                 udpIdleTimeout: Duration = .seconds(60), udpFlowLimit: Int = 4096, udpFlowsPerClient: Int = 256,
@@ -65,6 +67,7 @@ final class TCPListener: RelayHost, ConditionedListener {
         self.logger = context.logger
         (uplink, downlink) = ShapedLink.pair(for: context)
         faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
+        uplink.listenerName = "tcp \(acceptor.localAddress)"
         try acceptor.start { [weak self] client, address in self?.accepted(client, from: address) }
     }
 

@@ -75,6 +75,10 @@ final class TCPRelay {
     private var portBlackholed = false
     private var clientRegistration: EventLoop.RegistrationID?
     private var upstreamRegistration: EventLoop.RegistrationID?
+    /// This connection's number in the recording, when `run --record` records it.
+    private var recordedID: UInt64?
+    /// Who closed first, for the recording: the side whose stream ended or failed first.
+    private var closingParty: ClosingParty?
     private var loop: EventLoop { host.loop }
     private var logger: Logger { host.logger }
 
@@ -103,6 +107,10 @@ final class TCPRelay {
     /// Registers the client and starts the upstream connection, or holds the client if the link is blackholed.
     func start(blackholed: Bool) {
         try? client.setNoDelay()
+        let destination = upstreamAddresses[0].description
+        recordedID = host.uplink.recorder?.connectionOpened(
+            listener: host.uplink.listenerName, client: clientAddress.description, destination: destination,
+            name: upstreamName == destination ? nil : upstreamName, at: loop.clock.now())
         do {
             clientRegistration = try loop.register(client.descriptor, interest: Self.edgeInterest) { [weak self] events in
                 self?.clientEvent(events)
@@ -116,6 +124,7 @@ final class TCPRelay {
         }
         if blackholed {
             state = .blackholed
+            if let recordedID { host.uplink.recorder?.stall(recordedID, .up, cause: .offline, ended: false, at: loop.clock.now()) }
         } else {
             connectAfterUplinkDelay()
         }
@@ -139,6 +148,7 @@ final class TCPRelay {
     func release() {
         guard state == .blackholed else { return }
         state = .connecting
+        if let recordedID { host.uplink.recorder?.stall(recordedID, .up, cause: .offline, ended: true, at: loop.clock.now()) }
         connectAfterUplinkDelay()
     }
 
@@ -161,6 +171,10 @@ final class TCPRelay {
         downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: host.options.connectionBuffer)
         uplink.filter = uplinkFilter
         if let makeStages { (uplink.stage, downlink.stage) = makeStages(self) }
+        if let recordedID, let recorder = host.uplink.recorder {
+            uplink.recording = PumpRecording(recorder: recorder, connection: recordedID, direction: .up)
+            downlink.recording = PumpRecording(recorder: recorder, connection: recordedID, direction: .down)
+        }
         downlink.destinationReady = true
         downlink.destinationWritable = true
         uplink.sourceReadable = true
@@ -224,6 +238,7 @@ final class TCPRelay {
     private func upstreamConnected() {
         guard state == .connecting else { return }
         state = .relaying
+        if let recordedID { host.uplink.recorder?.connectionEstablished(recordedID, at: loop.clock.now()) }
         uplink.destinationReady = true
         uplink.destinationWritable = true
         downlink.sourceReadable = true
@@ -297,20 +312,23 @@ final class TCPRelay {
     /// Lets `pump` read as far as its limits allow.
     func pumpMayRead(_ pump: StreamPump, at now: Instant) {
         guard state == .relaying else { return }
-        handle(pump.readAvailable(at: now, into: host.readBuffer))
+        handle(pump.readAvailable(at: now, into: host.readBuffer), from: pump)
     }
 
     /// Reacts to a pump's writes: they may have made room to read again.
     func pumpProgressed(_ pump: StreamPump, outcome: StreamPump.Outcome) {
-        handle(outcome)
+        handle(outcome, from: pump)
         if state != .closed && pump.sourceReadable && pump.hasRoom && !pump.sourceEnded && !pump.isReading {
             pumpMayRead(pump, at: loop.clock.now())
         }
     }
 
     /// Resets the connection on failure, and closes it once both directions have finished.
-    private func handle(_ outcome: StreamPump.Outcome) {
+    private func handle(_ outcome: StreamPump.Outcome, from pump: StreamPump? = nil) {
         guard state != .closed else { return }
+        if closingParty == nil, let pump, !outcome.isOpen {
+            if case .cut = outcome { closingParty = .linkcond } else { closingParty = pump === uplink ? .client : .upstream }
+        }
         switch outcome {
         case .failed(let error):
             if error.errno == .connectionReset || error.errno == .brokenPipe {
@@ -361,6 +379,9 @@ final class TCPRelay {
     func close(reset: Bool) {
         guard state != .closed else { return }
         state = .closed
+        if let recordedID {
+            host.uplink.recorder?.connectionClosed(recordedID, by: closingParty ?? .linkcond, reset: reset, at: loop.clock.now())
+        }
         if let registration = clientRegistration { loop.deregister(registration) }
         if let registration = upstreamRegistration { loop.deregister(registration) }
         uplink?.close()

@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import LinkConditioner
+
+/// `linkcond report`: turns a recording into one HTML page, a plain-text summary and, with --json, JSON.
+struct ReportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Turn a recording (run --record) into a timeline and hygiene report.",
+        discussion: """
+            Writes one self-contained HTML page (no network needed to view it) and prints a summary with the \
+            findings on stdout; --json prints the report as JSON instead.
+
+            Examples:
+              linkcond report app.jsonl -o app.html
+              linkcond report app.jsonl --json
+
+            Exit status: 0 success, 1 when the page cannot be written, 2 when FILE is not a recording this \
+            linkcond reads (the error names file:line).
+            """
+    )
+
+    @Argument(help: "The recording, as written by linkcond run --record FILE.")
+    var file: String
+
+    @Option(name: .shortAndLong, help: "Where to write the HTML page (default: FILE with .html).")
+    var output: String?
+
+    @Flag(name: .long, help: "Print the report as JSON on stdout instead of the summary.")
+    var json = false
+
+    func run() throws {
+        let recording: Recording
+        do {
+            recording = try Recording(contentsOf: file)
+        } catch {
+            printError("linkcond: \(error)")
+            throw ExitStatus.badInput
+        }
+        let report = TrafficReport(recording)
+        let page = output ?? (file.hasSuffix(".jsonl") ? String(file.dropLast(6)) : file) + ".html"
+        guard FileManager.default.createFile(atPath: page, contents: Data(ReportPage.html(recording, report).utf8)) else {
+            printError("linkcond: cannot write \(page)")
+            throw ExitStatus.runtimeFailure
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            FileHandle.standardOutput.write(try encoder.encode(report) + Data("\n".utf8))
+        } else {
+            FileHandle.standardOutput.write(Data((report.summary + "page: \(page)\n").utf8))
+        }
+    }
+}

@@ -1,0 +1,268 @@
+import Foundation
+import LoopbackPeers
+import Testing
+
+/// `linkcond run --record` with real clients (curl, plain sockets) and `linkcond report` on what it wrote.
+@Suite(.serialized)
+struct RecordingReportTests {
+    static let artefacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/test-artefacts/report").path
+    static let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    /// Runs a recording linkcond in front of `upstreamPort`, calls `clients` with its listening port, stops it
+    /// with SIGTERM and returns the recording's path.
+    func record(upstreamPort: Int, profile: String = "none", extra: [String] = [], _ clients: (Int) throws -> Void) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-\(UUID()).jsonl").path
+        let run = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstreamPort)",
+                                       "--profile", profile, "--control", "127.0.0.1:0", "--record", path] + extra)
+        let ready = try run.readLine()
+        guard ready.hasPrefix("ready tcp "), let port = Int(ready.split(separator: " ")[2].split(separator: ":").last ?? "") else {
+            throw CLITestError("expected a ready line, got \"\(ready)\"")
+        }
+        try clients(port)
+        #expect(try run.stop() == 0)
+        return path
+    }
+
+    func curl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = ["-s", "-S", "--max-time", "60"] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        if process.terminationStatus != 0 { throw CLITestError("curl \(arguments) exited \(process.terminationStatus)") }
+    }
+
+    func makeReport(_ path: String) throws -> [String: Any] {
+        let result = try LinkcondProcess.run(["report", path, "--json", "-o", path + ".html"])
+        guard result.status == 0, let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] else {
+            throw CLITestError("linkcond report exited \(result.status): \(result.stderr)")
+        }
+        return object
+    }
+
+    func rules(_ report: [String: Any]) -> [String] {
+        (report["findings"] as? [[String: Any]] ?? []).compactMap { $0["rule"] as? String }
+    }
+
+    func events(_ path: String) throws -> [[String: Any]] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+    }
+
+    @Test func curlThroughARecordingRunLeavesOpenSetUpBytesDeliveryCloseAndProfileEvents() throws {
+        let upstream = try HTTPUpstream()
+        defer { upstream.stop() }
+        let path = try record(upstreamPort: upstream.port) { port in try curl(["http://127.0.0.1:\(port)/2000"]) }
+        let log = try events(path)
+
+        #expect(log.first?["ev"] as? String == "start" && log.first?["v"] as? Int == 1)
+        let kinds = Set(log.compactMap { $0["ev"] as? String })
+        #expect(kinds.isSuperset(of: ["profile", "open", "established", "send", "deliver", "close", "end"]), "\(kinds)")
+        let down = log.filter { $0["ev"] as? String == "deliver" && $0["dir"] as? String == "down" }
+        #expect(down.reduce(0) { $0 + ($1["bytes"] as? Int ?? 0) } > 2000)
+        let close = log.first { $0["ev"] as? String == "close" }
+        #expect(close?["reset"] as? Bool == false)
+        #expect(log.first { $0["ev"] as? String == "open" }?["dest"] as? String == "127.0.0.1:\(upstream.port)")
+    }
+
+    @Test func serialRequestsEachOnANewConnectionAreReportedAsMissedReuseAndDependentRoundTrips() throws {
+        let upstream = try HTTPUpstream()
+        defer { upstream.stop() }
+        let path = try record(upstreamPort: upstream.port, profile: "dsl") { port in
+            try curl(["-H", "Connection: close"] + (1...8).map { "http://127.0.0.1:\(port)/\($0 * 100)" })
+        }
+        let report = try makeReport(path)
+
+        #expect(report["connectionCount"] as? Int == 8)
+        #expect(rules(report).contains("reuse-missed"), "\(rules(report))")
+        #expect(rules(report).contains("dependent-round-trips"), "\(rules(report))")
+        #expect(!rules(report).contains("small-writes"))
+        let reuse = (report["findings"] as! [[String: Any]]).first { $0["rule"] as? String == "reuse-missed" }!
+        #expect((reuse["connections"] as? [Int])?.count == 7)
+        #expect((reuse["threshold"] as? String)?.contains("5 s") == true)
+    }
+
+    /// On Edge (840 ms round trip) the set-up rule's 2.5 round trips leave the server and a busy machine 0.8 s.
+    @Test func parallelRequestsGiveNoFindings() throws {
+        let upstream = try HTTPUpstream()
+        defer { upstream.stop() }
+        let path = try record(upstreamPort: upstream.port, profile: "edge") { port in
+            try curl(["--parallel", "--parallel-immediate", "--parallel-max", "8"]
+                     + (1...8).flatMap { ["-o", "/dev/null", "http://127.0.0.1:\(port)/\($0 * 100)"] })
+        }
+        let report = try makeReport(path)
+
+        #expect(report["connectionCount"] as? Int == 8)
+        #expect(rules(report).isEmpty, "\(report["findings"] ?? [])")
+    }
+
+    /// A client that writes `size` bytes `count` times, each after the echo of the previous one came back, so each
+    /// write reaches linkcond as its own read whatever the machine's speed.
+    func echoExchanges(port: Int, size: Int, count: Int) throws {
+        let connection = try TestConnection.connect(port: UInt16(port))
+        defer { connection.close() }
+        for _ in 0..<count {
+            try connection.send([UInt8](repeating: 0x61, count: size))
+            _ = try connection.receive(exactly: size)
+        }
+    }
+
+    @Test func tenByteWritesAreReportedAsSmallWritesAndTenKilobyteWritesAreNot() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let small = try record(upstreamPort: Int(echo.port)) { port in try echoExchanges(port: port, size: 10, count: 30) }
+        let large = try record(upstreamPort: Int(echo.port)) { port in try echoExchanges(port: port, size: 10_000, count: 30) }
+
+        let smallReport = try makeReport(small)
+        let finding = (smallReport["findings"] as! [[String: Any]]).first { $0["rule"] as? String == "small-writes" }
+        #expect(finding != nil, "\(rules(smallReport))")
+        #expect((finding?["numbers"] as? String)?.hasPrefix("30 of 30 writes") == true, "\(finding ?? [:])")
+        #expect(finding?["connections"] as? [Int] == [1])
+        #expect(!rules(try makeReport(large)).contains("small-writes"))
+    }
+
+    @Test func aBulkTransferWritesOneSendAndOneDeliverLinePerTwentyMillisecondsNotOnePerRead() throws {
+        let upstream = try HTTPUpstream()
+        defer { upstream.stop() }
+        let path = try record(upstreamPort: upstream.port) { port in try curl(["-o", "/dev/null", "http://127.0.0.1:\(port)/8000000"]) }
+        let down = try events(path).filter { $0["dir"] as? String == "down" }
+
+        for kind in ["send", "deliver"] {
+            let lines = down.filter { $0["ev"] as? String == kind }
+            let first = lines.compactMap { $0["t"] as? Int }.min() ?? 0
+            let last = lines.compactMap { $0["last"] as? Int }.max() ?? 0
+            let operations = lines.reduce(0) { $0 + ($1[kind == "send" ? "reads" : "writes"] as? Int ?? 0) }
+            #expect(lines.reduce(0) { $0 + ($1["bytes"] as? Int ?? 0) } > 8_000_000)
+            #expect(lines.count <= (last - first) / 20_000 + 1, "\(lines.count) \(kind) lines over \(last - first) µs")
+            #expect(operations >= lines.count)
+        }
+    }
+
+    /// A server sends 600 KB at once into dsl's 2 Mbit/s downlink: its sender is pushed back, and the log says so.
+    @Test func aDownloadFasterThanTheLinkIsRecordedWithQueueStallsThatEnd() throws {
+        let upstream = try HTTPUpstream()
+        defer { upstream.stop() }
+        let path = try record(upstreamPort: upstream.port, profile: "dsl") { port in
+            try curl(["-o", "/dev/null", "http://127.0.0.1:\(port)/600000"])
+        }
+        let log = try events(path)
+        let stalls = log.filter { $0["ev"] as? String == "stall" }
+        let resumes = log.filter { $0["ev"] as? String == "resume" }
+
+        #expect(!stalls.isEmpty)
+        #expect(stalls.allSatisfy { $0["cause"] as? String == "queue" && $0["dir"] as? String == "down" })
+        #expect(resumes.count >= stalls.count - 1)
+    }
+
+    @Test func theLogStopsAtItsSizeLimitKeepsItsBeginningAndSaysWhere() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let path = try record(upstreamPort: Int(echo.port), extra: ["--record-limit", "4KiB"]) { port in
+            for _ in 0..<40 { try echoExchanges(port: port, size: 10, count: 1) }
+        }
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
+        let log = try events(path)
+
+        #expect(size <= 4096)
+        #expect(log.first?["ev"] as? String == "start")
+        #expect(log.last?["ev"] as? String == "limit")
+        let summary = try LinkcondProcess.run(["report", path, "-o", path + ".html"])
+        #expect(summary.status == 0)
+        #expect(summary.stdout.contains("reached its size limit"))
+    }
+
+    func reportError(_ text: String) throws -> LinkcondProcess.Result {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-bad-\(UUID()).jsonl").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return try LinkcondProcess.run(["report", path, "-o", path + ".html"])
+    }
+
+    @Test func aRecordingCutShortMidLineIsRefusedNamingItsLastLine() throws {
+        let result = try reportError("{\"v\":1,\"ev\":\"start\",\"wall\":\"x\"}\n{\"t\":5,\"ev\":\"open\",\"co")
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(".jsonl:2: the last line is cut short"), "\(result.stderr)")
+    }
+
+    @Test func aRecordingOfAnotherFormatVersionIsRefused() throws {
+        let result = try reportError("{\"v\":7,\"ev\":\"start\",\"wall\":\"x\"}\n")
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(".jsonl:1: recording format version 7; this linkcond reads version 1"), "\(result.stderr)")
+    }
+
+    @Test func aFileThatIsNotARecordingIsRefused() throws {
+        let result = try reportError("hello\n")
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(".jsonl:1: not a JSON object"), "\(result.stderr)")
+    }
+
+    @Test(.enabled(if: chromium != nil, "needs chromium (apt-get install chromium)"))
+    func theReportPageRendersEveryConnectionRowInHeadlessChromiumWithoutAnyRequest() throws {
+        let upstream = try HTTPUpstream()
+        defer { upstream.stop() }
+        let path = try record(upstreamPort: upstream.port, profile: "dsl") { port in
+            try curl(["-H", "Connection: close"] + (1...6).map { "http://127.0.0.1:\(port)/\($0 * 100)" })
+        }
+        _ = try makeReport(path)
+        let page = try String(contentsOfFile: path + ".html", encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: Self.artefacts, withIntermediateDirectories: true)
+
+        let dom = try runChromium(["--dump-dom", "file://\(path).html"])
+        _ = try runChromium(["--screenshot=\(Self.artefacts)/report.png", "--window-size=1400,900", "file://\(path).html"])
+
+        #expect(dom.components(separatedBy: "class=\"conn\"").count - 1 == 6)
+        #expect(dom.contains("Connections not reused"))
+        #expect(!page.contains("src=") && !page.contains("href=") && !page.contains("url("))
+        #expect(page.contains("default-src 'none'"))
+        #expect(FileManager.default.fileExists(atPath: Self.artefacts + "/report.png"))
+    }
+
+    func runChromium(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.chromium!)
+        process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(FileManager.default.temporaryDirectory.path)/linkcond-report-chromium"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// An HTTP/1.1 keep-alive server on 127.0.0.1 (Tests/record/http_upstream.py), stopped by closing its stdin.
+final class HTTPUpstream {
+    let process = Process()
+    let input = Pipe()
+    let port: Int
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("record/http_upstream.py").path
+
+    init() throws {
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-u", Self.script]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        var bytes = Data()
+        while !bytes.contains(0x0A) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            bytes += chunk
+        }
+        let line = String(decoding: bytes, as: UTF8.self)
+        guard let port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else {
+            throw CLITestError("the HTTP upstream said \"\(line)\" instead of its port")
+        }
+        self.port = port
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
