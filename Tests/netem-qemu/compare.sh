@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # How close linkcond comes to real Linux TCP: the same client/server (tcpprobe.c) over the same link, once as
 # real TCP (the stock Debian kernel's CUBIC over netem, inside qemu, all cells in one boot; compare-guest.sh)
-# and once through `linkcond run` on the host's loopback, side by side. Not part of CI.
+# and once through `linkcond run` on the host's loopback (or, with --exec, the probe itself run inside
+# `linkcond exec`, so its own kernel TCP crosses the emulated link as packets), side by side. Not part of CI.
 #
 # Usage: Tests/netem-qemu/compare.sh [--linkcond PATH] [--quick] [--runs N] [--bulk-seconds S]
 #            [--rates "1 10"] [--rtts "10 50 200"] [--losses "0 0.5 2"] [--latency-seconds S]
-#            [--real FILE] [--linkcond-queue NAME=PROFILE-LINES]... [--out DIR]
+#            [--real FILE] [--linkcond-queue NAME=PROFILE-LINES]... [--exec] [--out DIR]
 #   --linkcond        the binary under test (default .build/release/linkcond; build it first)
 #   (default)         3 runs per transfer (median), one 20 s bulk run, 20 s latency runs: about 18 minutes
 #   --quick           1 run per transfer, 5 s bulk, 8 s latency runs: about 7 minutes (410 s here); a smoke
 #                     test, not a verdict: 5 s of bulk at 200 ms is still mostly slow start
 #   --real FILE       reuse the real-TCP samples of an earlier run (its raw.csv, e.g. the kept baseline
 #                     Tests/netem-qemu/baseline/raw.csv) instead of booting qemu: only linkcond is measured
+#   --exec            measure `linkcond exec` instead of the proxy: each probe runs inside the namespace and
+#                     reaches the server at 198.18.0.2 (the host's loopback through the link); the rate is set
+#                     per IP packet (R x 1500/1448), as exec counts whole packets. The namespaces need the
+#                     guest's congestion control (cubic) in net.ipv4.tcp_allowed_congestion_control: as root
+#                     it is added for the run and the old list put back afterwards
 #   --linkcond-queue  also measure linkcond's working latency with these extra profile lines, for a queue
 #                     discipline the profile format offers (';' separates lines)
 # Writes DIR/raw.csv (every sample), DIR/report.md, DIR/report.json, DIR/report.csv and the guest's log
@@ -35,6 +41,7 @@ idle_ms=2000 idle_bytes=100000
 queue_bytes=262144
 latency_rate=10 latency_rtt=50
 real_samples=""
+exec_mode=""
 out="$repo/.build/netem-compare"
 declare -A linkcond_queues=()
 
@@ -50,6 +57,7 @@ while [ $# -gt 0 ]; do
         --latency-seconds) latency_seconds=$2; shift 2 ;;
         --real) real_samples=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
         --linkcond-queue) linkcond_queues[${2%%=*}]=${2#*=}; shift 2 ;;
+        --exec) exec_mode=1; shift ;;
         --out) out=$2; shift 2 ;;
         *) echo "compare: unknown option \"$1\" (see the usage at the top of $0)" >&2; exit 2 ;;
     esac
@@ -69,6 +77,15 @@ if [ -z "$real_samples" ]; then
 fi
 
 mkdir -p "$out"
+allowed_before=""
+if [ -n "$exec_mode" ]; then
+    allowed_before=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+    case " $allowed_before " in
+        *" cubic "*) allowed_before="" ;;
+        *) echo "$allowed_before cubic" >/proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null \
+               || { echo "compare: --exec needs cubic in net.ipv4.tcp_allowed_congestion_control (run as root)" >&2; exit 2; } ;;
+    esac
+fi
 work=$(mktemp -d /tmp/linkcond-compare.XXXXXX)
 guest_pid="" lc_pid="" server_pid=""
 cleanup() {
@@ -77,6 +94,7 @@ cleanup() {
         [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
     done
     wait 2>/dev/null || true
+    [ -z "$allowed_before" ] || echo "$allowed_before" >/proc/sys/net/ipv4/tcp_allowed_congestion_control
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -183,6 +201,13 @@ start_linkcond() {
         [ -n "$server_port" ] && break
         sleep 0.05
     done
+    cell_profile=$1
+    if [ -n "$exec_mode" ]; then
+        lc_port=$server_port
+        [ -n "$lc_port" ] && return 0
+        echo "compare: the probe server did not start" >&2
+        return 1
+    fi
     rm -f "$work/lc.out"
     "${boost[@]}" "$linkcond" run --listen 127.0.0.1:0 --upstream "127.0.0.1:$server_port" --profile "$1" \
         >"$work/lc.out" 2>>"$work/linkcond.log" &
@@ -205,8 +230,23 @@ stop_linkcond() {
 }
 
 # probe ARGS...: one tcpprobe client run; a failure is reported and leaves the sample out rather than the cell.
+# With --exec the probe runs inside `linkcond exec` with the cell's profile, and 127.0.0.1 becomes the gateway
+# address that stands for the host's loopback.
 probe() {
+    if [ -n "$exec_mode" ]; then
+        local mode=$1 host=$2; shift 2
+        [ "$host" != 127.0.0.1 ] || host=198.18.0.2
+        "${boost[@]}" "$linkcond" exec --profile "$cell_profile" --control 127.0.0.1:0 -- \
+            "$work/tcpprobe" "$mode" "$host" "$@" 2>>"$work/linkcond.log" \
+            || echo "compare: linkcond exec side: tcpprobe $mode $host $* failed (exit $?)" >&2
+        return
+    fi
     "${boost[@]}" "$work/tcpprobe" "$@" || echo "compare: linkcond side: tcpprobe $* failed (exit $?)" >&2
+}
+
+# The profile's rate for R Mbit/s of payload: exec counts whole IP packets (1500 bytes for 1448 of payload).
+profile_rate() {
+    if [ -n "$exec_mode" ]; then awk -v r="$1" 'BEGIN { printf "%d kbit/s", r * 1000 * 1500 / 1448 }'; else echo "$1 Mbit/s"; fi
 }
 
 # The same probe sequence as the guest's, through linkcond on loopback, written as raw CSV rows.
@@ -218,7 +258,7 @@ measure_linkcond() {
             echo "description = unshaped floor" >"$profile"
             bulk=$floor_bulk_seconds
         else
-            printf 'bandwidth = %s Mbit/s\ndelay = %s ms\nloss = %s %%\nqueue = %d B\n' "$rate" "$delay" "$loss" "$queue_bytes" >"$profile"
+            printf 'bandwidth = %s\ndelay = %s ms\nloss = %s %%\nqueue = %d B\n' "$(profile_rate "$rate")" "$delay" "$loss" "$queue_bytes" >"$profile"
             bulk=$bulk_seconds
         fi
         start_linkcond "$profile"
@@ -236,7 +276,7 @@ measure_linkcond() {
         stop_linkcond
     done <"$work/cells"
     local name extra
-    printf 'bandwidth = %s Mbit/s\ndelay = %s ms\nqueue = %d B\n' "$latency_rate" "$(half $latency_rtt)" "$queue_bytes" >"$work/fifo.profile"
+    printf 'bandwidth = %s\ndelay = %s ms\nqueue = %d B\n' "$(profile_rate "$latency_rate")" "$(half $latency_rtt)" "$queue_bytes" >"$work/fifo.profile"
     for name in fifo "${!linkcond_queues[@]}"; do
         cp "$work/fifo.profile" "$work/latency.profile"
         [ "$name" = fifo ] || { extra=${linkcond_queues[$name]}; printf '%s\n' "${extra//;/$'\n'}" >>"$work/latency.profile"; }
