@@ -55,11 +55,12 @@ struct SlowStartTests {
 }
 
 /// HyStart's delay detection: CUBIC leaves slow start when the round trip grows, before a deep queue overflows.
-/// The path holds 86 segments (10 Mbit/s × 100 ms) plus a 300 kB queue (207 segments): slow start alone doubles
-/// past 293 and overflows it; HyStart stops once a round trip's first samples see ~12 ms of standing queue.
+/// The path holds 86 segments (10 Mbit/s × 100 ms) plus a 600 kB queue (414 segments): slow start alone doubles
+/// past 500 and overflows it. Once flights merge (cwnd 160 and more), a round's first ACKs see the standing
+/// queue, and HyStart stops there.
 struct HyStartTests {
     @Test func cubicLeavesSlowStartWhenTheQueueDelayGrowsAndLosesNothing() {
-        let link = modelLink(oneWay: .milliseconds(50), bandwidth: .mbps(10), queue: ByteCount(bytes: 300_000))
+        let link = modelLink(oneWay: .milliseconds(50), bandwidth: .mbps(10), queue: ByteCount(bytes: 600_000))
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
 
         let result = transfer(3_000_000, over: link, flow: flow, from: .zero)
@@ -70,8 +71,37 @@ struct HyStartTests {
         #expect(flow.transport.recoveries == 0)
     }
 
+    /// Linux counts HyStart's rounds from the first ACK, below the low window too (upstream 25c1a9ca53db, in 6.1
+    /// stable since 6.1.129), so each round opens at a flight's first ACK. The flights here stay apart (a 200 ms
+    /// round trip holds 166 segments at 1.2 ms each), each ACKs one segment, and slow start sends two for it, so
+    /// the queue grows by one segment per two sent: a flight's last ACKs see up to 48 ms of it, its first none.
+    @Test func aRoundOpensAtAFlightsFirstAckSoTheSlowStartBurstDoesNotEndSlowStart() {
+        var cubic = CubicWindow()
+        var window = CongestionWindow(cwnd: 10)
+        let base = Duration.milliseconds(200)
+        let perSegment = Duration.microseconds(1_200)
+        // Sequence numbers in segments; the first flight is the initial window.
+        var flight: Range<Int64> = 0..<10
+        var sndNxt: Int64 = 10
+        var flightStart = Instant.zero
+        while window.cwnd < 170 {
+            for (position, segment) in flight.enumerated() {
+                let rtt = base + perSegment * position / 2
+                let now = flightStart + perSegment * position + rtt
+                cubic.acked(rtt: rtt, now: now, window: &window, sndUna: segment + 1, sndNxt: sndNxt)
+                cubic.increase(acked: 1, now: now, window: &window)
+                sndNxt += 2
+            }
+            flight = flight.upperBound..<sndNxt
+            flightStart = flightStart + base + perSegment * Int(flight.count / 2)
+        }
+
+        #expect(window.ssthresh == CongestionWindow.infinite, "HyStart ended slow start at cwnd \(window.ssthresh)")
+        #expect(!cubic.hystartFound)
+    }
+
     @Test func renoWithoutHyStartFillsTheSameQueueUntilItDrops() {
-        let link = modelLink(oneWay: .milliseconds(50), bandwidth: .mbps(10), queue: ByteCount(bytes: 300_000),
+        let link = modelLink(oneWay: .milliseconds(50), bandwidth: .mbps(10), queue: ByteCount(bytes: 600_000),
                              settings: TCPSettings(congestion: .reno))
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
 

@@ -88,6 +88,13 @@ shape() {
 
 sample() { echo "GUEST: sample $cell $*"; }
 
+# The server's HyStart exits so far (TcpExt counters in its namespace): train detections and the window at
+# them, delay detections and the window at them.
+hystart_exits() {
+    $ip netns exec srv cat /proc/net/netstat | awk '/^TcpExt:/ { if (!n) { for (i = 2; i <= NF; i++) name[i] = $i; n = 1 }
+        else for (i = 2; i <= NF; i++) if (name[i] ~ /^TCPHystart/) printf "%s=%s ", substr(name[i], 11), $i }'
+}
+
 while read -r rate rtt loss wire delay queue; do
     cell="$rate $rtt $loss"
     unshape
@@ -107,9 +114,11 @@ while read -r rate rtt loss wire delay queue; do
         for size in 10000 100000; do
             /bin/tcpprobe fetch $server $port $size | while read -r _ _ ms; do sample "fetch_$size" $run "$ms"; done
         done
+        before=$(hystart_exits)
         /bin/tcpprobe fetch $server $port 1000000 "$IDLE_MS" "$IDLE_BYTES" | while read -r kind bytes ms; do
             if [ "$kind" = fetch ]; then sample fetch_1000000 $run "$ms"; else sample "idle_$bytes" $run "$ms"; fi
         done
+        echo "GUEST: cell $cell: run $run: 1 MB fetch: HyStart exits before $before, after $(hystart_exits)"
         run=$((run + 1))
     done
     run=1

@@ -19,7 +19,10 @@ import Foundation
 //
 // HyStart, delay detection only: in slow start with cwnd ≥ 16, each round trip takes the minimum RTT of its
 // first 8 ACKs; once that exceeds delay_min + clamp(delay_min / 8, 4 ms, 16 ms), slow start ends (ssthresh =
-// cwnd). HyStart's ACK-train detection is not modelled: it needs the spacing of ACKs at microsecond scale,
+// cwnd). A round ends when snd_una passes the snd_nxt of its start. Rounds are counted from the first ACK, below
+// cwnd 16 too (upstream 25c1a9ca53db, in 6.1 stable since 6.1.129), so each opens at a flight's first ACK, where
+// slow start's own burst has not queued yet. Counted from cwnd 16 only, as before that fix, rounds open mid-flight
+// and end slow start well below the bandwidth-delay product. HyStart's ACK-train detection is not modelled: it needs the spacing of ACKs at microsecond scale,
 // which the emulated ACK path (no reverse bandwidth, delayed ACKs) does not reproduce honestly.
 //
 // Time is continuous (nanoseconds) where the kernel counts jiffies; otherwise the arithmetic follows the kernel.
@@ -66,18 +69,20 @@ public struct CubicWindow: CongestionControl {
         if let epochStart, now - epochStart < .seconds(1) { return }
         let delay = max(rtt, .microseconds(1))
         if delayMin.map({ $0 > delay }) ?? true { delayMin = delay }
-        if !hystartFound && window.inSlowStart && window.cwnd >= Self.hystartLowWindow {
+        if !hystartFound && window.inSlowStart {
             hystartUpdate(delay: delay, window: &window, sndUna: sndUna, sndNxt: sndNxt)
         }
     }
 
-    /// hystart_update, delay detection: ends slow start when this round's RTT has grown past delay_min.
+    /// hystart_update, delay detection: ends slow start when this round's RTT has grown past delay_min. Rounds
+    /// are counted below the low window too, so that each one opens at a flight's first ACK.
     private mutating func hystartUpdate(delay: Duration, window: inout CongestionWindow, sndUna: Int64, sndNxt: Int64) {
         if sndUna > roundEndSeq {
             roundEndSeq = sndNxt
             roundMinimumRTT = nil
             roundSamples = 0
         }
+        guard window.cwnd >= Self.hystartLowWindow else { return }
         let current = min(roundMinimumRTT ?? delay, delay)
         roundMinimumRTT = current
         if roundSamples < Self.hystartMinimumSamples {
