@@ -210,8 +210,9 @@ class ToxiproxyClientTests(unittest.TestCase):
     def test_timeout_holds_data_then_closes(self):
         proxy = self.proxy_to(sink, "timeout")
         proxy.add_toxic(type="timeout", stream="upstream", attributes={"timeout": 400})
-        client = connect(proxy.listen)
+        # The toxic's clock starts when linkcond accepts, which may come before connect() returns here.
         start = time.monotonic()
+        client = connect(proxy.listen)
         client.sendall(b"never delivered")
         reads, ending = read_all(client)
         elapsed = time.monotonic() - start
@@ -225,8 +226,8 @@ class ToxiproxyClientTests(unittest.TestCase):
     def test_reset_peer_resets_after_the_timeout(self):
         proxy = self.proxy_to(sender(b"hello"), "reset")
         proxy.add_toxic(type="reset_peer", attributes={"timeout": 300})
-        client = connect(proxy.listen)
         start = time.monotonic()
+        client = connect(proxy.listen)
         reads, ending = read_all(client)
         elapsed = time.monotonic() - start
         client.close()
@@ -254,8 +255,8 @@ class ToxiproxyClientTests(unittest.TestCase):
     def test_slow_close_delays_end_of_stream(self):
         proxy = self.proxy_to(sender(b"bye"), "slow_close")
         proxy.add_toxic(type="slow_close", attributes={"delay": 300})
-        client = connect(proxy.listen)
         start = time.monotonic()
+        client = connect(proxy.listen)
         reads, ending = read_all(client)
         elapsed = time.monotonic() - start
         client.close()
