@@ -59,7 +59,7 @@ enum JSONValue: Decodable, Equatable, Sendable {
         }
     }
 
-    private static func quoted(_ text: String) -> String {
+    static func quoted(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {

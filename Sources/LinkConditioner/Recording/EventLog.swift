@@ -282,19 +282,5 @@ final class LogWriter: @unchecked Sendable {
     }
 }
 
-/// `text` as a JSON string literal.
-func json(_ text: String) -> String {
-    var out = "\""
-    for scalar in text.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-        default: out.unicodeScalars.append(scalar)
-        }
-    }
-    return out + "\""
-}
+/// `text` as a JSON string literal, escaped as the control endpoint escapes its answers.
+func json(_ text: String) -> String { JSONValue.quoted(text) }
