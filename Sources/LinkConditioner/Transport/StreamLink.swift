@@ -228,6 +228,11 @@ public final class StreamLink {
                 flow.pendingBytes -= released
                 markChanged(flow)
             }
+            if flow.receiver.isHeadOfLineBlocked != flow.isLossBlocked {
+                flow.isLossBlocked.toggle()
+                flow.lossBlockChanges.append((first.at, flow.isLossBlocked))
+                markChanged(flow)
+            }
         }
         if let deadline = flow.receiver.delayedAckDeadline, deadline <= now,
            let ack = flow.receiver.delayedAckFired(now: deadline) {
