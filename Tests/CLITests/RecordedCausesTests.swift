@@ -85,6 +85,8 @@ struct RecordedCausesTests {
         #expect(report["datagramsUp"] as? Int == 3 && report["datagramsDown"] as? Int == 3)
         let dropTotals = report["datagramDrops"] as? [[String: Any]] ?? []
         #expect(dropTotals.count == 1 && dropTotals.first?["cause"] as? String == "fault" && dropTotals.first?["datagrams"] as? Int == 2)
+        let page = try String(contentsOfFile: path + ".html", encoding: .utf8)
+        #expect(page.contains("#1 udp 127.0.0.1:\(echo.port)") && page.contains("class=\"drop\""))
     }
 
     @Test func datagramsTheLinkLosesAreRecordedAsLossDrops() throws {
@@ -130,6 +132,8 @@ struct RecordedCausesTests {
         #expect(held >= 1_000_000, "the connect stall held the client \(held) µs for 1 s asked")
         let fault = (report["stalls"] as? [[String: Any]] ?? []).first { $0["cause"] as? String == "fault" }
         #expect((fault?["time"] as? Int ?? 0) >= 1_500_000, "\(String(describing: fault))")
+        let page = try String(contentsOfFile: path + ".html", encoding: .utf8)
+        #expect(page.contains("data-cause=\"fault\""))
     }
 
     @Test func segmentsLostInsideTheTCPModelAreRecordedAsLossStallsThatEnd() throws {
