@@ -236,7 +236,10 @@ final class UDPFlow {
             throw error
         }
         self.upstream = upstream
-        let recording = listener.recorder.map { DatagramFlowRecording(recorder: $0, listener: listener, client: client, at: now) }
+        let recording = listener.recorder.map {
+            DatagramFlowRecording(recorder: $0, loop: listener.loop, listener: listener.localAddress.description,
+                                  client: client.description, destination: address.description, at: now)
+        }
         self.recording = recording
         uplink = DatagramPump(link: listener.uplink) { bytes, _ in
             let result = bytes.withUnsafeBytes { raw in

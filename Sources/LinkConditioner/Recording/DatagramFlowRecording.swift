@@ -7,11 +7,11 @@ final class DatagramFlowRecording {
     let flow: UInt64
     private let loop: EventLoop
 
-    init(recorder: TrafficRecorder, listener: UDPListener, client: SocketAddress, at now: Instant) {
+    /// Records the flow's opening at `now`: the relay's address, the client's and the upstream's.
+    init(recorder: TrafficRecorder, loop: EventLoop, listener: String, client: String, destination: String, at now: Instant) {
         self.recorder = recorder
-        self.loop = listener.loop
-        flow = recorder.flowOpened(listener: listener.localAddress.description, client: client.description,
-                                   destination: listener.upstreamAddress.description, at: now)
+        self.loop = loop
+        flow = recorder.flowOpened(listener: listener, client: client, destination: destination, at: now)
     }
 
     private static func direction(_ up: Bool) -> RecordedDirection { up ? .up : .down }
