@@ -161,7 +161,8 @@ public final class StreamLink {
         tally.counters.bytesSpliced += bytes
     }
 
-    /// Runs the emulation up to `now` and returns the flows whose receivers released bytes.
+    /// Runs the emulation up to `now` and returns the flows whose receivers released bytes, or became blocked or
+    /// unblocked behind a lost segment.
     public func advance(to now: Instant) -> [StreamFlow] {
         run(until: now)
         guard !changed.isEmpty else { return [] }
