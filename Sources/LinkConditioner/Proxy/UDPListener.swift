@@ -302,10 +302,13 @@ final class UDPFlow {
             guard case .processed(let count) = received else { return }
             for index in 0..<count {
                 listener.countDownlinkKernelDrops(dropCounter.newDrops(reported: batch[index].kernelDropCount))
-                lastActivity = now
-                if listener.profile.fault == .blackhole { continue }
+                if listener.profile.fault == .blackhole {
+                    lastActivity = now
+                    continue
+                }
                 let bytes = batch.withDatagram(index) { Array($0) }
                 guard passesFaults(bytes.count, up: false, at: now) else { continue }
+                lastActivity = now
                 recording?.read(bytes.count, up: false, at: now)
                 if !downlink.offer(bytes, at: now) { recording?.dropped(up: false, cause: .queue) }
             }

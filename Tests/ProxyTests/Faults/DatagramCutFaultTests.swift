@@ -120,4 +120,26 @@ struct DatagramCutFaultTests {
         #expect(before == nil)
         #expect(at == .cut)
     }
+
+    @Test func anUpstreamThatKeepsSendingDoesNotKeepACutFlowAlive() throws {
+        let upstream = try TestDatagramSocket(timeout: 5)
+        defer { upstream.close() }
+        let proxy = try ConditionedProxy.udpInFront(of: upstream.port, profile: Profile(parsing: "downlink.cut.after = 10 B"),
+                                                    options: ProxyOptions(udpIdleTimeout: .seconds(1)))
+        let client = try TestDatagramSocket(timeout: 5)
+        defer { client.close(); proxy.stop() }
+        try client.send([1], to: proxy.port)
+        let flowPort = try #require(upstream.receive()?.port)
+
+        var sent = 0
+        let forgotten = wait(seconds: 10) {
+            try? upstream.send([UInt8](repeating: 9, count: 10), to: flowPort)
+            sent += 1
+            return status(proxy).activeConnections == 0
+        }
+
+        #expect(forgotten, "the flow stayed while its upstream sent \(sent) datagrams")
+        #expect(client.receive()?.bytes.count == 10, "the answers under the limit crossed")
+        #expect(status(proxy).downlinkFaultDrops >= 1)
+    }
 }
