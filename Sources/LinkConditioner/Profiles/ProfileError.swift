@@ -68,7 +68,7 @@ public struct ProfileError: Error, Hashable, Sendable, CustomStringConvertible {
             let names = ProfileKey.all.filter { !$0.isDirectional }.map(\.name)
             return "unknown key \"\(key)\"; known keys: \(names.joined(separator: ", ")) (per-direction keys also take uplink. or downlink.)"
         case let .connectionWideKey(_, unprefixed):
-            return "\(unprefixed) concerns the whole connection, not one direction; expected \"\(unprefixed) = …\" without uplink. or downlink."
+            return "expected \"\(unprefixed) = …\" without uplink. or downlink. (\(unprefixed) concerns the whole connection, not one direction)"
         case let .duplicateKey(key, firstLine):
             return "\"\(key)\" is already set on line \(firstLine); set each key once"
         case let .missingValue(expected):
