@@ -74,7 +74,8 @@ struct StatusCommand: ParsableCommand {
                 bytes(listener.uplink.queuedBytes).leftPadded(9),
                 bytes(listener.downlink.queuedBytes).leftPadded(9),
                 String(listener.uplink.segmentsLost + listener.downlink.segmentsLost).leftPadded(5),
-                String(listener.uplink.datagramsDropped + listener.downlink.datagramsDropped + listener.malformedMessages).leftPadded(8),
+                String(listener.uplink.datagramsDropped + listener.downlink.datagramsDropped + listener.uplink.faultDrops
+                       + listener.downlink.faultDrops + listener.malformedMessages).leftPadded(8),
                 String(listener.uplink.kernelDrops + listener.downlink.kernelDrops).leftPadded(13),
             ].joined(separator: " "))
         }

@@ -102,11 +102,7 @@ struct TCConditioningOptions: ParsableArguments {
     /// The settings a profile makes that `tc apply` would otherwise silently leave out: datagram impairments,
     /// queue disciplines other than fifo (this kernel has no codel qdisc) and traces.
     static func settingsTheKernelBackendDoesNotProgram(_ profile: Profile) -> [String] {
-        var settings: [String] = []
-        for (side, direction) in [("uplink", profile.uplink), ("downlink", profile.downlink)] {
-            settings += DirectionSettings.kernelUnsupported(direction).map { "\(side).\($0)" }
-        }
-        return settings
+        DirectionSettings.kernelUnsupported(profile)
     }
 }
 

@@ -67,6 +67,19 @@ struct ControlCommandTests {
         #expect(report.profileSummary.contains("300 ms"), "\(report.profileSummary)")
     }
 
+    @Test func setRefusesADirectionOnAConnectionWideFaultAndChangesNothing() throws {
+        let instance = try Instance(profile: "3g")
+        defer { instance.stop() }
+
+        let bad = try instance.linkcond(["set", "downlink.connect.stall", "5", "s"])
+        let json = try instance.linkcond(["status", "--json"])
+
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("connect.stall concerns the whole connection"), "\(bad.stderr)")
+        let report = try JSONDecoder().decode(StatusReport.self, from: Data(json.stdout.utf8))
+        #expect(!report.profileSummary.contains("stall"), "\(report.profileSummary)")
+    }
+
     @Test func offlineResetsNewConnectionsAndOnlineRestoresThem() throws {
         let instance = try Instance()
         defer { instance.stop() }

@@ -205,6 +205,18 @@ struct ControlEndpointSecurityTests {
         #expect(endpoint.proxy.profile.downlink.delay == .milliseconds(7))
     }
 
+    @Test func aConnectionWideKeyWithADirectionIsRefusedWithItsLineAndChangesNothing() throws {
+        let endpoint = try ControlEndpointUnderTest()
+        defer { endpoint.stop() }
+
+        let answer = try endpoint.request("PUT", "/profile", body: "delay = 7 ms\ndownlink.connect.stall = 5 s\n")
+
+        #expect(answer.hasPrefix("HTTP/1.1 400 "), "\(answer)")
+        #expect(answer.contains("line 2") || answer.contains(":2:"), "\(answer)")
+        #expect(answer.contains("connect.stall concerns the whole connection"), "\(answer)")
+        #expect(endpoint.proxy.profile.name == "edge" && endpoint.proxy.profile.uplink.faults.connectStall == .zero)
+    }
+
     @Test func aBodyOverOneMebibyteIsRefusedWith413BeforeItIsRead() throws {
         let endpoint = try ControlEndpointUnderTest()
         defer { endpoint.stop() }

@@ -42,6 +42,8 @@ struct ScenarioFormatTests {
             ("soon lte\n", "subway.scenario:1: \"soon lte\": expected a time"),
             ("0s set downlink.delay = 4 parsecs\n", "subway.scenario:1: \"0s set downlink.delay = 4 parsecs\": expected a duration"),
             ("0s ramp bandwidth from 1 Mbit/s to 2 Mbit/s\n", "subway.scenario:1: \"0s ramp bandwidth from 1 Mbit/s to 2 Mbit/s\": expected ramp KEY"),
+            ("0s lte\n5s set downlink.connect.stall = 5 s\n",
+             "subway.scenario:2: \"5s set downlink.connect.stall = 5 s\": expected \"connect.stall = …\" without uplink. or downlink."),
             ("0s lte\n5s edge\nrepeat\n10s edge\n", "subway.scenario:4: \"10s edge\": expected nothing after \"repeat\""),
             ("# nothing\n", "subway.scenario: expected at least one step"),
         ]

@@ -74,4 +74,37 @@ struct FaultKeyTests {
         #expect(throws: ProfileError.self) { try profile.set("cut.mode", to: "explode") }
         #expect(throws: ProfileError.self) { try profile.set("captive-portal", to: "yes") }
     }
+
+    @Test(arguments: ["downlink.connect.stall", "uplink.connect.stall", "downlink.blocked.ports", "uplink.blocked.mode",
+                      "downlink.captive-portal"])
+    func aConnectionWideKeyWithADirectionNamesTheLineAndTheKeyToWrite(_ key: String) {
+        let value = key.hasSuffix("ports") ? "25" : key.hasSuffix("mode") ? "blackhole" : key.hasSuffix("portal") ? "form" : "5 s"
+        let unprefixed = String(key.drop { $0 != "." }.dropFirst())
+
+        #expect(throws: ProfileError.self) { try Profile(parsing: "delay = 10 ms\n\(key) = \(value)", file: "hotel.profile") }
+        do {
+            _ = try Profile(parsing: "delay = 10 ms\n\(key) = \(value)", file: "hotel.profile")
+        } catch {
+            #expect(error.kind == .connectionWideKey(key, unprefixed: unprefixed))
+            #expect(error.description.hasPrefix("hotel.profile:2: "), "\(error)")
+            #expect(error.description.contains("expected \"\(unprefixed) = …\" without uplink. or downlink."), "\(error)")
+        }
+    }
+
+    @Test func setRefusesADirectionOnAConnectionWideKeyAndChangesNothing() {
+        var profile = Profile.none
+
+        #expect(throws: ProfileError.self) { try profile.set("downlink.connect.stall", to: "5 s") }
+        #expect(profile == .none)
+    }
+
+    @Test func connectionWideFaultsRenderOnceWithoutADirection() throws {
+        let profile = try Profile(parsing: text, name: "hotel")
+
+        let lines = profile.rendered.split(separator: "\n")
+
+        #expect(lines.contains("connect.stall = 30 s"))
+        #expect(lines.contains("blocked.ports = 25, 6000-7000") && lines.contains("captive-portal = redirect"))
+        #expect(!lines.contains { $0.hasSuffix(".connect.stall = 30 s") || $0.contains(".blocked.") || $0.contains(".captive-portal") })
+    }
 }

@@ -18,8 +18,8 @@ final class ToxiproxyUnderTest: Sendable {
         case browser = "Mozilla/5.0 (X11; Linux x86_64)"
     }
 
-    init(profile: Profile = .none) throws {
-        proxy = try ConditionedProxy(listeners: [], profile: profile)
+    init(profile: Profile = .none, options: ProxyOptions = ProxyOptions()) throws {
+        proxy = try ConditionedProxy(listeners: [], profile: profile, options: options)
         do {
             let served = try proxy.serveToxiproxy(at: Endpoint(host: "127.0.0.1", port: 0))
             port = try #require(served.split(separator: ":").last.flatMap { UInt16($0) })

@@ -207,6 +207,7 @@ struct ControlAPI {
         switch error.kind {
         case .unknownKey(let key, let suggestion): error.kind = .unknownKey(clip(key), suggestion: suggestion)
         case .duplicateKey(let key, let firstLine): error.kind = .duplicateKey(clip(key), firstLine: firstLine)
+        case .connectionWideKey(let key, let unprefixed): error.kind = .connectionWideKey(clip(key), unprefixed: unprefixed)
         default: break
         }
         return error

@@ -61,6 +61,10 @@ struct MetricsExposition {
                      "Datagrams the kernel dropped at linkcond's full receive buffer: loss no profile asked for.") {
             Double($0.kernelDrops)
         }
+        perDirection(listeners, "linkcond_fault_dropped_datagrams_total", .counter,
+                     "Datagrams a connection fault kept from crossing: a blocked port, a cut UDP flow.") {
+            Double($0.faultDrops)
+        }
     }
 
     var text: String { lines.joined(separator: "\n") + "\n" }

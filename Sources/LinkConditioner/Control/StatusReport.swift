@@ -22,6 +22,8 @@ public struct StatusReport: Codable, Sendable {
         /// Datagrams the kernel dropped at linkcond's full receive buffer before linkcond read them: loss no
         /// profile asked for, shown so it is never silent.
         public var kernelDrops: Int
+        /// Datagrams a connection fault (a blocked port, a cut flow) kept from crossing (UDP listeners).
+        public var faultDrops: Int
         public var duplicates: Int
         /// Delivered payload over the last second.
         public var bitsPerSecond: Double
@@ -50,9 +52,9 @@ public struct StatusReport: Codable, Sendable {
             connectionsAccepted = status.connectionsAccepted
             connectionsRefused = status.connectionsRefused
             malformedMessages = status.malformedMessages
-            uplink = Direction(status.uplink, kernelDrops: status.uplinkKernelDrops, bitsPerSecond: uplinkBitsPerSecond,
-                               bandwidth: conditions.uplink.bandwidth)
-            downlink = Direction(status.downlink, kernelDrops: status.downlinkKernelDrops,
+            uplink = Direction(status.uplink, kernelDrops: status.uplinkKernelDrops, faultDrops: status.uplinkFaultDrops,
+                               bitsPerSecond: uplinkBitsPerSecond, bandwidth: conditions.uplink.bandwidth)
+            downlink = Direction(status.downlink, kernelDrops: status.downlinkKernelDrops, faultDrops: status.downlinkFaultDrops,
                                  bitsPerSecond: downlinkBitsPerSecond, bandwidth: conditions.downlink.bandwidth)
         }
     }
@@ -68,7 +70,7 @@ public struct StatusReport: Codable, Sendable {
 }
 
 extension StatusReport.Direction {
-    init(_ counters: LinkCounters, kernelDrops: Int, bitsPerSecond: Double, bandwidth: BitRate?) {
+    init(_ counters: LinkCounters, kernelDrops: Int, faultDrops: Int = 0, bitsPerSecond: Double, bandwidth: BitRate?) {
         bytesDelivered = counters.bytesDelivered
         queuedBytes = counters.queuedBytes
         inFlightBytes = counters.inFlightBytes
@@ -76,6 +78,7 @@ extension StatusReport.Direction {
         datagramsDelivered = counters.datagramsDelivered
         datagramsDropped = counters.tailDrops + counters.codelDrops + counters.randomLosses + counters.burstLosses
         self.kernelDrops = kernelDrops
+        self.faultDrops = faultDrops
         duplicates = counters.duplicates
         self.bitsPerSecond = bitsPerSecond
         queueDelaySeconds = Self.queueDelay(queuedBytes: counters.queuedBytes, bandwidth: bandwidth)

@@ -4,6 +4,7 @@ import Foundation
 /// client's connect fails at once) or blackholed (nothing ever answers), as behind a hotel firewall that lets
 /// only 80 and 443 through (`blocked.ports = 1-79, 81-442, 444-65535`).
 public enum BlockedPortsSetting: DirectionSetting {
+    public static let isConnectionWide = true
     public enum Mode: String, Hashable, Sendable, CaseIterable {
         case refuse, blackhole
     }

@@ -1,8 +1,10 @@
 /// `captive-portal`: until the user logs in, plain-HTTP requests through the proxy front end get the portal's
-/// login page instead of the origin's answer (`form`: a 200 with the form; `redirect`: a 302 to it), HTTPS
-/// tunnels open and then end before the TLS handshake, and SOCKS connections are refused. A POST to the form,
+/// login page instead of the origin's answer (`form`: a 200 with the form; `redirect`: a 302 to it), whether sent
+/// to the HTTP proxy or inside a SOCKS5 or CONNECT tunnel; tunnels carrying anything else (TLS) open and then end
+/// before the handshake. A POST to the form,
 /// or `linkcond online`, lets traffic through; a profile that turns the portal on again holds it back again.
 public enum CaptivePortalSetting: DirectionSetting {
+    public static let isConnectionWide = true
     public enum Style: String, Hashable, Sendable, CaseIterable {
         case off, form, redirect
     }
@@ -36,12 +38,18 @@ enum CaptivePortal {
     /// The form's path; a POST to it on any host logs in.
     static let loginPath = "/linkcond-portal/login"
 
+    /// Whether `byte` may start a plain-HTTP request (a method's first letter); a TLS ClientHello starts with 0x16.
+    static func mayBeginHTTPRequest(_ byte: UInt8) -> Bool { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) }
+
     /// What the portal answers to `head`, and whether the answer lets traffic through.
-    static func answer(to head: HTTPRequestHead, style: CaptivePortalSetting.Style) -> (bytes: [UInt8], releases: Bool) {
+    ///
+    /// - Parameter host: The host the client asked for (the proxy request's or the tunnel's), for a request whose
+    ///   target is a path only.
+    static func answer(to head: HTTPRequestHead, host asked: String, style: CaptivePortalSetting.Style) -> (bytes: [UInt8], releases: Bool) {
         if head.method == "POST", path(of: head.target) == loginPath {
             return (response(status: "200 OK", fields: [], body: page(title: "You are online", content: "<p>You are now online.</p>")), true)
         }
-        if style == .redirect, hostOf(head.target) != host {
+        if style == .redirect, asked.lowercased() != host {
             let location = "http://\(host)\(loginPath)"
             return (response(status: "302 Found", fields: ["Location: \(location)"],
                              body: page(title: "Redirecting", content: "<p><a href=\"\(location)\">Log in</a></p>")), false)
@@ -52,15 +60,10 @@ enum CaptivePortal {
     }
 
     private static func path(of target: String) -> String {
-        guard let scheme = target.range(of: "://") else { return target }
+        guard let scheme = target.range(of: "://") else { return String(target.prefix { $0 != "?" }) }
         let rest = target[scheme.upperBound...]
         guard let slash = rest.firstIndex(of: "/") else { return "/" }
         return String(rest[slash...].prefix { $0 != "?" })
-    }
-
-    private static func hostOf(_ target: String) -> String {
-        guard let scheme = target.range(of: "://") else { return "" }
-        return String(target[scheme.upperBound...].prefix { $0 != "/" && $0 != ":" && $0 != "?" }).lowercased()
     }
 
     private static func page(title: String, content: String) -> String {

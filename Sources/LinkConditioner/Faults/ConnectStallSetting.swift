@@ -2,6 +2,7 @@
 /// firewall that asks the user for permission or a SYN lost twice. The client's connect has completed (linkcond
 /// accepted it), so the client sees its first response late, or its own connect timeout through a proxy.
 public enum ConnectStallSetting: DirectionSetting {
+    public static let isConnectionWide = true
     public static let keys = ["connect.stall"]
 
     public static func expected(for key: String) -> String { ProfileValue.expectedDuration }

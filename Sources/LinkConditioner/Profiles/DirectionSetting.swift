@@ -19,6 +19,13 @@ public protocol DirectionSetting: Sendable {
     static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String?
     /// The keys the kernel backend cannot program for `direction` (empty when it can, or the setting is off).
     static func kernelUnsupported(_ direction: DirectionProfile) -> [String]
+    /// Whether the setting concerns a whole connection rather than one direction (a connect stall, blocked ports,
+    /// a captive portal): its keys take no `uplink.`/`downlink.` prefix and are read from the uplink.
+    static var isConnectionWide: Bool { get }
+}
+
+extension DirectionSetting {
+    public static var isConnectionWide: Bool { false }
 }
 
 /// Where a setting's value was written, for values that name files (a trace next to its profile).
@@ -41,8 +48,14 @@ public enum DirectionSettings {
         all.first { $0.keys.contains(key) }
     }
 
+    /// The per-direction settings' `key = value` pairs for `direction`, leaving out the connection-wide ones.
     static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)] {
-        all.flatMap { $0.rendered(direction) }
+        all.filter { !$0.isConnectionWide }.flatMap { $0.rendered(direction) }
+    }
+
+    /// The connection-wide settings' pairs, read from the uplink, for rendering without a prefix.
+    static func renderedConnectionWide(_ uplink: DirectionProfile) -> [(key: String, value: String)] {
+        all.filter { $0.isConnectionWide }.flatMap { $0.rendered(uplink) }
     }
 
     /// One direction's words if both agree, else "X down, Y up" ("default" where one has none); nil if neither.
@@ -59,5 +72,14 @@ public enum DirectionSettings {
     /// Every key, across settings, that the kernel backend cannot program for `direction`.
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] {
         all.flatMap { $0.kernelUnsupported(direction) }
+    }
+
+    /// Every key `profile` sets that the kernel backend cannot program, as the user would write it: prefixed by
+    /// its direction, or bare for a connection-wide key.
+    public static func kernelUnsupported(_ profile: Profile) -> [String] {
+        let perDirection = all.filter { !$0.isConnectionWide }
+        return [("uplink", profile.uplink), ("downlink", profile.downlink)].flatMap { side, direction in
+            perDirection.flatMap { $0.kernelUnsupported(direction) }.map { "\(side).\($0)" }
+        } + all.filter { $0.isConnectionWide }.flatMap { $0.kernelUnsupported(profile.uplink) }
     }
 }

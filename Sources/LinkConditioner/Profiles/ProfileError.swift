@@ -9,6 +9,8 @@ public struct ProfileError: Error, Hashable, Sendable, CustomStringConvertible {
         case malformedLine
         /// The key is not one the format knows; `suggestion` is the closest known key, if any is close.
         case unknownKey(String, suggestion: String?)
+        /// A connection-wide key written with an `uplink.`/`downlink.` prefix; `unprefixed` is the key to write.
+        case connectionWideKey(String, unprefixed: String)
         /// The key was already set earlier in the same file, on `firstLine`.
         case duplicateKey(String, firstLine: Int)
         /// Nothing follows `=`; `expected` describes what should.
@@ -65,6 +67,8 @@ public struct ProfileError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .unknownKey(key, nil):
             let names = ProfileKey.all.filter { !$0.isDirectional }.map(\.name)
             return "unknown key \"\(key)\"; known keys: \(names.joined(separator: ", ")) (per-direction keys also take uplink. or downlink.)"
+        case let .connectionWideKey(_, unprefixed):
+            return "expected \"\(unprefixed) = …\" without uplink. or downlink. (\(unprefixed) concerns the whole connection, not one direction)"
         case let .duplicateKey(key, firstLine):
             return "\"\(key)\" is already set on line \(firstLine); set each key once"
         case let .missingValue(expected):

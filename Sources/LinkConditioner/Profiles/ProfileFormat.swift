@@ -113,6 +113,7 @@ extension Profile {
             lines.append(prefix + "burst = " + ProfileValue.format(direction.burst))
             lines += DirectionSettings.rendered(direction).map { prefix + $0.key + " = " + $0.value }
         }
+        lines += DirectionSettings.renderedConnectionWide(uplink).map { $0.key + " = " + $0.value }
         lines += tcp.settings.map { $0.key + " = " + $0.value }
         lines.append("dns.delay = " + ProfileValue.format(dnsDelay))
         lines.append("fault = " + fault.rawValue)

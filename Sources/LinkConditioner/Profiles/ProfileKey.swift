@@ -1,7 +1,8 @@
 /// One key of the profile format, as written left of `=`, and what it sets.
 ///
 /// A link key without `uplink.` or `downlink.` sets both directions; a prefixed key sets one and, in a file,
-/// wins over the unprefixed key whatever their order.
+/// wins over the unprefixed key whatever their order. Connection-wide keys (`connect.stall`, `blocked.*`,
+/// `captive-portal`) take no prefix: a prefixed one is refused rather than half applied.
 struct ProfileKey: Hashable, Sendable {
     /// The per-direction settings.
     enum LinkSetting: String, CaseIterable, Sendable {
@@ -59,11 +60,13 @@ struct ProfileKey: Hashable, Sendable {
 
     static let all: [ProfileKey] = {
         let linkKeys = Side.allCases.flatMap { side in LinkSetting.allCases.map { ProfileKey(target: .link($0, side)) } }
-        let declaredNames: [String] = DirectionSettings.all.flatMap { $0.keys }
+        let declaredNames: [String] = DirectionSettings.all.filter { !$0.isConnectionWide }.flatMap { $0.keys }
         let declaredKeys = Side.allCases.flatMap { side in declaredNames.map { ProfileKey(target: .declared($0, side)) } }
+        let connectionKeys = DirectionSettings.all.filter { $0.isConnectionWide }.flatMap { $0.keys }
+            .map { ProfileKey(target: .declared($0, .both)) }
         let tcpKeys = TCPSetting.allCases.map { ProfileKey(target: .tcp($0)) }
         let otherKeys = [ProfileKey(target: .dnsDelay), ProfileKey(target: .fault), ProfileKey(target: .seed), ProfileKey(target: .exclude)]
-        return [ProfileKey(target: .description)] + linkKeys + declaredKeys + tcpKeys + otherKeys
+        return [ProfileKey(target: .description)] + linkKeys + declaredKeys + connectionKeys + tcpKeys + otherKeys
     }()
 
     static let allNames = all.map(\.name)
@@ -73,6 +76,10 @@ struct ProfileKey: Hashable, Sendable {
     /// The key named `name`, or the unknown-key problem with a did-you-mean.
     static func named(_ name: String) throws(ProfileError.Kind) -> ProfileKey {
         if let key = byName[name] { return key }
+        for side in [Side.uplink, .downlink] where name.hasPrefix(side.rawValue + ".") {
+            let unprefixed = String(name.dropFirst(side.rawValue.count + 1))
+            if DirectionSettings.owner(of: unprefixed)?.isConnectionWide == true { throw .connectionWideKey(name, unprefixed: unprefixed) }
+        }
         throw .unknownKey(name, suggestion: NameSuggestion.closest(to: name, among: allNames))
     }
 

@@ -75,6 +75,9 @@ public struct ListenerStatus: Sendable {
     public var uplinkKernelDrops = 0
     /// Upstream datagrams the kernel dropped at a full receive buffer before linkcond read them.
     public var downlinkKernelDrops = 0
+    /// Datagrams a connection fault (a blocked port, a cut flow) kept from crossing, each way (UDP listeners).
+    public var uplinkFaultDrops = 0
+    public var downlinkFaultDrops = 0
 }
 
 /// A listener of any kind, as the proxy drives it. Lives on the event loop thread.

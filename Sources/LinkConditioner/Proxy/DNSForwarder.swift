@@ -227,6 +227,15 @@ final class DNSForwarder: ConditionedListener {
         queryPump.offer(DNSMessage.replacingID(of: query, with: id), at: now)
     }
 
+    /// Records a lookup answered now for `client`, asked at `askedAt`, under `run --record`.
+    func recordLookup(client: SocketAddress, answer: [UInt8], askedAt: Instant, overTCP: Bool) {
+        guard let recorder else { return }
+        let now = loop.clock.now()
+        var lookup = RecordedLookup(client: client.description, answer: answer, delay: now - askedAt)
+        if overTCP { lookup.transport = "tcp" }
+        recorder.dnsLookup(lookup, at: now)
+    }
+
     private func receiveAnswers() {
         let now = loop.clock.now()
         for _ in 0..<64 {
@@ -239,7 +248,7 @@ final class DNSForwarder: ConditionedListener {
             }
             guard let key = keysByUpstreamID.removeValue(forKey: DNSMessage.id(of: answer)) else { continue }
             let query = pending.removeValue(forKey: key)
-            if let recorder, let query { recorder.dnsLookup(RecordedLookup(client: key.client.description, answer: answer, delay: now - query.askedAt), at: now) }
+            if let query { recordLookup(client: key.client, answer: answer, askedAt: query.askedAt, overTCP: false) }
             answerPump.offer(DNSMessage.replacingID(of: answer, with: key.clientID), to: key.client, at: now)
         }
         loop.schedule(at: now) { [weak self] in self?.receiveAnswers() }

@@ -29,6 +29,8 @@ final class DNSTCPConnection {
     /// The framed size of each query read and not yet answered, oldest first.
     private var outstanding = Deque<Int>()
     private var outstandingBytes = 0
+    /// When each outstanding query was read, oldest first, for the recording.
+    private var askedAt = Deque<Instant>()
     private var timers: Set<EventLoop.TimerID> = []
     private var idleTimer: EventLoop.TimerID?
     private var lastProgress: Instant
@@ -136,6 +138,7 @@ final class DNSTCPConnection {
         outstanding.append(framed.count)
         outstandingBytes += framed.count
         lastProgress = loop.clock.now()
+        askedAt.append(lastProgress)
         forwarder.tcpQueryForwarded()
         var timer: EventLoop.TimerID?
         timer = loop.schedule(at: loop.clock.now() + forwarder.queryDelay) { [weak self] in
@@ -184,6 +187,7 @@ final class DNSTCPConnection {
                 case .message(let answer) where !outstanding.isEmpty:
                     outstandingBytes -= outstanding.removeFirst()
                     lastProgress = loop.clock.now()
+                    forwarder.recordLookup(client: clientAddress, answer: answer, askedAt: askedAt.removeFirst(), overTCP: true)
                     toClient += DNSFrameReader.framed(answer)
                 case .message, .malformed, .oversized:
                     forwarder.countMalformed("a bad or unasked-for answer frame", from: forwarder.upstreamAddress)

@@ -20,6 +20,9 @@ final class ProxyClientSession {
         case undetermined
         case socks5(SOCKS5Negotiation)
         case http
+        /// A tunnel (SOCKS5 or HTTP CONNECT) opened while the captive portal holds traffic back: plain HTTP in it
+        /// gets the portal's answer, anything else (a TLS ClientHello) ends it, as a portal's interception does.
+        case portal(host: String, style: CaptivePortalSetting.Style)
     }
 
     /// What the client asked for, once its request is complete.
@@ -171,7 +174,11 @@ final class ProxyClientSession {
                     return finish(bytes)
                 case .connect(let destination, let used):
                     consumed += used
-                    if frontEnd.activePortal != nil { return finish(SOCKS5.reply(.notAllowed)) }
+                    if let portal = frontEnd.activePortal {
+                        send(SOCKS5.reply(.succeeded))
+                        dialect = .portal(host: destination.host, style: portal)
+                        return process()
+                    }
                     return resolve(.socks5(destination))
                 }
             }
@@ -190,18 +197,33 @@ final class ProxyClientSession {
                     return finish(HTTPProxy.response(status))
                 case .tunnel(let origin):
                     consumed += length
-                    if frontEnd.activePortal != nil { return finish(HTTPProxy.connectionEstablished) }
+                    if let portal = frontEnd.activePortal {
+                        send(HTTPProxy.connectionEstablished)
+                        dialect = .portal(host: origin.host, style: portal)
+                        return process()
+                    }
                     return resolve(.httpTunnel(origin))
                 case .forward(let origin):
-                    if let portal = frontEnd.activePortal {
-                        let answer = CaptivePortal.answer(to: head, style: portal)
-                        if answer.releases { frontEnd.releasePortal() }
-                        return finish(answer.bytes)
-                    }
+                    if let portal = frontEnd.activePortal { return answerAsPortal(head, host: origin.host, style: portal) }
                     return resolve(.httpForward(origin))
                 }
             }
+        case .portal(let host, let style):
+            guard CaptivePortal.mayBeginHTTPRequest(received[consumed]) else { return finish([]) }
+            guard mayHoldCompleteHead() else { return }
+            switch HTTPProxy.parseHead(received[consumed...]) {
+            case .needMore: return
+            case .tooLarge, .malformed: return finish([])
+            case .head(let head, _): return answerAsPortal(head, host: host, style: style)
+            }
         }
+    }
+
+    /// Answers a plain-HTTP request with the captive portal's page, letting traffic through if it logs in.
+    private func answerAsPortal(_ head: HTTPRequestHead, host: String, style: CaptivePortalSetting.Style) {
+        let answer = CaptivePortal.answer(to: head, host: host, style: style)
+        if answer.releases { frontEnd.releasePortal() }
+        finish(answer.bytes)
     }
 
     /// Whether the bytes since the last look could end the head (a blank line), break it (a bare line feed) or

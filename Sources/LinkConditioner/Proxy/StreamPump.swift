@@ -189,6 +189,11 @@ final class StreamPump {
         relay.pumpProgressed(self, outcome: deliverDue(at: now))
     }
 
+    /// Records whether the stage now holds bytes back for a fault or toxic. Called by the stage.
+    func stageHolds(_ holding: Bool, at now: Instant) {
+        recording?.held(.fault, holding, at: now)
+    }
+
     /// Called by the proxy's buffer budget when room this pump waited for has opened.
     func budgetOpened(at now: Instant) {
         guard !isClosed, let relay else { return }
@@ -205,6 +210,7 @@ final class StreamPump {
 
     /// Collects the bytes the model has released by `now` and writes them; the link reports the next release.
     func deliverDue(at now: Instant) -> Outcome {
+        for change in flow.takeLossBlockChanges() { recording?.held(.loss, change.blocked, at: change.at) }
         deliverableBytes += flow.takeDeliverable(at: now)
         return writeDeliverable()
     }

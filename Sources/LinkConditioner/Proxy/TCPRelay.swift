@@ -133,15 +133,24 @@ final class TCPRelay {
     /// Connects once the uplink's delay (and the profile's `connect.stall`) has passed, as a SYN crossing the
     /// emulated link would.
     private func connectAfterUplinkDelay() {
-        let delay = host.uplink.currentDelay + (host.connectionFaults?.connection.connectStall ?? .zero)
+        let stall = host.connectionFaults?.connection.connectStall ?? .zero
+        let delay = host.uplink.currentDelay + stall
         if delay <= .zero {
             connectUpstream()
             return
         }
+        if stall > .zero { recordFaultStall(ended: false) }
         loop.schedule(at: loop.clock.now() + delay) { [weak self] in
             guard let self, self.state == .connecting else { return }
+            if stall > .zero { self.recordFaultStall(ended: true) }
             self.connectUpstream()
         }
+    }
+
+    /// Records the client's bytes held by a connection fault (a connect stall, a blackholed port) while no pump
+    /// exists yet to report it.
+    private func recordFaultStall(ended: Bool) {
+        if let recordedID { host.uplink.recorder?.stall(recordedID, .up, cause: .fault, ended: ended, at: loop.clock.now()) }
     }
 
     /// Leaves the blackhole: connects upstream and starts relaying what the client sent meanwhile.
@@ -185,6 +194,7 @@ final class TCPRelay {
             return
         case .blackhole?:
             portBlackholed = true
+            recordFaultStall(ended: false)
             return
         case nil:
             portBlackholed = false

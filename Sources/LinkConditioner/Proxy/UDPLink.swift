@@ -81,6 +81,8 @@ final class DatagramPump {
     private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop) { [weak self] now in self?.deliverDue(at: now) }
     /// Datagrams the destination socket refused (its send buffer was full, or the peer was unreachable).
     private(set) var sendFailures = 0
+    /// Called for each datagram the link dropped (loss, or the queue discipline), for the recording.
+    var lost: (() -> Void)?
 
     init(link: UDPLink, send: @escaping Send) {
         self.link = link
@@ -105,6 +107,7 @@ final class DatagramPump {
     func deliverDue(at now: Instant) {
         for outcome in flow.takeDeliverableDatagrams(at: now) {
             guard let datagram = held.removeValue(forKey: outcome.index) else { continue }
+            if outcome.copies == 0 { lost?() }
             for _ in 0..<outcome.copies where !send(datagram.bytes, datagram.destination) {
                 sendFailures += 1
             }

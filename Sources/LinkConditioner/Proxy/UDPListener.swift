@@ -28,6 +28,11 @@ final class UDPListener: ConditionedListener {
     private var uplinkKernelDrops = 0
     /// Upstream datagrams the kernel dropped at the flows' full receive buffers, closed flows included.
     private var downlinkKernelDrops = 0
+    /// Datagrams a fault (a blocked port, a cut flow) kept from crossing, client to upstream and back.
+    private var uplinkFaultDrops = 0
+    private var downlinkFaultDrops = 0
+    /// Where flows are reported under `run --record`; nil when not recording.
+    let recorder: TrafficRecorder?
 
     /// Batches read per loop turn before other sockets get their turn.
     static let batchesPerTurn = 4
@@ -57,6 +62,7 @@ final class UDPListener: ConditionedListener {
         self.options = context.options
         self.logger = context.logger
         self.readBuffer = context.readBuffer
+        self.recorder = context.recorder
         (uplink, downlink) = UDPLink.pair(for: context)
         do {
             registration = try loop.register(socket.descriptor, interest: Epoll.readable | Epoll.edgeTriggered) { [weak self] _ in
@@ -79,7 +85,8 @@ final class UDPListener: ConditionedListener {
         ListenerStatus(kind: "udp", address: localAddress, upstream: upstream.description, activeConnections: flows.count,
                        connectionsAccepted: flowsOpened, connectionsRefused: flowsRefused,
                        uplink: uplink.counters, downlink: downlink.counters,
-                       uplinkKernelDrops: uplinkKernelDrops, downlinkKernelDrops: downlinkKernelDrops)
+                       uplinkKernelDrops: uplinkKernelDrops, downlinkKernelDrops: downlinkKernelDrops,
+                       uplinkFaultDrops: uplinkFaultDrops, downlinkFaultDrops: downlinkFaultDrops)
     }
 
     /// Reads client datagrams in batches until the socket is empty, at most `batchesPerTurn` batches per loop turn.
@@ -107,7 +114,11 @@ final class UDPListener: ConditionedListener {
     private func fromClient(_ batch: DatagramBatch, _ index: Int, at now: Instant) {
         let datagram = batch[index]
         uplinkKernelDrops += clientDropCounter.newDrops(reported: datagram.kernelDropCount)
-        guard profile.fault != .blackhole, let flow = flow(for: datagram.sender, at: now) else { return }
+        guard profile.fault != .blackhole else { return }
+        if profile.uplink.faults.blocking(port: upstreamAddress.port) != nil, flows[datagram.sender] == nil {
+            return countFaultDrop(up: true)
+        }
+        guard let flow = flow(for: datagram.sender, at: now) else { return }
         flow.fromClient(batch.withDatagram(index) { Array($0) }, at: now)
     }
 
@@ -149,6 +160,11 @@ final class UDPListener: ConditionedListener {
         }
         if case .success(.processed) = result { return true }
         return false
+    }
+
+    /// Counts a datagram a fault kept from crossing.
+    func countFaultDrop(up: Bool) {
+        if up { uplinkFaultDrops += 1 } else { downlinkFaultDrops += 1 }
     }
 
     /// Counts upstream datagrams the kernel dropped at a flow's socket.
@@ -201,12 +217,16 @@ final class UDPFlow {
     private var idleTimer: EventLoop.TimerID?
     private var isClosed = false
     private var dropCounter = KernelDropCounter()
+    private var faults: DatagramFlowFaults
+    /// What `run --record` is told about this flow; nil when not recording.
+    private var recording: DatagramFlowRecording?
     private var loop: EventLoop { listener.loop }
 
     init(listener: UDPListener, client: SocketAddress, upstream address: SocketAddress, at now: Instant) throws {
         self.listener = listener
         self.client = client
         self.lastActivity = now
+        self.faults = DatagramFlowFaults(opened: now, upstreamPort: address.port)
         let upstream = try Socket.datagram(connectedTo: address)
         upstream.enlargeReceiveBuffer(to: UDPListener.receiveBufferBytes)
         do {
@@ -216,16 +236,28 @@ final class UDPFlow {
             throw error
         }
         self.upstream = upstream
+        let recording = listener.recorder.map {
+            DatagramFlowRecording(recorder: $0, loop: listener.loop, listener: listener.localAddress.description,
+                                  client: client.description, destination: address.description, at: now)
+        }
+        self.recording = recording
         uplink = DatagramPump(link: listener.uplink) { bytes, _ in
             let result = bytes.withUnsafeBytes { raw in
                 Result { () throws(SystemError) -> IOResult<Int> in try upstream.write(raw) }
             }
-            if case .success(.processed) = result { return true }
+            if case .success(.processed) = result {
+                recording?.delivered(bytes.count, up: true)
+                return true
+            }
             return false
         }
         downlink = DatagramPump(link: listener.downlink) { [unowned listener] bytes, _ in
-            listener.send(bytes, to: client)
+            guard listener.send(bytes, to: client) else { return false }
+            recording?.delivered(bytes.count, up: false)
+            return true
         }
+        uplink.lost = { recording?.dropped(up: true, cause: .loss) }
+        downlink.lost = { recording?.dropped(up: false, cause: .loss) }
         do {
             registration = try listener.loop.register(upstream.descriptor, interest: Epoll.readable | Epoll.edgeTriggered) { [weak self] _ in
                 self?.receiveFromUpstream()
@@ -240,8 +272,18 @@ final class UDPFlow {
     }
 
     func fromClient(_ bytes: [UInt8], at now: Instant) {
+        guard passesFaults(bytes.count, up: true, at: now) else { return }
         lastActivity = now
-        uplink.offer(bytes, at: now)
+        recording?.read(bytes.count, up: true, at: now)
+        if !uplink.offer(bytes, at: now) { recording?.dropped(up: true, cause: .queue) }
+    }
+
+    /// Whether the profile's faults let a datagram of `size` bytes cross; counts and records the ones they stop.
+    private func passesFaults(_ size: Int, up: Bool, at now: Instant) -> Bool {
+        guard faults.admit(size, up: up, profile: listener.profile, at: now) != nil else { return true }
+        listener.countFaultDrop(up: up)
+        recording?.dropped(up: up, cause: .fault)
+        return false
     }
 
     /// Reads upstream datagrams in batches until the socket is empty, at most `batchesPerTurn` per loop turn.
@@ -260,9 +302,15 @@ final class UDPFlow {
             guard case .processed(let count) = received else { return }
             for index in 0..<count {
                 listener.countDownlinkKernelDrops(dropCounter.newDrops(reported: batch[index].kernelDropCount))
+                if listener.profile.fault == .blackhole {
+                    lastActivity = now
+                    continue
+                }
+                let bytes = batch.withDatagram(index) { Array($0) }
+                guard passesFaults(bytes.count, up: false, at: now) else { continue }
                 lastActivity = now
-                if listener.profile.fault == .blackhole { continue }
-                downlink.offer(batch.withDatagram(index) { Array($0) }, at: now)
+                recording?.read(bytes.count, up: false, at: now)
+                if !downlink.offer(bytes, at: now) { recording?.dropped(up: false, cause: .queue) }
             }
             if count < batch.capacity { return }
         }
@@ -292,6 +340,7 @@ final class UDPFlow {
         uplink.close()
         downlink.close()
         upstream.close()
+        recording?.closed()
         listener.flowClosed(self)
     }
 }

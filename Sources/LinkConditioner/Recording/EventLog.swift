@@ -33,6 +33,12 @@ public final class EventLog: TrafficRecorder {
     private static let batchSize = 64 * 1024
     private static let backlogLimit = 8 * 1024 * 1024
 
+    private struct DropKey: Hashable {
+        var connection: UInt64
+        var direction: RecordedDirection
+        var cause: StallCause
+    }
+
     private struct Window {
         var start: Instant
         var last: Instant
@@ -52,6 +58,8 @@ public final class EventLog: TrafficRecorder {
     private var nextConnection: UInt64 = 1
     private var sends: [UInt64: Window] = [:]
     private var deliveries: [UInt64: Window] = [:]
+    /// Open windows of dropped datagrams, by connection, direction and cause.
+    private var drops: [DropKey: Window] = [:]
     private var flushTimerArmed = false
     private var closed = false
 
@@ -73,6 +81,37 @@ public final class EventLog: TrafficRecorder {
         nextConnection += 1
         append("{\"t\":\(micros(now)),\"ev\":\"open\",\"conn\":\(id),\"listener\":\(json(listener)),\"client\":\(json(client)),\"dest\":\(json(destination))\(name.map { ",\"name\":\(json($0))" } ?? "")}")
         return id
+    }
+
+    func flowOpened(listener: String, client: String, destination: String, at now: Instant) -> UInt64 {
+        let id = nextConnection
+        nextConnection += 1
+        append("{\"t\":\(micros(now)),\"ev\":\"open\",\"conn\":\(id),\"proto\":\"udp\",\"listener\":\(json(listener)),\"client\":\(json(client)),\"dest\":\(json(destination))}")
+        return id
+    }
+
+    func datagramsDropped(_ connection: UInt64, _ direction: RecordedDirection, count: Int, cause: StallCause, at now: Instant) {
+        let key = DropKey(connection: connection, direction: direction, cause: cause)
+        if let open = drops[key], now - open.start >= Self.window {
+            emitDrops(open, key)
+            drops[key] = nil
+        }
+        var window = drops[key] ?? Window(start: now, last: now)
+        window.last = now
+        window.operations += count
+        drops[key] = window
+        armFlushTimer()
+    }
+
+    private func emitDrops(_ window: Window, _ key: DropKey) {
+        append("{\"t\":\(micros(window.start)),\"ev\":\"drop\",\"conn\":\(key.connection),\"dir\":\"\(key.direction.rawValue)\",\"cause\":\"\(key.cause.rawValue)\",\"datagrams\":\(window.operations),\"last\":\(micros(window.last))}")
+    }
+
+    private func flushDrops(where due: (DropKey, Window) -> Bool) {
+        for (key, window) in drops where due(key, window) {
+            drops[key] = nil
+            emitDrops(window, key)
+        }
     }
 
     func connectionEstablished(_ connection: UInt64, at now: Instant) {
@@ -97,12 +136,13 @@ public final class EventLog: TrafficRecorder {
             if let window = sends.removeValue(forKey: key) { emit(window, connection, direction, event: "send") }
             if let window = deliveries.removeValue(forKey: key) { emit(window, connection, direction, event: "deliver") }
         }
+        flushDrops { key, _ in key.connection == connection }
         append("{\"t\":\(micros(now)),\"ev\":\"close\",\"conn\":\(connection),\"by\":\"\(party.rawValue)\",\"reset\":\(reset)}")
     }
 
     func dnsLookup(_ lookup: RecordedLookup, at now: Instant) {
         let answers = lookup.answers.map(json).joined(separator: ",")
-        append("{\"t\":\(micros(now)),\"ev\":\"dns\",\"client\":\(json(lookup.client)),\"name\":\(json(lookup.name)),\"type\":\(json(lookup.type)),\"delay_us\":\(lookup.delay.nanoseconds / 1000),\"rcode\":\(lookup.responseCode.map(String.init) ?? "null"),\"answer\":[\(answers)]}")
+        append("{\"t\":\(micros(now)),\"ev\":\"dns\",\"client\":\(json(lookup.client)),\"name\":\(json(lookup.name)),\"type\":\(json(lookup.type)),\"delay_us\":\(lookup.delay.nanoseconds / 1000),\"rcode\":\(lookup.responseCode.map(String.init) ?? "null"),\"answer\":[\(answers)]\(lookup.transport == "udp" ? "" : ",\"proto\":\(json(lookup.transport))")}")
     }
 
     func conditionsChanged(_ conditions: LiveConditions, at now: Instant) {
@@ -121,6 +161,7 @@ public final class EventLog: TrafficRecorder {
         for (key, window) in deliveries { emit(window, key >> 1, Self.direction(key), event: "deliver") }
         sends.removeAll()
         deliveries.removeAll()
+        flushDrops { _, _ in true }
         append("{\"t\":\(micros(loop.clock.now())),\"ev\":\"end\"}")
         closed = true
         handOver()
@@ -195,8 +236,9 @@ public final class EventLog: TrafficRecorder {
                 self.deliveries[key] = nil
                 self.emit(window, key >> 1, Self.direction(key), event: "deliver")
             }
+            self.flushDrops { _, window in now - window.start >= Self.window }
             self.handOver()
-            if !self.sends.isEmpty || !self.deliveries.isEmpty { self.armFlushTimer() }
+            if !self.sends.isEmpty || !self.deliveries.isEmpty || !self.drops.isEmpty { self.armFlushTimer() }
         }
     }
 

@@ -19,8 +19,19 @@ public struct Recording: Sendable {
         public var cause: String
     }
 
+    /// Datagrams of a UDP flow dropped in one window: at the link's full queue, by the link, or by a fault.
+    public struct Drop: Sendable, Codable {
+        public var start: Int64
+        public var last: Int64
+        public var up: Bool
+        public var cause: String
+        public var datagrams: Int
+    }
+
     public struct Connection: Sendable {
         public var id: UInt64
+        /// `tcp`, or `udp` for a flow of the UDP relay.
+        public var transport = "tcp"
         public var listener: String
         public var client: String
         public var destination: String
@@ -33,6 +44,7 @@ public struct Recording: Sendable {
         public var sends: [Activity] = []
         public var deliveries: [Activity] = []
         public var stalls: [Stall] = []
+        public var drops: [Drop] = []
         /// The line of the file that opened it.
         public var line: Int
 
@@ -46,6 +58,8 @@ public struct Recording: Sendable {
         public var type: String
         public var delay: Int64
         public var answers: [String]
+        /// `udp`, or `tcp` for a query over DNS over TCP.
+        public var transport = "udp"
     }
 
     /// The conditions from `start` on.
@@ -143,6 +157,7 @@ public struct Recording: Sendable {
                                               client: object["client"] as? String ?? "",
                                               destination: object["dest"] as? String ?? "",
                                               name: object["name"] as? String, opened: time, line: number))
+                if let transport = object["proto"] as? String { connections[connections.count - 1].transport = transport }
             case "established":
                 connections[try connection()].established = time
             case "send", "deliver":
@@ -159,9 +174,16 @@ public struct Recording: Sendable {
             case "resume":
                 let position = try connection()
                 let up = object["dir"] as? String == "up"
-                if let last = connections[position].stalls.lastIndex(where: { $0.up == up && $0.end == nil }) {
+                let cause = object["cause"] as? String ?? "?"
+                if let last = connections[position].stalls.lastIndex(where: { $0.up == up && $0.end == nil && $0.cause == cause }) {
                     connections[position].stalls[last].end = time
                 }
+            case "drop":
+                let position = try connection()
+                let drop = Drop(start: time, last: try int("last"), up: object["dir"] as? String == "up",
+                                cause: object["cause"] as? String ?? "?", datagrams: Int(try int("datagrams")))
+                end = max(end, drop.last)
+                connections[position].drops.append(drop)
             case "close":
                 let position = try connection()
                 connections[position].closed = time
@@ -169,7 +191,8 @@ public struct Recording: Sendable {
                 connections[position].reset = object["reset"] as? Bool ?? false
             case "dns":
                 lookups.append(Lookup(time: time, name: object["name"] as? String ?? "?", type: object["type"] as? String ?? "?",
-                                      delay: try int("delay_us"), answers: object["answer"] as? [String] ?? []))
+                                      delay: try int("delay_us"), answers: object["answer"] as? [String] ?? [],
+                                      transport: object["proto"] as? String ?? "udp"))
             case "profile":
                 let roundTrip = try int("delay_up_us") + int("delay_down_us")
                 phases.append(Phase(start: time, profile: object["name"] as? String ?? "", summary: object["summary"] as? String ?? "",
@@ -183,7 +206,7 @@ public struct Recording: Sendable {
             case "end":
                 break
             default:
-                throw Problem(description: "\(file):\(number): unknown event \"\(event)\"; expected open, established, send, deliver, stall, resume, close, dns, profile, scenario, dropped, limit or end")
+                throw Problem(description: "\(file):\(number): unknown event \"\(event)\"; expected open, established, send, deliver, stall, resume, drop, close, dns, profile, scenario, dropped, limit or end")
             }
         }
         for index in connections.indices {

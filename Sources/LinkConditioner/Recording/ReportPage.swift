@@ -38,7 +38,8 @@ public enum ReportPage {
             let mid = y + rowHeight / 2
             let closed = connection.closed ?? recording.end
             var row = "<g class=\"conn\" data-conn=\"\(connection.id)\"><title>#\(connection.id) \(escape(connection.host)) opened \(label(connection.opened))\(connection.closed.map { ", closed \(label($0)) by \(connection.closedBy ?? "?")\(connection.reset ? " (reset)" : "")" } ?? "")</title>"
-            row += "<text x=\"2\" y=\"\(px(y + rowHeight - 1))\" class=\"row\">\(rowHeight >= 8 ? escape("#\(connection.id) \(connection.host)") : "")</text>"
+            let rowLabel = "#\(connection.id) \(connection.transport == "udp" ? "udp " : "")\(connection.host)"
+            row += "<text x=\"2\" y=\"\(px(y + rowHeight - 1))\" class=\"row\">\(rowHeight >= 8 ? escape(rowLabel) : "")</text>"
             row += "<line x1=\"\(px(x(connection.opened)))\" x2=\"\(px(max(x(closed), x(connection.opened) + 1)))\" y1=\"\(px(mid))\" y2=\"\(px(mid))\" stroke=\"#999\"/>"
             if let established = connection.established {
                 row += "<rect class=\"setup\" x=\"\(px(x(connection.opened)))\" y=\"\(px(y + 1))\" width=\"\(px(max(x(established) - x(connection.opened), 1)))\" height=\"\(px(rowHeight - 2))\" fill=\"#f0b030\"/>"
@@ -49,7 +50,10 @@ public enum ReportPage {
                 }
             }
             for stall in connection.stalls {
-                row += "<rect class=\"stall\" x=\"\(px(x(stall.start)))\" y=\"\(px(mid - 1))\" width=\"\(px(max(x(stall.end ?? closed) - x(stall.start), 1)))\" height=\"2\" fill=\"#d02020\"><title>stall (\(escape(stall.cause)))</title></rect>"
+                row += "<rect class=\"stall\" data-cause=\"\(escape(stall.cause))\" x=\"\(px(x(stall.start)))\" y=\"\(px(mid - 1))\" width=\"\(px(max(x(stall.end ?? closed) - x(stall.start), 1)))\" height=\"2\" fill=\"\(stallColor(stall.cause))\"><title>stall (\(escape(stall.cause)))</title></rect>"
+            }
+            for (start, stop) in merged(connection.drops.map { (x($0.start), x($0.last)) }) {
+                row += "<rect class=\"drop\" x=\"\(px(start))\" y=\"\(px(y))\" width=\"\(px(max(stop - start, 1)))\" height=\"\(px(rowHeight))\" fill=\"#000\" opacity=\"0.6\"><title>datagrams dropped</title></rect>"
             }
             svg.append(row + "</g>")
         }
@@ -73,10 +77,10 @@ public enum ReportPage {
             .legend span { display: inline-block; width: 12px; height: 8px; margin: 0 4px 0 12px; }
             </style></head><body>
             <h1>linkcond report</h1>
-            <p id="summary">Recorded \(escape(report.wallClock)): \(label(report.duration)), \(report.connectionCount) connections, \(report.bytesUp) bytes up, \(report.bytesDown) bytes down, \(report.lookups) DNS lookups. Radio (\(report.radio.model)): \(report.radio.wakeUps) wake-ups, \(label(report.radio.highPower)) in high power.\(report.cutAt.map { " The recording reached its size limit at \(label($0)); nothing later is in it." } ?? "")</p>
+            <p id="summary">Recorded \(escape(report.wallClock)): \(label(report.duration)), \(report.connectionCount) connections, \(report.bytesUp) bytes up, \(report.bytesDown) bytes down, \(report.lookups) DNS lookups\(report.flowCount > 0 ? ", \(report.flowCount) UDP flows (\(report.datagramsUp) datagrams up, \(report.datagramsDown) down)" : ""). \(causes(report))Radio (\(report.radio.model)): \(report.radio.wakeUps) wake-ups, \(label(report.radio.highPower)) in high power.\(report.cutAt.map { " The recording reached its size limit at \(label($0)); nothing later is in it." } ?? "")</p>
             <h2>Findings</h2><ul id="findings">\(findings)</ul>
             <h2>Timeline</h2>
-            <p class="legend"><span style="background:#f0b030"></span>set-up<span style="background:#3070d0"></span>bytes up<span style="background:#30a050"></span>bytes down<span style="background:#d02020"></span>stall<span style="background:#e07040"></span>radio in high power<span style="background:#e8eef8"></span>profile phases (hover for details)</p>
+            <p class="legend"><span style="background:#f0b030"></span>set-up<span style="background:#3070d0"></span>bytes up<span style="background:#30a050"></span>bytes down<span style="background:#d02020"></span>stall: queue<span style="background:#8040c0"></span>loss<span style="background:#808080"></span>offline<span style="background:#c06000"></span>fault<span style="background:#000"></span>datagrams dropped<span style="background:#e07040"></span>radio in high power<span style="background:#e8eef8"></span>profile phases (hover for details)</p>
             <div id="scroll">\(svg.joined(separator: "\n"))</div>
             <p>Radio model: \(report.radio.model), promotion \(label(report.radio.promotion)), tail \(label(report.radio.tail)); source: \(escape(report.radio.source)).</p>
             <h2>Hosts</h2>
@@ -84,6 +88,23 @@ public enum ReportPage {
             </body></html>
 
             """
+    }
+
+    /// The colour of a stall of `cause` on the timeline (as in the legend).
+    static func stallColor(_ cause: String) -> String {
+        switch cause {
+        case "loss": "#8040c0"
+        case "offline": "#808080"
+        case "fault": "#c06000"
+        default: "#d02020"
+        }
+    }
+
+    /// Stalled time and dropped datagrams per cause, in a sentence each, or nothing.
+    static func causes(_ report: TrafficReport) -> String {
+        let stalls = report.stalls.map { "\($0.stalls) \(escape($0.cause)) stalls (\(label($0.time)))" }
+        let drops = report.datagramDrops.map { "\($0.datagrams) datagrams dropped for \(escape($0.cause))" }
+        return (stalls.isEmpty ? "" : "Stalls: \(stalls.joined(separator: ", ")). ") + (drops.isEmpty ? "" : "UDP: \(drops.joined(separator: ", ")). ")
     }
 
     /// Pixel spans merged where they touch, so a busy row draws one rectangle per pixel run.

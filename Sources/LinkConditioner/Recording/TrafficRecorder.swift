@@ -20,6 +20,11 @@ protocol TrafficRecorder: AnyObject {
     func conditionsChanged(_ conditions: LiveConditions, at now: Instant)
     /// A scenario started a step (`line` of its file) or stopped.
     func scenarioStep(_ description: String, line: Int?, at now: Instant)
+    /// A UDP flow opened (a client's first datagram to the relay); returns its number, shared with connections.
+    func flowOpened(listener: String, client: String, destination: String, at now: Instant) -> UInt64
+    /// `count` datagrams going `direction` were dropped for `cause` (`queue`: the link's full queue; `loss`: the
+    /// link's loss or queue discipline; `fault`: a blocked port or a cut).
+    func datagramsDropped(_ connection: UInt64, _ direction: RecordedDirection, count: Int, cause: StallCause, at now: Instant)
 }
 
 /// The direction bytes cross: up from the client to its upstream, down back to the client.
@@ -32,11 +37,13 @@ enum RecordedDirection: String {
 enum StallCause: String {
     /// The link's queue or linkcond's buffers were full: the sender was pushed back.
     case queue
-    /// The link lost everything (100 % loss): nothing crosses.
+    /// Loss: datagrams the link lost; or a TCP segment lost on the emulated link, holding the bytes behind it until
+    /// its retransmission arrives (head-of-line blocking).
     case loss
     /// linkcond was offline: connections are held without an answer.
     case offline
-    /// A fault in the profile (blackhole) or a toxic held the bytes.
+    /// A connection fault (connect stall, blackholed port, first-byte delay, slicing, a cut that hangs) or a
+    /// Toxiproxy toxic held the bytes.
     case fault
 }
 
@@ -57,6 +64,8 @@ struct RecordedLookup {
     var answers: [String]
     /// The DNS response code (0 = no error); nil when no answer came.
     var responseCode: Int?
+    /// `udp`, or `tcp` for DNS over TCP.
+    var transport = "udp"
 }
 
 /// One direction of one recorded connection, as its pump reports it. Remembers the stall it reported, so a pump
@@ -66,6 +75,8 @@ struct PumpRecording {
     let connection: UInt64
     let direction: RecordedDirection
     private var stalledFor: StallCause?
+    /// The `held` causes now in force: 1 for loss, 2 for a fault.
+    private var heldBy: UInt8 = 0
 
     init(recorder: TrafficRecorder, connection: UInt64, direction: RecordedDirection) {
         self.recorder = recorder
@@ -87,6 +98,15 @@ struct PumpRecording {
         guard let cause = stalledFor else { return }
         stalledFor = nil
         recorder.stall(connection, direction, cause: cause, ended: true, at: now)
+    }
+
+    /// Notes that a fault stage or a lost segment now holds this direction's bytes (`cause` is `fault` or `loss`),
+    /// kept apart from the queue stall above so the two may overlap; one line per change, not per attempt.
+    mutating func held(_ cause: StallCause, _ holding: Bool, at now: Instant) {
+        let flag: UInt8 = cause == .loss ? 1 : 2
+        guard (heldBy & flag != 0) != holding else { return }
+        heldBy ^= flag
+        recorder.stall(connection, direction, cause: cause, ended: !holding, at: now)
     }
 }
 

@@ -37,9 +37,31 @@ public struct TrafficReport: Sendable, Codable {
         public var periods: [[Int64]]
     }
 
+    /// Time the app's bytes waited for one cause, over every connection.
+    public struct StallTotal: Sendable, Codable {
+        public var cause: String
+        public var stalls: Int
+        /// Total stalled time, µs (a stall still open at the end counts to the recording's end).
+        public var time: Int64
+        public var connections: [UInt64]
+    }
+
+    /// UDP datagrams dropped for one cause.
+    public struct DropTotal: Sendable, Codable {
+        public var cause: String
+        public var datagrams: Int
+        public var flows: [UInt64]
+    }
+
     public var wallClock: String
     public var duration: Int64
+    /// TCP connections; UDP relay flows are counted in `flowCount`.
     public var connectionCount: Int
+    public var flowCount: Int
+    public var datagramsUp: Int
+    public var datagramsDown: Int
+    public var stalls: [StallTotal]
+    public var datagramDrops: [DropTotal]
     public var bytesUp: Int
     public var bytesDown: Int
     public var lookups: Int
@@ -68,18 +90,55 @@ public struct TrafficReport: Sendable, Codable {
 
     public init(_ recording: Recording) {
         let connections = recording.connections
+        var streams = recording
+        streams.connections = connections.filter { $0.transport == "tcp" }
+        let flows = connections.filter { $0.transport == "udp" }
         wallClock = recording.wallClock
         duration = recording.end
-        connectionCount = connections.count
+        connectionCount = streams.connections.count
+        flowCount = flows.count
+        datagramsUp = flows.reduce(0) { $0 + $1.deliveries.filter(\.up).reduce(0) { $0 + $1.operations } }
+        datagramsDown = flows.reduce(0) { $0 + $1.deliveries.filter { !$0.up }.reduce(0) { $0 + $1.operations } }
+        stalls = Self.stallTotals(connections, end: recording.end)
+        datagramDrops = Self.dropTotals(flows)
         bytesUp = connections.reduce(0) { $0 + $1.deliveries.filter(\.up).reduce(0) { $0 + $1.bytes } }
         bytesDown = connections.reduce(0) { $0 + $1.deliveries.filter { !$0.up }.reduce(0) { $0 + $1.bytes } }
         lookups = recording.lookups.count
         cutAt = recording.cutAt
         radio = Self.radio(connections)
         hosts = Self.hosts(recording)
-        findings = [Self.smallWrites(connections), Self.serialRequests(recording), Self.reuseMissed(connections),
-                    Self.setUpCost(recording), Self.wakeUps(radio), Self.longWaits(connections),
-                    Self.offlineRetries(recording)].compactMap { $0 }
+        findings = [Self.smallWrites(streams.connections), Self.serialRequests(streams), Self.reuseMissed(streams.connections),
+                    Self.setUpCost(streams), Self.wakeUps(radio), Self.longWaits(streams.connections),
+                    Self.offlineRetries(streams)].compactMap { $0 }
+    }
+
+    /// Stalls summed per cause (queue, loss, offline, fault), with the connections they held.
+    static func stallTotals(_ connections: [Recording.Connection], end: Int64) -> [StallTotal] {
+        var totals: [String: StallTotal] = [:]
+        for connection in connections {
+            for stall in connection.stalls {
+                var total = totals[stall.cause] ?? StallTotal(cause: stall.cause, stalls: 0, time: 0, connections: [])
+                total.stalls += 1
+                total.time += max(0, (stall.end ?? end) - stall.start)
+                if total.connections.last != connection.id && total.connections.count < 20 { total.connections.append(connection.id) }
+                totals[stall.cause] = total
+            }
+        }
+        return totals.values.sorted { $0.time > $1.time }
+    }
+
+    /// UDP datagrams dropped per cause, with the flows that lost them.
+    static func dropTotals(_ flows: [Recording.Connection]) -> [DropTotal] {
+        var totals: [String: DropTotal] = [:]
+        for flow in flows {
+            for drop in flow.drops {
+                var total = totals[drop.cause] ?? DropTotal(cause: drop.cause, datagrams: 0, flows: [])
+                total.datagrams += drop.datagrams
+                if total.flows.last != flow.id && total.flows.count < 20 { total.flows.append(flow.id) }
+                totals[drop.cause] = total
+            }
+        }
+        return totals.values.sorted { $0.datagrams > $1.datagrams }
     }
 
     private static func ms(_ micros: Int64) -> String {
@@ -284,6 +343,13 @@ public struct TrafficReport: Sendable, Codable {
     /// The plain-text summary `linkcond report` prints.
     public var summary: String {
         var lines = ["recording from \(wallClock): \(Self.ms(duration)), \(connectionCount) connections, \(bytesUp) bytes up, \(bytesDown) bytes down, \(lookups) DNS lookups"]
+        if flowCount > 0 { lines.append("udp: \(flowCount) flows, \(datagramsUp) datagrams up, \(datagramsDown) down") }
+        for total in stalls {
+            lines.append("stalls (\(total.cause)): \(total.stalls), \(Self.ms(total.time)) in all; connections \(total.connections.map(String.init).joined(separator: " "))")
+        }
+        for total in datagramDrops {
+            lines.append("datagrams dropped (\(total.cause)): \(total.datagrams); flows \(total.flows.map(String.init).joined(separator: " "))")
+        }
         if let cutAt { lines.append("the recording reached its size limit at \(Self.ms(cutAt)): nothing after that is in it") }
         lines.append("radio (\(radio.model) model): \(radio.wakeUps) wake-ups, \(Self.ms(radio.highPower)) in high power")
         if findings.isEmpty { lines.append("findings: none") }

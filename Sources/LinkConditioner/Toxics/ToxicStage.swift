@@ -123,7 +123,10 @@ final class ToxicStage: StreamStage {
     private func release(at now: Instant) {
         guard !releasing, !closed, let pump else { return }
         let effects = Array(acting)
-        if effects.contains(where: \.holdsData) { return }
+        if effects.contains(where: \.holdsData) {
+            pump.stageHolds(!waiting.isEmpty, at: now)
+            return
+        }
         let slicer = effects.last(where: \.slices)
         releasing = true
         defer { releasing = false }
@@ -142,6 +145,7 @@ final class ToxicStage: StreamStage {
         if !closed, let head = waiting.first {
             alarm.arm(at: slicer == nil ? head.due : max(head.due, nextSliceAt))
         }
+        if !closed { pump.stageHolds(!waiting.isEmpty, at: now) }
     }
 
     func close() {

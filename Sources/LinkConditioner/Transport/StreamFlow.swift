@@ -22,6 +22,10 @@ public final class StreamFlow {
     var pendingBytes = 0
     var isMarkedChanged = false
     var isRemoved = false
+    /// Whether the receiver was head-of-line blocked after the last arrival, and the instants that changed it (a
+    /// segment after a hole blocks it, the retransmission that fills the hole unblocks it), for the recording.
+    var isLossBlocked = false
+    var lossBlockChanges: [(at: Instant, blocked: Bool)] = []
     private let tally: LinkTally
 
     init(number: Int, settings: TCPSettings, opensAt: Instant, tally: LinkTally) {
@@ -37,6 +41,13 @@ public final class StreamFlow {
         releasedBytes = 0
         tally.counters.bytesDelivered += count
         return count
+    }
+
+    /// Removes and returns when the receiver became blocked behind a lost segment, or was unblocked, in order.
+    public func takeLossBlockChanges() -> [(at: Instant, blocked: Bool)] {
+        guard !lossBlockChanges.isEmpty else { return [] }
+        defer { lossBlockChanges.removeAll() }
+        return lossBlockChanges
     }
 
     /// The flow's next own event: a segment arriving, an ACK arriving, a delayed ACK or a sender timer.

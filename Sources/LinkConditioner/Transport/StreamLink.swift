@@ -161,7 +161,8 @@ public final class StreamLink {
         tally.counters.bytesSpliced += bytes
     }
 
-    /// Runs the emulation up to `now` and returns the flows whose receivers released bytes.
+    /// Runs the emulation up to `now` and returns the flows whose receivers released bytes, or became blocked or
+    /// unblocked behind a lost segment.
     public func advance(to now: Instant) -> [StreamFlow] {
         run(until: now)
         guard !changed.isEmpty else { return [] }
@@ -226,6 +227,11 @@ public final class StreamLink {
             if released > 0 {
                 flow.releasedBytes += released
                 flow.pendingBytes -= released
+                markChanged(flow)
+            }
+            if flow.receiver.isHeadOfLineBlocked != flow.isLossBlocked {
+                flow.isLossBlocked.toggle()
+                flow.lossBlockChanges.append((first.at, flow.isLossBlocked))
                 markChanged(flow)
             }
         }

@@ -47,6 +47,9 @@ public struct TCPReceiver {
 
     public init() {}
 
+    /// True while bytes wait behind a hole (a lost segment): the application gets nothing until it is repaired.
+    public var isHeadOfLineBlocked: Bool { !outOfOrder.isEmpty }
+
     /// Takes a segment arriving at `now`; returns the ACK to send at once, if any. `idleRestart` is the pause
     /// after which ACKs turn quick again (the path's RTO); `roundTrip` paces window autotuning.
     public mutating func receive(_ segment: TCPSegment, now: Instant, idleRestart: Duration, roundTrip: Duration) -> TCPAck? {
