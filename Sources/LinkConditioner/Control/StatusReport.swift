@@ -30,6 +30,24 @@ public struct StatusReport: Codable, Sendable {
         public var queueDelaySeconds: Double?
     }
 
+    /// Traffic to one destination of an exec'd program.
+    public struct Destination: Codable, Sendable, Equatable {
+        /// `IP:port` as the program named it, or `other` for the destinations past the table's limit.
+        public var destination: String
+        /// TCP connections and UDP flows opened to it.
+        public var connections: Int
+        /// Payload bytes the program sent to it, and received from it.
+        public var bytesUp: Int
+        public var bytesDown: Int
+
+        public init(destination: String, connections: Int = 0, bytesUp: Int = 0, bytesDown: Int = 0) {
+            self.destination = destination
+            self.connections = connections
+            self.bytesUp = bytesUp
+            self.bytesDown = bytesDown
+        }
+    }
+
     public struct Listener: Codable, Sendable {
         public var kind: String
         public var address: String
@@ -41,6 +59,8 @@ public struct StatusReport: Codable, Sendable {
         public var malformedMessages: Int
         public var uplink: Direction
         public var downlink: Direction
+        /// Traffic by destination, busiest first (kind `exec`); nil for listeners that keep no such table.
+        public var destinations: [Destination]?
 
         init(_ status: ListenerStatus, uplinkBitsPerSecond: Double, downlinkBitsPerSecond: Double, conditions: Profile) {
             kind = status.kind
@@ -54,6 +74,7 @@ public struct StatusReport: Codable, Sendable {
                                bandwidth: conditions.uplink.bandwidth)
             downlink = Direction(status.downlink, kernelDrops: status.downlinkKernelDrops,
                                  bitsPerSecond: downlinkBitsPerSecond, bandwidth: conditions.downlink.bandwidth)
+            destinations = status.destinations
         }
     }
 

@@ -75,6 +75,8 @@ public struct ListenerStatus: Sendable {
     public var uplinkKernelDrops = 0
     /// Upstream datagrams the kernel dropped at a full receive buffer before linkcond read them.
     public var downlinkKernelDrops = 0
+    /// Traffic by destination (an exec'd program's); nil for listeners that keep no such table.
+    public var destinations: [StatusReport.Destination]?
 }
 
 /// A listener of any kind, as the proxy drives it. Lives on the event loop thread.
@@ -135,6 +137,6 @@ func makeListener(_ spec: ListenerSpec, address: SocketAddress, upstream: [Socke
     case .proxy(let settings):
         return try ProxyFrontEnd(address: address, settings: settings, context: context)
     case .exec(let settings):
-        return try ExecListener(settings: settings, context: context)
+        return try makeExecListener(settings, context: context)
     }
 }

@@ -59,10 +59,23 @@ final class DNSForwarder: ConditionedListener {
     private var tcpBufferedPeak = 0
 
     /// Binds UDP and TCP on `address` (the same port for both) and connects to `upstream`, or to the first
-    /// `nameserver` of /etc/resolv.conf when none is given.
-    init(address: SocketAddress, upstream: [SocketAddress], context: ListenerContext) throws {
-        let upstreamAddress = try upstream.first ?? Self.systemResolver()
-        let (udpSocket, tcpSocket, localAddress) = try Self.bindBoth(address)
+    /// `nameserver` of /etc/resolv.conf when none is given. Given `adoptedQueries`, a UDP socket opened elsewhere
+    /// (in an exec'd program's namespace), it takes that socket for UDP queries and binds only TCP on `address`.
+    init(address: SocketAddress, upstream: [SocketAddress], context: ListenerContext, adoptingQueries adoptedQueries: Socket? = nil) throws {
+        let upstreamAddress: SocketAddress
+        let (udpSocket, tcpSocket, localAddress): (Socket, Socket, SocketAddress)
+        do {
+            upstreamAddress = try upstream.first ?? Self.systemResolver()
+            if let adoptedQueries {
+                let tcp = try Socket.listening(on: address)
+                (udpSocket, tcpSocket, localAddress) = (adoptedQueries, tcp, try tcp.localAddress())
+            } else {
+                (udpSocket, tcpSocket, localAddress) = try Self.bindBoth(address)
+            }
+        } catch {
+            adoptedQueries?.close()
+            throw error
+        }
         let upstreamSocket: Socket
         do {
             upstreamSocket = try Socket.datagram(connectedTo: upstreamAddress)

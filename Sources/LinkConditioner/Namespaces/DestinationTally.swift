@@ -1,0 +1,43 @@
+/// An exec'd program's traffic by destination, for `status`: TCP connections and UDP flows opened, and payload
+/// bytes each way.
+///
+/// Bounded whatever the program does: the first `limit` destinations get a row each, later ones share the row
+/// `other`. Rows are never removed, so a destination keeps the row it was first counted under. Lives on the event
+/// loop thread of its listener.
+struct DestinationTally {
+    static let limit = 64
+    static let other = "other"
+
+    private var rows: [String: StatusReport.Destination] = [:]
+
+    /// A connection or flow to `destination` opened.
+    mutating func opened(_ destination: String) {
+        let key = row(for: destination)
+        rows[key, default: StatusReport.Destination(destination: key)].connections += 1
+    }
+
+    /// A connection or flow to `destination` ended after carrying these bytes.
+    mutating func closed(_ destination: String, bytesUp: Int, bytesDown: Int) {
+        let key = row(for: destination)
+        rows[key, default: StatusReport.Destination(destination: key)].bytesUp += bytesUp
+        rows[key, default: StatusReport.Destination(destination: key)].bytesDown += bytesDown
+    }
+
+    /// Every row, with the bytes of the `live` connections so far added, busiest first (then by name).
+    func report(live: [(destination: String, bytesUp: Int, bytesDown: Int)]) -> [StatusReport.Destination] {
+        var current = rows
+        for connection in live {
+            let key = row(for: connection.destination)
+            current[key, default: StatusReport.Destination(destination: key)].bytesUp += connection.bytesUp
+            current[key, default: StatusReport.Destination(destination: key)].bytesDown += connection.bytesDown
+        }
+        return current.values.sorted {
+            ($0.bytesUp + $0.bytesDown, $1.destination) > ($1.bytesUp + $1.bytesDown, $0.destination)
+        }
+    }
+
+    /// The row `destination` is counted under: its own while the table has room, else `other`.
+    private func row(for destination: String) -> String {
+        rows[destination] != nil || rows.count < Self.limit ? destination : Self.other
+    }
+}
