@@ -78,6 +78,17 @@ struct StatusCommand: ParsableCommand {
                 String(listener.uplink.kernelDrops + listener.downlink.kernelDrops).leftPadded(13),
             ].joined(separator: " "))
         }
+        for listener in report.listeners {
+            guard let destinations = listener.destinations, !destinations.isEmpty else { continue }
+            lines.append("")
+            lines.append(["\(listener.kind) destination".padding(toLength: 38, withPad: " ", startingAt: 0), "conns",
+                          "↑ bytes".leftPadded(11), "↓ bytes".leftPadded(11)].joined(separator: " "))
+            for row in destinations {
+                lines.append([row.destination.padding(toLength: 38, withPad: " ", startingAt: 0),
+                              String(row.connections).leftPadded(5), bytes(row.bytesUp).leftPadded(11),
+                              bytes(row.bytesDown).leftPadded(11)].joined(separator: " "))
+            }
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 
