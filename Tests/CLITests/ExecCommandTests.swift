@@ -363,7 +363,9 @@ struct ExecCommandTests {
 
     /// A machine whose /dev/net/tun is 0600, as many are: an unprivileged user gets the proxy mode, and is told so.
     @Test func anUnprivilegedUserWithoutTunFallsBackToProxyModeAndIsToldSo() throws {
-        guard let command = try ExecEnvironment.unprivilegedWithoutTun() else { return }
+        let closedDevice = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-notun-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: closedDevice) }
+        guard let command = try ExecEnvironment.unprivilegedWithoutTun(closedDevice: closedDevice) else { return }
         let server = try HTTPFileServer(body: Array("fallback".utf8))
         defer { server.stop() }
 
@@ -378,7 +380,9 @@ struct ExecCommandTests {
     }
 
     @Test func anUnprivilegedUserWithoutTunStillAsksDNSThroughTheForwarder() throws {
-        guard let command = try ExecEnvironment.unprivilegedWithoutTun() else { return }
+        let closedDevice = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-notun-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: closedDevice) }
+        guard let command = try ExecEnvironment.unprivilegedWithoutTun(closedDevice: closedDevice) else { return }
         let resolver = try TestDatagramServer { query in
             guard query.count >= 12 else { return nil }
             var answer = query
@@ -439,7 +443,9 @@ struct ExecCommandTests {
     func aStaticallyLinkedClientCrossesTheLink(mode: String) throws {
         let server = try HTTPFileServer(body: Array("static".utf8))
         defer { server.stop() }
-        let client = try ExecEnvironment.staticClient()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-static-client-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let client = try ExecEnvironment.staticClient(in: directory)
         let profile = try ExecEnvironment.profileFile("delay = 100 ms\n")
         defer { try? FileManager.default.removeItem(atPath: profile) }
 
@@ -584,10 +590,11 @@ enum ExecEnvironment {
         return (helpers, files, namespaces)
     }
 
-    /// A command prefix that runs what follows as uid 65534 on a machine whose /dev/net/tun that user cannot open:
-    /// in a private mount namespace, an empty root-owned 0600 file is bound over the device. Nil (the test then
-    /// passes vacuously, saying why) when not root, setpriv or unshare is missing, or the binary is out of reach.
-    static func unprivilegedWithoutTun() throws -> [String]? {
+    /// A command that runs linkcond with the arguments that follow as uid 65534 on a machine whose /dev/net/tun
+    /// that user cannot open: in a private mount namespace, `closedDevice`, made here as an empty root-owned 0600
+    /// file, is bound over the device. Nil (the test then passes vacuously, saying why) when not root, setpriv or
+    /// unshare is missing, or the binary is out of reach.
+    static func unprivilegedWithoutTun(closedDevice closed: String) throws -> [String]? {
         let binary = LinkcondProcess.executable.path
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
               FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else {
@@ -598,11 +605,8 @@ enum ExecEnvironment {
             print("skipped: \(binary) is not readable by uid 65534")
             return nil
         }
-        let closed = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-notun-\(getpid())").path
-        if !FileManager.default.fileExists(atPath: closed) {
-            guard FileManager.default.createFile(atPath: closed, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-                throw CLITestError("cannot create \(closed)")
-            }
+        guard FileManager.default.createFile(atPath: closed, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw CLITestError("cannot create \(closed)")
         }
         return ["/usr/bin/unshare", "--mount", "--propagation", "private", "sh", "-c",
                 "mount --bind \"$0\" /dev/net/tun && exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"",
@@ -623,12 +627,10 @@ enum ExecEnvironment {
         return "/usr/bin/gcc"
     }()
 
-    /// A statically linked HTTP client, built once: `client HOST PORT` prints the response and the milliseconds
-    /// from the start of connect() to the response's first byte.
-    static func staticClient() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-static-client-\(getpid())")
+    /// A statically linked HTTP client built in `directory`: `client HOST PORT` prints the response and the
+    /// milliseconds from the start of connect() to the response's first byte.
+    static func staticClient(in directory: URL) throws -> String {
         let binary = directory.appendingPathComponent("client").path
-        if FileManager.default.isExecutableFile(atPath: binary) { return binary }
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let source = directory.appendingPathComponent("client.c")
         try Data("""
