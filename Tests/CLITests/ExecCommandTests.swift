@@ -87,6 +87,37 @@ struct ExecCommandTests {
         #expect((1765...1835).contains(received), "\(received) of \(sent) datagrams arrived with 10 % loss")
     }
 
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/iperf3"), "iperf3 is not installed"))
+    func iperf3OverUDPReportsTheProfilesLossWithinTheBinomialInterval() throws {
+        let reserved = try TestServer { $0.close() }
+        let port = reserved.port
+        reserved.stop()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/iperf3")
+        server.arguments = ["-s", "-1", "--forceflush", "-B", "127.0.0.1", "-p", String(port)]
+        let announcements = Pipe()
+        server.standardOutput = announcements
+        try server.run()
+        // SIGKILL: an iperf3 started from the test runner was seen with SIGTERM blocked in its signal mask.
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        try ExecEnvironment.waitForText("Server listening", on: announcements.fileHandleForReading)
+        let profile = try ExecEnvironment.profileFile("uplink.loss = 10 %\n")
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+
+        let result = try LinkcondProcess.run(["exec", "--profile", profile, "--control", "127.0.0.1:0", "--", "iperf3", "-u",
+                                              "-c", "198.18.0.2", "-p", String(port), "-b", "2M", "-l", "1000", "-t", "2", "--json"],
+                                             timeout: 60)
+
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "iperf3: \(result.stdout)")
+        let sum = try #require((report["end"] as? [String: Any])?["sum"] as? [String: Any], "iperf3: \(result.stdout)")
+        let (packets, lost) = (sum["packets"] as? Int ?? 0, sum["lost_packets"] as? Int ?? -1)
+        // Binomial, p = 0.1: the 99 % interval is the mean ± 2.576 σ.
+        let (mean, sigma) = (Double(packets) * 0.1, (Double(packets) * 0.09).squareRoot())
+        #expect(packets >= 400, "iperf3 sent \(packets) datagrams")
+        #expect(abs(Double(lost) - mean) <= 2.576 * sigma, "iperf3 reports \(lost) of \(packets) datagrams lost with 10 % loss")
+    }
+
     @Test(arguments: ExecEnvironment.modes)
     func passesTheProgramsExitStatusThrough(mode: String) throws {
         let script = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-noexec-\(getpid())")
@@ -558,6 +589,22 @@ enum ExecEnvironment {
             guard Date() < deadline else { throw CLITestError("\(path) did not appear within \(timeout) s") }
             usleep(10_000)
         }
+    }
+
+    /// Reads `handle` until `text` appears (or it ends, or `timeout` passes).
+    static func waitForText(_ text: String, on handle: FileHandle, timeout: Double = 30) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        var seen = Data()
+        while Date() < deadline {
+            var poller = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) >= 0 else { break }
+            guard poller.revents != 0 else { continue }
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            seen += chunk
+            if String(decoding: seen, as: UTF8.self).contains(text) { return }
+        }
+        throw CLITestError("\"\(text)\" did not appear within \(timeout) s; seen: \(String(decoding: seen, as: UTF8.self))")
     }
 
     /// Waits until the instance at `control` reports a live connection.
