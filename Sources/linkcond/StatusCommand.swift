@@ -84,7 +84,8 @@ struct StatusCommand: ParsableCommand {
             lines.append(["\(listener.kind) destination".padding(toLength: 38, withPad: " ", startingAt: 0), "conns",
                           "↑ bytes".leftPadded(11), "↓ bytes".leftPadded(11)].joined(separator: " "))
             for row in destinations {
-                lines.append([row.destination.padding(toLength: 38, withPad: " ", startingAt: 0),
+                let name = row.destination + (row.host.map { " (\($0))" } ?? "")
+                lines.append([name.padding(toLength: max(38, name.count), withPad: " ", startingAt: 0),
                               String(row.connections).leftPadded(5), bytes(row.bytesUp).leftPadded(11),
                               bytes(row.bytesDown).leftPadded(11)].joined(separator: " "))
             }

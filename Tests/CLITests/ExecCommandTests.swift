@@ -495,15 +495,18 @@ struct ExecCommandTests {
     func statusCountsConnectionsAndBytesPerDestination(mode: String) throws {
         let (small, large) = (try HTTPFileServer(body: [UInt8](repeating: 1, count: 3000)), try HTTPFileServer(body: [UInt8](repeating: 2, count: 50_000)))
         defer { small.stop(); large.stop() }
+        let resolver = try TestDatagramServer(reply: ExecEnvironment.answering(ExecNamespace.gatewayAddressV4))
+        defer { resolver.stop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-status-\(getpid())-\(mode)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let socket = directory.appendingPathComponent("control.sock").path
         let (done, leave) = (directory.appendingPathComponent("done").path, directory.appendingPathComponent("leave").path)
-        let fetch = { (port: UInt16) in "curl -sS -m 10 -o /dev/null http://198.18.0.2:\(port)/" }
-        let script = "\(fetch(small.port)); \(fetch(small.port)); \(fetch(large.port)); touch \(done); "
+        let fetch = { (host: String, port: UInt16) in "curl -sS -m 10 -o /dev/null http://\(host):\(port)/" }
+        let script = "\(fetch("198.18.0.2", small.port)); \(fetch("198.18.0.2", small.port)); \(fetch("files.test", large.port)); touch \(done); "
             + "until [ -e \(leave) ]; do sleep 0.02; done"
-        let running = try RunningLinkcond(["exec", "--mode", mode, "--control", socket, "--control-token", "t", "--", "sh", "-c", script])
+        let running = try RunningLinkcond(["exec", "--mode", mode, "--control", socket, "--control-token", "t",
+                                           "--dns-upstream", "127.0.0.1:\(resolver.port)", "--", "sh", "-c", script])
         defer { FileManager.default.createFile(atPath: leave, contents: nil); _ = try? running.stop(signal: SIGTERM) }
         try ExecEnvironment.waitForFile(done)
 
@@ -517,13 +520,14 @@ struct ExecCommandTests {
         let (smallRow, largeRow) = (rows["198.18.0.2:\(small.port)"], rows["198.18.0.2:\(large.port)"])
         #expect(smallRow?["connections"] as? Int == 2, "rows: \(rows)")
         #expect(largeRow?["connections"] as? Int == 1, "rows: \(rows)")
+        #expect(largeRow?["host"] as? String == "files.test" && smallRow?["host"] == nil, "rows: \(rows)")
         // Each response is its body plus a header of about 90 bytes; each request is a curl GET of about 80.
         #expect((6000...6400).contains(smallRow?["bytesDown"] as? Int ?? 0), "rows: \(rows)")
         #expect((50_000...50_200).contains(largeRow?["bytesDown"] as? Int ?? 0), "rows: \(rows)")
         #expect((100...400).contains(smallRow?["bytesUp"] as? Int ?? 0), "rows: \(rows)")
         #expect(text.stdout.contains("exec destination"), "status: \(text.stdout)")
-        let largeLine = text.stdout.split(separator: "\n").first { $0.hasPrefix("198.18.0.2:\(large.port) ") } ?? ""
-        #expect(largeLine.split(separator: " ").dropFirst().first == "1", "status: \(text.stdout)")
+        let largeLine = text.stdout.split(separator: "\n").first { $0.hasPrefix("198.18.0.2:\(large.port) (files.test) ") } ?? ""
+        #expect(largeLine.split(separator: " ").dropFirst(2).first == "1", "status: \(text.stdout)")
         #expect(metrics.contains("linkcond_destination_connections_total{destination=\"198.18.0.2:\(small.port)\",kind=\"exec\""), "metrics: \(metrics)")
         #expect(metrics.contains("linkcond_destination_bytes_total{destination=\"198.18.0.2:\(large.port)\",direction=\"downlink\",kind=\"exec\""), "metrics: \(metrics)")
     }
@@ -732,6 +736,23 @@ enum ExecEnvironment {
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw CLITestError("curl \(path) exited \(process.terminationStatus)") }
         return body
+    }
+
+    /// A resolver's answers for a test DNS server: every A question gets `address`, any other question no record.
+    static func answering(_ address: [UInt8]) -> @Sendable ([UInt8]) -> [UInt8]? {
+        { query in
+            guard query.count >= 17, var end = query[12...].firstIndex(of: 0).map({ $0 + 1 }), end + 4 <= query.count else { return nil }
+            let isA = query[end] == 0 && query[end + 1] == 1
+            end += 4
+            var answer = Array(query[..<end])
+            answer[2] |= 0x80
+            answer[3] = 0x80
+            answer[6] = 0
+            answer[7] = isA ? 1 : 0
+            answer[8...11] = [0, 0, 0, 0]
+            if isA { answer += [0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4] + address }
+            return answer
+        }
     }
 
     /// Whether every directory on the way to `path` lets `uid` through and the file is executable by others.

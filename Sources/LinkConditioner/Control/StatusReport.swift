@@ -34,14 +34,17 @@ public struct StatusReport: Codable, Sendable {
     public struct Destination: Codable, Sendable, Equatable {
         /// `IP:port` as the program named it, or `other` for the destinations past the table's limit.
         public var destination: String
+        /// The name the program looked up for its address through the DNS forwarder, when it did.
+        public var host: String?
         /// TCP connections and UDP flows opened to it.
         public var connections: Int
         /// Payload bytes the program sent to it, and received from it.
         public var bytesUp: Int
         public var bytesDown: Int
 
-        public init(destination: String, connections: Int = 0, bytesUp: Int = 0, bytesDown: Int = 0) {
+        public init(destination: String, host: String? = nil, connections: Int = 0, bytesUp: Int = 0, bytesDown: Int = 0) {
             self.destination = destination
+            self.host = host
             self.connections = connections
             self.bytesUp = bytesUp
             self.bytesDown = bytesDown

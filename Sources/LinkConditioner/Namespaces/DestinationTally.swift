@@ -1,19 +1,33 @@
-/// An exec'd program's traffic by destination, for `status`: TCP connections and UDP flows opened, and payload
-/// bytes each way.
+/// An exec'd program's traffic by destination, for `status`: TCP connections and UDP flows opened, payload bytes
+/// each way, and the name the program looked up for the address.
 ///
 /// Bounded whatever the program does: the first `limit` destinations get a row each, later ones share the row
-/// `other`. Rows are never removed, so a destination keeps the row it was first counted under. Lives on the event
-/// loop thread of its listener.
+/// `other`; the first `nameLimit` addresses answered keep their name. Rows are never removed, so a destination
+/// keeps the row it was first counted under. Lives on the event loop thread of its listener.
 struct DestinationTally {
     static let limit = 64
+    static let nameLimit = 4096
     static let other = "other"
 
     private var rows: [String: StatusReport.Destination] = [:]
+    /// Names by address (in `AddressBytes.format`'s spelling), from the DNS answers the program received.
+    private var names: [String: String] = [:]
+
+    /// A DNS answer reached the program: its addresses are known by its question's name from now on.
+    mutating func learned(_ answer: DNSSummary) {
+        for text in answer.answers where names.count < Self.nameLimit {
+            guard let bytes = AddressBytes.parse(text) else { continue }
+            names[AddressBytes.format(bytes)] = answer.name
+        }
+    }
 
     /// A connection or flow to `destination` opened.
-    mutating func opened(_ destination: String) {
-        let key = row(for: destination)
+    mutating func opened(_ destination: SocketAddress) {
+        let key = row(for: destination.description)
         rows[key, default: StatusReport.Destination(destination: key)].connections += 1
+        if key != Self.other, let name = AddressBytes.parse(destination.host).flatMap({ names[AddressBytes.format($0)] }) {
+            rows[key]?.host = name
+        }
     }
 
     /// A connection or flow to `destination` ended after carrying these bytes.

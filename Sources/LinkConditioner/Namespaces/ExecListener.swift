@@ -119,6 +119,7 @@ final class ExecListener: RelayHost, ConditionedListener {
             try acceptor.start { [weak self] client, address in self?.accepted(client, from: address, family: family) }
             acceptors.append((acceptor, family))
         }
+        dns?.onAnswer = { [weak self] answer in self?.destinations.learned(answer) }
     }
 
     var bound: BoundListener {
@@ -223,7 +224,7 @@ final class ExecListener: RelayHost, ConditionedListener {
             return
         }
         connectionsAccepted += 1
-        destinations.opened(destination.description)
+        destinations.opened(destination)
         let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
                              upstreamName: destination.description, upstreamAddresses: [mapToHost(destination)])
         nextRelayID += 1
@@ -262,7 +263,7 @@ final class ExecListener: RelayHost, ConditionedListener {
                 return
             }
             flows[key] = flow
-            destinations.opened(inside.description)
+            destinations.opened(inside)
             idleSweep.arm(at: loop.clock.now() + options.udpIdleTimeout)
         }
         flow.send(payload, at: loop.clock.now())

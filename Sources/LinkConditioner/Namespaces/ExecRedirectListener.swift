@@ -67,6 +67,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
             close()
             throw error
         }
+        dns?.onAnswer = { [weak self] answer in self?.destinations.learned(answer) }
     }
 
     var bound: BoundListener {
@@ -114,7 +115,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
             return
         }
         connectionsAccepted += 1
-        destinations.opened(destination.description)
+        destinations.opened(destination)
         let host: RelayHost = excluded ? direct : self
         let relay = TCPRelay(id: nextRelayID, host: host, client: client, clientAddress: address, upstreamName: destination.description,
                              upstreamAddresses: [ExecNamespace.hostAddress(for: destination, dns: dns?.bound.address)])

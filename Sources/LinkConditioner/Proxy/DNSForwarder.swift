@@ -32,6 +32,8 @@ final class DNSForwarder: ConditionedListener {
     let readBuffer: ReadBuffer
     /// Where answered lookups are recorded (`run --record`); nil when not recording.
     private let recorder: TrafficRecorder?
+    /// Told every UDP answer as it arrives (exec learns which names its program's destinations have); nil by default.
+    var onAnswer: ((DNSSummary) -> Void)?
     let localAddress: SocketAddress
     let upstreamAddress: SocketAddress
     private(set) var profile: Profile
@@ -253,6 +255,7 @@ final class DNSForwarder: ConditionedListener {
             guard let key = keysByUpstreamID.removeValue(forKey: DNSMessage.id(of: answer)) else { continue }
             let query = pending.removeValue(forKey: key)
             if let recorder, let query { recorder.dnsLookup(RecordedLookup(client: key.client.description, answer: answer, delay: now - query.askedAt), at: now) }
+            if let onAnswer { onAnswer(DNSSummary(answer: answer)) }
             answerPump.offer(DNSMessage.replacingID(of: answer, with: key.clientID), to: key.client, at: now)
         }
         loop.schedule(at: now) { [weak self] in self?.receiveAnswers() }
