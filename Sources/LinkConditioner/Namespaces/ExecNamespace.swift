@@ -169,7 +169,7 @@ public enum ExecNamespace {
             add chain inet linkcond divert { type nat hook prerouting priority dstnat; }
             add rule inet linkcond divert iifname "lc1" meta nfproto ipv4 meta l4proto tcp redirect to :\(portV4)
             add rule inet linkcond divert iifname "lc1" meta nfproto ipv6 meta l4proto tcp redirect to :\(portV6)
-            """, purpose: nil)
+            """)
         try Namespaces.enterNetwork(programNetwork)
         try Namespaces.bindText("nameserver \(AddressBytes.format(gatewayAddressV4))\n", over: "/etc/resolv.conf")
         return .tunnel(programTun: programTun, gatewayTun: gatewayTun,
@@ -209,14 +209,14 @@ public enum ExecNamespace {
             let list = forwards.map(String.init).joined(separator: ", ")
             rules += "\nadd rule inet linkcond divert meta nfproto ipv4 ip daddr 127.0.0.1 tcp dport { \(list) } redirect to :\(portV4)"
         }
-        try runNft(rules, purpose: nil)
+        try runNft(rules)
         try Namespaces.bindText("nameserver \(AddressBytes.format(gatewayAddressV4))\n", over: "/etc/resolv.conf")
         return .redirect(listenerV4: listenerV4.descriptor, listenerV6: listenerV6.descriptor, dnsQueries: dnsQueries.descriptor,
                          tunRefusal: tunRefusal)
     }
 
     /// Applies nftables `rules` (one command a line), saying what to install when nft is missing or fails.
-    private static func runNft(_ rules: String, purpose: String?) throws {
+    private static func runNft(_ rules: String, purpose: String? = nil) throws {
         do {
             try run("nft", rules.replacingOccurrences(of: "\n", with: "; "))
         } catch {
