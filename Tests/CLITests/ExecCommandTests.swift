@@ -536,29 +536,23 @@ struct ExecCommandTests {
     func recordWritesTheProgramsConnectionsAndLookupsForTheReport(mode: String) throws {
         let server = try HTTPFileServer(body: [UInt8](repeating: 7, count: 20_000))
         defer { server.stop() }
-        let resolver = try TestDatagramServer { query in
-            guard query.count >= 12 else { return nil }
-            var answer = query
-            answer[2] |= 0x80
-            answer[3] = 0x80
-            return answer
-        }
+        let resolver = try TestDatagramServer(reply: ExecEnvironment.answering(ExecNamespace.gatewayAddressV4))
         defer { resolver.stop() }
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-exec-\(UUID()).jsonl").path
         defer { for file in [path, path + ".html"] { try? FileManager.default.removeItem(atPath: file) } }
 
         let result = try LinkcondProcess.run(["exec", "--mode", mode, "--record", path, "--dns-upstream", "127.0.0.1:\(resolver.port)",
-                                              "--control", "127.0.0.1:0", "--", "sh", "-c",
-                                              "dig +tries=1 +time=10 +short example.test >/dev/null && curl -sS -m 10 -o /dev/null http://198.18.0.2:\(server.port)/"],
-                                             timeout: 60)
+                                              "--control", "127.0.0.1:0", "--",
+                                              "curl", "-sS", "-m", "10", "-o", "/dev/null", "http://files.test:\(server.port)/"], timeout: 60)
         let report = try LinkcondProcess.run(["report", path, "--json", "-o", path + ".html"])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(report.status == 0, "report: \(report.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])
         #expect(object["connectionCount"] as? Int == 1, "report: \(report.stdout)")
-        #expect(object["lookups"] as? Int == 1, "report: \(report.stdout)")
-        let host = (object["hosts"] as? [[String: Any]])?.first { $0["host"] as? String == "198.18.0.2:\(server.port)" }
+        // curl asks for A and AAAA; each answered lookup is recorded.
+        #expect(object["lookups"] as? Int == resolver.datagrams.count && resolver.datagrams.count >= 1, "report: \(report.stdout)")
+        let host = (object["hosts"] as? [[String: Any]])?.first { $0["host"] as? String == "files.test:\(server.port)" }
         #expect((20_000...20_200).contains(host?["bytesDown"] as? Int ?? 0), "hosts: \(object["hosts"] ?? "none")")
         let log = try String(contentsOfFile: path, encoding: .utf8)
         #expect(log.contains("\"listener\":\"exec\""), "recording: \(log.prefix(2000))")

@@ -21,13 +21,22 @@ struct DestinationTally {
         }
     }
 
+    /// The name the program looked up for `address`, if it did.
+    func name(of address: SocketAddress) -> String? {
+        AddressBytes.parse(address.host).flatMap { names[AddressBytes.format($0)] }
+    }
+
     /// A connection or flow to `destination` opened.
     mutating func opened(_ destination: SocketAddress) {
         let key = row(for: destination.description)
         rows[key, default: StatusReport.Destination(destination: key)].connections += 1
-        if key != Self.other, let name = AddressBytes.parse(destination.host).flatMap({ names[AddressBytes.format($0)] }) {
-            rows[key]?.host = name
-        }
+        if key != Self.other, let name = name(of: destination) { rows[key]?.host = name }
+    }
+
+    /// How a relay names the connection to `destination` (in logs, the connection list and the recording): by the
+    /// name the program looked up and the port when it looked one up, else by the address.
+    func upstreamName(for destination: SocketAddress) -> String {
+        name(of: destination).map { Endpoint(host: $0, port: destination.port).description } ?? destination.description
     }
 
     /// A connection or flow to `destination` ended after carrying these bytes.

@@ -79,6 +79,8 @@ final class ExecListener: RelayHost, ConditionedListener {
     private var connectionsAccepted = 0
     private var connectionsRefused = 0
     private var destinations = DestinationTally()
+    /// The destination (`IP:port`) of each live relay, as the destination table counts it.
+    private var relayDestinations: [UInt64: String] = [:]
     private var packetBuffer = [UInt8](repeating: 0, count: 65536)
     private lazy var idleSweep = DeadlineAlarm(loop: loop) { [weak self] now in self?.forgetIdleFlows(at: now) }
 
@@ -131,7 +133,9 @@ final class ExecListener: RelayHost, ConditionedListener {
         ListenerStatus(kind: "exec", address: bound.address, upstream: nil, activeConnections: relays.count + flows.count,
                        connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
                        uplink: packetUplink.counters, downlink: packetDownlink.counters,
-                       destinations: destinations.report(live: relays.values.map { ($0.upstreamName, $0.bytesUp, $0.bytesDown) }
+                       destinations: destinations.report(live: relays.values.compactMap { relay in
+                           relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
+                       }
                                                              + flows.values.map { ($0.destination.description, $0.bytesUp, $0.bytesDown) }))
     }
 
@@ -226,17 +230,18 @@ final class ExecListener: RelayHost, ConditionedListener {
         connectionsAccepted += 1
         destinations.opened(destination)
         let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
-                             upstreamName: destination.description, upstreamAddresses: [mapToHost(destination)])
+                             upstreamName: destinations.upstreamName(for: destination), upstreamAddresses: [mapToHost(destination)])
         nextRelayID += 1
         relay.makeStages = { [unowned self] relay in self.faults.stages(for: relay) }
         relays[relay.id] = relay
+        relayDestinations[relay.id] = destination.description
         logger.debug("exec: connection \(relay.id) from \(address) to \(destination)")
         relay.start(blackholed: false)
     }
 
     func relayClosed(_ relay: TCPRelay) {
-        guard relays.removeValue(forKey: relay.id) != nil else { return }
-        destinations.closed(relay.upstreamName, bytesUp: relay.bytesUp, bytesDown: relay.bytesDown)
+        guard relays.removeValue(forKey: relay.id) != nil, let destination = relayDestinations.removeValue(forKey: relay.id) else { return }
+        destinations.closed(destination, bytesUp: relay.bytesUp, bytesDown: relay.bytesDown)
     }
 
     private func mapToHost(_ destination: SocketAddress) -> SocketAddress {

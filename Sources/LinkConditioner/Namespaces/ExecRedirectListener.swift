@@ -30,6 +30,8 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     private var connectionsAccepted = 0
     private var connectionsRefused = 0
     private var destinations = DestinationTally()
+    /// The destination (`IP:port`) of each live relay, as the destination table counts it.
+    private var relayDestinations: [UInt64: String] = [:]
 
     /// Takes the listeners (one per family) and the DNS socket the namespace helper opened; they are closed when
     /// it throws.
@@ -79,7 +81,9 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         ListenerStatus(kind: "exec", address: bound.address, upstream: nil, activeConnections: relays.count,
                        connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
                        uplink: uplink.counters, downlink: downlink.counters,
-                       destinations: destinations.report(live: relays.values.map { ($0.upstreamName, $0.bytesUp, $0.bytesDown) }))
+                       destinations: destinations.report(live: relays.values.compactMap { relay in
+                           relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
+                       }))
     }
 
     func connectionEntries() -> [ConnectionEntry] {
@@ -117,18 +121,20 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         connectionsAccepted += 1
         destinations.opened(destination)
         let host: RelayHost = excluded ? direct : self
-        let relay = TCPRelay(id: nextRelayID, host: host, client: client, clientAddress: address, upstreamName: destination.description,
+        let relay = TCPRelay(id: nextRelayID, host: host, client: client, clientAddress: address,
+                             upstreamName: destinations.upstreamName(for: destination),
                              upstreamAddresses: [ExecNamespace.hostAddress(for: destination, dns: dns?.bound.address)])
         nextRelayID += 1
         if !excluded { relay.makeStages = { [unowned self] relay in self.faults.stages(for: relay) } }
         relays[relay.id] = relay
+        relayDestinations[relay.id] = destination.description
         logger.debug("exec: connection \(relay.id) from \(address) to \(destination)\(excluded ? " (excluded, unconditioned)" : "")")
         relay.start(blackholed: !excluded && isBlackholed)
     }
 
     func relayClosed(_ relay: TCPRelay) {
-        guard relays.removeValue(forKey: relay.id) != nil else { return }
-        destinations.closed(relay.upstreamName, bytesUp: relay.bytesUp, bytesDown: relay.bytesDown)
+        guard relays.removeValue(forKey: relay.id) != nil, let destination = relayDestinations.removeValue(forKey: relay.id) else { return }
+        destinations.closed(destination, bytesUp: relay.bytesUp, bytesDown: relay.bytesDown)
     }
 
     /// Switches the link to `profile`; data in flight keeps its order, and held connections go on when it carries
