@@ -55,7 +55,7 @@ struct ExecCommand: ParsableCommand {
     @Option(name: .long, help: "Destinations whose packets bypass the link, added to the profile's exclude list: IPs and CIDR networks, comma-separated.")
     var exclude: [String] = []
 
-    @Option(name: .long, help: "auto (tun when /dev/net/tun opens, else proxy), tun (packets cross the link) or proxy (TCP and DNS through the proxy's TCP model).")
+    @Option(name: .long, help: "How the program's traffic leaves: auto (tun when /dev/net/tun opens, else proxy), tun (packets cross the link) or proxy (TCP and DNS through the proxy's TCP model).")
     var mode: String = "auto"
 
     @Option(name: .long, help: "Record what crosses the link to FILE as JSON lines (linkcond report FILE turns it into a page).")

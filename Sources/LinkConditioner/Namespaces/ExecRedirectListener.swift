@@ -46,13 +46,19 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         uplink.listenerName = "exec"
         faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         let queries = Socket.adopting(dnsQueries)
+        let upstream: [SocketAddress]
         do {
-            let upstream = try settings.dnsUpstream.map { try $0.resolve() } ?? []
+            upstream = try settings.dnsUpstream.map { try $0.resolve() } ?? []
+        } catch {
+            queries.close()
+            listeners.forEach(Namespaces.close)
+            throw error
+        }
+        do {
             dns = try DNSForwarder(address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream,
                                    context: context, adoptingQueries: queries)
         } catch {
             context.logger.warning("exec: no DNS forwarder (\(error)); name lookups inside will fail")
-            queries.close()
             dns = nil
         }
         direct = DirectLinkHost(owner: self)

@@ -62,15 +62,24 @@ final class DNSForwarder: ConditionedListener {
 
     /// Binds UDP and TCP on `address` (the same port for both) and connects to `upstream`, or to the first
     /// `nameserver` of /etc/resolv.conf when none is given. Given `adoptedQueries`, a UDP socket opened elsewhere
-    /// (in an exec'd program's namespace), it takes that socket for UDP queries and binds only TCP on `address`.
+    /// (in an exec'd program's namespace), it takes that socket for UDP queries, closing it when it throws, and binds
+    /// only TCP on `address`.
     init(address: SocketAddress, upstream: [SocketAddress], context: ListenerContext, adoptingQueries adoptedQueries: Socket? = nil) throws {
         let upstreamAddress: SocketAddress
-        let (udpSocket, tcpSocket, localAddress): (Socket, Socket, SocketAddress)
+        let udpSocket: Socket
+        let tcpSocket: Socket
+        let localAddress: SocketAddress
         do {
             upstreamAddress = try upstream.first ?? Self.systemResolver()
             if let adoptedQueries {
-                let tcp = try Socket.listening(on: address)
-                (udpSocket, tcpSocket, localAddress) = (adoptedQueries, tcp, try tcp.localAddress())
+                tcpSocket = try Socket.listening(on: address)
+                do {
+                    localAddress = try tcpSocket.localAddress()
+                } catch {
+                    tcpSocket.close()
+                    throw error
+                }
+                udpSocket = adoptedQueries
             } else {
                 (udpSocket, tcpSocket, localAddress) = try Self.bindBoth(address)
             }
