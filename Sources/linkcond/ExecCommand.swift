@@ -23,6 +23,11 @@ struct ExecCommand: ParsableCommand {
             Inside, 198.18.0.2 (fd0c:1c0d::2) is the host's loopback, through the link: 198.18.0.2:8080 reaches \
             127.0.0.1:8080 on the host. --forward makes 127.0.0.1:PORT inside do the same.
 
+            Modes: tun (packets cross the link; needs /dev/net/tun) and proxy (nftables in the program's \
+            namespace redirects its TCP connections and DNS lookups to linkcond, whose TCP model shapes them, \
+            as `run` does; other UDP and ICMP are not carried and fail with "Operation not permitted"). The \
+            default, auto, runs tun when /dev/net/tun opens and says on stderr when it falls back to proxy.
+
             Exit status: the program's (128+N when signal N ended it); 127 when it is not found, 126 when it \
             cannot run; 1 when the namespaces cannot be built (the message says what the kernel refused), 2 for \
             bad usage or a bad profile or scenario.
@@ -50,6 +55,15 @@ struct ExecCommand: ParsableCommand {
     @Option(name: .long, help: "Destinations whose packets bypass the link, added to the profile's exclude list: IPs and CIDR networks, comma-separated.")
     var exclude: [String] = []
 
+    @Option(name: .long, help: "How the program's traffic leaves: auto (tun when /dev/net/tun opens, else proxy), tun (packets cross the link) or proxy (TCP and DNS through the proxy's TCP model).")
+    var mode: String = "auto"
+
+    @Option(name: .long, help: "Record what crosses the link to FILE as JSON lines (linkcond report FILE turns it into a page).")
+    var record: String?
+
+    @Option(name: .customLong("record-limit"), help: "Size at which the recording is truncated (its beginning kept, a last line saying so; default 100MiB).")
+    var recordLimit: String = "100MiB"
+
     @Flag(name: .shortAndLong, help: "Log every connection.")
     var verbose = false
 
@@ -58,6 +72,12 @@ struct ExecCommand: ParsableCommand {
 
     func validate() throws {
         guard !program.isEmpty else { throw ValidationError("no program given: linkcond exec [OPTIONS] -- PROGRAM [ARGUMENTS…]") }
+        guard ExecNamespace.Mode(rawValue: mode) != nil else {
+            throw ValidationError("--mode \"\(mode)\": expected auto, tun or proxy.")
+        }
+        guard let limit = CommandLineByteSize.parse(recordLimit), limit >= 4096 else {
+            throw ValidationError("--record-limit \"\(recordLimit)\": expected a size of at least 4KiB, such as 100MiB.")
+        }
     }
 
     func run() throws {
@@ -92,17 +112,27 @@ struct ExecCommand: ParsableCommand {
         Namespaces.blockChildAndTerminationSignals()
         let launch: ExecLaunch
         do {
-            launch = try ExecLaunch(program: arguments, congestion: profile.tcp.congestion.rawValue, forwards: forwards)
+            launch = try ExecLaunch(program: arguments, congestion: profile.tcp.congestion.rawValue, forwards: forwards,
+                                    mode: ExecNamespace.Mode(rawValue: mode)!)
         } catch {
             printError("linkcond exec: \(error)")
             throw ExitStatus.runtimeFailure
+        }
+        switch launch.plumbing {
+        case .tunnel:
+            logger.info("tun mode: every packet crosses the link; the program's own TCP runs over it")
+        case .redirect(_, _, _, let tunRefusal):
+            let why = tunRefusal.map { "/dev/net/tun is not usable (\($0)); running in proxy mode" } ?? "proxy mode (--mode proxy)"
+            printError("linkcond exec: \(why): TCP through the proxy's TCP model (the program's connect() returns at once; the link's round trip comes before its first byte), DNS through the forwarder; other UDP and ICMP are not carried (sending fails with \"Operation not permitted\")\(forwards.isEmpty ? "" : "; --forward carries TCP only").")
         }
         let settings = ExecSettings(plumbing: launch.plumbing, dnsUpstream: dnsUpstream.flatMap(Endpoint.init(parsing:)),
                                     exclude: exclusions)
         let proxy: ConditionedProxy
         do {
+            var options = ProxyOptions()
+            options.recording = record.map { RecordingOptions(path: $0, limit: CommandLineByteSize.parse(recordLimit)!) }
             proxy = try ConditionedProxy(listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0), kind: .exec(settings))],
-                                         profile: profile, logger: logger)
+                                         profile: profile, options: options, logger: logger)
         } catch {
             printError("linkcond exec: \(error)")
             launch.abandon()

@@ -79,6 +79,18 @@ struct StatusCommand: ParsableCommand {
                 String(listener.uplink.kernelDrops + listener.downlink.kernelDrops).leftPadded(13),
             ].joined(separator: " "))
         }
+        for listener in report.listeners {
+            guard let destinations = listener.destinations, !destinations.isEmpty else { continue }
+            lines.append("")
+            lines.append(["\(listener.kind) destination".padding(toLength: 38, withPad: " ", startingAt: 0), "conns",
+                          "↑ bytes".leftPadded(11), "↓ bytes".leftPadded(11)].joined(separator: " "))
+            for row in destinations {
+                let name = row.destination + (row.host.map { " (\($0))" } ?? "")
+                lines.append([name.padding(toLength: max(38, name.count), withPad: " ", startingAt: 0),
+                              String(row.connections).leftPadded(5), bytes(row.bytesUp).leftPadded(11),
+                              bytes(row.bytesDown).leftPadded(11)].joined(separator: " "))
+            }
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

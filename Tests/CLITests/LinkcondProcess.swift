@@ -20,8 +20,9 @@ struct LinkcondProcess {
         var stderr: String
     }
 
-    /// Runs `linkcond arguments…` to completion (at most `timeout` seconds).
-    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 30) throws -> Result {
+    /// Runs `linkcond arguments…` (or another `executable`) to completion (at most `timeout` seconds).
+    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 30,
+                    executable: URL = LinkcondProcess.executable) throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments

@@ -65,6 +65,17 @@ struct MetricsExposition {
                      "Datagrams a connection fault kept from crossing: a blocked port, a cut UDP flow.") {
             Double($0.faultDrops)
         }
+        let destinations = listeners.flatMap { listener in
+            (listener.destinations ?? []).map { (Self.labels(of: listener).merging(["destination": $0.destination]) { $1 }, $0) }
+        }
+        family("linkcond_destination_connections_total", .counter,
+               "Connections (TCP) and flows (UDP) an exec'd program opened, by destination (at most 64, then \"other\").",
+               destinations.map { ($0.0, Double($0.1.connections)) })
+        family("linkcond_destination_bytes_total", .counter, "Payload bytes an exec'd program sent (uplink) and received (downlink), by destination.",
+               destinations.flatMap { labels, row in
+                   [(labels.merging(["direction": "uplink"]) { $1 }, Double(row.bytesUp)),
+                    (labels.merging(["direction": "downlink"]) { $1 }, Double(row.bytesDown))]
+               })
     }
 
     var text: String { lines.joined(separator: "\n") + "\n" }

@@ -32,6 +32,27 @@ public struct StatusReport: Codable, Sendable {
         public var queueDelaySeconds: Double?
     }
 
+    /// Traffic to one destination of an exec'd program.
+    public struct Destination: Codable, Sendable, Equatable {
+        /// `IP:port` as the program named it, or `other` for the destinations past the table's limit.
+        public var destination: String
+        /// The name the program looked up for its address through the DNS forwarder, when it did.
+        public var host: String?
+        /// TCP connections and UDP flows opened to it.
+        public var connections: Int
+        /// Payload bytes the program sent to it, and received from it.
+        public var bytesUp: Int
+        public var bytesDown: Int
+
+        public init(destination: String, host: String? = nil, connections: Int = 0, bytesUp: Int = 0, bytesDown: Int = 0) {
+            self.destination = destination
+            self.host = host
+            self.connections = connections
+            self.bytesUp = bytesUp
+            self.bytesDown = bytesDown
+        }
+    }
+
     public struct Listener: Codable, Sendable {
         public var kind: String
         public var address: String
@@ -43,6 +64,8 @@ public struct StatusReport: Codable, Sendable {
         public var malformedMessages: Int
         public var uplink: Direction
         public var downlink: Direction
+        /// Traffic by destination, busiest first (kind `exec`); nil for listeners that keep no such table.
+        public var destinations: [Destination]?
 
         init(_ status: ListenerStatus, uplinkBitsPerSecond: Double, downlinkBitsPerSecond: Double, conditions: Profile) {
             kind = status.kind
@@ -56,6 +79,7 @@ public struct StatusReport: Codable, Sendable {
                                bitsPerSecond: uplinkBitsPerSecond, bandwidth: conditions.uplink.bandwidth)
             downlink = Direction(status.downlink, kernelDrops: status.downlinkKernelDrops, faultDrops: status.downlinkFaultDrops,
                                  bitsPerSecond: downlinkBitsPerSecond, bandwidth: conditions.downlink.bandwidth)
+            destinations = status.destinations
         }
     }
 

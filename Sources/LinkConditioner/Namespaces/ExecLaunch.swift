@@ -13,9 +13,9 @@ public final class ExecLaunch {
         public var description: String
     }
 
-    /// Starts the helper for `program` and waits until its namespaces are built; nothing is left behind when it
-    /// throws.
-    public init(program: [String], congestion: String, forwards: [UInt16] = []) throws {
+    /// Starts the helper for `program` and waits until its namespaces are built in `mode`; nothing is left behind
+    /// when it throws.
+    public init(program: [String], congestion: String, forwards: [UInt16] = [], mode: ExecNamespace.Mode = .auto) throws {
         let (ours, theirs) = try Namespaces.socketPair()
         let inherited: Int32
         do {
@@ -30,7 +30,7 @@ public final class ExecLaunch {
         do {
             spawned = try Namespaces.spawn(Namespaces.selfExecutable, ["linkcond", ExecNamespace.helperCommand, String(inherited),
                                                                         congestion, forwards.isEmpty ? "-" : forwards.map(String.init).joined(separator: ","),
-                                                                        "--"] + program)
+                                                                        mode.rawValue, "--"] + program)
         } catch {
             Namespaces.close(ours)
             Namespaces.close(inherited)
@@ -38,7 +38,8 @@ public final class ExecLaunch {
         }
         Namespaces.close(inherited)
         let answer = try? Namespaces.receive(over: ours)
-        guard let answer, answer.message == Array("ok".utf8), answer.descriptors.count == 4 else {
+        guard let answer, let plumbing = ExecNamespace.Plumbing(message: String(decoding: answer.message, as: UTF8.self),
+                                                                 descriptors: answer.descriptors) else {
             answer?.descriptors.forEach(Namespaces.close)
             Namespaces.close(ours)
             _ = Namespaces.waitForChild(spawned)
@@ -47,8 +48,7 @@ public final class ExecLaunch {
         }
         pid = spawned
         socket = ours
-        let fds = answer.descriptors
-        plumbing = ExecNamespace.Plumbing(programTun: fds[0], gatewayTun: fds[1], listenerV4: fds[2], listenerV6: fds[3])
+        self.plumbing = plumbing
     }
 
     /// Lets the helper execute the program.

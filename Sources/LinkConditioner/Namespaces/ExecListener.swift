@@ -16,6 +16,31 @@ public struct ExecSettings: Hashable, Sendable {
     }
 }
 
+/// The listener for an exec'd program's plumbing: packets across the link model (tun mode) or connections through
+/// the proxy's TCP model (proxy mode).
+func makeExecListener(_ settings: ExecSettings, context: ListenerContext) throws -> ConditionedListener {
+    switch settings.plumbing {
+    case .tunnel(let programTun, let gatewayTun, let listenerV4, let listenerV6):
+        return try ExecListener(programTun: programTun, gatewayTun: gatewayTun, listeners: [listenerV4, listenerV6],
+                                settings: settings, context: context)
+    case .redirect(let listenerV4, let listenerV6, let dnsQueries, _):
+        return try ExecRedirectListener(listeners: [listenerV4, listenerV6], dnsQueries: dnsQueries, settings: settings,
+                                        context: context)
+    }
+}
+
+extension ExecNamespace {
+    /// Where a destination inside is reached from the host. The gateway's address stands for the host's loopback
+    /// (as slirp4netns's 10.0.2.2 does): its port 53 is the DNS forwarder (`dns`), any other port the same port on
+    /// 127.0.0.1 (or ::1).
+    static func hostAddress(for destination: SocketAddress, dns: SocketAddress?) -> SocketAddress {
+        let bytes = AddressBytes.parse(destination.host) ?? []
+        guard bytes == gatewayAddressV4 || bytes == gatewayAddressV6 else { return destination }
+        if destination.port == 53, let dns { return dns }
+        return SocketAddress(numericHost: bytes.count == 4 ? "127.0.0.1" : "::1", port: destination.port)!
+    }
+}
+
 /// The link between an exec'd program's namespace and the gateway namespace, packet by packet.
 ///
 /// Lives on the event loop thread. Packets the program sends (read from its TUN device) cross the uplink's
@@ -53,10 +78,15 @@ final class ExecListener: RelayHost, ConditionedListener {
     private var flows: [IPPacketHeader: ExecDatagramFlow] = [:]
     private var connectionsAccepted = 0
     private var connectionsRefused = 0
+    private var destinations = DestinationTally()
+    /// The destination (`IP:port`) of each live relay, as the destination table counts it.
+    private var relayDestinations: [UInt64: String] = [:]
     private var packetBuffer = [UInt8](repeating: 0, count: 65536)
     private lazy var idleSweep = DeadlineAlarm(loop: loop) { [weak self] now in self?.forgetIdleFlows(at: now) }
 
-    init(settings: ExecSettings, context: ListenerContext) throws {
+    /// Takes the TUN devices and the gateway's listeners (one per family) the namespace helper opened.
+    init(programTun programTunDescriptor: Int32, gatewayTun gatewayTunDescriptor: Int32, listeners: [Int32],
+         settings: ExecSettings, context: ListenerContext) throws {
         loop = context.loop
         logger = context.logger
         options = context.options
@@ -66,11 +96,11 @@ final class ExecListener: RelayHost, ConditionedListener {
         var unshaped = context
         unshaped.profile = .none
         (uplink, downlink) = ShapedLink.pair(for: unshaped)
+        uplink.listenerName = "exec"
         (packetUplink, packetDownlink) = UDPLink.pair(for: context)
         faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
-        let plumbing = settings.plumbing
-        programTun = try TunDevice(adopting: plumbing.programTun)
-        gatewayTun = try TunDevice(adopting: plumbing.gatewayTun)
+        programTun = try TunDevice(adopting: programTunDescriptor)
+        gatewayTun = try TunDevice(adopting: gatewayTunDescriptor)
         let upstream = try settings.dnsUpstream.map { try $0.resolve() } ?? []
         do {
             dns = try DNSForwarder(address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream, context: context)
@@ -86,11 +116,12 @@ final class ExecListener: RelayHost, ConditionedListener {
         registrations.append(try loop.register(gatewayTun.descriptor, interest: Epoll.readable) { [weak self] _ in
             self?.readPackets(from: self?.gatewayTun, uplink: false)
         })
-        for (fd, family) in [(plumbing.listenerV4, Namespaces.familyV4), (plumbing.listenerV6, Namespaces.familyV6)] {
+        for (fd, family) in zip(listeners, [Namespaces.familyV4, Namespaces.familyV6]) {
             let acceptor = try TCPAcceptor(adopting: Socket.adopting(fd), loop: loop, logger: logger)
             try acceptor.start { [weak self] client, address in self?.accepted(client, from: address, family: family) }
             acceptors.append((acceptor, family))
         }
+        dns?.onAnswer = { [weak self] answer in self?.destinations.learned(answer) }
     }
 
     var bound: BoundListener {
@@ -101,7 +132,11 @@ final class ExecListener: RelayHost, ConditionedListener {
     func status() -> ListenerStatus {
         ListenerStatus(kind: "exec", address: bound.address, upstream: nil, activeConnections: relays.count + flows.count,
                        connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
-                       uplink: packetUplink.counters, downlink: packetDownlink.counters)
+                       uplink: packetUplink.counters, downlink: packetDownlink.counters,
+                       destinations: destinations.report(live: relays.values.compactMap { relay in
+                           relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
+                       }
+                                                             + flows.values.map { ($0.destination.description, $0.bytesUp, $0.bytesDown) }))
     }
 
     func connectionEntries() -> [ConnectionEntry] {
@@ -186,34 +221,31 @@ final class ExecListener: RelayHost, ConditionedListener {
     private func accepted(_ client: Socket, from address: SocketAddress, family: Int32) {
         let destination: SocketAddress
         do {
-            destination = mapToHost(try client.originalDestination(family: family))
+            destination = try client.originalDestination(family: family)
         } catch {
             logger.warning("exec: connection from \(address): \(error)")
             client.close()
             return
         }
         connectionsAccepted += 1
+        destinations.opened(destination)
         let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
-                             upstreamName: destination.description, upstreamAddresses: [destination])
+                             upstreamName: destinations.upstreamName(for: destination), upstreamAddresses: [mapToHost(destination)])
         nextRelayID += 1
         relay.makeStages = { [unowned self] relay in self.faults.stages(for: relay) }
         relays[relay.id] = relay
+        relayDestinations[relay.id] = destination.description
         logger.debug("exec: connection \(relay.id) from \(address) to \(destination)")
         relay.start(blackholed: false)
     }
 
     func relayClosed(_ relay: TCPRelay) {
-        relays.removeValue(forKey: relay.id)
+        guard relays.removeValue(forKey: relay.id) != nil, let destination = relayDestinations.removeValue(forKey: relay.id) else { return }
+        destinations.closed(destination, bytesUp: relay.bytesUp, bytesDown: relay.bytesDown)
     }
 
-    /// Where a destination inside is reached from the host. The gateway's address stands for the host's loopback
-    /// (as slirp4netns's 10.0.2.2 does): its port 53 is the DNS forwarder, any other port the same port on
-    /// 127.0.0.1 (or ::1).
     private func mapToHost(_ destination: SocketAddress) -> SocketAddress {
-        let bytes = AddressBytes.parse(destination.host) ?? []
-        guard bytes == ExecNamespace.gatewayAddressV4 || bytes == ExecNamespace.gatewayAddressV6 else { return destination }
-        if destination.port == 53, let dns { return dns.bound.address }
-        return SocketAddress(numericHost: bytes.count == 4 ? "127.0.0.1" : "::1", port: destination.port)!
+        ExecNamespace.hostAddress(for: destination, dns: dns?.bound.address)
     }
 
     // MARK: UDP
@@ -236,6 +268,7 @@ final class ExecListener: RelayHost, ConditionedListener {
                 return
             }
             flows[key] = flow
+            destinations.opened(inside)
             idleSweep.arm(at: loop.clock.now() + options.udpIdleTimeout)
         }
         flow.send(payload, at: loop.clock.now())
@@ -254,10 +287,15 @@ final class ExecListener: RelayHost, ConditionedListener {
 
     private func forgetIdleFlows(at now: Instant) {
         for (key, flow) in flows where flow.lastActivity + options.udpIdleTimeout <= now {
-            flow.close()
+            forget(flow)
             flows.removeValue(forKey: key)
         }
         if !flows.isEmpty { idleSweep.arm(at: now + options.udpIdleTimeout) }
+    }
+
+    private func forget(_ flow: ExecDatagramFlow) {
+        flow.close()
+        destinations.closed(flow.destination.description, bytesUp: flow.bytesUp, bytesDown: flow.bytesDown)
     }
 
     // MARK: listener
@@ -274,7 +312,7 @@ final class ExecListener: RelayHost, ConditionedListener {
     /// forgets every UDP flow.
     func resetConnections() {
         for relay in Array(relays.values) { relay.close(reset: true) }
-        for flow in flows.values { flow.close() }
+        for flow in flows.values { forget(flow) }
         flows.removeAll()
     }
 
@@ -318,6 +356,9 @@ final class ExecDatagramFlow {
     private let loop: EventLoop
     private var registration: EventLoop.RegistrationID?
     private(set) var lastActivity: Instant
+    /// Payload bytes sent toward the destination, and received from it.
+    private(set) var bytesUp = 0
+    private(set) var bytesDown = 0
     private var buffer = [UInt8](repeating: 0, count: 65536)
 
     init(client: SocketAddress, destination: SocketAddress, host: SocketAddress, header: IPPacketHeader, loop: EventLoop,
@@ -335,6 +376,7 @@ final class ExecDatagramFlow {
                     let result = try? self.buffer.withUnsafeMutableBytes { try self.socket.read(into: $0) }
                     guard case .processed(let count)? = result else { return }
                     self.lastActivity = self.loop.clock.now()
+                    self.bytesDown += count
                     onReply(Array(self.buffer[0..<count]), self)
                 }
             }
@@ -346,7 +388,7 @@ final class ExecDatagramFlow {
 
     func send(_ payload: ArraySlice<UInt8>, at now: Instant) {
         lastActivity = now
-        _ = try? Array(payload).withUnsafeBytes { try socket.write($0) }
+        if case .processed? = try? Array(payload).withUnsafeBytes({ try socket.write($0) }) { bytesUp += payload.count }
     }
 
     func close() {

@@ -1,16 +1,21 @@
 // The namespaces `linkcond exec` runs a program in, and the single-threaded helper that builds them.
 //
 // linkcond cannot unshare a user namespace once its threads run, so it starts itself again as a helper
-// (`linkcond __exec-namespace`), as slirp4netns and pasta keep setup in a small process of its own. The helper:
-//   1. unshares network and mount namespaces (and a user namespace mapping the caller to root when not root):
-//      the program's namespace, with loopback up and a TUN device `lc0` (198.18.0.1, fd0c:1c0d::1) as default
-//      route for IPv4 and IPv6;
-//   2. unshares a second network namespace, the gateway, with TUN device `lc1` (198.18.0.2, fd0c:1c0d::2), a TCP
-//      listener per family, and an nftables rule redirecting every TCP connection arriving on `lc1` to them;
-//   3. sets tcp_congestion_control in both, returns to the program's namespace, bind-mounts a resolv.conf naming
-//      198.18.0.2 over /etc/resolv.conf;
-//   4. sends both TUN descriptors and both listeners to linkcond over a Unix socket (SCM_RIGHTS), waits for
-//      "go", and executes the program. linkcond moves packets between the TUN devices through the link model.
+// (`linkcond __exec-namespace`), as slirp4netns and pasta keep setup in a small process of its own. The helper
+// unshares network and mount namespaces (and a user namespace mapping the caller to root when not root), then
+// builds one of two modes:
+//   - tun (faithful): the program's namespace has loopback up and a TUN device `lc0` (198.18.0.1, fd0c:1c0d::1) as
+//     default route for IPv4 and IPv6; a second network namespace, the gateway, has TUN device `lc1` (198.18.0.2,
+//     fd0c:1c0d::2), a TCP listener per family, and an nftables rule redirecting every TCP connection arriving on
+//     `lc1` to them. tcp_congestion_control is set in both. linkcond moves packets between the TUN devices.
+//   - proxy (where /dev/net/tun cannot be opened): the program's namespace has a veth pair whose end `lc0` carries
+//     the same addresses and default routes, so that connect() to any address is routed; nftables redirects every
+//     TCP connection not to the program's own addresses to a listener per family, and UDP to port 53 to a DNS
+//     socket, both opened in the namespace on its loopback; everything else routed out of `lc0` is dropped, so a
+//     send fails at once with EPERM ("Operation not permitted"). linkcond relays the redirected connections
+//     through the proxy's TCP model.
+// Then it bind-mounts a resolv.conf naming 198.18.0.2 over /etc/resolv.conf, sends the descriptors to linkcond over
+// a Unix socket (SCM_RIGHTS), waits for "go", and executes the program.
 
 /// Addresses and names shared by the helper and linkcond's packet path.
 public enum ExecNamespace {
@@ -21,30 +26,69 @@ public enum ExecNamespace {
     /// The hidden subcommand that runs the helper.
     public static let helperCommand = "__exec-namespace"
 
-    /// What the helper hands over: the program's and the gateway's TUN devices, and the gateway's TCP listeners.
-    public struct Plumbing: Sendable, Hashable {
-        public var programTun: Int32
-        public var gatewayTun: Int32
-        public var listenerV4: Int32
-        public var listenerV6: Int32
+    /// How the program's traffic leaves its namespace: `auto` is `tun` when /dev/net/tun opens, else `proxy`.
+    public enum Mode: String, Sendable, CaseIterable {
+        case auto
+        /// TUN devices: every packet crosses the link model, so the program's own kernel TCP runs over it.
+        case tun
+        /// nftables redirects TCP and DNS to linkcond's sockets in the namespace; the proxy's TCP model shapes the
+        /// bytes, and other UDP is not carried.
+        case proxy
     }
 
-    /// Runs the helper: `__exec-namespace SOCKET CONGESTION FORWARDS -- PROGRAM ARGS…`, FORWARDS being ports
+    /// What the helper hands over.
+    public enum Plumbing: Sendable, Hashable {
+        /// The program's and the gateway's TUN devices, and the gateway's TCP listeners.
+        case tunnel(programTun: Int32, gatewayTun: Int32, listenerV4: Int32, listenerV6: Int32)
+        /// The TCP listeners and the DNS socket in the program's namespace; `tunRefusal` says why TUN could not be
+        /// used, nil when proxy mode was asked for.
+        case redirect(listenerV4: Int32, listenerV6: Int32, dnsQueries: Int32, tunRefusal: String?)
+
+        var descriptors: [Int32] {
+            switch self {
+            case .tunnel(let a, let b, let c, let d): [a, b, c, d]
+            case .redirect(let a, let b, let c, _): [a, b, c]
+            }
+        }
+
+        /// The helper's message to linkcond: `ok tun`, or `ok proxy` and the reason TUN was not used.
+        var message: String {
+            switch self {
+            case .tunnel: "ok tun"
+            case .redirect(_, _, _, let refusal): "ok proxy" + (refusal.map { "\n" + $0 } ?? "")
+            }
+        }
+
+        /// The plumbing a helper's `message` and descriptors describe, nil when they do not match.
+        init?(message: String, descriptors fds: [Int32]) {
+            let lines = message.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+            switch lines.first {
+            case "ok tun" where fds.count == 4:
+                self = .tunnel(programTun: fds[0], gatewayTun: fds[1], listenerV4: fds[2], listenerV6: fds[3])
+            case "ok proxy" where fds.count == 3:
+                self = .redirect(listenerV4: fds[0], listenerV6: fds[1], dnsQueries: fds[2],
+                                 tunRefusal: lines.count > 1 ? String(lines[1]) : nil)
+            default:
+                return nil
+            }
+        }
+    }
+
+    /// Runs the helper: `__exec-namespace SOCKET CONGESTION FORWARDS MODE -- PROGRAM ARGS…`, FORWARDS being ports
     /// joined by commas or `-`. Never returns: it executes the program, or exits 1 after telling linkcond what
     /// failed (126/127 when the program cannot run).
     public static func runHelper(_ arguments: [String]) -> Never {
-        guard arguments.count >= 5, let socket = Int32(arguments[0]), arguments[3] == "--",
-              let forwards = parseForwards(arguments[2]) else {
+        guard arguments.count >= 6, let socket = Int32(arguments[0]), arguments[4] == "--",
+              let forwards = parseForwards(arguments[2]), let mode = Mode(rawValue: arguments[3]) else {
             Namespaces.writeErrorLine("linkcond: \(helperCommand) is internal to linkcond exec")
             Namespaces.exit(2)
         }
-        let program = Array(arguments[4...])
+        let program = Array(arguments[5...])
         do {
             try Namespaces.dieWithParent()
-            let plumbing = try build(congestion: arguments[1], forwards: forwards)
-            try Namespaces.send(Array("ok".utf8), descriptors: [plumbing.programTun, plumbing.gatewayTun,
-                                                                 plumbing.listenerV4, plumbing.listenerV6], over: socket)
-            for fd in [plumbing.programTun, plumbing.gatewayTun, plumbing.listenerV4, plumbing.listenerV6] { Namespaces.close(fd) }
+            let plumbing = try build(mode: mode, congestion: arguments[1], forwards: forwards)
+            try Namespaces.send(Array(plumbing.message.utf8), descriptors: plumbing.descriptors, over: socket)
+            plumbing.descriptors.forEach(Namespaces.close)
         } catch {
             try? Namespaces.send(Array("\(error)".utf8), descriptors: [], over: socket)
             Namespaces.exit(1)
@@ -73,7 +117,7 @@ public enum ExecNamespace {
         return ports.compactMap { $0 }
     }
 
-    private static func build(congestion: String, forwards: [UInt16]) throws -> Plumbing {
+    private static func build(mode: Mode, congestion: String, forwards: [UInt16]) throws -> Plumbing {
         let root = Namespaces.effectiveUserID == 0
         let (uid, gid) = (Namespaces.effectiveUserID, Namespaces.effectiveGroupID)
         do {
@@ -86,14 +130,26 @@ public enum ExecNamespace {
             try Namespaces.writeFile("/proc/self/uid_map", "0 \(uid) 1")
             try Namespaces.writeFile("/proc/self/gid_map", "0 \(gid) 1")
         }
+        var tunRefusal: String?
+        if mode != .proxy {
+            var programTun: Int32?
+            do {
+                programTun = try Namespaces.openTun(named: "lc0")
+            } catch {
+                guard mode == .auto else {
+                    throw SetupFailure(description: "cannot create a TUN device (\(error)): /dev/net/tun must exist and be readable and writable by you (modprobe tun; chmod 0666 /dev/net/tun), or use --mode proxy")
+                }
+                tunRefusal = "\(error)"
+            }
+            if let programTun { return try buildTunnel(programTun: programTun, congestion: congestion, forwards: forwards) }
+        }
+        return try buildRedirect(forwards: forwards, tunRefusal: tunRefusal)
+    }
+
+    /// The faithful mode, in the program's namespace whose TUN device `programTun` is open.
+    private static func buildTunnel(programTun: Int32, congestion: String, forwards: [UInt16]) throws -> Plumbing {
         let programNetwork = try Namespaces.openCurrentNetwork()
         defer { Namespaces.close(programNetwork) }
-        let programTun: Int32
-        do {
-            programTun = try Namespaces.openTun(named: "lc0")
-        } catch {
-            throw SetupFailure(description: "cannot create a TUN device (\(error)): /dev/net/tun must exist and be readable and writable by you (modprobe tun; chmod 0666 /dev/net/tun)")
-        }
         try run("ip", "link", "set", "lo", "up")
         try configure("lc0", v4: programAddressV4, v6: programAddressV6)
         try run("ip", "route", "add", "default", "dev", "lc0")
@@ -108,21 +164,64 @@ public enum ExecNamespace {
         let listenerV4 = try Socket.listening(on: SocketAddress(numericHost: "0.0.0.0", port: 0)!)
         let listenerV6 = try Socket.listening(on: SocketAddress(numericHost: "::", port: 0)!)
         let (portV4, portV6) = (try listenerV4.localAddress().port, try listenerV6.localAddress().port)
-        let rules = """
+        try runNft("""
             add table inet linkcond
             add chain inet linkcond divert { type nat hook prerouting priority dstnat; }
             add rule inet linkcond divert iifname "lc1" meta nfproto ipv4 meta l4proto tcp redirect to :\(portV4)
             add rule inet linkcond divert iifname "lc1" meta nfproto ipv6 meta l4proto tcp redirect to :\(portV6)
+            """)
+        try Namespaces.enterNetwork(programNetwork)
+        try Namespaces.bindText("nameserver \(AddressBytes.format(gatewayAddressV4))\n", over: "/etc/resolv.conf")
+        return .tunnel(programTun: programTun, gatewayTun: gatewayTun,
+                       listenerV4: listenerV4.descriptor, listenerV6: listenerV6.descriptor)
+    }
+
+    /// The proxy mode: routes out of a veth end that leads nowhere, nftables redirecting TCP and DNS to sockets on
+    /// the namespace's loopback, and everything else routed out dropped at once.
+    private static func buildRedirect(forwards: [UInt16], tunRefusal: String?) throws -> Plumbing {
+        try run("ip", "link", "set", "lo", "up")
+        do {
+            try run("ip", "link", "add", "lc0", "type", "veth", "peer", "name", "lc0p")
+        } catch {
+            throw SetupFailure(description: "cannot create the namespace's interface (\(error)): the kernel needs veth (modprobe veth)")
+        }
+        try run("ip", "link", "set", "lc0p", "up")
+        try configure("lc0", v4: programAddressV4, v6: programAddressV6)
+        try run("ip", "route", "add", "default", "dev", "lc0")
+        try run("ip", "-6", "route", "add", "default", "dev", "lc0")
+        let listenerV4 = try Socket.listening(on: SocketAddress(numericHost: "127.0.0.1", port: 0)!)
+        let listenerV6 = try Socket.listening(on: SocketAddress(numericHost: "::1", port: 0)!)
+        let dnsQueries = try Socket.datagram(boundTo: SocketAddress(numericHost: "127.0.0.1", port: 0)!)
+        let (portV4, portV6, portDNS) = (try listenerV4.localAddress().port, try listenerV6.localAddress().port,
+                                         try dnsQueries.localAddress().port)
+        let (program4, program6) = (AddressBytes.format(programAddressV4), AddressBytes.format(programAddressV6))
+        var rules = """
+            add table inet linkcond
+            add chain inet linkcond divert { type nat hook output priority -100; }
+            add rule inet linkcond divert meta nfproto ipv4 meta l4proto tcp ip daddr != { 127.0.0.0/8, \(program4) } redirect to :\(portV4)
+            add rule inet linkcond divert meta nfproto ipv6 meta l4proto tcp ip6 daddr != { ::1, \(program6) } redirect to :\(portV6)
+            add rule inet linkcond divert meta nfproto ipv4 ip daddr != { 127.0.0.0/8, \(program4) } udp dport 53 redirect to :\(portDNS)
+            add chain inet linkcond seal { type filter hook output priority 0; }
+            add rule inet linkcond seal oifname "lc0" ct status dnat accept
+            add rule inet linkcond seal oifname "lc0" drop
             """
+        if !forwards.isEmpty {
+            let list = forwards.map(String.init).joined(separator: ", ")
+            rules += "\nadd rule inet linkcond divert meta nfproto ipv4 ip daddr 127.0.0.1 tcp dport { \(list) } redirect to :\(portV4)"
+        }
+        try runNft(rules)
+        try Namespaces.bindText("nameserver \(AddressBytes.format(gatewayAddressV4))\n", over: "/etc/resolv.conf")
+        return .redirect(listenerV4: listenerV4.descriptor, listenerV6: listenerV6.descriptor, dnsQueries: dnsQueries.descriptor,
+                         tunRefusal: tunRefusal)
+    }
+
+    /// Applies nftables `rules` (one command a line), saying what to install when nft is missing or fails.
+    private static func runNft(_ rules: String, purpose: String? = nil) throws {
         do {
             try run("nft", rules.replacingOccurrences(of: "\n", with: "; "))
         } catch {
-            throw SetupFailure(description: "nftables: \(error) (install the nftables package: apt-get install nftables)")
+            throw SetupFailure(description: "\(purpose.map { $0 + ": " } ?? "")nftables: \(error) (install the nftables package: apt-get install nftables)")
         }
-        try Namespaces.enterNetwork(programNetwork)
-        try Namespaces.bindText("nameserver \(AddressBytes.format(gatewayAddressV4))\n", over: "/etc/resolv.conf")
-        return Plumbing(programTun: programTun, gatewayTun: gatewayTun,
-                        listenerV4: listenerV4.descriptor, listenerV6: listenerV6.descriptor)
     }
 
     /// Makes 127.0.0.1:PORT inside reach the gateway's PORT (the host's 127.0.0.1:PORT) across the link: a DNAT
@@ -137,11 +236,7 @@ public enum ExecNamespace {
             add chain ip linkcond source { type nat hook postrouting priority 100; }
             add rule ip linkcond source oifname "lc0" ip saddr 127.0.0.0/8 snat to \(AddressBytes.format(programAddressV4))
             """
-        do {
-            try run("nft", rules.replacingOccurrences(of: "\n", with: "; "))
-        } catch {
-            throw SetupFailure(description: "--forward: nftables: \(error) (install the nftables package: apt-get install nftables)")
-        }
+        try runNft(rules, purpose: "--forward")
         for device in ["all", "lc0"] {
             try Namespaces.writeFile("/proc/sys/net/ipv4/conf/\(device)/route_localnet", "1")
         }

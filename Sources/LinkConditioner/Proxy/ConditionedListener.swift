@@ -78,6 +78,8 @@ public struct ListenerStatus: Sendable {
     /// Datagrams a connection fault (a blocked port, a cut flow) kept from crossing, each way (UDP listeners).
     public var uplinkFaultDrops = 0
     public var downlinkFaultDrops = 0
+    /// Traffic by destination (an exec'd program's); nil for listeners that keep no such table.
+    public var destinations: [StatusReport.Destination]?
 }
 
 /// A listener of any kind, as the proxy drives it. Lives on the event loop thread.
@@ -138,6 +140,6 @@ func makeListener(_ spec: ListenerSpec, address: SocketAddress, upstream: [Socke
     case .proxy(let settings):
         return try ProxyFrontEnd(address: address, settings: settings, context: context)
     case .exec(let settings):
-        return try ExecListener(settings: settings, context: context)
+        return try makeExecListener(settings, context: context)
     }
 }

@@ -32,6 +32,8 @@ final class DNSForwarder: ConditionedListener {
     let readBuffer: ReadBuffer
     /// Where answered lookups are recorded (`run --record`); nil when not recording.
     private let recorder: TrafficRecorder?
+    /// Told every UDP answer as it arrives (exec learns which names its program's destinations have); nil by default.
+    var onAnswer: ((DNSSummary) -> Void)?
     let localAddress: SocketAddress
     let upstreamAddress: SocketAddress
     private(set) var profile: Profile
@@ -59,10 +61,32 @@ final class DNSForwarder: ConditionedListener {
     private var tcpBufferedPeak = 0
 
     /// Binds UDP and TCP on `address` (the same port for both) and connects to `upstream`, or to the first
-    /// `nameserver` of /etc/resolv.conf when none is given.
-    init(address: SocketAddress, upstream: [SocketAddress], context: ListenerContext) throws {
-        let upstreamAddress = try upstream.first ?? Self.systemResolver()
-        let (udpSocket, tcpSocket, localAddress) = try Self.bindBoth(address)
+    /// `nameserver` of /etc/resolv.conf when none is given. Given `adoptedQueries`, a UDP socket opened elsewhere
+    /// (in an exec'd program's namespace), it takes that socket for UDP queries, closing it when it throws, and binds
+    /// only TCP on `address`.
+    init(address: SocketAddress, upstream: [SocketAddress], context: ListenerContext, adoptingQueries adoptedQueries: Socket? = nil) throws {
+        let upstreamAddress: SocketAddress
+        let udpSocket: Socket
+        let tcpSocket: Socket
+        let localAddress: SocketAddress
+        do {
+            upstreamAddress = try upstream.first ?? Self.systemResolver()
+            if let adoptedQueries {
+                tcpSocket = try Socket.listening(on: address)
+                do {
+                    localAddress = try tcpSocket.localAddress()
+                } catch {
+                    tcpSocket.close()
+                    throw error
+                }
+                udpSocket = adoptedQueries
+            } else {
+                (udpSocket, tcpSocket, localAddress) = try Self.bindBoth(address)
+            }
+        } catch {
+            adoptedQueries?.close()
+            throw error
+        }
         let upstreamSocket: Socket
         do {
             upstreamSocket = try Socket.datagram(connectedTo: upstreamAddress)
@@ -249,6 +273,7 @@ final class DNSForwarder: ConditionedListener {
             guard let key = keysByUpstreamID.removeValue(forKey: DNSMessage.id(of: answer)) else { continue }
             let query = pending.removeValue(forKey: key)
             if let query { recordLookup(client: key.client, answer: answer, askedAt: query.askedAt, overTCP: false) }
+            if let onAnswer { onAnswer(DNSSummary(answer: answer)) }
             answerPump.offer(DNSMessage.replacingID(of: answer, with: key.clientID), to: key.client, at: now)
         }
         loop.schedule(at: now) { [weak self] in self?.receiveAnswers() }

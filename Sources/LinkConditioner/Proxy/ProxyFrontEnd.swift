@@ -218,13 +218,14 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     }
 }
 
-/// The unconditioned link a proxy front end relays excluded destinations through. Lives on the event loop thread.
+/// The unconditioned link a proxy front end (or exec's proxy mode) relays excluded destinations through. Lives on
+/// the event loop thread.
 final class DirectLinkHost: RelayHost {
-    unowned let owner: ProxyFrontEnd
+    unowned let owner: any RelayHost
     let uplink: ShapedLink
     let downlink: ShapedLink
 
-    init(owner: ProxyFrontEnd) {
+    init(owner: any RelayHost) {
         self.owner = owner
         uplink = ShapedLink(loop: owner.loop, side: .connector, profile: .none, seed: 1, budget: owner.uplink.budget)
         downlink = ShapedLink(loop: owner.loop, side: .acceptor, profile: .none, seed: 2, budget: owner.downlink.budget)

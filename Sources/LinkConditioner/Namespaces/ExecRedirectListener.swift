@@ -1,0 +1,174 @@
+import Logging
+
+/// An exec'd program's TCP connections and DNS lookups in proxy mode, where no TUN device could be opened:
+/// nftables in its namespace redirected them to sockets the namespace helper opened there, and linkcond relays them
+/// through the proxy's TCP model, as `run`'s listeners do.
+///
+/// Lives on the event loop thread. Each accepted connection's original destination (SO_ORIGINAL_DST) is connected
+/// to from the host's namespace through the listener's shaped uplink and downlink, with the profile's faults and
+/// the offline switch; an excluded destination goes through an unconditioned link. UDP queries to port 53 arrive
+/// on the DNS socket and are answered by the DNS forwarder, which adds dns.delay; nothing else leaves the
+/// namespace. The program's own TCP talks to linkcond over its loopback, so its connect() returns at once and the
+/// link's round trip shows before its first byte instead, as with the proxy.
+final class ExecRedirectListener: RelayHost, ConditionedListener {
+    let loop: EventLoop
+    let logger: Logger
+    let options: ProxyOptions
+    let readBuffer: ReadBuffer
+    let uplink: ShapedLink
+    let downlink: ShapedLink
+    /// The unconditioned link excluded destinations are relayed through.
+    private var direct: DirectLinkHost!
+    let faults: ListenerFaults
+    var connectionFaults: ListenerFaults? { faults }
+    private var profile: Profile
+    private let exclude: [HostPattern]
+    private var acceptors: [TCPAcceptor] = []
+    private let dns: DNSForwarder?
+    private var relays: [UInt64: TCPRelay] = [:]
+    private var nextRelayID: UInt64 = 1
+    private var connectionsAccepted = 0
+    private var connectionsRefused = 0
+    private var destinations = DestinationTally()
+    /// The destination (`IP:port`) of each live relay, as the destination table counts it.
+    private var relayDestinations: [UInt64: String] = [:]
+
+    /// Takes the listeners (one per family) and the DNS socket the namespace helper opened; they are closed when
+    /// it throws.
+    init(listeners: [Int32], dnsQueries: Int32, settings: ExecSettings, context: ListenerContext) throws {
+        loop = context.loop
+        logger = context.logger
+        options = context.options
+        readBuffer = context.readBuffer
+        profile = context.profile
+        exclude = settings.exclude
+        (uplink, downlink) = ShapedLink.pair(for: context)
+        uplink.listenerName = "exec"
+        faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
+        let queries = Socket.adopting(dnsQueries)
+        let upstream: [SocketAddress]
+        do {
+            upstream = try settings.dnsUpstream.map { try $0.resolve() } ?? []
+        } catch {
+            queries.close()
+            listeners.forEach(Namespaces.close)
+            throw error
+        }
+        do {
+            dns = try DNSForwarder(address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream,
+                                   context: context, adoptingQueries: queries)
+        } catch {
+            context.logger.warning("exec: no DNS forwarder (\(error)); name lookups inside will fail")
+            dns = nil
+        }
+        direct = DirectLinkHost(owner: self)
+        var pending = listeners
+        do {
+            for (fd, family) in zip(listeners, [Namespaces.familyV4, Namespaces.familyV6]) {
+                pending.removeFirst()
+                let acceptor = try TCPAcceptor(adopting: Socket.adopting(fd), loop: loop, logger: logger)
+                try acceptor.start { [weak self] client, address in self?.accepted(client, from: address, family: family) }
+                acceptors.append(acceptor)
+            }
+        } catch {
+            pending.forEach(Namespaces.close)
+            close()
+            throw error
+        }
+        dns?.onAnswer = { [weak self] answer in self?.destinations.learned(answer) }
+    }
+
+    var bound: BoundListener {
+        BoundListener(kind: "exec", address: SocketAddress(numericHost: AddressBytes.format(ExecNamespace.programAddressV4), port: 0)!,
+                      upstream: nil)
+    }
+
+    func status() -> ListenerStatus {
+        ListenerStatus(kind: "exec", address: bound.address, upstream: nil, activeConnections: relays.count,
+                       connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
+                       uplink: uplink.counters, downlink: downlink.counters,
+                       destinations: destinations.report(live: relays.values.compactMap { relay in
+                           relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
+                       }))
+    }
+
+    func connectionEntries() -> [ConnectionEntry] {
+        relays.values.map { $0.entry(listener: bound.address) }
+    }
+
+    /// Whether the profile makes TCP connections carry nothing: an explicit blackhole or 100 % loss either way.
+    private var isBlackholed: Bool {
+        profile.fault == .blackhole || profile.uplink.loss.percent >= 100 || profile.downlink.loss.percent >= 100
+    }
+
+    /// Whether connections to `address` bypass the link: `--exclude` or the profile's `exclude`.
+    private func isExcluded(_ address: SocketAddress) -> Bool {
+        (exclude + profile.exclude).contains { $0.matches(addressBytes: address.addressBytes) }
+    }
+
+    /// Relays a redirected connection to where the program sent it, or resets it while the profile refuses
+    /// connections.
+    private func accepted(_ client: Socket, from address: SocketAddress, family: Int32) {
+        let destination: SocketAddress
+        do {
+            destination = try client.originalDestination(family: family)
+        } catch {
+            logger.warning("exec: connection from \(address): \(error)")
+            client.close()
+            return
+        }
+        let excluded = isExcluded(destination)
+        if profile.fault == .refuse && !excluded {
+            connectionsRefused += 1
+            try? client.setResetOnClose()
+            client.close()
+            return
+        }
+        connectionsAccepted += 1
+        destinations.opened(destination)
+        let host: RelayHost = excluded ? direct : self
+        let relay = TCPRelay(id: nextRelayID, host: host, client: client, clientAddress: address,
+                             upstreamName: destinations.upstreamName(for: destination),
+                             upstreamAddresses: [ExecNamespace.hostAddress(for: destination, dns: dns?.bound.address)])
+        nextRelayID += 1
+        if !excluded { relay.makeStages = { [unowned self] relay in self.faults.stages(for: relay) } }
+        relays[relay.id] = relay
+        relayDestinations[relay.id] = destination.description
+        logger.debug("exec: connection \(relay.id) from \(address) to \(destination)\(excluded ? " (excluded, unconditioned)" : "")")
+        relay.start(blackholed: !excluded && isBlackholed)
+    }
+
+    func relayClosed(_ relay: TCPRelay) {
+        guard relays.removeValue(forKey: relay.id) != nil, let destination = relayDestinations.removeValue(forKey: relay.id) else { return }
+        destinations.closed(destination, bytesUp: relay.bytesUp, bytesDown: relay.bytesDown)
+    }
+
+    /// Switches the link to `profile`; data in flight keeps its order, and held connections go on when it carries
+    /// traffic again.
+    func apply(_ profile: Profile) {
+        self.profile = profile
+        uplink.update(profile)
+        downlink.update(profile)
+        faults.apply(profile)
+        dns?.apply(profile)
+        if !isBlackholed {
+            for relay in relays.values { relay.release() }
+        }
+    }
+
+    /// Resets every live connection: the program sees its connections reset.
+    func resetConnections() {
+        for relay in Array(relays.values) { relay.close(reset: true) }
+        dns?.resetConnections()
+    }
+
+    func close() {
+        for acceptor in acceptors { acceptor.close() }
+        acceptors.removeAll()
+        for relay in Array(relays.values) { relay.close(reset: true) }
+        uplink.close()
+        downlink.close()
+        direct?.close()
+        dns?.close()
+    }
+}
