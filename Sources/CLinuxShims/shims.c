@@ -42,6 +42,26 @@ int clinux_receive_datagrams(int fd, void *buffers, size_t slot_size, struct soc
     return received;
 }
 
+int clinux_send_datagrams(int fd, const void *payload, const struct sockaddr_storage *addresses,
+                          const struct clinux_outgoing_datagram *datagrams, unsigned int count) {
+    enum { most = 64 };
+    struct mmsghdr messages[most];
+    struct iovec vectors[most];
+    if (count > most) count = most;
+    memset(messages, 0, sizeof(struct mmsghdr) * count);
+    for (unsigned int i = 0; i < count; i++) {
+        vectors[i].iov_base = (char *)payload + datagrams[i].offset;
+        vectors[i].iov_len = datagrams[i].length;
+        messages[i].msg_hdr.msg_iov = &vectors[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+        if (datagrams[i].address_length > 0) {
+            messages[i].msg_hdr.msg_name = (void *)&addresses[i];
+            messages[i].msg_hdr.msg_namelen = datagrams[i].address_length;
+        }
+    }
+    return sendmmsg(fd, messages, count, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 #include <sched.h>
 #include <stdlib.h>
 #include <spawn.h>

@@ -28,6 +28,10 @@ final class UDPListener: ConditionedListener {
     private var uplinkKernelDrops = 0
     /// Upstream datagrams the kernel dropped at the flows' full receive buffers, closed flows included.
     private var downlinkKernelDrops = 0
+    /// Client datagrams the flows' upstream sockets refused to send.
+    let uplinkRefused = RefusedDatagrams()
+    /// Upstream datagrams the listening socket refused to send back to clients.
+    let downlinkRefused = RefusedDatagrams()
 
     /// Batches read per loop turn before other sockets get their turn.
     static let batchesPerTurn = 4
@@ -58,6 +62,8 @@ final class UDPListener: ConditionedListener {
         self.logger = context.logger
         self.readBuffer = context.readBuffer
         (uplink, downlink) = UDPLink.pair(for: context)
+        uplink.outbox = readBuffer.outbox
+        downlink.outbox = readBuffer.outbox
         do {
             registration = try loop.register(socket.descriptor, interest: Epoll.readable | Epoll.edgeTriggered) { [weak self] _ in
                 self?.receiveFromClients()
@@ -79,10 +85,12 @@ final class UDPListener: ConditionedListener {
         ListenerStatus(kind: "udp", address: localAddress, upstream: upstream.description, activeConnections: flows.count,
                        connectionsAccepted: flowsOpened, connectionsRefused: flowsRefused,
                        uplink: uplink.counters, downlink: downlink.counters,
-                       uplinkKernelDrops: uplinkKernelDrops, downlinkKernelDrops: downlinkKernelDrops)
+                       uplinkKernelDrops: uplinkKernelDrops + uplinkRefused.count,
+                       downlinkKernelDrops: downlinkKernelDrops + downlinkRefused.count)
     }
 
-    /// Reads client datagrams in batches until the socket is empty, at most `batchesPerTurn` batches per loop turn.
+    /// Reads client datagrams in batches until the socket is empty, at most `batchesPerTurn` batches per loop turn;
+    /// what each batch releases at once is sent together.
     private func receiveFromClients() {
         readScheduled = false
         let now = loop.clock.now()
@@ -96,7 +104,9 @@ final class UDPListener: ConditionedListener {
                 continue
             }
             guard case .processed(let count) = received else { return }
-            for index in 0..<count { fromClient(batch, index, at: now) }
+            readBuffer.outbox.holding {
+                for index in 0..<count { fromClient(batch, index, at: now) }
+            }
             // Fewer than asked: the socket was empty, and the next datagram raises a new edge.
             if count < batch.capacity { return }
         }
@@ -142,13 +152,10 @@ final class UDPListener: ConditionedListener {
         loop.schedule(at: loop.clock.now()) { [weak self] in self?.receiveFromClients() }
     }
 
-    /// Sends one datagram to `client` from the listening socket; false when the socket could not take it.
-    func send(_ bytes: [UInt8], to client: SocketAddress) -> Bool {
-        let result = bytes.withUnsafeBytes { raw in
-            Result { () throws(SystemError) -> IOResult<Int> in try socket.sendDatagram(raw, to: client) }
-        }
-        if case .success(.processed) = result { return true }
-        return false
+    /// Sends one datagram to `client` from the listening socket, through the loop's outbox (a refusal is counted
+    /// with the downlink's kernel drops).
+    func send(_ bytes: [UInt8], to client: SocketAddress) {
+        readBuffer.outbox.send(bytes, on: socket, to: client, refusals: downlinkRefused)
     }
 
     /// Counts upstream datagrams the kernel dropped at a flow's socket.
@@ -181,6 +188,7 @@ final class UDPListener: ConditionedListener {
         if let registration { loop.deregister(registration) }
         registration = nil
         resetConnections()
+        readBuffer.outbox.flush()
         socket.close()
         uplink.close()
         downlink.close()
@@ -216,15 +224,13 @@ final class UDPFlow {
             throw error
         }
         self.upstream = upstream
-        uplink = DatagramPump(link: listener.uplink) { bytes, _ in
-            let result = bytes.withUnsafeBytes { raw in
-                Result { () throws(SystemError) -> IOResult<Int> in try upstream.write(raw) }
-            }
-            if case .success(.processed) = result { return true }
-            return false
+        uplink = DatagramPump(link: listener.uplink) { [unowned listener] bytes, _ in
+            listener.readBuffer.outbox.send(bytes, on: upstream, to: nil, refusals: listener.uplinkRefused)
+            return true
         }
         downlink = DatagramPump(link: listener.downlink) { [unowned listener] bytes, _ in
             listener.send(bytes, to: client)
+            return true
         }
         do {
             registration = try listener.loop.register(upstream.descriptor, interest: Epoll.readable | Epoll.edgeTriggered) { [weak self] _ in
@@ -258,11 +264,13 @@ final class UDPFlow {
                 continue
             }
             guard case .processed(let count) = received else { return }
-            for index in 0..<count {
-                listener.countDownlinkKernelDrops(dropCounter.newDrops(reported: batch[index].kernelDropCount))
-                lastActivity = now
-                if listener.profile.fault == .blackhole { continue }
-                downlink.offer(batch.withDatagram(index) { Array($0) }, at: now)
+            listener.readBuffer.outbox.holding {
+                for index in 0..<count {
+                    listener.countDownlinkKernelDrops(dropCounter.newDrops(reported: batch[index].kernelDropCount))
+                    lastActivity = now
+                    if listener.profile.fault == .blackhole { continue }
+                    downlink.offer(batch.withDatagram(index) { Array($0) }, at: now)
+                }
             }
             if count < batch.capacity { return }
         }
@@ -289,6 +297,7 @@ final class UDPFlow {
         isClosed = true
         if let idleTimer { loop.cancel(idleTimer) }
         if let registration { loop.deregister(registration) }
+        listener.readBuffer.outbox.flush()
         uplink.close()
         downlink.close()
         upstream.close()

@@ -1,0 +1,80 @@
+/// Datagrams released by the link on their way out, sent with one `sendmmsg` per socket instead of one `sendto` each.
+///
+/// Lives on the event loop thread; one per loop (in `ReadBuffer`), shared by every UDP socket of the loop. While a
+/// caller holds it (a receive batch, a delivery pass), datagrams for the same socket are staged and go out together
+/// when the last hold is released; a datagram for another socket, or one that does not fit, sends what is staged
+/// first, so each socket's datagrams leave in the order they were released. Outside a hold every datagram is sent at
+/// once. A datagram the socket refuses (a full send buffer, an ICMP error pending on a connected socket) is dropped,
+/// as a full NIC drops it, and counted in the `RefusedDatagrams` it was staged with.
+final class DatagramOutbox {
+    private let batch: DatagramSendBatch
+    private var socket: Socket?
+    private var refusals: RefusedDatagrams?
+    private var holds = 0
+
+    init(batch: DatagramSendBatch = DatagramSendBatch()) {
+        self.batch = batch
+    }
+
+    /// Defers sending until the matching `release`; holds nest.
+    func hold() {
+        holds += 1
+    }
+
+    /// Ends one hold; the last one sends what is staged.
+    func release() {
+        precondition(holds > 0, "outbox released more often than held")
+        holds -= 1
+        if holds == 0 { flush() }
+    }
+
+    /// Runs `body` with the outbox held, then sends what it staged.
+    func holding<T>(_ body: () throws -> T) rethrows -> T {
+        hold()
+        defer { release() }
+        return try body()
+    }
+
+    /// Sends `bytes` as one datagram on `socket` to `destination` (nil: its connected peer), now or at the end of the
+    /// current hold; a refusal is counted in `refusals`.
+    func send(_ bytes: [UInt8], on socket: Socket, to destination: SocketAddress?, refusals: RefusedDatagrams) {
+        if socket != self.socket || refusals !== self.refusals || !batch.hasRoom(for: bytes.count) { flush() }
+        self.socket = socket
+        self.refusals = refusals
+        bytes.withUnsafeBytes { batch.append($0, to: destination) }
+        if holds == 0 { flush() }
+    }
+
+    /// Sends what is staged now. Called before a staged socket closes, so its datagrams leave before it does.
+    func flush() {
+        defer {
+            batch.removeAll()
+            socket = nil
+            refusals = nil
+        }
+        guard let socket, let refusals, batch.count > 0 else { return }
+        var next = 0
+        while next < batch.count {
+            let result: IOResult<Int>
+            do {
+                result = try socket.sendDatagrams(batch, from: next)
+            } catch {
+                refusals.count += 1
+                next += 1
+                continue
+            }
+            switch result {
+            case .processed(let sent) where sent > 0:
+                next += sent
+            case .processed, .wouldBlock:
+                refusals.count += 1
+                next += 1
+            }
+        }
+    }
+}
+
+/// Datagrams a socket refused to send, for the status's kernel drops. Lives on the event loop thread.
+final class RefusedDatagrams {
+    var count = 0
+}
