@@ -48,6 +48,27 @@ struct DatagramOutboxTests {
         #expect(refusals.count == 0)
     }
 
+    @Test(arguments: [true, false])
+    func equalSizedDatagramsArriveWholeAndSeparateWithOrWithoutSegmentation(segments: Bool) throws {
+        let (sink, address) = try receiver()
+        defer { sink.close() }
+        let sender = try Socket.datagram(connectedTo: address)
+        defer { sender.close() }
+        let outbox = DatagramOutbox(segments: segments)
+        let refusals = RefusedDatagrams()
+        // Runs of 1200-byte datagrams, each run ending in a shorter one, then a longer one that cannot join.
+        let sent = (0..<130).map { number in [UInt8(number)] + [UInt8](repeating: 1, count: number % 50 == 49 ? 500 : 1199) }
+            + [[UInt8](repeating: 2, count: 1500)]
+
+        outbox.holding {
+            for bytes in sent { outbox.send(bytes, on: sender, to: nil, refusals: refusals) }
+        }
+
+        #expect(try drain(sink) == sent)
+        #expect(refusals.count == 0)
+        #expect(outbox.segments == segments)
+    }
+
     @Test func datagramsForSeveralDestinationsOnOneSocketEachReachTheirOwnInOrder() throws {
         let (first, firstAddress) = try receiver()
         defer { first.close() }
@@ -113,7 +134,8 @@ struct DatagramOutboxTests {
         outbox.send([0], on: sender, to: nil, refusals: refusals)
 
         outbox.holding {
-            for number in 1...5 { outbox.send([UInt8(number)], on: sender, to: nil, refusals: refusals) }
+            // Sizes differ, so no two are joined into one segmented message.
+            for number in 1...5 { outbox.send([UInt8](repeating: UInt8(number), count: number), on: sender, to: nil, refusals: refusals) }
         }
 
         #expect(refusals.count >= 1)

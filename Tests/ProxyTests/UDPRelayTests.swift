@@ -322,9 +322,10 @@ struct UDPRelayTests {
         #expect(echo.sourcePorts.count == 2)
     }
 
-    /// Datagram `number` of a burst: its number in the first two bytes, then filler up to a size that varies with it.
+    /// Datagram `number` of a burst: its number in the first two bytes, then filler up to a size that changes every
+    /// 20 datagrams, so runs of equal sizes (which the relay may send as one segmented message) alternate with changes.
     private func numbered(_ number: Int) -> [UInt8] {
-        [UInt8(number >> 8), UInt8(number & 0xFF)] + [UInt8](repeating: UInt8(truncatingIfNeeded: number), count: (number * 389) % 3000)
+        [UInt8(number >> 8), UInt8(number & 0xFF)] + [UInt8](repeating: UInt8(truncatingIfNeeded: number), count: (number / 20 * 389) % 3000)
     }
 
     @Test(.enabled(if: relayCanEnlargeItsReceiveBuffer,

@@ -103,10 +103,14 @@ struct clinux_outgoing_datagram {
 };
 
 /// Sends `count` (at most 64) datagrams with one sendmmsg(MSG_DONTWAIT | MSG_NOSIGNAL): datagram i is
-/// `payload + datagrams[i].offset`, sent to `addresses[i]` unless its address length is 0. Returns how many the
-/// socket took, from the first, or -1 with errno for the first one. Defined in shims.c (needs _GNU_SOURCE).
+/// `payload + datagrams[i].offset`, sent to `addresses[i]` unless its address length is 0. With `segment`, runs of
+/// datagrams that lie back to back in `payload`, go to the same destination and have the same size (the run's
+/// last may be shorter) go as one message the kernel cuts into those datagrams (UDP GSO, UDP_SEGMENT): the receiver
+/// still gets each datagram whole. Returns how many datagrams the socket took, from the first, or -1 with errno for
+/// the first message, which held `*first_message` datagrams. Defined in shims.c (needs _GNU_SOURCE).
 int clinux_send_datagrams(int fd, const void *payload, const struct sockaddr_storage *addresses,
-                          const struct clinux_outgoing_datagram *datagrams, unsigned int count);
+                          const struct clinux_outgoing_datagram *datagrams, unsigned int count, int segment,
+                          unsigned int *first_message);
 
 /// Opens a non-blocking, close-on-exec pipe (pipe2 with O_NONBLOCK | O_CLOEXEC).
 int clinux_pipe_nonblocking(int fds[2]);

@@ -6,15 +6,26 @@
 /// first, so each socket's datagrams leave in the order they were released. Outside a hold every datagram is sent at
 /// once. A datagram the socket refuses (a full send buffer, an ICMP error pending on a connected socket) is dropped,
 /// as a full NIC drops it, and counted in the `RefusedDatagrams` it was staged with.
+///
+/// Equal-sized datagrams to one destination go as one UDP GSO message where the kernel takes it; when a message
+/// that joined datagrams fails, they are tried one by one, so a refusal still drops only its own datagram, and a
+/// kernel or route that cannot segment (EIO, EINVAL, EOPNOTSUPP, ENOPROTOOPT) turns joining off for good.
 final class DatagramOutbox {
     private let batch: DatagramSendBatch
     private var socket: Socket?
     private var refusals: RefusedDatagrams?
     private var holds = 0
+    /// Whether sends join equal-sized datagrams (UDP GSO); off once the kernel refused it.
+    private(set) var segments: Bool
 
-    init(batch: DatagramSendBatch = DatagramSendBatch()) {
+    init(batch: DatagramSendBatch = DatagramSendBatch(), segments: Bool = true) {
         self.batch = batch
+        self.segments = segments
     }
+
+    /// Errors that say the kernel or the route cannot segment, rather than something about the datagram.
+    private static let segmentationUnsupported: Set<Errno> = [Errno(rawValue: 5), Errno(rawValue: 22), Errno(rawValue: 95),
+                                                              Errno(rawValue: 92)]
 
     /// Defers sending until the matching `release`; holds nest.
     func hold() {
@@ -54,21 +65,34 @@ final class DatagramOutbox {
         }
         guard let socket, let refusals, batch.count > 0 else { return }
         var next = 0
+        var segmenting = segments
         while next < batch.count {
             let result: IOResult<Int>
             do {
-                result = try socket.sendDatagrams(batch, from: next)
+                result = try socket.sendDatagrams(batch, from: next, segmenting: segmenting)
             } catch {
+                if segmenting && batch.firstMessageLength > 1 {
+                    if Self.segmentationUnsupported.contains(error.errno) { segments = false }
+                    segmenting = false
+                    continue
+                }
                 refusals.count += 1
                 next += 1
+                segmenting = segments
                 continue
             }
             switch result {
             case .processed(let sent) where sent > 0:
                 next += sent
+                segmenting = segments
             case .processed, .wouldBlock:
+                if segmenting && batch.firstMessageLength > 1 {
+                    segmenting = false
+                    continue
+                }
                 refusals.count += 1
                 next += 1
+                segmenting = segments
             }
         }
     }

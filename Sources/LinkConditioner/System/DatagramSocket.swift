@@ -66,9 +66,12 @@ extension Socket {
     }
 
     /// Sends the datagrams of `batch` from index `start` with one `sendmmsg`; returns how many the socket took,
-    /// from `start` on. `.wouldBlock` and a thrown error are about datagram `start`, which was not sent.
-    func sendDatagrams(_ batch: DatagramSendBatch, from start: Int) throws(SystemError) -> IOResult<Int> {
-        try batch.send(on: descriptor, from: start)
+    /// from `start` on. With `segmenting`, runs of equal-sized datagrams to one destination go as one message the
+    /// kernel cuts up (UDP GSO); the receiver still gets every datagram whole. `.wouldBlock` and a thrown error are
+    /// about the first message: datagram `start` and, segmenting, the rest of its run (`batch.firstMessageLength`
+    /// datagrams), none of which was sent.
+    func sendDatagrams(_ batch: DatagramSendBatch, from start: Int, segmenting: Bool) throws(SystemError) -> IOResult<Int> {
+        try batch.send(on: descriptor, from: start, segmenting: segmenting)
     }
 
     /// Receives one datagram into `buffer`; returns its length (cut to the buffer) and its sender.
@@ -178,6 +181,8 @@ final class DatagramSendBatch {
     private(set) var count = 0
     /// Payload bytes staged.
     private(set) var payloadBytes = 0
+    /// How many datagrams the first message of the last send joined (1 unless segmented).
+    private(set) var firstMessageLength = 0
 
     /// Makes room for `capacity` datagrams (at most 64, the shim's limit) and `payloadCapacity` bytes.
     init(capacity: Int = 64, payloadCapacity: Int = 256 * 1024) {
@@ -222,10 +227,13 @@ final class DatagramSendBatch {
         payloadBytes = 0
     }
 
-    fileprivate func send(on descriptor: Int32, from start: Int) throws(SystemError) -> IOResult<Int> {
+    fileprivate func send(on descriptor: Int32, from start: Int, segmenting: Bool) throws(SystemError) -> IOResult<Int> {
         precondition(start < count, "sending datagram \(start) of \(count) staged")
+        var firstMessage: UInt32 = 0
+        defer { firstMessageLength = Int(firstMessage) }
         let result = try nonBlockingSyscall("sendmmsg") {
-            clinux_send_datagrams(descriptor, payload.baseAddress, addresses + start, datagrams + start, UInt32(count - start))
+            clinux_send_datagrams(descriptor, payload.baseAddress, addresses + start, datagrams + start, UInt32(count - start),
+                                  segmenting ? 1 : 0, &firstMessage)
         }
         guard case .processed(let sent) = result else { return .wouldBlock }
         return .processed(Int(sent))
