@@ -426,8 +426,12 @@ public struct TCPSender {
     }
 
     /// When the sender next needs `timerFired`: the reorder, probe or retransmission timer.
+    /// Asked for every flow at every event of its link, so it allocates nothing.
     public var nextTimer: Instant? {
-        [reorderDeadline, probeDeadline, retransmissionDeadline].compactMap { $0 }.min()
+        var next = reorderDeadline
+        if let at = probeDeadline { next = min(next ?? at, at) }
+        if let at = retransmissionDeadline { next = min(next ?? at, at) }
+        return next
     }
 
     /// Runs the timers due by `now`.
