@@ -42,6 +42,66 @@ int clinux_receive_datagrams(int fd, void *buffers, size_t slot_size, struct soc
     return received;
 }
 
+#include <netinet/in.h>
+#include <netinet/udp.h>
+
+/// Whether datagram `next` can join the run that starts at `first` and ends at `last` as one GSO message.
+static int clinux_joins_run(const struct sockaddr_storage *addresses, const struct clinux_outgoing_datagram *datagrams,
+                            unsigned int first, unsigned int last, unsigned int next) {
+    enum { most_bytes = 65000, most_segments = 64 };
+    const struct clinux_outgoing_datagram *head = &datagrams[first], *tail = &datagrams[last], *candidate = &datagrams[next];
+    if (head->length == 0 || candidate->length == 0 || candidate->length > head->length) return 0;
+    if (tail->length != head->length) return 0;
+    if (candidate->offset != tail->offset + tail->length) return 0;
+    if (candidate->offset + candidate->length - head->offset > most_bytes || next - first + 1 > most_segments) return 0;
+    if (candidate->address_length != head->address_length) return 0;
+    return head->address_length == 0 || memcmp(&addresses[first], &addresses[next], head->address_length) == 0;
+}
+
+int clinux_send_datagrams(int fd, const void *payload, const struct sockaddr_storage *addresses,
+                          const struct clinux_outgoing_datagram *datagrams, unsigned int count, int segment,
+                          unsigned int *first_message) {
+    enum { most = 64, control_size = CMSG_SPACE(sizeof(uint16_t)) };
+    struct mmsghdr messages[most];
+    struct iovec vectors[most];
+    unsigned int runs[most];
+    union { char bytes[control_size]; struct cmsghdr align; } controls[most];
+    if (count > most) count = most;
+    unsigned int used = 0;
+    for (unsigned int i = 0; i < count; used++) {
+        unsigned int last = i;
+        while (segment && last + 1 < count && clinux_joins_run(addresses, datagrams, i, last, last + 1)) last++;
+        struct msghdr *header = &messages[used].msg_hdr;
+        memset(&messages[used], 0, sizeof messages[used]);
+        vectors[used].iov_base = (char *)payload + datagrams[i].offset;
+        vectors[used].iov_len = datagrams[last].offset + datagrams[last].length - datagrams[i].offset;
+        header->msg_iov = &vectors[used];
+        header->msg_iovlen = 1;
+        if (datagrams[i].address_length > 0) {
+            header->msg_name = (void *)&addresses[i];
+            header->msg_namelen = datagrams[i].address_length;
+        }
+        if (last > i) {
+            header->msg_control = controls[used].bytes;
+            header->msg_controllen = control_size;
+            struct cmsghdr *c = CMSG_FIRSTHDR(header);
+            c->cmsg_level = SOL_UDP;
+            c->cmsg_type = UDP_SEGMENT;
+            c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            uint16_t size = (uint16_t)datagrams[i].length;
+            memcpy(CMSG_DATA(c), &size, sizeof size);
+        }
+        runs[used] = last - i + 1;
+        i = last + 1;
+    }
+    *first_message = used > 0 ? runs[0] : 0;
+    int sent = sendmmsg(fd, messages, used, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent <= 0) return sent;
+    int datagrams_sent = 0;
+    for (int m = 0; m < sent; m++) datagrams_sent += (int)runs[m];
+    return datagrams_sent;
+}
+
 #include <sched.h>
 #include <stdlib.h>
 #include <spawn.h>

@@ -159,6 +159,8 @@ final class LinkcondPeer {
     let peer: PeerProcess
     let relayPort: UInt16
     let proxyPort: UInt16?
+    /// The control socket `linkcond status` reads this linkcond's counters from.
+    let controlPath: String
 
     /// Relays TCP (and UDP when `udp`) from a fresh port to `upstream`, conditioned by the profile `profileText`;
     /// with `proxyFrontEnd` also a SOCKS5/HTTP proxy front end. Returns once linkcond printed its ready lines.
@@ -170,8 +172,9 @@ final class LinkcondPeer {
         let profilePath = scratch + "/bench-\(UInt32.random(in: 0...UInt32.max)).profile"
         try (profileText + "\n").write(toFile: profilePath, atomically: true, encoding: .utf8)
         let port = freePort()
+        controlPath = scratch + "/control-\(port).sock"
         var arguments = ["run", "--listen", "127.0.0.1:\(port)", "--upstream", "127.0.0.1:\(upstream)", "--profile", profilePath,
-                         "--control", scratch + "/control-\(port).sock"]
+                         "--control", controlPath]
         if udp { arguments += ["--udp-listen", "127.0.0.1:\(port)", "--udp-upstream", "127.0.0.1:\(upstream)"] }
         let front = proxyFrontEnd ? freePort() : nil
         if let front { arguments += ["--proxy", "127.0.0.1:\(front)"] }
@@ -200,6 +203,24 @@ final class LinkcondPeer {
     }
 
     func stop() { peer.stop() }
+
+    /// Datagrams the kernel dropped at, or refused from, this linkcond's UDP sockets, both ways (`kernelDrops` in
+    /// `linkcond status --json`); nil when the status could not be read.
+    func udpKernelDrops() -> Double? {
+        guard let binary = LinkcondPeer.binary else { return nil }
+        let output = Pipe()
+        guard let status = try? PeerProcess(name: "linkcond status", path: binary,
+                                            arguments: ["status", "--json", "--control", controlPath], output: output) else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        status.process.waitUntilExit()
+        status.stop()
+        guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let listeners = json["listeners"] as? [[String: Any]] else { return nil }
+        return listeners.filter { $0["kind"] as? String == "udp" }.reduce(0.0) { total, listener in
+            let drops = ["uplink", "downlink"].compactMap { (listener[$0] as? [String: Any])?["kernelDrops"] as? Double }
+            return total + drops.reduce(0, +)
+        }
+    }
 
     static let binary: String? = {
         let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path

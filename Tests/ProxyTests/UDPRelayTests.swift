@@ -321,6 +321,69 @@ struct UDPRelayTests {
         #expect(elapsed >= 0.15 && elapsed < 0.3, "round trip \(elapsed) s for 150 ms asked")
         #expect(echo.sourcePorts.count == 2)
     }
+
+    /// Datagram `number` of a burst: its number in the first two bytes, then filler up to a size that changes every
+    /// 20 datagrams, so runs of equal sizes (which the relay may send as one segmented message) alternate with changes.
+    private func numbered(_ number: Int) -> [UInt8] {
+        [UInt8(number >> 8), UInt8(number & 0xFF)] + [UInt8](repeating: UInt8(truncatingIfNeeded: number), count: (number / 20 * 389) % 3000)
+    }
+
+    @Test(.enabled(if: relayCanEnlargeItsReceiveBuffer,
+                   "needs root (SO_RCVBUFFORCE) or net.core.rmem_max of at least 4 MiB for the relay's receive buffer"))
+    func aBurstReadAndSentInBatchesReachesTheUpstreamWholeAndInOrder() throws {
+        let sink = try TestDatagramServer { _ in nil }
+        defer { sink.stop() }
+        let (proxy, client) = try relay(to: sink)
+        defer { client.close(); proxy.stop() }
+        let sent = (0..<300).map(numbered)
+
+        // Held, so the relay finds the whole burst waiting and reads and sends it in batches.
+        let release = holdLoop(of: proxy)
+        for bytes in sent { try client.send(bytes, to: proxy.port) }
+        release()
+        wait(seconds: 10) { sink.datagrams.count == sent.count }
+
+        #expect(sink.datagrams == sent)
+        #expect(status(proxy).uplinkKernelDrops == 0)
+    }
+
+    @Test(.enabled(if: relayCanEnlargeItsReceiveBuffer,
+                   "needs root (SO_RCVBUFFORCE) or net.core.rmem_max of at least 4 MiB for the relay's receive buffer"))
+    func echoesOfBurstsFromTwoClientsReturnToEachClientWholeAndInOrder() throws {
+        let echo = try TestDatagramServer()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: .none)
+        defer { proxy.stop() }
+        let clients = try (0..<2).map { _ in try TestDatagramSocket() }
+        defer { for client in clients { client.close() } }
+        let sent = (0..<100).map(numbered)
+
+        let release = holdLoop(of: proxy)
+        for bytes in sent {
+            for client in clients { try client.send(bytes, to: proxy.port) }
+        }
+        release()
+        let answers = clients.map { client in (0..<sent.count).compactMap { _ in client.receive()?.bytes } }
+
+        #expect(answers[0] == sent)
+        #expect(answers[1] == sent)
+    }
+
+    @Test func aDelayedBurstReleasedAtOnceArrivesWholeAndInOrder() throws {
+        let sink = try TestDatagramServer { _ in nil }
+        defer { sink.stop() }
+        var delayed = Profile.none
+        delayed.uplink.delay = .milliseconds(50)
+        let (proxy, client) = try relay(to: sink, profile: delayed)
+        defer { client.close(); proxy.stop() }
+        let sent = (0..<100).map(numbered)
+
+        try sendPaced(sent.count, from: client, to: proxy, window: 50) { sent[$0] }
+        wait(seconds: 10) { sink.datagrams.count == sent.count }
+
+        #expect(sink.datagrams == sent)
+        #expect(status(proxy).uplinkKernelDrops == 0)
+    }
 }
 
 /// Whether the relay gets the receive buffer it asks for: as root (SO_RCVBUFFORCE), or when net.core.rmem_max allows it.

@@ -94,6 +94,24 @@ struct clinux_datagram_slot {
 int clinux_receive_datagrams(int fd, void *buffers, size_t slot_size, struct sockaddr_storage *addresses,
                              struct clinux_datagram_slot *slots, unsigned int count);
 
+/// Where one outgoing datagram of a batch is: its bytes at `offset` in the batch's payload, and its destination's
+/// address length (0: the socket's connected peer).
+struct clinux_outgoing_datagram {
+    uint32_t offset;
+    uint32_t length;
+    socklen_t address_length;
+};
+
+/// Sends `count` (at most 64) datagrams with one sendmmsg(MSG_DONTWAIT | MSG_NOSIGNAL): datagram i is
+/// `payload + datagrams[i].offset`, sent to `addresses[i]` unless its address length is 0. With `segment`, runs of
+/// datagrams that lie back to back in `payload`, go to the same destination and have the same size (the run's
+/// last may be shorter) go as one message the kernel cuts into those datagrams (UDP GSO, UDP_SEGMENT): the receiver
+/// still gets each datagram whole. Returns how many datagrams the socket took, from the first, or -1 with errno for
+/// the first message, which held `*first_message` datagrams. Defined in shims.c (needs _GNU_SOURCE).
+int clinux_send_datagrams(int fd, const void *payload, const struct sockaddr_storage *addresses,
+                          const struct clinux_outgoing_datagram *datagrams, unsigned int count, int segment,
+                          unsigned int *first_message);
+
 /// Opens a non-blocking, close-on-exec pipe (pipe2 with O_NONBLOCK | O_CLOEXEC).
 int clinux_pipe_nonblocking(int fds[2]);
 /// Moves up to `length` bytes between descriptors in the kernel, one of which is a pipe, without blocking.

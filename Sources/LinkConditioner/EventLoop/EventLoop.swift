@@ -225,10 +225,10 @@ public final class EventLoop: @unchecked Sendable {
             data.deallocate()
         }
         while running {
-            armTimer()
+            let timeout = armTimer()
             let count: Int
             do {
-                count = try epoll.wait(events: events, data: data, capacity: Int32(capacity))
+                count = try epoll.wait(events: events, data: data, capacity: Int32(capacity), timeoutMilliseconds: timeout)
             } catch {
                 preconditionFailure("epoll_wait failed: \(error)")
             }
@@ -271,17 +271,21 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Re-arms the timerfd for the earliest live deadline, dropping cancelled entries from the top of the heap.
-    private func armTimer() {
+    /// Re-arms the timerfd for the earliest live deadline, dropping cancelled entries from the top of the heap, and
+    /// returns epoll_wait's timeout: 0 when that deadline has already passed (a loop turn yielded with a zero-delay
+    /// timer), so the loop only polls and runs it without a timerfd round trip; -1 (wait for an event) otherwise.
+    private func armTimer() -> Int32 {
         while let first = timers.min, timerActions[first.id] == nil { timers.removeMin() }
-        guard let earliest = timers.min?.deadline else { return }
-        if let armed = armedDeadline, armed <= earliest { return }
+        guard let earliest = timers.min?.deadline else { return -1 }
+        if earliest <= clock.now() { return 0 }
+        if let armed = armedDeadline, armed <= earliest { return -1 }
         do {
             try timer.arm(at: earliest)
             armedDeadline = earliest
         } catch {
             preconditionFailure("timerfd_settime failed: \(error)")
         }
+        return -1
     }
 }
 

@@ -5,6 +5,8 @@ final class ReadBuffer {
     let bytes: UnsafeMutableRawBufferPointer
     /// The slots batched datagram reads land in, made on the first one.
     private(set) lazy var datagrams = DatagramBatch()
+    /// Where released datagrams wait to be sent together, made on the first one.
+    private(set) lazy var outbox = DatagramOutbox()
 
     init(size: Int = 256 * 1024) {
         bytes = .allocate(byteCount: size, alignment: 16)

@@ -8,6 +8,9 @@ final class UDPLink {
     private(set) var model: DatagramLink
     private var pumps: [ObjectIdentifier: DatagramPump] = [:]
     private lazy var serviceAlarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.service(at: now) }
+    /// Where the pumps' sends are staged during a service pass, so the datagrams it releases go out together; nil
+    /// when the pumps send one by one.
+    var outbox: DatagramOutbox?
 
     init(loop: EventLoop, profile: DirectionProfile, seed: UInt64) {
         self.loop = loop
@@ -47,6 +50,8 @@ final class UDPLink {
 
     /// Runs the serialiser up to `now`, tells pumps whose outcomes changed, and re-arms the service timer.
     func service(at now: Instant) {
+        outbox?.hold()
+        defer { outbox?.release() }
         for flow in model.advance(to: now) {
             pumps[ObjectIdentifier(flow)]?.deliverDue(at: now)
         }
@@ -105,6 +110,8 @@ final class DatagramPump {
 
     /// Sends every datagram the model has released by `now`, frees lost ones, and waits for the next.
     func deliverDue(at now: Instant) {
+        link.outbox?.hold()
+        defer { link.outbox?.release() }
         for outcome in flow.takeDeliverableDatagrams(at: now) {
             guard let datagram = held.removeValue(forKey: outcome.index) else { continue }
             if outcome.copies == 0 { lost?() }

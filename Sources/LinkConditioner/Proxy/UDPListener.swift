@@ -33,6 +33,10 @@ final class UDPListener: ConditionedListener {
     private var downlinkFaultDrops = 0
     /// Where flows are reported under `run --record`; nil when not recording.
     let recorder: TrafficRecorder?
+    /// Client datagrams the flows' upstream sockets refused to send.
+    let uplinkRefused = RefusedDatagrams()
+    /// Upstream datagrams the listening socket refused to send back to clients.
+    let downlinkRefused = RefusedDatagrams()
 
     /// Batches read per loop turn before other sockets get their turn.
     static let batchesPerTurn = 4
@@ -64,6 +68,8 @@ final class UDPListener: ConditionedListener {
         self.readBuffer = context.readBuffer
         self.recorder = context.recorder
         (uplink, downlink) = UDPLink.pair(for: context)
+        uplink.outbox = readBuffer.outbox
+        downlink.outbox = readBuffer.outbox
         do {
             registration = try loop.register(socket.descriptor, interest: Epoll.readable | Epoll.edgeTriggered) { [weak self] _ in
                 self?.receiveFromClients()
@@ -85,11 +91,13 @@ final class UDPListener: ConditionedListener {
         ListenerStatus(kind: "udp", address: localAddress, upstream: upstream.description, activeConnections: flows.count,
                        connectionsAccepted: flowsOpened, connectionsRefused: flowsRefused,
                        uplink: uplink.counters, downlink: downlink.counters,
-                       uplinkKernelDrops: uplinkKernelDrops, downlinkKernelDrops: downlinkKernelDrops,
+                       uplinkKernelDrops: uplinkKernelDrops + uplinkRefused.count,
+                       downlinkKernelDrops: downlinkKernelDrops + downlinkRefused.count,
                        uplinkFaultDrops: uplinkFaultDrops, downlinkFaultDrops: downlinkFaultDrops)
     }
 
-    /// Reads client datagrams in batches until the socket is empty, at most `batchesPerTurn` batches per loop turn.
+    /// Reads client datagrams in batches until the socket is empty, at most `batchesPerTurn` batches per loop turn;
+    /// what each batch releases at once is sent together.
     private func receiveFromClients() {
         readScheduled = false
         let now = loop.clock.now()
@@ -103,7 +111,9 @@ final class UDPListener: ConditionedListener {
                 continue
             }
             guard case .processed(let count) = received else { return }
-            for index in 0..<count { fromClient(batch, index, at: now) }
+            readBuffer.outbox.holding {
+                for index in 0..<count { fromClient(batch, index, at: now) }
+            }
             // Fewer than asked: the socket was empty, and the next datagram raises a new edge.
             if count < batch.capacity { return }
         }
@@ -153,13 +163,10 @@ final class UDPListener: ConditionedListener {
         loop.schedule(at: loop.clock.now()) { [weak self] in self?.receiveFromClients() }
     }
 
-    /// Sends one datagram to `client` from the listening socket; false when the socket could not take it.
-    func send(_ bytes: [UInt8], to client: SocketAddress) -> Bool {
-        let result = bytes.withUnsafeBytes { raw in
-            Result { () throws(SystemError) -> IOResult<Int> in try socket.sendDatagram(raw, to: client) }
-        }
-        if case .success(.processed) = result { return true }
-        return false
+    /// Sends one datagram to `client` from the listening socket, through the loop's outbox (a refusal is counted
+    /// with the downlink's kernel drops).
+    func send(_ bytes: [UInt8], to client: SocketAddress) {
+        readBuffer.outbox.send(bytes, on: socket, to: client, refusals: downlinkRefused)
     }
 
     /// Counts a datagram a fault kept from crossing.
@@ -197,6 +204,7 @@ final class UDPListener: ConditionedListener {
         if let registration { loop.deregister(registration) }
         registration = nil
         resetConnections()
+        readBuffer.outbox.flush()
         socket.close()
         uplink.close()
         downlink.close()
@@ -241,18 +249,13 @@ final class UDPFlow {
                                   client: client.description, destination: address.description, at: now)
         }
         self.recording = recording
-        uplink = DatagramPump(link: listener.uplink) { bytes, _ in
-            let result = bytes.withUnsafeBytes { raw in
-                Result { () throws(SystemError) -> IOResult<Int> in try upstream.write(raw) }
-            }
-            if case .success(.processed) = result {
-                recording?.delivered(bytes.count, up: true)
-                return true
-            }
-            return false
+        uplink = DatagramPump(link: listener.uplink) { [unowned listener] bytes, _ in
+            listener.readBuffer.outbox.send(bytes, on: upstream, to: nil, refusals: listener.uplinkRefused)
+            recording?.delivered(bytes.count, up: true)
+            return true
         }
         downlink = DatagramPump(link: listener.downlink) { [unowned listener] bytes, _ in
-            guard listener.send(bytes, to: client) else { return false }
+            listener.send(bytes, to: client)
             recording?.delivered(bytes.count, up: false)
             return true
         }
@@ -300,17 +303,19 @@ final class UDPFlow {
                 continue
             }
             guard case .processed(let count) = received else { return }
-            for index in 0..<count {
-                listener.countDownlinkKernelDrops(dropCounter.newDrops(reported: batch[index].kernelDropCount))
-                if listener.profile.fault == .blackhole {
+            listener.readBuffer.outbox.holding {
+                for index in 0..<count {
+                    listener.countDownlinkKernelDrops(dropCounter.newDrops(reported: batch[index].kernelDropCount))
+                    if listener.profile.fault == .blackhole {
+                        lastActivity = now
+                        continue
+                    }
+                    let bytes = batch.withDatagram(index) { Array($0) }
+                    guard passesFaults(bytes.count, up: false, at: now) else { continue }
                     lastActivity = now
-                    continue
+                    recording?.read(bytes.count, up: false, at: now)
+                    if !downlink.offer(bytes, at: now) { recording?.dropped(up: false, cause: .queue) }
                 }
-                let bytes = batch.withDatagram(index) { Array($0) }
-                guard passesFaults(bytes.count, up: false, at: now) else { continue }
-                lastActivity = now
-                recording?.read(bytes.count, up: false, at: now)
-                if !downlink.offer(bytes, at: now) { recording?.dropped(up: false, cause: .queue) }
             }
             if count < batch.capacity { return }
         }
@@ -337,6 +342,7 @@ final class UDPFlow {
         isClosed = true
         if let idleTimer { loop.cancel(idleTimer) }
         if let registration { loop.deregister(registration) }
+        listener.readBuffer.outbox.flush()
         uplink.close()
         downlink.close()
         upstream.close()

@@ -65,6 +65,15 @@ extension Socket {
         try batch.receive(from: descriptor)
     }
 
+    /// Sends the datagrams of `batch` from index `start` with one `sendmmsg`; returns how many the socket took,
+    /// from `start` on. With `segmenting`, runs of equal-sized datagrams to one destination go as one message the
+    /// kernel cuts up (UDP GSO); the receiver still gets every datagram whole. `.wouldBlock` and a thrown error are
+    /// about the first message: datagram `start` and, segmenting, the rest of its run (`batch.firstMessageLength`
+    /// datagrams), none of which was sent.
+    func sendDatagrams(_ batch: DatagramSendBatch, from start: Int, segmenting: Bool) throws(SystemError) -> IOResult<Int> {
+        try batch.send(on: descriptor, from: start, segmenting: segmenting)
+    }
+
     /// Receives one datagram into `buffer`; returns its length (cut to the buffer) and its sender.
     func receiveDatagram(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<(Int, SocketAddress)> {
         var storage = sockaddr_storage()
@@ -154,6 +163,80 @@ final class DatagramBatch {
         precondition(index < count, "datagram \(index) of \(count) received")
         let start = index * Self.slotSize
         return try body(UnsafeRawBufferPointer(rebasing: payload[start..<start + Int(slots[index].length)]))
+    }
+}
+
+/// Outgoing datagrams staged for one `sendmmsg`: their bytes copied into one payload buffer, each with its
+/// destination (nil: the socket's connected peer).
+///
+/// Lives on the event loop thread that owns it. Holds at most `capacity` datagrams and `payloadCapacity` bytes (at
+/// least one whole datagram of 64 KiB); pointers to the payload never leave the `send` call.
+final class DatagramSendBatch {
+    let capacity: Int
+    let payloadCapacity: Int
+    private let payload: UnsafeMutableRawBufferPointer
+    private let addresses: UnsafeMutablePointer<sockaddr_storage>
+    private let datagrams: UnsafeMutablePointer<clinux_outgoing_datagram>
+    /// Datagrams staged.
+    private(set) var count = 0
+    /// Payload bytes staged.
+    private(set) var payloadBytes = 0
+    /// How many datagrams the first message of the last send joined (1 unless segmented).
+    private(set) var firstMessageLength = 0
+
+    /// Makes room for `capacity` datagrams (at most 64, the shim's limit) and `payloadCapacity` bytes.
+    init(capacity: Int = 64, payloadCapacity: Int = 256 * 1024) {
+        self.capacity = min(max(capacity, 1), 64)
+        self.payloadCapacity = max(payloadCapacity, DatagramBatch.slotSize)
+        payload = .allocate(byteCount: self.payloadCapacity, alignment: 16)
+        addresses = .allocate(capacity: self.capacity)
+        datagrams = .allocate(capacity: self.capacity)
+    }
+
+    deinit {
+        payload.deallocate()
+        addresses.deallocate()
+        datagrams.deallocate()
+    }
+
+    /// Whether one more datagram of `length` bytes fits.
+    func hasRoom(for length: Int) -> Bool {
+        count < capacity && payloadBytes + length <= payloadCapacity
+    }
+
+    /// Copies `bytes` in as the next datagram, for `destination` (nil: the connected peer). Check `hasRoom` first.
+    func append(_ bytes: UnsafeRawBufferPointer, to destination: SocketAddress?) {
+        precondition(hasRoom(for: bytes.count), "datagram of \(bytes.count) B appended to a full batch")
+        if bytes.count > 0, let base = bytes.baseAddress {
+            (payload.baseAddress! + payloadBytes).copyMemory(from: base, byteCount: bytes.count)
+        }
+        var addressLength: socklen_t = 0
+        if let destination {
+            addresses[count] = destination.storage
+            addressLength = destination.length
+        }
+        datagrams[count] = clinux_outgoing_datagram(offset: UInt32(payloadBytes), length: UInt32(bytes.count),
+                                                    address_length: addressLength)
+        count += 1
+        payloadBytes += bytes.count
+    }
+
+    /// Forgets every staged datagram.
+    func removeAll() {
+        count = 0
+        payloadBytes = 0
+    }
+
+    fileprivate func send(on descriptor: Int32, from start: Int, segmenting: Bool) throws(SystemError) -> IOResult<Int> {
+        precondition(start < count, "sending datagram \(start) of \(count) staged")
+        var firstMessage: UInt32 = 0
+        defer { firstMessageLength = Int(firstMessage) }
+        let result = try nonBlockingSyscall("sendmmsg") {
+            clinux_send_datagrams(descriptor, payload.baseAddress, addresses + start, datagrams + start, UInt32(count - start),
+                                  segmenting ? 1 : 0, &firstMessage)
+        }
+        guard case .processed(let sent) = result else { return .wouldBlock }
+        return .processed(Int(sent))
     }
 }
 

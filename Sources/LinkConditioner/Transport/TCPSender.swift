@@ -126,9 +126,9 @@ public struct TCPSender {
     private var maxPacketsOut = 0
     private var cwndUsageSeq: Int64 = 0
     private var lastSendAt: Instant?
-    private var retransmissionDeadline: Instant?
-    private var reorderDeadline: Instant?
-    private var probeDeadline: Instant?
+    private var retransmissionDeadline: Instant? { didSet { updateNextTimer() } }
+    private var reorderDeadline: Instant? { didSet { updateNextTimer() } }
+    private var probeDeadline: Instant? { didSet { updateNextTimer() } }
     private var probe = Probe.none
     private var tlpHighSeq: Int64?
     private var tlpRetransmitted = false
@@ -425,9 +425,16 @@ public struct TCPSender {
         probeDeadline = now + timeout
     }
 
-    /// When the sender next needs `timerFired`: the reorder, probe or retransmission timer.
-    public var nextTimer: Instant? {
-        [reorderDeadline, probeDeadline, retransmissionDeadline].compactMap { $0 }.min()
+    /// When the sender next needs `timerFired`: the reorder, probe or retransmission timer. Stored, and kept up to
+    /// date as the deadlines change, because the link asks every flow at every event: a computed property read
+    /// through the flow copied the whole sender (retaining everything it holds) on each call.
+    public private(set) var nextTimer: Instant?
+
+    private mutating func updateNextTimer() {
+        var next = reorderDeadline
+        if let at = probeDeadline { next = min(next ?? at, at) }
+        if let at = retransmissionDeadline { next = min(next ?? at, at) }
+        nextTimer = next
     }
 
     /// Runs the timers due by `now`.
