@@ -4,7 +4,8 @@ import LoopbackPeers
 import Testing
 
 /// The toxics that end or hold connections, on real loopback connections through the Toxiproxy API: timeout,
-/// reset_peer and slow_close. Timing: never early, late by at most `late`.
+/// reset_peer and slow_close. Timing: never early, late by at most `late`, from before `connect()`: a toxic's clock
+/// starts when linkcond accepts, which may come before `connect()` returns to a descheduled client.
 @Suite(.serialized)
 struct ConnectionToxicTests {
     let late = 0.5
@@ -19,9 +20,9 @@ struct ConnectionToxicTests {
         let port = try api.createProxy("t", upstreamPort: upstream.port)
         _ = try api.send("POST", "/proxies/t/toxics", #"{"type":"timeout","stream":"upstream","attributes":{"timeout":300}}"#)
 
+        let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: port)
         defer { client.close() }
-        let start = MonotonicClock().now()
         try client.send(Array(repeating: 7, count: 1000))
         let answer = try client.receive()
         let elapsed = secondsSince(start)
@@ -79,9 +80,9 @@ struct ConnectionToxicTests {
         let port = try api.createProxy("r", upstreamPort: upstream.port)
         _ = try api.send("POST", "/proxies/r/toxics", #"{"type":"reset_peer","attributes":{"timeout":200}}"#)
 
+        let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: port)
         defer { client.close() }
-        let start = MonotonicClock().now()
         let outcome = Result { try client.receive() }
         let elapsed = secondsSince(start)
 
@@ -96,9 +97,9 @@ struct ConnectionToxicTests {
         let port = try api.createProxy("s", upstreamPort: upstream.port)
         _ = try api.send("POST", "/proxies/s/toxics", #"{"type":"slow_close","attributes":{"delay":300}}"#)
 
+        let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: port)
         defer { client.close() }
-        let start = MonotonicClock().now()
         let data = try client.receive(exactly: 3)
         let dataAt = secondsSince(start)
         let end = try client.receive()
