@@ -51,10 +51,16 @@ struct LinkAccuracyTests {
         let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: proxy.port)
         defer { client.close() }
-        let received = try client.drain()
-        let achieved = Double(received.count) * 8 / secondsSince(start)
+        // Counting only: a checksum of each byte (`drain`) made the client the bottleneck under a sanitizer.
+        var received = 0
+        while true {
+            let chunk = try client.receive(max: 262_144)
+            if chunk.isEmpty { break }
+            received += chunk.count
+        }
+        let achieved = Double(received) * 8 / secondsSince(start)
 
-        #expect(received.count == size)
+        #expect(received == size)
         #expect(achieved <= rate.bitsPerSecond * 1.005, "achieved \(achieved / 1e6) Mbit/s for \(rate.bitsPerSecond / 1e6) asked")
         #expect(achieved >= rate.bitsPerSecond * 0.97, "achieved \(achieved / 1e6) Mbit/s for \(rate.bitsPerSecond / 1e6) asked")
     }

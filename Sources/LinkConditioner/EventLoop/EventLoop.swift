@@ -43,6 +43,7 @@ public final class EventLoop: @unchecked Sendable {
     private var nextTimer: UInt64 = 1
     private var armedDeadline: Instant?
     private var running = true
+    /// Set once by the loop thread before `start` returns, and read-only after that, so any thread may compare it.
     private var loopThread: ThreadIdentity?
 
     /// Work queued from any thread; `abandon`, when set, tells a waiting caller the work will never run.
@@ -73,16 +74,23 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Starts the loop on a new thread.
+    /// Starts the loop on a new thread and returns once that thread has recorded its identity.
+    ///
+    /// Waiting orders the write of `loopThread` before every later `inLoopThread` in this thread and in any thread
+    /// it hands the loop to; without it `submitAndWait` right after `start` read it while the loop thread wrote it.
     public func start(name: String = "linkcond-loop") {
+        let identified = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
-            self.run()
-            self.finished.signal()
+            loopThread = ThreadIdentity.current
+            identified.signal()
+            run()
+            finished.signal()
         }
         thread.name = name
         thread.stackSize = 1 << 22
         self.thread = thread
         thread.start()
+        identified.wait()
     }
 
     /// Runs `work` on the loop thread soon; safe from any thread. Returns false (and drops `work`) once the loop
@@ -214,7 +222,6 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func run() {
-        loopThread = ThreadIdentity.current
         // Timer slack would make every due time up to 50 µs late; a loop that cannot set it still runs, only coarser.
         try? TimerSlack.set(nanoseconds: 1)
         let capacity = 256
