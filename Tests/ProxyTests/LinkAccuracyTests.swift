@@ -189,6 +189,7 @@ func payloadBlocks(size: Int, seed: UInt64) -> [[UInt8]] {
 }
 
 /// Waits until `condition` holds, polling every 10 ms for at most `seconds`; returns whether it held.
+@discardableResult
 func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {

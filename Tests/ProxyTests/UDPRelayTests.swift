@@ -6,16 +6,6 @@ import Testing
 /// End-to-end behaviour of the UDP relay on real loopback sockets.
 @Suite(.serialized)
 struct UDPRelayTests {
-    /// Waits until `condition` holds, polling every 10 ms for at most `seconds`; returns whether it held.
-    @discardableResult
-    private func wait(seconds: Double, until condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
-    }
 
     private func status(_ proxy: ConditionedProxy) -> ListenerStatus { proxy.status()[0] }
 
@@ -45,7 +35,7 @@ struct UDPRelayTests {
         for number in 0..<count {
             try client.send(datagram(number), to: proxy.port)
             guard number % window == window - 1 || number == count - 1 else { continue }
-            let caughtUp = wait(seconds: 10) {
+            let caughtUp = waitUntil(seconds: 10) {
                 let uplink = status(proxy).uplink
                 return uplink.datagramsEnqueued + status(proxy).uplinkKernelDrops == before + number + 1
                     && (sink.map { $0.datagrams.count == uplink.datagramsDelivered } ?? true)
@@ -114,7 +104,7 @@ struct UDPRelayTests {
         let start = MonotonicClock().now()
         try client.send([1], to: proxy.port)
         _ = client.receive()
-        wait(seconds: 5) { status(proxy).activeConnections == 0 }
+        waitUntil(seconds: 5) { status(proxy).activeConnections == 0 }
         let forgottenAfter = secondsSince(start)
         try client.send([2], to: proxy.port)
         _ = client.receive()
@@ -201,10 +191,10 @@ struct UDPRelayTests {
         for _ in 0..<200 { try client.send([UInt8](repeating: 9, count: 1200), to: proxy.port) }
         let released = MonotonicClock().now()
         release()
-        wait(seconds: 10) { status(proxy).uplink.datagramsEnqueued == 200 }
+        waitUntil(seconds: 10) { status(proxy).uplink.datagramsEnqueued == 200 }
         let sentWhileReading = Int((MonotonicClock().now() - released).seconds / 0.0096)
-        wait(seconds: 10) { status(proxy).uplink.queuedBytes == 0 && status(proxy).uplink.inFlightBytes == 0 }
-        wait(seconds: 10) { sink.datagrams.count == status(proxy).uplink.datagramsDelivered }
+        waitUntil(seconds: 10) { status(proxy).uplink.queuedBytes == 0 && status(proxy).uplink.inFlightBytes == 0 }
+        waitUntil(seconds: 10) { sink.datagrams.count == status(proxy).uplink.datagramsDelivered }
         let uplink = status(proxy).uplink
 
         #expect(uplink.datagramsEnqueued == 200)
@@ -250,7 +240,7 @@ struct UDPRelayTests {
         let release = holdLoop(of: proxy)
         for number in 0..<1000 { try client.send([UInt8](repeating: UInt8(truncatingIfNeeded: number), count: 2000), to: proxy.port) }
         release()
-        wait(seconds: 10) { status(proxy).uplink.datagramsEnqueued + status(proxy).uplinkKernelDrops == 1000 }
+        waitUntil(seconds: 10) { status(proxy).uplink.datagramsEnqueued + status(proxy).uplinkKernelDrops == 1000 }
 
         #expect(status(proxy).uplink.datagramsEnqueued == 1000)
         #expect(status(proxy).uplinkKernelDrops == 0)
@@ -272,7 +262,7 @@ struct UDPRelayTests {
         release()
         // The kernel reports its running drop count with the next datagram it queues, so keep sending one at a
         // time until the relay's account of every datagram sent is complete.
-        wait(seconds: 10) {
+        waitUntil(seconds: 10) {
             let complete = status(proxy).uplink.datagramsEnqueued + status(proxy).uplinkKernelDrops == sent
             if !complete, (try? client.send([6], to: proxy.port)) != nil { sent += 1 }
             return complete
@@ -345,7 +335,7 @@ struct UDPRelayTests {
         let release = holdLoop(of: proxy)
         for bytes in sent { try client.send(bytes, to: proxy.port) }
         release()
-        wait(seconds: 10) { sink.datagrams.count == sent.count }
+        waitUntil(seconds: 10) { sink.datagrams.count == sent.count }
 
         #expect(sink.datagrams == sent)
         #expect(status(proxy).uplinkKernelDrops == 0)
@@ -383,7 +373,7 @@ struct UDPRelayTests {
         let sent = (0..<100).map(numbered)
 
         try sendPaced(sent.count, from: client, to: proxy, window: 50) { sent[$0] }
-        wait(seconds: 10) { sink.datagrams.count == sent.count }
+        waitUntil(seconds: 10) { sink.datagrams.count == sent.count }
 
         #expect(sink.datagrams == sent)
         #expect(status(proxy).uplinkKernelDrops == 0)

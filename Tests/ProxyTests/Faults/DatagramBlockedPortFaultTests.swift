@@ -9,15 +9,6 @@ import Testing
 struct DatagramBlockedPortFaultTests {
     private func status(_ proxy: ConditionedProxy) -> ListenerStatus { proxy.status()[0] }
 
-    @discardableResult
-    private func wait(seconds: Double, until condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
-    }
 
     @Test(arguments: ["refuse", "blackhole"])
     func datagramsToABlockedUpstreamPortAreDroppedAndCountedOpeningNoFlow(_ mode: String) throws {
@@ -28,7 +19,7 @@ struct DatagramBlockedPortFaultTests {
         defer { client.close(); proxy.stop() }
 
         for number in 0..<5 { try client.send([UInt8(number)], to: proxy.port) }
-        let counted = wait(seconds: 10) { status(proxy).uplinkFaultDrops == 5 }
+        let counted = waitUntil(seconds: 10) { status(proxy).uplinkFaultDrops == 5 }
 
         #expect(counted, "\(status(proxy).uplinkFaultDrops) of 5 counted")
         #expect(echo.datagrams.isEmpty)
@@ -47,7 +38,7 @@ struct DatagramBlockedPortFaultTests {
 
         try proxy.set([("blocked.ports", "\(echo.port)")])
         try client.send([2], to: proxy.port)
-        let counted = wait(seconds: 10) { status(proxy).uplinkFaultDrops == 1 }
+        let counted = waitUntil(seconds: 10) { status(proxy).uplinkFaultDrops == 1 }
 
         #expect(before?.bytes == [1])
         #expect(counted)

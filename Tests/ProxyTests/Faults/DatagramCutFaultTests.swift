@@ -9,15 +9,6 @@ import Testing
 struct DatagramCutFaultTests {
     private func status(_ proxy: ConditionedProxy) -> ListenerStatus { proxy.status()[0] }
 
-    @discardableResult
-    private func wait(seconds: Double, until condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
-    }
 
     @Test func anUplinkCutPassesTheWholeDatagramsUnderTheLimitThenNothing() throws {
         let sink = try TestDatagramServer(reply: { _ in nil })
@@ -27,10 +18,10 @@ struct DatagramCutFaultTests {
         defer { client.close(); proxy.stop() }
 
         for size in [100, 100, 100, 10] { try client.send([UInt8](repeating: UInt8(size), count: size), to: proxy.port) }
-        let counted = wait(seconds: 10) { status(proxy).uplinkFaultDrops == 2 }
+        let counted = waitUntil(seconds: 10) { status(proxy).uplinkFaultDrops == 2 }
 
         #expect(counted, "\(status(proxy).uplinkFaultDrops) of 2 counted")
-        #expect(wait(seconds: 10) { sink.datagrams.count == 2 })
+        #expect(waitUntil(seconds: 10) { sink.datagrams.count == 2 })
         #expect(sink.datagrams.map(\.count) == [100, 100])
     }
 
@@ -47,9 +38,9 @@ struct DatagramCutFaultTests {
             if let answer = client.receive() { answers.append(answer.bytes.count) }
         }
         try client.send([UInt8](repeating: 2, count: 100), to: proxy.port)
-        let answerCut = wait(seconds: 10) { status(proxy).downlinkFaultDrops == 1 }
+        let answerCut = waitUntil(seconds: 10) { status(proxy).downlinkFaultDrops == 1 }
         try client.send([UInt8](repeating: 3, count: 100), to: proxy.port)
-        let flowCut = wait(seconds: 10) { status(proxy).uplinkFaultDrops == 1 }
+        let flowCut = waitUntil(seconds: 10) { status(proxy).uplinkFaultDrops == 1 }
 
         #expect(answers == [100, 100])
         #expect(answerCut && flowCut)
@@ -67,7 +58,7 @@ struct DatagramCutFaultTests {
         let first = client.receive()
         usleep(1_200_000)
         try client.send([2], to: proxy.port)
-        let cut = wait(seconds: 10) { status(proxy).uplinkFaultDrops == 1 }
+        let cut = waitUntil(seconds: 10) { status(proxy).uplinkFaultDrops == 1 }
 
         #expect(first?.bytes == [1])
         #expect(cut)
@@ -85,8 +76,8 @@ struct DatagramCutFaultTests {
         try client.send([UInt8](repeating: 1, count: 100), to: proxy.port)
         let first = client.receive()
         try client.send([2], to: proxy.port)
-        let cut = wait(seconds: 10) { status(proxy).uplinkFaultDrops == 1 }
-        let forgotten = wait(seconds: 10) { status(proxy).activeConnections == 0 }
+        let cut = waitUntil(seconds: 10) { status(proxy).uplinkFaultDrops == 1 }
+        let forgotten = waitUntil(seconds: 10) { status(proxy).activeConnections == 0 }
         try client.send([UInt8](repeating: 3, count: 100), to: proxy.port)
         let fresh = client.receive()
 
@@ -132,7 +123,7 @@ struct DatagramCutFaultTests {
         let flowPort = try #require(upstream.receive()?.port)
 
         var sent = 0
-        let forgotten = wait(seconds: 10) {
+        let forgotten = waitUntil(seconds: 10) {
             try? upstream.send([UInt8](repeating: 9, count: 10), to: flowPort)
             sent += 1
             return status(proxy).activeConnections == 0
