@@ -24,8 +24,7 @@ final class DatagramOutbox {
     }
 
     /// Errors that say the kernel or the route cannot segment, rather than something about the datagram.
-    private static let segmentationUnsupported: Set<Errno> = [Errno(rawValue: 5), Errno(rawValue: 22), Errno(rawValue: 95),
-                                                              Errno(rawValue: 92)]
+    private static let segmentationUnsupported: Set<Errno> = [.ioError, .invalidArgument, .notSupported, .optionUnknown]
 
     /// Defers sending until the matching `release`; holds nest.
     func hold() {

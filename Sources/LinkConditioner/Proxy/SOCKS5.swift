@@ -38,7 +38,7 @@ enum SOCKS5 {
             case .networkUnreachable: self = .networkUnreachable
             case .hostUnreachable: self = .hostUnreachable
             case .timedOut: self = .ttlExpired
-            case Errno(rawValue: 13), Errno(rawValue: 1): self = .notAllowed
+            case .permissionDenied, .notPermitted: self = .notAllowed
             default: self = .generalFailure
             }
         }

@@ -275,8 +275,8 @@ final class StreamPump {
         }
         do {
             try destination.shutdownWrite()
-        } catch where error.errno == Errno(rawValue: 107) {
-            // ENOTCONN: the peer is already gone; the connection's other direction will notice.
+        } catch where error.errno == .notConnected {
+            // The peer is already gone; the connection's other direction will notice.
         } catch {
             return .failed(error)
         }

@@ -35,6 +35,20 @@ public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let tooManyOpenFiles = Errno(rawValue: EMFILE)
     /// ENOENT: no such file or directory.
     public static let noSuchFile = Errno(rawValue: ENOENT)
+    /// EIO: an input/output error (a UDP GSO message the device cannot segment).
+    public static let ioError = Errno(rawValue: EIO)
+    /// EINVAL: an argument the kernel does not accept.
+    public static let invalidArgument = Errno(rawValue: EINVAL)
+    /// EOPNOTSUPP: the operation is not supported here.
+    public static let notSupported = Errno(rawValue: EOPNOTSUPP)
+    /// ENOPROTOOPT: the kernel does not know the socket option.
+    public static let optionUnknown = Errno(rawValue: ENOPROTOOPT)
+    /// EACCES: permission denied (a firewall rule, a privileged port).
+    public static let permissionDenied = Errno(rawValue: EACCES)
+    /// EPERM: the operation is not permitted (an nftables or capability refusal).
+    public static let notPermitted = Errno(rawValue: EPERM)
+    /// ENOTCONN: the socket is not connected (its peer is already gone).
+    public static let notConnected = Errno(rawValue: ENOTCONN)
 
     /// The C library's text for this error.
     public var description: String { String(cString: strerror(rawValue)) }
