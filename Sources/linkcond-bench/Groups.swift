@@ -236,14 +236,14 @@ func udpGroup() throws {
     for (size, perSecond) in [(1200, 100_000), (64, 200_000)] {
         let extra = ["-u", "-l", String(size), "-b", String(size * 8 * perSecond), "-w", "4M"]
         /// Delivered per second, loss counted by the receiver, and (through linkcond) the part of it linkcond's
-        /// sockets dropped, in percent of datagrams sent.
-        func run(_ target: () throws -> (LinkcondPeer?, UInt16)) -> (rate: Double?, loss: Double?, atRelay: Double?) {
+        /// sockets dropped, in percent of datagrams sent. With `inExec` the client runs inside `linkcond exec`.
+        func run(inExec: Bool = false, _ target: () throws -> (LinkcondPeer?, UInt16)) -> (rate: Double?, loss: Double?, atRelay: Double?) {
             var rates: [Double] = [], losses: [Double] = [], atRelay: [Double] = []
             for _ in 0..<runs {
                 do {
                     let (linkcond, relay) = try target()
                     defer { linkcond?.stop() }
-                    let result = try runIperfClient(port: relay, seconds: seconds, extra: extra)
+                    let result = try runIperfClient(port: relay, seconds: seconds, extra: extra, inExec: inExec)
                     rates.append((result.datagrams - result.lostDatagrams) / max(result.seconds, 0.001))
                     losses.append(result.datagrams > 0 ? result.lostDatagrams / result.datagrams * 100 : .nan)
                     if let drops = linkcond?.udpKernelDrops(), result.datagrams > 0 { atRelay.append(drops / result.datagrams * 100) }
@@ -261,6 +261,9 @@ func udpGroup() throws {
         report.add("\(size) B linkcond: of it at linkcond", linkcond.atRelay, "%", target: "< 0.1 %",
                    met: linkcond.atRelay.map { $0 < 0.1 },
                    note: "kernel drops at linkcond's sockets; the rest is lost at iperf3's receiver")
+        let exec = run(inExec: true) { (nil, port) }
+        report.add("\(size) B inside linkcond exec: delivered", exec.rate, "/s", versus: [("direct", direct.rate)],
+                   note: exec.loss.map { String(format: "loss %.3f %%; every datagram crosses two TUN devices", $0) })
     }
 }
 
