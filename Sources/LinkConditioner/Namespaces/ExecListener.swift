@@ -219,14 +219,7 @@ final class ExecListener: RelayHost, ConditionedListener {
     // MARK: TCP
 
     private func accepted(_ client: Socket, from address: SocketAddress, family: Int32) {
-        let destination: SocketAddress
-        do {
-            destination = try client.originalDestination(family: family)
-        } catch {
-            logger.warning("exec: connection from \(address): \(error)")
-            client.close()
-            return
-        }
+        guard let destination = client.originalDestinationOrClose(family: family, from: address, logger: logger) else { return }
         connectionsAccepted += 1
         destinations.opened(destination)
         let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
@@ -395,5 +388,19 @@ final class ExecDatagramFlow {
         if let registration { loop.deregister(registration) }
         registration = nil
         socket.close()
+    }
+}
+
+extension Socket {
+    /// Where the program sent this redirected connection (`SO_ORIGINAL_DST`), or nil after logging why and closing
+    /// it. Both exec modes' listeners accept through it. On the event loop thread.
+    func originalDestinationOrClose(family: Int32, from address: SocketAddress, logger: Logger) -> SocketAddress? {
+        do {
+            return try originalDestination(family: family)
+        } catch {
+            logger.warning("exec: connection from \(address): \(error)")
+            close()
+            return nil
+        }
     }
 }

@@ -109,14 +109,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     /// Relays a redirected connection to where the program sent it, or resets it while the profile refuses
     /// connections.
     private func accepted(_ client: Socket, from address: SocketAddress, family: Int32) {
-        let destination: SocketAddress
-        do {
-            destination = try client.originalDestination(family: family)
-        } catch {
-            logger.warning("exec: connection from \(address): \(error)")
-            client.close()
-            return
-        }
+        guard let destination = client.originalDestinationOrClose(family: family, from: address, logger: logger) else { return }
         let excluded = isExcluded(destination)
         if profile.fault == .refuse && !excluded {
             connectionsRefused += 1
