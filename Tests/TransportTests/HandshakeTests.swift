@@ -46,6 +46,23 @@ struct HandshakeTests {
         #expect(flow.opensAt == .ms(20))
     }
 
+    @Test func aLostFirstSegmentIsResentAfterTheHandshakesRoundTripNotTheOneSecondInitialTimeout() {
+        let link = modelLink(oneWay: .milliseconds(50))
+        var dropped = false
+        link.lossDecision = { packet in
+            defer { dropped = true }
+            return !dropped
+        }
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(100, over: link, flow: flow, from: .zero)
+
+        // The handshake's 100 ms round trip is the first sample: srtt 100 ms, rttvar 50 ms, so the lone lost segment
+        // is probed at min(2 · srtt + 200 ms, srtt + max(4 · rttvar, 200 ms)) = 300 ms and arrives at 350 ms.
+        #expect(result.lastByteAt == .ms(350))
+        #expect(flow.transport.srtt == .milliseconds(100))
+    }
+
     @Test func aDelayOfCenturiesSaturatesInsteadOfOverflowing() {
         let forever = DirectionProfile(delay: .seconds(Int64.max / 1_000_000_000))
         let downlink = StreamLink(side: .acceptor, profile: forever, reverse: forever, settings: TCPSettings(), seed: 1)

@@ -7,7 +7,7 @@
 //     later:         rttvar = 3/4 rttvar + 1/4 |srtt − R|,  srtt = 7/8 srtt + 1/8 R
 //     rto = srtt + max(4 · rttvar, TCP_RTO_MIN)            (Linux floors the variance term, not the sum, at 200 ms)
 //
-// Before any sample rto is 1 s (TCP_TIMEOUT_INIT). Each expiry doubles the wait (`backoff`, capped at
+// Before any sample rto is 1 s (TCP_TIMEOUT_INIT); a connection's handshake normally gives the first one. Each expiry doubles the wait (`backoff`, capped at
 // TCP_RTO_MAX = 120 s); a new sample clears the backoff, as Linux does when an ACK gives a valid RTT.
 
 /// Linux's retransmission timeout: smoothed RTT, RTT variance, and exponential backoff.

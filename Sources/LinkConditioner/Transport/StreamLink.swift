@@ -19,7 +19,8 @@
 // small), its queue, its jitter and its loss. Handshake: the connecting side's flow opens one SYN-ACK after the
 // proxy connects upstream (the reverse delay), the accepting side's after the SYN-ACK and the final ACK (forward
 // plus reverse delay), so the first request/response takes two round trips as on a real link, and a server
-// that speaks first pays the handshake too.
+// that speaks first pays the handshake too. Each side's sender takes the handshake's round trip as its first RTT
+// sample, as Linux does, so its first retransmission timeout is about 200 ms rather than 1 s.
 //
 // A link with no impairment at all (no rate, delay, jitter or loss either way) passes bytes straight through
 // whenever a flow has nothing in the model, so an unconditioned listener costs nothing.
@@ -112,6 +113,7 @@ public final class StreamLink {
             opensAt = now.addingSaturating(nanoseconds: wait.nanoseconds)
         }
         let flow = StreamFlow(number: nextFlowNumber, settings: settings, opensAt: opensAt, tally: tally)
+        flow.sender.handshakeCompleted(roundTrip: profile.delay + reverseDelay)
         nextFlowNumber += 1
         flows.append(flow)
         flowsByNumber[flow.number] = flow

@@ -150,6 +150,13 @@ public struct TCPSender {
         self.receiveWindow = receiveWindow
     }
 
+    /// The handshake's round trip. Linux samples the SYN against its SYN-ACK (the connecting side) and the SYN-ACK
+    /// against the final ACK (the accepting side), so the first data segment's timeout is srtt + 200 ms rather
+    /// than TCP_TIMEOUT_INIT's 1 s.
+    public mutating func handshakeCompleted(roundTrip: Duration) {
+        timer.sample(roundTrip)
+    }
+
     public var cwnd: Int { window.cwnd }
     public var ssthresh: Int { window.ssthresh }
     /// Bytes written and not yet acknowledged: what the send buffer holds.
