@@ -61,11 +61,24 @@ func shapedGroup() throws {
     report.add("haproxy, iperf3 -b 1G: rate", haproxy.rate, "bit/s")
     report.add("haproxy, iperf3 -b 1G: CPU", haproxy.cpu, "s/GB")
     report.add("haproxy splice: CPU", splice.cpu, "s/GB")
-    for (label, profile) in [("rate", "bandwidth = 1 Gbit/s"), ("rate + 10 ms", "bandwidth = 1 Gbit/s\ndelay = 10 ms")] {
+    // With 10 ms each way the path holds 2.5 MB; a queue of at least that lets the emulated CUBIC fill it, as a
+    // real sender would. The default 256 KiB queue is a tenth of it: the emulated sender then overshoots at the end
+    // of slow start, cuts its window and regrows it over seconds, as Linux's CUBIC does on such a link, so that row
+    // reports TCP's own ramp rather than the shaper's accuracy.
+    let rows = [("rate", "bandwidth = 1 Gbit/s", true),
+                ("rate + 10 ms, 4 MiB queue", "bandwidth = 1 Gbit/s\ndelay = 10 ms\nqueue = 4 MiB", true),
+                ("rate + 10 ms, default queue", "bandwidth = 1 Gbit/s\ndelay = 10 ms", false)]
+    for (label, profile, shaperAccuracy) in rows {
         let shaped = relayed({ let peer = try LinkcondPeer(profile: profile, upstream: port); return (peer.peer, peer.relayPort) }, paced: false)
         let error = shaped.rate.map { ($0 / 1e9 - 1) * 100 }
-        report.add("linkcond \(label): rate error", error, "%", target: "within ±0.5 %", met: error.map { abs($0) <= 0.5 },
-                   note: shaped.rate.map { Report.format($0, "bit/s") + " delivered" })
+        let delivered = shaped.rate.map { Report.format($0, "bit/s") + " delivered" }
+        if shaperAccuracy {
+            report.add("linkcond \(label): rate error", error, "%", target: "within ±0.5 %", met: error.map { abs($0) <= 0.5 },
+                       note: delivered)
+        } else {
+            report.add("linkcond \(label): rate error", error, "%",
+                       note: delivered.map { $0 + "; 256 KiB is a tenth of the path: TCP's own sawtooth, not the shaper" })
+        }
         report.add("linkcond \(label): CPU", shaped.cpu, "s/GB", versus: [("haproxy", haproxy.cpu), ("haproxy-splice", splice.cpu)],
                    target: "≤ haproxy", met: shaped.cpu.flatMap { value in haproxy.cpu.map { value <= $0 } })
     }

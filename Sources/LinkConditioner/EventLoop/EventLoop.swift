@@ -4,8 +4,9 @@ import HeapModule
 /// One thread that owns every socket and timer registered with it, driven by epoll.
 ///
 /// Deadlines use a timerfd armed with absolute nanosecond instants, so a 1 ms delay or a 100 Mbit/s pacing
-/// step is not rounded to epoll_wait's milliseconds. Other threads talk to the loop only through `execute`,
-/// which queues work under a lock and writes the eventfd. Everything else must be called on the loop thread.
+/// step is not rounded to epoll_wait's milliseconds; `TimerWakeSpacing` lets deadlines microseconds apart share
+/// one wake-up. Other threads talk to the loop only through `execute`, which queues work under a lock and writes
+/// the eventfd. Everything else must be called on the loop thread.
 public final class EventLoop: @unchecked Sendable {
     /// What a registered descriptor's owner is told: the epoll event bits.
     typealias EventHandler = (UInt32) -> Void
@@ -42,6 +43,10 @@ public final class EventLoop: @unchecked Sendable {
     private var onNextEvent: (() -> Void)?
     private var nextTimer: UInt64 = 1
     private var armedDeadline: Instant?
+    /// Keeps timer wake-ups apart, so deadlines microseconds apart share one timerfd arm.
+    private var wakeSpacing = TimerWakeSpacing.standard
+    /// How many times the loop armed its timerfd: each is a syscall and, on a virtual machine, a host timer reprogram.
+    private(set) var timerArms = 0
     private var running = true
     /// Set once by the loop thread before `start` returns, and read-only after that, so any thread may compare it.
     private var loopThread: ThreadIdentity?
@@ -270,6 +275,7 @@ public final class EventLoop: @unchecked Sendable {
     private func runDueTimers() {
         guard !timers.isEmpty else { return }
         let now = clock.now()
+        if let first = timers.min, first.deadline <= now { wakeSpacing.timersRan(at: now) }
         var fired = 0
         while let first = timers.min, first.deadline <= now, fired < 100_000 {
             timers.removeMin()
@@ -278,17 +284,21 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Re-arms the timerfd for the earliest live deadline, dropping cancelled entries from the top of the heap, and
-    /// returns epoll_wait's timeout: 0 when that deadline has already passed (a loop turn yielded with a zero-delay
-    /// timer), so the loop only polls and runs it without a timerfd round trip; -1 (wait for an event) otherwise.
+    /// Re-arms the timerfd for the earliest live deadline as `wakeSpacing` allows, dropping cancelled entries from
+    /// the top of the heap, and returns epoll_wait's timeout: 0 when that deadline has already passed (a loop turn
+    /// yielded with a zero-delay timer), so the loop only polls and runs it without a timerfd round trip; -1 (wait
+    /// for an event) otherwise.
     private func armTimer() -> Int32 {
         while let first = timers.min, timerActions[first.id] == nil { timers.removeMin() }
         guard let earliest = timers.min?.deadline else { return -1 }
-        if earliest <= clock.now() { return 0 }
-        if let armed = armedDeadline, armed <= earliest { return -1 }
+        let now = clock.now()
+        if earliest <= now { return 0 }
+        let wake = wakeSpacing.wake(forEarliest: earliest)
+        if let armed = armedDeadline, armed <= wake { return -1 }
         do {
-            try timer.arm(at: earliest)
-            armedDeadline = earliest
+            try timer.arm(at: wake)
+            timerArms += 1
+            armedDeadline = wake
         } catch {
             preconditionFailure("timerfd_settime failed: \(error)")
         }
