@@ -22,6 +22,9 @@ public final class StreamFlow {
     var pendingBytes = 0
     var isMarkedChanged = false
     var isRemoved = false
+    /// The instant of this flow's entry in its link's schedule, and that entry's generation (older ones are stale).
+    var scheduledAt: Instant?
+    var scheduleGeneration = 0
     /// Whether the receiver was head-of-line blocked after the last arrival, and the instants that changed it (a
     /// segment after a hole blocks it, the retransmission that fills the hole unblocks it), for the recording.
     var isLossBlocked = false
