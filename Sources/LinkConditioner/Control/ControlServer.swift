@@ -84,8 +84,8 @@ enum SecretComparison {
 /// rebinding), any foreign `Origin` (a web page), and bodies not sent as `text/x-linkcond` (a form or a no-cors
 /// fetch cannot send that type without a preflight, which is never granted). A Unix socket serves this user only.
 final class ControlServer: HTTPExchangeServer {
-    /// The most control connections held at once; more wait in the kernel's backlog until one closes (each is
-    /// closed after `exchangeTimeout` at the latest), so idle clients cannot take the descriptors the data path needs.
+    /// The most control connections held at once (see `ExchangeConnections`), so idle clients cannot take the
+    /// descriptors the data path needs.
     static let connectionLimit = 64
     /// How long a client has to send its request, and then again to read the answer.
     static let exchangeTimeout = Duration.seconds(10)
@@ -102,7 +102,7 @@ final class ControlServer: HTTPExchangeServer {
     private let logger: Logger
     /// Host values a request may carry (loopback TCP endpoints only); nil accepts any host.
     private let acceptedHosts: Set<String>?
-    private var connections: [Int32: ControlConnection] = [:]
+    private let connections: ExchangeConnections
 
     init(address: SocketAddress, unixPath: String?, token: String?, state: ProxyState) throws(SystemError) {
         loop = state.loop
@@ -115,6 +115,8 @@ final class ControlServer: HTTPExchangeServer {
         self.token = token
         acceptedHosts = unixPath == nil && self.address.isLoopback ? Self.loopbackHosts(port: self.address.port) : nil
         api = ControlAPI(state: state)
+        connections = ExchangeConnections(limit: Self.connectionLimit, acceptor: acceptor, logger: state.logger,
+                                          name: "control endpoint")
         do {
             try acceptor.start { [weak self] client, _ in self?.accepted(client) }
         } catch {
@@ -134,13 +136,7 @@ final class ControlServer: HTTPExchangeServer {
             client.close()
             return
         }
-        let connection = ControlConnection(socket: client, server: self)
-        connections[client.descriptor] = connection
-        connection.start()
-        if connections.count >= Self.connectionLimit {
-            logger.warning("control endpoint: \(Self.connectionLimit) connections open; new ones wait until one closes")
-            acceptor.hold(true)
-        }
+        connections.admit(ControlConnection(socket: client, server: self))
     }
 
     /// Refuses what a browser or a stranger could send, or hands the request to the API; `reply` runs on the loop.
@@ -197,8 +193,7 @@ final class ControlServer: HTTPExchangeServer {
     }
 
     func connectionClosed(_ connection: ControlConnection) {
-        connections.removeValue(forKey: connection.socket.descriptor)
-        if connections.count < Self.connectionLimit { acceptor.hold(false) }
+        connections.closed(connection)
     }
 
     var loopForConnections: EventLoop { loop }
@@ -206,7 +201,7 @@ final class ControlServer: HTTPExchangeServer {
     func close() {
         acceptor.close()
         if let unixPath { Socket.removeSocketFile(unixPath) }
-        for connection in Array(connections.values) { connection.close() }
+        connections.closeAll()
     }
 }
 
@@ -226,6 +221,8 @@ final class ControlConnection {
     /// Bytes of `pending` already written.
     private var written = 0
     private var timeout: EventLoop.TimerID?
+    /// Its place in the order its server accepted connections.
+    var sequence = 0
 
     init(socket: Socket, server: HTTPExchangeServer) {
         self.socket = socket
@@ -233,6 +230,9 @@ final class ControlConnection {
     }
 
     private var loop: EventLoop { server.loopForConnections }
+
+    /// Whether its request has not fully arrived yet.
+    var isWaitingForRequest: Bool { phase == .reading }
 
     func start() {
         do {

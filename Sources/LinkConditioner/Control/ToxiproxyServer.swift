@@ -15,7 +15,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
     private let token: String?
     private let logger: Logger
     private let acceptedHosts: Set<String>?
-    private var connections: [Int32: ControlConnection] = [:]
+    private let connections: ExchangeConnections
 
     init(address: SocketAddress, token: String?, state: ProxyState) throws(SystemError) {
         loop = state.loop
@@ -26,6 +26,8 @@ final class ToxiproxyServer: HTTPExchangeServer {
         let port = self.address.port
         acceptedHosts = self.address.isLoopback ? ["localhost:\(port)", "127.0.0.1:\(port)", "[::1]:\(port)", "localhost", "127.0.0.1"] : nil
         api = ToxiproxyAPI(state: state)
+        connections = ExchangeConnections(limit: ControlServer.connectionLimit, acceptor: acceptor, logger: state.logger,
+                                          name: "Toxiproxy API")
         try acceptor.start { [weak self] client, _ in self?.accepted(client) }
     }
 
@@ -34,10 +36,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
     var loopForConnections: EventLoop { loop }
 
     private func accepted(_ client: Socket) {
-        let connection = ControlConnection(socket: client, server: self)
-        connections[client.descriptor] = connection
-        connection.start()
-        if connections.count >= ControlServer.connectionLimit { acceptor.hold(true) }
+        connections.admit(ControlConnection(socket: client, server: self))
     }
 
     func respond(to request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
@@ -76,13 +75,12 @@ final class ToxiproxyServer: HTTPExchangeServer {
     }
 
     func connectionClosed(_ connection: ControlConnection) {
-        connections.removeValue(forKey: connection.socket.descriptor)
-        if connections.count < ControlServer.connectionLimit { acceptor.hold(false) }
+        connections.closed(connection)
     }
 
     func close() {
         acceptor.close()
         api.close()
-        for connection in Array(connections.values) { connection.close() }
+        connections.closeAll()
     }
 }
