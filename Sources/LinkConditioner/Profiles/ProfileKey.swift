@@ -80,7 +80,7 @@ struct ProfileKey: Hashable, Sendable {
             let unprefixed = String(name.dropFirst(side.rawValue.count + 1))
             if DirectionSettings.owner(of: unprefixed)?.isConnectionWide == true { throw .connectionWideKey(name, unprefixed: unprefixed) }
         }
-        throw .unknownKey(name, suggestion: NameSuggestion.closest(to: name, among: allNames))
+        throw .unknownKey(name, suggestion: .closest(to: name, among: allNames))
     }
 
     /// What the key expects, for a missing value.
