@@ -1,32 +1,33 @@
 @testable import LinkConditioner
 
 /// A control endpoint client's request, parsed on the calling thread with no event loop: `HTTPRequestReader` as
-/// `ControlConnection` feeds it each read, checked against `HTTPRequest.parse` over everything received so far, then
+/// `ControlConnection` feeds it each read until it decides, checked against `HTTPRequest.parse` over the same bytes, then
 /// the body through the parser its route uses: profile text or a built-in name, settings, a scenario, or the
 /// Toxiproxy API's JSON proxies and toxics. The `control` target answers through `ControlAPI` on a loop instead,
 /// at a few hundred inputs a second; this one tries tens of times more.
 enum ControlParseTarget {
     static func run(_ input: FuzzInput) {
         var reader = HTTPRequestReader()
+        var outcome = HTTPRequest.ParseOutcome.incomplete
         for read in input.reads {
-            let outcome = reader.append(read)
-            let whole = HTTPRequest.parse(reader.bytes)
-            switch (outcome, whole) {
-            case (.incomplete, .incomplete):
-                continue
-            case (.invalid(let status, let reason), .invalid):
-                _ = HTTPResponse.error(status, reason).bytes
-                return
-            case (.complete(let request, let consumed), .complete(let again, let consumedAgain)):
-                precondition(consumed == consumedAgain && consumed <= reader.bytes.count,
-                             "the reader took \(consumed) bytes, the parser \(consumedAgain), of \(reader.bytes.count)")
-                precondition(request.method == again.method && request.path == again.path && request.body == again.body,
-                             "the reader and the parser read different requests")
-                parseBody(of: request)
-                return
-            default:
-                preconditionFailure("the reader says \(outcome), the parser \(whole), for the same \(reader.bytes.count) bytes")
-            }
+            outcome = reader.append(read)
+            if case .incomplete = outcome { continue }
+            break
+        }
+        let whole = HTTPRequest.parse(reader.bytes)
+        switch (outcome, whole) {
+        case (.incomplete, .incomplete):
+            return
+        case (.invalid(let status, let reason), .invalid):
+            _ = HTTPResponse.error(status, reason).bytes
+        case (.complete(let request, let consumed), .complete(let again, let consumedAgain)):
+            precondition(consumed == consumedAgain && consumed <= reader.bytes.count,
+                         "the reader took \(consumed) bytes, the parser \(consumedAgain), of \(reader.bytes.count)")
+            precondition(request.method == again.method && request.path == again.path && request.body == again.body,
+                         "the reader and the parser read different requests")
+            parseBody(of: request)
+        default:
+            preconditionFailure("the reader says \(outcome), the parser \(whole), for the same \(reader.bytes.count) bytes")
         }
     }
 
