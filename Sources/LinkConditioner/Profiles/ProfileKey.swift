@@ -170,8 +170,10 @@ struct ProfileKey: Hashable, Sendable {
             let loss = try ProfileValue.percentage(text)
             return { $0.loss = loss }
         case .queue:
-            let queue = try ProfileValue.size(text)
+            let size = try ProfileValue.size(text)
             let countsPackets = text.hasSuffix("packets") || text.hasSuffix("packet")
+            let packetSize = ProfileValue.packetSize
+            let queue = countsPackets ? ByteCount(bytes: max(size.bytes / packetSize, 1) * packetSize) : size
             return {
                 $0.queue = queue
                 $0.queueCountsPackets = countsPackets
