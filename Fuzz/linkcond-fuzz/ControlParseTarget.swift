@@ -1,10 +1,10 @@
 @testable import LinkConditioner
 
 /// A control endpoint client's request, parsed on the calling thread with no event loop: `HTTPRequestReader` as
-/// `ControlConnection` feeds it each read until it decides, checked against `HTTPRequest.parse` over the same bytes, then
-/// the body through the parser its route uses: profile text or a built-in name, settings, a scenario, or the
-/// Toxiproxy API's JSON proxies and toxics. The `control` target answers through `ControlAPI` on a loop instead,
-/// at a few hundred inputs a second; this one tries tens of times more.
+/// `ControlConnection` feeds it each read until it decides, checked against `HTTPRequest.parse` over the same
+/// bytes, then the body through the parser its route uses: profile text or a built-in name, settings, a scenario,
+/// or the Toxiproxy API's JSON proxies and toxics. The `control` target answers through `ControlAPI` on a loop
+/// instead, at a few hundred inputs a second; this one tries tens of times more.
 enum ControlParseTarget {
     static func run(_ input: FuzzInput) {
         var reader = HTTPRequestReader()
