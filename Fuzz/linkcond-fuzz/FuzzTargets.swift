@@ -9,6 +9,7 @@ enum FuzzTargets {
         ("socks5", SOCKS5Target.run),
         ("http-proxy", HTTPProxyTarget.run),
         ("control", ControlRequestTarget.run),
+        ("control-parse", ControlParseTarget.run),
         ("dns-message", DNSMessageTarget.run),
         ("dns-tcp", DNSFramingTarget.run),
     ]

@@ -60,6 +60,15 @@ struct ProfileErrorTests {
         #expect(error?.description.contains("known keys: description, bandwidth, delay") == true)
     }
 
+    /// Typo suggestions compare names of similar length only, so a megabyte-long key is refused as fast as a short one
+    /// (a quadratic edit distance over it would take many minutes).
+    @Test(.timeLimit(.minutes(1))) func aMegabyteLongUnknownKeyIsRefusedWithTheKnownKeys() {
+        let key = String(repeating: "delay", count: 1 << 18)
+        let error = error("\(key) = 5 ms")
+        #expect(error?.kind == .unknownKey(key, suggestion: nil))
+        #expect(error?.description.hasSuffix("(per-direction keys also take uplink. or downlink.)") == true)
+    }
+
     @Test func keysAreCaseSensitiveWithAHint() {
         #expect(error("Delay = 5 ms")?.kind == .unknownKey("Delay", suggestion: "delay"))
     }

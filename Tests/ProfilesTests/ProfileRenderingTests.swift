@@ -46,11 +46,42 @@ struct ProfileRenderingTests {
     }
 
     @Test(arguments: [
-        (ByteCount.kib(64), "64 KiB"), (.mib(1), "1 MiB"), (ByteCount(bytes: 150_000), "100 packets"),
-        (ByteCount(bytes: 1500), "1 packet"), (ByteCount(bytes: 1_000_000), "1 MB"), (ByteCount(bytes: 7), "7 B"),
+        (ByteCount.kib(64), "64 KiB"), (.mib(1), "1 MiB"), (ByteCount(bytes: 150_000), "150 KB"),
+        (ByteCount(bytes: 1500), "1500 B"), (ByteCount(bytes: 1_000_000), "1 MB"), (ByteCount(bytes: 7), "7 B"),
     ])
     func sizesUseAUnitThatDividesThemExactly(size: ByteCount, text: String) {
         #expect(Profile(uplink: DirectionProfile(queue: size)).rendered.contains("uplink.queue = \(text)\n"))
+    }
+
+    /// Packets would make the bottleneck count packets once the text is read again.
+    @Test func aQueueGivenInBytesNeverRendersInPackets() throws {
+        let profile = try Profile(parsing: "queue = 3 KB\n", name: "bytes")
+
+        let again = try Profile(parsing: profile.rendered, name: "bytes")
+
+        #expect(profile.rendered.contains("uplink.queue = 3 KB\n"))
+        #expect(again == profile)
+        #expect(again.uplink.queueLimit == .bytes(3000))
+    }
+
+    @Test func aQueueGivenInPacketsRendersInPacketsEvenWhenAWholeNumberOfKiB() throws {
+        let profile = try Profile(parsing: "queue = 512 packets\n", name: "packets")
+
+        let again = try Profile(parsing: profile.rendered, name: "packets")
+
+        #expect(profile.rendered.contains("uplink.queue = 512 packets\n"))
+        #expect(again == profile)
+        #expect(again.uplink.queueLimit == .packets(512))
+    }
+
+    @Test func aQueueOfAFractionOfPacketsHoldsWholePackets() throws {
+        let profile = try Profile(parsing: "queue = 2.5 packets\n", name: "fraction")
+
+        let again = try Profile(parsing: profile.rendered, name: "fraction")
+
+        #expect(profile.uplink.queue == ByteCount(bytes: 3000))
+        #expect(profile.uplink.queueLimit == .packets(2))
+        #expect(again == profile)
     }
 
     @Test(arguments: Profile.builtIns)

@@ -8,7 +8,7 @@ public struct ProfileError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The line is not `key = value`.
         case malformedLine
         /// The key is not one the format knows; `suggestion` is the closest known key, if any is close.
-        case unknownKey(String, suggestion: String?)
+        case unknownKey(String, suggestion: Suggestion)
         /// A connection-wide key written with an `uplink.`/`downlink.` prefix; `unprefixed` is the key to write.
         case connectionWideKey(String, unprefixed: String)
         /// The key was already set earlier in the same file, on `firstLine`.
@@ -62,9 +62,8 @@ public struct ProfileError: Error, Hashable, Sendable, CustomStringConvertible {
         switch kind {
         case .malformedLine:
             return "expected \"key = value\" (a comment starts with #)"
-        case let .unknownKey(key, suggestion?):
-            return "unknown key \"\(key)\"; did you mean \"\(suggestion)\"?"
-        case let .unknownKey(key, nil):
+        case let .unknownKey(key, suggestion):
+            if let name = suggestion.name { return "unknown key \"\(key)\"; did you mean \"\(name)\"?" }
             let names = ProfileKey.all.filter { !$0.isDirectional }.map(\.name)
             return "unknown key \"\(key)\"; known keys: \(names.joined(separator: ", ")) (per-direction keys also take uplink. or downlink.)"
         case let .connectionWideKey(_, unprefixed):
@@ -89,6 +88,43 @@ public struct ProfileError: Error, Hashable, Sendable, CustomStringConvertible {
             let hint = closest.isEmpty ? "" : "; closest: \(closest.joined(separator: ", "))"
             return "no built-in profile \"\(name)\"\(hint) (\"linkcond profiles\" lists them all)"
         }
+    }
+}
+
+extension ProfileError {
+    /// A did-you-mean for an unknown name, looked for only when it is read: most unknown keys a parser meets end in
+    /// a `try?` or a refusal nobody prints, and the edit distances cost more than the rest of the parse.
+    ///
+    /// Two suggestions are equal when they name the same candidate (or none), however they were made.
+    public struct Suggestion: Hashable, Sendable, ExpressibleByStringLiteral, ExpressibleByNilLiteral {
+        private enum Source: Sendable {
+            case given(String?)
+            case closest(to: String, among: [String])
+        }
+
+        private let source: Source
+
+        /// The suggested name, or nil when no candidate is close enough to be a plausible typo.
+        public var name: String? {
+            switch source {
+            case .given(let name): name
+            case .closest(let asked, let candidates): NameSuggestion.closest(to: asked, among: candidates)
+            }
+        }
+
+        public init(_ name: String?) { source = .given(name) }
+        public init(stringLiteral name: String) { source = .given(name) }
+        public init(nilLiteral: ()) { source = .given(nil) }
+
+        /// The candidate nearest to `asked`, found each time `name` is read.
+        static func closest(to asked: String, among candidates: [String]) -> Suggestion {
+            Suggestion(source: .closest(to: asked, among: candidates))
+        }
+
+        private init(source: Source) { self.source = source }
+
+        public static func == (lhs: Suggestion, rhs: Suggestion) -> Bool { lhs.name == rhs.name }
+        public func hash(into hasher: inout Hasher) { hasher.combine(name) }
     }
 }
 

@@ -80,7 +80,7 @@ struct ProfileKey: Hashable, Sendable {
             let unprefixed = String(name.dropFirst(side.rawValue.count + 1))
             if DirectionSettings.owner(of: unprefixed)?.isConnectionWide == true { throw .connectionWideKey(name, unprefixed: unprefixed) }
         }
-        throw .unknownKey(name, suggestion: NameSuggestion.closest(to: name, among: allNames))
+        throw .unknownKey(name, suggestion: .closest(to: name, among: allNames))
     }
 
     /// What the key expects, for a missing value.
@@ -170,8 +170,10 @@ struct ProfileKey: Hashable, Sendable {
             let loss = try ProfileValue.percentage(text)
             return { $0.loss = loss }
         case .queue:
-            let queue = try ProfileValue.size(text)
+            let size = try ProfileValue.size(text)
             let countsPackets = text.hasSuffix("packets") || text.hasSuffix("packet")
+            let packetSize = ProfileValue.packetSize
+            let queue = countsPackets ? ByteCount(bytes: max(size.bytes / packetSize, 1) * packetSize) : size
             return {
                 $0.queue = queue
                 $0.queueCountsPackets = countsPackets

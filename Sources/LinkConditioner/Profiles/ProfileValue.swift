@@ -257,6 +257,19 @@ enum ProfileValue {
         return "\(bytes) B"
     }
 
+    /// A queue's size as `queue` reads it back: in packets exactly when the queue counts packets, since a size
+    /// written in packets makes the bottleneck count packets.
+    static func format(queue: ByteCount, countsPackets: Bool) -> String {
+        if countsPackets {
+            let count = max(queue.bytes / packetSize, 1)
+            return "\(count) \(count == 1 ? "packet" : "packets")"
+        }
+        let units: [(String, Int)] = [("MiB", 1024 * 1024), ("KiB", 1024), ("MB", 1_000_000), ("KB", 1000)]
+        let bytes = queue.bytes
+        for (symbol, scale) in units where bytes % scale == 0 { return "\(bytes / scale) \(symbol)" }
+        return "\(bytes) B"
+    }
+
     static func format(_ burst: ByteCount?) -> String {
         burst.map { format($0) } ?? "auto"
     }
