@@ -53,25 +53,20 @@ struct ProfileRenderingTests {
         #expect(Profile(uplink: DirectionProfile(queue: size)).rendered.contains("uplink.queue = \(text)\n"))
     }
 
-    /// Packets would make the bottleneck count packets once the text is read again.
-    @Test func aQueueGivenInBytesNeverRendersInPackets() throws {
-        let profile = try Profile(parsing: "queue = 3 KB\n", name: "bytes")
+    /// A queue renders in the unit it counts, so it reads back the same: bytes written as packets would make the
+    /// bottleneck count packets, and 512 packets written as 750 KiB would make it count bytes.
+    @Test(arguments: [
+        ("queue = 3 KB\n", "uplink.queue = 3 KB\n", QueueLimit.bytes(3000)),
+        ("queue = 512 packets\n", "uplink.queue = 512 packets\n", QueueLimit.packets(512)),
+    ])
+    func aQueueRendersInTheUnitItCountsAndReadsBackTheSame(text: String, line: String, limit: QueueLimit) throws {
+        let profile = try Profile(parsing: text, name: "queue")
 
-        let again = try Profile(parsing: profile.rendered, name: "bytes")
+        let again = try Profile(parsing: profile.rendered, name: "queue")
 
-        #expect(profile.rendered.contains("uplink.queue = 3 KB\n"))
+        #expect(profile.rendered.contains(line))
         #expect(again == profile)
-        #expect(again.uplink.queueLimit == .bytes(3000))
-    }
-
-    @Test func aQueueGivenInPacketsRendersInPacketsEvenWhenAWholeNumberOfKiB() throws {
-        let profile = try Profile(parsing: "queue = 512 packets\n", name: "packets")
-
-        let again = try Profile(parsing: profile.rendered, name: "packets")
-
-        #expect(profile.rendered.contains("uplink.queue = 512 packets\n"))
-        #expect(again == profile)
-        #expect(again.uplink.queueLimit == .packets(512))
+        #expect(again.uplink.queueLimit == limit)
     }
 
     @Test func aQueueOfAFractionOfPacketsHoldsWholePackets() throws {
