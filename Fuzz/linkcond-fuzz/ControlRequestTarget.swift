@@ -2,8 +2,8 @@ import Dispatch
 import Logging
 @testable import LinkConditioner
 
-/// A control endpoint client's request, arriving in reads of any size: `HTTPRequest.parse` as `ControlConnection`
-/// calls it after every read, then the complete request through `ControlAPI` on a proxy without listeners, on its
+/// A control endpoint client's request, arriving in reads of any size: `HTTPRequestReader` as `ControlConnection`
+/// feeds it every read, then the complete request through `ControlAPI` on a proxy without listeners, on its
 /// event loop thread, so that bodies (profiles, settings, scenarios) reach their parsers as they do in production.
 enum ControlRequestTarget {
     static let loop: EventLoop = {
@@ -17,17 +17,16 @@ enum ControlRequestTarget {
     }()
 
     static func run(_ input: FuzzInput) {
-        var received: [UInt8] = []
+        var reader = HTTPRequestReader()
         for read in input.reads {
-            received += read
-            switch HTTPRequest.parse(received) {
+            switch reader.append(read[...]) {
             case .incomplete:
                 continue
             case .invalid(let status, let reason):
                 _ = HTTPResponse.error(status, reason).bytes
                 return
             case .complete(let request, let consumed):
-                precondition(consumed <= received.count, "a request of \(consumed) bytes in \(received.count)")
+                precondition(consumed <= reader.bytes.count, "a request of \(consumed) bytes in \(reader.bytes.count)")
                 handle(request)
                 return
             }

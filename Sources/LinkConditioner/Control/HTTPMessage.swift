@@ -44,7 +44,8 @@ struct HTTPRequest: Sendable {
     static let bareLineFeed = ParseOutcome.invalid(status: 400, reason: "request lines must end with CRLF (\\r\\n), not a bare LF")
     static let headTooLarge = ParseOutcome.invalid(status: 431, reason: "request headers larger than 16 KiB")
 
-    /// Parses a request from the start of `bytes`, or says that more bytes are needed or the request is malformed.
+    /// Parses a request from the start of `bytes`, or says that more bytes are needed or the request is malformed:
+    /// the one-shot reference that the `control-parse` fuzz target checks `HTTPRequestReader` against.
     static func parse(_ bytes: [UInt8]) -> ParseOutcome {
         let terminator: [UInt8] = [13, 10, 13, 10]
         let headerEnd = bytes.firstRange(of: terminator)
