@@ -141,6 +141,26 @@ struct StreamLinkContractTests {
         #expect(link.nextServiceTime == nil)
     }
 
+    @Test func aChurnOfConnectionsClosedWithDataInFlightLeavesTheScheduleBounded() {
+        let link = link(DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(50)))
+        let staying = link.makeFlow(at: .zero, emulatingHandshake: false)
+        link.enqueue(50_000_000, on: staying, at: .zero)
+        var now = Instant.zero
+
+        for _ in 0..<2000 {
+            let flow = link.makeFlow(at: now, emulatingHandshake: false)
+            link.enqueue(10_000, on: flow, at: now)
+            _ = link.advance(to: now)
+            link.remove(flow)
+            now = now + .microseconds(100)
+        }
+
+        // Each closed flow left an entry due up to a retransmission timeout ahead, behind the staying flow's
+        // earlier events; without compaction there would be about 2000.
+        #expect(link.scheduleEntries <= 2 * 1 + 64)
+        #expect(link.counters.flows == 1)
+    }
+
     @Test func aRemovedFlowIsNotReportedAsChanged() {
         let link = link(DirectionProfile())
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)

@@ -144,6 +144,7 @@ public final class StreamLink {
     public func remove(_ flow: StreamFlow) {
         guard !flow.isRemoved else { return }
         flow.isRemoved = true
+        flow.scheduledAt = nil
         tally.counters.flows -= 1
         _ = bottleneck.removeAll(ofFlow: flow.number)
         flowsByNumber.removeValue(forKey: flow.number)
@@ -152,6 +153,7 @@ public final class StreamLink {
         flow.isMarkedChanged = false
         flow.arrivals.removeAll()
         flow.acks.removeAll()
+        compactScheduleIfStale()
     }
 
     /// Whether `flow`'s send buffer has room for more of the application's bytes.
@@ -224,7 +226,21 @@ public final class StreamLink {
         if let next, next != .never {
             schedule.insert(ScheduledFlow(at: next, number: flow.number, generation: flow.scheduleGeneration))
         }
+        compactScheduleIfStale()
     }
+
+    /// Rebuilds the schedule from the live flows once stale entries outnumber them: each closed connection may leave
+    /// an entry up to a retransmission timeout ahead, so a churn of short connections would otherwise grow it.
+    private func compactScheduleIfStale() {
+        guard schedule.count > 2 * flows.count + 64 else { return }
+        schedule = Heap(flows.compactMap { flow in
+            guard let at = flow.scheduledAt, at != .never else { return nil }
+            return ScheduledFlow(at: at, number: flow.number, generation: flow.scheduleGeneration)
+        })
+    }
+
+    /// Entries in the schedule, stale ones included.
+    var scheduleEntries: Int { schedule.count }
 
     public var counters: LinkCounters {
         var counters = tally.counters
