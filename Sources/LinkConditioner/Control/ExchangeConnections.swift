@@ -23,8 +23,6 @@ final class ExchangeConnections {
         self.name = name
     }
 
-    var count: Int { connections.count }
-
     /// Takes and starts `connection`; beyond the limit, displaces the longest-waiting unfinished request.
     func admit(_ connection: ControlConnection) {
         connection.sequence = nextSequence

@@ -109,7 +109,7 @@ extension Profile {
             lines.append(prefix + "delay = " + ProfileValue.format(direction.delay))
             lines.append(prefix + "jitter = " + ProfileValue.format(direction.jitter))
             lines.append(prefix + "loss = " + ProfileValue.format(direction.loss))
-            lines.append(prefix + "queue = " + ProfileValue.format(queue: direction.queue, countsPackets: direction.queueCountsPackets))
+            lines.append(prefix + "queue = " + ProfileValue.format(direction.queueLimit))
             lines.append(prefix + "burst = " + ProfileValue.format(direction.burst))
             lines += DirectionSettings.rendered(direction).map { prefix + $0.key + " = " + $0.value }
         }

@@ -248,25 +248,24 @@ enum ProfileValue {
 
     /// A size in the first unit that divides it exactly: MiB, KiB, packets, MB, KB, else bytes.
     static func format(_ size: ByteCount) -> String {
-        let bytes = size.bytes
-        let units: [(String, Int)] = [("MiB", 1024 * 1024), ("KiB", 1024), ("packets", packetSize), ("MB", 1_000_000), ("KB", 1000)]
+        format(bytes: size.bytes, units: [("MiB", 1024 * 1024), ("KiB", 1024), ("packets", packetSize), ("MB", 1_000_000), ("KB", 1000)])
+    }
+
+    /// A queue's limit as `queue` reads it back: in packets exactly when the queue counts packets, since a size
+    /// written in packets makes the bottleneck count packets.
+    static func format(_ limit: QueueLimit) -> String {
+        switch limit {
+        case .packets(let count): "\(count) \(count == 1 ? "packet" : "packets")"
+        case .bytes(let bytes): format(bytes: bytes, units: [("MiB", 1024 * 1024), ("KiB", 1024), ("MB", 1_000_000), ("KB", 1000)])
+        }
+    }
+
+    /// `bytes` in the first of `units` that divides it exactly, else in bytes.
+    private static func format(bytes: Int, units: [(symbol: String, scale: Int)]) -> String {
         for (symbol, scale) in units where bytes != 0 && bytes % scale == 0 {
             let count = bytes / scale
             return "\(count) \(symbol == "packets" && count == 1 ? "packet" : symbol)"
         }
-        return "\(bytes) B"
-    }
-
-    /// A queue's size as `queue` reads it back: in packets exactly when the queue counts packets, since a size
-    /// written in packets makes the bottleneck count packets.
-    static func format(queue: ByteCount, countsPackets: Bool) -> String {
-        if countsPackets {
-            let count = max(queue.bytes / packetSize, 1)
-            return "\(count) \(count == 1 ? "packet" : "packets")"
-        }
-        let units: [(String, Int)] = [("MiB", 1024 * 1024), ("KiB", 1024), ("MB", 1_000_000), ("KB", 1000)]
-        let bytes = queue.bytes
-        for (symbol, scale) in units where bytes % scale == 0 { return "\(bytes / scale) \(symbol)" }
         return "\(bytes) B"
     }
 
