@@ -221,6 +221,17 @@ extension ConditionedProxy {
 /// Seconds elapsed on the monotonic clock since `start`.
 public func secondsSince(_ start: Instant) -> Double { (MonotonicClock().now() - start).seconds }
 
+/// Waits until `condition` holds, polling every 10 ms for at most `seconds`; returns whether it held.
+@discardableResult
+public func waitUntil(seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(10_000)
+    }
+    return try condition()
+}
+
 /// A value shared between a test and the threads it starts.
 public final class LockedBox<Value>: @unchecked Sendable {
     private let lock = NSLock()

@@ -209,6 +209,17 @@ func setupGroup() throws {
     let connectReply = "HTTP/1.1 200 Connection established\r\n\r\n".utf8.count
     let direct = medianOf { quantile(try setupTimes(port: echo.port, samples: samples), 0.5) }
     report.add("direct", direct, "s")
+    var relays: [(name: String, p50: Double?)] = []
+    for (name, start) in [("socat", { try startSocat(upstream: echo.port) }),
+                          ("haproxy", { try startHAProxy(upstream: echo.port, splice: false) })] as [(String, () throws -> (PeerProcess, UInt16))] {
+        measuring(name) {
+            let (peer, port) = try start()
+            defer { peer.stop() }
+            let p50 = medianOf { quantile(try setupTimes(port: port, samples: samples), 0.5) }
+            relays.append((name, p50))
+            report.add(name, p50, "s", versus: [("direct", direct)])
+        }
+    }
     let paths: [(String, UInt16, (TestConnection) throws -> Void)] = [
         ("TCP relay", linkcond.relayPort, { _ in }),
         ("SOCKS5", linkcond.proxyPort!, { try $0.send(socks); _ = try $0.receive(exactly: 12) }),
@@ -216,7 +227,7 @@ func setupGroup() throws {
     ]
     for (name, port, handshake) in paths {
         let p50 = medianOf { quantile(try setupTimes(port: port, samples: samples, handshake: handshake), 0.5) }
-        report.add("linkcond \(name)", p50, "s", versus: [("direct", direct)], target: "≤ direct + 40 µs",
+        report.add("linkcond \(name)", p50, "s", versus: [("direct", direct)] + relays.map { ($0.name, $0.p50) }, target: "≤ direct + 40 µs",
                    met: p50.flatMap { value in direct.map { value <= $0 + 40e-6 } })
     }
     let closing = try ClosingServer()

@@ -121,4 +121,46 @@ struct DescriptorExhaustionTests {
         let firstAttempts = resumes.first?.split(separator: " ").reversed().dropFirst(2).first.flatMap { Int($0) } ?? 0
         #expect(firstAttempts >= 2, "the first episode logged once for \(firstAttempts) failed attempts: \(dnsLines)")
     }
+
+    @Test func theTCPRelayGivesUpItsKeptSplicePipesWhenDescriptorsRunOut() throws {
+        let upstream = try TestServer.echo()
+        defer { upstream.stop() }
+        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("lc-none-\(UUID().uuidString.prefix(8)).profile")
+        try "# nothing shaped: unshaped directions splice\n".write(to: profile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: profile) }
+        let linkcond = try LimitedLinkcond(descriptorLimit: 64, arguments: [
+            "run", "--profile", profile.path, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
+            "--control", "127.0.0.1:0",
+        ])
+        defer { _ = linkcond.stop() }
+        let relayPort = try #require(try linkcond.readyLines().first { $0.hasPrefix("ready tcp") }.flatMap(Self.port(of:)))
+        let pid = linkcond.process.processIdentifier
+        func pipeEnds() -> Int {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            return names.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?.hasPrefix("pipe:[") == true }.count
+        }
+        func echoOnce() throws {
+            let client = try TestConnection.connect(port: relayPort, timeout: 10)
+            defer { client.close() }
+            try client.send([1, 2, 3])
+            _ = try client.receive(exactly: 3)
+        }
+        let pipeEndsAtStart = pipeEnds()
+
+        for _ in 0..<3 { try echoOnce() }
+        let keptAfterEchoes = waitUntil(seconds: 30) { pipeEnds() == pipeEndsAtStart + 4 }
+        var held = try (0..<60).map { _ in try TestConnection.connect(port: relayPort, timeout: 5) }
+        let releasedWhenExhausted = waitUntil(seconds: 30) { pipeEnds() == pipeEndsAtStart }
+        held.forEach { $0.close() }
+        held.removeAll()
+        var servedAgain = false
+        for _ in 0..<100 where !servedAgain {
+            servedAgain = (try? echoOnce()) != nil
+            if !servedAgain { usleep(100_000) }
+        }
+
+        #expect(keptAfterEchoes, "two pipes (four ends) kept after the echoes; \(pipeEnds() - pipeEndsAtStart) ends found")
+        #expect(releasedWhenExhausted, "kept pipes still open while accepts fail: \(pipeEnds() - pipeEndsAtStart) ends")
+        #expect(servedAgain)
+    }
 }

@@ -44,16 +44,6 @@ struct RecordedCausesTests {
         return path
     }
 
-    /// Polls `condition` every 20 ms for at most `seconds`.
-    func wait(seconds: Double, until condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            usleep(20_000)
-        }
-        return try condition()
-    }
-
     @Test func aUDPFlowIsRecordedWithItsDatagramsAndItsFaultDropsAndReportedAsAFlow() throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
@@ -68,7 +58,7 @@ struct RecordedCausesTests {
                 _ = client.receive()
             }
             for _ in 0..<2 { try client.send([UInt8](repeating: 2, count: 100), to: port) }
-            let counted = try wait(seconds: 10) { try status().listeners[0].uplink.faultDrops == 2 }
+            let counted = try waitUntil(seconds: 10) { try status().listeners[0].uplink.faultDrops == 2 }
             #expect(counted)
         }
         let log = try recordings.events(path)
@@ -99,7 +89,7 @@ struct RecordedCausesTests {
 
         let path = try recordUDP(upstream: echo.port, profile: profile) { port, status in
             for _ in 0..<4 { try client.send([UInt8](repeating: 3, count: 50), to: port) }
-            let lost = try wait(seconds: 10) { try status().listeners[0].uplink.datagramsDropped == 4 }
+            let lost = try waitUntil(seconds: 10) { try status().listeners[0].uplink.datagramsDropped == 4 }
             #expect(lost)
         }
         let report = try recordings.makeReport(path)

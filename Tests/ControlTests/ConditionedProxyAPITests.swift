@@ -183,16 +183,6 @@ struct ConditionedProxyAPITests {
     }
 }
 
-/// Waits until `condition` holds, polling every 10 ms for at most `seconds`; returns whether it held.
-func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    return condition()
-}
-
 /// This process's descriptors of the kinds only an event loop opens here (epoll, timerfd, eventfd), from /proc.
 ///
 /// Counted exactly, so the suite must not start event loops elsewhere meanwhile (it runs with --no-parallel).

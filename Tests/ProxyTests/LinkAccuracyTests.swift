@@ -187,14 +187,3 @@ func payloadBlocks(size: Int, seed: UInt64) -> [[UInt8]] {
     Payload(size: size, seed: seed).forEachBlock { blocks.append($0) }
     return blocks
 }
-
-/// Waits until `condition` holds, polling every 10 ms for at most `seconds`; returns whether it held.
-@discardableResult
-func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    return condition()
-}

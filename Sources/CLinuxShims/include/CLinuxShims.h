@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <pthread.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 
 static inline int clinux_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -118,6 +119,14 @@ int clinux_pipe_nonblocking(int fds[2]);
 ssize_t clinux_splice_nonblocking(int from, int to, size_t length);
 /// Asks for a pipe of `size` bytes (F_SETPIPE_SZ); returns the size granted.
 int clinux_pipe_set_size(int fd, int size);
+/// Bytes waiting to be read from a descriptor (FIONREAD); -1 with errno on error.
+/// The process's soft limit on open descriptors (RLIMIT_NOFILE); -1 when it cannot be read, or it is unlimited.
+static inline long clinux_open_files_limit(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) < 0 || limit.rlim_cur == RLIM_INFINITY) return -1;
+    return (long)limit.rlim_cur;
+}
+static inline int clinux_readable_bytes(int fd) { int count = 0; return ioctl(fd, FIONREAD, &count) < 0 ? -1 : count; }
 
 static inline int clinux_fcntl_setfl(int fd, int flags) { return fcntl(fd, F_SETFL, flags); }
 static inline int clinux_fcntl_getfl(int fd) { return fcntl(fd, F_GETFL); }

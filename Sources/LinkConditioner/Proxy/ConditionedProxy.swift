@@ -336,6 +336,7 @@ final class ProxyState {
         listeners.removeAll()
         recorder?.close()
         recorder = nil
+        listenerContext?.readBuffer.pipes.release()
     }
 }
 

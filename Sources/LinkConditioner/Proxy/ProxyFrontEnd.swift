@@ -72,7 +72,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         uplink.listenerName = "proxy \(acceptor.localAddress)"
         direct = DirectLinkHost(owner: self)
         do {
-            try acceptor.start { [weak self] client, address in self?.accepted(client, from: address) }
+            try acceptor.start(onFailure: readBuffer.pipes.release) { [weak self] client, address in self?.accepted(client, from: address) }
         } catch {
             resolver.shutDown()
             throw error

@@ -1,4 +1,5 @@
-/// The scratch buffer every read on the loop lands in before its bytes are copied into a right-sized chunk.
+/// The scratch buffer every read on the loop lands in before its bytes are copied into a right-sized chunk, with
+/// the loop's other shared I/O resources.
 ///
 /// Lives on the event loop thread; one per loop, so memory per connection is only the data it holds.
 final class ReadBuffer {
@@ -7,6 +8,8 @@ final class ReadBuffer {
     private(set) lazy var datagrams = DatagramBatch()
     /// Where released datagrams wait to be sent together, made on the first one.
     private(set) lazy var outbox = DatagramOutbox()
+    /// Empty splice pipes kept for the next connection.
+    let pipes = SplicePipePool()
 
     init(size: Int = 256 * 1024) {
         bytes = .allocate(byteCount: size, alignment: 16)

@@ -18,7 +18,9 @@ extension StreamPump {
         guard stage?.isIdle ?? true, filter == nil, recording == nil, link.isPassThrough, !(splice?.isUnavailable ?? false) else { return .copy }
         guard now >= flow.opensAt, destinationReady, forwarding, !sourceEnded else { return .copy }
         guard heldBytes == 0, flow.pendingBytes == 0, flow.releasedBytes == 0 else { return .drainFirst }
-        if splice == nil { splice = StreamSplice() }
+        if splice == nil { splice = StreamSplice(pool: pipes) }
+        // A pipe is taken once there are bytes to move, so a connection that never sends holds none.
+        guard sourceReadable else { return .splice }
         return splice?.prepare() == true ? .splice : .copy
     }
 
@@ -50,6 +52,7 @@ extension StreamPump {
                 // free slot, so the source stays marked readable until the pipe drains.
                 if splice.pipedBytes == 0 {
                     sourceReadable = false
+                    splice.giveBackUnused()
                     return .open
                 }
             case .processed(0):

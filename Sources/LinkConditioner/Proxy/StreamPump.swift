@@ -70,7 +70,11 @@ final class StreamPump {
 
     static let readsPerTurn = 16
 
-    init(relay: TCPRelay, link: ShapedLink, source: Socket, destination: Socket, capacity: Int) {
+    /// Where the splice path takes its pipe and gives it back.
+    let pipes: SplicePipePool
+
+    init(relay: TCPRelay, link: ShapedLink, source: Socket, destination: Socket, capacity: Int, pipes: SplicePipePool) {
+        self.pipes = pipes
         self.relay = relay
         self.link = link
         self.source = source

@@ -1,12 +1,14 @@
 /// The splice path of one stream direction: while the direction has nothing to shape, its bytes move from the
 /// source socket into a kernel pipe and on to the destination with `splice(2)`, never copied into user space.
 ///
-/// Lives on the event loop thread, owned by one `StreamPump`. The pipe is opened on first use; bytes in it were
-/// read from the source before anything the copying path reads later, so leaving the path copies them out first.
+/// Lives on the event loop thread, owned by one `StreamPump`. The pipe is taken from the loop's pool on first use
+/// and given back empty at close; bytes in it were read from the source before anything the copying path reads
+/// later, so leaving the path copies them out first.
 final class StreamSplice {
     /// Room asked for the pipe: enough for a few windows of a fast loopback stream.
     static let pipeSize = 256 * 1024
 
+    private let pool: SplicePipePool
     private var pipe: SplicePipe?
     /// Bytes in the pipe, read from the source and not yet written to the destination.
     private(set) var pipedBytes = 0
@@ -15,12 +17,16 @@ final class StreamSplice {
     /// Set when the pipe could not be opened (descriptors exhausted): the pump copies instead.
     private(set) var isUnavailable = false
 
-    /// Opens the pipe if it is not open yet; false (and unavailable from then on) when the kernel refuses one.
+    init(pool: SplicePipePool) {
+        self.pool = pool
+    }
+
+    /// Takes a pipe if it has none yet; false (and unavailable from then on) when the kernel refuses one.
     func prepare() -> Bool {
         if pipe != nil { return true }
         guard !isUnavailable else { return false }
         do {
-            pipe = try SplicePipe.open(size: Self.pipeSize)
+            pipe = try pool.take(size: Self.pipeSize)
             return true
         } catch {
             isUnavailable = true
@@ -65,8 +71,19 @@ final class StreamSplice {
         return Array(UnsafeRawBufferPointer(rebasing: buffer[..<taken]))
     }
 
+    /// Gives the pipe back to the pool if it never moved a byte: the source had nothing when it was taken (a
+    /// connection that only opened), so an idle connection holds no pipe.
+    func giveBackUnused() {
+        guard let pipe, pipedBytes == 0, bytesSpliced == 0 else { return }
+        pool.give(pipe)
+        self.pipe = nil
+    }
+
+    /// Gives the pipe back to the pool when it is empty, and closes it when bytes are left in it.
     func close() {
-        pipe?.close()
+        if let pipe {
+            if pipedBytes == 0 { pool.give(pipe) } else { pipe.close() }
+        }
         pipe = nil
         pipedBytes = 0
     }

@@ -16,6 +16,7 @@ final class TCPAcceptor {
     /// Set by the owner while it cannot take more clients; new ones wait in the kernel's backlog meanwhile.
     private var held = false
     private var onClient: ((Socket, SocketAddress) -> Void)?
+    private var onFailure: (() -> Void)?
     /// Accepts that failed since the last one that succeeded: nonzero during an episode.
     private(set) var failedAttempts = 0
 
@@ -42,10 +43,11 @@ final class TCPAcceptor {
         self.logger = logger
     }
 
-    /// Starts accepting; `onClient` owns each accepted socket (capture the owner weakly). Closes the socket when
-    /// it cannot be watched.
-    func start(_ onClient: @escaping (Socket, SocketAddress) -> Void) throws(SystemError) {
+    /// Starts accepting; `onClient` owns each accepted socket (capture the owner weakly), and `onFailure` runs
+    /// when an accept fails, to give up descriptors the owner can spare. Closes the socket when it cannot be watched.
+    func start(onFailure: (() -> Void)? = nil, _ onClient: @escaping (Socket, SocketAddress) -> Void) throws(SystemError) {
         self.onClient = onClient
+        self.onFailure = onFailure
         do {
             registration = try loop.register(socket.descriptor, interest: Epoll.readable) { [weak self] _ in
                 self?.acceptPending()
@@ -66,6 +68,7 @@ final class TCPAcceptor {
                     logger.error("accept on \(localAddress): \(error); pausing accepts, retrying every 100 ms until one succeeds")
                 }
                 failedAttempts += 1
+                onFailure?()
                 pause()
                 return
             }

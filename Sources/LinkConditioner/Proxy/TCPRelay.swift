@@ -169,6 +169,7 @@ final class TCPRelay {
         do {
             socket = try Socket.tcp(family: address.family)
         } catch {
+            if error.isDescriptorShortage { host.readBuffer.pipes.release() }
             fail("cannot open a socket for upstream \(address): \(error)")
             return
         }
@@ -176,8 +177,8 @@ final class TCPRelay {
         try? socket.setNoDelay()
         uplink?.close()
         downlink?.close()
-        uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: host.options.connectionBuffer)
-        downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: host.options.connectionBuffer)
+        uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: host.options.connectionBuffer, pipes: host.readBuffer.pipes)
+        downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: host.options.connectionBuffer, pipes: host.readBuffer.pipes)
         uplink.filter = uplinkFilter
         if let makeStages { (uplink.stage, downlink.stage) = makeStages(self) }
         if let recordedID, let recorder = host.uplink.recorder {

@@ -1,6 +1,12 @@
 import CLinuxShims
 import Glibc
 
+/// The process's soft limit on open descriptors; nil when unlimited or unreadable.
+var openDescriptorLimit: Int? {
+    let limit = clinux_open_files_limit()
+    return limit > 0 ? limit : nil
+}
+
 /// An epoll instance; only makes syscalls, the event loop decides what they mean.
 struct Epoll {
     let descriptor: Int32

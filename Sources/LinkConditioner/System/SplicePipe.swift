@@ -38,6 +38,10 @@ struct SplicePipe {
         try nonBlockingSyscall("read pipe") { Glibc.read(readEnd, buffer.baseAddress, buffer.count) }
     }
 
+    /// True when the pipe holds no byte, as the kernel counts them (FIONREAD): what makes it safe to hand to
+    /// another connection.
+    var isEmpty: Bool { clinux_readable_bytes(readEnd) == 0 }
+
     func close() {
         _ = Glibc.close(readEnd)
         _ = Glibc.close(writeEnd)

@@ -67,6 +67,9 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(operation): \(errno)" }
+
+    /// True when the process (EMFILE) or the system (ENFILE) is out of file descriptors.
+    public var isDescriptorShortage: Bool { errno == .tooManyOpenFiles || errno.rawValue == ENFILE }
 }
 
 /// The outcome of a non-blocking call: done, or nothing to do until the descriptor is ready.
