@@ -247,12 +247,20 @@ func setupGroup() throws {
         defer { haproxyPeer.stop() }
         churnHAProxy = churn(haproxyPort)
     }
+    var churnHAProxyOneThread: Double?
+    measuring("1000 concurrent short: haproxy, 1 thread") {
+        let (haproxyPeer, haproxyPort) = try startHAProxy(upstream: closing.port, splice: false, threads: 1)
+        defer { haproxyPeer.stop() }
+        churnHAProxyOneThread = churn(haproxyPort)
+    }
     let churnRelay = try LinkcondPeer(profile: "", upstream: closing.port)
     let churnLinkcond = churn(churnRelay.relayPort)
     churnRelay.stop()
     report.add("1000 concurrent short: direct", churnDirect, "/s")
     report.add("1000 concurrent short: haproxy", churnHAProxy, "/s", versus: [("direct", churnDirect)])
-    report.add("1000 concurrent short: linkcond", churnLinkcond, "/s", versus: [("haproxy", churnHAProxy), ("direct", churnDirect)],
+    report.add("1000 concurrent short: haproxy, 1 thread", churnHAProxyOneThread, "/s", versus: [("direct", churnDirect)])
+    report.add("1000 concurrent short: linkcond", churnLinkcond, "/s",
+               versus: [("haproxy", churnHAProxy), ("haproxy-1-thread", churnHAProxyOneThread), ("direct", churnDirect)],
                target: "≥1× haproxy", met: churnLinkcond.flatMap { value in churnHAProxy.map { value >= $0 } })
 }
 

@@ -229,13 +229,15 @@ final class LinkcondPeer {
     }()
 }
 
-/// HAProxy 2.x in TCP mode in front of `upstream`, with `option splice-auto` or without splicing.
-func startHAProxy(upstream: UInt16, splice: Bool) throws -> (PeerProcess, UInt16) {
+/// HAProxy 2.x in TCP mode in front of `upstream`, with `option splice-auto` or without splicing, on one thread
+/// per core (its default) or on `threads` threads.
+func startHAProxy(upstream: UInt16, splice: Bool, threads: Int? = nil) throws -> (PeerProcess, UInt16) {
     guard let haproxy = Tools.haproxy else { throw TestError("haproxy is not installed (scripts/bench installs it)") }
     let port = freePort()
     let config = """
         global
             maxconn 4000
+            \(threads.map { "nbthread \($0)" } ?? "")
         defaults
             mode tcp
             timeout connect 5s

@@ -196,10 +196,13 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Forgets a registration; call before closing its descriptor.
-    func deregister(_ id: RegistrationID) {
+    /// Stops watching a descriptor. A caller that closes the descriptor right after passes `closing`: the kernel
+    /// drops a closed socket from the epoll set itself, so the `epoll_ctl` is saved, and any event still queued
+    /// for it finds no registration and is ignored.
+    func deregister(_ id: RegistrationID, closing: Bool = false) {
         assertInLoop()
         guard let registration = registrations.removeValue(forKey: id.key) else { return }
-        try? epoll.remove(registration.descriptor)
+        if !closing { try? epoll.remove(registration.descriptor) }
     }
 
     /// Runs `action` on the loop thread at `deadline` (at once if it has passed).

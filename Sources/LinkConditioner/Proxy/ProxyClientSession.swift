@@ -80,7 +80,6 @@ final class ProxyClientSession {
     }
 
     func start() {
-        try? client.setNoDelay()
         do {
             registration = try loop.register(client.descriptor, interest: Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.edgeTriggered) {
                 [weak self] events in self?.event(events)

@@ -30,7 +30,8 @@ final class TCPAcceptor {
     }
 
     /// Takes ownership of `socket`, already listening (closed here if its address cannot be read); nothing is
-    /// accepted until `start`.
+    /// accepted until `start`. A TCP listener gets TCP_NODELAY, which Linux copies to every socket it accepts, so
+    /// a relayed byte is never held back by Nagle and no accept pays a `setsockopt` of its own.
     init(adopting socket: Socket, loop: EventLoop, logger: Logger) throws(SystemError) {
         do {
             localAddress = try socket.localAddress()
@@ -38,6 +39,7 @@ final class TCPAcceptor {
             socket.close()
             throw error
         }
+        if localAddress.isInternet { try? socket.setNoDelay() }
         self.socket = socket
         self.loop = loop
         self.logger = logger

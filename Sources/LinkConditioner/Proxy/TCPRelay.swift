@@ -106,7 +106,6 @@ final class TCPRelay {
 
     /// Registers the client and starts the upstream connection, or holds the client if the link is blackholed.
     func start(blackholed: Bool) {
-        try? client.setNoDelay()
         let destination = upstreamAddresses[0].description
         recordedID = host.uplink.recorder?.connectionOpened(
             listener: host.uplink.listenerName, client: clientAddress.description, destination: destination,
@@ -302,7 +301,8 @@ final class TCPRelay {
         let now = loop.clock.now()
         if state == .connecting {
             guard events & (Epoll.writable | Epoll.error | Epoll.hangUp) != 0 else { return }
-            let error = (try? upstream.pendingError()) ?? nil
+            // A connect that failed reports an error or a hang-up; writable alone means it is established.
+            let error = events & (Epoll.error | Epoll.hangUp) != 0 ? (try? upstream.pendingError()) ?? nil : nil
             if let error {
                 upstreamFailed(address: upstreamAddresses[upstreamAttempt], error)
                 return
@@ -393,8 +393,8 @@ final class TCPRelay {
         if let recordedID {
             host.uplink.recorder?.connectionClosed(recordedID, by: closingParty ?? .linkcond, reset: reset, at: loop.clock.now())
         }
-        if let registration = clientRegistration { loop.deregister(registration) }
-        if let registration = upstreamRegistration { loop.deregister(registration) }
+        if let registration = clientRegistration { loop.deregister(registration, closing: true) }
+        if let registration = upstreamRegistration { loop.deregister(registration, closing: true) }
         uplink?.close()
         downlink?.close()
         if reset {

@@ -49,6 +49,8 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     public var family: Int32 { Int32(storage.ss_family) }
 
     public var isIPv6: Bool { family == AF_INET6 }
+    /// True for an IPv4 or IPv6 address, false for a Unix-domain path.
+    public var isInternet: Bool { family == AF_INET || family == AF_INET6 }
 
     /// The port in host byte order.
     public var port: UInt16 {
