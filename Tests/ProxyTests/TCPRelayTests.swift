@@ -221,6 +221,46 @@ struct TCPRelayTests {
         #expect(failures.value.isEmpty, "\(failures.value.prefix(5))")
     }
 
+    @Test func bothRelayedSocketsHaveNagleOff() throws {
+        let server = try TestServer.echo()
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
+        defer { client.close() }
+        try client.send([7])
+        _ = try client.receive(exactly: 1)
+
+        let relayed = socketsOfThisProcess().filter { $0.localPort == proxy.port || $0.remotePort == server.port }
+        let nagleOff = relayed.allSatisfy { $0.noDelay }
+
+        #expect(relayed.count == 2, "the accepted client socket and the upstream socket: \(relayed)")
+        #expect(nagleOff, "\(relayed)")
+    }
+
+    /// Every TCP socket this process has open over IPv4: its ports and whether TCP_NODELAY is set.
+    private func socketsOfThisProcess() -> [(localPort: UInt16, remotePort: UInt16, noDelay: Bool)] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.compactMap { name -> (UInt16, UInt16, Bool)? in
+            guard let fd = Int32(name),
+                  (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)"))?.hasPrefix("socket:") == true
+            else { return nil }
+            var local = sockaddr_in(), remote = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size), remoteLength = length
+            let named = withUnsafeMutablePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
+            let peered = withUnsafeMutablePointer(to: &remote) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &remoteLength) }
+            }
+            guard named == 0, peered == 0, local.sin_family == sa_family_t(AF_INET) else { return nil }
+            var noDelay: Int32 = 0
+            var optionLength = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, &optionLength) == 0 else { return nil }
+            return (UInt16(bigEndian: local.sin_port), UInt16(bigEndian: remote.sin_port), noDelay != 0)
+        }
+    }
+
     @Test func relaysOverIPv6() throws {
         let server = try TestServer.echo()
         defer { server.stop() }

@@ -5,7 +5,7 @@
 # `linkcond exec`, so its own kernel TCP crosses the emulated link as packets), side by side. Not part of CI.
 #
 # Usage: Tests/netem-qemu/compare.sh [--linkcond PATH] [--quick] [--runs N] [--bulk-seconds S]
-#            [--rates "1 10"] [--rtts "10 50 200"] [--losses "0 0.5 2"] [--latency-seconds S]
+#            [--bulk-runs N] [--rates "1 10"] [--rtts "10 50 200"] [--losses "0 0.5 2"] [--latency-seconds S]
 #            [--real FILE] [--linkcond-queue NAME=PROFILE-LINES]... [--exec] [--out DIR]
 #   --linkcond        the binary under test (default .build/release/linkcond; build it first)
 #   (default)         3 runs per transfer (median), one 20 s bulk run, 20 s latency runs: about 18 minutes
@@ -18,6 +18,8 @@
 #                     per IP packet (R x 1500/1448), as exec counts whole packets. The namespaces need the
 #                     guest's congestion control (cubic) in net.ipv4.tcp_allowed_congestion_control: as root
 #                     it is added for the run and the old list put back afterwards
+#   --bulk-runs N     bulk runs per cell (default 1; their median is reported): a lossy long-RTT cell varies
+#                     between runs by more than the targets, on both sides
 #   --linkcond-queue  also measure linkcond's working latency with these extra profile lines, for a queue
 #                     discipline the profile format offers (';' separates lines)
 # Writes DIR/raw.csv (every sample), DIR/report.md, DIR/report.json, DIR/report.csv and the guest's log
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
         --quick) runs=1 bulk_seconds=5 floor_bulk_seconds=3 latency_seconds=8; shift ;;
         --runs) runs=$2; shift 2 ;;
         --bulk-seconds) bulk_seconds=$2; shift 2 ;;
+        --bulk-runs) bulk_runs=$2; shift 2 ;;
         --rates) rates=$2; shift 2 ;;
         --rtts) rtts=$2; shift 2 ;;
         --losses) losses=$2; shift 2 ;;
@@ -62,7 +65,7 @@ while [ $# -gt 0 ]; do
         *) echo "compare: unknown option \"$1\" (see the usage at the top of $0)" >&2; exit 2 ;;
     esac
 done
-for number in $runs $bulk_seconds $latency_seconds; do
+for number in $runs $bulk_runs $bulk_seconds $latency_seconds; do
     [[ $number =~ ^[1-9][0-9]*$ ]] || { echo "compare: \"$number\": expected a positive whole number" >&2; exit 2; }
 done
 [ -x "$linkcond" ] || { echo "compare: no linkcond binary at $linkcond (swift build -c release, or give --linkcond PATH)" >&2; exit 2; }
