@@ -98,6 +98,37 @@ struct TCPRelayTests {
         #expect(reply.count == "got 100000 bytes".utf8.count)
     }
 
+    @Test func bytesAndAHalfCloseSentBeforeTheRelayAcceptsAllCrossAShapedLink() throws {
+        let received = LockedBox<[Int]>([])
+        let server = try TestServer { connection in
+            defer { connection.close() }
+            let request = try? connection.drain()
+            received.mutate { $0.append(request?.count ?? -1) }
+            try? connection.send(Array("got \(request?.count ?? -1) bytes".utf8))
+            connection.shutdownWrite()
+        }
+        defer { server.stop() }
+        var profile = Profile.none
+        profile.uplink.delay = .milliseconds(2)
+        profile.downlink.delay = .milliseconds(2)
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
+        defer { proxy.stop() }
+
+        var replies: [String] = []
+        for size in [1, 1000, 70_000] {
+            let client = try TestConnection.connect(port: proxy.port, timeout: 30)
+            defer { client.close() }
+            try client.send([UInt8](repeating: 9, count: size))
+            client.shutdownWrite()
+            var reply: [UInt8] = []
+            while case let chunk = try client.receive(), !chunk.isEmpty { reply += chunk }
+            replies.append(String(decoding: reply, as: UTF8.self))
+        }
+
+        #expect(replies == ["got 1 bytes", "got 1000 bytes", "got 70000 bytes"])
+        #expect(received.value == [1, 1000, 70_000])
+    }
+
     @Test func forwardsUpstreamHalfCloseAndKeepsTheClientDirectionOpen() throws {
         let received = LockedBox<Int>(-1)
         let server = try TestServer { connection in
