@@ -264,6 +264,49 @@ func setupGroup() throws {
                target: "≥1× haproxy", met: churnLinkcond.flatMap { value in churnHAProxy.map { value >= $0 } })
 }
 
+/// Idle connections held open through a relay: resident memory and descriptors each, linkcond against HAProxy.
+/// Each client sends one byte first, so its direction has moved data (as a kept-alive connection has), then waits.
+func scaleGroup() throws {
+    report.section("Idle connections held open, each after sending one byte (RSS and descriptors per connection)")
+    let count = quick ? 1000 : 3000
+    let server = try HoldingServer()
+    defer { server.stop() }
+    let relays: [(String, () throws -> (PeerProcess, UInt16))] = [
+        ("haproxy", { try startHAProxy(upstream: server.port, splice: true) }),
+        ("linkcond none", { let peer = try LinkcondPeer(profile: "", upstream: server.port); return (peer.peer, peer.relayPort) }),
+    ]
+    for (name, start) in relays {
+        measuring(name) {
+            let (peer, port) = try start()
+            defer { peer.stop() }
+            defer { server.release() }
+            // One connection first, so what the relay makes once (buffers, the first pipe) is not counted.
+            let first = try TestConnection.connect(port: port, timeout: 10)
+            try first.send([0x2A])
+            guard waitUntil(seconds: 10, { server.received.value == 1 }) else { throw TestError("the first byte did not arrive") }
+            first.close()
+            server.release()
+            usleep(200_000)
+            let rssBefore = peer.residentBytes(), descriptorsBefore = peer.descriptorCount()
+            var clients: [TestConnection] = []
+            defer { clients.forEach { $0.close() } }
+            for _ in 0..<count {
+                let client = try TestConnection.connect(port: port, timeout: 10)
+                clients.append(client)
+                try client.send([0x2A])
+            }
+            guard waitUntil(seconds: 60, { server.received.value == count }) else {
+                throw TestError("only \(server.received.value) of \(count) bytes reached the upstream")
+            }
+            let rss = peer.residentBytes().flatMap { after in rssBefore.map { (after - $0) / Double(count) } }
+            let descriptors = Double(peer.descriptorCount() - descriptorsBefore) / Double(count)
+            report.add("\(name): RSS per idle connection", rss, "B",
+                       target: name == "haproxy" ? nil : "≤ 8 KiB", met: name == "haproxy" ? nil : rss.map { $0 <= 8192 })
+            report.add("\(name): descriptors per idle connection", descriptors, "")
+        }
+    }
+}
+
 /// UDP through the relay under `none` with iperf3 -u offered at the targets: datagrams delivered per second
 /// and loss, against direct. iperf3 asks 4 MB socket buffers (`-w`, as linkcond's relay sockets have), so the loss
 /// counted is the relay's, not that of iperf3's default 208 KiB receive buffer, which loses even direct on a busy

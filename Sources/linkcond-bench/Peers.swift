@@ -70,6 +70,19 @@ final class PeerProcess: @unchecked Sendable {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Resident memory in bytes (VmRSS), every thread included.
+    func residentBytes() -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kib = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) }) else { return nil }
+        return kib * 1024
+    }
+
+    /// Open descriptors, from /proc/PID/fd.
+    func descriptorCount() -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).count
+    }
+
     /// Waits until the process (or, in a namespace, any process there) listens on TCP `port`; false after `timeout`.
     func waitListening(port: UInt16, timeout: Double = 10) -> Bool {
         let start = MonotonicClock().now()

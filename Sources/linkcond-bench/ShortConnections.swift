@@ -44,6 +44,68 @@ final class ClosingServer: @unchecked Sendable {
     }
 }
 
+/// A server on 127.0.0.1 that accepts, reads one byte from each client, and holds it open until `stop`: the
+/// upstream of idle connections. One thread; `received` counts the clients whose byte arrived.
+final class HoldingServer: @unchecked Sendable {
+    let fd: Int32
+    let port: UInt16
+    let received = LockedBox(0)
+    private let held = LockedBox<[Int32]>([])
+    private let done = DispatchSemaphore(value: 0)
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        port = freePort()
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 4096) == 0 else { throw TestError("holding server: bind/listen errno \(errno)") }
+        let (done, held, received) = (self.done, self.held, self.received)
+        Thread.detachNewThread {
+            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 {
+                    if errno == EINTR || errno == ECONNABORTED { continue }
+                    break
+                }
+                setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var byte: UInt8 = 0
+                if read(client, &byte, 1) == 1 { received.mutate { $0 += 1 } }
+                held.mutate { $0.append(client) }
+            }
+            done.signal()
+        }
+    }
+
+    func stop() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        done.wait()
+        close(fd)
+        held.mutate { clients in
+            for client in clients { close(client) }
+            clients.removeAll()
+        }
+        received.value = 0
+    }
+
+    /// Closes the clients held so far, keeping the listener: the next peer starts from none.
+    func release() {
+        held.mutate { clients in
+            for client in clients { close(client) }
+            clients.removeAll()
+        }
+        received.value = 0
+    }
+}
+
 /// Keeps `concurrency` connections to `port` open at once for `seconds`: each connects, waits for the end of stream
 /// the server sends, closes, and is replaced. Returns completed connections per second and the failures.
 func shortConnections(port: UInt16, concurrency: Int, seconds: Double) -> (rate: Double, failures: Int) {

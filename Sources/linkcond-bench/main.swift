@@ -11,7 +11,7 @@ let usage = """
       --runs N       runs per figure, the median is printed (default 3, 1 with --quick)
       --json FILE    also write the table as JSON for tracking ("-" for standard output)
       --working-latency  only the queue-discipline working-latency comparison (fifo, codel, fq_codel)
-      --only GROUPS  only these groups: throughput, shaped, streams, latency, setup, udp, delay, rate, record
+      --only GROUPS  only these groups: throughput, shaped, streams, latency, setup, scale, udp, delay, rate, record
     The peers come from Debian (scripts/bench installs them); linkcond runs as its own process from the same directory.
     """
 if CommandLine.arguments.contains("--working-latency") {
@@ -23,7 +23,7 @@ struct BenchOptions {
     var quick = false
     var runs = 3
     var json: String?
-    var groups: Set<String> = ["throughput", "shaped", "streams", "latency", "setup", "udp", "delay", "rate", "record"]
+    var groups: Set<String> = ["throughput", "shaped", "streams", "latency", "setup", "scale", "udp", "delay", "rate", "record"]
 
     init(_ arguments: [String]) throws {
         var runsGiven = false
@@ -105,6 +105,7 @@ do {
     if options.groups.contains("streams") { try streamsGroup() }
     if options.groups.contains("latency") { try latencyGroup() }
     if options.groups.contains("setup") { try setupGroup() }
+    if options.groups.contains("scale") { try scaleGroup() }
     if options.groups.contains("udp") { try udpGroup() }
     if options.groups.contains("delay") { try delayGroup() }
     if options.groups.contains("rate") { try rateGroup() }

@@ -37,56 +37,6 @@ struct SpliceTests {
         #expect(downlink(proxy).bytesSpliced == payload.size)
     }
 
-    @Test func connectionsOneAfterAnotherReuseOnePipePerDirection() throws {
-        let server = try TestServer.echo()
-        defer { server.stop() }
-        let pipesBefore = openPipes()
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
-
-        for index in 0..<5 {
-            let client = try TestConnection.connect(port: proxy.port, timeout: 30)
-            let message = (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
-            try client.send(message)
-            #expect(try client.receive(exactly: message.count) == message)
-            client.close()
-            #expect(waitUntil(seconds: 30) { proxy.status()[0].activeConnections == 0 })
-        }
-        let keptPipes = openPipes().subtracting(pipesBefore)
-        let spliced = downlink(proxy).bytesSpliced
-        proxy.stop()
-
-        #expect(spliced == 5 * 4096)
-        #expect(keptPipes.count == 2, "one pipe per direction, kept for the next connection: \(keptPipes)")
-        #expect(openPipes().isDisjoint(with: keptPipes))
-    }
-
-    @Test func connectionsThatNeverSendHoldNoPipe() throws {
-        let connected = LockedBox(0)
-        let server = try TestServer { connection in
-            connected.mutate { $0 += 1 }
-            _ = try? connection.drain()
-            connection.close()
-        }
-        defer { server.stop() }
-        let pipesBefore = openPipes()
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
-        defer { proxy.stop() }
-
-        let clients = try (0..<10).map { _ in try TestConnection.connect(port: proxy.port, timeout: 30) }
-        defer { clients.forEach { $0.close() } }
-        #expect(waitUntil(seconds: 30) { connected.value == 10 })
-        let atMostOneKept = waitUntil(seconds: 10) { openPipes().subtracting(pipesBefore).count <= 1 }
-
-        #expect(atMostOneKept, "\(openPipes().subtracting(pipesBefore).count) pipes open for 10 idle connections")
-    }
-
-    /// The pipes this process has open, by inode ("pipe:[1234]"; both ends of a pipe share one).
-    private func openPipes() -> Set<String> {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return Set(names.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }
-            .filter { $0.hasPrefix("pipe:[") })
-    }
-
     @Test func aDelayInEitherDirectionKeepsBothOnTheCopyingPath() throws {
         var profile = Profile.none
         profile.uplink.delay = .milliseconds(1)

@@ -91,6 +91,8 @@ public struct StatusReport: Codable, Sendable {
     public var offline: String?
     public var scenario: ScenarioState?
     public var listeners: [Listener]
+    /// Empty splice pipes the event loop keeps for the next connections, two descriptors each.
+    public var splicePipesKept = 0
 }
 
 extension StatusReport.Direction {

@@ -323,7 +323,8 @@ final class ProxyState {
                 let rate = rates[ObjectIdentifier(listener)] ?? (0, 0)
                 return StatusReport.Listener(status, uplinkBitsPerSecond: rate.0, downlinkBitsPerSecond: rate.1,
                                              conditions: conditions.effective)
-            })
+            },
+            splicePipesKept: listenerContext?.readBuffer.pipes.count ?? 0)
     }
 
     func close() {

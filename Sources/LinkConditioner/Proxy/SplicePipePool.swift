@@ -1,18 +1,33 @@
+import Logging
+
 /// Empty splice pipes kept for the next connection: opening one costs a `pipe2`, an `F_SETPIPE_SZ` and two
 /// closes later, a large share of a short connection's set-up (HAProxy pools its pipes for the same reason).
 ///
 /// Lives on the event loop thread, one per loop (held by its `ReadBuffer`). A pipe comes back only when the
 /// kernel says it is empty, so no byte of one connection can reach another. It keeps at most `limit` pipes, two
-/// descriptors each, and gives them all up when an accept finds descriptors exhausted.
+/// descriptors each, none made while descriptors ran short, and gives them all up when an accept or a new
+/// upstream socket finds descriptors exhausted.
 final class SplicePipePool {
     /// Pipes kept at most: 32 (64 descriptors, enough for a burst of short connections), or fewer, so that
     /// kept pipes never hold more than a sixteenth of the process's descriptor limit.
     let limit: Int
 
+    /// Descriptors from this number up are the last eighth below the process's limit. Linux hands out the lowest
+    /// free number, so a new descriptor this high means nearly every one is in use: pipes are not kept then.
+    private let crowdedFrom: Int
+    /// The number of the descriptor the loop opened last (`noteOpened`).
+    private var lastOpened: Int32 = 0
+
     private var idle: [SplicePipe] = []
 
-    init(descriptorLimit: Int? = openDescriptorLimit) {
-        limit = min(32, (descriptorLimit ?? Int.max) / 32)
+    /// A pool sized for the process's descriptor limit (unlimited when nil).
+    convenience init(descriptorLimit: Int? = openDescriptorLimit) {
+        self.init(limit: min(32, (descriptorLimit ?? Int.max) / 32), crowdedFrom: descriptorLimit.map { $0 - $0 / 8 } ?? Int.max)
+    }
+
+    init(limit: Int, crowdedFrom: Int) {
+        self.limit = limit
+        self.crowdedFrom = crowdedFrom
     }
 
     /// Pipes waiting for a connection.
@@ -24,19 +39,33 @@ final class SplicePipePool {
         return try SplicePipe.open(size: size)
     }
 
-    /// Keeps `pipe` for the next connection if it is empty and there is room, and closes it otherwise.
+    /// Records a descriptor the loop just opened: how crowded the descriptor table is.
+    func noteOpened(_ descriptor: Int32) {
+        lastOpened = descriptor
+    }
+
+    /// Keeps `pipe` for the next connection if it is empty, there is room, and descriptors are not running short;
+    /// closes it otherwise.
     func give(_ pipe: SplicePipe) {
-        guard idle.count < limit, pipe.isEmpty else {
+        guard idle.count < limit, Int(max(pipe.readEnd, pipe.writeEnd, lastOpened)) < crowdedFrom, pipe.isEmpty else {
             pipe.close()
             return
         }
         idle.append(pipe)
     }
 
-    /// Closes every kept pipe: descriptors are short, or the loop is stopping.
+    /// Closes every kept pipe: the loop is stopping.
     func release() {
         for pipe in idle { pipe.close() }
         idle.removeAll()
+    }
+
+    /// Closes every kept pipe because descriptors ran out, and logs how many.
+    func releaseForShortage(logger: Logger) {
+        guard !idle.isEmpty else { return }
+        let count = idle.count
+        release()
+        logger.notice("descriptors exhausted: closed \(count) kept splice pipes (\(2 * count) descriptors)")
     }
 
     deinit { release() }

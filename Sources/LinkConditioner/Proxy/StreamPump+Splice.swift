@@ -52,12 +52,15 @@ extension StreamPump {
                 // free slot, so the source stays marked readable until the pipe drains.
                 if splice.pipedBytes == 0 {
                     sourceReadable = false
-                    splice.giveBackUnused()
+                    splice.giveBack()
                     return .open
                 }
             case .processed(0):
                 endOfStream(at: now)
-                if splice.pipedBytes == 0 { return finishIfDrained() }
+                if splice.pipedBytes == 0 {
+                    splice.giveBack()
+                    return finishIfDrained()
+                }
             case .processed:
                 break
             }

@@ -1,8 +1,8 @@
 /// The splice path of one stream direction: while the direction has nothing to shape, its bytes move from the
 /// source socket into a kernel pipe and on to the destination with `splice(2)`, never copied into user space.
 ///
-/// Lives on the event loop thread, owned by one `StreamPump`. The pipe is taken from the loop's pool on first use
-/// and given back empty at close; bytes in it were read from the source before anything the copying path reads
+/// Lives on the event loop thread, owned by one `StreamPump`. The pipe is taken from the loop's pool when the
+/// source has bytes and given back once it is empty and the source has no more, or at close; bytes in it were read from the source before anything the copying path reads
 /// later, so leaving the path copies them out first.
 final class StreamSplice {
     /// Room asked for the pipe: enough for a few windows of a fast loopback stream.
@@ -71,10 +71,10 @@ final class StreamSplice {
         return Array(UnsafeRawBufferPointer(rebasing: buffer[..<taken]))
     }
 
-    /// Gives the pipe back to the pool if it never moved a byte: the source had nothing when it was taken (a
-    /// connection that only opened), so an idle connection holds no pipe.
-    func giveBackUnused() {
-        guard let pipe, pipedBytes == 0, bytesSpliced == 0 else { return }
+    /// Gives the empty pipe back to the pool: the source has nothing more for now, so an idle connection holds
+    /// two sockets and no pipe, and the next burst takes a pipe from the pool again.
+    func giveBack() {
+        guard let pipe, pipedBytes == 0 else { return }
         pool.give(pipe)
         self.pipe = nil
     }

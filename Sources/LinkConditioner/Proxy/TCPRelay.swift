@@ -168,11 +168,12 @@ final class TCPRelay {
         do {
             socket = try Socket.tcp(family: address.family)
         } catch {
-            if error.isDescriptorShortage { host.readBuffer.pipes.release() }
+            if error.isDescriptorShortage { host.readBuffer.pipes.releaseForShortage(logger: logger) }
             fail("cannot open a socket for upstream \(address): \(error)")
             return
         }
         upstream = socket
+        host.readBuffer.pipes.noteOpened(socket.descriptor)
         try? socket.setNoDelay()
         uplink?.close()
         downlink?.close()
