@@ -98,6 +98,18 @@ def main():
             mark = {"pass": " ✓", "fail": " ✗", "": ""}[r["verdict"]]
             text.append(f"{number(r['real'])} / {number(r['linkcond'])} ({r['ratio']:.2f}{mark})")
         lines.append(f"| {name[0]} | {name[1]} | {name[2]} | {number(ping) if ping is not None else '–'} | " + " | ".join(text) + " |")
+    spread = [(cell, metric, label, unit) for cell in cells if cell[0] != "0" for metric, label, unit, _ in TRANSFERS
+              if min(runs.get((side,) + cell + (metric,), 0) for side in ("real", "linkcond")) >= 10]
+    if spread:
+        lines += ["", "Spread, for entries with at least 10 runs a side: on a lossy link one run differs from the next "
+                  "by more than the targets on both sides, so compare the quantiles, not only the medians.", "",
+                  "| Mbit/s | RTT ms | loss % | transfer | side | runs | p10 | p25 | p50 | p75 | p90 |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for (rate, rtt, loss), metric, label, unit in spread:
+            for side in ("real", "linkcond"):
+                values = sorted(samples[(side, rate, rtt, loss, metric)])
+                quantiles = [values[min(len(values) - 1, int(p * len(values)))] for p in (0.1, 0.25, 0.5, 0.75, 0.9)]
+                lines.append(f"| {rate} | {rtt} | {loss} | {label} ({unit}) | {side} | {len(values)} | "
+                             + " | ".join(number(q) for q in quantiles) + " |")
     if latency:
         lines += ["", "Working latency: 1-byte request/response round trips on a second connection while a download "
                   "fills the link (ms; loaded = after the first quarter of the run).", "",
