@@ -3,6 +3,26 @@ import LinkConditioner
 import Glibc
 import LoopbackPeers
 
+/// A listening TCP socket on 127.0.0.1 at a free port, with a backlog of 4096; `name` says whose in an error.
+func loopbackListener(for name: String) throws -> (fd: Int32, port: UInt16) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let port = freePort()
+    var one: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0, listen(fd, 4096) == 0 else {
+        close(fd)
+        throw TestError("\(name): bind/listen errno \(errno)")
+    }
+    return (fd, port)
+}
+
 /// A server on 127.0.0.1 that accepts and closes at once: the upstream for short-connection churn.
 final class ClosingServer: @unchecked Sendable {
     let fd: Int32
@@ -10,20 +30,8 @@ final class ClosingServer: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.fd = fd
-        port = freePort()
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 4096) == 0 else { throw TestError("closing server: bind/listen errno \(errno)") }
-        let done = self.done
+        (fd, port) = try loopbackListener(for: "closing server")
+        let (fd, done) = (self.fd, self.done)
         Thread.detachNewThread {
             while true {
                 let client = accept(fd, nil, nil)
@@ -54,19 +62,8 @@ final class HoldingServer: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.fd = fd
-        port = freePort()
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 4096) == 0 else { throw TestError("holding server: bind/listen errno \(errno)") }
+        (fd, port) = try loopbackListener(for: "holding server")
+        let fd = self.fd
         let (done, held, received) = (self.done, self.held, self.received)
         Thread.detachNewThread {
             var timeout = timeval(tv_sec: 5, tv_usec: 0)
@@ -89,11 +86,7 @@ final class HoldingServer: @unchecked Sendable {
         shutdown(fd, Int32(SHUT_RDWR))
         done.wait()
         close(fd)
-        held.mutate { clients in
-            for client in clients { close(client) }
-            clients.removeAll()
-        }
-        received.value = 0
+        release()
     }
 
     /// Closes the clients held so far, keeping the listener: the next peer starts from none.
