@@ -91,8 +91,9 @@ public struct StatusReport: Codable, Sendable {
     public var offline: String?
     public var scenario: ScenarioState?
     public var listeners: [Listener]
-    /// Empty splice pipes the event loop keeps for the next connections, two descriptors each.
-    public var splicePipesKept = 0
+    /// Empty splice pipes the event loop keeps for the next connections, two descriptors each (absent from an
+    /// older linkcond's answer).
+    public var splicePipesKept: Int?
 }
 
 extension StatusReport.Direction {

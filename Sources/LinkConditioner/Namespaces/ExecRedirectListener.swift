@@ -67,7 +67,9 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
             for (fd, family) in zip(listeners, [Namespaces.familyV4, Namespaces.familyV6]) {
                 pending.removeFirst()
                 let acceptor = try TCPAcceptor(adopting: Socket.adopting(fd), loop: loop, logger: logger)
-                try acceptor.start { [weak self] client, address in self?.accepted(client, from: address, family: family) }
+                try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: logger)) { [weak self] client, address in
+                    self?.accepted(client, from: address, family: family)
+                }
                 acceptors.append(acceptor)
             }
         } catch {

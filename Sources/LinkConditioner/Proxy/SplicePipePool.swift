@@ -60,12 +60,20 @@ final class SplicePipePool {
         idle.removeAll()
     }
 
-    /// Closes every kept pipe because descriptors ran out, and logs how many.
-    func releaseForShortage(logger: Logger) {
-        guard !idle.isEmpty else { return }
+    /// Closes every kept pipe because descriptors ran out, and logs how many; true when it closed any.
+    @discardableResult
+    func releaseForShortage(logger: Logger) -> Bool {
+        guard !idle.isEmpty else { return false }
         let count = idle.count
         release()
         logger.notice("descriptors exhausted: closed \(count) kept splice pipes (\(2 * count) descriptors)")
+        return true
+    }
+
+    /// What a listener's acceptor runs when an accept fails: descriptors are short, so the kept pipes go (true
+    /// when there were any).
+    func shortageHandler(logger: Logger) -> () -> Bool {
+        { [self] in releaseForShortage(logger: logger) }
     }
 
     deinit { release() }

@@ -15,8 +15,12 @@ extension StreamPump {
     /// ended. With bytes already in the pipe, it stays on the path.
     func spliceDecision(at now: Instant) -> SpliceDecision {
         if let splice, splice.pipedBytes > 0 { return .splice }
-        guard stage?.isIdle ?? true, filter == nil, recording == nil, link.isPassThrough, !(splice?.isUnavailable ?? false) else { return .copy }
-        guard now >= flow.opensAt, destinationReady, forwarding, !sourceEnded else { return .copy }
+        guard stage?.isIdle ?? true, filter == nil, recording == nil, link.isPassThrough, !(splice?.isUnavailable ?? false),
+              now >= flow.opensAt, destinationReady, forwarding, !sourceEnded else {
+            // Copying from here on: an empty pipe goes back to the pool rather than wait with the connection.
+            splice?.giveBack()
+            return .copy
+        }
         guard heldBytes == 0, flow.pendingBytes == 0, flow.releasedBytes == 0 else { return .drainFirst }
         if splice == nil { splice = StreamSplice(pool: pipes) }
         // A pipe is taken once there are bytes to move, so a connection that never sends holds none.
@@ -110,6 +114,7 @@ extension StreamPump {
             relay?.pumpProgressed(self, outcome: .failed(error))
             return
         }
+        splice.giveBack()
         inject(bytes, endOfStream: false, at: now)
     }
 }

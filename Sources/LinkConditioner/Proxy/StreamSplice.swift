@@ -14,14 +14,16 @@ final class StreamSplice {
     private(set) var pipedBytes = 0
     /// Bytes this path has written to the destination.
     private(set) var bytesSpliced = 0
-    /// Set when the pipe could not be opened (descriptors exhausted): the pump copies instead.
+    /// Set when the kernel refuses pipes for a reason other than a shortage of descriptors: the pump copies from
+    /// then on.
     private(set) var isUnavailable = false
 
     init(pool: SplicePipePool) {
         self.pool = pool
     }
 
-    /// Takes a pipe if it has none yet; false (and unavailable from then on) when the kernel refuses one.
+    /// Takes a pipe if it has none yet; false when the kernel refuses one. A shortage of descriptors only makes
+    /// this burst copy, so a long connection splices again once descriptors are free.
     func prepare() -> Bool {
         if pipe != nil { return true }
         guard !isUnavailable else { return false }
@@ -29,7 +31,7 @@ final class StreamSplice {
             pipe = try pool.take(size: Self.pipeSize)
             return true
         } catch {
-            isUnavailable = true
+            if !error.isDescriptorShortage { isUnavailable = true }
             return false
         }
     }

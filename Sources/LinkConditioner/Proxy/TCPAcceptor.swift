@@ -16,7 +16,7 @@ final class TCPAcceptor {
     /// Set by the owner while it cannot take more clients; new ones wait in the kernel's backlog meanwhile.
     private var held = false
     private var onClient: ((Socket, SocketAddress) -> Void)?
-    private var onFailure: (() -> Void)?
+    private var onFailure: (() -> Bool)?
     /// Accepts that failed since the last one that succeeded: nonzero during an episode.
     private(set) var failedAttempts = 0
 
@@ -46,8 +46,9 @@ final class TCPAcceptor {
     }
 
     /// Starts accepting; `onClient` owns each accepted socket (capture the owner weakly), and `onFailure` runs
-    /// when an accept fails, to give up descriptors the owner can spare. Closes the socket when it cannot be watched.
-    func start(onFailure: (() -> Void)? = nil, _ onClient: @escaping (Socket, SocketAddress) -> Void) throws(SystemError) {
+    /// when an accept fails, to give up descriptors the owner can spare (true when it did, and the accept is
+    /// tried again at once). Closes the socket when it cannot be watched.
+    func start(onFailure: (() -> Bool)? = nil, _ onClient: @escaping (Socket, SocketAddress) -> Void) throws(SystemError) {
         self.onClient = onClient
         self.onFailure = onFailure
         do {
@@ -61,16 +62,21 @@ final class TCPAcceptor {
     }
 
     private func acceptPending() {
+        var freedDescriptors = false
         for _ in 0..<Self.batch {
             let accepted: IOResult<(Socket, SocketAddress)>
             do {
                 accepted = try socket.accept()
             } catch {
+                // Descriptors the owner gave up let this accept be tried again at once, but only once per turn.
+                if !freedDescriptors, onFailure?() == true {
+                    freedDescriptors = true
+                    continue
+                }
                 if failedAttempts == 0 {
                     logger.error("accept on \(localAddress): \(error); pausing accepts, retrying every 100 ms until one succeeds")
                 }
                 failedAttempts += 1
-                onFailure?()
                 pause()
                 return
             }

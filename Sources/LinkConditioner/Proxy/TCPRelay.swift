@@ -162,13 +162,23 @@ final class TCPRelay {
 
     private static let edgeInterest = Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.edgeTriggered
 
+    /// A TCP socket for the upstream; when descriptors are exhausted, the kept splice pipes are closed and the
+    /// socket tried once more, so kept pipes never cost a connection.
+    private static func openUpstreamSocket(family: Int32, pipes: SplicePipePool, logger: Logger) throws(SystemError) -> Socket {
+        do {
+            return try Socket.tcp(family: family)
+        } catch {
+            guard error.isDescriptorShortage, pipes.releaseForShortage(logger: logger) else { throw error }
+            return try Socket.tcp(family: family)
+        }
+    }
+
     private func connectUpstream() {
         let address = upstreamAddresses[upstreamAttempt]
         let socket: Socket
         do {
-            socket = try Socket.tcp(family: address.family)
+            socket = try Self.openUpstreamSocket(family: address.family, pipes: host.readBuffer.pipes, logger: logger)
         } catch {
-            if error.isDescriptorShortage { host.readBuffer.pipes.releaseForShortage(logger: logger) }
             fail("cannot open a socket for upstream \(address): \(error)")
             return
         }
