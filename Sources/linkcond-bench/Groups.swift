@@ -195,6 +195,9 @@ func latencyGroup() throws {
     report.add("linkcond none added p50", added, "s", target: "≤ 15 µs", met: added.map { $0 <= 15e-6 })
 }
 
+/// A p50 in whole microseconds for a note, or "—".
+private func microseconds(_ seconds: Double?) -> String { seconds.map { String(Int(($0 * 1e6).rounded())) } ?? "—" }
+
 /// Connection set-up through each front end against a direct connect, and short connections per second with 1000
 /// open at once against HAProxy.
 func setupGroup() throws {
@@ -207,8 +210,10 @@ func setupGroup() throws {
     let socks: [UInt8] = [0x05, 0x01, 0x00, 0x05, 0x01, 0x00, 0x01, 127, 0, 0, 1, UInt8(echo.port >> 8), UInt8(echo.port & 0xFF)]
     let connect = Array("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nHost: 127.0.0.1:\(echo.port)\r\n\r\n".utf8)
     let connectReply = "HTTP/1.1 200 Connection established\r\n\r\n".utf8.count
-    let direct = medianOf { quantile(try setupTimes(port: echo.port, samples: samples), 0.5) }
-    report.add("direct", direct, "s")
+    // Direct is the floor every other row is judged against, so it is measured twice, before and after the relays,
+    // and the lower p50 is kept: a busy machine can slow one pass of it (p50s of 2-4 ms were seen) and must not
+    // turn the verdicts into passes.
+    let directFirst = medianOf { quantile(try setupTimes(port: echo.port, samples: samples), 0.5) }
     var relays: [(name: String, p50: Double?)] = []
     for (name, start) in [("socat", { try startSocat(upstream: echo.port) }),
                           ("haproxy", { try startHAProxy(upstream: echo.port, splice: false) })] as [(String, () throws -> (PeerProcess, UInt16))] {
@@ -217,9 +222,12 @@ func setupGroup() throws {
             defer { peer.stop() }
             let p50 = medianOf { quantile(try setupTimes(port: port, samples: samples), 0.5) }
             relays.append((name, p50))
-            report.add(name, p50, "s", versus: [("direct", direct)])
         }
     }
+    let directSecond = medianOf { quantile(try setupTimes(port: echo.port, samples: samples), 0.5) }
+    let direct = [directFirst, directSecond].compactMap { $0 }.min()
+    report.add("direct", direct, "s", note: "lower of two passes: \(microseconds(directFirst)) and \(microseconds(directSecond)) µs")
+    for relay in relays { report.add(relay.name, relay.p50, "s", versus: [("direct", direct)]) }
     let paths: [(String, UInt16, (TestConnection) throws -> Void)] = [
         ("TCP relay", linkcond.relayPort, { _ in }),
         ("SOCKS5", linkcond.proxyPort!, { try $0.send(socks); _ = try $0.receive(exactly: 12) }),
