@@ -72,7 +72,9 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         uplink.listenerName = "proxy \(acceptor.localAddress)"
         direct = DirectLinkHost(owner: self)
         do {
-            try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: context.logger)) { [weak self] client, address in self?.accepted(client, from: address) }
+            try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: context.logger)) { [weak self] client, address in
+                self?.accepted(client, from: address)
+            }
         } catch {
             resolver.shutDown()
             throw error

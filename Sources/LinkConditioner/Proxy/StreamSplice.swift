@@ -2,8 +2,8 @@
 /// source socket into a kernel pipe and on to the destination with `splice(2)`, never copied into user space.
 ///
 /// Lives on the event loop thread, owned by one `StreamPump`. The pipe is taken from the loop's pool when the
-/// source has bytes and given back once it is empty and the source has no more, or at close; bytes in it were read from the source before anything the copying path reads
-/// later, so leaving the path copies them out first.
+/// source has bytes and given back once it is empty and the source has no more, or at close. Bytes in it were read
+/// from the source before anything the copying path reads later, so leaving the path copies them out first.
 final class StreamSplice {
     /// Room asked for the pipe: enough for a few windows of a fast loopback stream.
     static let pipeSize = 256 * 1024

@@ -68,7 +68,9 @@ final class TCPListener: RelayHost, ConditionedListener {
         (uplink, downlink) = ShapedLink.pair(for: context)
         faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         uplink.listenerName = "tcp \(acceptor.localAddress)"
-        try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: context.logger)) { [weak self] client, address in self?.accepted(client, from: address) }
+        try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: context.logger)) { [weak self] client, address in
+            self?.accepted(client, from: address)
+        }
     }
 
     var bound: BoundListener { BoundListener(kind: "tcp", address: localAddress, upstream: upstream.description) }

@@ -162,33 +162,38 @@ final class TCPRelay {
 
     private static let edgeInterest = Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.edgeTriggered
 
-    /// A TCP socket for the upstream; when descriptors are exhausted, the kept splice pipes are closed and the
-    /// socket tried once more, so kept pipes never cost a connection.
+    /// A TCP socket for the upstream, noted with the pool as the loop's newest descriptor; when descriptors are
+    /// exhausted, the kept splice pipes are closed and the socket tried once more, so kept pipes never cost a
+    /// connection.
     private static func openUpstreamSocket(family: Int32, pipes: SplicePipePool, logger: Logger) throws(SystemError) -> Socket {
+        let socket: Socket
         do {
-            return try Socket.tcp(family: family)
+            socket = try Socket.tcp(family: family)
         } catch {
             guard error.isDescriptorShortage, pipes.releaseForShortage(logger: logger) else { throw error }
-            return try Socket.tcp(family: family)
+            socket = try Socket.tcp(family: family)
         }
+        pipes.noteOpened(socket.descriptor)
+        return socket
     }
 
     private func connectUpstream() {
         let address = upstreamAddresses[upstreamAttempt]
+        let pipes = host.readBuffer.pipes
         let socket: Socket
         do {
-            socket = try Self.openUpstreamSocket(family: address.family, pipes: host.readBuffer.pipes, logger: logger)
+            socket = try Self.openUpstreamSocket(family: address.family, pipes: pipes, logger: logger)
         } catch {
             fail("cannot open a socket for upstream \(address): \(error)")
             return
         }
         upstream = socket
-        host.readBuffer.pipes.noteOpened(socket.descriptor)
         try? socket.setNoDelay()
         uplink?.close()
         downlink?.close()
-        uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: host.options.connectionBuffer, pipes: host.readBuffer.pipes)
-        downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: host.options.connectionBuffer, pipes: host.readBuffer.pipes)
+        let buffer = host.options.connectionBuffer
+        uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: buffer, pipes: pipes)
+        downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: buffer, pipes: pipes)
         uplink.filter = uplinkFilter
         if let makeStages { (uplink.stage, downlink.stage) = makeStages(self) }
         if let recordedID, let recorder = host.uplink.recorder {
