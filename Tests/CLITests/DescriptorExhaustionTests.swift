@@ -128,11 +128,10 @@ struct DescriptorExhaustionTests {
     @Test func theTCPRelayGivesUpItsKeptSplicePipesWhenDescriptorsRunOut() throws {
         let upstream = try TestServer.echo()
         defer { upstream.stop() }
-        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("lc-none-\(UUID().uuidString.prefix(8)).profile")
-        try "# nothing shaped: unshaped directions splice\n".write(to: profile, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: profile) }
+        let profile = try ExecEnvironment.profileFile("# nothing shaped: unshaped directions splice\n")
+        defer { try? FileManager.default.removeItem(atPath: profile) }
         let linkcond = try LimitedLinkcond(descriptorLimit: 64, arguments: [
-            "run", "--profile", profile.path, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
+            "run", "--profile", profile, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
             "--control", "127.0.0.1:0",
         ])
         var stderr = ""

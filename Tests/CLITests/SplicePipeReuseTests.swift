@@ -11,13 +11,12 @@ struct SplicePipeReuseTests {
     private final class Relay {
         let linkcond: DescriptorExhaustionTests.LimitedLinkcond
         let port: UInt16
-        let profile: URL
+        let profile: String
 
         init(upstream: UInt16) throws {
-            profile = FileManager.default.temporaryDirectory.appendingPathComponent("lc-pipes-\(UUID().uuidString.prefix(8)).profile")
-            try "# nothing shaped: unshaped directions splice\n".write(to: profile, atomically: true, encoding: .utf8)
+            profile = try ExecEnvironment.profileFile("# nothing shaped: unshaped directions splice\n")
             linkcond = try DescriptorExhaustionTests.LimitedLinkcond(descriptorLimit: 1024, arguments: [
-                "run", "--profile", profile.path, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream)",
+                "run", "--profile", profile, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream)",
                 "--control", "127.0.0.1:0",
             ])
             let ready = try linkcond.readyLines()
@@ -35,7 +34,7 @@ struct SplicePipeReuseTests {
 
         func stop() {
             _ = linkcond.stop()
-            try? FileManager.default.removeItem(at: profile)
+            try? FileManager.default.removeItem(atPath: profile)
         }
     }
 
