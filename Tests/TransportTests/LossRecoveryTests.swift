@@ -30,6 +30,46 @@ struct LossRecoveryTests {
         #expect(result.lastByteAt != nil)
     }
 
+    @Test func aTailSentBeforeARepairIsFoundLostWhenTheRepairIsAcknowledged() {
+        let profile = linkProfile(down: .mbps(10), up: .mbps(10), downDelay: .milliseconds(100), upDelay: .milliseconds(100))
+        let connection = ModelConnection(profile: profile)
+        var lost: Set<UInt64> = [UInt64(segments(8)), UInt64(segments(20))]
+        connection.downlink.lossDecision = { packet in lost.remove(packet.tag) != nil }
+
+        let lastByte = connection.fetch(response: 30_000, at: .zero)
+
+        // Segment 8 is found lost once its successors arrive, and resent. The tail, segment 20, left before that
+        // repair; when the repair is acknowledged, RACK (which orders by send time, not sequence) marks the tail
+        // lost and resends it at once, where waiting for the retransmission timer would cost a timeout.
+        let sender = connection.serverFlow.sender
+        #expect(lastByte != nil)
+        #expect(sender.timeouts == 0)
+        #expect(sender.retransmissions == 2)
+        #expect(sender.recoveries == 1)
+    }
+
+    @Test func resendingTheOldestSegmentRestartsTheRetransmissionTimer() {
+        let link = modelLink(oneWay: .milliseconds(500))
+        let lostSeq = UInt64(segments(150))
+        var drops = 0
+        link.lossDecision = { packet in
+            guard packet.tag == lostSeq, drops < 2 else { return false }
+            drops += 1
+            return true
+        }
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(segments(400), over: link, flow: flow, from: .zero)
+
+        // By segment 150 the round trip is steady, so the timeout is srtt + 200 ms, about 1.2 s. Segment 150 and its
+        // first retransmission are lost; the second retransmission leaves about a round trip (1 s) after the last
+        // cumulative ACK. Linux restarts the timer when it resends the oldest outstanding
+        // segment (tcp_xmit_retransmit_queue), so the repair is acknowledged before srtt + 200 ms run out.
+        #expect(result.lastByteAt != nil)
+        #expect(flow.transport.retransmissions == 2)
+        #expect(flow.transport.timeouts == 0)
+    }
+
     @Test func fastRecoveryCutsTheWindowByCubicsBeta() {
         var sender = TCPSender()
         sender.write(segments(100), now: .zero)

@@ -122,6 +122,8 @@ public struct TCPSender {
     private var rackSentAt: Instant?
     private var rackEndSeq: Int64 = 0
     private var rackRTT = Duration.zero
+    /// Whether the RACK reference was a retransmission: then segments above it in sequence were sent before it.
+    private var rackRetransmitted = false
     private var isCwndLimited = false
     private var maxPacketsOut = 0
     private var cwndUsageSeq: Int64 = 0
@@ -248,6 +250,7 @@ public struct TCPSender {
         segments[index].retransmitted = true
         retransmissions += 1
         sent(now: now)
+        if index == segments.startIndex { retransmissionDeadline = now + timer.timeout }
         let segment = segments[index]
         return TCPSegment(seq: segment.seq, length: segment.length, isRetransmission: true)
     }
@@ -362,10 +365,13 @@ public struct TCPSender {
         rackSentAt = segment.sentAt
         rackEndSeq = segment.end
         rackRTT = rtt
+        rackRetransmitted = segment.retransmitted
     }
 
     /// tcp_rack_detect_loss: marks lost every segment sent before the newest delivered one and overdue by its
-    /// round trip plus the reordering window; arms the reorder timer for those not overdue yet.
+    /// round trip plus the reordering window; arms the reorder timer for those not overdue yet. The kernel walks
+    /// its segments in send order; in sequence order the walk may stop at the reference only when the reference
+    /// was a first transmission, since a delivered retransmission was sent after segments above it.
     private mutating func detectLosses(now: Instant) -> Int {
         reorderDeadline = nil
         guard let rackSentAt else { return 0 }
@@ -374,7 +380,7 @@ public struct TCPSender {
         var newlyLost = 0
         for index in segments.indices {
             let segment = segments[index]
-            if segment.seq >= rackEndSeq { break }
+            if segment.seq >= rackEndSeq && !rackRetransmitted { break }
             guard segment.fate == .inFlight else { continue }
             let sentAfter = segment.sentAt > rackSentAt || (segment.sentAt == rackSentAt && segment.end > rackEndSeq)
             if sentAfter { continue }
