@@ -4,10 +4,15 @@
 # Topology (three network namespaces, so the bottleneck is a router's queue, not the sender's own qdisc, whose
 # drops TCP would see at once as local congestion):
 #   client (root ns, c0 198.18.0.1) ── r0 [router ns "rtr", forwarding] r1 ── s0 198.18.1.1 (ns "srv", server)
-# Each direction crosses the sender's egress (netem: delay each way, loss; a limit high enough never to drop) and
-# then the router's egress towards the receiver: the bottleneck, serialising at the cell's rate into a queue of
-# queue_packets. So a packet is delayed, then serialised, as on a real path. Segmentation offloads are off, so
-# each qdisc sees segments and netem's loss draws per segment, not per 64 KB super-packet.
+# Each direction crosses the sender's egress (netem: delay each way; a limit high enough never to drop) and then
+# the router's egress towards the receiver: the bottleneck, serialising at the cell's rate into a queue of
+# queue_packets, and the cell's random loss. So a packet is delayed, then serialised, as on a real path.
+# Segmentation offloads are off, so the router sees one segment per packet. The loss is drawn there, not on the
+# sender's egress, where netem dropped the server's segments in pairs: the guest's counters showed every lossy
+# 100 KB fetch resending an even number of segments (2 or 4, over 20 runs), and twice as many fetches escaping
+# loss as 2 % per segment predicts. (TCP hands its own qdisc GSO packets of at least two segments whatever
+# ethtool says, tcp_tso_autosize's min_tso_segs, and they are cut into segments after the qdisc.) On the router
+# the resent counts are 0 to 5, odd as often as even.
 # The grid's bottleneck is netem's own rate (no delay there): it stamps each packet's departure from the
 # previous one's, so a late timer under emulation delays packets but never loses capacity. htb's token bucket
 # does lose it: with the guest's timers late by a few ms under TCG, htb at 10 Mbit/s carried only about 8.
@@ -64,16 +69,16 @@ unshape() {
     $tc -n srv qdisc del dev s0 root 2>/dev/null
 }
 
-# shape WIRE_BIT DELAY_EACH_MS LOSS_PCT QUEUE...: netem delay and loss on both senders' egress, then the
-# bottleneck on the router's egress: QUEUE is "netem" (netem's rate, the grid) or a leaf qdisc under htb (the
-# downlink's; the uplink's leaf is a pfifo of $queue packets).
+# shape WIRE_BIT DELAY_EACH_MS LOSS_PCT QUEUE...: netem delay on both senders' egress, then the bottleneck and
+# the loss on the router's egress: QUEUE is "netem" (netem's rate and loss, the grid) or a leaf qdisc under htb
+# (the downlink's; the uplink's leaf is a pfifo of $queue packets; the working-latency runs have no loss).
 shape() {
     wire=$1 delay=$2 loss=$3
     shift 3
-    $tc -n srv qdisc add dev s0 root netem delay "${delay}ms" loss "${loss}%" limit 100000
-    $tc qdisc add dev c0 root netem delay "${delay}ms" loss "${loss}%" limit 100000
+    $tc -n srv qdisc add dev s0 root netem delay "${delay}ms" limit 100000
+    $tc qdisc add dev c0 root netem delay "${delay}ms" limit 100000
     if [ "$1" = netem ]; then
-        for dev in r0 r1; do $tc -n rtr qdisc add dev $dev root netem rate "${wire}bit" limit "$queue"; done
+        for dev in r0 r1; do $tc -n rtr qdisc add dev $dev root netem rate "${wire}bit" loss "${loss}%" limit "$queue"; done
         return
     fi
     burst=$((wire / 8 * 30 / 1000))
