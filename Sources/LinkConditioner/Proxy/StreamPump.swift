@@ -307,7 +307,7 @@ final class StreamPump {
     /// reading each as it opened cost a read and a small write per segment (310 000 reads per GB at 1 Gbit/s with
     /// 10 ms of delay). 64 KiB is half a millisecond at 1 Gbit/s, far less than what a full pump still holds.
     private var minimumRead: Int { min(Self.readBatch, capacity) }
-    static let readBatch = 64 * 1024
+    private static let readBatch = 64 * 1024
 
     func close() {
         guard !isClosed else { return }
