@@ -38,6 +38,24 @@ struct ExtremeValueTests {
         #expect((Duration.seconds(Int64.max / 1_000_000_000) + .milliseconds(999)).nanoseconds == .max)
     }
 
+    @Test func aDurationsNanosecondsTruncateTowardZeroAndSaturateAsItsComponentsSay() {
+        let durations: [Duration] = [
+            .zero, .nanoseconds(1), .nanoseconds(-1), .nanoseconds(1) / 3, .nanoseconds(-1) / 3, .nanoseconds(7) / 2,
+            .nanoseconds(-7) / 2, .milliseconds(200) / 8 * 7, .seconds(1) + .nanoseconds(1) / 2, .seconds(-3) / 7,
+            .nanoseconds(Int64.max), .nanoseconds(Int64.min), .nanoseconds(Int64.max) + .nanoseconds(1),
+            .nanoseconds(Int64.min) - .nanoseconds(1), .seconds(Int64.max), .seconds(Int64.min),
+            .seconds(Int64.max / 1_000_000_000) + .milliseconds(999), .seconds(Int64.max / 1_000_000_000) + .nanoseconds(1) / 2,
+        ]
+        for duration in durations {
+            let (seconds, attoseconds) = duration.components
+            let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+            let part = attoseconds / 1_000_000_000
+            let (sum, sumOverflow) = scaled.addingReportingOverflow(part)
+            let expected = overflow ? (seconds < 0 ? Int64.min : Int64.max) : sumOverflow ? (part > 0 ? .max : .min) : sum
+            #expect(duration.nanoseconds == expected, "\(duration)")
+        }
+    }
+
     @Test func transmissionTimeAtATinyRateSaturates() {
         #expect(BitRate(bitsPerSecond: 1e-9).transmissionTime(bytes: 1_000_000).nanoseconds == .max)
     }

@@ -31,16 +31,25 @@ public struct RetransmissionTimer: Hashable, Sendable {
     public init() {}
 
     /// Takes one round-trip sample and recomputes rto; clears the backoff.
+    ///
+    /// The arithmetic is on attoseconds, as `Duration`'s own operators do it (the same truncating divisions, so the
+    /// same results), without their generic conversions: this runs for every ACK of every flow.
     public mutating func sample(_ rtt: Duration) {
-        if let smoothed = srtt {
-            let error = smoothed > rtt ? smoothed - rtt : rtt - smoothed
-            rttvar = rttvar * 3 / 4 + error / 4
-            srtt = smoothed * 7 / 8 + rtt / 8
+        let sample = rtt.attoseconds
+        var variance: Int128
+        let smoothed: Int128
+        if let previous = srtt?.attoseconds {
+            let error = previous > sample ? previous - sample : sample - previous
+            variance = rttvar.attoseconds * 3 / 4 + error / 4
+            smoothed = previous * 7 / 8 + sample / 8
         } else {
-            srtt = rtt
-            rttvar = rtt / 2
+            smoothed = sample
+            variance = sample / 2
         }
-        rto = min(Self.maximum, srtt! + max(rttvar * 4, Self.minimum))
+        rttvar = Duration(attoseconds: variance)
+        srtt = Duration(attoseconds: smoothed)
+        variance *= 4
+        rto = Duration(attoseconds: min(Self.maximum.attoseconds, smoothed + max(variance, Self.minimum.attoseconds)))
         backoff = 0
     }
 

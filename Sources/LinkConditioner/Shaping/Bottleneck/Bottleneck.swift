@@ -39,6 +39,11 @@ public struct Bottleneck {
     private var transmitting: (packet: LinkPacket, end: Instant?)?
     /// Events decided while catching up inside `enqueue`, handed out by the next `advance`.
     private var pending: [BottleneckEvent] = []
+    /// The instant at which `advance` next has something to report, or nil when nothing will happen until a new
+    /// packet or a new serialiser arrives. Kept up to date by every mutation rather than computed on each read:
+    /// the link reads it at every event, and reading a computed property through the link copied the whole
+    /// bottleneck, its queue and serialiser retained and released with it.
+    public private(set) var nextEventTime: Instant?
 
     public init(discipline: any QueueDiscipline, serializer: any Serializer) {
         self.discipline = discipline
@@ -54,24 +59,32 @@ public struct Bottleneck {
         stamped.enqueuedAt = now
         let dropped = discipline.enqueue(stamped, now: now)
         serve(until: now)
+        noteNextEvent()
         return dropped
     }
 
     /// Everything that happened by `now`, in time order: departures, and drops at dequeue.
     public mutating func advance(to now: Instant) -> [BottleneckEvent] {
         serve(until: now)
-        guard !pending.isEmpty else { return [] }
+        guard !pending.isEmpty else {
+            noteNextEvent()
+            return []
+        }
         let events = pending
         pending.removeAll(keepingCapacity: true)
+        noteNextEvent()
         return events
     }
 
-    /// The instant at which `advance` next has something to report, or nil when nothing will happen until a new
-    /// packet or a new serialiser arrives.
-    public var nextEventTime: Instant? {
-        if let first = pending.first { return first.at }
-        if let transmitting { return transmitting.end }
-        return discipline.packetCount > 0 ? linkFreeAt : nil
+    /// Recomputes `nextEventTime` after a mutation.
+    private mutating func noteNextEvent() {
+        if let first = pending.first {
+            nextEventTime = first.at
+        } else if let transmitting {
+            nextEventTime = transmitting.end
+        } else {
+            nextEventTime = discipline.packetCount > 0 ? linkFreeAt : nil
+        }
     }
 
     /// Bytes waiting in the discipline plus the packet being serialised.
@@ -90,6 +103,7 @@ public struct Bottleneck {
             transmitting = (stuck.packet, self.serializer.transmissionEnd(bytes: stuck.packet.bytes, startingAt: start))
         }
         serve(until: now)
+        noteNextEvent()
     }
 
     /// Live switch of the discipline at `now`: queued packets move to `discipline` in their order, keeping their
@@ -108,13 +122,15 @@ public struct Bottleneck {
         var refused: [LinkPacket] = []
         for packet in moving { refused += discipline.enqueue(packet, now: now) }
         serve(until: now)
+        noteNextEvent()
         return refused
     }
 
     /// Removes the packets of a closed `flow` still waiting in the queue (not the one on the wire); they are
     /// neither departures nor drops.
     public mutating func removeAll(ofFlow flow: Int) -> [LinkPacket] {
-        discipline.removeAll(ofFlow: flow)
+        defer { noteNextEvent() }
+        return discipline.removeAll(ofFlow: flow)
     }
 
     private mutating func serve(until now: Instant) {
