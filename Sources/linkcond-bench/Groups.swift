@@ -317,9 +317,9 @@ func scaleGroup() throws {
 
 /// UDP through the relay under `none` with iperf3 -u offered at the targets: datagrams delivered per second
 /// and loss, against direct. iperf3 paces to within a few datagrams of the offered rate, so the rate target is met
-/// at 99.9 % of it, the loss target's complement. iperf3 asks 4 MB socket buffers (`-w`, as linkcond's relay sockets have), so the loss
-/// counted is the relay's, not that of iperf3's default 208 KiB receive buffer, which loses even direct on a busy
-/// machine.
+/// at 99.9 % of it, the loss target's complement. iperf3 asks 4 MB socket buffers (`-w`, as linkcond's relay
+/// sockets have), so the loss counted is the relay's, not that of iperf3's default 208 KiB receive buffer, which
+/// loses even direct on a busy machine.
 func udpGroup() throws {
     report.section("UDP datagrams through the relay under none (iperf3 -u at the target rate)")
     let port = freePort()

@@ -132,7 +132,7 @@ while read -r rate rtt loss wire delay queue; do
         run=$((run + 1))
     done
     counters=$($tc -s -n rtr qdisc show dev r0 | sed -n 's/^ *Sent \([0-9]*\) bytes \([0-9]*\) pkt (dropped \([0-9]*\).*/\2 packets, \3 dropped/p' | tail -1)
-    echo "GUEST: cell $cell: router downlink bottleneck: ${counters:-no counters}"
+    echo "GUEST: cell $cell: router downlink bottleneck (dropped: queue overflow and random loss): ${counters:-no counters}"
 done </cells
 
 # Working latency: 1-byte pings on a second connection while a download fills the downlink's queue.

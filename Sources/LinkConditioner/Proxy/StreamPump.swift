@@ -305,8 +305,10 @@ final class StreamPump {
 
     /// The least room a read waits for once the pump is full: a delivery frees a segment or two at a time, and
     /// reading each as it opened cost a read and a small write per segment (310 000 reads per GB at 1 Gbit/s with
-    /// 10 ms of delay). 64 KiB is half a millisecond at 1 Gbit/s, far less than what a full pump still holds.
-    private var minimumRead: Int { min(Self.readBatch, capacity) }
+    /// 10 ms of delay). 64 KiB is half a millisecond at 1 Gbit/s, far less than what a full pump still holds. A
+    /// small buffer waits for a quarter of itself instead, so it refills while still three-quarters full rather
+    /// than in bursts once empty; and at least one byte, so a zero-byte read is never mistaken for the end.
+    private var minimumRead: Int { max(1, min(Self.readBatch, capacity / 4)) }
     private static let readBatch = 64 * 1024
 
     func close() {
