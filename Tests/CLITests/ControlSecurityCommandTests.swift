@@ -183,11 +183,17 @@ struct ControlSecurityCommandTests {
             if !recovered.hasPrefix("HTTP/1.1 200 ") { usleep(50_000) }
         }
         _ = try linkcond.stop()
-        let controlEpisodes = linkcond.stderrText.split(separator: "\n").filter { $0.contains("accept on 127.0.0.1:\(controlPort)") && $0.contains("pausing accepts") }
+        let controlLog = linkcond.stderrText.split(separator: "\n").filter { $0.contains("accept on 127.0.0.1:\(controlPort)") }
+        let starts = controlLog.map { $0.contains("pausing accepts") }
 
+        // An episode logs its start once and its end once, whatever the retries in between. A descriptor the
+        // relay frees while exhausted (a client it closes when its upstream socket fails) may let one waiting
+        // control connection in and start a new episode, so there may be up to one episode per waiting connection.
         #expect(cpuDuringExhaustion < 0.5, "linkcond used \(cpuDuringExhaustion) s of CPU in 2 s with descriptors exhausted")
         #expect(recovered.hasPrefix("HTTP/1.1 200 "), "\(recovered)")
-        #expect(controlEpisodes.count == 1, "\(controlEpisodes)")
+        #expect(starts.first == true, "\(controlLog)")
+        #expect(zip(starts, starts.dropFirst()).allSatisfy { $0 != $1 }, "\(controlLog)")
+        #expect(starts.filter { $0 }.count <= 1 + waiting.count, "\(controlLog)")
     }
 
     /// User plus system CPU time of process `pid`, from /proc.
