@@ -10,8 +10,9 @@
 # Segmentation offloads are off, so the router sees one segment per packet. The loss is drawn there, not on the
 # sender's egress, where netem dropped the server's segments in pairs: the guest's counters showed every lossy
 # 100 KB fetch resending an even number of segments (2 or 4, over 20 runs), and twice as many fetches escaping
-# loss as 2 % per segment predicts. (TCP hands its own qdisc GSO packets of at least two segments whatever
-# ethtool says, tcp_tso_autosize's min_tso_segs, and they are cut into segments after the qdisc.) On the router
+# loss as 2 % per segment predicts. (Most likely TCP hands its own qdisc GSO packets of at least two segments
+# whatever ethtool says, tcp_tso_autosize's min_tso_segs, cut into segments after the qdisc; the qdisc's packet
+# counter counts segments either way, so it cannot tell.) On the router
 # the resent counts are 0 to 5, odd as often as even.
 # The grid's bottleneck is netem's own rate (no delay there): it stamps each packet's departure from the
 # previous one's, so a late timer under emulation delays packets but never loses capacity. htb's token bucket
