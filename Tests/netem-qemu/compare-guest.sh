@@ -12,8 +12,8 @@
 # 100 KB fetch resending an even number of segments (2 or 4, over 20 runs), and twice as many fetches escaping
 # loss as 2 % per segment predicts. (Most likely TCP hands its own qdisc GSO packets of at least two segments
 # whatever ethtool says, tcp_tso_autosize's min_tso_segs, cut into segments after the qdisc; the qdisc's packet
-# counter counts segments either way, so it cannot tell.) On the router
-# the resent counts are 0 to 5, odd as often as even.
+# counter counts segments either way, so it cannot tell.) On the router the resent counts are 0 to 5, odd as
+# often as even.
 # The grid's bottleneck is netem's own rate (no delay there): it stamps each packet's departure from the
 # previous one's, so a late timer under emulation delays packets but never loses capacity. htb's token bucket
 # does lose it: with the guest's timers late by a few ms under TCG, htb at 10 Mbit/s carried only about 8.
