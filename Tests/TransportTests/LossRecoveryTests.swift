@@ -50,13 +50,7 @@ struct LossRecoveryTests {
 
     @Test func resendingTheOldestSegmentRestartsTheRetransmissionTimer() {
         let link = modelLink(oneWay: .milliseconds(500))
-        let lostSeq = UInt64(segments(150))
-        var drops = 0
-        link.lossDecision = { packet in
-            guard packet.tag == lostSeq, drops < 2 else { return false }
-            drops += 1
-            return true
-        }
+        link.lossDecision = dropping(segmentAt: segments(150), times: 2)
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
 
         let result = transfer(segments(400), over: link, flow: flow, from: .zero)
@@ -178,13 +172,7 @@ struct LossRecoveryTests {
 
     @Test func aTailWhoseProbeIsAlsoLostEndsInATimeout() {
         let link = modelLink(oneWay: oneWay)
-        let tail = UInt64(segments(6))
-        var drops = 0
-        link.lossDecision = { packet in
-            guard packet.tag == tail, drops < 2 else { return false }
-            drops += 1
-            return true
-        }
+        link.lossDecision = dropping(segmentAt: segments(6), times: 2)
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
 
         let result = transfer(segments(7), over: link, flow: flow, from: .zero)

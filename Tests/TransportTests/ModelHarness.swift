@@ -63,3 +63,13 @@ func transfer(_ size: Int, over link: StreamLink, flow: StreamFlow, from start: 
 
 /// The bytes of `count` full segments.
 func segments(_ count: Int) -> Int { count * TCPSender.mss }
+
+/// A loss decision that drops the first `times` transmissions of the segment starting at byte `seq`.
+func dropping(segmentAt seq: Int, times: Int) -> (LinkPacket) -> Bool {
+    var drops = 0
+    return { packet in
+        guard packet.tag == UInt64(seq), drops < times else { return false }
+        drops += 1
+        return true
+    }
+}
