@@ -101,11 +101,34 @@ final class NamespacePair {
         for tool in ["/usr/sbin/ip", "/usr/sbin/tc", "/usr/bin/iperf3"] where !FileManager.default.isExecutableFile(atPath: tool) {
             return false
         }
+        removeLeftovers()
         let probe = "lcn-probe-\(getpid())"
         guard (try? Shell.run("ip", "netns", "add", probe)) != nil else { return false }
         _ = try? Shell.run("ip", "netns", "del", probe)
         return true
     }()
+
+    /// Deletes the namespaces of earlier test processes that died before `remove()` ran (a crash, a kill at a
+    /// timeout), so they do not pile up across runs; a namespace whose process still runs is left alone.
+    private static func removeLeftovers() {
+        let listing = (try? Shell.run("ip", "netns", "list")) ?? ""
+        for name in leftoverNamespaces(in: listing, isRunning: { kill($0, 0) == 0 || errno != ESRCH }) {
+            _ = try? Shell.run("ip", "netns", "del", name)
+        }
+    }
+
+    /// The names in an `ip netns list` listing that this type made (`lcn-near-PID-N`, `lcn-far-PID-N`,
+    /// `lcn-probe-PID`) for a process that is no longer running.
+    static func leftoverNamespaces(in listing: String, isRunning: (pid_t) -> Bool) -> [String] {
+        listing.split(separator: "\n").compactMap { line in
+            guard let name = line.split(separator: " ").first else { return nil }
+            let parts = name.split(separator: "-")
+            guard parts.count >= 3, parts[0] == "lcn", ["near", "far", "probe"].contains(parts[1]),
+                let pid = pid_t(parts[2]), pid > 0, !isRunning(pid)
+            else { return nil }
+            return String(name)
+        }
+    }
 }
 
 /// TCP throughput as tc counts it: a full-size segment carries 1448 payload bytes in a 1514-byte frame.
