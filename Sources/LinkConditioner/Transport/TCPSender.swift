@@ -12,7 +12,8 @@ import DequeModule
 // trip R, every segment sent before T and not yet delivered is lost once now ≥ its send time + R + reo_wnd, with
 // reo_wnd = 0 once 3 segments are SACKed beyond it (the classic dupthresh) or in recovery, else min_rtt / 4.
 // So a hole is repaired about one round trip after the loss while data keeps flowing, even when only one segment
-// follows it. A tail loss (nothing follows) is probed after PTO = 2 · srtt (+ 200 ms with one segment out), by
+// follows it. Segments not overdue yet wait for the reorder timer, armed (tcp_rack_mark_lost) for the latest of
+// them plus 2 ms (TCP_TIMEOUT_MIN_US), rounded up to whole jiffies of HZ = 250 (Debian's kernels). A tail loss (nothing follows) is probed after PTO = 2 · srtt (+ 200 ms with one segment out), by
 // sending new data or resending the last segment (TLP, RFC 8985 §7); if the probe repairs a loss, the window is
 // cut by β as for a fast recovery (tcp_process_tlp_ack).
 //
@@ -368,13 +369,16 @@ public struct TCPSender {
         rackRetransmitted = segment.retransmitted
     }
 
-    /// tcp_rack_detect_loss: marks lost every segment sent before the newest delivered one and overdue by its
-    /// round trip plus the reordering window; arms the reorder timer for those not overdue yet. The kernel walks
-    /// its segments in send order; in sequence order the walk may stop at the reference only when the reference
-    /// was a first transmission, since a delivered retransmission was sent after segments above it.
+    /// tcp_rack_detect_loss and tcp_rack_mark_lost: marks lost every segment sent before the newest delivered one
+    /// and overdue by its round trip plus the reordering window. For those not overdue yet, the reorder timer waits
+    /// for the LATEST of them (the largest remaining time), plus TCP_TIMEOUT_MIN_US, rounded up to whole jiffies, so
+    /// one expiry marks them all. The kernel walks its segments in send order; in sequence order the walk may stop at
+    /// the reference only when the reference was a first transmission, since a delivered retransmission was sent
+    /// after segments above it.
     private mutating func detectLosses(now: Instant) -> Int {
         reorderDeadline = nil
         guard let rackSentAt else { return 0 }
+        var latest: Duration?
         let reorderWindow = (state != .open || sackedOut >= 3)
             ? Duration.zero : min((minRTT ?? .zero) / 4, timer.srtt ?? .zero)
         var newlyLost = 0
@@ -391,10 +395,24 @@ public struct TCPSender {
                 lostOut += 1
                 newlyLost += 1
             } else {
-                reorderDeadline = min(reorderDeadline ?? due, due)
+                latest = max(latest ?? due - now, due - now)
             }
         }
+        if let latest { reorderDeadline = now + Self.jiffies(latest + Self.minimumTimeout) }
         return newlyLost
+    }
+
+    /// TCP_TIMEOUT_MIN_US: the floor Linux adds to the reorder timer's wait.
+    static let minimumTimeout = Duration.milliseconds(2)
+    /// One jiffy at HZ = 250, the tick of Debian's and most distributions' kernels: timers wait whole jiffies.
+    static let jiffy = Duration.milliseconds(4)
+
+    /// usecs_to_jiffies: `wait` rounded up to whole jiffies.
+    static func jiffies(_ wait: Duration) -> Duration {
+        let tick = jiffy.nanoseconds
+        let wait = max(wait.nanoseconds, 0)
+        let partial = wait % tick
+        return .nanoseconds(partial == 0 ? wait : (wait - partial).addingSaturating(tick))
     }
 
     /// tcp_enter_recovery: ssthresh from the congestion control, PRR from here.

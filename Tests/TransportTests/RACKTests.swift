@@ -1,0 +1,30 @@
+@testable import LinkConditioner
+import Testing
+
+/// RACK's loss detection and reorder timer as Linux 6.1 runs them (net/ipv4/tcp_recovery.c), at HZ = 250.
+struct RACKTests {
+    /// A sender with segments 0, 1 and 2 sent at 0, 10 and 20 ms and more data waiting.
+    private func staggeredSender() -> (TCPSender, [TCPSegment]) {
+        var sender = TCPSender()
+        sender.write(segments(20), now: .zero)
+        let flight = [0, 10, 20].map { sender.nextSegment(now: .ms($0))! }
+        return (sender, flight)
+    }
+
+    @Test func theReorderTimerWaitsForTheLatestPendingSegmentPlusTwoMillisecondsInWholeJiffies() {
+        var (sender, flight) = staggeredSender()
+
+        // Segment 2 is SACKed 100 ms after it left: min_rtt 100 ms, so the reordering window is 25 ms. Segment 0 is
+        // due at 0 + 100 + 25 = 125 ms, segment 1 at 135 ms: 15 ms remain for the latest, + 2 ms = 17 ms, rounded up
+        // to 5 jiffies of 4 ms.
+        sender.receive(TCPAck(cumulative: 0, sacked: flight[2].seq..<flight[2].end, window: 1 << 20), now: .ms(120))
+
+        #expect(sender.nextTimer == .ms(140))
+        #expect(sender.state == .open)
+        sender.timerFired(now: .ms(140))
+        // One expiry marks both lost (nothing is in flight any more) and starts the recovery with the oldest.
+        #expect(sender.state == .recovery)
+        #expect(sender.packetsInFlight == 0)
+        #expect(sender.nextSegment(now: .ms(140)) == TCPSegment(seq: flight[0].seq, length: flight[0].length, isRetransmission: true))
+    }
+}
