@@ -27,4 +27,22 @@ struct RACKTests {
         #expect(sender.packetsInFlight == 0)
         #expect(sender.nextSegment(now: .ms(140)) == TCPSegment(seq: flight[0].seq, length: flight[0].length, isRetransmission: true))
     }
+
+    @Test func aLaterDeliveryOfAnOlderSegmentSetsRACKsRoundTripAndPostponesTheLoss() {
+        var sender = TCPSender()
+        sender.write(segments(10), now: .zero)
+        let flight = (0..<5).map { _ in sender.nextSegment(now: .zero)! } + [sender.nextSegment(now: .ms(10))!]
+        // Segment 5 (sent at 10 ms) is SACKed at 60 ms: the reference, with a 50 ms round trip and a 12.5 ms
+        // reordering window, so segments 0-4 would be lost at 62.5 ms.
+        sender.receive(TCPAck(cumulative: 0, sacked: flight[5].seq..<flight[5].end, window: 1 << 20), now: .ms(60))
+
+        // Segment 3, sent before the reference, is SACKed at 65 ms (reordered): the reference stays, but RACK's
+        // round trip becomes 65 ms, so the others are due at 0 + 65 + 12.5 ms, not overdue yet.
+        sender.receive(TCPAck(cumulative: 0, sacked: flight[3].seq..<flight[3].end, window: 1 << 20), now: .ms(65))
+
+        #expect(sender.state == .open)
+        #expect(sender.packetsInFlight == 4)
+        // 12.5 ms remain, + 2 ms, in 4 ms jiffies.
+        #expect(sender.nextTimer == .ms(81))
+    }
 }

@@ -8,12 +8,15 @@ import DequeModule
 // control (CUBIC or Reno) for every delivered segment while the sender is window-limited (tcp_is_cwnd_limited),
 // and its units are segments, as in the kernel.
 //
-// Loss detection (RACK, RFC 8985, as tcp_rack_detect_loss): when a segment sent at T is delivered, with round
-// trip R, every segment sent before T and not yet delivered is lost once now ≥ its send time + R + reo_wnd, with
+// Loss detection (RACK, RFC 8985, as tcp_rack_detect_loss): T is the send time of the most recently sent segment
+// delivered so far, R the round trip of the last segment an ACK delivered (tcp_rack_advance: SACKed ones first,
+// then cumulatively acknowledged ones in sequence order, whether or not sent after T). Every segment sent before T
+// and not yet delivered is lost once now ≥ its send time + R + reo_wnd, with
 // reo_wnd = 0 once 3 segments are SACKed beyond it (the classic dupthresh) or in recovery, else min_rtt / 4.
 // So a hole is repaired about one round trip after the loss while data keeps flowing, even when only one segment
 // follows it. Segments not overdue yet wait for the reorder timer, armed (tcp_rack_mark_lost) for the latest of
-// them plus 2 ms (TCP_TIMEOUT_MIN_US), rounded up to whole jiffies of HZ = 250 (Debian's kernels). A tail loss (nothing follows) is probed after PTO = 2 · srtt (+ 200 ms with one segment out), by
+// them plus 2 ms (TCP_TIMEOUT_MIN_US), rounded up to whole jiffies of HZ = 250 (Debian's kernels). A tail loss
+// (nothing follows) is probed after PTO = 2 · srtt (+ 200 ms with one segment out), by
 // sending new data or resending the last segment (TLP, RFC 8985 §7); if the probe repairs a loss, the window is
 // cut by β as for a fast recovery (tcp_process_tlp_ack).
 //
@@ -123,6 +126,8 @@ public struct TCPSender {
     private var rackSentAt: Instant?
     private var rackEndSeq: Int64 = 0
     private var rackRTT = Duration.zero
+    /// Whether an ACK moved RACK since the last loss detection (rack.advanced): only then does an ACK detect.
+    private var rackAdvanced = false
     /// Whether the RACK reference was a retransmission: then segments above it in sequence were sent before it.
     private var rackRetransmitted = false
     private var isCwndLimited = false
@@ -283,9 +288,18 @@ public struct TCPSender {
         var newest: SentSegment?
         func consider(_ segment: SentSegment) {
             delivered += 1
+            advanceRACK(segment, now: now)
             if newest.map({ segment.sentAt > $0.sentAt || (segment.sentAt == $0.sentAt && segment.end > $0.end) }) ?? true {
                 newest = segment
             }
+        }
+        // As tcp_ack: the SACK block first (tcp_sacktag_write_queue), then the cumulatively acknowledged segments
+        // in sequence order (tcp_clean_rtx_queue), so RACK's round trip is the last of these.
+        if let block = ack.sacked, !ack.duplicate, let index = index(of: block.lowerBound), segments[index].fate != .sacked {
+            if segments[index].fate == .inFlight { packetsInFlight -= 1 } else { lostOut -= 1 }
+            segments[index].fate = .sacked
+            sackedOut += 1
+            consider(segments[index])
         }
         let advanced = ack.cumulative > sndUna
         if advanced {
@@ -299,20 +313,17 @@ public struct TCPSender {
             }
             sndUna = min(ack.cumulative, sndNxt)
         }
-        if let block = ack.sacked, !ack.duplicate, let index = index(of: block.lowerBound), segments[index].fate != .sacked {
-            if segments[index].fate == .inFlight { packetsInFlight -= 1 } else { lostOut -= 1 }
-            segments[index].fate = .sacked
-            sackedOut += 1
-            consider(segments[index])
-        }
         if let newest {
             let rtt = now - newest.sentAt
             timer.sample(rtt)
             minRTT = min(minRTT ?? rtt, rtt)
             congestion.acked(rtt: rtt, now: now, window: &window, sndUna: sndUna, sndNxt: sndNxt)
-            advanceRACK(newest, rtt: rtt)
         }
-        let newlyLost = detectLosses(now: now)
+        var newlyLost = 0
+        if rackAdvanced {
+            rackAdvanced = false
+            newlyLost = detectLosses(now: now)
+        }
         processProbeAck(ack)
         if state != .open && sndUna >= recoveryPoint {
             if state == .recovery && window.ssthresh < CongestionWindow.infinite { window.cwnd = window.ssthresh }
@@ -358,14 +369,19 @@ public struct TCPSender {
         return low < segments.endIndex && segments[low].seq == seq ? low : nil
     }
 
-    /// tcp_rack_advance: the most recently sent delivered segment and its round trip.
-    private mutating func advanceRACK(_ segment: SentSegment, rtt: Duration) {
+    /// tcp_rack_advance, for each segment an ACK delivers: RACK's round trip becomes this segment's (whether or not
+    /// it was sent after the reference), and the reference moves to it when it was sent later (by send time, then
+    /// end sequence). A retransmission delivered sooner than the minimum RTT may be acknowledging the original and
+    /// is ignored.
+    private mutating func advanceRACK(_ segment: SentSegment, now: Instant) {
+        let rtt = now - segment.sentAt
         if segment.retransmitted, let minRTT, rtt < minRTT { return }
+        rackAdvanced = true
+        rackRTT = rtt
         let isNewer = rackSentAt.map { segment.sentAt > $0 || (segment.sentAt == $0 && segment.end > rackEndSeq) } ?? true
         guard isNewer else { return }
         rackSentAt = segment.sentAt
         rackEndSeq = segment.end
-        rackRTT = rtt
         rackRetransmitted = segment.retransmitted
     }
 
