@@ -45,4 +45,26 @@ struct RACKTests {
         // 12.5 ms remain, + 2 ms, in 4 ms jiffies.
         #expect(sender.nextTimer == .ms(81))
     }
+
+    @Test func theReorderTimerTakesTheRetransmissionTimersPlaceWhichThenCountsFromTheOldestSegment() {
+        var sender = TCPSender()
+        sender.write(segments(20), now: .zero)
+        let flight = [0, 0, 10, 20].map { sender.nextSegment(now: .ms($0))! }
+
+        // At 120 ms segment 0 is acknowledged and segment 3 SACKed: RACK's round trip is segment 0's 120 ms (the
+        // last one the ACK delivered), the reordering window 25 ms, so segment 2 is due last, at 155 ms: the reorder
+        // timer is set for 120 + 40 ms, in place of the retransmission timer, which the ACK does not restart.
+        sender.receive(TCPAck(cumulative: flight[0].end, sacked: flight[3].seq..<flight[3].end, window: 1 << 20), now: .ms(120))
+        #expect(sender.reorderDeadline == .ms(160))
+        #expect(sender.retransmissionDeadline == nil)
+
+        // Its expiry marks segments 1 and 2 lost and rearms the retransmission timer one timeout (srtt 100 ms +
+        // 200 ms) after the oldest outstanding segment, segment 1, was sent; resending it restarts the timer.
+        sender.timerFired(now: .ms(160))
+        #expect(sender.state == .recovery)
+        #expect(sender.reorderDeadline == nil)
+        #expect(sender.retransmissionDeadline == .ms(300))
+        #expect(sender.nextSegment(now: .ms(160)) == TCPSegment(seq: flight[1].seq, length: flight[1].length, isRetransmission: true))
+        #expect(sender.retransmissionDeadline == .ms(460))
+    }
 }

@@ -15,7 +15,9 @@ import DequeModule
 // reo_wnd = 0 once 3 segments are SACKed beyond it (the classic dupthresh) or in recovery, else min_rtt / 4.
 // So a hole is repaired about one round trip after the loss while data keeps flowing, even when only one segment
 // follows it. Segments not overdue yet wait for the reorder timer, armed (tcp_rack_mark_lost) for the latest of
-// them plus 2 ms (TCP_TIMEOUT_MIN_US), rounded up to whole jiffies of HZ = 250 (Debian's kernels). A tail loss
+// them plus 2 ms (TCP_TIMEOUT_MIN_US), rounded up to whole jiffies of HZ = 250 (Debian's kernels). That timer
+// takes the retransmission timer's place (one slot, as icsk_pending); when it fires, the retransmission timer is
+// rearmed one RTO after the oldest outstanding segment was sent (tcp_rearm_rto). A tail loss
 // (nothing follows) is probed after PTO = 2 · srtt (+ 200 ms with one segment out), by
 // sending new data or resending the last segment (TLP, RFC 8985 §7); if the probe repairs a loss, the window is
 // cut by β as for a fast recovery (tcp_process_tlp_ack).
@@ -134,8 +136,9 @@ public struct TCPSender {
     private var maxPacketsOut = 0
     private var cwndUsageSeq: Int64 = 0
     private var lastSendAt: Instant?
-    private var retransmissionDeadline: Instant? { didSet { updateNextTimer() } }
-    private var reorderDeadline: Instant? { didSet { updateNextTimer() } }
+    /// The retransmission and reorder timers share Linux's one slot (icsk_pending): at most one is set.
+    private(set) var retransmissionDeadline: Instant? { didSet { updateNextTimer() } }
+    private(set) var reorderDeadline: Instant? { didSet { updateNextTimer() } }
     private var probeDeadline: Instant? { didSet { updateNextTimer() } }
     private var probe = Probe.none
     private var tlpHighSeq: Int64?
@@ -256,7 +259,7 @@ public struct TCPSender {
         segments[index].retransmitted = true
         retransmissions += 1
         sent(now: now)
-        if index == segments.startIndex { retransmissionDeadline = now + timer.timeout }
+        if index == segments.startIndex, reorderDeadline == nil { retransmissionDeadline = now + timer.timeout }
         let segment = segments[index]
         return TCPSegment(seq: segment.seq, length: segment.length, isRetransmission: true)
     }
@@ -264,7 +267,7 @@ public struct TCPSender {
     private mutating func sent(now: Instant) {
         lastSendAt = now
         if state == .recovery { prrOut += 1 }
-        if retransmissionDeadline == nil { retransmissionDeadline = now + timer.timeout }
+        if retransmissionDeadline == nil, reorderDeadline == nil { retransmissionDeadline = now + timer.timeout }
     }
 
     /// tcp_cwnd_validate: remembers whether the window, rather than the application, limited this round.
@@ -320,9 +323,15 @@ public struct TCPSender {
             congestion.acked(rtt: rtt, now: now, window: &window, sndUna: sndUna, sndNxt: sndNxt)
         }
         var newlyLost = 0
+        var armedReorder = false
         if rackAdvanced {
             rackAdvanced = false
-            newlyLost = detectLosses(now: now)
+            let detection = detectLosses(now: now)
+            newlyLost = detection.lost
+            if let wait = detection.wait {
+                armReorderTimer(at: now + Self.jiffies(wait + Self.minimumTimeout))
+                armedReorder = true
+            }
         }
         processProbeAck(ack)
         if state != .open && sndUna >= recoveryPoint {
@@ -338,10 +347,35 @@ public struct TCPSender {
         if segments.isEmpty {
             retransmissionDeadline = nil
             reorderDeadline = nil
-        } else if advanced {
-            retransmissionDeadline = now + timer.timeout
+        } else if advanced && !armedReorder {
+            rearmRetransmissionTimer(now: now)
         }
         scheduleProbe(now: now)
+    }
+
+    /// tcp_rack_mark_lost's inet_csk_reset_xmit_timer(ICSK_TIME_REO_TIMEOUT): the reorder timer takes the
+    /// retransmission timer's slot, so the ACK that arms it does not restart the retransmission timeout.
+    private mutating func armReorderTimer(at deadline: Instant) {
+        retransmissionDeadline = nil
+        probeDeadline = nil
+        reorderDeadline = deadline
+    }
+
+    /// tcp_rearm_rto: the retransmission timer takes the slot back. In place of a pending reorder timer it counts
+    /// from the oldest outstanding segment's transmission (tcp_rto_delta_us), at least one jiffy ahead; otherwise
+    /// one timeout from now.
+    private mutating func rearmRetransmissionTimer(now: Instant) {
+        guard let head = segments.first else {
+            retransmissionDeadline = nil
+            reorderDeadline = nil
+            return
+        }
+        if reorderDeadline != nil {
+            reorderDeadline = nil
+            retransmissionDeadline = max(head.sentAt + timer.timeout, now + Self.jiffy)
+        } else {
+            retransmissionDeadline = now + timer.timeout
+        }
     }
 
     /// tcp_process_tlp_ack: a D-SACK says the probed segment had arrived (no loss); an ACK beyond the probe says
@@ -385,15 +419,14 @@ public struct TCPSender {
         rackRetransmitted = segment.retransmitted
     }
 
-    /// tcp_rack_detect_loss and tcp_rack_mark_lost: marks lost every segment sent before the newest delivered one
-    /// and overdue by its round trip plus the reordering window. For those not overdue yet, the reorder timer waits
-    /// for the LATEST of them (the largest remaining time), plus TCP_TIMEOUT_MIN_US, rounded up to whole jiffies, so
-    /// one expiry marks them all. The kernel walks its segments in send order; in sequence order the walk may stop at
+    /// tcp_rack_detect_loss: marks lost every segment sent before the newest delivered one and overdue by its
+    /// round trip plus the reordering window, and returns how many, with the LATEST remaining time of those not
+    /// overdue yet: tcp_rack_mark_lost arms the reorder timer for it, plus TCP_TIMEOUT_MIN_US, rounded up to whole
+    /// jiffies, so one expiry marks them all. The kernel walks its segments in send order; in sequence order the walk may stop at
     /// the reference only when the reference was a first transmission, since a delivered retransmission was sent
     /// after segments above it.
-    private mutating func detectLosses(now: Instant) -> Int {
-        reorderDeadline = nil
-        guard let rackSentAt else { return 0 }
+    private mutating func detectLosses(now: Instant) -> (lost: Int, wait: Duration?) {
+        guard let rackSentAt else { return (0, nil) }
         var latest: Duration?
         let reorderWindow = (state != .open || sackedOut >= 3)
             ? Duration.zero : min((minRTT ?? .zero) / 4, timer.srtt ?? .zero)
@@ -414,8 +447,7 @@ public struct TCPSender {
                 latest = max(latest ?? due - now, due - now)
             }
         }
-        if let latest { reorderDeadline = now + Self.jiffies(latest + Self.minimumTimeout) }
-        return newlyLost
+        return (newlyLost, latest)
     }
 
     /// TCP_TIMEOUT_MIN_US: the floor Linux adds to the reorder timer's wait.
@@ -465,7 +497,7 @@ public struct TCPSender {
     /// tcp_schedule_loss_probe: a probe 2 · srtt after the last transmission while nothing else would send.
     private mutating func scheduleProbe(now: Instant) {
         probeDeadline = nil
-        guard state == .open, tlpHighSeq == nil, !segments.isEmpty, let srtt = timer.srtt else { return }
+        guard state == .open, tlpHighSeq == nil, reorderDeadline == nil, !segments.isEmpty, let srtt = timer.srtt else { return }
         if packetsInFlight < window.cwnd && unsentBytes > 0 { return }
         var timeout = srtt * 2 + (segments.count == 1 ? RetransmissionTimer.minimum : .milliseconds(2))
         if let retransmissionDeadline { timeout = min(timeout, retransmissionDeadline - now) }
@@ -484,14 +516,16 @@ public struct TCPSender {
         nextTimer = next
     }
 
-    /// Runs the timers due by `now`.
+    /// Runs the timers due by `now`. The reorder timer (tcp_rack_reo_timeout) marks what is overdue, without
+    /// arming itself again, and gives the slot back to the retransmission timer.
     public mutating func timerFired(now: Instant) {
         if let deadline = reorderDeadline, deadline <= now {
             let before = packetsInFlight
-            if detectLosses(now: now) > 0, before != packetsInFlight {
+            if detectLosses(now: now).lost > 0, before != packetsInFlight {
                 if state == .open { enterRecovery() }
                 if state == .recovery { reduceWindow(delivered: 1, newlyLost: 0, advanced: false) }
             }
+            rearmRetransmissionTimer(now: now)
         }
         if let deadline = probeDeadline, deadline <= now {
             probeDeadline = nil
@@ -543,6 +577,6 @@ public struct TCPSender {
     public mutating func pathChanged(now: Instant) {
         guard !segments.isEmpty, timer.backoff > 0 else { return }
         timer.clearBackoff()
-        retransmissionDeadline = now + timer.timeout
+        if reorderDeadline == nil { retransmissionDeadline = now + timer.timeout }
     }
 }
