@@ -54,16 +54,21 @@ public struct TCPSegment: Hashable, Sendable {
 public struct TCPAck: Hashable, Sendable {
     /// Everything before this sequence number has arrived (rcv_nxt).
     public var cumulative: Int64
-    /// The out-of-order segment whose arrival triggered this ACK, as a SACK block.
+    /// The first SACK block: the out-of-order bytes held together with the segment whose arrival triggered this
+    /// ACK (or, with `duplicate`, that segment alone as a D-SACK).
     public var sacked: Range<Int64>?
+    /// The receiver's other SACK blocks, most recent first, so an ACK lost on the way does not lose its news.
+    public var moreSacked: [Range<Int64>]
     /// D-SACK: the triggering segment had arrived before (a spurious retransmission).
     public var duplicate: Bool
     /// The receive window the receiver advertises, in bytes.
     public var window: Int
 
-    public init(cumulative: Int64, sacked: Range<Int64>? = nil, duplicate: Bool = false, window: Int) {
+    public init(cumulative: Int64, sacked: Range<Int64>? = nil, moreSacked: [Range<Int64>] = [], duplicate: Bool = false,
+                window: Int) {
         self.cumulative = cumulative
         self.sacked = sacked
+        self.moreSacked = moreSacked
         self.duplicate = duplicate
         self.window = window
     }
@@ -118,6 +123,10 @@ public struct TCPSender {
     public private(set) var minRTT: Duration?
 
     private var segments = Deque<SentSegment>()
+    /// The byte ranges above snd_una the receiver reported holding (its SACK blocks so far), merged and in order.
+    private var sackedRanges: [Range<Int64>] = []
+    /// The segments the ACK being taken newly SACKed, in sequence order (kept to reuse its storage).
+    private var newlySACKed: [SentSegment] = []
     private var lostOut = 0
     private var sackedOut = 0
     /// snd_nxt when recovery or loss began (high_seq); the episode ends when snd_una passes it.
@@ -298,12 +307,15 @@ public struct TCPSender {
         }
         // As tcp_ack: the SACK block first (tcp_sacktag_write_queue), then the cumulatively acknowledged segments
         // in sequence order (tcp_clean_rtx_queue), so RACK's round trip is the last of these.
-        if let block = ack.sacked, !ack.duplicate, let index = index(of: block.lowerBound), segments[index].fate != .sacked {
-            if segments[index].fate == .inFlight { packetsInFlight -= 1 } else { lostOut -= 1 }
-            segments[index].fate = .sacked
-            sackedOut += 1
-            consider(segments[index])
+        newlySACKed.removeAll(keepingCapacity: true)
+        if ack.moreSacked.isEmpty {
+            if let block = ack.sacked, !ack.duplicate { takeSACK(block) }
+        } else {
+            var blocks = ack.moreSacked
+            if let block = ack.sacked, !ack.duplicate { blocks.append(block) }
+            for block in blocks.sorted(by: { $0.lowerBound < $1.lowerBound }) { takeSACK(block) }
         }
+        for segment in newlySACKed { consider(segment) }
         let advanced = ack.cumulative > sndUna
         if advanced {
             while let first = segments.first, first.end <= ack.cumulative {
@@ -315,6 +327,8 @@ public struct TCPSender {
                 }
             }
             sndUna = min(ack.cumulative, sndNxt)
+            sackedRanges.removeAll { $0.upperBound <= sndUna }
+            if let first = sackedRanges.first, first.lowerBound < sndUna { sackedRanges[0] = sndUna..<first.upperBound }
         }
         if let newest {
             let rtt = now - newest.sentAt
@@ -393,14 +407,63 @@ public struct TCPSender {
         }
     }
 
-    /// The index of the outstanding segment starting at `seq`, by binary search (segments are in order).
-    private func index(of seq: Int64) -> Int? {
+    /// tcp_sacktag_write_queue for one block (an ACK's blocks go in sequence order): marks SACKed the outstanding
+    /// segments inside `block` that no earlier ACK reported, and appends them to `newlySACKed`. Only the parts of
+    /// the block outside `sackedRanges` are walked, so a block repeated ACK after ACK costs nothing.
+    private mutating func takeSACK(_ block: Range<Int64>) {
+        let block = max(block.lowerBound, sndUna)..<max(block.upperBound, sndUna)
+        guard !block.isEmpty else { return }
+        var start = block.lowerBound
+        for known in sackedRanges where known.upperBound > start && known.lowerBound < block.upperBound {
+            if known.lowerBound > start { markSACKed(start..<known.lowerBound) }
+            start = max(start, known.upperBound)
+        }
+        if start < block.upperBound { markSACKed(start..<block.upperBound) }
+        insertSACKed(block)
+    }
+
+    private mutating func markSACKed(_ range: Range<Int64>) {
+        var index = firstIndex(atOrAbove: range.lowerBound)
+        while index < segments.endIndex, segments[index].end <= range.upperBound {
+            switch segments[index].fate {
+            case .inFlight: packetsInFlight -= 1
+            case .lost: lostOut -= 1
+            case .sacked: index += 1; continue
+            }
+            segments[index].fate = .sacked
+            sackedOut += 1
+            newlySACKed.append(segments[index])
+            index += 1
+        }
+    }
+
+    /// Adds `block` to the SACKed ranges, merging it with those it touches.
+    private mutating func insertSACKed(_ block: Range<Int64>) {
+        var merged = block
+        var index = sackedRanges.startIndex
+        while index < sackedRanges.endIndex {
+            let known = sackedRanges[index]
+            if known.upperBound < merged.lowerBound {
+                index += 1
+            } else if known.lowerBound > merged.upperBound {
+                break
+            } else {
+                merged = min(known.lowerBound, merged.lowerBound)..<max(known.upperBound, merged.upperBound)
+                sackedRanges.remove(at: index)
+            }
+        }
+        sackedRanges.insert(merged, at: index)
+    }
+
+    /// The index of the first outstanding segment starting at or after `seq`, by binary search (segments are in
+    /// order).
+    private func firstIndex(atOrAbove seq: Int64) -> Int {
         var low = segments.startIndex, high = segments.endIndex
         while low < high {
             let middle = (low + high) / 2
             if segments[middle].seq < seq { low = middle + 1 } else { high = middle }
         }
-        return low < segments.endIndex && segments[low].seq == seq ? low : nil
+        return low
     }
 
     /// tcp_rack_advance, for each segment an ACK delivers: RACK's round trip becomes this segment's (whether or not
