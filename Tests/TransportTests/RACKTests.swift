@@ -67,4 +67,29 @@ struct RACKTests {
         #expect(sender.nextSegment(now: .ms(160)) == TCPSegment(seq: flight[1].seq, length: flight[1].length, isRetransmission: true))
         #expect(sender.retransmissionDeadline == .ms(460))
     }
+
+    @Test func aReorderTimeoutAfterARetransmissionTimeoutStartsAFastRecovery() {
+        var sender = TCPSender()
+        sender.write(segments(40), now: .zero)
+        let flight = (0..<4).map { _ in sender.nextSegment(now: .zero)! }
+        // Nothing comes back: the timeout (1 s before any RTT sample) marks all four lost and resends segment 0; its
+        // ACK at 1.1 s opens the window to two, for segments 1 and 2.
+        sender.timerFired(now: .ms(1_000))
+        #expect(sender.state == .loss)
+        #expect(sender.nextSegment(now: .ms(1_000))?.seq == flight[0].seq)
+        sender.receive(TCPAck(cumulative: flight[0].end, window: 1 << 20), now: .ms(1_100))
+        #expect(sender.nextSegment(now: .ms(1_100))?.seq == flight[1].seq)
+        #expect(sender.nextSegment(now: .ms(1_100))?.seq == flight[2].seq)
+        // At 1.2 s one ACK SACKs the resent segment 2 and the original segment 3, delayed 1.2 s: RACK's reference is
+        // the resent segment 2, its round trip segment 3's 1.2 s, so the resent segment 1 is due at 2.3 s.
+        sender.receive(TCPAck(cumulative: flight[0].end, sacked: flight[2].seq..<flight[3].end, window: 1 << 20), now: .ms(1_200))
+        #expect(sender.reorderDeadline == .ms(2_304))
+
+        sender.timerFired(now: .ms(2_304))
+
+        // tcp_rack_reo_timeout enters recovery from any state but recovery itself, the loss state included.
+        #expect(sender.state == .recovery)
+        #expect(sender.recoveries == 1)
+        #expect(sender.nextSegment(now: .ms(2_304)) == TCPSegment(seq: flight[1].seq, length: flight[1].length, isRetransmission: true))
+    }
 }

@@ -580,13 +580,15 @@ public struct TCPSender {
     }
 
     /// Runs the timers due by `now`. The reorder timer (tcp_rack_reo_timeout) marks what is overdue, without
-    /// arming itself again, and gives the slot back to the retransmission timer.
+    /// arming itself again; a loss it finds outside a recovery (after a timeout too) starts one, with PRR's first
+    /// step, and within one leaves the window to the ACKs. Then it gives the slot back to the retransmission timer.
     public mutating func timerFired(now: Instant) {
         if let deadline = reorderDeadline, deadline <= now {
             let before = packetsInFlight
-            if detectLosses(now: now).lost > 0, before != packetsInFlight {
-                if state == .open { enterRecovery() }
-                if state == .recovery { reduceWindow(delivered: 1, newlyLost: 0, advanced: false) }
+            let lost = detectLosses(now: now).lost
+            if lost > 0, before != packetsInFlight, state != .recovery {
+                enterRecovery()
+                reduceWindow(delivered: 1, newlyLost: lost, advanced: false)
             }
             rearmRetransmissionTimer(now: now)
         }
