@@ -14,6 +14,8 @@ public struct LinkCounters: Hashable, Sendable {
     public var transmissions = 0
     /// TCP segment transmissions lost (dropped by the queue or by random or burst loss); the sender repairs each.
     public var segmentsLost = 0
+    /// ACKs of this direction's TCP flows lost on the reverse direction (its `loss`).
+    public var acksLost = 0
     /// Flows attached to the link now.
     public var flows = 0
     /// Datagrams senders handed the link, tail drops included.

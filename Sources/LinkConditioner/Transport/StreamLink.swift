@@ -12,11 +12,15 @@
 //     departure + delay ± jitter → arrival at the receiver; arrivals of one flow never overtake each other
 //     arrival                  → in-order bytes are released to the proxy at once; after a hole they wait
 //                                (head-of-line blocking); the receiver ACKs now or after its delayed-ACK timer
-//     ACK + reverse delay      → arrival at the sender: windows grow, losses are detected and repaired
+//     ACK + reverse loss draw  → lost (the reverse direction's `loss` or Gilbert-Elliott model), or
+//     + reverse delay            arrival at the sender: windows grow, losses are detected and repaired
 //     sender timers            → RACK reorder timer, tail loss probe, retransmission timeout
 //
-// The ACK path takes the reverse direction's propagation delay only: it ignores the reverse bandwidth (ACKs are
-// small), its queue, its jitter and its loss. Handshake: the connecting side's flow opens one SYN-ACK after the
+// The ACK path takes the reverse direction's propagation delay and loss: it ignores the reverse bandwidth (ACKs
+// are small), its queue and its jitter. A lost ACK costs little (the next one is cumulative and repeats the SACK
+// blocks) unless it was the last of a flight. Its draws come from their own generator, seeded from `seed`, so a
+// link whose reverse direction loses nothing draws exactly as before; a Gilbert-Elliott reverse direction runs
+// its own chain for the ACKs. The handshake is never lost. Handshake: the connecting side's flow opens one SYN-ACK after the
 // proxy connects upstream (the reverse delay), the accepting side's after the SYN-ACK and the final ACK (forward
 // plus reverse delay), so the first request/response takes two round trips as on a real link, and a server
 // that speaks first pays the handshake too. Each side's sender takes the handshake's round trip as its first RTT
@@ -61,6 +65,9 @@ public final class StreamLink {
     private let side: Side
     private var profile: DirectionProfile
     private var reverseDelay: Duration
+    private var reverseLoss: Percentage
+    private var ackBurstLoss: GilbertElliottLoss?
+    private var ackRandom: SeededRandom
     private var settings: TCPSettings
     private var bottleneck: Bottleneck
     private var random: SeededRandom
@@ -75,14 +82,22 @@ public final class StreamLink {
     private var lastAckAt = Instant(nanoseconds: .min)
     /// Decides a departed segment's loss in place of the random draw (tests pick which transmission is lost).
     var lossDecision: ((LinkPacket) -> Bool)?
+    /// Decides an ACK's loss in place of the reverse direction's draw (tests pick which ACK is lost).
+    var ackLossDecision: ((TCPAck) -> Bool)?
     /// Bound on events handled per `advance`, so a model bug cannot hang the event loop.
     private static let maximumEventsPerAdvance = 1_000_000
+
+    /// Mixed into the seed for the ACK loss draws, so they do not shift the forward direction's draws.
+    private static let ackSeedSalt: UInt64 = 0xACC0_5EED_ACC0_5EED
 
     /// Creates a direction carrying `profile`, whose ACKs come back over `reverse`; `seed` drives every draw.
     public init(side: Side, profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, seed: UInt64) {
         self.side = side
         self.profile = profile
         self.reverseDelay = reverse.delay
+        self.reverseLoss = reverse.loss
+        self.ackBurstLoss = GilbertElliottLoss(profile: reverse)
+        self.ackRandom = SeededRandom(seed: seed ^ Self.ackSeedSalt)
         self.settings = settings
         self.bottleneck = Bottleneck(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
                                      serializer: profile.makeSerializer())
@@ -98,6 +113,9 @@ public final class StreamLink {
         let old = self.profile
         self.profile = profile
         self.reverseDelay = reverse.delay
+        self.reverseLoss = reverse.loss
+        let wantedAckLoss = GilbertElliottLoss(profile: reverse)
+        if wantedAckLoss?.parameters != ackBurstLoss?.parameters { ackBurstLoss = wantedAckLoss }
         self.settings = settings
         if old.trace != profile.trace || old.bandwidth != profile.bandwidth || old.burst != profile.burst {
             bottleneck.update(serializer: profile.makeSerializer(), now: now)
@@ -120,7 +138,7 @@ public final class StreamLink {
     public var isPassThrough: Bool {
         profile.bandwidth == nil && profile.trace == nil && profile.delay == .zero && profile.jitter == .zero
             && profile.loss == .zero
-            && profile.lossModel == .random && reverseDelay == .zero
+            && profile.lossModel == .random && reverseDelay == .zero && reverseLoss == .zero && ackBurstLoss == nil
     }
 
     /// Attaches a new connection's direction at `now`. With `emulatingHandshake` it may send only once its side
@@ -316,6 +334,10 @@ public final class StreamLink {
     }
 
     private func sendAck(_ ack: TCPAck, on flow: StreamFlow, at now: Instant) {
+        if ackLossDecision?(ack) ?? isAckLost() {
+            tally.counters.acksLost += 1
+            return
+        }
         let arrival = max(now.addingSaturating(nanoseconds: reverseDelay.nanoseconds), flow.acks.last?.at ?? now)
         flow.acks.append((ack, arrival))
     }
@@ -355,6 +377,17 @@ public final class StreamLink {
         }
         let probability = profile.loss.probability
         return probability > 0 && random.chance(probability)
+    }
+
+    /// The reverse direction's loss, drawn for one ACK.
+    private func isAckLost() -> Bool {
+        if ackBurstLoss != nil {
+            var fate = SegmentFate(departure: .zero)
+            ackBurstLoss!.apply(to: &fate, random: &ackRandom)
+            return fate.lost
+        }
+        let probability = reverseLoss.probability
+        return probability > 0 && ackRandom.chance(probability)
     }
 
     private func markChanged(_ flow: StreamFlow) {

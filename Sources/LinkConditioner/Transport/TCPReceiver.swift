@@ -10,6 +10,11 @@
 //   is ACKed at once;
 // - a duplicate is ACKed at once with a D-SACK.
 //
+// SACK blocks (tcp_sack_new_ofo_skb): an ACK reports up to 3 blocks (what fits beside the timestamps option): first
+// the block holding the segment that triggered it (or its D-SACK), then the other out-of-order blocks, highest
+// first (Linux sends the most recently changed first; arrivals in the model come in send order, so the highest
+// blocks are the most recent ones, bar a repair). So the next ACK repeats what a lost ACK said.
+//
 // Receive window (autotuning, approximate; tcp_rcv_space_adjust): it opens at 64 KiB; once per round trip, when
 // the application got more bytes than in the round before, window = 2 · copied + 16 · MSS, plus twice that times
 // the growth ratio, up to 3 MiB (tcp_rmem's 6 MiB at tcp_adv_win_scale 1). Its round trip is the path's base
@@ -27,6 +32,8 @@ public struct TCPReceiver {
     public static let delayedAckTimeout = Duration.milliseconds(40)
     /// TCP_MAX_QUICKACKS.
     public static let quickAcks = 16
+    /// The SACK blocks an ACK carries beside the timestamps option.
+    public static let maximumSACKBlocks = 3
 
     /// The next byte expected (rcv_nxt); everything before it was released.
     public private(set) var rcvNxt: Int64 = 0
@@ -60,7 +67,8 @@ public struct TCPReceiver {
         }
         if segment.seq > rcvNxt {
             insertOutOfOrder(segment.seq..<segment.end)
-            return ack(sacked: segment.seq..<segment.end, duplicate: false)
+            let block = outOfOrder.first { $0.contains(segment.seq) } ?? segment.seq..<segment.end
+            return ack(sacked: block, duplicate: false)
         }
         let hadHole = !outOfOrder.isEmpty
         var end = segment.end
@@ -93,10 +101,17 @@ public struct TCPReceiver {
         return releasedBytes
     }
 
+    /// The ACK now: `sacked` first (the triggering segment's block, or its D-SACK), then the other out-of-order
+    /// blocks, highest first, up to `maximumSACKBlocks` in all.
     private mutating func ack(sacked: Range<Int64>?, duplicate: Bool) -> TCPAck {
         unackedBytes = 0
         delayedAckDeadline = nil
-        return TCPAck(cumulative: rcvNxt, sacked: sacked, duplicate: duplicate, window: window)
+        var more: [Range<Int64>] = []
+        let room = Self.maximumSACKBlocks - (sacked == nil ? 0 : 1)
+        for block in outOfOrder.reversed() where more.count < room && (duplicate || block != sacked) {
+            more.append(block)
+        }
+        return TCPAck(cumulative: rcvNxt, sacked: sacked, moreSacked: more, duplicate: duplicate, window: window)
     }
 
     private mutating func insertOutOfOrder(_ range: Range<Int64>) {

@@ -8,11 +8,17 @@ import DequeModule
 // control (CUBIC or Reno) for every delivered segment while the sender is window-limited (tcp_is_cwnd_limited),
 // and its units are segments, as in the kernel.
 //
-// Loss detection (RACK, RFC 8985, as tcp_rack_detect_loss): when a segment sent at T is delivered, with round
-// trip R, every segment sent before T and not yet delivered is lost once now ≥ its send time + R + reo_wnd, with
+// Loss detection (RACK, RFC 8985, as tcp_rack_detect_loss): T is the send time of the most recently sent segment
+// delivered so far, R the round trip of the last segment an ACK delivered (tcp_rack_advance: SACKed ones first,
+// then cumulatively acknowledged ones in sequence order, whether or not sent after T). Every segment sent before T
+// and not yet delivered is lost once now ≥ its send time + R + reo_wnd, with
 // reo_wnd = 0 once 3 segments are SACKed beyond it (the classic dupthresh) or in recovery, else min_rtt / 4.
 // So a hole is repaired about one round trip after the loss while data keeps flowing, even when only one segment
-// follows it. A tail loss (nothing follows) is probed after PTO = 2 · srtt (+ 200 ms with one segment out), by
+// follows it. Segments not overdue yet wait for the reorder timer, armed (tcp_rack_mark_lost) for the latest of
+// them plus 2 ms (TCP_TIMEOUT_MIN_US), rounded up to whole jiffies of HZ = 250 (Debian's kernels). That timer
+// takes the retransmission timer's place (one slot, as icsk_pending); when it fires, the retransmission timer is
+// rearmed one RTO after the oldest outstanding segment was sent (tcp_rearm_rto). A tail loss
+// (nothing follows) is probed after PTO = 2 · srtt (+ 200 ms with one segment out), by
 // sending new data or resending the last segment (TLP, RFC 8985 §7); if the probe repairs a loss, the window is
 // cut by β as for a fast recovery (tcp_process_tlp_ack).
 //
@@ -48,16 +54,21 @@ public struct TCPSegment: Hashable, Sendable {
 public struct TCPAck: Hashable, Sendable {
     /// Everything before this sequence number has arrived (rcv_nxt).
     public var cumulative: Int64
-    /// The out-of-order segment whose arrival triggered this ACK, as a SACK block.
+    /// The first SACK block: the out-of-order bytes held together with the segment whose arrival triggered this
+    /// ACK (or, with `duplicate`, that segment alone as a D-SACK).
     public var sacked: Range<Int64>?
+    /// The receiver's other SACK blocks, most recent first, so an ACK lost on the way does not lose its news.
+    public var moreSacked: [Range<Int64>]
     /// D-SACK: the triggering segment had arrived before (a spurious retransmission).
     public var duplicate: Bool
     /// The receive window the receiver advertises, in bytes.
     public var window: Int
 
-    public init(cumulative: Int64, sacked: Range<Int64>? = nil, duplicate: Bool = false, window: Int) {
+    public init(cumulative: Int64, sacked: Range<Int64>? = nil, moreSacked: [Range<Int64>] = [], duplicate: Bool = false,
+                window: Int) {
         self.cumulative = cumulative
         self.sacked = sacked
+        self.moreSacked = moreSacked
         self.duplicate = duplicate
         self.window = window
     }
@@ -112,6 +123,10 @@ public struct TCPSender {
     public private(set) var minRTT: Duration?
 
     private var segments = Deque<SentSegment>()
+    /// The byte ranges above snd_una the receiver reported holding (its SACK blocks so far), merged and in order.
+    private var sackedRanges: [Range<Int64>] = []
+    /// The segments the ACK being taken newly SACKed, in sequence order (kept to reuse its storage).
+    private var newlySACKed: [SentSegment] = []
     private var lostOut = 0
     private var sackedOut = 0
     /// snd_nxt when recovery or loss began (high_seq); the episode ends when snd_una passes it.
@@ -122,14 +137,17 @@ public struct TCPSender {
     private var rackSentAt: Instant?
     private var rackEndSeq: Int64 = 0
     private var rackRTT = Duration.zero
+    /// Whether an ACK moved RACK since the last loss detection (rack.advanced): only then does an ACK detect.
+    private var rackAdvanced = false
     /// Whether the RACK reference was a retransmission: then segments above it in sequence were sent before it.
     private var rackRetransmitted = false
     private var isCwndLimited = false
     private var maxPacketsOut = 0
     private var cwndUsageSeq: Int64 = 0
     private var lastSendAt: Instant?
-    private var retransmissionDeadline: Instant? { didSet { updateNextTimer() } }
-    private var reorderDeadline: Instant? { didSet { updateNextTimer() } }
+    /// The retransmission and reorder timers share Linux's one slot (icsk_pending): at most one is set.
+    private(set) var retransmissionDeadline: Instant? { didSet { updateNextTimer() } }
+    private(set) var reorderDeadline: Instant? { didSet { updateNextTimer() } }
     private var probeDeadline: Instant? { didSet { updateNextTimer() } }
     private var probe = Probe.none
     private var tlpHighSeq: Int64?
@@ -250,7 +268,7 @@ public struct TCPSender {
         segments[index].retransmitted = true
         retransmissions += 1
         sent(now: now)
-        if index == segments.startIndex { retransmissionDeadline = now + timer.timeout }
+        if index == segments.startIndex, reorderDeadline == nil { retransmissionDeadline = now + timer.timeout }
         let segment = segments[index]
         return TCPSegment(seq: segment.seq, length: segment.length, isRetransmission: true)
     }
@@ -258,7 +276,7 @@ public struct TCPSender {
     private mutating func sent(now: Instant) {
         lastSendAt = now
         if state == .recovery { prrOut += 1 }
-        if retransmissionDeadline == nil { retransmissionDeadline = now + timer.timeout }
+        if retransmissionDeadline == nil, reorderDeadline == nil { retransmissionDeadline = now + timer.timeout }
     }
 
     /// tcp_cwnd_validate: remembers whether the window, rather than the application, limited this round.
@@ -282,10 +300,22 @@ public struct TCPSender {
         var newest: SentSegment?
         func consider(_ segment: SentSegment) {
             delivered += 1
+            advanceRACK(segment, now: now)
             if newest.map({ segment.sentAt > $0.sentAt || (segment.sentAt == $0.sentAt && segment.end > $0.end) }) ?? true {
                 newest = segment
             }
         }
+        // As tcp_ack: the SACK block first (tcp_sacktag_write_queue), then the cumulatively acknowledged segments
+        // in sequence order (tcp_clean_rtx_queue), so RACK's round trip is the last of these.
+        newlySACKed.removeAll(keepingCapacity: true)
+        if ack.moreSacked.isEmpty {
+            if let block = ack.sacked, !ack.duplicate { takeSACK(block) }
+        } else {
+            var blocks = ack.moreSacked
+            if let block = ack.sacked, !ack.duplicate { blocks.append(block) }
+            for block in blocks.sorted(by: { $0.lowerBound < $1.lowerBound }) { takeSACK(block) }
+        }
+        for segment in newlySACKed { consider(segment) }
         let advanced = ack.cumulative > sndUna
         if advanced {
             while let first = segments.first, first.end <= ack.cumulative {
@@ -297,21 +327,26 @@ public struct TCPSender {
                 }
             }
             sndUna = min(ack.cumulative, sndNxt)
-        }
-        if let block = ack.sacked, !ack.duplicate, let index = index(of: block.lowerBound), segments[index].fate != .sacked {
-            if segments[index].fate == .inFlight { packetsInFlight -= 1 } else { lostOut -= 1 }
-            segments[index].fate = .sacked
-            sackedOut += 1
-            consider(segments[index])
+            sackedRanges.removeAll { $0.upperBound <= sndUna }
+            if let first = sackedRanges.first, first.lowerBound < sndUna { sackedRanges[0] = sndUna..<first.upperBound }
         }
         if let newest {
             let rtt = now - newest.sentAt
             timer.sample(rtt)
             minRTT = min(minRTT ?? rtt, rtt)
             congestion.acked(rtt: rtt, now: now, window: &window, sndUna: sndUna, sndNxt: sndNxt)
-            advanceRACK(newest, rtt: rtt)
         }
-        let newlyLost = detectLosses(now: now)
+        var newlyLost = 0
+        var armedReorder = false
+        if rackAdvanced {
+            rackAdvanced = false
+            let detection = detectLosses(now: now)
+            newlyLost = detection.lost
+            if let wait = detection.wait {
+                armReorderTimer(at: now + Self.jiffies(wait + Self.minimumTimeout))
+                armedReorder = true
+            }
+        }
         processProbeAck(ack)
         if state != .open && sndUna >= recoveryPoint {
             if state == .recovery && window.ssthresh < CongestionWindow.infinite { window.cwnd = window.ssthresh }
@@ -326,10 +361,35 @@ public struct TCPSender {
         if segments.isEmpty {
             retransmissionDeadline = nil
             reorderDeadline = nil
-        } else if advanced {
-            retransmissionDeadline = now + timer.timeout
+        } else if advanced && !armedReorder {
+            rearmRetransmissionTimer(now: now)
         }
         scheduleProbe(now: now)
+    }
+
+    /// tcp_rack_mark_lost's inet_csk_reset_xmit_timer(ICSK_TIME_REO_TIMEOUT): the reorder timer takes the
+    /// retransmission timer's slot, so the ACK that arms it does not restart the retransmission timeout.
+    private mutating func armReorderTimer(at deadline: Instant) {
+        retransmissionDeadline = nil
+        probeDeadline = nil
+        reorderDeadline = deadline
+    }
+
+    /// tcp_rearm_rto: the retransmission timer takes the slot back. In place of a pending reorder timer it counts
+    /// from the oldest outstanding segment's transmission (tcp_rto_delta_us), at least one jiffy ahead; otherwise
+    /// one timeout from now.
+    private mutating func rearmRetransmissionTimer(now: Instant) {
+        guard let head = segments.first else {
+            retransmissionDeadline = nil
+            reorderDeadline = nil
+            return
+        }
+        if reorderDeadline != nil {
+            reorderDeadline = nil
+            retransmissionDeadline = max(head.sentAt + timer.timeout, now + Self.jiffy)
+        } else {
+            retransmissionDeadline = now + timer.timeout
+        }
     }
 
     /// tcp_process_tlp_ack: a D-SACK says the probed segment had arrived (no loss); an ACK beyond the probe says
@@ -347,34 +407,90 @@ public struct TCPSender {
         }
     }
 
-    /// The index of the outstanding segment starting at `seq`, by binary search (segments are in order).
-    private func index(of seq: Int64) -> Int? {
+    /// tcp_sacktag_write_queue for one block (an ACK's blocks go in sequence order): marks SACKed the outstanding
+    /// segments inside `block` that no earlier ACK reported, and appends them to `newlySACKed`. Only the parts of
+    /// the block outside `sackedRanges` are walked, so a block repeated ACK after ACK costs nothing.
+    private mutating func takeSACK(_ block: Range<Int64>) {
+        let block = max(block.lowerBound, sndUna)..<max(block.upperBound, sndUna)
+        guard !block.isEmpty else { return }
+        var start = block.lowerBound
+        for known in sackedRanges where known.upperBound > start && known.lowerBound < block.upperBound {
+            if known.lowerBound > start { markSACKed(start..<known.lowerBound) }
+            start = max(start, known.upperBound)
+        }
+        if start < block.upperBound { markSACKed(start..<block.upperBound) }
+        insertSACKed(block)
+    }
+
+    private mutating func markSACKed(_ range: Range<Int64>) {
+        var index = firstIndex(atOrAbove: range.lowerBound)
+        while index < segments.endIndex, segments[index].end <= range.upperBound {
+            switch segments[index].fate {
+            case .inFlight: packetsInFlight -= 1
+            case .lost: lostOut -= 1
+            case .sacked: index += 1; continue
+            }
+            segments[index].fate = .sacked
+            sackedOut += 1
+            newlySACKed.append(segments[index])
+            index += 1
+        }
+    }
+
+    /// Adds `block` to the SACKed ranges, merging it with those it touches.
+    private mutating func insertSACKed(_ block: Range<Int64>) {
+        var merged = block
+        var index = sackedRanges.startIndex
+        while index < sackedRanges.endIndex {
+            let known = sackedRanges[index]
+            if known.upperBound < merged.lowerBound {
+                index += 1
+            } else if known.lowerBound > merged.upperBound {
+                break
+            } else {
+                merged = min(known.lowerBound, merged.lowerBound)..<max(known.upperBound, merged.upperBound)
+                sackedRanges.remove(at: index)
+            }
+        }
+        sackedRanges.insert(merged, at: index)
+    }
+
+    /// The index of the first outstanding segment starting at or after `seq`, by binary search (segments are in
+    /// order).
+    private func firstIndex(atOrAbove seq: Int64) -> Int {
         var low = segments.startIndex, high = segments.endIndex
         while low < high {
             let middle = (low + high) / 2
             if segments[middle].seq < seq { low = middle + 1 } else { high = middle }
         }
-        return low < segments.endIndex && segments[low].seq == seq ? low : nil
+        return low
     }
 
-    /// tcp_rack_advance: the most recently sent delivered segment and its round trip.
-    private mutating func advanceRACK(_ segment: SentSegment, rtt: Duration) {
+    /// tcp_rack_advance, for each segment an ACK delivers: RACK's round trip becomes this segment's (whether or not
+    /// it was sent after the reference), and the reference moves to it when it was sent later (by send time, then
+    /// end sequence). A retransmission delivered sooner than the minimum RTT may be acknowledging the original and
+    /// is ignored.
+    private mutating func advanceRACK(_ segment: SentSegment, now: Instant) {
+        let rtt = now - segment.sentAt
         if segment.retransmitted, let minRTT, rtt < minRTT { return }
+        rackAdvanced = true
+        rackRTT = rtt
         let isNewer = rackSentAt.map { segment.sentAt > $0 || (segment.sentAt == $0 && segment.end > rackEndSeq) } ?? true
         guard isNewer else { return }
         rackSentAt = segment.sentAt
         rackEndSeq = segment.end
-        rackRTT = rtt
         rackRetransmitted = segment.retransmitted
     }
 
     /// tcp_rack_detect_loss: marks lost every segment sent before the newest delivered one and overdue by its
-    /// round trip plus the reordering window; arms the reorder timer for those not overdue yet. The kernel walks
-    /// its segments in send order; in sequence order the walk may stop at the reference only when the reference
-    /// was a first transmission, since a delivered retransmission was sent after segments above it.
-    private mutating func detectLosses(now: Instant) -> Int {
-        reorderDeadline = nil
-        guard let rackSentAt else { return 0 }
+    /// round trip plus the reordering window, and returns how many, with the LATEST remaining time of those not
+    /// overdue yet: tcp_rack_mark_lost arms the reorder timer for it, plus TCP_TIMEOUT_MIN_US, rounded up to whole
+    /// jiffies, so one expiry marks them all. The kernel walks its segments in send order; in sequence order the walk may stop at
+    /// the reference only when the reference was a first transmission, since a delivered retransmission was sent
+    /// after segments above it.
+    private mutating func detectLosses(now: Instant) -> (lost: Int, wait: Duration?) {
+        guard let rackSentAt else { return (0, nil) }
+        var latest: Duration?
         let reorderWindow = (state != .open || sackedOut >= 3)
             ? Duration.zero : min((minRTT ?? .zero) / 4, timer.srtt ?? .zero)
         var newlyLost = 0
@@ -391,10 +507,23 @@ public struct TCPSender {
                 lostOut += 1
                 newlyLost += 1
             } else {
-                reorderDeadline = min(reorderDeadline ?? due, due)
+                latest = max(latest ?? due - now, due - now)
             }
         }
-        return newlyLost
+        return (newlyLost, latest)
+    }
+
+    /// TCP_TIMEOUT_MIN_US: the floor Linux adds to the reorder timer's wait.
+    static let minimumTimeout = Duration.milliseconds(2)
+    /// One jiffy at HZ = 250, the tick of Debian's and most distributions' kernels: timers wait whole jiffies.
+    static let jiffy = Duration.milliseconds(4)
+
+    /// usecs_to_jiffies: `wait` rounded up to whole jiffies.
+    static func jiffies(_ wait: Duration) -> Duration {
+        let tick = jiffy.nanoseconds
+        let wait = max(wait.nanoseconds, 0)
+        let partial = wait % tick
+        return .nanoseconds(partial == 0 ? wait : (wait - partial).addingSaturating(tick))
     }
 
     /// tcp_enter_recovery: ssthresh from the congestion control, PRR from here.
@@ -431,7 +560,7 @@ public struct TCPSender {
     /// tcp_schedule_loss_probe: a probe 2 · srtt after the last transmission while nothing else would send.
     private mutating func scheduleProbe(now: Instant) {
         probeDeadline = nil
-        guard state == .open, tlpHighSeq == nil, !segments.isEmpty, let srtt = timer.srtt else { return }
+        guard state == .open, tlpHighSeq == nil, reorderDeadline == nil, !segments.isEmpty, let srtt = timer.srtt else { return }
         if packetsInFlight < window.cwnd && unsentBytes > 0 { return }
         var timeout = srtt * 2 + (segments.count == 1 ? RetransmissionTimer.minimum : .milliseconds(2))
         if let retransmissionDeadline { timeout = min(timeout, retransmissionDeadline - now) }
@@ -450,14 +579,18 @@ public struct TCPSender {
         nextTimer = next
     }
 
-    /// Runs the timers due by `now`.
+    /// Runs the timers due by `now`. The reorder timer (tcp_rack_reo_timeout) marks what is overdue, without
+    /// arming itself again; a loss it finds outside a recovery (after a timeout too) starts one, with PRR's first
+    /// step, and within one leaves the window to the ACKs. Then it gives the slot back to the retransmission timer.
     public mutating func timerFired(now: Instant) {
         if let deadline = reorderDeadline, deadline <= now {
             let before = packetsInFlight
-            if detectLosses(now: now) > 0, before != packetsInFlight {
-                if state == .open { enterRecovery() }
-                if state == .recovery { reduceWindow(delivered: 1, newlyLost: 0, advanced: false) }
+            let lost = detectLosses(now: now).lost
+            if lost > 0, before != packetsInFlight, state != .recovery {
+                enterRecovery()
+                reduceWindow(delivered: 1, newlyLost: lost, advanced: false)
             }
+            rearmRetransmissionTimer(now: now)
         }
         if let deadline = probeDeadline, deadline <= now {
             probeDeadline = nil
@@ -509,6 +642,6 @@ public struct TCPSender {
     public mutating func pathChanged(now: Instant) {
         guard !segments.isEmpty, timer.backoff > 0 else { return }
         timer.clearBackoff()
-        retransmissionDeadline = now + timer.timeout
+        if reorderDeadline == nil { retransmissionDeadline = now + timer.timeout }
     }
 }
