@@ -91,6 +91,32 @@ struct EndToEndTests {
         #expect(downlink.segmentsLost > 0)
     }
 
+    @Test func statusCountsTheDownloadsAcksThatTheUplinksLossTook() throws {
+        let payload = Payload(size: 1_000_000, seed: 12)
+        let server = try TestServer { connection in
+            defer { connection.close() }
+            try? payload.forEachBlock { try connection.send($0) }
+            connection.shutdownWrite()
+            _ = try? connection.drain()
+        }
+        defer { server.stop() }
+        var profile = Profile.none
+        profile.downlink = DirectionProfile(bandwidth: .mbps(50), delay: .milliseconds(5))
+        profile.uplink = DirectionProfile(delay: .milliseconds(5), loss: Percentage(10))
+        profile.seed = 6
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
+        defer { proxy.stop() }
+
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        let received = try client.drain()
+
+        #expect(received.checksum == payload.digest.value)
+        let downlink = try #require(proxy.status().first).downlink
+        #expect(downlink.acksLost > 0)
+        #expect(downlink.segmentsLost == 0)
+    }
+
     @Test func bytesStuckBehindTotalLossArriveSoonAfterTheLinkComesBack() throws {
         let server = try TestServer.echo()
         defer { server.stop() }

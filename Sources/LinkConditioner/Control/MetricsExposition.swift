@@ -49,6 +49,8 @@ struct MetricsExposition {
         perDirection(listeners, "linkcond_link_segments_lost_total", .counter, "TCP segment transmissions the link lost.") {
             Double($0.segmentsLost)
         }
+        perDirection(listeners, "linkcond_link_acks_lost_total", .counter,
+                     "ACKs of the direction's TCP flows lost on the reverse direction.") { Double($0.acksLost) }
         perDirection(listeners, "linkcond_link_datagrams_delivered_total", .counter, "Datagram copies delivered.") {
             Double($0.datagramsDelivered)
         }

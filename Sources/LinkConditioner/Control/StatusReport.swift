@@ -15,6 +15,8 @@ public struct StatusReport: Codable, Sendable {
         public var queuedBytes: Int
         public var inFlightBytes: Int
         public var segmentsLost: Int
+        /// ACKs of this direction's TCP flows lost on the reverse direction; their senders never resend for them.
+        public var acksLost: Int
         /// Datagrams delivered (UDP and DNS listeners).
         public var datagramsDelivered: Int
         /// Datagrams dropped: tail drop at a full queue, random loss, Gilbert-Elliott burst loss.
@@ -102,6 +104,7 @@ extension StatusReport.Direction {
         queuedBytes = counters.queuedBytes
         inFlightBytes = counters.inFlightBytes
         segmentsLost = counters.segmentsLost
+        acksLost = counters.acksLost
         datagramsDelivered = counters.datagramsDelivered
         datagramsDropped = counters.tailDrops + counters.codelDrops + counters.randomLosses + counters.burstLosses
         self.kernelDrops = kernelDrops
