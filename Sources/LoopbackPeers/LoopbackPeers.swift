@@ -205,6 +205,16 @@ public final class TestServer: @unchecked Sendable {
             connection.shutdownWrite()
         }
     }
+
+    /// A server that sends `payload` to each client, half-closes, and closes once the client has.
+    public static func sending(_ payload: Payload) throws -> TestServer {
+        try TestServer { connection in
+            defer { connection.close() }
+            try? payload.forEachBlock { try connection.send($0) }
+            connection.shutdownWrite()
+            _ = try? connection.drain()
+        }
+    }
 }
 
 extension ConditionedProxy {

@@ -8,21 +8,11 @@ import Testing
 /// `bytesSpliced` counter), never how fast it went.
 @Suite(.serialized)
 struct SpliceTests {
-    /// An upstream that sends `payload` to each client, then half-closes.
-    private func sendingServer(_ payload: Payload) throws -> TestServer {
-        try TestServer { connection in
-            try? payload.forEachBlock { try connection.send($0) }
-            connection.shutdownWrite()
-            _ = try? connection.drain()
-            connection.close()
-        }
-    }
-
     private func downlink(_ proxy: ConditionedProxy) -> LinkCounters { proxy.status()[0].downlink }
 
     @Test func anUnshapedDirectionMovesEveryByteBySplice() throws {
         let payload = Payload(size: 8 << 20, seed: 0x5A1CE)
-        let server = try sendingServer(payload)
+        let server = try TestServer.sending(payload)
         defer { server.stop() }
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
         defer { proxy.stop() }
@@ -41,7 +31,7 @@ struct SpliceTests {
         var profile = Profile.none
         profile.uplink.delay = .milliseconds(1)
         let payload = Payload(size: 2 << 20, seed: 0xDE1A7)
-        let server = try sendingServer(payload)
+        let server = try TestServer.sending(payload)
         defer { server.stop() }
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
         defer { proxy.stop() }
@@ -60,7 +50,7 @@ struct SpliceTests {
 
     @Test func switchingToAShapedProfileAndBackMidStreamLosesAndReordersNothing() throws {
         let payload = Payload(size: 24 << 20, seed: 0x5717C4)
-        let server = try sendingServer(payload)
+        let server = try TestServer.sending(payload)
         defer { server.stop() }
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
         defer { proxy.stop() }
@@ -104,7 +94,7 @@ struct SpliceTests {
 
     @Test func aFaultSetMidStreamLeavesTheSplicePathAndCutsTheStream() throws {
         let payload = Payload(size: 24 << 20, seed: 0xC07)
-        let server = try sendingServer(payload)
+        let server = try TestServer.sending(payload)
         defer { server.stop() }
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
         defer { proxy.stop() }

@@ -67,12 +67,7 @@ struct EndToEndTests {
     @Test func aLossyLinkStillDeliversEveryByteInOrderBothWays() throws {
         let size = 1_000_000
         let payload = Payload(size: size, seed: 11)
-        let server = try TestServer { connection in
-            defer { connection.close() }
-            try? payload.forEachBlock { try connection.send($0) }
-            connection.shutdownWrite()
-            _ = try? connection.drain()
-        }
+        let server = try TestServer.sending(payload)
         defer { server.stop() }
         var profile = Profile.none
         profile.downlink = DirectionProfile(bandwidth: .mbps(50), delay: .milliseconds(5), loss: Percentage(3))
@@ -93,12 +88,7 @@ struct EndToEndTests {
 
     @Test func statusCountsTheDownloadsAcksThatTheUplinksLossTook() throws {
         let payload = Payload(size: 1_000_000, seed: 12)
-        let server = try TestServer { connection in
-            defer { connection.close() }
-            try? payload.forEachBlock { try connection.send($0) }
-            connection.shutdownWrite()
-            _ = try? connection.drain()
-        }
+        let server = try TestServer.sending(payload)
         defer { server.stop() }
         var profile = Profile.none
         profile.downlink = DirectionProfile(bandwidth: .mbps(50), delay: .milliseconds(5))
