@@ -157,6 +157,7 @@ public final class StreamLink {
     /// SYN-ACKs `reverse` (the downlink), each lost by its direction's loss; each direction counts the
     /// retransmissions it carries.
     public func drawHandshake(answeredOver reverse: StreamLink) -> HandshakeAttempts {
+        assert(side == .connector && reverse.side == .acceptor, "the SYNs cross the uplink, the SYN-ACKs the downlink")
         let attempts = HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay,
                                          synLost: { self.isHandshakeSegmentLost() },
                                          synAckLost: { reverse.isHandshakeSegmentLost() })
