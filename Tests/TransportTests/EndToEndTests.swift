@@ -107,6 +107,61 @@ struct EndToEndTests {
         #expect(downlink.segmentsLost == 0)
     }
 
+    @Test func aLostSynDelaysTheFirstResponseByASecondThenEveryByteArrives() throws {
+        let server = try TestServer.echo()
+        defer { server.stop() }
+        var profile = Profile.none
+        profile.uplink = DirectionProfile(delay: .milliseconds(10), loss: Percentage(30))
+        profile.downlink = DirectionProfile(delay: .milliseconds(10))
+        profile.seed = 1
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
+        defer { proxy.stop() }
+        let request = (0..<3_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+
+        let start = MonotonicClock().now()
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        try client.send(request)
+        let echoed = try client.receive(exactly: request.count)
+        let elapsed = secondsSince(start)
+
+        // Seed 1 loses the first SYN on the 30 % uplink: it is resent after 1 s, then SYN-ACK, request and echo
+        // take 4 × 10 ms; the request's own losses can only add to that.
+        let uplink = try #require(proxy.status().first).uplink
+        #expect(uplink.handshakeRetransmissions == 1)
+        #expect(echoed == request)
+        #expect(elapsed >= 1.04, "first response after \(elapsed) s")
+    }
+
+    @Test func aHandshakeLostForGoodCarriesNothingUntilTheLinkComesBack() throws {
+        let server = try TestServer.echo()
+        defer { server.stop() }
+        var allLost = Profile.none
+        allLost.uplink = DirectionProfile(delay: .milliseconds(10))
+        allLost.uplink.lossModel = .gilbertElliott
+        allLost.uplink.gilbertElliott = GilbertElliottParameters(goodToBad: Percentage(100), badToGood: .zero,
+                                                                 lossInBad: Percentage(100), lossInGood: Percentage(100))
+        allLost.downlink = DirectionProfile(delay: .milliseconds(10))
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: allLost)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        try client.send([1, 2, 3])
+
+        let held = waitUntil(seconds: 5) { proxy.status().first?.uplink.handshakeRetransmissions == 6 }
+        usleep(200_000)
+        let deliveredWhileHeld = try #require(proxy.status().first).uplink.bytesDelivered
+        var restored = allLost
+        restored.uplink = DirectionProfile(delay: .milliseconds(10))
+        proxy.apply(restored)
+        let echoed = try client.receive(exactly: 3)
+
+        #expect(held)
+        #expect(deliveredWhileHeld == 0)
+        #expect(echoed == [1, 2, 3])
+        #expect(try #require(proxy.status().first).uplink.bytesDelivered == 3)
+    }
+
     @Test func bytesStuckBehindTotalLossArriveSoonAfterTheLinkComesBack() throws {
         let server = try TestServer.echo()
         defer { server.stop() }

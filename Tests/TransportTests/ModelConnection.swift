@@ -1,29 +1,34 @@
 @testable import LinkConditioner
 
-/// A connection through a profile's emulated path in virtual time, as the proxy runs it: the upstream connect
-/// starts one uplink delay after the client's, both directions attach then, and the server answers each request
-/// as soon as its last byte arrived.
+/// A connection through a profile's emulated path in virtual time, as the proxy runs it: the handshake is drawn,
+/// the upstream connect starts when the first SYN reached the server (one uplink delay after the client's
+/// without loss), both directions attach then, and the server answers each request as soon as its last byte
+/// arrived.
 final class ModelConnection {
     let uplink: StreamLink
     let downlink: StreamLink
     let clientFlow: StreamFlow
     let serverFlow: StreamFlow
+    let handshake: HandshakeAttempts
     private(set) var now: Instant
 
-    /// Connects at `start` (the client's connect()).
-    init(profile: Profile, seed: UInt64 = 1, start: Instant = .zero) {
+    /// Connects at `start` (the client's connect()); `handshake` replaces the links' draw.
+    init(profile: Profile, seed: UInt64 = 1, start: Instant = .zero, handshake: HandshakeAttempts? = nil) {
         uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: profile.tcp, seed: seed)
         downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: profile.tcp,
                               seed: seed &+ 1)
-        let attach = start + profile.uplink.delay
-        clientFlow = uplink.makeFlow(at: attach)
-        serverFlow = downlink.makeFlow(at: attach)
+        let handshake = handshake ?? uplink.drawHandshake(answeredOver: downlink)
+        self.handshake = handshake
+        let attach = start + (handshake.serverReached ?? HandshakeAttempts.clientGivesUpAfter)
+        clientFlow = uplink.makeFlow(at: attach, handshake: handshake)
+        serverFlow = downlink.makeFlow(at: attach, handshake: handshake)
         now = attach
     }
 
     /// Sends a `request`-byte request at `at` (no earlier than the upstream attach) and a `response`-byte answer
-    /// once it arrived; returns when the response's last byte reached the client.
+    /// once it arrived; returns when the response's last byte reached the client, or nil if the handshake failed.
     func fetch(request: Int = 100, response: Int, at: Instant) -> Instant? {
+        guard !handshake.isAbandoned else { return nil }
         now = max(now, at)
         var requestWritten = 0, requestArrived = 0, responseWritten = 0, responseArrived = 0
         var answering = false

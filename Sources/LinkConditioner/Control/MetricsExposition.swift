@@ -51,6 +51,10 @@ struct MetricsExposition {
         }
         perDirection(listeners, "linkcond_link_acks_lost_total", .counter,
                      "ACKs of the direction's TCP flows lost on the reverse direction.") { Double($0.acksLost) }
+        perDirection(listeners, "linkcond_link_handshake_retransmissions_total", .counter,
+                     "TCP handshake segments resent after a loss: SYNs on the uplink, SYN-ACKs on the downlink.") {
+            Double($0.handshakeRetransmissions)
+        }
         perDirection(listeners, "linkcond_link_datagrams_delivered_total", .counter, "Datagram copies delivered.") {
             Double($0.datagramsDelivered)
         }

@@ -17,6 +17,8 @@ public struct StatusReport: Codable, Sendable {
         public var segmentsLost: Int
         /// ACKs of this direction's TCP flows lost on the reverse direction; their senders never resend for them.
         public var acksLost: Int
+        /// Handshake segments resent after a loss: SYNs on the uplink, SYN-ACKs on the downlink.
+        public var handshakeRetransmissions: Int
         /// Datagrams delivered (UDP and DNS listeners).
         public var datagramsDelivered: Int
         /// Datagrams dropped: tail drop at a full queue, random loss, Gilbert-Elliott burst loss.
@@ -105,6 +107,7 @@ extension StatusReport.Direction {
         inFlightBytes = counters.inFlightBytes
         segmentsLost = counters.segmentsLost
         acksLost = counters.acksLost
+        handshakeRetransmissions = counters.handshakeRetransmissions
         datagramsDelivered = counters.datagramsDelivered
         datagramsDropped = counters.tailDrops + counters.codelDrops + counters.randomLosses + counters.burstLosses
         self.kernelDrops = kernelDrops

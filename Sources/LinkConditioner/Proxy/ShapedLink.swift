@@ -55,8 +55,9 @@ final class ShapedLink {
         return pair
     }
 
-    func attach(_ pump: StreamPump, emulatingHandshake: Bool) -> StreamFlow {
-        let flow = model.makeFlow(at: loop.clock.now(), emulatingHandshake: emulatingHandshake)
+    /// Gives `pump` a flow on this direction, opening when its side of `handshake` completed (see `makeFlow`).
+    func attach(_ pump: StreamPump, emulatingHandshake: Bool, handshake: HandshakeAttempts?) -> StreamFlow {
+        let flow = model.makeFlow(at: loop.clock.now(), emulatingHandshake: emulatingHandshake, handshake: handshake)
         pumps[ObjectIdentifier(flow)] = pump
         return flow
     }

@@ -80,7 +80,7 @@ final class StreamPump {
         self.source = source
         self.destination = destination
         self.capacity = capacity
-        self.flow = link.attach(self, emulatingHandshake: relay.emulatesHandshake)
+        self.flow = link.attach(self, emulatingHandshake: relay.emulatesHandshake, handshake: relay.handshakeAttempts)
     }
 
     /// Reads what the source has, within the buffer and link limits, and hands it to the link.

@@ -87,6 +87,12 @@ final class TCPRelay {
     /// Whether the link emulates the TCP handshake for this connection; a front end's reply on connect plays it.
     var emulatesHandshake: Bool { !(handshake?.repliesOnConnect ?? false) }
 
+    /// The emulated handshake's fate over the lossy link, drawn when the connect was scheduled; nil when the link
+    /// does not emulate it.
+    private(set) var handshakeAttempts: HandshakeAttempts?
+    /// Why a blackholed connection is held, for the recording: the profile's blackhole, or a handshake all lost.
+    private var heldCause = StallCause.offline
+
     init(id: UInt64, host: RelayHost, client: Socket, clientAddress: SocketAddress, upstreamName: String,
          upstreamAddresses: [SocketAddress], handshake: UpstreamHandshake? = nil,
          preloadedClientBytes: [UInt8] = [], preloadEndsStream: Bool = false, uplinkFilter: StreamFilter? = nil) {
@@ -129,11 +135,25 @@ final class TCPRelay {
         }
     }
 
-    /// Connects once the uplink's delay (and the profile's `connect.stall`) has passed, as a SYN crossing the
-    /// emulated link would.
+    /// Connects once the first SYN crossed the emulated link (the uplink's delay, plus 1, 2, 4 … s for each SYN
+    /// lost and resent) and the profile's `connect.stall` has passed. A handshake whose every attempt is lost
+    /// holds the client as a blackhole does, until a profile change releases it.
     private func connectAfterUplinkDelay() {
         let stall = host.connectionFaults?.connection.connectStall ?? .zero
-        let delay = host.uplink.currentDelay + stall
+        var reach = host.uplink.currentDelay
+        if emulatesHandshake {
+            let attempts = host.uplink.model.drawHandshake(answeredOver: host.downlink.model)
+            guard let reached = attempts.serverReached, !attempts.isAbandoned else {
+                handshakeAttempts = nil
+                state = .blackholed
+                heldCause = .loss
+                if let recordedID { host.uplink.recorder?.stall(recordedID, .up, cause: .loss, ended: false, at: loop.clock.now()) }
+                return
+            }
+            handshakeAttempts = attempts
+            reach = reached
+        }
+        let delay = reach + stall
         if delay <= .zero {
             connectUpstream()
             return
@@ -156,7 +176,8 @@ final class TCPRelay {
     func release() {
         guard state == .blackholed else { return }
         state = .connecting
-        if let recordedID { host.uplink.recorder?.stall(recordedID, .up, cause: .offline, ended: true, at: loop.clock.now()) }
+        if let recordedID { host.uplink.recorder?.stall(recordedID, .up, cause: heldCause, ended: true, at: loop.clock.now()) }
+        heldCause = .offline
         connectAfterUplinkDelay()
     }
 

@@ -16,6 +16,9 @@ public struct LinkCounters: Hashable, Sendable {
     public var segmentsLost = 0
     /// ACKs of this direction's TCP flows lost on the reverse direction (its `loss`).
     public var acksLost = 0
+    /// Handshake segments resent because the link lost one: SYNs on the uplink, SYN-ACKs on the downlink. Each
+    /// connection's are counted when it starts, as its handshake is drawn.
+    public var handshakeRetransmissions = 0
     /// Flows attached to the link now.
     public var flows = 0
     /// Datagrams senders handed the link, tail drops included.

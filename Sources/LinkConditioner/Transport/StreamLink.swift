@@ -20,11 +20,14 @@
 // are small), its queue and its jitter. A lost ACK costs little (the next one is cumulative and repeats the SACK
 // blocks) unless it was the last of a flight. Its draws come from their own generator, seeded from `seed`, so a
 // link whose reverse direction loses nothing draws exactly as before; a Gilbert-Elliott reverse direction runs
-// its own chain for the ACKs. The handshake is never lost. Handshake: the connecting side's flow opens one SYN-ACK after the
-// proxy connects upstream (the reverse delay), the accepting side's after the SYN-ACK and the final ACK (forward
-// plus reverse delay), so the first request/response takes two round trips as on a real link, and a server
-// that speaks first pays the handshake too. Each side's sender takes the handshake's round trip as its first RTT
-// sample, as Linux does, so its first retransmission timeout is about 200 ms rather than 1 s.
+// its own chain for the ACKs. Handshake: the SYNs take the uplink's loss and the SYN-ACKs the downlink's, drawn
+// from their own generators (and Gilbert-Elliott chains) per link, and lost ones are resent on Linux's 1, 2, 4 … s
+// timers (`HandshakeAttempts`); the proxy connects upstream when the first SYN arrives. The connecting side's
+// flow opens when the first SYN-ACK reaches the client (one downlink delay after the connect without loss), the
+// accepting side's one uplink delay later (the final ACK), so the first request/response takes two round trips
+// as on a real link, plus the handshake's stalls, and a server that speaks first pays the handshake too. Each
+// side's sender takes the handshake's round trip as its first RTT sample, as Linux does from the timestamps, so
+// its first retransmission timeout is about 200 ms rather than 1 s.
 //
 // A link with no impairment at all (no rate, delay, jitter or loss either way) passes bytes straight through
 // whenever a flow has nothing in the model, so an unconditioned listener costs nothing.
@@ -84,11 +87,17 @@ public final class StreamLink {
     var lossDecision: ((LinkPacket) -> Bool)?
     /// Decides an ACK's loss in place of the reverse direction's draw (tests pick which ACK is lost).
     var ackLossDecision: ((TCPAck) -> Bool)?
+    private var handshakeRandom: SeededRandom
+    private var handshakeBurstLoss: GilbertElliottLoss?
+    /// Decides a SYN's (uplink) or SYN-ACK's (downlink) loss in place of the draw (tests pick which is lost).
+    var handshakeLossDecision: (() -> Bool)?
     /// Bound on events handled per `advance`, so a model bug cannot hang the event loop.
     private static let maximumEventsPerAdvance = 1_000_000
 
     /// Mixed into the seed for the ACK loss draws, so they do not shift the forward direction's draws.
     private static let ackSeedSalt: UInt64 = 0xACC0_5EED_ACC0_5EED
+    /// Mixed into the seed for the handshake's draws, so they shift neither the segments' nor the ACKs' draws.
+    private static let handshakeSeedSalt: UInt64 = 0x5A_5EED_0000_5A5A
 
     /// Creates a direction carrying `profile`, whose ACKs come back over `reverse`; `seed` drives every draw.
     public init(side: Side, profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, seed: UInt64) {
@@ -103,6 +112,8 @@ public final class StreamLink {
                                      serializer: profile.makeSerializer())
         self.random = SeededRandom(seed: seed)
         self.burstLoss = GilbertElliottLoss(profile: profile)
+        self.handshakeRandom = SeededRandom(seed: seed ^ Self.handshakeSeedSalt)
+        self.handshakeBurstLoss = GilbertElliottLoss(profile: profile)
     }
 
     /// Live profile switch at `now`: segments queued and on their way keep their order and times; new settings
@@ -127,6 +138,7 @@ public final class StreamLink {
         }
         let wanted = GilbertElliottLoss(profile: profile)
         if wanted?.parameters != burstLoss?.parameters { burstLoss = wanted }
+        if wanted?.parameters != handshakeBurstLoss?.parameters { handshakeBurstLoss = wanted }
         for flow in flows {
             flow.sender.pathChanged(now: now)
             transmit(flow, at: now)
@@ -141,16 +153,40 @@ public final class StreamLink {
             && profile.lossModel == .random && reverseDelay == .zero && reverseLoss == .zero && ackBurstLoss == nil
     }
 
-    /// Attaches a new connection's direction at `now`. With `emulatingHandshake` it may send only once its side
-    /// of the handshake has crossed the link; without (a proxy front end's reply plays that part), at once.
-    public func makeFlow(at now: Instant, emulatingHandshake: Bool = true) -> StreamFlow {
+    /// Draws the handshake of a connection starting now: its SYNs cross this direction (the uplink) and its
+    /// SYN-ACKs `reverse` (the downlink), each lost by its direction's loss; each direction counts the
+    /// retransmissions it carries.
+    public func drawHandshake(answeredOver reverse: StreamLink) -> HandshakeAttempts {
+        assert(side == .connector && reverse.side == .acceptor, "the SYNs cross the uplink, the SYN-ACKs the downlink")
+        let attempts = HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay,
+                                         synLost: { self.isHandshakeSegmentLost() },
+                                         synAckLost: { reverse.isHandshakeSegmentLost() })
+        tally.counters.handshakeRetransmissions += attempts.synRetransmissions
+        reverse.tally.counters.handshakeRetransmissions += attempts.synAckRetransmissions
+        return attempts
+    }
+
+    /// Attaches a new connection's direction at `now`, the instant the proxy connects upstream (when the first SYN
+    /// reached the server). With `emulatingHandshake` it may send only once its side of `handshake` has completed
+    /// (a lossless handshake over the current delays when nil), never if it was abandoned; without (a proxy front
+    /// end's reply plays that part), at once.
+    public func makeFlow(at now: Instant, emulatingHandshake: Bool = true, handshake: HandshakeAttempts? = nil) -> StreamFlow {
+        let up = side == .connector ? profile.delay : reverseDelay
+        let down = side == .connector ? reverseDelay : profile.delay
+        let handshake = handshake ?? HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
         var opensAt = now
         if emulatingHandshake {
-            let wait = side == .connector ? reverseDelay : profile.delay + reverseDelay
-            opensAt = now.addingSaturating(nanoseconds: wait.nanoseconds)
+            if let reached = handshake.serverReached, let established = handshake.clientEstablished {
+                var wait = established - reached
+                if side == .acceptor { wait += handshake.uplinkDelay }
+                opensAt = now.addingSaturating(nanoseconds: wait.nanoseconds)
+            } else {
+                opensAt = .never
+            }
         }
         let flow = StreamFlow(number: nextFlowNumber, settings: settings, opensAt: opensAt, tally: tally)
-        flow.sender.handshakeCompleted(roundTrip: profile.delay + reverseDelay)
+        let resent = side == .connector ? handshake.synRetransmissions : handshake.synAckRetransmissions
+        flow.sender.handshakeCompleted(roundTrip: handshake.uplinkDelay + handshake.downlinkDelay, retransmissions: resent)
         nextFlowNumber += 1
         flows.append(flow)
         flowsByNumber[flow.number] = flow
@@ -377,6 +413,18 @@ public final class StreamLink {
         }
         let probability = profile.loss.probability
         return probability > 0 && random.chance(probability)
+    }
+
+    /// This direction's loss, drawn for one SYN or SYN-ACK from the handshake's own generator and chain.
+    private func isHandshakeSegmentLost() -> Bool {
+        if let handshakeLossDecision { return handshakeLossDecision() }
+        if handshakeBurstLoss != nil {
+            var fate = SegmentFate(departure: .zero)
+            handshakeBurstLoss!.apply(to: &fate, random: &handshakeRandom)
+            return fate.lost
+        }
+        let probability = profile.loss.probability
+        return probability > 0 && handshakeRandom.chance(probability)
     }
 
     /// The reverse direction's loss, drawn for one ACK.

@@ -171,10 +171,12 @@ public struct TCPSender {
     }
 
     /// The handshake's round trip. Linux samples the SYN against its SYN-ACK (the connecting side) and the SYN-ACK
-    /// against the final ACK (the accepting side), so the first data segment's timeout is srtt + 200 ms rather
-    /// than TCP_TIMEOUT_INIT's 1 s.
-    public mutating func handshakeCompleted(roundTrip: Duration) {
+    /// against the final ACK (the accepting side), from the timestamps even after a retransmission, so the first
+    /// data segment's timeout is srtt + 200 ms rather than TCP_TIMEOUT_INIT's 1 s. After more than one
+    /// `retransmissions` of this side's SYN or SYN-ACK the window starts at one segment (tcp_init_transfer).
+    public mutating func handshakeCompleted(roundTrip: Duration, retransmissions: Int = 0) {
         timer.sample(roundTrip)
+        if retransmissions > 1 { window.cwnd = 1 }
     }
 
     public var cwnd: Int { window.cwnd }

@@ -1,0 +1,177 @@
+@testable import LinkConditioner
+import Testing
+
+/// A lost SYN or SYN-ACK is repaired by Linux's 1, 2, 4 … s timers, so the first response is late by whole seconds.
+struct HandshakeLossTests {
+    private let up = Duration.milliseconds(20)
+    private let down = Duration.milliseconds(30)
+
+    /// Answers the given decisions in order, then "delivered" for every later segment.
+    private func losses(_ decisions: [Bool]) -> () -> Bool {
+        var remaining = decisions[...]
+        return { remaining.popFirst() ?? false }
+    }
+
+    @Test func aLosslessHandshakeTakesOneRoundTrip() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
+
+        #expect(attempts.serverReached == up)
+        #expect(attempts.clientEstablished == up + down)
+        #expect(attempts.synRetransmissions == 0)
+        #expect(attempts.synAckRetransmissions == 0)
+    }
+
+    @Test func aLostSynCostsOneSecond() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true]),
+                                         synAckLost: losses([]))
+
+        #expect(attempts.serverReached == .seconds(1) + up)
+        #expect(attempts.clientEstablished == .seconds(1) + up + down)
+        #expect(attempts.synRetransmissions == 1)
+    }
+
+    @Test func aSynLostTwiceCostsThreeSeconds() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true, true]),
+                                         synAckLost: losses([]))
+
+        #expect(attempts.clientEstablished == .seconds(3) + up + down)
+        #expect(attempts.synRetransmissions == 2)
+    }
+
+    @Test func aLostSynAckCostsOneSecondAnsweringTheResentSyn() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]),
+                                         synAckLost: losses([true]))
+
+        #expect(attempts.serverReached == up)
+        #expect(attempts.clientEstablished == .seconds(1) + up + down)
+        #expect(attempts.synRetransmissions == 1)
+        #expect(attempts.synAckRetransmissions == 1)
+    }
+
+    @Test func aLostSynAckWhoseResentSynIsLostTooIsResentByTheServersTimer() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([false, true]),
+                                         synAckLost: losses([true]))
+
+        #expect(attempts.clientEstablished == .seconds(1) + up + down)
+        #expect(attempts.synAckRetransmissions == 1)
+    }
+
+    @Test func theServersTimerRunsFromTheSynThatReachedItBeforeTheClientsNextRetry() {
+        // The first SYN is lost, the second makes the request at 1 s + up; its SYN-ACK is lost. The server's
+        // timer resends at 2 s + up, before the client's third SYN at 3 s.
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true]),
+                                         synAckLost: losses([true]))
+
+        #expect(attempts.clientEstablished == .seconds(2) + up + down)
+    }
+
+    @Test func aHandshakeWhoseEveryAttemptIsLostIsAbandonedAfterSixRetries() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: { true }, synAckLost: { false })
+
+        #expect(attempts.isAbandoned)
+        #expect(attempts.serverReached == nil)
+        #expect(attempts.synRetransmissions == 6)
+        #expect(HandshakeAttempts.clientGivesUpAfter == .seconds(127))
+    }
+
+    @Test func aHandshakeWhoseEverySynAckIsLostIsAbandonedThoughTheServerHeardIt() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: { false }, synAckLost: { true })
+
+        #expect(attempts.isAbandoned)
+        #expect(attempts.serverReached == up)
+    }
+
+    @Test func aLinkWithoutLossDrawsALosslessHandshake() {
+        let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+
+        let attempts = uplink.drawHandshake(answeredOver: downlink)
+
+        #expect(attempts == HandshakeAttempts(uplinkDelay: up, downlinkDelay: down))
+    }
+
+    @Test func theSameSeedDrawsTheSameHandshakes() {
+        var profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        profile.uplink.loss = Percentage(40)
+        profile.downlink.loss = Percentage(40)
+        func draws(seed: UInt64) -> [HandshakeAttempts] {
+            let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: seed)
+            let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(),
+                                      seed: seed &+ 1)
+            return (0..<50).map { _ in uplink.drawHandshake(answeredOver: downlink) }
+        }
+
+        let first = draws(seed: 9)
+
+        #expect(first == draws(seed: 9))
+        #expect(first.contains { $0.synRetransmissions > 0 })
+        #expect(first.contains { $0.synAckRetransmissions > 0 })
+    }
+
+    @Test func eachDirectionCountsTheHandshakeSegmentsItResent() {
+        let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        uplink.handshakeLossDecision = losses([true, true])
+        downlink.handshakeLossDecision = losses([true])
+
+        _ = uplink.drawHandshake(answeredOver: downlink)
+
+        // The third SYN (3 s) gets through, its SYN-ACK is lost and the server's timer resends it at 4 s, before
+        // the client's fourth SYN (7 s).
+        #expect(uplink.counters.handshakeRetransmissions == 2)
+        #expect(downlink.counters.handshakeRetransmissions == 1)
+    }
+
+    @Test func aBurstLossModelDrawsTheHandshakeToo() {
+        var profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        profile.uplink.lossModel = .gilbertElliott
+        profile.uplink.gilbertElliott = GilbertElliottParameters(goodToBad: Percentage(100), badToGood: .zero,
+                                                                lossInBad: Percentage(100), lossInGood: Percentage(100))
+        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+
+        let attempts = uplink.drawHandshake(answeredOver: downlink)
+
+        #expect(attempts.isAbandoned)
+    }
+
+    @Test func aFlowOpensWhenItsSideOfALateHandshakeCompleted() {
+        let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true]), synAckLost: losses([]))
+        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        let connect = Instant.zero + (attempts.serverReached ?? .zero)
+
+        let client = uplink.makeFlow(at: connect, handshake: attempts)
+        let server = downlink.makeFlow(at: connect, handshake: attempts)
+
+        #expect(client.opensAt == .ms(1_000 + 20 + 30))
+        #expect(server.opensAt == .ms(1_000 + 20 + 30 + 20))
+    }
+
+    @Test func aFirstFetchAfterALostSynIsLateByOneSecond() {
+        let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true]), synAckLost: losses([]))
+        let connection = ModelConnection(profile: profile, handshake: attempts)
+
+        let lastByte = connection.fetch(request: 100, response: 100, at: .zero)
+
+        #expect(lastByte == .ms(1_000 + 2 * (20 + 30)))
+    }
+
+    @Test func aSenderWhoseSynWasResentMoreThanOnceStartsFromOneSegment() {
+        let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        let once = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true]), synAckLost: losses([]))
+        let twice = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true, true]), synAckLost: losses([]))
+        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+
+        let afterOne = uplink.makeFlow(at: .zero, handshake: once)
+        let afterTwo = uplink.makeFlow(at: .zero, handshake: twice)
+
+        #expect(afterOne.transport.cwnd == 10)
+        #expect(afterTwo.transport.cwnd == 1)
+        #expect(afterTwo.transport.srtt == up + down)
+    }
+}
