@@ -132,15 +132,23 @@ struct TimerWakeSpacingTests {
 
 /// When the loop wakes ahead of a delivery and polls up to its due time, given when timers last ran.
 struct DeliveryLeadTests {
-    let lead = DeliveryLead(lead: .microseconds(100), quietPeriod: .milliseconds(2))
+    let lead = DeliveryLead(divisor: 20, shortest: .microseconds(25), longest: .microseconds(150))
     let origin = Instant(nanoseconds: 1_000_000_000)
 
-    @Test func aDeliveryDueAfterAQuietSpellWakesTheLeadBeforeItsDueTime() {
+    @Test func aDeliveryAfterALongQuietSpellWakesTheLongestLeadBeforeItsDueTime() {
         let due = origin + .milliseconds(10)
 
         let step = lead.step(toward: due, now: origin + .milliseconds(1), timersLastRan: origin)
 
-        #expect(step == .wake(at: due - .microseconds(100)))
+        #expect(step == .wake(at: due - .microseconds(150)))
+    }
+
+    @Test func aDeliveryAfterAShortQuietSpellWakesAheadByItsShare() {
+        let due = origin + .milliseconds(1)
+
+        let step = lead.step(toward: due, now: origin, timersLastRan: origin)
+
+        #expect(step == .wake(at: due - .microseconds(50)))
     }
 
     @Test func aDeliveryWithinTheLeadIsPolledFor() {
@@ -152,9 +160,9 @@ struct DeliveryLeadTests {
     }
 
     @Test func aDeliveryDueSoonAfterTimersRanIsNotLedSoABusyLinkNeverPolls() {
-        let due = origin + .microseconds(1999)
+        let due = origin + .microseconds(499)
 
-        let step = lead.step(toward: due, now: origin + .microseconds(1950), timersLastRan: origin)
+        let step = lead.step(toward: due, now: origin + .microseconds(480), timersLastRan: origin)
 
         #expect(step == .unled)
     }
@@ -166,35 +174,35 @@ struct DeliveryLeadTests {
         #expect(lead.step(toward: due, now: due + .microseconds(1), timersLastRan: origin) == .unled)
     }
 
-    @Test func aDeliveryBeforeTimersEverRanIsLed() {
+    @Test func aDeliveryBeforeTimersEverRanGetsTheLongestLead() {
         let due = origin + .milliseconds(10)
 
         let step = lead.step(toward: due, now: origin, timersLastRan: Instant(nanoseconds: .min))
 
-        #expect(step == .wake(at: due - .microseconds(100)))
+        #expect(step == .wake(at: due - .microseconds(150)))
     }
 
-    @Test func aZeroLeadNeverWakesEarlyNorPolls() {
-        let off = DeliveryLead(lead: .zero, quietPeriod: .milliseconds(2))
+    @Test func aZeroLongestLeadNeverWakesEarlyNorPolls() {
+        let off = DeliveryLead(divisor: 20, shortest: .zero, longest: .zero)
         let due = origin + .milliseconds(10)
 
         #expect(off.step(toward: due, now: due - .microseconds(10), timersLastRan: origin) == .unled)
         #expect(off.step(toward: due, now: origin, timersLastRan: origin) == .unled)
     }
 
-    @Test func theWakeIsNeverMoreThanTheLeadBeforeTheDueTimeNorAfterIt() {
+    @Test func theWakeIsNeverMoreThanTheLongestLeadBeforeTheDueTimeNorAfterIt() {
         for offset in stride(from: 0, through: 20_000, by: 173) {
             let due = origin + .microseconds(Int64(offset))
             if case .wake(let instant) = lead.step(toward: due, now: origin, timersLastRan: origin - .milliseconds(5)) {
-                #expect(instant >= due - .microseconds(100))
+                #expect(instant >= due - .microseconds(150))
                 #expect(instant < due)
             }
         }
     }
 
     /// The CPU bound the loop's documentation states: deliveries one after another, each run at its due time,
-    /// poll for at most lead / quietPeriod of the time they span, whatever their spacing.
-    @Test func pollingTakesAtMostTheLeadOverTheQuietPeriodOfTheTimeDeliveriesSpan() {
+    /// poll for at most a twentieth of the time they span, whatever their spacing.
+    @Test func pollingTakesAtMostTheDivisorsShareOfTheTimeDeliveriesSpan() {
         var random = SeededRandom(seed: 13)
         var lastRun = origin
         var polled = Duration.zero

@@ -2,35 +2,45 @@
 /// through the timerfd's wake-up latency.
 ///
 /// On this kind of virtual machine a timerfd fires 20 to 80 µs late, the more so the longer the thread slept, and
-/// that lateness is added to every delay linkcond emulates. Waking `lead` early and polling epoll with a zero
-/// timeout until the due time removes it. Polling is a busy wait, so it is bounded twice: it only ever covers the
-/// last `lead` before a delivery, and only for a delivery due at least `quietPeriod` after timers last ran. The
-/// loop therefore polls at most lead / quietPeriod of one core (5 % with the standard figures) however the
-/// deliveries fall, never when idle, and not on a busy link, whose timers run every few microseconds and whose
-/// wake-ups are not late (the loop has just run). Lives on the event loop thread.
+/// that lateness is added to every delay linkcond emulates. Waking early and polling epoll with a zero timeout until
+/// the due time removes it. Polling is a busy wait, so the lead is a share of the quiet spell before the delivery
+/// (the time since timers last ran): at most 1/`divisor` of it, and no more than `longest`. The loop therefore
+/// polls at most 1/`divisor` of one core (5 % with the standard figures) however the deliveries fall. A lead
+/// shorter than `shortest` is not taken, so a busy link, whose timers run microseconds apart and whose wake-ups are
+/// not late (the loop has just run), never polls, and an idle loop has no delivery to poll for. Lives on the event
+/// loop thread.
 struct DeliveryLead {
-    /// 100 µs ahead, after 2 ms without timers: on this VM a timerfd fired 43–57 µs late at p50 after 10 ms of
-    /// sleep and 80 µs after 100 ms, but 20–30 µs when the loop ran within the last 2 ms.
-    static let standard = DeliveryLead(lead: .microseconds(100), quietPeriod: .milliseconds(2))
+    /// A twentieth of the quiet spell, from 25 to 150 µs: on this VM a timerfd fired 20–30 µs late at p50 after
+    /// 0.5–2 ms of sleep, 43–57 µs after 10 ms and 80 µs after 100 ms, with a tail to about 100 µs.
+    static let standard = DeliveryLead(divisor: 20, shortest: .microseconds(25), longest: .microseconds(150))
 
-    /// How long before the due time the loop wakes; zero turns the lead off.
-    let lead: Duration
-    /// How long before a delivery the loop's timers must have last run for the delivery to earn a lead.
-    let quietPeriod: Duration
+    /// The lead is at most the quiet spell divided by this.
+    let divisor: Int
+    /// A shorter lead is not taken.
+    let shortest: Duration
+    /// The lead after a long quiet spell; zero turns leads off.
+    let longest: Duration
 
     /// What the loop does about its earliest deadline.
     enum Step: Equatable {
         /// No lead: the timerfd is armed as usual.
         case unled
-        /// Arm the timerfd for this instant, `lead` before the due time.
+        /// Arm the timerfd for this instant, ahead of the due time.
         case wake(at: Instant)
         /// The due time is within the lead: poll the descriptors without sleeping until it comes.
         case poll
     }
 
+    /// The lead for a delivery due `quiet` after timers last ran; zero when it earns none.
+    func lead(after quiet: Duration) -> Duration {
+        let lead = min(quiet / divisor, longest)
+        return lead >= shortest && lead > .zero ? lead : .zero
+    }
+
     /// The step toward a delivery due at `deadline`, when it is `now` and timers last ran at `timersLastRan`.
     func step(toward deadline: Instant, now: Instant, timersLastRan: Instant) -> Step {
-        guard lead > .zero, deadline > now, timersLastRan + quietPeriod <= deadline else { return .unled }
+        let lead = lead(after: deadline - timersLastRan)
+        guard lead > .zero, deadline > now else { return .unled }
         let wake = deadline - lead
         return wake <= now ? .poll : .wake(at: wake)
     }
