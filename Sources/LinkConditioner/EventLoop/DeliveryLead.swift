@@ -5,14 +5,15 @@
 /// that lateness is added to every delay linkcond emulates. Waking early and polling epoll with a zero timeout until
 /// the due time removes it. Polling is a busy wait, so the lead is a share of the quiet spell before the delivery
 /// (the time since timers last ran): at most 1/`divisor` of it, and no more than `longest`. The loop therefore
-/// polls at most 1/`divisor` of one core (5 % with the standard figures) however the deliveries fall. A lead
+/// polls at most 1/`divisor` of one core (2.5 % with the standard figures) however the deliveries fall. A lead
 /// shorter than `shortest` is not taken, so a busy link, whose timers run microseconds apart and whose wake-ups are
 /// not late (the loop has just run), never polls, and an idle loop has no delivery to poll for. Lives on the event
 /// loop thread.
 struct DeliveryLead {
-    /// A twentieth of the quiet spell, from 25 to 150 µs: on this VM a timerfd fired 20–30 µs late at p50 after
-    /// 0.5–2 ms of sleep, 43–57 µs after 10 ms and 80 µs after 100 ms, with a tail to about 100 µs.
-    static let standard = DeliveryLead(divisor: 20, shortest: .microseconds(25), longest: .microseconds(150))
+    /// A fortieth of the quiet spell, from 25 to 150 µs: on this VM a timerfd fired 20–30 µs late at p50 after
+    /// 1–2 ms of sleep, 43–57 µs after 10 ms and 80 µs after 100 ms, with a tail to about 100 µs. A twentieth
+    /// polled 4 % of a core for one message every 3 ms through 10 ms of delay, for the same precision.
+    static let standard = DeliveryLead(divisor: 40, shortest: .microseconds(25), longest: .microseconds(150))
 
     /// The lead is at most the quiet spell divided by this.
     let divisor: Int

@@ -6,8 +6,9 @@ import HeapModule
 /// Deadlines use a timerfd armed with absolute nanosecond instants, so a 1 ms delay or a 100 Mbit/s pacing
 /// step is not rounded to epoll_wait's milliseconds; `TimerWakeSpacing` lets deadlines microseconds apart share
 /// one wake-up, and `DeliveryLead` wakes it shortly before a delivery due after a quiet spell and polls up to the
-/// due time, so the timerfd's wake-up latency is not added to the delay (at most 5 % of a core). Other threads talk to the loop only through `execute`, which queues work under a lock and writes
-/// the eventfd. Everything else must be called on the loop thread.
+/// due time, so the timerfd's wake-up latency is not added to the delay (at most 2.5 % of a core). Other threads
+/// talk to the loop only through `execute`, which queues work under a lock and writes the eventfd. Everything else
+/// must be called on the loop thread.
 public final class EventLoop: @unchecked Sendable {
     /// What a registered descriptor's owner is told: the epoll event bits.
     typealias EventHandler = (UInt32) -> Void
