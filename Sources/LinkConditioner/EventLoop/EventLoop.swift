@@ -50,7 +50,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Keeps timer wake-ups apart, so deadlines microseconds apart share one timerfd arm.
     private var wakeSpacing = TimerWakeSpacing.standard
     /// How early the loop wakes before a delivery after a quiet spell, to poll up to its due time.
-    private var deliveryLead = DeliveryLead.standard
+    private let deliveryLead = DeliveryLead.standard
     /// How many times the loop armed its timerfd: each is a syscall and, on a virtual machine, a host timer reprogram.
     private(set) var timerArms = 0
     private var running = true
