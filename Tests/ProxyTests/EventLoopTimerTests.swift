@@ -2,8 +2,8 @@ import Foundation
 @testable import LinkConditioner
 import Testing
 
-/// Timers on a running event loop: zero-delay yields are polled, later deadlines still wait for the timerfd, and
-/// deadlines close together share timer wake-ups.
+/// Timers on a running event loop: zero-delay yields are polled, later deadlines still wait for the timerfd,
+/// deadlines close together share timer wake-ups, and deliveries the loop wakes ahead of still run on time.
 struct EventLoopTimerTests {
     @Test func deadlinesAMicrosecondApartShareWakeUpsSpacedByTheLoopsSpacingAndNoneFiresEarly() throws {
         let loop = try EventLoop()
@@ -37,6 +37,32 @@ struct EventLoopTimerTests {
         #expect(fired.value == count)
         #expect(early.value == 0, "\(early.value) timers fired before their deadline")
         #expect(arms <= bound, "\(arms) timerfd arms for \(count) deadlines within \(span); at most \(bound) expected")
+    }
+
+    @Test func deliveriesAfterAQuietSpellWhichTheLoopWakesAheadOfAndPollsForFireNeverEarly() throws {
+        let loop = try EventLoop()
+        loop.start()
+        defer { loop.stopAndWait() }
+        let count = 5
+        let fired = LockedCount()
+        let early = LockedCount()
+        let done = DispatchSemaphore(value: 0)
+
+        try loop.submitAndWait {
+            let start = loop.clock.now()
+            for index in 1...count {
+                let due = start + .milliseconds(Int64(5 * index))
+                loop.schedule(at: due, delivery: true) {
+                    if loop.clock.now() < due { early.add(1) }
+                    fired.add(1)
+                    if fired.value == count { done.signal() }
+                }
+            }
+        }
+
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(fired.value == count)
+        #expect(early.value == 0, "\(early.value) deliveries ran before their due time")
     }
 
     @Test func aChainOfZeroDelayTimersRunsToTheEndAndALaterTimerFiresNeverEarly() throws {
@@ -101,6 +127,99 @@ struct TimerWakeSpacingTests {
             let deadline = origin + .microseconds(Int64(offset))
             #expect(schedule.wake(forEarliest: deadline) >= deadline)
         }
+    }
+}
+
+/// When the loop wakes ahead of a delivery and polls up to its due time, given when timers last ran.
+struct DeliveryLeadTests {
+    let lead = DeliveryLead(divisor: 20, shortest: .microseconds(25), longest: .microseconds(150))
+    let origin = Instant(nanoseconds: 1_000_000_000)
+
+    @Test func aDeliveryAfterALongQuietSpellWakesTheLongestLeadBeforeItsDueTime() {
+        let due = origin + .milliseconds(10)
+
+        let step = lead.step(toward: due, now: origin + .milliseconds(1), timersLastRan: origin)
+
+        #expect(step == .wake(at: due - .microseconds(150)))
+    }
+
+    @Test func aDeliveryAfterAShortQuietSpellWakesAheadByItsShare() {
+        let due = origin + .milliseconds(1)
+
+        let step = lead.step(toward: due, now: origin, timersLastRan: origin)
+
+        #expect(step == .wake(at: due - .microseconds(50)))
+    }
+
+    @Test func aDeliveryWithinTheLeadIsPolledFor() {
+        let due = origin + .milliseconds(10)
+
+        let step = lead.step(toward: due, now: due - .microseconds(40), timersLastRan: origin)
+
+        #expect(step == .poll)
+    }
+
+    @Test func aDeliveryDueSoonAfterTimersRanIsNotLedSoABusyLinkNeverPolls() {
+        let due = origin + .microseconds(499)
+
+        let step = lead.step(toward: due, now: origin + .microseconds(480), timersLastRan: origin)
+
+        #expect(step == .unled)
+    }
+
+    @Test func aDeliveryAlreadyDueIsLeftToTheLoopsOrdinaryRun() {
+        let due = origin + .milliseconds(10)
+
+        #expect(lead.step(toward: due, now: due, timersLastRan: origin) == .unled)
+        #expect(lead.step(toward: due, now: due + .microseconds(1), timersLastRan: origin) == .unled)
+    }
+
+    @Test func aDeliveryBeforeTimersEverRanGetsTheLongestLead() {
+        let due = origin + .milliseconds(10)
+
+        let step = lead.step(toward: due, now: origin, timersLastRan: Instant(nanoseconds: .min))
+
+        #expect(step == .wake(at: due - .microseconds(150)))
+    }
+
+    @Test func aZeroLongestLeadNeverWakesEarlyNorPolls() {
+        let off = DeliveryLead(divisor: 20, shortest: .zero, longest: .zero)
+        let due = origin + .milliseconds(10)
+
+        #expect(off.step(toward: due, now: due - .microseconds(10), timersLastRan: origin) == .unled)
+        #expect(off.step(toward: due, now: origin, timersLastRan: origin) == .unled)
+    }
+
+    @Test func theWakeIsNeverMoreThanTheLongestLeadBeforeTheDueTimeNorAfterIt() {
+        for offset in stride(from: 0, through: 20_000, by: 173) {
+            let due = origin + .microseconds(Int64(offset))
+            if case .wake(let instant) = lead.step(toward: due, now: origin, timersLastRan: origin - .milliseconds(5)) {
+                #expect(instant >= due - .microseconds(150))
+                #expect(instant < due)
+            }
+        }
+    }
+
+    /// The CPU bound the loop's documentation states: deliveries one after another, each run at its due time,
+    /// poll for at most a twentieth of the time they span, whatever their spacing.
+    @Test func pollingTakesAtMostTheDivisorsShareOfTheTimeDeliveriesSpan() {
+        var random = SeededRandom(seed: 13)
+        var lastRun = origin
+        var polled = Duration.zero
+        for _ in 0..<10_000 {
+            let gap = Duration.microseconds(Int64(random.next() % 3_000) + 1)
+            let due = lastRun + gap
+            switch lead.step(toward: due, now: lastRun, timersLastRan: lastRun) {
+            case .unled: break
+            case .wake(let instant): polled += due - instant
+            case .poll: polled += gap
+            }
+            lastRun = due
+        }
+        let span = lastRun - origin
+
+        #expect(polled > .zero)
+        #expect(polled * 20 <= span, "polled \(polled) of \(span)")
     }
 }
 

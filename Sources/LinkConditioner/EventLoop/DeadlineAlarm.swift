@@ -6,12 +6,16 @@
 final class DeadlineAlarm {
     private let loop: EventLoop
     private let action: (Instant) -> Void
+    /// Whether the action delivers data, so the loop may wake shortly before it (`EventLoop.schedule(at:delivery:)`).
+    private let delivery: Bool
     private var timer: EventLoop.TimerID?
     private(set) var deadline: Instant?
 
-    /// `action` receives the loop's clock reading when the alarm fires; capture its owner weakly.
-    init(loop: EventLoop, action: @escaping (Instant) -> Void) {
+    /// `action` receives the loop's clock reading when the alarm fires; capture its owner weakly. A `delivery`
+    /// alarm releases data whose lateness is delay error.
+    init(loop: EventLoop, delivery: Bool = false, action: @escaping (Instant) -> Void) {
         self.loop = loop
+        self.delivery = delivery
         self.action = action
     }
 
@@ -20,7 +24,7 @@ final class DeadlineAlarm {
         if let deadline, deadline <= instant { return }
         if let timer { loop.cancel(timer) }
         deadline = instant
-        timer = loop.schedule(at: instant) { [weak self] in self?.fire() }
+        timer = loop.schedule(at: instant, delivery: delivery) { [weak self] in self?.fire() }
     }
 
     /// Makes the alarm fire at `instant` if there is one.

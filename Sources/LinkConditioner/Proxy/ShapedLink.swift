@@ -13,7 +13,7 @@ final class ShapedLink {
     private let reverse: KeyPath<Profile, DirectionProfile>
     private var pumps: [ObjectIdentifier: StreamPump] = [:]
     private var waitingForQueue: [ObjectIdentifier: StreamPump] = [:]
-    private lazy var serviceAlarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.service(at: now) }
+    private lazy var serviceAlarm = DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in self?.service(at: now) }
     /// True while `service` runs its passes.
     private var isServicing = false
     /// The latest instant a request made during a pass asked service for; nil when none did.

@@ -57,7 +57,7 @@ final class StreamPump {
     var splice: StreamSplice?
     /// Where this direction's reads, deliveries and stalls are reported under `run --record`; nil when not recording.
     var recording: PumpRecording?
-    private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
+    private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop, delivery: true) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
     private var resumeScheduled = false
     /// When the source's end of stream may reach the destination.
     private(set) var endOfStreamDue: Instant?

@@ -7,7 +7,7 @@ final class UDPLink {
     let loop: EventLoop
     private(set) var model: DatagramLink
     private var pumps: [ObjectIdentifier: DatagramPump] = [:]
-    private lazy var serviceAlarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.service(at: now) }
+    private lazy var serviceAlarm = DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in self?.service(at: now) }
     /// Where the pumps' sends are staged during a service pass, so the datagrams it releases go out together; nil
     /// when the pumps send one by one.
     var outbox: DatagramOutbox?
@@ -83,7 +83,7 @@ final class DatagramPump {
     private(set) var flow: DatagramFlow!
     private let send: Send
     private var held: [UInt64: HeldDatagram] = [:]
-    private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop) { [weak self] now in self?.deliverDue(at: now) }
+    private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop, delivery: true) { [weak self] now in self?.deliverDue(at: now) }
     /// Datagrams the destination socket refused (its send buffer was full, or the peer was unreachable).
     private(set) var sendFailures = 0
     /// Called for each datagram the link dropped (loss, or the queue discipline), for the recording.

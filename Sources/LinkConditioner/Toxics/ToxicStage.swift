@@ -31,7 +31,7 @@ final class ToxicStage: StreamStage {
     private var nextSliceAt = Instant.zero
     private var releasing = false
     private var closed = false
-    private lazy var alarm = DeadlineAlarm(loop: loop) { [weak self] now in self?.release(at: now) }
+    private lazy var alarm = DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in self?.release(at: now) }
 
     /// `end` ends the connection on a toxic's behalf (a timeout closes it, a reset_peer resets it, a cut may
     /// leave it hanging). `chains` act in order: the first one's toxics see the bytes first.
