@@ -405,37 +405,27 @@ public final class StreamLink {
         flow.arrivals.append((segment, arrival))
     }
 
-    private func isLost() -> Bool {
-        if burstLoss != nil {
-            var fate = SegmentFate(departure: .zero)
-            burstLoss!.apply(to: &fate, random: &random)
-            return fate.lost
-        }
-        let probability = profile.loss.probability
-        return probability > 0 && random.chance(probability)
-    }
+    private func isLost() -> Bool { Self.draw(&burstLoss, loss: profile.loss, random: &random) }
 
     /// This direction's loss, drawn for one SYN or SYN-ACK from the handshake's own generator and chain.
     private func isHandshakeSegmentLost() -> Bool {
         if let handshakeLossDecision { return handshakeLossDecision() }
-        if handshakeBurstLoss != nil {
-            var fate = SegmentFate(departure: .zero)
-            handshakeBurstLoss!.apply(to: &fate, random: &handshakeRandom)
-            return fate.lost
-        }
-        let probability = profile.loss.probability
-        return probability > 0 && handshakeRandom.chance(probability)
+        return Self.draw(&handshakeBurstLoss, loss: profile.loss, random: &handshakeRandom)
     }
 
     /// The reverse direction's loss, drawn for one ACK.
-    private func isAckLost() -> Bool {
-        if ackBurstLoss != nil {
+    private func isAckLost() -> Bool { Self.draw(&ackBurstLoss, loss: reverseLoss, random: &ackRandom) }
+
+    /// One loss draw: a step of the Gilbert-Elliott chain when the profile has one, else `loss` as an independent
+    /// chance.
+    private static func draw(_ burst: inout GilbertElliottLoss?, loss: Percentage, random: inout SeededRandom) -> Bool {
+        if burst != nil {
             var fate = SegmentFate(departure: .zero)
-            ackBurstLoss!.apply(to: &fate, random: &ackRandom)
+            burst!.apply(to: &fate, random: &random)
             return fate.lost
         }
-        let probability = reverseLoss.probability
-        return probability > 0 && ackRandom.chance(probability)
+        let probability = loss.probability
+        return probability > 0 && random.chance(probability)
     }
 
     private func markChanged(_ flow: StreamFlow) {
