@@ -79,6 +79,7 @@ struct StatusCommand: ParsableCommand {
                 String(listener.uplink.kernelDrops + listener.downlink.kernelDrops).leftPadded(13),
             ].joined(separator: " "))
         }
+        lines += tcpLosses(report.listeners)
         for listener in report.listeners {
             guard let destinations = listener.destinations, !destinations.isEmpty else { continue }
             lines.append("")
@@ -92,6 +93,30 @@ struct StatusCommand: ParsableCommand {
             }
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// What the TCP model lost per listener, by the direction the loss happened on: data segments, ACKs (an ACK of
+    /// a download is lost on the uplink) and handshake resends (SYNs up, SYN-ACKs down). Shown once something was lost.
+    static func tcpLosses(_ listeners: [StatusReport.Listener]) -> [String] {
+        let lossy = listeners.filter {
+            $0.uplink.segmentsLost + $0.downlink.segmentsLost + $0.uplink.acksLost + $0.downlink.acksLost
+                + $0.uplink.handshakeRetransmissions + $0.downlink.handshakeRetransmissions > 0
+        }
+        guard !lossy.isEmpty else { return [] }
+        var lines = ["", "TCP losses  listen                 ↑ segments  ↓ segments  ↑ ACKs  ↓ ACKs  SYNs resent  SYN-ACKs resent"]
+        for listener in lossy {
+            lines.append([
+                listener.kind.padding(toLength: 11, withPad: " ", startingAt: 0),
+                listener.address.padding(toLength: 22, withPad: " ", startingAt: 0),
+                String(listener.uplink.segmentsLost).leftPadded(10),
+                String(listener.downlink.segmentsLost).leftPadded(11),
+                String(listener.downlink.acksLost).leftPadded(7),
+                String(listener.uplink.acksLost).leftPadded(7),
+                String(listener.uplink.handshakeRetransmissions).leftPadded(12),
+                String(listener.downlink.handshakeRetransmissions).leftPadded(16),
+            ].joined(separator: " "))
+        }
+        return lines
     }
 
     static func rate(_ bits: Double) -> String {
