@@ -133,6 +133,74 @@ struct EndToEndTests {
         #expect(elapsed >= 1.04, "first response after \(elapsed) s")
     }
 
+    /// A 20 ms link each way whose uplink loses 30 %, with the first seed whose first handshake loses the final
+    /// ACK and the answer to the first resent SYN-ACK (and no SYN or SYN-ACK): a server that speaks first waits
+    /// 1 + 2 s for its timer. The draw is the model's own, replayed with the seeds the listener gives its links.
+    private static let finalAckLost: (profile: Profile, attempts: HandshakeAttempts) = {
+        var profile = Profile.none
+        profile.uplink = DirectionProfile(delay: .milliseconds(20), loss: Percentage(30))
+        profile.downlink = DirectionProfile(delay: .milliseconds(20))
+        for seed in UInt64(1)...10_000 {
+            let seeds = StreamLink.directionSeeds(profileSeed: seed)
+            let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: profile.tcp,
+                                    seed: seeds.uplink)
+            let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: profile.tcp,
+                                      seed: seeds.downlink)
+            let attempts = uplink.drawHandshake(answeredOver: downlink)
+            if attempts.synRetransmissions == 0 && attempts.handshakeAcksLost == 2 && attempts.serverEstablished != nil {
+                profile.seed = seed
+                return (profile, attempts)
+            }
+        }
+        fatalError("no seed in 1...10000 loses exactly two final ACKs at 30 %")
+    }()
+
+    @Test func aServerThatSpeaksFirstWaitsForItsSynAckTimerWhenTheFinalAckIsLost() throws {
+        let server = try TestServer { connection in
+            defer { connection.close() }
+            try? connection.send(Array("220 ready\r\n".utf8))
+            _ = try? connection.receive()
+        }
+        defer { server.stop() }
+        let (profile, attempts) = Self.finalAckLost
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
+        defer { proxy.stop() }
+
+        let start = MonotonicClock().now()
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        let banner = try client.receive(exactly: 11)
+        let elapsed = secondsSince(start)
+
+        // The server's side opens when the answer to its second resent SYN-ACK arrives (20 ms + 1 s + 2 s + 20 ms +
+        // 20 ms after connect), and the banner crosses the downlink in 20 ms more.
+        let established = try #require(attempts.serverEstablished)
+        #expect(banner == Array("220 ready\r\n".utf8))
+        #expect(established == .milliseconds(3_060))
+        #expect(elapsed >= 3.08, "banner after \(elapsed) s")
+        #expect(try #require(proxy.status().first).downlink.acksLost == 2)
+    }
+
+    @Test func aClientFirstRequestOpensTheServerThatALostFinalAckHeld() throws {
+        let server = try TestServer.echo()
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: Self.finalAckLost.profile)
+        defer { proxy.stop() }
+
+        let start = MonotonicClock().now()
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        try client.send(Array("GET".utf8))
+        let echoed = try client.receive(exactly: 3)
+        let elapsed = secondsSince(start)
+
+        // The request carries the acknowledgement: 4 × 20 ms, plus a retransmission timeout or two if the 30 %
+        // uplink takes the request itself, far from the 3 s the server's timer would have taken.
+        #expect(echoed == Array("GET".utf8))
+        #expect(elapsed >= 0.08, "echo after \(elapsed) s")
+        #expect(elapsed < 2.5, "echo after \(elapsed) s")
+    }
+
     @Test func aHandshakeLostForGoodCarriesNothingUntilTheLinkComesBack() throws {
         let server = try TestServer.echo()
         defer { server.stop() }

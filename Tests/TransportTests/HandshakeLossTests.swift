@@ -175,3 +175,102 @@ struct HandshakeLossTests {
         #expect(afterTwo.transport.srtt == up + down)
     }
 }
+
+/// The client's ACK of the SYN-ACK is lost with the uplink's loss: a server that speaks first waits for its
+/// SYN-ACK timer and the client's answer to the resent SYN-ACK, and the client's first bytes open it at once.
+struct FinalAckLossTests {
+    private let up = Duration.milliseconds(20)
+    private let down = Duration.milliseconds(30)
+
+    private func losses(_ decisions: [Bool]) -> () -> Bool {
+        var remaining = decisions[...]
+        return { remaining.popFirst() ?? false }
+    }
+
+    @Test func withoutLossTheServerIsEstablishedWhenTheFinalAckArrives() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
+
+        #expect(attempts.serverEstablished == up + down + up)
+        #expect(attempts.handshakeAcksLost == 0)
+    }
+
+    @Test func aLostFinalAckLeavesTheServerWaitingForItsSynAckTimer() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+                                         ackLost: losses([true]))
+
+        // The SYN-ACK timer runs from the SYN's arrival (up): the resent SYN-ACK crosses down, its ACK up.
+        #expect(attempts.clientEstablished == up + down)
+        #expect(attempts.serverEstablished == up + .seconds(1) + down + up)
+        #expect(attempts.synAckRetransmissions == 1)
+        #expect(attempts.handshakeAcksLost == 1)
+    }
+
+    @Test func eachLostAnswerToAResentSynAckDoublesTheServersWait() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+                                         ackLost: losses([true, true]))
+
+        #expect(attempts.serverEstablished == up + .seconds(1 + 2) + down + up)
+        #expect(attempts.synAckRetransmissions == 2)
+    }
+
+    @Test func aServerWhoseEveryAckIsLostDropsItsRequestAfterFiveResends() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: { false }, synAckLost: { false },
+                                         ackLost: { true })
+
+        #expect(attempts.clientEstablished == up + down)
+        #expect(attempts.serverEstablished == nil)
+        #expect(attempts.synAckRetransmissions == HandshakeAttempts.synAckRetries)
+        #expect(attempts.handshakeAcksLost == HandshakeAttempts.synAckRetries + 1)
+    }
+
+    @Test func theServersSideOpensWhenItsFinalAckArrivesOrWhenTheClientsBytesDo() {
+        let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+                                         ackLost: losses([true]))
+        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        let connect = Instant.zero + up
+        let server = downlink.makeFlow(at: connect, handshake: attempts)
+        #expect(server.opensAt == .ms(20 + 1_000 + 30 + 20))
+
+        downlink.open(server, at: .ms(20 + 30 + 20))
+
+        #expect(server.opensAt == .ms(20 + 30 + 20))
+    }
+
+    @Test func aServerThatSpeaksFirstSendsOnceItsResentSynAckWasAnswered() {
+        let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+                                         ackLost: losses([true]))
+        let connection = ModelConnection(profile: profile, handshake: attempts)
+
+        let banner = connection.fetch(request: 0, response: 100, at: .zero)
+
+        #expect(banner == .ms(20 + 1_000 + 30 + 20 + 30))
+    }
+
+    @Test func aClientFirstRequestIsNotDelayedByALostFinalAck() {
+        let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        let lost = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+                                     ackLost: losses([true]))
+        let delivered = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
+
+        let withLostAck = ModelConnection(profile: profile, handshake: lost).fetch(request: 100, response: 100, at: .zero)
+        let withoutLoss = ModelConnection(profile: profile, handshake: delivered).fetch(request: 100, response: 100, at: .zero)
+
+        #expect(withLostAck == .ms(20 + 30 + 20 + 30))
+        #expect(withLostAck == withoutLoss)
+    }
+
+    @Test func theDownlinkCountsTheLostAcksOfItsSynAcks() {
+        let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        uplink.handshakeLossDecision = losses([false, true, true])
+
+        _ = uplink.drawHandshake(answeredOver: downlink)
+
+        #expect(downlink.counters.acksLost == 2)
+        #expect(downlink.counters.handshakeRetransmissions == 2)
+        #expect(uplink.counters.acksLost == 0)
+    }
+}

@@ -2,8 +2,9 @@
 
 /// A connection through a profile's emulated path in virtual time, as the proxy runs it: the handshake is drawn,
 /// the upstream connect starts when the first SYN reached the server (one uplink delay after the client's
-/// without loss), both directions attach then, and the server answers each request as soon as its last byte
-/// arrived.
+/// without loss), both directions attach then, the request's first bytes open the server's side as they do
+/// through the relay (they carry a lost final ACK's acknowledgement), and the server answers each request as soon
+/// as its last byte arrived.
 final class ModelConnection {
     let uplink: StreamLink
     let downlink: StreamLink
@@ -34,6 +35,7 @@ final class ModelConnection {
         var answering = false
         for _ in 0..<20_000_000 {
             for flow in uplink.advance(to: now) { requestArrived += flow.takeDeliverable(at: now) }
+            if requestArrived > 0 { downlink.open(serverFlow, at: now) }
             for flow in downlink.advance(to: now) { responseArrived += flow.takeDeliverable(at: now) }
             if responseArrived >= response { return now }
             if requestArrived >= request { answering = true }

@@ -116,8 +116,14 @@ struct ListenerContext {
 
     /// The seeds of a listener's two directions: from the profile, so runs repeat, or fresh; never equal.
     var directionSeeds: (uplink: UInt64, downlink: UInt64) {
-        let seed = profile.seed ?? UInt64.random(in: 0...UInt64.max)
-        return (seed, seed &+ 0x9E37_79B9_7F4A_7C15)
+        StreamLink.directionSeeds(profileSeed: profile.seed ?? UInt64.random(in: 0...UInt64.max))
+    }
+}
+
+extension StreamLink {
+    /// The seeds a listener gives its uplink and downlink for a profile's `seed`, so a test can replay its draws.
+    public static func directionSeeds(profileSeed seed: UInt64) -> (uplink: UInt64, downlink: UInt64) {
+        (seed, seed &+ 0x9E37_79B9_7F4A_7C15)
     }
 }
 

@@ -70,6 +70,13 @@ final class ShapedLink {
 
     func canAccept(_ flow: StreamFlow) -> Bool { model.canAccept(flow) }
 
+    /// Lets `flow` send from `now` if its handshake still held it: the peer's first bytes acknowledged it.
+    func open(_ flow: StreamFlow, at now: Instant) {
+        guard flow.opensAt > now else { return }
+        model.open(flow, at: now)
+        service(at: now)
+    }
+
     /// Whether the link shapes nothing either way, so pumps may move bytes without the model seeing them.
     var isPassThrough: Bool { model.isPassThrough }
 

@@ -37,6 +37,8 @@ final class StreamPump {
     private var headOffset = 0
     private(set) var heldBytes = 0
     private var deliverableBytes = 0
+    /// Whether the model has released any of this direction's bytes yet.
+    private var hasReleased = false
     /// Bytes written to the destination, by either path.
     var bytesDelivered = 0
     private(set) var sourceEnded = false
@@ -215,7 +217,12 @@ final class StreamPump {
     /// Collects the bytes the model has released by `now` and writes them; the link reports the next release.
     func deliverDue(at now: Instant) -> Outcome {
         for change in flow.takeLossBlockChanges() { recording?.held(.loss, change.blocked, at: change.at) }
-        deliverableBytes += flow.takeDeliverable(at: now)
+        let released = flow.takeDeliverable(at: now)
+        deliverableBytes += released
+        if released > 0 && !hasReleased {
+            hasReleased = true
+            relay?.firstBytesReleased(by: self, at: now)
+        }
         return writeDeliverable()
     }
 

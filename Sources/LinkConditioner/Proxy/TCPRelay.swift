@@ -363,6 +363,13 @@ final class TCPRelay {
         handle(pump.readAvailable(at: now, into: host.readBuffer), from: pump)
     }
 
+    /// The client's first bytes reached the server's side of the link: they carry the acknowledgement of its
+    /// SYN-ACK, so a server still waiting for a lost final ACK may send.
+    func firstBytesReleased(by pump: StreamPump, at now: Instant) {
+        guard pump === uplink, let downlink, !downlink.isClosed else { return }
+        downlink.link.open(downlink.flow, at: now)
+    }
+
     /// Reacts to a pump's writes: they may have made room to read again.
     func pumpProgressed(_ pump: StreamPump, outcome: StreamPump.Outcome) {
         handle(outcome, from: pump)

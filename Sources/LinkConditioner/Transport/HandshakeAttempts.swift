@@ -8,7 +8,9 @@
 //             is answered by another at once and restarts the request's timer; the timer resends the SYN-ACK after
 //             1, 2, 4, 8 and 16 s (TCP_TIMEOUT_INIT << timeouts, tcp_synack_retries = 5), and drops the request at
 //             the timeout after its fifth resend, so a later SYN makes a new one
-//     client: established when the first SYN-ACK that crosses the downlink arrives
+//     client: established when the first SYN-ACK that crosses the downlink arrives, and answers it (and any later
+//             SYN-ACK) with an ACK over the uplink
+//     server: established when the first such ACK arrives; its timer keeps resending SYN-ACKs until then
 //
 // When the first SYN got through, the server's timer and the client's retransmitted SYN come due at the same
 // instant (both wait 1 s, then 2 s, …, from the same SYN), so a lost SYN-ACK costs 1 s like a lost SYN does. The
@@ -16,9 +18,10 @@
 // as the jiffies fall). Lost in either direction, the first request/response is late by 1 s, by 3 s after two
 // losses of the SYN, and so on.
 //
-// The final ACK is not drawn: in a client-first protocol the request's first segment carries the same
-// acknowledgement (tcp_check_req accepts it), so a lost final ACK costs nothing. A server that speaks first would
-// wait for its SYN-ACK timer instead; that case is not modelled. Linux takes the first RTT sample from the
+// The final ACK is lost with the uplink's loss like the SYN. A server that speaks first then waits for its SYN-ACK
+// timer (1 s, then 2 s …) and the client's answer to the resent SYN-ACK; in a client-first protocol the request's
+// first segment carries the same acknowledgement (tcp_check_req accepts it), so the proxy opens the server's side
+// when the client's first bytes reach it (`StreamLink.open(_:at:)`), and a lost final ACK costs nothing. Linux takes the first RTT sample from the
 // timestamps the SYN-ACK echoes, so a retransmitted SYN leaves the first retransmission timeout at about 200 ms
 // (the 3 s TCP_TIMEOUT_FALLBACK applies only without a sample); but more than one retransmission of a side's SYN
 // or SYN-ACK starts that side's window at one segment (tcp_init_transfer).
@@ -40,28 +43,36 @@ public struct HandshakeAttempts: Hashable, Sendable {
     public let serverReached: Duration?
     /// After the client's connect(), when the first SYN-ACK reached the client; nil if connect() gave up.
     public let clientEstablished: Duration?
+    /// After the client's connect(), when an ACK of a SYN-ACK first reached the server; nil if none did before the
+    /// server dropped its request (only the client's data can then open the server's side).
+    public let serverEstablished: Duration?
     /// SYNs the client sent after its first, until it was established or gave up.
     public let synRetransmissions: Int
-    /// SYN-ACKs the server sent after its first, until the client was established or gave up.
+    /// SYN-ACKs the server sent after its first, until it was established or gave up.
     public let synAckRetransmissions: Int
+    /// The client's ACKs of SYN-ACKs lost on the uplink before one reached the server.
+    public let handshakeAcksLost: Int
 
     /// The handshake of a link that loses nothing: one round trip, no retransmission.
     public init(uplinkDelay: Duration, downlinkDelay: Duration) {
         self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: { false }, synAckLost: { false })
     }
 
-    /// Plays the handshake out; `synLost` is asked once per SYN sent and `synAckLost` once per SYN-ACK sent, in
-    /// time order.
-    public init(uplinkDelay: Duration, downlinkDelay: Duration, synLost: () -> Bool, synAckLost: () -> Bool) {
+    /// Plays the handshake out; `synLost` is asked once per SYN sent, `synAckLost` once per SYN-ACK sent and
+    /// `ackLost` once per ACK of a SYN-ACK the client sends, in time order.
+    public init(uplinkDelay: Duration, downlinkDelay: Duration, synLost: () -> Bool, synAckLost: () -> Bool,
+                ackLost: () -> Bool = { false }) {
         self.uplinkDelay = uplinkDelay
         self.downlinkDelay = downlinkDelay
         var play = HandshakePlay()
         for _ in 0..<Self.maximumEvents {
             guard play.step(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: synLost,
-                            synAckLost: synAckLost) else { break }
+                            synAckLost: synAckLost, ackLost: ackLost) else { break }
         }
         serverReached = play.serverReached
         clientEstablished = play.established
+        serverEstablished = play.serverEstablished
+        handshakeAcksLost = play.acksLost
         synRetransmissions = max(play.synsSent - 1, 0)
         synAckRetransmissions = max(play.synAcksSent - 1, 0)
     }
@@ -86,36 +97,47 @@ private struct HandshakePlay {
 
     var synsSent = 0
     var synAcksSent = 0
+    var acksLost = 0
     var synArrivals: [Duration] = []
     var synAckArrivals: [Duration] = []
+    var ackArrivals: [Duration] = []
     var request: Request?
     var serverReached: Duration?
     var established: Duration?
+    var serverEstablished: Duration?
 
-    private enum Event { case synAckArrives, synArrives, timer, synSent, clientGivesUp }
+    private enum Event { case ackArrives, synAckArrives, synArrives, timer, synSent, clientGivesUp }
 
-    /// When the client sends its SYN number `index` (0 is the first), while it has not given up.
+    /// When the client sends its SYN number `index` (0 is the first), while it has neither been established nor
+    /// given up.
     private func synSendTime(_ index: Int) -> Duration? {
-        guard index <= HandshakeAttempts.synRetries else { return nil }
+        guard established == nil, index <= HandshakeAttempts.synRetries else { return nil }
         return HandshakeAttempts.initialTimeout * ((1 << index) - 1)
     }
 
     /// Handles the earliest pending event (ties in the order of `Event`); false once the handshake is decided.
-    mutating func step(uplinkDelay: Duration, downlinkDelay: Duration, synLost: () -> Bool, synAckLost: () -> Bool) -> Bool {
-        var candidates: [(Duration, Event)] = [(HandshakeAttempts.clientGivesUpAfter, .clientGivesUp)]
+    mutating func step(uplinkDelay: Duration, downlinkDelay: Duration, synLost: () -> Bool, synAckLost: () -> Bool,
+                       ackLost: () -> Bool) -> Bool {
+        var candidates: [(Duration, Event)] = []
+        if established == nil { candidates.append((HandshakeAttempts.clientGivesUpAfter, .clientGivesUp)) }
+        if let at = ackArrivals.first { candidates.append((at, .ackArrives)) }
         if let at = synAckArrivals.first { candidates.append((at, .synAckArrives)) }
         if let at = request?.timerAt { candidates.append((at, .timer)) }
         if let at = synArrivals.first { candidates.append((at, .synArrives)) }
         if let at = synSendTime(synsSent) { candidates.append((at, .synSent)) }
-        let (now, event) = candidates.min { lhs, rhs in
+        guard let (now, event) = candidates.min(by: { lhs, rhs in
             lhs.0 == rhs.0 ? Self.order(lhs.1) < Self.order(rhs.1) : lhs.0 < rhs.0
-        }!
+        }) else { return false }
         switch event {
         case .clientGivesUp:
             return false
-        case .synAckArrives:
-            established = now
+        case .ackArrives:
+            serverEstablished = now
             return false
+        case .synAckArrives:
+            synAckArrivals.removeFirst()
+            if established == nil { established = now }
+            if ackLost() { acksLost += 1 } else { ackArrivals.append(now + uplinkDelay) }
         case .synSent:
             synsSent += 1
             if !synLost() { synArrivals.append(now + uplinkDelay) }
@@ -132,7 +154,7 @@ private struct HandshakePlay {
         case .timer:
             guard var pending = request, pending.timeouts < HandshakeAttempts.synAckRetries else {
                 request = nil
-                return true
+                return established == nil
             }
             sendSynAck(at: now, downlinkDelay: downlinkDelay, lost: synAckLost)
             pending.timeouts += 1
@@ -149,11 +171,12 @@ private struct HandshakePlay {
 
     private static func order(_ event: Event) -> Int {
         switch event {
-        case .synAckArrives: 0
-        case .synArrives: 1
-        case .timer: 2
-        case .synSent: 3
-        case .clientGivesUp: 4
+        case .ackArrives: 0
+        case .synAckArrives: 1
+        case .synArrives: 2
+        case .timer: 3
+        case .synSent: 4
+        case .clientGivesUp: 5
         }
     }
 }

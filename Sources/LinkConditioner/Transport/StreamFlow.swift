@@ -10,8 +10,8 @@ public final class StreamFlow {
     let number: Int
     var sender: TCPSender
     var receiver = TCPReceiver()
-    /// The sender may send nothing before this: the end of its side of the handshake.
-    public let opensAt: Instant
+    /// The sender may send nothing before this: the end of its side of the handshake, or the peer's first bytes.
+    public internal(set) var opensAt: Instant
     /// Segments past the bottleneck, with their arrival at the receiver (never decreasing).
     var arrivals = Deque<(segment: TCPSegment, at: Instant)>()
     /// ACKs on the reverse path, with their arrival at the sender (never decreasing).

@@ -160,15 +160,18 @@ public final class StreamLink {
         assert(side == .connector && reverse.side == .acceptor, "the SYNs cross the uplink, the SYN-ACKs the downlink")
         let attempts = HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay,
                                          synLost: { self.isHandshakeSegmentLost() },
-                                         synAckLost: { reverse.isHandshakeSegmentLost() })
+                                         synAckLost: { reverse.isHandshakeSegmentLost() },
+                                         ackLost: { self.isHandshakeSegmentLost() })
         tally.counters.handshakeRetransmissions += attempts.synRetransmissions
         reverse.tally.counters.handshakeRetransmissions += attempts.synAckRetransmissions
+        reverse.tally.counters.acksLost += attempts.handshakeAcksLost
         return attempts
     }
 
     /// Attaches a new connection's direction at `now`, the instant the proxy connects upstream (when the first SYN
     /// reached the server). With `emulatingHandshake` it may send only once its side of `handshake` has completed
-    /// (a lossless handshake over the current delays when nil), never if it was abandoned; without (a proxy front
+    /// (a lossless handshake over the current delays when nil), never if it was abandoned, and the server's side,
+    /// when every ACK of its SYN-ACKs was lost, once the client's bytes reach it (`open`); without (a proxy front
     /// end's reply plays that part), at once.
     public func makeFlow(at now: Instant, emulatingHandshake: Bool = true, handshake: HandshakeAttempts? = nil) -> StreamFlow {
         let up = side == .connector ? profile.delay : reverseDelay
@@ -177,9 +180,8 @@ public final class StreamLink {
         var opensAt = now
         if emulatingHandshake {
             if let reached = handshake.serverReached, let established = handshake.clientEstablished {
-                var wait = established - reached
-                if side == .acceptor { wait += handshake.uplinkDelay }
-                opensAt = now.addingSaturating(nanoseconds: wait.nanoseconds)
+                let opens = side == .connector ? established : handshake.serverEstablished
+                opensAt = opens.map { now.addingSaturating(nanoseconds: ($0 - reached).nanoseconds) } ?? .never
             } else {
                 opensAt = .never
             }
@@ -192,6 +194,16 @@ public final class StreamLink {
         flowsByNumber[flow.number] = flow
         tally.counters.flows += 1
         return flow
+    }
+
+    /// The peer's first bytes reached `flow`'s sender at `now`. They acknowledge its SYN-ACK as the final ACK would
+    /// (tcp_check_req), so a server side still waiting for a lost final ACK may send from now.
+    public func open(_ flow: StreamFlow, at now: Instant) {
+        guard flow.opensAt > now, !flow.isRemoved else { return }
+        run(until: now)
+        flow.opensAt = now
+        transmit(flow, at: now)
+        reschedule(flow, at: now)
     }
 
     /// Forgets a closed flow; its queued segments leave the bottleneck.
