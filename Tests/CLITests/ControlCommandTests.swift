@@ -19,8 +19,7 @@ struct ControlCommandTests {
             socketPath = FileManager.default.temporaryDirectory.appendingPathComponent("lc-\(UUID().uuidString.prefix(8)).sock").path
             process = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)",
                                            "--profile", profile, "--control", socketPath])
-            let ready = try process.readLine()
-            proxyPort = try #require(ready.split(separator: " ")[2].split(separator: ":").last.flatMap { UInt16($0) })
+            proxyPort = try process.readReadyPort()
             controlURL = try process.readLine()
         }
 

@@ -100,6 +100,15 @@ final class RunningLinkcond: @unchecked Sendable {
         throw CLITestError("no line on stdout within \(timeout) s; stderr: \(stderrText)")
     }
 
+    /// Reads the `ready KIND HOST:PORT …` line a listener prints and returns its port.
+    func readReadyPort() throws -> UInt16 {
+        let ready = try readLine()
+        guard let port = ready.split(separator: " ").dropFirst(2).first?.split(separator: ":").last.flatMap({ UInt16($0) }) else {
+            throw CLITestError("not a ready line: \(ready)")
+        }
+        return port
+    }
+
     /// Sends `signal` and waits for the exit status (at most `timeout` seconds).
     func stop(signal: Int32 = SIGTERM, timeout: Double = 10) throws -> Int32 {
         kill(process.processIdentifier, signal)

@@ -18,8 +18,7 @@ struct StatusRateTests {
         let instance = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(source.port)",
                                             "--profile", "3g", "--control", socket])
         defer { _ = try? instance.stop() }
-        let ready = try instance.readLine()
-        let port = try #require(ready.split(separator: " ")[2].split(separator: ":").last.flatMap { UInt16($0) })
+        let port = try instance.readReadyPort()
         _ = try instance.readLine()
         let client = try TestConnection.connect(port: port, timeout: 30)
         defer { client.close() }
