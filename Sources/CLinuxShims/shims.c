@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include <sys/socket.h>
 #include <string.h>
+#include <time.h>
 #include "CLinuxShims.h"
 
 int clinux_accept_nonblocking(int fd, struct sockaddr_storage *addr, socklen_t *len) {
@@ -257,6 +258,27 @@ int clinux_wait_signal_or_child(int *from_terminal) {
 }
 
 int clinux_die_with_parent(void) { return prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); }
+
+ssize_t clinux_recv_stamped(int fd, void *buffer, size_t length, int64_t *arrival_ns) {
+    union { char bytes[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } control;
+    struct iovec vector = { .iov_base = buffer, .iov_len = length };
+    struct msghdr header = { .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.bytes,
+                             .msg_controllen = sizeof control.bytes };
+    *arrival_ns = 0;
+    ssize_t count = recvmsg(fd, &header, MSG_DONTWAIT);
+    if (count <= 0) return count;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&header); c != NULL; c = CMSG_NXTHDR(&header, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec stamp, real, monotonic;
+            memcpy(&stamp, CMSG_DATA(c), sizeof stamp);
+            clock_gettime(CLOCK_REALTIME, &real);
+            clock_gettime(CLOCK_MONOTONIC, &monotonic);
+            int64_t age = (int64_t)(real.tv_sec - stamp.tv_sec) * 1000000000LL + (real.tv_nsec - stamp.tv_nsec);
+            *arrival_ns = (int64_t)monotonic.tv_sec * 1000000000LL + monotonic.tv_nsec - age;
+        }
+    }
+    return count;
+}
 
 int clinux_pipe_nonblocking(int fds[2]) {
     return pipe2(fds, O_NONBLOCK | O_CLOEXEC);

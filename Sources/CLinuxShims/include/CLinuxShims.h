@@ -113,6 +113,11 @@ int clinux_send_datagrams(int fd, const void *payload, const struct sockaddr_sto
                           const struct clinux_outgoing_datagram *datagrams, unsigned int count, int segment,
                           unsigned int *first_message);
 
+/// Reads up to `length` bytes from a stream socket without blocking, like read(2). When the socket has
+/// SO_TIMESTAMPNS on and the kernel stamped what was read, `*arrival_ns` is when the last of it arrived, on
+/// CLOCK_MONOTONIC (the stamp is CLOCK_REALTIME, moved by the clocks' current offset); else 0.
+ssize_t clinux_recv_stamped(int fd, void *buffer, size_t length, int64_t *arrival_ns);
+
 /// Opens a non-blocking, close-on-exec pipe (pipe2 with O_NONBLOCK | O_CLOEXEC).
 int clinux_pipe_nonblocking(int fds[2]);
 /// Moves up to `length` bytes between descriptors in the kernel, one of which is a pipe, without blocking.

@@ -7,7 +7,8 @@ import Logging
 /// `apply` returns, new data already sees the new profile. `stop` returns once every socket is closed and the
 /// loop thread has ended.
 public final class ConditionedProxy: Sendable {
-    private let loop: EventLoop
+    /// The proxy's event loop (tests keep it busy to show what a late wake-up costs).
+    let loop: EventLoop
     private let state: LoopBound<ProxyState>
     private let stopped = OnceFlag()
     public let listeners: [BoundListener]

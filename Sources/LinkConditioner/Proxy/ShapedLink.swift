@@ -89,7 +89,13 @@ final class ShapedLink {
     }
 
     func enqueue(_ bytes: Int, on flow: StreamFlow, at now: Instant) {
-        model.enqueue(bytes, on: flow, at: now)
+        enqueue(bytes, on: flow, written: now, at: now)
+    }
+
+    /// Hands the model `bytes` written at `written` (when they reached the proxy's socket, which the model counts
+    /// the link's delay from, so a late wake-up of the loop does not add to it) and services the link at `now`.
+    func enqueue(_ bytes: Int, on flow: StreamFlow, written: Instant, at now: Instant) {
+        model.enqueue(bytes, on: flow, at: written)
         service(at: now)
     }
 

@@ -39,6 +39,15 @@ final class StreamPump {
     private var deliverableBytes = 0
     /// Whether the model has released any of this direction's bytes yet.
     private var hasReleased = false
+    /// Whether the source socket stamps arrivals (turned on at the first copied read), and since when the pump has
+    /// taken bytes as they came: bytes left in the socket while it could not are written to the model when read,
+    /// not when they arrived.
+    private var stampsArrivals = false
+    private var takingSince: Instant
+    private var stalled = false
+    /// While the bytes just read are handed on: when they reached the source socket. A stage that forwards them
+    /// at once passes that on; bytes it held go to the link when it lets them go.
+    private var readArrival: Instant?
     /// Bytes written to the destination, by either path.
     var bytesDelivered = 0
     private(set) var sourceEnded = false
@@ -82,6 +91,7 @@ final class StreamPump {
         self.source = source
         self.destination = destination
         self.capacity = capacity
+        self.takingSince = link.loop.clock.now()
         self.flow = link.attach(self, emulatingHandshake: relay.emulatesHandshake, handshake: relay.handshakeAttempts)
     }
 
@@ -95,7 +105,16 @@ final class StreamPump {
         case .drainFirst: return .open
         case .copy: break
         }
+        if stalled {
+            stalled = false
+            takingSince = now
+        }
+        if !stampsArrivals {
+            stampsArrivals = true
+            try? source.stampArrivals()
+        }
         var reads = 0
+        defer { if sourceReadable && !sourceEnded && !isClosed { stalled = true } }
         while sourceReadable && !sourceEnded && forwarding {
             var room = capacity - heldBytes
             guard room >= (reads == 0 ? minimumRead : 1) else { return .open }
@@ -119,8 +138,9 @@ final class StreamPump {
             reads += 1
             let target = UnsafeMutableRawBufferPointer(rebasing: scratch.bytes[0..<min(room, scratch.bytes.count)])
             let result: IOResult<Int>
+            let arrival: Instant?
             do {
-                result = try source.read(into: target)
+                (result, arrival) = try source.readStamped(into: target)
             } catch {
                 return .failed(error)
             }
@@ -146,11 +166,13 @@ final class StreamPump {
                 if !bytes.isEmpty {
                     chunks.append(bytes)
                     hold(bytes.count)
+                    readArrival = min(max(arrival ?? now, takingSince), now)
                     if let stage {
                         stage.admit(bytes.count, from: self, at: now)
                     } else {
-                        link.enqueue(bytes.count, on: flow, at: now)
+                        forward(bytes.count, at: now)
                     }
+                    readArrival = nil
                     if isClosed { return .open }
                 }
                 if ended {
@@ -180,7 +202,7 @@ final class StreamPump {
     /// Hands `count` bytes a stage held back to the link, in the order they were read. Called by the stage.
     func forward(_ count: Int, at now: Instant) {
         guard !isClosed, count > 0 else { return }
-        link.enqueue(count, on: flow, at: now)
+        link.enqueue(count, on: flow, written: readArrival ?? now, at: now)
     }
 
     /// Counts `count` more bytes held, here and in the proxy's budget.

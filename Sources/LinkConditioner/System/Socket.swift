@@ -63,6 +63,24 @@ public struct Socket: Hashable, Sendable {
         }
     }
 
+    /// Asks the kernel to stamp what arrives on this socket with its receive time (SO_TIMESTAMPNS), which
+    /// `readStamped` returns.
+    func stampArrivals() throws(SystemError) {
+        try setOption(SOL_SOCKET, SO_TIMESTAMPNS, 1, name: "SO_TIMESTAMPNS")
+    }
+
+    /// Reads into `buffer` like `read`, with when the last byte read reached the socket, if the kernel stamped it.
+    func readStamped(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> (IOResult<Int>, arrival: Instant?) {
+        var arrival: Int64 = 0
+        let result = try nonBlockingSyscall("recvmsg") {
+            clinux_recv_stamped(descriptor, buffer.baseAddress, buffer.count, &arrival)
+        }
+        switch result {
+        case .processed(let count): return (.processed(count), arrival > 0 ? Instant(nanoseconds: arrival) : nil)
+        case .wouldBlock: return (.wouldBlock, nil)
+        }
+    }
+
     /// Writes from `buffer` without raising SIGPIPE; returns how many bytes the kernel took.
     func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {
         let result = try nonBlockingSyscall("write") { clinux_send_nosignal(descriptor, buffer.baseAddress, buffer.count) }

@@ -83,6 +83,9 @@ public final class StreamLink {
     private var spare: [StreamFlow] = []
     private let tally = LinkTally()
     private var lastAckAt = Instant(nanoseconds: .min)
+    /// The latest instant at which the emulation did anything (an event, a write, a switch): a write may be
+    /// entered as late as it was made, but never before what the link already did.
+    private var latestEvent = Instant(nanoseconds: .min)
     /// Decides a departed segment's loss in place of the random draw (tests pick which transmission is lost).
     var lossDecision: ((LinkPacket) -> Bool)?
     /// Decides an ACK's loss in place of the reverse direction's draw (tests pick which ACK is lost).
@@ -121,6 +124,7 @@ public final class StreamLink {
     /// by a dead path (100 % loss) retry within one timeout.
     public func update(profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, now: Instant) {
         run(until: now)
+        latestEvent = max(latestEvent, now)
         let old = self.profile
         self.profile = profile
         self.reverseDelay = reverse.delay
@@ -201,6 +205,7 @@ public final class StreamLink {
     public func open(_ flow: StreamFlow, at now: Instant) {
         guard flow.opensAt > now, !flow.isRemoved else { return }
         run(until: now)
+        latestEvent = max(latestEvent, now)
         flow.opensAt = now
         transmit(flow, at: now)
         reschedule(flow, at: now)
@@ -227,9 +232,12 @@ public final class StreamLink {
         flow.sender.bufferedBytes < flow.sender.sendBufferLimit
     }
 
-    /// The application wrote `bytes` into `flow` at `now`.
-    public func enqueue(_ bytes: Int, on flow: StreamFlow, at now: Instant) {
+    /// The application wrote `bytes` into `flow` at `written`: now, or when they reached the proxy's socket, which
+    /// may be before the latest instant the link has run to (then they count from that instant).
+    public func enqueue(_ bytes: Int, on flow: StreamFlow, at written: Instant) {
         guard bytes > 0, !flow.isRemoved else { return }
+        let now = max(written, latestEvent)
+        latestEvent = now
         tally.counters.bytesEnqueued += bytes
         run(until: now)
         if isPassThrough && flow.pendingBytes == 0 {
@@ -320,6 +328,7 @@ public final class StreamLink {
         var handled = 0
         while let at = nextServiceTime, at <= now, handled < Self.maximumEventsPerAdvance {
             handled += 1
+            latestEvent = max(latestEvent, at)
             if let due = bottleneck.nextEventTime, due <= at {
                 for event in bottleneck.advance(to: at) {
                     switch event {
