@@ -45,25 +45,39 @@ public struct HandshakeAttempts: Hashable, Sendable {
     /// SYN-ACKs the server sent after its first, until the client was established or gave up.
     public let synAckRetransmissions: Int
 
-    /// The handshake of a link that loses nothing: one round trip, no retransmission.
+    /// The handshake of a link that loses nothing: one round trip, with no retransmission while the round trip
+    /// is at most the first timeout (the SYN-ACK is taken before a SYN resent at the same instant). Only a longer
+    /// round trip is played out, since the client then resends its SYN before the answer arrives.
     public init(uplinkDelay: Duration, downlinkDelay: Duration) {
-        self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: { false }, synAckLost: { false })
+        guard uplinkDelay >= .zero, downlinkDelay >= .zero, uplinkDelay + downlinkDelay <= Self.initialTimeout else {
+            self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: { false }, synAckLost: { false })
+            return
+        }
+        self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, serverReached: uplinkDelay,
+                  clientEstablished: uplinkDelay + downlinkDelay, synRetransmissions: 0, synAckRetransmissions: 0)
     }
 
     /// Plays the handshake out; `synLost` is asked once per SYN sent and `synAckLost` once per SYN-ACK sent, in
     /// time order.
     public init(uplinkDelay: Duration, downlinkDelay: Duration, synLost: () -> Bool, synAckLost: () -> Bool) {
-        self.uplinkDelay = uplinkDelay
-        self.downlinkDelay = downlinkDelay
         var play = HandshakePlay()
         for _ in 0..<Self.maximumEvents {
             guard play.step(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: synLost,
                             synAckLost: synAckLost) else { break }
         }
-        serverReached = play.serverReached
-        clientEstablished = play.established
-        synRetransmissions = max(play.synsSent - 1, 0)
-        synAckRetransmissions = max(play.synAcksSent - 1, 0)
+        self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, serverReached: play.serverReached,
+                  clientEstablished: play.established, synRetransmissions: max(play.synsSent - 1, 0),
+                  synAckRetransmissions: max(play.synAcksSent - 1, 0))
+    }
+
+    private init(uplinkDelay: Duration, downlinkDelay: Duration, serverReached: Duration?, clientEstablished: Duration?,
+                 synRetransmissions: Int, synAckRetransmissions: Int) {
+        self.uplinkDelay = uplinkDelay
+        self.downlinkDelay = downlinkDelay
+        self.serverReached = serverReached
+        self.clientEstablished = clientEstablished
+        self.synRetransmissions = synRetransmissions
+        self.synAckRetransmissions = synAckRetransmissions
     }
 
     /// Whether every attempt was lost and the client's connect() gave up.

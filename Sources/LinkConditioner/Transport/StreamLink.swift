@@ -158,6 +158,9 @@ public final class StreamLink {
     /// retransmissions it carries.
     public func drawHandshake(answeredOver reverse: StreamLink) -> HandshakeAttempts {
         assert(side == .connector && reverse.side == .acceptor, "the SYNs cross the uplink, the SYN-ACKs the downlink")
+        if !canLoseHandshakeSegment && !reverse.canLoseHandshakeSegment {
+            return HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay)
+        }
         let attempts = HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay,
                                          synLost: { self.isHandshakeSegmentLost() },
                                          synAckLost: { reverse.isHandshakeSegmentLost() })
@@ -411,6 +414,12 @@ public final class StreamLink {
     private func isHandshakeSegmentLost() -> Bool {
         if let handshakeLossDecision { return handshakeLossDecision() }
         return Self.draw(&handshakeBurstLoss, loss: profile.loss, random: &handshakeRandom)
+    }
+
+    /// Whether a SYN or SYN-ACK on this direction could be lost: a lossless one draws nothing (the draw takes no
+    /// random number there either), so its handshake needs no playing out.
+    private var canLoseHandshakeSegment: Bool {
+        handshakeLossDecision != nil || handshakeBurstLoss != nil || profile.loss.probability > 0
     }
 
     /// The reverse direction's loss, drawn for one ACK.
