@@ -112,10 +112,12 @@ final class TCPRelay {
 
     /// Registers the client and starts the upstream connection, or holds the client if the link is blackholed.
     func start(blackholed: Bool) {
-        let destination = upstreamAddresses[0].description
-        recordedID = host.uplink.recorder?.connectionOpened(
-            listener: host.uplink.listenerName, client: clientAddress.description, destination: destination,
-            name: upstreamName == destination ? nil : upstreamName, at: loop.clock.now())
+        if let recorder = host.uplink.recorder {
+            let destination = upstreamAddresses[0].description
+            recordedID = recorder.connectionOpened(
+                listener: host.uplink.listenerName, client: clientAddress.description, destination: destination,
+                name: upstreamName == destination ? nil : upstreamName, at: loop.clock.now())
+        }
         do {
             clientRegistration = try loop.register(client.descriptor, interest: Self.edgeInterest) { [weak self] events in
                 self?.clientEvent(events)
