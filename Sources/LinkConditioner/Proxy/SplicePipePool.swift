@@ -45,9 +45,11 @@ final class SplicePipePool {
     }
 
     /// Keeps `pipe` for the next connection if it is empty, there is room, and descriptors are not running short;
-    /// closes it otherwise.
-    func give(_ pipe: SplicePipe) {
-        guard idle.count < limit, Int(max(pipe.readEnd, pipe.writeEnd, lastOpened)) < crowdedFrom, pipe.isEmpty else {
+    /// closes it otherwise. A pipe nothing was spliced into since this pool handed it out (`neverFilled`) is as
+    /// empty as it was then, so it saves asking the kernel; any other is kept only when the kernel counts no byte.
+    func give(_ pipe: SplicePipe, neverFilled: Bool = false) {
+        guard idle.count < limit, Int(max(pipe.readEnd, pipe.writeEnd, lastOpened)) < crowdedFrom,
+              neverFilled || pipe.isEmpty else {
             pipe.close()
             return
         }
