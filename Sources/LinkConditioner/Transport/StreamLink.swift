@@ -158,12 +158,10 @@ public final class StreamLink {
     /// retransmissions it carries.
     public func drawHandshake(answeredOver reverse: StreamLink) -> HandshakeAttempts {
         assert(side == .connector && reverse.side == .acceptor, "the SYNs cross the uplink, the SYN-ACKs the downlink")
-        if !canLoseHandshakeSegment && !reverse.canLoseHandshakeSegment {
-            return HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay)
-        }
-        let attempts = HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay,
-                                         synLost: { self.isHandshakeSegmentLost() },
-                                         synAckLost: { reverse.isHandshakeSegmentLost() })
+        let attempts = canLoseHandshakeSegment || reverse.canLoseHandshakeSegment
+            ? HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay,
+                                synLost: { self.isHandshakeSegmentLost() }, synAckLost: { reverse.isHandshakeSegmentLost() })
+            : HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay)
         tally.counters.handshakeRetransmissions += attempts.synRetransmissions
         reverse.tally.counters.handshakeRetransmissions += attempts.synAckRetransmissions
         return attempts
