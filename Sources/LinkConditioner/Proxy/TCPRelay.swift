@@ -26,8 +26,9 @@ extension RelayHost {
 protocol UpstreamHandshake: AnyObject {
     /// Whether the front end answers the client once the upstream accepted, which plays the TCP handshake's part.
     var repliesOnConnect: Bool { get }
-    /// Bytes for the client once the upstream accepted (a SOCKS or HTTP success reply); `local` is linkcond's end.
-    func replyOnConnect(local: SocketAddress?) -> [UInt8]
+    /// Bytes for the client once the upstream accepted (a SOCKS or HTTP success reply); `local` reads linkcond's
+    /// end, a `getsockname` only a reply that names it pays for.
+    func replyOnConnect(local: () -> SocketAddress?) -> [UInt8]
     /// Bytes for the client, before closing, when no upstream address accepted (the protocol's error reply).
     func replyOnFailure(_ error: Errno) -> [UInt8]
 }
@@ -73,6 +74,7 @@ final class TCPRelay {
     private var upstreamAttempt = 0
     /// Whether the upstream's port is blackholed by `blocked.ports`: the connect is never made.
     private var portBlackholed = false
+    /// The client's registration; one a front end's session handed over is taken over at `start`.
     private var clientRegistration: EventLoop.RegistrationID?
     private var upstreamRegistration: EventLoop.RegistrationID?
     /// This connection's number in the recording, when `run --record` records it.
@@ -95,7 +97,8 @@ final class TCPRelay {
 
     init(id: UInt64, host: RelayHost, client: Socket, clientAddress: SocketAddress, upstreamName: String,
          upstreamAddresses: [SocketAddress], handshake: UpstreamHandshake? = nil,
-         preloadedClientBytes: [UInt8] = [], preloadEndsStream: Bool = false, uplinkFilter: StreamFilter? = nil) {
+         preloadedClientBytes: [UInt8] = [], preloadEndsStream: Bool = false, uplinkFilter: StreamFilter? = nil,
+         clientRegistration: EventLoop.RegistrationID? = nil) {
         precondition(!upstreamAddresses.isEmpty, "a relay needs at least one upstream address")
         self.id = id
         self.host = host
@@ -107,6 +110,7 @@ final class TCPRelay {
         self.preloadedClientBytes = preloadedClientBytes
         self.preloadEndsStream = preloadEndsStream
         self.uplinkFilter = uplinkFilter
+        self.clientRegistration = clientRegistration
         self.state = .connecting
     }
 
@@ -119,8 +123,11 @@ final class TCPRelay {
                 name: upstreamName == destination ? nil : upstreamName, at: loop.clock.now())
         }
         do {
-            clientRegistration = try loop.register(client.descriptor, interest: Self.edgeInterest) { [weak self] events in
-                self?.clientEvent(events)
+            let handler: EventLoop.EventHandler = { [weak self] events in self?.clientEvent(events) }
+            if let handedOver = clientRegistration {
+                clientRegistration = try loop.reregister(handedOver, interest: Self.edgeInterest, handler: handler)
+            } else {
+                clientRegistration = try loop.register(client.descriptor, interest: Self.edgeInterest, handler: handler)
             }
         } catch {
             logger.warning("connection \(id): cannot watch client \(clientAddress): \(error)")
@@ -293,7 +300,7 @@ final class TCPRelay {
         downlink.sourceReadable = true
         let now = loop.clock.now()
         if let handshake {
-            let reply = handshake.replyOnConnect(local: try? upstream?.localAddress())
+            let reply = handshake.replyOnConnect(local: { try? self.upstream?.localAddress() })
             if !reply.isEmpty { downlink.inject(reply, endOfStream: false, at: now) }
         }
         if !preloadedClientBytes.isEmpty || preloadEndsStream {
