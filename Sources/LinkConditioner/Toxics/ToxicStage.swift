@@ -169,6 +169,9 @@ final class ConversationTurn {
     var speaker: ToxicStream?
     private var members: [Member] = []
 
+    /// Room for a connection's two directions in one allocation.
+    init() { members.reserveCapacity(2) }
+
     func join(_ stage: ToxicStage) { members.append(Member(stage: stage)) }
 
     /// True while no stage of the connection has a toxic or holds bytes: both directions may bypass their stages
