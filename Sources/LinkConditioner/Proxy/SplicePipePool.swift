@@ -3,10 +3,10 @@ import Logging
 /// Empty splice pipes kept for the next connection: opening one costs a `pipe2`, an `F_SETPIPE_SZ` and two
 /// closes later, a large share of a short connection's set-up (HAProxy pools its pipes for the same reason).
 ///
-/// Lives on the event loop thread, one per loop (held by its `ReadBuffer`). A pipe comes back only when the
-/// kernel says it is empty, so no byte of one connection can reach another. It keeps at most `limit` pipes, two
-/// descriptors each, none made while descriptors ran short, and gives them all up when an accept or a new
-/// upstream socket finds descriptors exhausted.
+/// Lives on the event loop thread, one per loop (held by its `ReadBuffer`). A pipe comes back only when it is
+/// empty, by the kernel's count or because nothing was spliced into it since it was handed out, so no byte of one
+/// connection can reach another. It keeps at most `limit` pipes, two descriptors each, none made while descriptors
+/// ran short, and gives them all up when an accept or a new upstream socket finds descriptors exhausted.
 final class SplicePipePool {
     /// Pipes kept at most: 32 (64 descriptors, enough for a burst of short connections), or fewer, so that
     /// kept pipes never hold more than a sixteenth of the process's descriptor limit.
