@@ -162,8 +162,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         relays[relay.id] = relay
         logger.debug("connection \(session.id) from \(session.clientAddress): \(upstreamName)\(excluded ? " (excluded, unconditioned)" : "")")
         relay.start(blackholed: !excluded && isBlackholed)
-        let deadline = loop.clock.now() + host.uplink.currentDelay + settings.connectTimeout
-        loop.schedule(at: deadline) { [weak relay] in relay?.abandonConnect(.timedOut) }
+        relay.limitConnect(until: loop.clock.now() + host.uplink.currentDelay + settings.connectTimeout)
     }
 
     /// Forgets a session that closed its client without relaying it.

@@ -72,6 +72,8 @@ final class TCPRelay {
     private var uplink: StreamPump!
     private var downlink: StreamPump!
     private var upstreamAttempt = 0
+    /// The front end's connect timeout while the upstream has not accepted (`limitConnect`).
+    private var connectTimer: EventLoop.TimerID?
     /// Whether the upstream's port is blackholed by `blocked.ports`: the connect is never made.
     private var portBlackholed = false
     /// The client's registration; one a front end's session handed over is taken over at `start`.
@@ -256,6 +258,22 @@ final class TCPRelay {
         }
     }
 
+    /// Gives up the connect as timed out (`abandonConnect`) unless the upstream accepted by `deadline`: a front
+    /// end's connect timeout. The timer goes once the upstream accepted or the relay closed, so a connection that
+    /// set up in microseconds holds none for the whole timeout.
+    func limitConnect(until deadline: Instant) {
+        guard state == .connecting || state == .blackholed else { return }
+        connectTimer = loop.schedule(at: deadline) { [weak self] in
+            self?.connectTimer = nil
+            self?.abandonConnect(.timedOut)
+        }
+    }
+
+    private func cancelConnectTimer() {
+        if let connectTimer { loop.cancel(connectTimer) }
+        connectTimer = nil
+    }
+
     /// Gives up a connect still in progress (a front end's connect timeout): no further address is tried and the
     /// client gets the handshake's failure reply, or a reset.
     func abandonConnect(_ error: Errno) {
@@ -294,6 +312,7 @@ final class TCPRelay {
     private func upstreamConnected() {
         guard state == .connecting else { return }
         state = .relaying
+        cancelConnectTimer()
         if let recordedID { host.uplink.recorder?.connectionEstablished(recordedID, at: loop.clock.now()) }
         uplink.destinationReady = true
         uplink.destinationWritable = true
@@ -436,6 +455,7 @@ final class TCPRelay {
     func close(reset: Bool) {
         guard state != .closed else { return }
         state = .closed
+        cancelConnectTimer()
         if let recordedID {
             host.uplink.recorder?.connectionClosed(recordedID, by: closingParty ?? .linkcond, reset: reset, at: loop.clock.now())
         }
