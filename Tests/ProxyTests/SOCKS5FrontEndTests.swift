@@ -172,6 +172,35 @@ struct SOCKS5FrontEndTests {
         #expect(secondsSince(start) >= 0.25 && secondsSince(start) < 2)
     }
 
+    @Test func aConnectThatNeverCompletesIsAnsweredTTLExpiredOnceTheConnectTimeoutPasses() throws {
+        let blocked = UInt16(9)
+        let (proxy, client) = try connectedFrontEnd(profile: Profile(parsing: "blocked.ports = \(blocked)\nblocked.mode = blackhole"),
+                                                    settings: ProxyFrontEndSettings(connectTimeout: .milliseconds(300)))
+        defer { client.close(); proxy.stop() }
+        let start = MonotonicClock().now()
+
+        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: blocked))
+
+        #expect(reply == 0x06)
+        #expect(secondsSince(start) >= 0.3, "never before the connect timeout")
+    }
+
+    @Test func aConnectionThatSetUpOutlivesTheConnectTimeout() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(connectTimeout: .milliseconds(100)))
+        defer { client.close(); proxy.stop() }
+        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
+        try client.send([1])
+        _ = try client.receive(exactly: 1)
+
+        Thread.sleep(forTimeInterval: 0.3)
+        try client.send([3])
+
+        #expect(reply == 0x00)
+        #expect(try client.receive(exactly: 1) == [3])
+    }
+
     @Test func closesAClientThatSendsAGreetingWithoutMethods() throws {
         let (proxy, client) = try connectedFrontEnd()
         defer { client.close(); proxy.stop() }

@@ -91,6 +91,42 @@ struct HandshakeLossTests {
         #expect(attempts == HandshakeAttempts(uplinkDelay: up, downlinkDelay: down))
     }
 
+    @Test func aLosslessHandshakeIsTheOnePlayedOutWithNothingLost() {
+        let delays: [(Duration, Duration)] = [(.zero, .zero), (up, down), (.milliseconds(500), .milliseconds(500)),
+                                              (.milliseconds(999), .milliseconds(1)), (.milliseconds(600), .milliseconds(600)),
+                                              (.seconds(2), .milliseconds(300))]
+        for (uplinkDelay, downlinkDelay) in delays {
+            let lossless = HandshakeAttempts(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay)
+            let played = HandshakeAttempts(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: { false },
+                                           synAckLost: { false })
+
+            #expect(lossless == played, "uplink \(uplinkDelay), downlink \(downlinkDelay)")
+        }
+    }
+
+    @Test func aLosslessRoundTripLongerThanTheFirstTimeoutResendsTheSyn() {
+        let attempts = HandshakeAttempts(uplinkDelay: .milliseconds(600), downlinkDelay: .milliseconds(600))
+
+        // The SYN-ACK arrives at 1.2 s, after the client resent its SYN at 1 s.
+        #expect(attempts.clientEstablished == .milliseconds(1200))
+        #expect(attempts.synRetransmissions == 1)
+    }
+
+    @Test func aLinkWithoutLossCountsTheSynItResentOverALongRoundTrip() {
+        let slow = Duration.milliseconds(600)
+        let profile = linkProfile(down: nil, up: nil, downDelay: slow, upDelay: slow)
+        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+
+        let attempts = uplink.drawHandshake(answeredOver: downlink)
+
+        // The resent SYN reaches the server at 1.6 s, before the final ACK (1.8 s), and is answered by a second
+        // SYN-ACK (tcp_check_req's inet_rtx_syn_ack, which counts in the request's retransmissions).
+        #expect(attempts == HandshakeAttempts(uplinkDelay: slow, downlinkDelay: slow))
+        #expect(uplink.counters.handshakeRetransmissions == 1)
+        #expect(downlink.counters.handshakeRetransmissions == 1)
+    }
+
     @Test func theSameSeedDrawsTheSameHandshakes() {
         var profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
         profile.uplink.loss = Percentage(40)

@@ -136,8 +136,8 @@ final class ListenerFaults {
         let end: (StreamEnd) -> Void = { [weak relay] how in relay?.end(how) }
         let turn = ConversationTurn()
         let seeds = drawn ?? (self.seeds.next(), self.seeds.next())
-        let up: [any StageChain] = (toxics.map { [$0.upstream] } ?? []) + [uplink]
-        let down: [any StageChain] = (toxics.map { [$0.downstream] } ?? []) + [downlink]
+        let up: [any StageChain] = toxics.map { [$0.upstream, uplink] } ?? [uplink]
+        let down: [any StageChain] = toxics.map { [$0.downstream, downlink] } ?? [downlink]
         return (ToxicStage(chains: up, loop: loop, side: .upstream, turn: turn, seed: seeds.0, end: end),
                 ToxicStage(chains: down, loop: loop, side: .downstream, turn: turn, seed: seeds.1, end: end))
     }

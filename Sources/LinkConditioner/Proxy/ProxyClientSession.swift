@@ -311,11 +311,11 @@ final class ProxyClientSession {
         phase = .done
         if let timer { loop.cancel(timer) }
         timer = nil
-        if let registration { loop.deregister(registration) }
+        let handedOver = registration
         registration = nil
         frontEnd.relay(self, to: addresses, upstreamName: name, excluded: excluded,
                        handshake: ProxyReplies(style: style, upstreamName: name),
-                       preloaded: preloaded, preloadEndsStream: endsStream, filter: filter)
+                       preloaded: preloaded, preloadEndsStream: endsStream, filter: filter, clientRegistration: handedOver)
     }
 
     private func fail(_ request: Request, socks: SOCKS5.Reply, http: HTTPStatus) {

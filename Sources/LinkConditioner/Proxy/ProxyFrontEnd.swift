@@ -147,20 +147,22 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         session.start()
     }
 
-    /// Takes a client whose request is complete from its session and relays it to `addresses`.
+    /// Takes a client whose request is complete from its session and relays it to `addresses`; the relay takes
+    /// over the session's registration of the client.
     func relay(_ session: ProxyClientSession, to addresses: [SocketAddress], upstreamName: String, excluded: Bool,
-               handshake: UpstreamHandshake, preloaded: [UInt8], preloadEndsStream: Bool, filter: StreamFilter?) {
+               handshake: UpstreamHandshake, preloaded: [UInt8], preloadEndsStream: Bool, filter: StreamFilter?,
+               clientRegistration: EventLoop.RegistrationID?) {
         sessions.removeValue(forKey: session.id)
         let host: RelayHost = excluded ? direct : self
         let relay = TCPRelay(id: session.id, host: host, client: session.client, clientAddress: session.clientAddress,
                              upstreamName: upstreamName, upstreamAddresses: addresses, handshake: handshake,
-                             preloadedClientBytes: preloaded, preloadEndsStream: preloadEndsStream, uplinkFilter: filter)
+                             preloadedClientBytes: preloaded, preloadEndsStream: preloadEndsStream, uplinkFilter: filter,
+                             clientRegistration: clientRegistration)
         if !excluded { relay.makeStages = { [unowned self] relay in self.faults.stages(for: relay) } }
         relays[relay.id] = relay
         logger.debug("connection \(session.id) from \(session.clientAddress): \(upstreamName)\(excluded ? " (excluded, unconditioned)" : "")")
         relay.start(blackholed: !excluded && isBlackholed)
-        let deadline = loop.clock.now() + host.uplink.currentDelay + settings.connectTimeout
-        loop.schedule(at: deadline) { [weak relay] in relay?.abandonConnect(.timedOut) }
+        relay.limitConnect(until: loop.clock.now() + host.uplink.currentDelay + settings.connectTimeout)
     }
 
     /// Forgets a session that closed its client without relaying it.
@@ -265,9 +267,9 @@ final class ProxyReplies: UpstreamHandshake {
 
     var repliesOnConnect: Bool { style != .httpForward }
 
-    func replyOnConnect(local: SocketAddress?) -> [UInt8] {
+    func replyOnConnect(local: () -> SocketAddress?) -> [UInt8] {
         switch style {
-        case .socks5: SOCKS5.reply(.succeeded, bound: local)
+        case .socks5: SOCKS5.reply(.succeeded, bound: local())
         case .httpTunnel: HTTPProxy.connectionEstablished
         case .httpForward: []
         }

@@ -3,10 +3,10 @@ import Logging
 /// Empty splice pipes kept for the next connection: opening one costs a `pipe2`, an `F_SETPIPE_SZ` and two
 /// closes later, a large share of a short connection's set-up (HAProxy pools its pipes for the same reason).
 ///
-/// Lives on the event loop thread, one per loop (held by its `ReadBuffer`). A pipe comes back only when the
-/// kernel says it is empty, so no byte of one connection can reach another. It keeps at most `limit` pipes, two
-/// descriptors each, none made while descriptors ran short, and gives them all up when an accept or a new
-/// upstream socket finds descriptors exhausted.
+/// Lives on the event loop thread, one per loop (held by its `ReadBuffer`). A pipe comes back only when it is
+/// empty, by the kernel's count or because nothing was spliced into it since it was handed out, so no byte of one
+/// connection can reach another. It keeps at most `limit` pipes, two descriptors each, none made while descriptors
+/// ran short, and gives them all up when an accept or a new upstream socket finds descriptors exhausted.
 final class SplicePipePool {
     /// Pipes kept at most: 32 (64 descriptors, enough for a burst of short connections), or fewer, so that
     /// kept pipes never hold more than a sixteenth of the process's descriptor limit.
@@ -45,9 +45,11 @@ final class SplicePipePool {
     }
 
     /// Keeps `pipe` for the next connection if it is empty, there is room, and descriptors are not running short;
-    /// closes it otherwise.
-    func give(_ pipe: SplicePipe) {
-        guard idle.count < limit, Int(max(pipe.readEnd, pipe.writeEnd, lastOpened)) < crowdedFrom, pipe.isEmpty else {
+    /// closes it otherwise. A pipe nothing was spliced into since this pool handed it out (`neverFilled`) is as
+    /// empty as it was then, so it saves asking the kernel; any other is kept only when the kernel counts no byte.
+    func give(_ pipe: SplicePipe, neverFilled: Bool = false) {
+        guard idle.count < limit, Int(max(pipe.readEnd, pipe.writeEnd, lastOpened)) < crowdedFrom,
+              neverFilled || pipe.isEmpty else {
             pipe.close()
             return
         }

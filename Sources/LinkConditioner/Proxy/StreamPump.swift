@@ -68,7 +68,8 @@ final class StreamPump {
     var splice: StreamSplice?
     /// Where this direction's reads, deliveries and stalls are reported under `run --record`; nil when not recording.
     var recording: PumpRecording?
-    private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop, delivery: true) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
+    /// Made when a delivery first waits, so a connection that never waits allocates none (nor makes one to cancel).
+    private var deliveryAlarm: DeadlineAlarm?
     private var resumeScheduled = false
     /// When the source's end of stream may reach the destination.
     private(set) var endOfStreamDue: Instant?
@@ -299,7 +300,7 @@ final class StreamPump {
     func finishIfDrained() -> Outcome {
         guard sourceEnded, heldBytes == 0, (splice?.pipedBytes ?? 0) == 0, !isFinished, destinationReady else { return isFinished ? .finished : .open }
         if let due = endOfStreamDue, due > link.loop.clock.now() {
-            deliveryAlarm.arm(at: due)
+            armDelivery(at: due)
             return .open
         }
         if let cut {
@@ -329,6 +330,12 @@ final class StreamPump {
         }
     }
 
+    private func armDelivery(at due: Instant) {
+        let alarm = deliveryAlarm ?? DeadlineAlarm(loop: link.loop, delivery: true) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
+        deliveryAlarm = alarm
+        alarm.arm(at: due)
+    }
+
     /// Whether this pump holds room to read more from its source: at least `minimumRead` bytes.
     var hasRoom: Bool { capacity - heldBytes >= minimumRead }
 
@@ -345,7 +352,7 @@ final class StreamPump {
         isClosed = true
         stage?.close()
         splice?.close()
-        deliveryAlarm.cancel()
+        deliveryAlarm?.cancel()
         link.detach(flow)
         link.budget?.release(heldBytes)
         link.budget?.forget(self)

@@ -12,6 +12,9 @@ final class StreamSplice {
     private var pipe: SplicePipe?
     /// Bytes in the pipe, read from the source and not yet written to the destination.
     private(set) var pipedBytes = 0
+    /// Whether a splice put bytes into the pipe since it was taken; one that never got any is as empty as the pool
+    /// handed it over, so giving it back needs no count from the kernel.
+    private var pipeFilled = false
     /// Bytes this path has written to the destination.
     private(set) var bytesSpliced = 0
     /// Set when the kernel refuses pipes for a reason other than a shortage of descriptors: the pump copies from
@@ -29,6 +32,7 @@ final class StreamSplice {
         guard !isUnavailable else { return false }
         do {
             pipe = try pool.take(size: Self.pipeSize)
+            pipeFilled = false
             return true
         } catch {
             if !error.isDescriptorShortage { isUnavailable = true }
@@ -43,7 +47,10 @@ final class StreamSplice {
     func fill(from source: Socket) throws(SystemError) -> IOResult<Int> {
         guard let pipe else { return .wouldBlock }
         let result = try pipe.fill(from: source, count: max(room, 1))
-        if case .processed(let count) = result { pipedBytes += count }
+        if case .processed(let count) = result, count > 0 {
+            pipedBytes += count
+            pipeFilled = true
+        }
         return result
     }
 
@@ -77,14 +84,14 @@ final class StreamSplice {
     /// two sockets and no pipe, and the next burst takes a pipe from the pool again.
     func giveBack() {
         guard let pipe, pipedBytes == 0 else { return }
-        pool.give(pipe)
+        pool.give(pipe, neverFilled: !pipeFilled)
         self.pipe = nil
     }
 
     /// Gives the pipe back to the pool when it is empty, and closes it when bytes are left in it.
     func close() {
         if let pipe {
-            if pipedBytes == 0 { pool.give(pipe) } else { pipe.close() }
+            if pipedBytes == 0 { pool.give(pipe, neverFilled: !pipeFilled) } else { pipe.close() }
         }
         pipe = nil
         pipedBytes = 0

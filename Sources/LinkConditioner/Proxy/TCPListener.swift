@@ -38,6 +38,8 @@ final class TCPListener: RelayHost, ConditionedListener {
     private let acceptor: TCPAcceptor
     var localAddress: SocketAddress { acceptor.localAddress }
     let upstream: Endpoint
+    /// The upstream as the user named it, spelled once here rather than for every connection.
+    private let upstreamName: String
     /// Every address the upstream resolved to, tried in order until one accepts.
     let upstreamAddresses: [SocketAddress]
     let uplink: ShapedLink
@@ -53,6 +55,10 @@ final class TCPListener: RelayHost, ConditionedListener {
     /// Makes each new connection's stages (a Toxiproxy proxy's toxics); nil gives it the profile's faults alone.
     var makeStages: ((TCPRelay) -> (uplink: StreamStage?, downlink: StreamStage?))?
     let faults: ListenerFaults
+    /// The profile's fault stages for a relay, made once rather than a closure per connection.
+    private lazy var profileStages: (TCPRelay) -> (uplink: StreamStage?, downlink: StreamStage?) = { [unowned self] relay in
+        self.faults.stages(for: relay)
+    }
     var connectionFaults: ListenerFaults? { faults }
 
     /// Binds and listens on `address`, and starts accepting.
@@ -60,6 +66,7 @@ final class TCPListener: RelayHost, ConditionedListener {
         acceptor = try TCPAcceptor(address: address, loop: context.loop, logger: context.logger)
         self.loop = context.loop
         self.upstream = upstream
+        self.upstreamName = upstream.description
         self.upstreamAddresses = upstreamAddresses
         self.profile = context.profile
         self.options = context.options
@@ -96,9 +103,9 @@ final class TCPListener: RelayHost, ConditionedListener {
         }
         connectionsAccepted += 1
         let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
-                             upstreamName: upstream.description, upstreamAddresses: upstreamAddresses)
+                             upstreamName: upstreamName, upstreamAddresses: upstreamAddresses)
         nextRelayID += 1
-        relay.makeStages = makeStages ?? { [unowned self] relay in self.faults.stages(for: relay) }
+        relay.makeStages = makeStages ?? profileStages
         relays[relay.id] = relay
         relay.start(blackholed: isBlackholed)
     }

@@ -26,8 +26,9 @@ extension RelayHost {
 protocol UpstreamHandshake: AnyObject {
     /// Whether the front end answers the client once the upstream accepted, which plays the TCP handshake's part.
     var repliesOnConnect: Bool { get }
-    /// Bytes for the client once the upstream accepted (a SOCKS or HTTP success reply); `local` is linkcond's end.
-    func replyOnConnect(local: SocketAddress?) -> [UInt8]
+    /// Bytes for the client once the upstream accepted (a SOCKS or HTTP success reply); `local` reads linkcond's
+    /// end, a `getsockname` only a reply that names it pays for.
+    func replyOnConnect(local: () -> SocketAddress?) -> [UInt8]
     /// Bytes for the client, before closing, when no upstream address accepted (the protocol's error reply).
     func replyOnFailure(_ error: Errno) -> [UInt8]
 }
@@ -71,8 +72,11 @@ final class TCPRelay {
     private var uplink: StreamPump!
     private var downlink: StreamPump!
     private var upstreamAttempt = 0
+    /// The front end's connect timeout while the upstream has not accepted (`limitConnect`).
+    private var connectTimer: EventLoop.TimerID?
     /// Whether the upstream's port is blackholed by `blocked.ports`: the connect is never made.
     private var portBlackholed = false
+    /// The client's registration; one a front end's session handed over is taken over at `start`.
     private var clientRegistration: EventLoop.RegistrationID?
     private var upstreamRegistration: EventLoop.RegistrationID?
     /// This connection's number in the recording, when `run --record` records it.
@@ -95,7 +99,8 @@ final class TCPRelay {
 
     init(id: UInt64, host: RelayHost, client: Socket, clientAddress: SocketAddress, upstreamName: String,
          upstreamAddresses: [SocketAddress], handshake: UpstreamHandshake? = nil,
-         preloadedClientBytes: [UInt8] = [], preloadEndsStream: Bool = false, uplinkFilter: StreamFilter? = nil) {
+         preloadedClientBytes: [UInt8] = [], preloadEndsStream: Bool = false, uplinkFilter: StreamFilter? = nil,
+         clientRegistration: EventLoop.RegistrationID? = nil) {
         precondition(!upstreamAddresses.isEmpty, "a relay needs at least one upstream address")
         self.id = id
         self.host = host
@@ -107,18 +112,24 @@ final class TCPRelay {
         self.preloadedClientBytes = preloadedClientBytes
         self.preloadEndsStream = preloadEndsStream
         self.uplinkFilter = uplinkFilter
+        self.clientRegistration = clientRegistration
         self.state = .connecting
     }
 
     /// Registers the client and starts the upstream connection, or holds the client if the link is blackholed.
     func start(blackholed: Bool) {
-        let destination = upstreamAddresses[0].description
-        recordedID = host.uplink.recorder?.connectionOpened(
-            listener: host.uplink.listenerName, client: clientAddress.description, destination: destination,
-            name: upstreamName == destination ? nil : upstreamName, at: loop.clock.now())
+        if let recorder = host.uplink.recorder {
+            let destination = upstreamAddresses[0].description
+            recordedID = recorder.connectionOpened(
+                listener: host.uplink.listenerName, client: clientAddress.description, destination: destination,
+                name: upstreamName == destination ? nil : upstreamName, at: loop.clock.now())
+        }
         do {
-            clientRegistration = try loop.register(client.descriptor, interest: Self.edgeInterest) { [weak self] events in
-                self?.clientEvent(events)
+            let handler: EventLoop.EventHandler = { [weak self] events in self?.clientEvent(events) }
+            if let handedOver = clientRegistration {
+                clientRegistration = try loop.reregister(handedOver, interest: Self.edgeInterest, handler: handler)
+            } else {
+                clientRegistration = try loop.register(client.descriptor, interest: Self.edgeInterest, handler: handler)
             }
         } catch {
             logger.warning("connection \(id): cannot watch client \(clientAddress): \(error)")
@@ -247,6 +258,22 @@ final class TCPRelay {
         }
     }
 
+    /// Gives up the connect as timed out (`abandonConnect`) unless the upstream accepted by `deadline`: a front
+    /// end's connect timeout. The timer goes once the upstream accepted or the relay closed, so a connection that
+    /// set up in microseconds holds none for the whole timeout.
+    func limitConnect(until deadline: Instant) {
+        guard state == .connecting || state == .blackholed else { return }
+        connectTimer = loop.schedule(at: deadline) { [weak self] in
+            self?.connectTimer = nil
+            self?.abandonConnect(.timedOut)
+        }
+    }
+
+    private func cancelConnectTimer() {
+        if let connectTimer { loop.cancel(connectTimer) }
+        connectTimer = nil
+    }
+
     /// Gives up a connect still in progress (a front end's connect timeout): no further address is tried and the
     /// client gets the handshake's failure reply, or a reset.
     func abandonConnect(_ error: Errno) {
@@ -285,13 +312,14 @@ final class TCPRelay {
     private func upstreamConnected() {
         guard state == .connecting else { return }
         state = .relaying
+        cancelConnectTimer()
         if let recordedID { host.uplink.recorder?.connectionEstablished(recordedID, at: loop.clock.now()) }
         uplink.destinationReady = true
         uplink.destinationWritable = true
         downlink.sourceReadable = true
         let now = loop.clock.now()
         if let handshake {
-            let reply = handshake.replyOnConnect(local: try? upstream?.localAddress())
+            let reply = handshake.replyOnConnect(local: { try? self.upstream?.localAddress() })
             if !reply.isEmpty { downlink.inject(reply, endOfStream: false, at: now) }
         }
         if !preloadedClientBytes.isEmpty || preloadEndsStream {
@@ -434,6 +462,7 @@ final class TCPRelay {
     func close(reset: Bool) {
         guard state != .closed else { return }
         state = .closed
+        cancelConnectTimer()
         if let recordedID {
             host.uplink.recorder?.connectionClosed(recordedID, by: closingParty ?? .linkcond, reset: reset, at: loop.clock.now())
         }

@@ -43,15 +43,13 @@ public struct Socket: Hashable, Sendable {
     }
 
     /// Starts a non-blocking connect; true when it completed at once, false when it is in progress (wait for writability).
+    /// EINPROGRESS is the usual answer, so it is a result: no error (nor its message) is made for it.
     func connect(to address: SocketAddress) throws(SystemError) -> Bool {
-        do {
-            try address.withSockAddr { (pointer, length) throws(SystemError) in
-                _ = try syscall("connect \(address)") { Glibc.connect(descriptor, pointer, length) }
-            }
-            return true
-        } catch where error.errno == .inProgress {
-            return false
+        let result = try address.withSockAddr { (pointer, length) throws(SystemError) in
+            try nonBlockingSyscall("connect \(address)", pending: .inProgress) { Glibc.connect(descriptor, pointer, length) }
         }
+        if case .processed = result { return true }
+        return false
     }
 
     /// Reads into `buffer`; `.processed(0)` is end of stream.

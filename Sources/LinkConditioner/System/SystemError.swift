@@ -83,10 +83,22 @@ public enum IOResult<Value> {
 /// Every libc call that can fail goes through here or `nonBlockingSyscall`, the only places errno is read.
 @inline(__always)
 func syscall<T: FixedWidthInteger>(_ operation: @autoclosure () -> String, _ body: () -> T) throws(SystemError) -> T {
+    switch try nonBlockingSyscall(operation(), pending: nil, body) {
+    case .processed(let result): return result
+    case .wouldBlock: preconditionFailure("no errno is a result here")
+    }
+}
+
+/// Like `syscall`, but `pending` (EAGAIN unless told, EINPROGRESS for a non-blocking connect) is a result
+/// (`.wouldBlock`), not an error; the operation's name is spelled only for a real error.
+@inline(__always)
+func nonBlockingSyscall<T: FixedWidthInteger>(_ operation: @autoclosure () -> String, pending: Errno? = .wouldBlock,
+                                              _ body: () -> T) throws(SystemError) -> IOResult<T> {
     while true {
         let result = body()
-        if result != -1 { return result }
+        if result != -1 { return .processed(result) }
         let errno = Errno.current
+        if errno == pending { return .wouldBlock }
         switch errno {
         case .interrupted:
             continue
@@ -95,15 +107,5 @@ func syscall<T: FixedWidthInteger>(_ operation: @autoclosure () -> String, _ bod
         default:
             throw SystemError(operation(), errno)
         }
-    }
-}
-
-/// Like `syscall`, but EAGAIN is a result (`.wouldBlock`), not an error.
-@inline(__always)
-func nonBlockingSyscall<T: FixedWidthInteger>(_ operation: @autoclosure () -> String, _ body: () -> T) throws(SystemError) -> IOResult<T> {
-    do {
-        return .processed(try syscall(operation(), body))
-    } catch where error.errno == .wouldBlock {
-        return .wouldBlock
     }
 }

@@ -31,7 +31,8 @@ final class ToxicStage: StreamStage {
     private var nextSliceAt = Instant.zero
     private var releasing = false
     private var closed = false
-    private lazy var alarm = DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in self?.release(at: now) }
+    /// Made when a piece first waits, so a stage that never holds bytes allocates none (nor makes one to cancel).
+    private var alarm: DeadlineAlarm?
 
     /// `end` ends the connection on a toxic's behalf (a timeout closes it, a reset_peer resets it, a cut may
     /// leave it hanging). `chains` act in order: the first one's toxics see the bytes first.
@@ -143,6 +144,8 @@ final class ToxicStage: StreamStage {
             pump.forward(size, at: now)
         }
         if !closed, let head = waiting.first {
+            let alarm = self.alarm ?? DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in self?.release(at: now) }
+            self.alarm = alarm
             alarm.arm(at: slicer == nil ? head.due : max(head.due, nextSliceAt))
         }
         if !closed { pump.stageHolds(!waiting.isEmpty, at: now) }
@@ -151,7 +154,7 @@ final class ToxicStage: StreamStage {
     func close() {
         guard !closed else { return }
         closed = true
-        alarm.cancel()
+        alarm?.cancel()
         for entry in active { entry.effect.stop() }
         active.removeAll()
         waiting.removeAll()
@@ -165,6 +168,9 @@ final class ConversationTurn {
     private struct Member { weak var stage: ToxicStage? }
     var speaker: ToxicStream?
     private var members: [Member] = []
+
+    /// Room for a connection's two directions in one allocation.
+    init() { members.reserveCapacity(2) }
 
     func join(_ stage: ToxicStage) { members.append(Member(stage: stage)) }
 

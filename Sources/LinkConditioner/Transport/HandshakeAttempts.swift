@@ -53,28 +53,45 @@ public struct HandshakeAttempts: Hashable, Sendable {
     /// The client's ACKs of SYN-ACKs lost on the uplink before one reached the server.
     public let handshakeAcksLost: Int
 
-    /// The handshake of a link that loses nothing: one round trip, no retransmission.
+    /// The handshake of a link that loses nothing: one round trip, with no retransmission while the round trip
+    /// is at most the first timeout (the SYN-ACK is taken before a SYN resent at the same instant, the ACK before
+    /// the server's timer). Only a longer round trip is played out, since the client then resends its SYN before
+    /// the answer arrives.
     public init(uplinkDelay: Duration, downlinkDelay: Duration) {
-        self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: { false }, synAckLost: { false })
+        guard uplinkDelay >= .zero, downlinkDelay >= .zero, uplinkDelay + downlinkDelay <= Self.initialTimeout else {
+            self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: { false }, synAckLost: { false })
+            return
+        }
+        self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, serverReached: uplinkDelay,
+                  clientEstablished: uplinkDelay + downlinkDelay, serverEstablished: uplinkDelay * 2 + downlinkDelay,
+                  synRetransmissions: 0, synAckRetransmissions: 0, handshakeAcksLost: 0)
     }
 
     /// Plays the handshake out; `synLost` is asked once per SYN sent, `synAckLost` once per SYN-ACK sent and
     /// `ackLost` once per ACK of a SYN-ACK the client sends, in time order.
     public init(uplinkDelay: Duration, downlinkDelay: Duration, synLost: () -> Bool, synAckLost: () -> Bool,
                 ackLost: () -> Bool = { false }) {
-        self.uplinkDelay = uplinkDelay
-        self.downlinkDelay = downlinkDelay
         var play = HandshakePlay()
         for _ in 0..<Self.maximumEvents {
             guard play.step(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: synLost,
                             synAckLost: synAckLost, ackLost: ackLost) else { break }
         }
-        serverReached = play.serverReached
-        clientEstablished = play.established
-        serverEstablished = play.serverEstablished
-        handshakeAcksLost = play.acksLost
-        synRetransmissions = max(play.synsSent - 1, 0)
-        synAckRetransmissions = max(play.synAcksSent - 1, 0)
+        self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, serverReached: play.serverReached,
+                  clientEstablished: play.established, serverEstablished: play.serverEstablished,
+                  synRetransmissions: max(play.synsSent - 1, 0), synAckRetransmissions: max(play.synAcksSent - 1, 0),
+                  handshakeAcksLost: play.acksLost)
+    }
+
+    private init(uplinkDelay: Duration, downlinkDelay: Duration, serverReached: Duration?, clientEstablished: Duration?,
+                 serverEstablished: Duration?, synRetransmissions: Int, synAckRetransmissions: Int, handshakeAcksLost: Int) {
+        self.uplinkDelay = uplinkDelay
+        self.downlinkDelay = downlinkDelay
+        self.serverReached = serverReached
+        self.clientEstablished = clientEstablished
+        self.serverEstablished = serverEstablished
+        self.synRetransmissions = synRetransmissions
+        self.synAckRetransmissions = synAckRetransmissions
+        self.handshakeAcksLost = handshakeAcksLost
     }
 
     /// Whether every attempt was lost and the client's connect() gave up.

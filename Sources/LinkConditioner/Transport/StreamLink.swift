@@ -162,10 +162,11 @@ public final class StreamLink {
     /// retransmissions it carries.
     public func drawHandshake(answeredOver reverse: StreamLink) -> HandshakeAttempts {
         assert(side == .connector && reverse.side == .acceptor, "the SYNs cross the uplink, the SYN-ACKs the downlink")
-        let attempts = HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay,
-                                         synLost: { self.isHandshakeSegmentLost() },
-                                         synAckLost: { reverse.isHandshakeSegmentLost() },
-                                         ackLost: { self.isHandshakeSegmentLost() })
+        let attempts = canLoseHandshakeSegment || reverse.canLoseHandshakeSegment
+            ? HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay,
+                                synLost: { self.isHandshakeSegmentLost() }, synAckLost: { reverse.isHandshakeSegmentLost() },
+                                ackLost: { self.isHandshakeSegmentLost() })
+            : HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay)
         tally.counters.handshakeRetransmissions += attempts.synRetransmissions
         reverse.tally.counters.handshakeRetransmissions += attempts.synAckRetransmissions
         reverse.tally.counters.acksLost += attempts.handshakeAcksLost
@@ -432,6 +433,12 @@ public final class StreamLink {
     private func isHandshakeSegmentLost() -> Bool {
         if let handshakeLossDecision { return handshakeLossDecision() }
         return Self.draw(&handshakeBurstLoss, loss: profile.loss, random: &handshakeRandom)
+    }
+
+    /// Whether a SYN or SYN-ACK on this direction could be lost: a lossless one draws nothing (the draw takes no
+    /// random number there either), so its handshake needs no playing out.
+    private var canLoseHandshakeSegment: Bool {
+        handshakeLossDecision != nil || handshakeBurstLoss != nil || profile.loss.probability > 0
     }
 
     /// The reverse direction's loss, drawn for one ACK.

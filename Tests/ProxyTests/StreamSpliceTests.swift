@@ -1,0 +1,65 @@
+import Glibc
+@testable import LinkConditioner
+import Testing
+
+/// A direction's splice path hands its pipe back to the loop's pool whenever the pipe is empty, and only then.
+struct StreamSpliceTests {
+    /// A connected pair of non-blocking stream sockets; the caller closes both.
+    private func socketPair() throws -> (Socket, Socket) {
+        var fds: [Int32] = [-1, -1]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0)
+        return (Socket(descriptor: fds[0]), Socket(descriptor: fds[1]))
+    }
+
+    @Test func aPipeThatFoundTheSourceEmptyGoesBackToThePool() throws {
+        let pool = SplicePipePool(limit: 32, crowdedFrom: .max)
+        defer { pool.release() }
+        let (source, peer) = try socketPair()
+        defer { source.close(); peer.close() }
+        let splice = StreamSplice(pool: pool)
+        try #require(splice.prepare())
+
+        let filled = try splice.fill(from: source)
+        splice.giveBack()
+
+        guard case .wouldBlock = filled else { Issue.record("an empty source filled \(filled)"); return }
+        #expect(pool.count == 1)
+    }
+
+    @Test func aPipeFilledAndDrainedGoesBackToThePool() throws {
+        let pool = SplicePipePool(limit: 32, crowdedFrom: .max)
+        defer { pool.release() }
+        let (source, sender) = try socketPair()
+        let (destination, receiver) = try socketPair()
+        defer { source.close(); sender.close(); destination.close(); receiver.close() }
+        let payload: [UInt8] = Array(0..<100)
+        #expect(payload.withUnsafeBytes { write(sender.descriptor, $0.baseAddress, $0.count) } == 100)
+        let splice = StreamSplice(pool: pool)
+        try #require(splice.prepare())
+
+        _ = try splice.fill(from: source)
+        _ = try splice.drain(to: destination)
+        splice.giveBack()
+
+        var received = [UInt8](repeating: 0, count: 200)
+        #expect(read(receiver.descriptor, &received, received.count) == 100)
+        #expect(Array(received[..<100]) == payload)
+        #expect(pool.count == 1)
+    }
+
+    @Test func aPipeStillHoldingBytesAtCloseIsClosedNotKept() throws {
+        let pool = SplicePipePool(limit: 32, crowdedFrom: .max)
+        defer { pool.release() }
+        let (source, sender) = try socketPair()
+        defer { source.close(); sender.close() }
+        var byte: UInt8 = 0x42
+        #expect(write(sender.descriptor, &byte, 1) == 1)
+        let splice = StreamSplice(pool: pool)
+        try #require(splice.prepare())
+        _ = try splice.fill(from: source)
+
+        splice.close()
+
+        #expect(pool.count == 0)
+    }
+}
