@@ -70,6 +70,9 @@ final class ShapedLink {
 
     func canAccept(_ flow: StreamFlow) -> Bool { model.canAccept(flow) }
 
+    /// The earliest instant at which `flow` may release more bytes, or nil when none are on their way.
+    func nextRelease(of flow: StreamFlow) -> Instant? { model.nextRelease(of: flow) }
+
     /// Whether the link shapes nothing either way, so pumps may move bytes without the model seeing them.
     var isPassThrough: Bool { model.isPassThrough }
 

@@ -36,7 +36,10 @@ final class StreamPump {
     private var chunks = Deque<[UInt8]>()
     private var headOffset = 0
     private(set) var heldBytes = 0
+    /// Released bytes handed over for writing (written as the destination takes them).
     private var deliverableBytes = 0
+    /// Released bytes held back briefly so that a busy direction writes them together.
+    private var batch = WriteBatch.standard
     /// Bytes written to the destination, by either path.
     var bytesDelivered = 0
     private(set) var sourceEnded = false
@@ -58,6 +61,9 @@ final class StreamPump {
     /// Where this direction's reads, deliveries and stalls are reported under `run --record`; nil when not recording.
     var recording: PumpRecording?
     private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop, delivery: true) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
+    /// Fires when the batch's oldest byte has been held as long as it may be; exact, since the hold already spent
+    /// the lateness budget the loop's timer spacing would otherwise take.
+    private lazy var batchAlarm = DeadlineAlarm(loop: link.loop, exact: true) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
     private var resumeScheduled = false
     /// When the source's end of stream may reach the destination.
     private(set) var endOfStreamDue: Instant?
@@ -212,10 +218,21 @@ final class StreamPump {
         relay.pumpMayRead(self, at: now)
     }
 
-    /// Collects the bytes the model has released by `now` and writes them; the link reports the next release.
+    /// Collects the bytes the model has released by `now` and writes them, or holds them briefly while more are
+    /// on their way (`WriteBatch`); the link reports the next release.
     func deliverDue(at now: Instant) -> Outcome {
         for change in flow.takeLossBlockChanges() { recording?.held(.loss, change.blocked, at: change.at) }
-        deliverableBytes += flow.takeDeliverable(at: now)
+        let release = flow.takeRelease(at: now)
+        if let oldest = release.oldest { batch.add(release.bytes, releasedAt: oldest) }
+        switch batch.decision(at: now, nextRelease: link.nextRelease(of: flow)) {
+        case .none:
+            break
+        case .write:
+            batchAlarm.cancel()
+            deliverableBytes += batch.take()
+        case .hold(let deadline):
+            batchAlarm.arm(at: deadline)
+        }
         return writeDeliverable()
     }
 
@@ -317,6 +334,7 @@ final class StreamPump {
         stage?.close()
         splice?.close()
         deliveryAlarm.cancel()
+        batchAlarm.cancel()
         link.detach(flow)
         link.budget?.release(heldBytes)
         link.budget?.forget(self)
