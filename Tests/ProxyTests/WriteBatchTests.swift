@@ -2,7 +2,8 @@
 import Testing
 
 /// When a pump writes the bytes its link model released: a lone release at once, a run of releases together,
-/// no byte later than the hold after its release nor before it, and at once when a batch reaches its largest write.
+/// no byte later than the hold after its release nor before it, at once when the loop might not come back before
+/// the deadline, and at once when a batch reaches its largest write.
 struct WriteBatchTests {
     let origin = Instant(nanoseconds: 1_000_000_000)
     let hold = WriteBatch.standard.longestHold
@@ -18,7 +19,7 @@ struct WriteBatchTests {
         var batch = WriteBatch.standard
         batch.add(1448, releasedAt: origin)
 
-        #expect(batch.decision(at: origin, nextRelease: origin + hold) == .write)
+        #expect(batch.decision(at: origin, nextRelease: origin + hold + .nanoseconds(1)) == .write)
         #expect(batch.decision(at: origin, nextRelease: origin + .milliseconds(10)) == .write)
     }
 
@@ -37,6 +38,14 @@ struct WriteBatchTests {
         let decision = batch.decision(at: origin + .microseconds(40), nextRelease: origin + .microseconds(52))
 
         #expect(decision == .hold(until: origin + hold))
+    }
+
+    @Test func aBatchIsWrittenNowWhenTheLoopsSpacingCouldBringItBackOnlyAfterTheDeadline() {
+        var batch = WriteBatch.standard
+        batch.add(1448, releasedAt: origin)
+        let now = origin + hold - batch.loopSpacing + .microseconds(1)
+
+        #expect(batch.decision(at: now, nextRelease: now + .microseconds(5)) == .write)
     }
 
     @Test func aBatchWhoseOldestByteWasReleasedTheHoldAgoIsWrittenEvenWhileMoreIsComing() {
