@@ -315,9 +315,8 @@ public final class EventLoop: @unchecked Sendable {
         let earliest = first.deadline
         let now = clock.now()
         if earliest <= now { return 0 }
-        var wake = wakeSpacing.wake(forEarliest: earliest)
         while let exact = exactTimers.min, timerActions[exact.id] == nil { exactTimers.removeMin() }
-        if let exact = exactTimers.min, exact.deadline < wake { wake = exact.deadline }
+        var wake = wakeSpacing.wake(forEarliest: earliest, exact: exactTimers.min?.deadline)
         if first.delivery {
             switch deliveryLead.step(toward: earliest, now: now, timersLastRan: wakeSpacing.lastRun) {
             case .unled: break
