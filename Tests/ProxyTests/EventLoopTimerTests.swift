@@ -119,6 +119,24 @@ struct TimerWakeSpacingTests {
         #expect(schedule.wake(forEarliest: deadline) == deadline)
     }
 
+    @Test func anExactDeadlineSoonAfterARunIsArmedForItselfNotPostponedByTheSpacing() {
+        var schedule = spacing
+        schedule.timersRan(at: origin)
+
+        let wake = schedule.wake(forEarliest: origin + .microseconds(10), exact: origin + .microseconds(20))
+
+        #expect(wake == origin + .microseconds(20))
+    }
+
+    @Test func anExactDeadlineAfterTheSpacedWakeChangesNothing() {
+        var schedule = spacing
+        schedule.timersRan(at: origin)
+
+        let wake = schedule.wake(forEarliest: origin + .microseconds(10), exact: origin + .microseconds(80))
+
+        #expect(wake == origin + .microseconds(50))
+    }
+
     @Test func theWakeIsNeverBeforeTheDeadline() {
         var schedule = spacing
         schedule.timersRan(at: origin)

@@ -8,14 +8,17 @@ final class DeadlineAlarm {
     private let action: (Instant) -> Void
     /// Whether the action delivers data, so the loop may wake shortly before it (`EventLoop.schedule(at:delivery:)`).
     private let delivery: Bool
+    /// Whether the loop wakes at the deadline itself, unspaced (`EventLoop.schedule(at:delivery:exact:)`).
+    private let exact: Bool
     private var timer: EventLoop.TimerID?
     private(set) var deadline: Instant?
 
     /// `action` receives the loop's clock reading when the alarm fires; capture its owner weakly. A `delivery`
-    /// alarm releases data whose lateness is delay error.
-    init(loop: EventLoop, delivery: Bool = false, action: @escaping (Instant) -> Void) {
+    /// alarm releases data whose lateness is delay error; an `exact` one is never held back by the loop's spacing.
+    init(loop: EventLoop, delivery: Bool = false, exact: Bool = false, action: @escaping (Instant) -> Void) {
         self.loop = loop
         self.delivery = delivery
+        self.exact = exact
         self.action = action
     }
 
@@ -24,7 +27,7 @@ final class DeadlineAlarm {
         if let deadline, deadline <= instant { return }
         if let timer { loop.cancel(timer) }
         deadline = instant
-        timer = loop.schedule(at: instant, delivery: delivery) { [weak self] in self?.fire() }
+        timer = loop.schedule(at: instant, delivery: delivery, exact: exact) { [weak self] in self?.fire() }
     }
 
     /// Makes the alarm fire at `instant` if there is one.

@@ -24,6 +24,8 @@ public final class EventLoop: @unchecked Sendable {
         var id: UInt64
         /// Whether the timer delivers data at its deadline, so the loop may wake early and poll up to it.
         var delivery: Bool
+        /// Whether the timerfd is armed for this deadline itself, not held back by `TimerWakeSpacing`.
+        var exact: Bool
         static func < (lhs: TimerEntry, rhs: TimerEntry) -> Bool {
             lhs.deadline == rhs.deadline ? lhs.id < rhs.id : lhs.deadline < rhs.deadline
         }
@@ -42,6 +44,9 @@ public final class EventLoop: @unchecked Sendable {
     private var registrations: [UInt64: Registration] = [:]
     private var nextRegistration: UInt64 = 2
     private var timers = Heap<TimerEntry>()
+    /// The exact timers among `timers` (cancelled and fired ones dropped as they surface), so the spacing never
+    /// holds one back.
+    private var exactTimers = Heap<TimerEntry>()
     private var timerActions: [UInt64: () -> Void] = [:]
     /// Runs once before the handler of the next readiness event; nil when nobody waits for one.
     private var onNextEvent: (() -> Void)?
@@ -233,12 +238,16 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `action` on the loop thread at `deadline` (at once if it has passed). A `delivery` timer releases
     /// data whose lateness is delay error: the loop may wake shortly before it and poll up to it (`DeliveryLead`).
+    /// An `exact` timer has spent its lateness budget already (a pump's held write): the loop wakes at its
+    /// deadline even when `TimerWakeSpacing` would wake later.
     @discardableResult
-    func schedule(at deadline: Instant, delivery: Bool = false, _ action: @escaping () -> Void) -> TimerID {
+    func schedule(at deadline: Instant, delivery: Bool = false, exact: Bool = false, _ action: @escaping () -> Void) -> TimerID {
         assertInLoop()
         let id = nextTimer
         nextTimer += 1
-        timers.insert(TimerEntry(deadline: deadline, id: id, delivery: delivery))
+        let entry = TimerEntry(deadline: deadline, id: id, delivery: delivery, exact: exact)
+        timers.insert(entry)
+        if exact { exactTimers.insert(entry) }
         timerActions[id] = action
         return TimerID(value: id)
     }
@@ -326,7 +335,8 @@ public final class EventLoop: @unchecked Sendable {
         let earliest = first.deadline
         let now = clock.now()
         if earliest <= now { return 0 }
-        var wake = wakeSpacing.wake(forEarliest: earliest)
+        while let exact = exactTimers.min, timerActions[exact.id] == nil { exactTimers.removeMin() }
+        var wake = wakeSpacing.wake(forEarliest: earliest, exact: exactTimers.min?.deadline)
         if first.delivery {
             switch deliveryLead.step(toward: earliest, now: now, timersLastRan: wakeSpacing.lastRun) {
             case .unled: break

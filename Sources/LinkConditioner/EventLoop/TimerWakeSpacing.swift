@@ -17,8 +17,11 @@ struct TimerWakeSpacing {
         lastRun = now
     }
 
-    /// The instant to arm for when the earliest pending deadline is `deadline`.
-    func wake(forEarliest deadline: Instant) -> Instant {
-        max(deadline, lastRun.addingSaturating(nanoseconds: spacing.nanoseconds))
+    /// The instant to arm for when the earliest pending deadline is `deadline`, and the earliest exact one (a timer
+    /// that has spent its lateness budget already and is never postponed) is `exact`.
+    func wake(forEarliest deadline: Instant, exact: Instant? = nil) -> Instant {
+        let spaced = max(deadline, lastRun.addingSaturating(nanoseconds: spacing.nanoseconds))
+        guard let exact else { return spaced }
+        return min(spaced, max(exact, deadline))
     }
 }

@@ -77,6 +77,9 @@ final class ShapedLink {
         service(at: now)
     }
 
+    /// The earliest instant at which `flow` may release more bytes, or nil when none are on their way.
+    func nextRelease(of flow: StreamFlow) -> Instant? { model.nextRelease(of: flow) }
+
     /// Whether the link shapes nothing either way, so pumps may move bytes without the model seeing them.
     var isPassThrough: Bool { model.isPassThrough }
 

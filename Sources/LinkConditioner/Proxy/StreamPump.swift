@@ -36,6 +36,7 @@ final class StreamPump {
     private var chunks = Deque<[UInt8]>()
     private var headOffset = 0
     private(set) var heldBytes = 0
+    /// Released bytes handed over for writing (written as the destination takes them).
     private var deliverableBytes = 0
     /// Whether the model has released any of this direction's bytes yet.
     private var hasReleased = false
@@ -48,6 +49,8 @@ final class StreamPump {
     /// While the bytes just read are handed on: when they reached the source socket. A stage that forwards them
     /// at once passes that on; bytes it held go to the link when it lets them go.
     private var readArrival: Instant?
+    /// Released bytes held back briefly so that a busy direction writes them together.
+    private var batch = WriteBatch.standard
     /// Bytes written to the destination, by either path.
     var bytesDelivered = 0
     private(set) var sourceEnded = false
@@ -70,6 +73,9 @@ final class StreamPump {
     var recording: PumpRecording?
     /// Made when a delivery first waits, so a connection that never waits allocates none (nor makes one to cancel).
     private var deliveryAlarm: DeadlineAlarm?
+    /// Fires when the batch's oldest byte has been held as long as it may be; exact, since the hold already spent
+    /// the lateness budget the loop's timer spacing would otherwise take. Made at the first hold.
+    private var batchAlarm: DeadlineAlarm?
     private var resumeScheduled = false
     /// When the source's end of stream may reach the destination.
     private(set) var endOfStreamDue: Instant?
@@ -237,14 +243,26 @@ final class StreamPump {
         relay.pumpMayRead(self, at: now)
     }
 
-    /// Collects the bytes the model has released by `now` and writes them; the link reports the next release.
+    /// Collects the bytes the model has released by `now` and writes them, or holds them briefly while more are
+    /// on their way (`WriteBatch`); the link reports the next release.
     func deliverDue(at now: Instant) -> Outcome {
         for change in flow.takeLossBlockChanges() { recording?.held(.loss, change.blocked, at: change.at) }
-        let released = flow.takeDeliverable(at: now)
-        deliverableBytes += released
-        if released > 0 && !hasReleased {
+        let release = flow.takeRelease(at: now)
+        if release.bytes > 0 && !hasReleased {
             hasReleased = true
             relay?.firstBytesReleased(by: self, at: now)
+        }
+        if let oldest = release.oldest { batch.add(release.bytes, releasedAt: oldest) }
+        switch batch.decision(at: now, nextRelease: link.nextRelease(of: flow)) {
+        case .none:
+            break
+        case .write:
+            batchAlarm?.cancel()
+            deliverableBytes += batch.take()
+        case .hold(let deadline):
+            let alarm = batchAlarm ?? DeadlineAlarm(loop: link.loop, exact: true) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
+            batchAlarm = alarm
+            alarm.arm(at: deadline)
         }
         return writeDeliverable()
     }
@@ -353,6 +371,7 @@ final class StreamPump {
         stage?.close()
         splice?.close()
         deliveryAlarm?.cancel()
+        batchAlarm?.cancel()
         link.detach(flow)
         link.budget?.release(heldBytes)
         link.budget?.forget(self)

@@ -18,6 +18,12 @@ public final class StreamFlow {
     var acks = Deque<(ack: TCPAck, at: Instant)>()
     /// Bytes the receiver released in order and the proxy has not taken yet.
     var releasedBytes = 0
+    /// When the oldest of `releasedBytes` was released; nil while there are none. An observation for the proxy's
+    /// write batching, never read by the model.
+    private(set) var oldestReleaseAt: Instant?
+    /// Segments of this flow in its link's bottleneck (queued or on the wire), so the link can tell whether more
+    /// of its bytes are on their way. Counted by the link; the model's decisions never read it.
+    var segmentsInBottleneck = 0
     /// Bytes written to the flow and not yet released to the receiver (sender's buffer and the network).
     var pendingBytes = 0
     var isMarkedChanged = false
@@ -38,12 +44,26 @@ public final class StreamFlow {
         self.tally = tally
     }
 
+    /// Counts `count` bytes released to the application at `at`.
+    func release(_ count: Int, at: Instant) {
+        if releasedBytes == 0 { oldestReleaseAt = at }
+        releasedBytes += count
+    }
+
     /// Removes and returns how many bytes the receiver has released to the application by `now`.
     public func takeDeliverable(at now: Instant) -> Int {
+        takeRelease(at: now).bytes
+    }
+
+    /// Removes and returns the bytes the receiver has released to the application by `now`, and when the oldest
+    /// of them was released (nil when there are none).
+    public func takeRelease(at now: Instant) -> (bytes: Int, oldest: Instant?) {
         let count = releasedBytes
+        let oldest = count > 0 ? oldestReleaseAt : nil
         releasedBytes = 0
+        oldestReleaseAt = nil
         tally.counters.bytesDelivered += count
-        return count
+        return (count, oldest)
     }
 
     /// Removes and returns when the receiver became blocked behind a lost segment, or was unblocked, in order.

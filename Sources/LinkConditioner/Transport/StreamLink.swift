@@ -138,6 +138,7 @@ public final class StreamLink {
         if old.queueManagement != profile.queueManagement || old.queueLimit != profile.queueLimit {
             let refused = bottleneck.update(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
                                             now: now)
+            for packet in refused { flowsByNumber[packet.flow]?.segmentsInBottleneck -= 1 }
             tally.counters.segmentsLost += refused.count
         }
         let wanted = GilbertElliottLoss(profile: profile)
@@ -242,7 +243,7 @@ public final class StreamLink {
         tally.counters.bytesEnqueued += bytes
         run(until: now)
         if isPassThrough && flow.pendingBytes == 0 {
-            flow.releasedBytes += bytes
+            flow.release(bytes, at: now)
             markChanged(flow)
             return
         }
@@ -271,6 +272,21 @@ public final class StreamLink {
         spare = result
         for flow in result { flow.isMarkedChanged = false }
         return result
+    }
+
+    /// The earliest instant at which `flow`'s receiver may release more bytes, as far as the link already knows:
+    /// its next arrival, or while its segments wait in the bottleneck, the bottleneck's next event plus the least
+    /// propagation delay. Nil when none of its bytes is on its way (the next ones wait for an ACK or a timer, or
+    /// there are none). A lower bound: an arrival after a hole releases nothing. Read-only; for the proxy's write
+    /// batching.
+    public func nextRelease(of flow: StreamFlow) -> Instant? {
+        var next = flow.arrivals.first?.at
+        if flow.segmentsInBottleneck > 0, let departure = bottleneck.nextEventTime, departure != .never {
+            let least = max(0, (profile.delay - profile.jitter).nanoseconds)
+            let arrival = departure.addingSaturating(nanoseconds: least)
+            next = min(next ?? arrival, arrival)
+        }
+        return next
     }
 
     /// The next instant at which `advance` has work, or nil (also for work that saturated at the end of time).
@@ -335,10 +351,12 @@ public final class StreamLink {
                     switch event {
                     case let .departed(packet, departure):
                         if let flow = flowsByNumber[packet.flow] {
+                            flow.segmentsInBottleneck -= 1
                             depart(packet, of: flow, at: departure)
                             reschedule(flow, at: at)
                         }
-                    case .dropped:
+                    case let .dropped(packet, _):
+                        flowsByNumber[packet.flow]?.segmentsInBottleneck -= 1
                         tally.counters.segmentsLost += 1
                     }
                 }
@@ -365,7 +383,7 @@ public final class StreamLink {
             if let ack { sendAck(ack, on: flow, at: first.at) }
             let released = flow.receiver.takeReleased()
             if released > 0 {
-                flow.releasedBytes += released
+                flow.release(released, at: first.at)
                 flow.pendingBytes -= released
                 markChanged(flow)
             }
@@ -406,7 +424,9 @@ public final class StreamLink {
         while let segment = flow.sender.nextSegment(now: now) {
             tally.counters.transmissions += 1
             let packet = LinkPacket(flow: flow.number, bytes: segment.length, tag: UInt64(segment.seq))
+            flow.segmentsInBottleneck += 1
             let dropped = bottleneck.enqueue(packet, now: now)
+            for packet in dropped { flowsByNumber[packet.flow]?.segmentsInBottleneck -= 1 }
             tally.counters.segmentsLost += dropped.count
         }
     }
