@@ -95,8 +95,8 @@ struct StatusCommand: ParsableCommand {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// What the TCP model lost per listener, by the direction the loss happened on: data segments, ACKs (an ACK of
-    /// a download is lost on the uplink) and handshake resends (SYNs up, SYN-ACKs down). Shown once something was lost.
+    /// What the TCP model lost per listener: data segments and ACKs by the direction they were lost on (an ACK of a
+    /// download is lost on the uplink), and the SYNs and SYN-ACKs resent. Shown once there is any.
     static func tcpLosses(_ listeners: [StatusReport.Listener]) -> [String] {
         let lossy = listeners.filter {
             $0.uplink.segmentsLost + $0.downlink.segmentsLost + $0.uplink.acksLost + $0.downlink.acksLost

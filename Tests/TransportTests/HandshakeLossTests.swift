@@ -119,6 +119,7 @@ struct HandshakeLossTests {
         let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
 
         let attempts = uplink.drawHandshake(answeredOver: downlink)
+        _ = downlink.makeFlow(at: .zero + slow, handshake: attempts)
 
         // The resent SYN reaches the server at 1.6 s, before the final ACK (1.8 s), and is answered by a second
         // SYN-ACK (tcp_check_req's inet_rtx_syn_ack, which counts in the request's retransmissions).
@@ -152,7 +153,8 @@ struct HandshakeLossTests {
         uplink.handshakeLossDecision = losses([true, true])
         downlink.handshakeLossDecision = losses([true])
 
-        _ = uplink.drawHandshake(answeredOver: downlink)
+        let attempts = uplink.drawHandshake(answeredOver: downlink)
+        _ = downlink.makeFlow(at: .zero + (attempts.serverReached ?? .zero), handshake: attempts)
 
         // The third SYN (3 s) gets through, its SYN-ACK is lost and the server's timer resends it at 4 s, before
         // the client's fourth SYN (7 s).
@@ -259,6 +261,86 @@ struct FinalAckLossTests {
         #expect(attempts.handshakeAcksLost == HandshakeAttempts.synAckRetries + 1)
     }
 
+    @Test func noSynAckResendCountsWhenTheClientsBytesOpenedTheServerFirst() {
+        let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+                                         ackLost: losses([true, true]))
+        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        let server = downlink.makeFlow(at: .ms(20), handshake: attempts)
+
+        downlink.open(server, at: .ms(20 + 30 + 20))
+
+        // The request arrived before the server's timer fired: the final ACK was lost, nothing was resent.
+        #expect(downlink.counters.handshakeRetransmissions == 0)
+        #expect(downlink.counters.acksLost == 1)
+        #expect(server.transport.srtt == up + down)
+    }
+
+    @Test func aServerOpenedAfterALostFinalAckSamplesFromItsFirstSynAck() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+                                         ackLost: losses([true]))
+
+        let start = attempts.serverStart(openedAt: attempts.serverEstablished!)
+
+        // The client echoes the first SYN-ACK's timestamp, so the sample spans the timer's second too.
+        #expect(start.roundTrip == .seconds(1) + down + up)
+        #expect(start.retransmissions == 1)
+        #expect(!start.startsAtOneSegment)
+    }
+
+    @Test func resentSynAcksTheClientDidNotNeedAreUndone() {
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+                                         ackLost: losses([true, true, true]))
+
+        let start = attempts.serverStart(openedAt: attempts.serverEstablished!)
+
+        // Three resends, but the client was established by the first SYN-ACK: tcp_try_undo_spurious_syn.
+        #expect(start.retransmissions == 3)
+        #expect(!start.startsAtOneSegment)
+    }
+
+    @Test func aClientEstablishedByATimersResendStartsTheServerAtOneSegment() {
+        // The first SYN gets through, the client's later SYNs do not; the first two SYN-ACKs are lost, so the
+        // server's timer resends at up + 1 s and up + 3 s, and the second resend establishes the client.
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([false, true, true]),
+                                         synAckLost: losses([true, true]))
+
+        let start = attempts.serverStart(openedAt: attempts.serverEstablished!)
+
+        #expect(attempts.clientEstablished == up + .seconds(3) + down)
+        #expect(start.retransmissions == 2)
+        #expect(start.startsAtOneSegment)
+        #expect(start.roundTrip == down + up)
+    }
+
+    @Test func aClientWhoseFirstSynGotThroughIsNotCutByResendingIt() {
+        let firstDelivered = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([false, true]),
+                                               synAckLost: losses([true, true]))
+        let firstLost = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true, true]),
+                                          synAckLost: losses([]))
+
+        #expect(firstDelivered.synRetransmissions > 1)
+        #expect(!firstDelivered.clientStart.startsAtOneSegment)
+        #expect(firstLost.synRetransmissions == 2)
+        #expect(firstLost.clientStart.startsAtOneSegment)
+        #expect(firstLost.clientStart.roundTrip == up + down)
+    }
+
+    @Test func aServerThatDroppedItsRequestResetsTheClientsLateBytes() {
+        let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
+        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: { false }, synAckLost: { false },
+                                         ackLost: { true })
+        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        let server = downlink.makeFlow(at: .ms(20), handshake: attempts)
+
+        let opened = downlink.open(server, at: .zero + up + .seconds(64))
+
+        let sixtyThreeSeconds = Duration.seconds(63)
+        #expect(attempts.serverGaveUp == up + sixtyThreeSeconds)
+        #expect(!opened)
+        #expect(server.opensAt == .never)
+    }
+
     @Test func theServersSideOpensWhenItsFinalAckArrivesOrWhenTheClientsBytesDo() {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
         let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
@@ -268,9 +350,12 @@ struct FinalAckLossTests {
         let server = downlink.makeFlow(at: connect, handshake: attempts)
         #expect(server.opensAt == .ms(20 + 1_000 + 30 + 20))
 
+        downlink.enqueue(1_000, on: server, at: .ms(20 + 30))
         downlink.open(server, at: .ms(20 + 30 + 20))
+        let released = downlink.advance(to: .ms(20 + 30 + 20 + 30)).reduce(0) { $0 + $1.takeDeliverable(at: .ms(100)) }
 
         #expect(server.opensAt == .ms(20 + 30 + 20))
+        #expect(released == 1_000)
     }
 
     @Test func aServerThatSpeaksFirstSendsOnceItsResentSynAckWasAnswered() {
@@ -303,7 +388,8 @@ struct FinalAckLossTests {
         let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
         uplink.handshakeLossDecision = losses([false, true, true])
 
-        _ = uplink.drawHandshake(answeredOver: downlink)
+        let attempts = uplink.drawHandshake(answeredOver: downlink)
+        _ = downlink.makeFlow(at: .zero + up, handshake: attempts)
 
         #expect(downlink.counters.acksLost == 2)
         #expect(downlink.counters.handshakeRetransmissions == 2)

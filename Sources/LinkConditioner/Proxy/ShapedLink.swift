@@ -70,11 +70,14 @@ final class ShapedLink {
 
     func canAccept(_ flow: StreamFlow) -> Bool { model.canAccept(flow) }
 
-    /// Lets `flow` send from `now` if its handshake still held it: the peer's first bytes acknowledged it.
-    func open(_ flow: StreamFlow, at now: Instant) {
-        guard flow.opensAt > now else { return }
-        model.open(flow, at: now)
+    /// Lets `flow` send from `now` if its handshake still held it: the peer's first bytes acknowledged it. False
+    /// when the server had given the handshake up, so the connection is to be reset.
+    func open(_ flow: StreamFlow, at now: Instant) -> Bool {
+        guard flow.opensAt > now else { return true }
+        guard model.open(flow, at: now) else { return false }
         service(at: now)
+        pumps[ObjectIdentifier(flow)]?.flowOpened()
+        return true
     }
 
     /// The earliest instant at which `flow` may release more bytes, or nil when none are on their way.
@@ -111,6 +114,9 @@ final class ShapedLink {
             for pump in Array(pumps.values) where !pump.isClosed { pump.leaveSplice(at: now) }
         }
         service(at: now)
+        if model.isPassThrough {
+            for pump in Array(pumps.values) where !pump.isClosed { pump.flowOpened() }
+        }
     }
 
     /// Runs the serialiser up to `now`, tells pumps what changed, and re-arms the service timer. Called during a

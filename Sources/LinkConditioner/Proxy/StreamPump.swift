@@ -78,7 +78,11 @@ final class StreamPump {
     private var batchAlarm: DeadlineAlarm?
     private var resumeScheduled = false
     /// When the source's end of stream may reach the destination.
-    private(set) var endOfStreamDue: Instant?
+    /// When the source ended, and what its FIN waits beyond the side's opening: the link's delay and the stage's.
+    private var endOfStream: (at: Instant, wait: Duration)?
+    /// When the FIN may reach the destination: once the flow's side of the handshake opened (which the peer's
+    /// first bytes may bring forward) and the waits have passed.
+    var endOfStreamDue: Instant? { endOfStream.map { max($0.at, flow.opensAt) + $0.wait } }
     /// How a stage's cut ends the connection once the bytes before it are written; nil for an ordinary end.
     private var cut: StreamEnd?
     /// True while `readAvailable` runs, so callbacks it triggers do not start a nested read.
@@ -310,7 +314,7 @@ final class StreamPump {
     func endOfStream(at now: Instant) {
         sourceEnded = true
         sourceReadable = false
-        endOfStreamDue = max(now, flow.opensAt) + link.currentDelay + (stage?.endOfStreamDelay(at: now) ?? .zero)
+        endOfStream = (now, link.currentDelay + (stage?.endOfStreamDelay(at: now) ?? .zero))
     }
 
     /// Sends end-of-stream to the destination once the source has ended, every byte has been written, and the
@@ -318,7 +322,7 @@ final class StreamPump {
     func finishIfDrained() -> Outcome {
         guard sourceEnded, heldBytes == 0, (splice?.pipedBytes ?? 0) == 0, !isFinished, destinationReady else { return isFinished ? .finished : .open }
         if let due = endOfStreamDue, due > link.loop.clock.now() {
-            armDelivery(at: due)
+            if due != .never { armDelivery(at: due) }
             return .open
         }
         if let cut {
@@ -333,6 +337,10 @@ final class StreamPump {
             return .failed(error)
         }
         isFinished = true
+        if !hasReleased {
+            hasReleased = true
+            relay?.firstBytesReleased(by: self, at: link.loop.clock.now())
+        }
         return .finished
     }
 
@@ -352,6 +360,12 @@ final class StreamPump {
         let alarm = deliveryAlarm ?? DeadlineAlarm(loop: link.loop, delivery: true) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
         deliveryAlarm = alarm
         alarm.arm(at: due)
+    }
+
+    /// The flow's side of the handshake opened sooner than planned: a FIN waiting for it may go now.
+    func flowOpened() {
+        guard !isClosed, sourceEnded, !isFinished, let relay else { return }
+        relay.pumpProgressed(self, outcome: finishIfDrained())
     }
 
     /// Whether this pump holds room to read more from its source: at least `minimumRead` bytes.

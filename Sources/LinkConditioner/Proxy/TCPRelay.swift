@@ -395,7 +395,10 @@ final class TCPRelay {
     /// SYN-ACK, so a server still waiting for a lost final ACK may send.
     func firstBytesReleased(by pump: StreamPump, at now: Instant) {
         guard pump === uplink, let downlink, !downlink.isClosed else { return }
-        downlink.link.open(downlink.flow, at: now)
+        if !downlink.link.open(downlink.flow, at: now) {
+            logger.debug("connection \(id): the emulated server had dropped its handshake; resetting")
+            close(reset: true)
+        }
     }
 
     /// Reacts to a pump's writes: they may have made room to read again.

@@ -21,10 +21,15 @@
 // The final ACK is lost with the uplink's loss like the SYN. A server that speaks first then waits for its SYN-ACK
 // timer (1 s, then 2 s …) and the client's answer to the resent SYN-ACK; in a client-first protocol the request's
 // first segment carries the same acknowledgement (tcp_check_req accepts it), so the proxy opens the server's side
-// when the client's first bytes reach it (`StreamLink.open(_:at:)`), and a lost final ACK costs nothing. Linux takes the first RTT sample from the
-// timestamps the SYN-ACK echoes, so a retransmitted SYN leaves the first retransmission timeout at about 200 ms
-// (the 3 s TCP_TIMEOUT_FALLBACK applies only without a sample); but more than one retransmission of a side's SYN
-// or SYN-ACK starts that side's window at one segment (tcp_init_transfer).
+// when the client's first bytes reach it (`StreamLink.open(_:at:)`), and what the server would have resent after
+// that never happened. Once the server dropped its request unanswered, a client segment is answered by a reset.
+//
+// Each side starts from its handshake as tcp_init_transfer leaves it. Its first RTT sample comes from the
+// timestamp the other side echoes: the client's from the first SYN that reached the server (a retransmitted SYN
+// does not update the request's ts_recent), the server's from the SYN-ACK that established the client (later
+// ones it drops before ts_recent). More than one retransmission starts the window at one segment, unless
+// tcp_try_undo_spurious_syn undoes it: the echoed timestamp is the first SYN's (or SYN-ACK's) own, so the resends
+// were spurious; the server's undo marker is set only when its timer fired.
 
 /// The fate of one connection's handshake: when the server first heard of it, when the client was established,
 /// and what that took. Pure: the losses come from the closures given, in the order the segments are sent.
@@ -36,6 +41,24 @@ public struct HandshakeAttempts: Hashable, Sendable {
     /// tcp_synack_retries: the SYN-ACK retransmissions of one request by the server's timer.
     public static let synAckRetries = 5
 
+    /// How one side starts sending once its handshake completed.
+    public struct SideStart: Hashable, Sendable {
+        /// Its SYNs or SYN-ACKs sent after the first.
+        public var retransmissions: Int
+        /// Its first round-trip sample, from the timestamp the other side echoed.
+        public var roundTrip: Duration
+        /// Whether its window starts at one segment (tcp_init_transfer after a timeout not undone).
+        public var startsAtOneSegment: Bool
+    }
+
+    /// One SYN-ACK the server sent: when (after the client's connect()), for which request, and whether its timer
+    /// sent it (rather than an answer to a SYN).
+    struct SynAckSend: Hashable, Sendable {
+        var at: Duration
+        var request: Int
+        var byTimer: Bool
+    }
+
     /// The one-way delays the handshake crossed: the SYNs and final ACK the uplink's, the SYN-ACKs the downlink's.
     public let uplinkDelay: Duration
     public let downlinkDelay: Duration
@@ -46,12 +69,24 @@ public struct HandshakeAttempts: Hashable, Sendable {
     /// After the client's connect(), when an ACK of a SYN-ACK first reached the server; nil if none did before the
     /// server dropped its request (only the client's data can then open the server's side).
     public let serverEstablished: Duration?
+    /// After the client's connect(), when the server dropped its request with the client established and no ACK
+    /// arrived: a client segment arriving later is answered by a reset.
+    public let serverGaveUp: Duration?
     /// SYNs the client sent after its first, until it was established or gave up.
     public let synRetransmissions: Int
-    /// SYN-ACKs the server sent after its first, until it was established or gave up.
+    /// SYN-ACKs the server sent after its first, until an ACK reached it or it gave up (the client's data may
+    /// open it sooner: `serverStart(openedAt:)`).
     public let synAckRetransmissions: Int
-    /// The client's ACKs of SYN-ACKs lost on the uplink before one reached the server.
+    /// The client's ACKs of SYN-ACKs lost on the uplink until one reached the server.
     public let handshakeAcksLost: Int
+    /// When the SYN whose timestamp every SYN-ACK echoes was sent: the first that reached the server.
+    let echoedSynSentAt: Duration?
+    /// When the SYN-ACK that established the client was sent, and for which request.
+    let establishingSynAck: SynAckSend?
+    /// Every SYN-ACK, in order; empty when there was one and it established the client.
+    let synAckSends: [SynAckSend]
+    /// When each ACK of a SYN-ACK that the uplink lost was sent.
+    let lostAckSends: [Duration]
 
     /// The handshake of a link that loses nothing: one round trip, with no retransmission while the round trip
     /// is at most the first timeout (the SYN-ACK is taken before a SYN resent at the same instant, the ACK before
@@ -62,9 +97,15 @@ public struct HandshakeAttempts: Hashable, Sendable {
             self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: { false }, synAckLost: { false })
             return
         }
-        self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, serverReached: uplinkDelay,
-                  clientEstablished: uplinkDelay + downlinkDelay, serverEstablished: uplinkDelay * 2 + downlinkDelay,
-                  synRetransmissions: 0, synAckRetransmissions: 0, handshakeAcksLost: 0)
+        var play = HandshakePlay()
+        play.serverReached = uplinkDelay
+        play.established = uplinkDelay + downlinkDelay
+        play.serverEstablished = uplinkDelay * 2 + downlinkDelay
+        play.synsSent = 1
+        play.synAcksSent = 1
+        play.echoedSynSentAt = .zero
+        play.establishingSynAck = SynAckSend(at: uplinkDelay, request: 0, byTimer: false)
+        self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, play: play)
     }
 
     /// Plays the handshake out; `synLost` is asked once per SYN sent, `synAckLost` once per SYN-ACK sent and
@@ -76,52 +117,99 @@ public struct HandshakeAttempts: Hashable, Sendable {
             guard play.step(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: synLost,
                             synAckLost: synAckLost, ackLost: ackLost) else { break }
         }
-        self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, serverReached: play.serverReached,
-                  clientEstablished: play.established, serverEstablished: play.serverEstablished,
-                  synRetransmissions: max(play.synsSent - 1, 0), synAckRetransmissions: max(play.synAcksSent - 1, 0),
-                  handshakeAcksLost: play.acksLost)
+        self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, play: play)
     }
 
-    private init(uplinkDelay: Duration, downlinkDelay: Duration, serverReached: Duration?, clientEstablished: Duration?,
-                 serverEstablished: Duration?, synRetransmissions: Int, synAckRetransmissions: Int, handshakeAcksLost: Int) {
+    private init(uplinkDelay: Duration, downlinkDelay: Duration, play: HandshakePlay) {
         self.uplinkDelay = uplinkDelay
         self.downlinkDelay = downlinkDelay
-        self.serverReached = serverReached
-        self.clientEstablished = clientEstablished
-        self.serverEstablished = serverEstablished
-        self.synRetransmissions = synRetransmissions
-        self.synAckRetransmissions = synAckRetransmissions
-        self.handshakeAcksLost = handshakeAcksLost
+        serverReached = play.serverReached
+        clientEstablished = play.established
+        serverEstablished = play.serverEstablished
+        serverGaveUp = play.serverGaveUp
+        synRetransmissions = max(play.synsSent - 1, 0)
+        synAckRetransmissions = max(play.synAcksSent - 1, 0)
+        handshakeAcksLost = play.lostAckSends.count
+        echoedSynSentAt = play.echoedSynSentAt
+        establishingSynAck = play.establishingSynAck
+        synAckSends = play.synAckSends.count == 1 && play.synAckSends.first == play.establishingSynAck ? [] : play.synAckSends
+        lostAckSends = play.lostAckSends
     }
 
     /// Whether every attempt was lost and the client's connect() gave up.
     public var isAbandoned: Bool { clientEstablished == nil }
 
+    /// How the client starts: its SYN resends, its first sample (established minus the echoed SYN's send time),
+    /// and a window of one segment after more than one resend unless the first SYN was the echoed one.
+    public var clientStart: SideStart {
+        let echoed = echoedSynSentAt ?? .zero
+        let roundTrip = clientEstablished.map { $0 - echoed } ?? uplinkDelay + downlinkDelay
+        return SideStart(retransmissions: synRetransmissions, roundTrip: roundTrip,
+                         startsAtOneSegment: synRetransmissions > 1 && echoed > .zero)
+    }
+
+    /// How the server starts when its side opened `offset` after the client's connect() (its ACK's arrival, or
+    /// the client's first bytes'): the SYN-ACKs it had resent by then, its first sample (the open minus the send
+    /// time of the SYN-ACK that established the client), and a window of one segment after more than one resend,
+    /// if its timer fired and the client was not established by the request's first SYN-ACK.
+    public func serverStart(openedAt offset: Duration) -> SideStart {
+        guard let establishing = establishingSynAck else {
+            return SideStart(retransmissions: 0, roundTrip: uplinkDelay + downlinkDelay, startsAtOneSegment: false)
+        }
+        let roundTrip = max(offset - establishing.at, .zero)
+        guard !synAckSends.isEmpty else {
+            return SideStart(retransmissions: synAckRetransmissions, roundTrip: roundTrip, startsAtOneSegment: false)
+        }
+        var sent = 0, byTimer = false
+        var firstOfRequest: Duration?
+        for send in synAckSends where send.at < offset {
+            sent += 1
+            guard send.request == establishing.request else { continue }
+            if firstOfRequest == nil { firstOfRequest = send.at }
+            byTimer = byTimer || send.byTimer
+        }
+        let resent = max(sent - 1, 0)
+        return SideStart(retransmissions: resent, roundTrip: roundTrip,
+                         startsAtOneSegment: resent > 1 && byTimer && firstOfRequest != establishing.at)
+    }
+
+    /// The client's ACKs of SYN-ACKs the uplink lost before `offset` after the client's connect().
+    public func handshakeAcksLost(before offset: Duration) -> Int {
+        lostAckSends.reduce(0) { $0 + ($1 < offset ? 1 : 0) }
+    }
+
     /// How long after the client's connect() its connect() gives up: the last SYN's doubled timeout.
     public static var clientGivesUpAfter: Duration { initialTimeout * ((1 << (synRetries + 1)) - 1) }
 
-    /// Bound on the events of one handshake: 7 SYNs, their arrivals, and the server's timers and answers.
+    /// Bound on the events of one handshake: 7 SYNs, their arrivals, the server's timers and answers, and the
+    /// client's ACKs of them.
     private static let maximumEvents = 1_000
 }
 
 /// The handshake's state while it is played out, one event at a time in time order.
 private struct HandshakePlay {
-    /// The server's pending request: when its timer fires, and how often it fired.
+    /// The server's pending request: its number, when its timer fires, and how often it fired.
     struct Request {
+        var number: Int
         var timerAt: Duration
         var timeouts: Int
     }
 
     var synsSent = 0
     var synAcksSent = 0
-    var acksLost = 0
-    var synArrivals: [Duration] = []
-    var synAckArrivals: [Duration] = []
+    var requests = 0
+    var synArrivals: [(at: Duration, sentAt: Duration)] = []
+    var synAckArrivals: [(at: Duration, send: HandshakeAttempts.SynAckSend)] = []
     var ackArrivals: [Duration] = []
     var request: Request?
     var serverReached: Duration?
     var established: Duration?
     var serverEstablished: Duration?
+    var serverGaveUp: Duration?
+    var echoedSynSentAt: Duration?
+    var establishingSynAck: HandshakeAttempts.SynAckSend?
+    var synAckSends: [HandshakeAttempts.SynAckSend] = []
+    var lostAckSends: [Duration] = []
 
     private enum Event { case ackArrives, synAckArrives, synArrives, timer, synSent, clientGivesUp }
 
@@ -138,9 +226,9 @@ private struct HandshakePlay {
         var candidates: [(Duration, Event)] = []
         if established == nil { candidates.append((HandshakeAttempts.clientGivesUpAfter, .clientGivesUp)) }
         if let at = ackArrivals.first { candidates.append((at, .ackArrives)) }
-        if let at = synAckArrivals.first { candidates.append((at, .synAckArrives)) }
+        if let at = synAckArrivals.first?.at { candidates.append((at, .synAckArrives)) }
         if let at = request?.timerAt { candidates.append((at, .timer)) }
-        if let at = synArrivals.first { candidates.append((at, .synArrives)) }
+        if let at = synArrivals.first?.at { candidates.append((at, .synArrives)) }
         if let at = synSendTime(synsSent) { candidates.append((at, .synSent)) }
         guard let (now, event) = candidates.min(by: { lhs, rhs in
             lhs.0 == rhs.0 ? Self.order(lhs.1) < Self.order(rhs.1) : lhs.0 < rhs.0
@@ -152,28 +240,34 @@ private struct HandshakePlay {
             serverEstablished = now
             return false
         case .synAckArrives:
-            synAckArrivals.removeFirst()
-            if established == nil { established = now }
-            if ackLost() { acksLost += 1 } else { ackArrivals.append(now + uplinkDelay) }
+            let arrival = synAckArrivals.removeFirst()
+            if established == nil {
+                established = now
+                establishingSynAck = arrival.send
+            }
+            if ackLost() { lostAckSends.append(now) } else { ackArrivals.append(now + uplinkDelay) }
         case .synSent:
             synsSent += 1
-            if !synLost() { synArrivals.append(now + uplinkDelay) }
+            if !synLost() { synArrivals.append((now + uplinkDelay, now)) }
         case .synArrives:
-            synArrivals.removeFirst()
+            let arrival = synArrivals.removeFirst()
             if serverReached == nil { serverReached = now }
             if var pending = request {
                 pending.timerAt = now + HandshakeAttempts.initialTimeout * (1 << pending.timeouts)
                 request = pending
             } else {
-                request = Request(timerAt: now + HandshakeAttempts.initialTimeout, timeouts: 0)
+                request = Request(number: requests, timerAt: now + HandshakeAttempts.initialTimeout, timeouts: 0)
+                requests += 1
+                echoedSynSentAt = arrival.sentAt
             }
-            sendSynAck(at: now, downlinkDelay: downlinkDelay, lost: synAckLost)
+            sendSynAck(at: now, byTimer: false, downlinkDelay: downlinkDelay, lost: synAckLost)
         case .timer:
             guard var pending = request, pending.timeouts < HandshakeAttempts.synAckRetries else {
                 request = nil
+                if established != nil { serverGaveUp = now }
                 return established == nil
             }
-            sendSynAck(at: now, downlinkDelay: downlinkDelay, lost: synAckLost)
+            sendSynAck(at: now, byTimer: true, downlinkDelay: downlinkDelay, lost: synAckLost)
             pending.timeouts += 1
             pending.timerAt = now + HandshakeAttempts.initialTimeout * (1 << pending.timeouts)
             request = pending
@@ -181,9 +275,11 @@ private struct HandshakePlay {
         return true
     }
 
-    private mutating func sendSynAck(at now: Duration, downlinkDelay: Duration, lost: () -> Bool) {
+    private mutating func sendSynAck(at now: Duration, byTimer: Bool, downlinkDelay: Duration, lost: () -> Bool) {
         synAcksSent += 1
-        if !lost() { synAckArrivals.append(now + downlinkDelay) }
+        let send = HandshakeAttempts.SynAckSend(at: now, request: request?.number ?? 0, byTimer: byTimer)
+        synAckSends.append(send)
+        if !lost() { synAckArrivals.append((now + downlinkDelay, send)) }
     }
 
     private static func order(_ event: Event) -> Int {

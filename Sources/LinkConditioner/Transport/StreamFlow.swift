@@ -12,6 +12,9 @@ public final class StreamFlow {
     var receiver = TCPReceiver()
     /// The sender may send nothing before this: the end of its side of the handshake, or the peer's first bytes.
     public internal(set) var opensAt: Instant
+    /// For the server's side of an emulated handshake: the handshake, the instant of the client's connect(), and
+    /// the SYN-ACK resends and lost ACKs counted for it, until the side opened.
+    var serverHandshake: (attempts: HandshakeAttempts, connectedAt: Instant, resent: Int, acksLost: Int)?
     /// Segments past the bottleneck, with their arrival at the receiver (never decreasing).
     var arrivals = Deque<(segment: TCPSegment, at: Instant)>()
     /// ACKs on the reverse path, with their arrival at the sender (never decreasing).

@@ -20,14 +20,15 @@
 // are small), its queue and its jitter. A lost ACK costs little (the next one is cumulative and repeats the SACK
 // blocks) unless it was the last of a flight. Its draws come from their own generator, seeded from `seed`, so a
 // link whose reverse direction loses nothing draws exactly as before; a Gilbert-Elliott reverse direction runs
-// its own chain for the ACKs. Handshake: the SYNs take the uplink's loss and the SYN-ACKs the downlink's, drawn
-// from their own generators (and Gilbert-Elliott chains) per link, and lost ones are resent on Linux's 1, 2, 4 … s
-// timers (`HandshakeAttempts`); the proxy connects upstream when the first SYN arrives. The connecting side's
-// flow opens when the first SYN-ACK reaches the client (one downlink delay after the connect without loss), the
-// accepting side's one uplink delay later (the final ACK), so the first request/response takes two round trips
-// as on a real link, plus the handshake's stalls, and a server that speaks first pays the handshake too. Each
-// side's sender takes the handshake's round trip as its first RTT sample, as Linux does from the timestamps, so
-// its first retransmission timeout is about 200 ms rather than 1 s.
+// its own chain for the ACKs. Handshake: the SYNs and the final ACK take the uplink's loss and the SYN-ACKs the
+// downlink's, drawn from their own generators (and Gilbert-Elliott chains) per link, and lost ones are resent on
+// Linux's 1, 2, 4 … s timers (`HandshakeAttempts`); the proxy connects upstream when the first SYN arrives. The
+// connecting side's flow opens when the first SYN-ACK reaches the client (one downlink delay after the connect
+// without loss), the accepting side's when an ACK of a SYN-ACK arrives (one uplink delay later without loss) or
+// the client's first bytes do (`open`), so the first request/response takes two round trips as on a real link,
+// plus the handshake's stalls, and a server that speaks first pays the handshake too. Each side's sender starts
+// from `HandshakeAttempts.SideStart`: its first RTT sample from the echoed timestamps, as Linux takes it, so its
+// first retransmission timeout is about 200 ms rather than 1 s, and its initial window.
 //
 // A link with no impairment at all (no rate, delay, jitter or loss either way) passes bytes straight through
 // whenever a flow has nothing in the model, so an unconditioned listener costs nothing.
@@ -121,7 +122,8 @@ public final class StreamLink {
 
     /// Live profile switch at `now`: segments queued and on their way keep their order and times; new settings
     /// apply to what is serialised from now on, `settings` to connections opened from now on. Senders backed off
-    /// by a dead path (100 % loss) retry within one timeout.
+    /// by a dead path (100 % loss) retry within one timeout. A link that now emulates nothing opens every side
+    /// still waiting for its handshake, as such a link would have completed it.
     public func update(profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, now: Instant) {
         run(until: now)
         latestEvent = max(latestEvent, now)
@@ -144,7 +146,9 @@ public final class StreamLink {
         let wanted = GilbertElliottLoss(profile: profile)
         if wanted?.parameters != burstLoss?.parameters { burstLoss = wanted }
         if wanted?.parameters != handshakeBurstLoss?.parameters { handshakeBurstLoss = wanted }
+        let opensEveryFlow = isPassThrough
         for flow in flows {
+            if opensEveryFlow && flow.opensAt > now { flow.opensAt = now }
             flow.sender.pathChanged(now: now)
             transmit(flow, at: now)
             reschedule(flow, at: now)
@@ -169,8 +173,7 @@ public final class StreamLink {
                                 ackLost: { self.isHandshakeSegmentLost() })
             : HandshakeAttempts(uplinkDelay: profile.delay, downlinkDelay: reverse.profile.delay)
         tally.counters.handshakeRetransmissions += attempts.synRetransmissions
-        reverse.tally.counters.handshakeRetransmissions += attempts.synAckRetransmissions
-        reverse.tally.counters.acksLost += attempts.handshakeAcksLost
+        if attempts.isAbandoned { reverse.tally.counters.handshakeRetransmissions += attempts.synAckRetransmissions }
         return attempts
     }
 
@@ -184,17 +187,28 @@ public final class StreamLink {
         let down = side == .connector ? reverseDelay : profile.delay
         let handshake = handshake ?? HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
         var opensAt = now
+        let reached = handshake.serverReached ?? .zero
+        let connectedAt = now.addingSaturating(nanoseconds: -reached.nanoseconds)
         if emulatingHandshake {
-            if let reached = handshake.serverReached, let established = handshake.clientEstablished {
+            if handshake.serverReached != nil, let established = handshake.clientEstablished {
                 let opens = side == .connector ? established : handshake.serverEstablished
-                opensAt = opens.map { now.addingSaturating(nanoseconds: ($0 - reached).nanoseconds) } ?? .never
+                opensAt = opens.map { connectedAt.addingSaturating(nanoseconds: $0.nanoseconds) } ?? .never
             } else {
                 opensAt = .never
             }
         }
         let flow = StreamFlow(number: nextFlowNumber, settings: settings, opensAt: opensAt, tally: tally)
-        let resent = side == .connector ? handshake.synRetransmissions : handshake.synAckRetransmissions
-        flow.sender.handshakeCompleted(roundTrip: handshake.uplinkDelay + handshake.downlinkDelay, retransmissions: resent)
+        if side == .connector || !emulatingHandshake {
+            flow.sender.handshakeCompleted(handshake.clientStart)
+        } else {
+            let opened = handshake.serverEstablished ?? handshake.serverGaveUp ?? HandshakeAttempts.clientGivesUpAfter
+            let start = handshake.serverStart(openedAt: opened)
+            let acksLost = handshake.handshakeAcksLost(before: opened)
+            flow.sender.handshakeCompleted(start)
+            flow.serverHandshake = (handshake, connectedAt, start.retransmissions, acksLost)
+            tally.counters.handshakeRetransmissions += start.retransmissions
+            tally.counters.acksLost += acksLost
+        }
         nextFlowNumber += 1
         flows.append(flow)
         flowsByNumber[flow.number] = flow
@@ -202,15 +216,30 @@ public final class StreamLink {
         return flow
     }
 
-    /// The peer's first bytes reached `flow`'s sender at `now`. They acknowledge its SYN-ACK as the final ACK would
-    /// (tcp_check_req), so a server side still waiting for a lost final ACK may send from now.
-    public func open(_ flow: StreamFlow, at now: Instant) {
-        guard flow.opensAt > now, !flow.isRemoved else { return }
+    /// The peer's first bytes (or its end of stream) reached `flow`'s sender at `now`. They acknowledge its
+    /// SYN-ACK as the final ACK would (tcp_check_req), so a server side still waiting for a lost final ACK may
+    /// send from now, starting as its handshake stood then: what its timer would have resent later never was.
+    /// False when the server had dropped its request unanswered: Linux answers such a segment with a reset.
+    @discardableResult
+    public func open(_ flow: StreamFlow, at now: Instant) -> Bool {
+        guard flow.opensAt > now, !flow.isRemoved else { return true }
+        let now = max(now, latestEvent)
         run(until: now)
-        latestEvent = max(latestEvent, now)
+        latestEvent = now
+        if let server = flow.serverHandshake {
+            let offset = now - server.connectedAt
+            if let gaveUp = server.attempts.serverGaveUp, offset >= gaveUp { return false }
+            let start = server.attempts.serverStart(openedAt: offset)
+            let acksLost = server.attempts.handshakeAcksLost(before: offset)
+            tally.counters.handshakeRetransmissions += start.retransmissions - server.resent
+            tally.counters.acksLost += acksLost - server.acksLost
+            flow.serverHandshake = (server.attempts, server.connectedAt, start.retransmissions, acksLost)
+            flow.sender.handshakeCompleted(start)
+        }
         flow.opensAt = now
         transmit(flow, at: now)
         reschedule(flow, at: now)
+        return true
     }
 
     /// Forgets a closed flow; its queued segments leave the bottleneck.

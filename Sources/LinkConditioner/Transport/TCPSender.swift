@@ -170,13 +170,14 @@ public struct TCPSender {
         self.receiveWindow = receiveWindow
     }
 
-    /// The handshake's round trip. Linux samples the SYN against its SYN-ACK (the connecting side) and the SYN-ACK
-    /// against the final ACK (the accepting side), from the timestamps even after a retransmission, so the first
-    /// data segment's timeout is srtt + 200 ms rather than TCP_TIMEOUT_INIT's 1 s. After more than one
-    /// `retransmissions` of this side's SYN or SYN-ACK the window starts at one segment (tcp_init_transfer).
-    public mutating func handshakeCompleted(roundTrip: Duration, retransmissions: Int = 0) {
-        timer.sample(roundTrip)
-        if retransmissions > 1 { window.cwnd = 1 }
+    /// The handshake's end as this side saw it (`HandshakeAttempts.SideStart`): its first round-trip sample, from
+    /// the timestamps even after a retransmission, so the first data segment's timeout is srtt + 200 ms rather
+    /// than TCP_TIMEOUT_INIT's 1 s, and its initial window (one segment after a timeout not undone,
+    /// tcp_init_transfer). Called again before anything was sent, it replaces what the first call set.
+    public mutating func handshakeCompleted(_ start: HandshakeAttempts.SideStart) {
+        timer = RetransmissionTimer()
+        timer.sample(start.roundTrip)
+        window.cwnd = start.startsAtOneSegment ? 1 : max(settings.initialWindow, 1)
     }
 
     public var cwnd: Int { window.cwnd }
