@@ -46,8 +46,8 @@ final class StreamPump {
     private var stampsArrivals = false
     private var takingSince: Instant
     private var stalled = false
-    /// While the bytes just read are handed on: when they reached the source socket. A stage that forwards them
-    /// at once passes that on; bytes it held go to the link when it lets them go.
+    /// While the bytes just read are handed on through an idle stage (one that holds nothing and passes them at
+    /// once): when they reached the source socket. Bytes a stage held go to the link when it lets them go.
     private var readArrival: Instant?
     /// Released bytes held back briefly so that a busy direction writes them together.
     private var batch = WriteBatch.standard
@@ -177,7 +177,7 @@ final class StreamPump {
                 if !bytes.isEmpty {
                     chunks.append(bytes)
                     hold(bytes.count)
-                    readArrival = min(max(arrival ?? now, takingSince), now)
+                    if stage?.isIdle ?? true { readArrival = min(max(arrival ?? now, takingSince), now) }
                     if let stage {
                         stage.admit(bytes.count, from: self, at: now)
                     } else {
@@ -255,6 +255,7 @@ final class StreamPump {
         if release.bytes > 0 && !hasReleased {
             hasReleased = true
             relay?.firstBytesReleased(by: self, at: now)
+            if isClosed { return .open }
         }
         if let oldest = release.oldest { batch.add(release.bytes, releasedAt: oldest) }
         switch batch.decision(at: now, nextRelease: link.nextRelease(of: flow)) {
@@ -275,6 +276,21 @@ final class StreamPump {
     func writeDeliverable() -> Outcome {
         guard destinationReady, !isClosed else { return .open }
         if let splice, splice.pipedBytes > 0 { return drainPipe() }
+        if let error = writeReleased() { return .failed(error) }
+        return finishIfDrained()
+    }
+
+    /// Writes what the model released, the batch's held bytes included, as far as the destination takes it now: a
+    /// connection closing normally does not drop bytes its link already delivered.
+    func flushReleased() {
+        guard destinationReady, !isClosed, (splice?.pipedBytes ?? 0) == 0 else { return }
+        batchAlarm?.cancel()
+        deliverableBytes += batch.take()
+        _ = writeReleased()
+    }
+
+    /// Writes released bytes in order until the destination would block; the error that stopped it, if any.
+    private func writeReleased() -> SystemError? {
         while deliverableBytes > 0 && destinationWritable {
             let chunk = chunks[chunks.startIndex]
             let length = min(chunk.count - headOffset, deliverableBytes)
@@ -287,7 +303,7 @@ final class StreamPump {
             let result: IOResult<Int>
             switch attempt {
             case .success(let value): result = value
-            case .failure(let error): return .failed(error)
+            case .failure(let error): return error
             }
             switch result {
             case .wouldBlock:
@@ -306,7 +322,7 @@ final class StreamPump {
                 if written < length { destinationWritable = false }
             }
         }
-        return finishIfDrained()
+        return nil
     }
 
     /// Notes that the source has ended: its FIN crosses the link like data, one delay after it arrived (and

@@ -471,6 +471,10 @@ final class TCPRelay {
         }
         if let registration = clientRegistration { loop.deregister(registration, closing: true) }
         if let registration = upstreamRegistration { loop.deregister(registration, closing: true) }
+        if !reset {
+            uplink?.flushReleased()
+            downlink?.flushReleased()
+        }
         uplink?.close()
         downlink?.close()
         if reset {

@@ -246,6 +246,7 @@ public final class StreamLink {
     public func remove(_ flow: StreamFlow) {
         guard !flow.isRemoved else { return }
         flow.isRemoved = true
+        flow.segmentsInBottleneck = 0
         flow.scheduledAt = nil
         tally.counters.flows -= 1
         _ = bottleneck.removeAll(ofFlow: flow.number)
