@@ -262,7 +262,20 @@ public final class EventLoop: @unchecked Sendable {
 
     func cancel(_ timer: TimerID) {
         assertInLoop()
-        timerActions.removeValue(forKey: timer.value)
+        guard timerActions.removeValue(forKey: timer.value) != nil else { return }
+        compactTimersIfStale()
+    }
+
+    /// Entries in the timer heap, cancelled ones not yet dropped included.
+    var timerEntries: Int { timers.count }
+
+    /// Rebuilds the timer heaps from the live timers once cancelled entries outnumber them: a cancelled entry stays
+    /// until its deadline surfaces, so a churn of connections each cancelling a 15 s connect timeout would
+    /// otherwise keep hundreds of thousands of dead entries and make every insert pay for them.
+    private func compactTimersIfStale() {
+        guard timers.count > 2 * timerActions.count + 1_024 else { return }
+        timers = Heap(timers.unordered.filter { timerActions[$0.id] != nil })
+        exactTimers = Heap(exactTimers.unordered.filter { timerActions[$0.id] != nil })
     }
 
     private func run() {
