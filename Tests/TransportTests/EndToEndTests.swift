@@ -182,6 +182,19 @@ struct EndToEndTests {
         #expect(try #require(proxy.status().first).downlink.handshakeRetransmissions == 2)
     }
 
+    /// Connects through the link whose first handshake loses the final ACK to `server`, runs `exchange`, and
+    /// returns what it received and the seconds since the connect.
+    private func throughLostFinalAck(to server: TestServer,
+                                     _ exchange: (TestConnection) throws -> [UInt8]) throws -> (bytes: [UInt8], elapsed: Double) {
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: Self.finalAckLost.profile)
+        defer { proxy.stop() }
+        let start = MonotonicClock().now()
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        let bytes = try exchange(client)
+        return (bytes, secondsSince(start))
+    }
+
     @Test func aServersEndOfStreamGoesOnceTheClientsBytesOpenedItsSide() throws {
         let server = try TestServer { connection in
             defer { connection.close() }
@@ -189,15 +202,11 @@ struct EndToEndTests {
             _ = try? connection.drain()
         }
         defer { server.stop() }
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: Self.finalAckLost.profile)
-        defer { proxy.stop() }
 
-        let start = MonotonicClock().now()
-        let client = try TestConnection.connect(port: proxy.port)
-        defer { client.close() }
-        try client.send(Array("GET".utf8))
-        let endOfStream = try client.receive()
-        let elapsed = secondsSince(start)
+        let (endOfStream, elapsed) = try throughLostFinalAck(to: server) { client in
+            try client.send(Array("GET".utf8))
+            return try client.receive()
+        }
 
         // The server's FIN waits for its side to open: the request opens it at 60 ms, so the FIN arrives at 80 ms,
         // not 20 ms after the 3.06 s its timer and the client's answers would take.
@@ -213,15 +222,11 @@ struct EndToEndTests {
             try? connection.send(Array("bye".utf8))
         }
         defer { server.stop() }
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: Self.finalAckLost.profile)
-        defer { proxy.stop() }
 
-        let start = MonotonicClock().now()
-        let client = try TestConnection.connect(port: proxy.port)
-        defer { client.close() }
-        client.shutdownWrite()
-        let reply = try client.receive(exactly: 3)
-        let elapsed = secondsSince(start)
+        let (reply, elapsed) = try throughLostFinalAck(to: server) { client in
+            client.shutdownWrite()
+            return try client.receive(exactly: 3)
+        }
 
         // The client's FIN carries the acknowledgement as data would (60 ms); the reply crosses down in 20 ms more.
         #expect(reply == Array("bye".utf8))
@@ -232,15 +237,11 @@ struct EndToEndTests {
     @Test func aClientFirstRequestOpensTheServerThatALostFinalAckHeld() throws {
         let server = try TestServer.echo()
         defer { server.stop() }
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: Self.finalAckLost.profile)
-        defer { proxy.stop() }
 
-        let start = MonotonicClock().now()
-        let client = try TestConnection.connect(port: proxy.port)
-        defer { client.close() }
-        try client.send(Array("GET".utf8))
-        let echoed = try client.receive(exactly: 3)
-        let elapsed = secondsSince(start)
+        let (echoed, elapsed) = try throughLostFinalAck(to: server) { client in
+            try client.send(Array("GET".utf8))
+            return try client.receive(exactly: 3)
+        }
 
         // The request carries the acknowledgement: 4 × 20 ms, plus a retransmission timeout or two if the 30 %
         // uplink takes the request itself, far from the 3 s the server's timer would have taken.
