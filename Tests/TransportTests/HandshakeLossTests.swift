@@ -1,16 +1,17 @@
 @testable import LinkConditioner
 import Testing
 
+/// Answers the given decisions in order, then "delivered" for every later segment.
+private func losses(_ decisions: [Bool]) -> () -> Bool {
+    var remaining = decisions[...]
+    return { remaining.popFirst() ?? false }
+}
+
 /// A lost SYN or SYN-ACK is repaired by Linux's 1, 2, 4 … s timers, so the first response is late by whole seconds.
 struct HandshakeLossTests {
     private let up = Duration.milliseconds(20)
     private let down = Duration.milliseconds(30)
 
-    /// Answers the given decisions in order, then "delivered" for every later segment.
-    private func losses(_ decisions: [Bool]) -> () -> Bool {
-        var remaining = decisions[...]
-        return { remaining.popFirst() ?? false }
-    }
 
     @Test func aLosslessHandshakeTakesOneRoundTrip() {
         let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
@@ -220,10 +221,6 @@ struct FinalAckLossTests {
     private let up = Duration.milliseconds(20)
     private let down = Duration.milliseconds(30)
 
-    private func losses(_ decisions: [Bool]) -> () -> Bool {
-        var remaining = decisions[...]
-        return { remaining.popFirst() ?? false }
-    }
 
     @Test func withoutLossTheServerIsEstablishedWhenTheFinalAckArrives() {
         let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
