@@ -185,6 +185,37 @@ struct SOCKS5FrontEndTests {
         #expect(secondsSince(start) >= 0.3, "never before the connect timeout")
     }
 
+    @Test func aConnectHeldByAConnectStallIsAnsweredTTLExpiredOnceTheConnectTimeoutPasses() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let (proxy, client) = try connectedFrontEnd(profile: Profile(parsing: "connect.stall = 60s"),
+                                                    settings: ProxyFrontEndSettings(connectTimeout: .milliseconds(300)))
+        defer { client.close(); proxy.stop() }
+        let start = MonotonicClock().now()
+
+        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
+
+        #expect(reply == 0x06)
+        #expect(secondsSince(start) >= 0.3, "never before the connect timeout")
+    }
+
+    @Test func aConnectHeldByAnOfflineBlackholeIsGivenUpAtTheConnectTimeoutAndAnsweredOnceOnline() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(connectTimeout: .milliseconds(300)))
+        defer { client.close(); proxy.stop() }
+        proxy.goOffline(.blackhole)
+        try SOCKS5Client.greet(client)
+        try client.send(SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
+
+        let replyHeldOnTheDeadLink = waitUntil(seconds: 30) { proxy.bufferedBytes().now == 10 }
+        proxy.goOnline()
+        let reply = try SOCKS5Client.readReply(client)
+
+        #expect(replyHeldOnTheDeadLink, "the front end never gave up the connect while offline")
+        #expect(reply == 0x06, "the connect the front end gave up was made once online")
+    }
+
     @Test func aConnectionThatSetUpOutlivesTheConnectTimeout() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }

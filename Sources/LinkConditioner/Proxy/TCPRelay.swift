@@ -76,6 +76,9 @@ final class TCPRelay {
     private var connectTimer: EventLoop.TimerID?
     /// Whether the upstream's port is blackholed by `blocked.ports`: the connect is never made.
     private var portBlackholed = false
+    /// Why the front end gave up a connect it had not yet made (`abandonConnect`): the upstream socket is opened
+    /// only to carry the failure reply, never connected.
+    private var connectGivenUp: Errno?
     /// The client's registration; one a front end's session handed over is taken over at `start`.
     private var clientRegistration: EventLoop.RegistrationID?
     private var upstreamRegistration: EventLoop.RegistrationID?
@@ -235,6 +238,11 @@ final class TCPRelay {
         downlink.destinationReady = true
         downlink.destinationWritable = true
         uplink.sourceReadable = true
+        if let connectGivenUp {
+            upstreamAttempt = upstreamAddresses.count - 1
+            upstreamFailed(address: address, connectGivenUp)
+            return
+        }
         switch host.connectionFaults?.connection.blocking(port: address.port) {
         case .refuse?:
             upstreamAttempt = upstreamAddresses.count - 1
@@ -274,12 +282,25 @@ final class TCPRelay {
         connectTimer = nil
     }
 
-    /// Gives up a connect still in progress (a front end's connect timeout): no further address is tried and the
-    /// client gets the handshake's failure reply, or a reset.
+    /// Gives up a connect the upstream has not accepted (a front end's connect timeout): no further address is
+    /// tried and the client gets the handshake's failure reply, or a reset. A connect not yet made (its SYN still
+    /// crossing the uplink, a `connect.stall`, a blackhole) is given up all the same: the front end's timeout runs
+    /// from the client's request, whatever holds the connect.
     func abandonConnect(_ error: Errno) {
-        guard state == .connecting, upstream != nil else { return }
-        upstreamAttempt = upstreamAddresses.count - 1
-        upstreamFailed(address: upstreamAddresses[upstreamAttempt], error)
+        switch state {
+        case .connecting where upstream != nil:
+            upstreamAttempt = upstreamAddresses.count - 1
+            upstreamFailed(address: upstreamAddresses[upstreamAttempt], error)
+        case .connecting, .blackholed:
+            if state == .blackholed, let recordedID {
+                host.uplink.recorder?.stall(recordedID, .up, cause: heldCause, ended: true, at: loop.clock.now())
+            }
+            state = .connecting
+            connectGivenUp = error
+            connectUpstream()
+        case .relaying, .failing, .hung, .closed:
+            return
+        }
     }
 
     /// Tries the upstream's next address, or resets the client when none is left.
