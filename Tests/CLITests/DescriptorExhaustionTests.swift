@@ -145,8 +145,8 @@ struct DescriptorExhaustionTests {
         func echoOnce() throws {
             let client = try TestConnection.connect(port: relayPort, timeout: 10)
             defer { client.close() }
-            try client.send([1, 2, 3])
-            _ = try client.receive(exactly: 3)
+            try client.send(SplicePipeReuseTests.burst)
+            _ = try client.receive(exactly: SplicePipeReuseTests.burst.count)
         }
         let pipeEndsAtStart = pipeEnds()
 

@@ -27,6 +27,66 @@ struct SpliceTests {
         #expect(downlink(proxy).bytesSpliced == payload.size)
     }
 
+    @Test func shortMessagesCrossUnshapedByOneCopyWithoutTakingAPipe() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
+        defer { client.close() }
+
+        var echoed: [[UInt8]] = []
+        for round in 0..<20 {
+            try client.send([UInt8](repeating: UInt8(round), count: 100))
+            echoed.append(try client.receive(exactly: 100))
+        }
+
+        #expect(echoed == (0..<20).map { [UInt8](repeating: UInt8($0), count: 100) })
+        #expect(proxy.report().splicePipesKept == 0, "a pipe was taken for 100-byte messages")
+        #expect(downlink(proxy).bytesSpliced == 2000)
+    }
+
+    @Test func aLongBurstGoesThroughThePipe() throws {
+        let payload = Payload(size: 4 << 20, seed: 0xB0125)
+        let server = try TestServer.sending(payload)
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
+        defer { proxy.stop() }
+
+        let client = try TestConnection.connect(port: proxy.port, timeout: 60)
+        client.shutdownWrite()
+        let received = try client.drain()
+        client.close()
+
+        #expect(received.checksum == payload.digest.value)
+        #expect((proxy.report().splicePipesKept ?? 0) >= 1, "no pipe was ever taken for 4 MiB")
+    }
+
+    @Test func aShortMessageAndTheEndOfStreamBehindItBothCross() throws {
+        let server = try TestServer { connection in
+            defer { connection.close() }
+            guard let first = try? connection.receive(exactly: 1) else { return }
+            try? connection.send(first)
+            let rest = try? connection.drain()
+            try? connection.send(Array("got \(rest?.count ?? -1) bytes".utf8))
+            connection.shutdownWrite()
+        }
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
+        defer { client.close() }
+        try client.send([1])
+        _ = try client.receive(exactly: 1)
+
+        try client.send([UInt8](repeating: 2, count: 10))
+        client.shutdownWrite()
+        var reply: [UInt8] = []
+        while case let chunk = try client.receive(), !chunk.isEmpty { reply += chunk }
+
+        #expect(String(decoding: reply, as: UTF8.self) == "got 10 bytes")
+    }
+
     @Test func aDelayInEitherDirectionKeepsBothOnTheCopyingPath() throws {
         var profile = Profile.none
         profile.uplink.delay = .milliseconds(1)

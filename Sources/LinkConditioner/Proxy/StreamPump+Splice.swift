@@ -22,16 +22,22 @@ extension StreamPump {
             return .copy
         }
         guard heldBytes == 0, flow.pendingBytes == 0, flow.releasedBytes == 0 else { return .drainFirst }
+        // A pipe is taken only once a burst proves long (`copyBurstStart`), so a connection that never sends, or
+        // sends short messages, holds none.
         if splice == nil { splice = StreamSplice(pool: pipes) }
-        // A pipe is taken once there are bytes to move, so a connection that never sends holds none.
-        guard sourceReadable else { return .splice }
-        return splice?.prepare() == true ? .splice : .copy
+        return .splice
     }
 
-    /// Moves what the source has through the pipe to the destination, until either side would block.
-    func spliceAvailable(at now: Instant) -> Outcome {
+    /// Reads of a burst's start that fill this many bytes mark a bulk transfer, whose rest goes through the pipe.
+    static let burstCopyLimit = 16 * 1024
+
+    /// Moves what the source has to the destination, until either side would block: a burst's start by one read
+    /// and one write, where the pipe would cost a splice in, a splice out and one more splice to hear the source
+    /// is empty; the rest of a long burst through the pipe, never copied into user space.
+    func spliceAvailable(at now: Instant, scratch: ReadBuffer) -> Outcome {
         guard let splice else { return .open }
         var moves = 0
+        var copiedFullRead = false
         while moves < Self.readsPerTurn * 2 {
             moves += 1
             if splice.pipedBytes > 0 {
@@ -44,6 +50,15 @@ extension StreamPump {
                 continue
             }
             guard sourceReadable, !sourceEnded, forwarding, link.isPassThrough, stage?.isIdle ?? true else { return finishIfDrained() }
+            if !splice.holdsPipe && (!copiedFullRead || !splice.prepare()) {
+                guard destinationWritable else { return .open }
+                switch copyBurstStart(into: scratch, at: now) {
+                case .filledRead: copiedFullRead = true
+                case .readShort: break
+                case .stopped(let outcome): return outcome
+                }
+                continue
+            }
             let result: IOResult<Int>
             do {
                 result = try splice.fill(from: source)
@@ -70,6 +85,74 @@ extension StreamPump {
             }
         }
         scheduleResume()
+        return .open
+    }
+
+    enum BurstStep {
+        /// The read filled its buffer: more may wait in the source.
+        case filledRead
+        /// The read was short, but the source's end may wait behind it: read again.
+        case readShort
+        /// Reading stops here with this outcome.
+        case stopped(Outcome)
+    }
+
+    /// One read of up to `burstCopyLimit` bytes into the loop's scratch buffer, written straight on. Bytes the
+    /// destination does not take go onto the copying path, ahead of anything read later.
+    private func copyBurstStart(into scratch: ReadBuffer, at now: Instant) -> BurstStep {
+        let target = UnsafeMutableRawBufferPointer(rebasing: scratch.bytes[0..<min(Self.burstCopyLimit, scratch.bytes.count)])
+        let read: IOResult<Int>
+        do {
+            read = try source.read(into: target)
+        } catch {
+            return .stopped(.failed(error))
+        }
+        let count: Int
+        switch read {
+        case .wouldBlock:
+            sourceReadable = false
+            return .stopped(.open)
+        case .processed(0):
+            endOfStream(at: now)
+            return .stopped(finishIfDrained())
+        case .processed(let value):
+            count = value
+        }
+        let written: Int
+        do {
+            switch try destination.write(UnsafeRawBufferPointer(rebasing: target[0..<count])) {
+            case .wouldBlock: written = 0
+            case .processed(let value): written = value
+            }
+        } catch {
+            return .stopped(.failed(error))
+        }
+        if written > 0 {
+            bytesDelivered += written
+            link.countBypassed(written)
+        }
+        if written < count {
+            destinationWritable = false
+            return .stopped(keep(UnsafeRawBufferPointer(rebasing: target[written..<count]), at: now))
+        }
+        if count == target.count { return .filledRead }
+        guard shortReadEmptiesSource else { return .readShort }
+        sourceReadable = false
+        return .stopped(finishIfDrained())
+    }
+
+    /// Keeps bytes the destination did not take for its next writable edge: in the pipe, or on the copying path
+    /// when no pipe can be had.
+    private func keep(_ bytes: UnsafeRawBufferPointer, at now: Instant) -> Outcome {
+        var stashed = 0
+        if let splice, splice.prepare() {
+            do {
+                stashed = try splice.stash(bytes)
+            } catch {
+                return .failed(error)
+            }
+        }
+        if stashed < bytes.count { inject(Array(bytes[stashed...]), endOfStream: false, at: now) }
         return .open
     }
 

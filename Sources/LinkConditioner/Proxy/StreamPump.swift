@@ -57,6 +57,13 @@ final class StreamPump {
     private(set) var isFinished = false
     /// Edge-triggered epoll: whether the source may still have data we have not read.
     var sourceReadable = false
+    /// Whether a read that returns less than it asked for has emptied the source, so no read is spent to hear
+    /// would-block: true once an event for the source came without a hang-up (the kernel reports one in every
+    /// event after the peer's FIN, and bytes arriving later make a new edge); false for good after one came with
+    /// it, since the end of stream may wait behind the bytes; false before any came to this pump, since an event
+    /// taken before it existed may have carried the hang-up.
+    private(set) var shortReadEmptiesSource = false
+    private var sourceHungUp = false
     /// Edge-triggered epoll: whether the destination may take more data.
     var destinationWritable = false
     /// False until the destination socket is connected (the upstream leg connects asynchronously).
@@ -106,13 +113,20 @@ final class StreamPump {
         self.flow = link.attach(self, emulatingHandshake: relay.emulatesHandshake, handshake: relay.handshakeAttempts)
     }
 
+    /// The source's socket reported readiness: `hungUp` when with a hang-up or an error.
+    func sourceEvent(hungUp: Bool) {
+        sourceReadable = true
+        if hungUp { sourceHungUp = true }
+        shortReadEmptiesSource = !sourceHungUp
+    }
+
     /// Reads what the source has, within the buffer and link limits, and hands it to the link.
     func readAvailable(at now: Instant, into scratch: ReadBuffer) -> Outcome {
         guard !isReading, !isClosed else { return .open }
         isReading = true
         defer { isReading = false }
         switch spliceDecision(at: now) {
-        case .splice: return spliceAvailable(at: now)
+        case .splice: return spliceAvailable(at: now, scratch: scratch)
         case .drainFirst: return .open
         case .copy: break
         }
@@ -162,6 +176,7 @@ final class StreamPump {
                 endOfStream(at: now)
                 return finishIfDrained()
             case .processed(let count):
+                if count < target.count && shortReadEmptiesSource { sourceReadable = false }
                 recording?.read(count, at: now)
                 var bytes = Array(UnsafeRawBufferPointer(rebasing: target[0..<count]))
                 var ended = false

@@ -15,8 +15,6 @@ final class StreamSplice {
     /// Whether a splice put bytes into the pipe since it was taken; one that never got any is as empty as the pool
     /// handed it over, so giving it back needs no count from the kernel.
     private var pipeFilled = false
-    /// Bytes this path has written to the destination.
-    private(set) var bytesSpliced = 0
     /// Set when the kernel refuses pipes for a reason other than a shortage of descriptors: the pump copies from
     /// then on.
     private(set) var isUnavailable = false
@@ -40,6 +38,9 @@ final class StreamSplice {
         }
     }
 
+    /// Whether a pipe is taken.
+    var holdsPipe: Bool { pipe != nil }
+
     /// Room left in the pipe, in bytes.
     var room: Int { max(0, (pipe?.capacity ?? 0) - pipedBytes) }
 
@@ -54,13 +55,20 @@ final class StreamSplice {
         return result
     }
 
+    /// Puts bytes read into user space into the pipe, behind what it holds; how many it took.
+    func stash(_ bytes: UnsafeRawBufferPointer) throws(SystemError) -> Int {
+        guard let pipe, case .processed(let count) = try pipe.write(bytes) else { return 0 }
+        pipedBytes += count
+        pipeFilled = pipeFilled || count > 0
+        return count
+    }
+
     /// Moves what the pipe holds to `destination`, as far as it takes.
     func drain(to destination: Socket) throws(SystemError) -> IOResult<Int> {
         guard let pipe, pipedBytes > 0 else { return .processed(0) }
         let result = try pipe.drain(to: destination, count: pipedBytes)
         if case .processed(let count) = result {
             pipedBytes -= count
-            bytesSpliced += count
         }
         return result
     }

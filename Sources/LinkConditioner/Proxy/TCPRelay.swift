@@ -196,6 +196,8 @@ final class TCPRelay {
     }
 
     private static let edgeInterest = Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.edgeTriggered
+    /// Events after which a socket's end of stream may wait behind its bytes.
+    private static let hangUpEvents = Epoll.readHangUp | Epoll.hangUp | Epoll.error
 
     /// A TCP socket for the upstream, noted with the pool as the loop's newest descriptor; when descriptors are
     /// exhausted, the kept splice pipes are closed and the socket tried once more, so kept pipes never cost a
@@ -373,7 +375,7 @@ final class TCPRelay {
         }
         let now = loop.clock.now()
         if events & (Epoll.readable | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
-            uplink.sourceReadable = true
+            uplink.sourceEvent(hungUp: events & Self.hangUpEvents != 0)
             pumpMayRead(uplink, at: now)
         }
         if state != .closed, events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 {
@@ -397,7 +399,7 @@ final class TCPRelay {
             return
         }
         if events & (Epoll.readable | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
-            downlink.sourceReadable = true
+            downlink.sourceEvent(hungUp: events & Self.hangUpEvents != 0)
             pumpMayRead(downlink, at: now)
         }
         if state != .closed, events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 {

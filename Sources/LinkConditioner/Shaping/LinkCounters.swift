@@ -4,7 +4,8 @@ public struct LinkCounters: Hashable, Sendable {
     public var bytesEnqueued = 0
     /// Payload bytes receivers took from the link.
     public var bytesDelivered = 0
-    /// Of the bytes delivered, those moved by `splice(2)` in the kernel while the link shaped nothing.
+    /// Of the bytes delivered, those that passed the link model by while it shaped nothing: moved by `splice(2)`,
+    /// or the start of a burst copied straight through.
     public var bytesSpliced = 0
     /// Bytes waiting for the serialiser now: the link's queue.
     public var queuedBytes = 0

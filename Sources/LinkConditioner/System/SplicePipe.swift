@@ -38,6 +38,11 @@ struct SplicePipe {
         try nonBlockingSyscall("read pipe") { Glibc.read(readEnd, buffer.baseAddress, buffer.count) }
     }
 
+    /// Copies up to `buffer.count` bytes from user space into the pipe (bytes a destination did not take).
+    func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {
+        try nonBlockingSyscall("write pipe") { Glibc.write(writeEnd, buffer.baseAddress, buffer.count) }
+    }
+
     /// True when the pipe holds no byte, as the kernel counts them (FIONREAD): what makes it safe to hand to
     /// another connection.
     var isEmpty: Bool { clinux_readable_bytes(readEnd) == 0 }
