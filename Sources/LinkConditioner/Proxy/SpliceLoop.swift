@@ -63,12 +63,12 @@ final class SpliceLoop: Sendable {
     private let loop: EventLoop
     private let state: LoopBound<SpliceLoopState>
 
-    /// Starts the loop's thread, named `linkcond-splice-INDEX`.
-    init(index: Int, logger: Logger) throws {
+    /// Starts the loop's thread, named `linkcond-splice` (Linux keeps 15 characters of a thread's name).
+    init(logger: Logger) throws {
         let loop = try EventLoop()
         self.loop = loop
         state = LoopBound(SpliceLoopState(loop: loop, logger: logger))
-        loop.start(name: "linkcond-splice-\(index)")
+        loop.start(name: "linkcond-splice")
     }
 
     /// Carries `connection` on this loop from now on. `ended` runs on this loop's thread once the connection has

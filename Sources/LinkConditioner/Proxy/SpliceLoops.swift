@@ -17,7 +17,7 @@ final class SpliceLoops {
     init(count: Int, mainLoop: EventLoop, logger: Logger) throws {
         var started: [SpliceLoop] = []
         do {
-            for index in 0..<max(count, 0) { started.append(try SpliceLoop(index: index + 1, logger: logger)) }
+            for _ in 0..<max(count, 0) { started.append(try SpliceLoop(logger: logger)) }
         } catch {
             for loop in started { loop.stop() }
             throw error
