@@ -192,6 +192,7 @@ final class LinkcondPeer {
         let front = proxyFrontEnd ? freePort() : nil
         if let front { arguments += ["--proxy", "127.0.0.1:\(front)"] }
         if let record { arguments += ["--record", record] }
+        if let threads = options.threads { arguments += ["--threads", "\(threads)"] }
         let output = Pipe()
         peer = try PeerProcess(name: "linkcond", path: binary, arguments: arguments, output: output)
         relayPort = port

@@ -6,12 +6,13 @@ import LoopbackPeers
 /// linkcond's benchmark (issue 13): linkcond beside direct loopback, socat, HAProxy (with and without splice) and
 /// the kernel's tbf, every peer run by the benchmark itself in the same run; each figure is the median of N runs.
 let usage = """
-    usage: linkcond-bench [--quick] [--runs N] [--json FILE] [--only GROUP[,GROUP…]]
+    usage: linkcond-bench [--quick] [--runs N] [--json FILE] [--only GROUP[,GROUP…]] [--threads N]
       --quick        a run under 60 s: 1 run per figure, short cells, the 10 s delay cell left out
       --runs N       runs per figure, the median is printed (default 3, 1 with --quick)
       --json FILE    also write the table as JSON for tracking ("-" for standard output)
       --working-latency  only the queue-discipline working-latency comparison (fifo, codel, fq_codel)
       --only GROUPS  only these groups: throughput, shaped, streams, latency, setup, scale, udp, delay, rate, record
+      --threads N    run every linkcond with `run --threads N` (default: linkcond's own, one per core)
     The peers come from Debian (scripts/bench installs them); linkcond runs as its own process from the same directory.
     """
 if CommandLine.arguments.contains("--working-latency") {
@@ -23,6 +24,8 @@ struct BenchOptions {
     var quick = false
     var runs = 3
     var json: String?
+    /// `run --threads` for every linkcond started; nil leaves linkcond's default.
+    var threads: Int?
     var groups: Set<String> = ["throughput", "shaped", "streams", "latency", "setup", "scale", "udp", "delay", "rate", "record"]
 
     init(_ arguments: [String]) throws {
@@ -46,6 +49,11 @@ struct BenchOptions {
                     throw TestError("--only: expected groups from \(groups.sorted().joined(separator: ", "))")
                 }
                 groups = names
+            case "--threads":
+                guard let text = iterator.next(), let value = Int(text), (1...256).contains(value) else {
+                    throw TestError("--threads: expected a whole number from 1 to 256")
+                }
+                threads = value
             case "--help", "-h": print(usage); exit(0)
             default: throw TestError("unknown option \(argument)\n\(usage)")
             }

@@ -67,6 +67,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("max-buffered"), help: "Bytes held across all TCP connections before every sender is pushed back (default 256MiB).")
     var maxBuffered: String = "256MiB"
 
+    @Option(name: .long, help: "Event loop threads: the main loop, which shapes, plus splice loops carrying pass-through TCP connections (default: one per core; 1 keeps everything on one thread).")
+    var threads: String?
+
     @Option(name: .customLong("udp-idle"), help: "How long a UDP flow may carry no datagram before it is forgotten (e.g. 60s, 500ms, 5min).")
     var udpIdle: String = "60s"
 
@@ -132,6 +135,9 @@ struct RunCommand: ParsableCommand {
         guard let idle = CommandLineDuration.parse(udpIdle), idle <= .seconds(24 * 3600) else {
             throw ValidationError("--udp-idle \"\(udpIdle)\": expected a duration from 1ms to 1440min, such as 60s, 500ms or 5min.")
         }
+        if let threads, Self.threadCount(threads) == nil {
+            throw ValidationError("--threads \"\(threads)\": expected a whole number of event loop threads from 1 to \(Self.threadRange.upperBound), such as 1 or \(ProxyOptions.defaultThreads).")
+        }
     }
 
     func run() throws {
@@ -147,6 +153,7 @@ struct RunCommand: ParsableCommand {
         var options = ProxyOptions(connectionBuffer: CommandLineByteSize.parse(buffer)!,
                                    maximumBuffered: CommandLineByteSize.parse(maxBuffered)!,
                                    udpIdleTimeout: CommandLineDuration.parse(udpIdle)!)
+        if let threads { options.threads = Self.threadCount(threads)! }
         options.recording = record.map { RecordingOptions(path: $0, limit: CommandLineByteSize.parse(recordLimit)!) }
         let proxy: ConditionedProxy
         do {
@@ -209,6 +216,15 @@ extension RunCommand {
         let data = (try? handle.read(upToCount: 1 << 20 + 1)) ?? Data()
         guard data.count <= 1 << 20 else { throw ControlSetupError("config file \(path) is larger than 1 MiB") }
         return Array(data)
+    }
+
+    /// `--threads`: the main loop and up to 255 splice loops.
+    static let threadRange = 1...256
+
+    /// The thread count `text` asks for, or nil when it is not a whole number in `threadRange`.
+    static func threadCount(_ text: String) -> Int? {
+        guard let count = Int(text.trimmingCharacters(in: .whitespaces)), threadRange.contains(count) else { return nil }
+        return count
     }
 
     /// The Toxiproxy API's address: `HOST:PORT`, or `HOST` alone for Toxiproxy's port 8474.

@@ -53,6 +53,10 @@ struct StatusCommand: ParsableCommand {
         let state = report.offline.map { "OFFLINE (\($0))" } ?? "online"
         lines.append("profile   \(report.profile.isEmpty ? "(inline)" : report.profile): \(report.profileSummary)")
         lines.append("link      \(state)")
+        if let spliceLoops = report.spliceLoops, spliceLoops > 0 {
+            let carried = report.listeners.reduce(0) { $0 + ($1.connectionsOnSpliceLoops ?? 0) }
+            lines.append("threads   main loop + \(spliceLoops) splice loop\(spliceLoops == 1 ? "" : "s") carrying \(carried) pass-through connection\(carried == 1 ? "" : "s")")
+        }
         if let scenario = report.scenario {
             let step = scenario.step.map { "line \($0)" } ?? "not started"
             lines.append("scenario  \(scenario.name.isEmpty ? "(inline)" : scenario.name), \(step), \(String(format: "%.1f", scenario.elapsedSeconds)) s in, repeated \(scenario.repetitions)×\(scenario.finished ? ", finished" : "")")

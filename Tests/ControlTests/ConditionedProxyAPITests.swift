@@ -147,28 +147,46 @@ struct ConditionedProxyAPITests {
         let warmUp = try ConditionedProxy.inFront(of: echo.port, profile: .none)
         warmUp.stop()
         let loopDescriptorsBefore = eventLoopDescriptorCount()
+        let pipesBefore = pipeCount()
         var proxyPorts: Set<UInt16> = []
         var seenWhileRunning: [Int] = []
 
+        var spliceLoopsSeen: [Int] = []
+        var onSpliceLoopsSeen: [Int] = []
+        var options = ProxyOptions()
+        options.threads = 2
+
         for cycle in 0..<100 {
-            let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
+            let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none, options: options)
             proxyPorts.insert(proxy.port)
+            spliceLoopsSeen.append(threadCount(named: "linkcond-splice"))
             if cycle % 10 == 0 {
                 let client = try TestConnection.connect(port: proxy.port)
-                try client.send([1])
-                _ = try client.receive(exactly: 1)
+                // Enough to be handed to the splice loop, which then holds the connection when the proxy stops.
+                let block = [UInt8](repeating: 1, count: 256 << 10)
+                try client.send(block)
+                _ = try client.receive(exactly: block.count)
+                _ = waitUntil(seconds: 10) { proxy.status()[0].connectionsOnSpliceLoops == 1 }
+                onSpliceLoopsSeen.append(proxy.status()[0].connectionsOnSpliceLoops)
                 // The listener, the accepted client and the upstream socket: proof that the census sees them.
                 seenWhileRunning.append(proxySockets(ports: [proxy.port], upstreamPort: echo.port).count)
+                proxy.stop()
                 client.close()
+            } else {
+                proxy.stop()
             }
-            proxy.stop()
         }
-        let loopThreadsEnded = waitUntil(seconds: 5) { threadCount(named: "linkcond-loop") == 0 }
+        let loopThreadsEnded = waitUntil(seconds: 5) {
+            threadCount(named: "linkcond-loop") == 0 && threadCount(named: "linkcond-splice") == 0
+        }
 
         #expect(seenWhileRunning.allSatisfy { $0 == 3 }, "proxy sockets seen while running: \(seenWhileRunning)")
+        #expect(onSpliceLoopsSeen.allSatisfy { $0 == 1 }, "connections on the splice loop before stop: \(onSpliceLoopsSeen)")
+        #expect(spliceLoopsSeen.allSatisfy { $0 == 1 }, "splice loop threads seen while running: \(spliceLoopsSeen)")
         #expect(proxySockets(ports: proxyPorts, upstreamPort: echo.port).isEmpty)
         #expect(eventLoopDescriptorCount() == loopDescriptorsBefore)
-        #expect(loopThreadsEnded, "\(threadCount(named: "linkcond-loop")) event loop threads still running")
+        #expect(pipeCount() == pipesBefore, "splice pipes left open")
+        #expect(loopThreadsEnded, "\(threadCount(named: "linkcond-loop")) event loop and \(threadCount(named: "linkcond-splice")) splice loop threads still running")
     }
 
     @Test func methodsAfterStopAreHarmless() throws {
@@ -189,6 +207,11 @@ struct ConditionedProxyAPITests {
 func eventLoopDescriptorCount() -> Int {
     let kinds: Set<String> = ["anon_inode:[eventpoll]", "anon_inode:[timerfd]", "anon_inode:[eventfd]"]
     return descriptorTargets().filter { kinds.contains($0) }.count
+}
+
+/// This process's pipes (splice pipes, when nothing else here opens any meanwhile), from /proc.
+func pipeCount() -> Int {
+    descriptorTargets().filter { $0.hasPrefix("pipe:") }.count
 }
 
 /// This process's TCP sockets that belong to a proxy: bound to one of `ports` (its listener and accepted clients)

@@ -68,6 +68,9 @@ static inline int64_t clinux_monotonic_ns(void) {
 }
 
 static inline int clinux_errno(void) { return errno; }
+
+/// Names the calling thread (the kernel keeps 15 bytes); prctl is variadic, which Swift cannot call.
+static inline int clinux_name_current_thread(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
 static inline void clinux_set_errno(int value) { errno = value; }
 
 static inline int clinux_socket_nonblocking(int domain, int type) {

@@ -62,6 +62,8 @@ public struct StatusReport: Codable, Sendable {
         public var address: String
         public var upstream: String?
         public var activeConnections: Int
+        /// Of the live connections, those a splice loop carries now (absent from an older linkcond's answer).
+        public var connectionsOnSpliceLoops: Int?
         public var connectionsAccepted: Int
         public var connectionsRefused: Int
         /// Messages a DNS listener dropped as malformed.
@@ -76,6 +78,7 @@ public struct StatusReport: Codable, Sendable {
             address = status.address.description
             upstream = status.upstream
             activeConnections = status.activeConnections
+            connectionsOnSpliceLoops = status.connectionsOnSpliceLoops
             connectionsAccepted = status.connectionsAccepted
             connectionsRefused = status.connectionsRefused
             malformedMessages = status.malformedMessages
@@ -98,6 +101,9 @@ public struct StatusReport: Codable, Sendable {
     /// Empty splice pipes the event loop keeps for the next connections, two descriptors each (absent from an
     /// older linkcond's answer).
     public var splicePipesKept: Int?
+    /// Splice loop threads carrying pass-through TCP connections besides the main loop (`run --threads` minus one;
+    /// absent from an older linkcond's answer).
+    public var spliceLoops: Int?
 }
 
 extension StatusReport.Direction {

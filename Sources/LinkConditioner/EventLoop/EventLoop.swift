@@ -97,6 +97,7 @@ public final class EventLoop: @unchecked Sendable {
     public func start(name: String = "linkcond-loop") {
         let identified = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
+            ThreadIdentity.nameCurrent(name)
             loopThread = ThreadIdentity.current
             identified.signal()
             run()

@@ -61,6 +61,8 @@ public struct ListenerStatus: Sendable {
     public var upstream: String?
     /// Live connections (TCP) or flows (UDP).
     public var activeConnections: Int
+    /// Of the live TCP connections, those a splice loop carries now (pass-through, on another core).
+    public var connectionsOnSpliceLoops = 0
     public var connectionsAccepted: Int
     public var connectionsRefused: Int
     public var uplink: LinkCounters
@@ -113,6 +115,8 @@ struct ListenerContext {
     var bufferBudget: BufferBudget
     /// Where connections and lookups are recorded (`run --record`); nil when not recording.
     var recorder: TrafficRecorder?
+    /// Where plain TCP listeners hand pass-through connections; nil keeps them on the main loop.
+    var spliceLoops: SpliceLoops?
 
     /// The seeds of a listener's two directions: from the profile, so runs repeat, or fresh; never equal.
     var directionSeeds: (uplink: UInt64, downlink: UInt64) {
@@ -138,7 +142,9 @@ func makeListener(_ spec: ListenerSpec, address: SocketAddress, upstream: [Socke
                   context: ListenerContext) throws -> ConditionedListener {
     switch spec.kind {
     case .tcp(let endpoint):
-        return try TCPListener(address: address, upstream: endpoint, upstreamAddresses: upstream, context: context)
+        let listener = try TCPListener(address: address, upstream: endpoint, upstreamAddresses: upstream, context: context)
+        listener.spliceLoops = context.spliceLoops
+        return listener
     case .udp(let endpoint):
         return try UDPListener(address: address, upstream: endpoint, upstreamAddresses: upstream, context: context)
     case .dns:

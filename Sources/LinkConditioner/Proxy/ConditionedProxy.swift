@@ -6,6 +6,10 @@ import Logging
 /// Every method is safe from any thread except the loop's own; each waits for the loop to carry it out, so when
 /// `apply` returns, new data already sees the new profile. `stop` returns once every socket is closed and the
 /// loop thread has ended.
+///
+/// With `ProxyOptions.threads` above one, the main loop hands pass-through TCP connections to splice loops on
+/// other threads (`SpliceLoops`), and takes them back before any change of conditions is applied, so every byte
+/// a profile shapes is still shaped on the main loop.
 public final class ConditionedProxy: Sendable {
     /// The proxy's event loop (tests keep it busy to show what a late wake-up costs).
     let loop: EventLoop
@@ -17,6 +21,7 @@ public final class ConditionedProxy: Sendable {
     /// the loop starts. Nothing is left open when it throws.
     public init(listeners specs: [ListenerSpec], profile: Profile, options: ProxyOptions = ProxyOptions(),
                 logger: Logger = Logger(label: "linkcond")) throws {
+        guard options.threads >= 1 else { throw ProxyOptionError("threads must be at least 1 (the main loop), not \(options.threads)") }
         var resolved: [(ListenerSpec, SocketAddress, [SocketAddress])] = []
         for spec in specs {
             let listen = try spec.listen.resolve().first ?? SocketAddress(numericHost: "127.0.0.1", port: 0)!
@@ -46,8 +51,14 @@ public final class ConditionedProxy: Sendable {
                     context.recorder = log
                     log.conditionsChanged(state.value.conditions, at: loop.clock.now())
                 }
-                state.value.listenerContext = context
                 do {
+                    // A recording sees every byte, so nothing could be handed over: no splice loop is started.
+                    if options.threads > 1 && options.recording == nil {
+                        let spliceLoops = try SpliceLoops(count: options.threads - 1, mainLoop: loop, logger: logger)
+                        state.value.spliceLoops = spliceLoops
+                        context.spliceLoops = spliceLoops
+                    }
+                    state.value.listenerContext = context
                     for (spec, address, upstream) in resolved {
                         state.value.listeners.append(try makeListener(spec, address: address, upstream: upstream, context: context))
                     }
@@ -124,6 +135,7 @@ public final class ConditionedProxy: Sendable {
     /// Resets every live connection, as when a suspended app's sockets are reclaimed.
     public func resetConnections() {
         onLoop { state in
+            state.spliceLoops?.recallAll()
             for listener in state.listeners { listener.resetConnections() }
         }
     }
@@ -230,6 +242,8 @@ final class ProxyState {
     var toxiproxy: ToxiproxyServer?
     /// The event log of `run --record`; nil when not recording.
     var recorder: EventLog?
+    /// The splice loops pass-through TCP connections are handed to; nil with `threads` 1.
+    var spliceLoops: SpliceLoops?
 
     init(loop: EventLoop, profile: Profile, logger: Logger, bufferBudget: BufferBudget) {
         self.loop = loop
@@ -255,7 +269,10 @@ final class ProxyState {
         if mode == nil { for listener in listeners { listener.cameOnline() } }
     }
 
+    /// Applies the conditions to every listener, once every connection is back from the splice loops: the new
+    /// conditions see their bytes from here on, and those still pass-through go back on their next event.
     private func pushConditions() {
+        spliceLoops?.recallAll()
         let effective = conditions.effective
         recorder?.conditionsChanged(conditions, at: loop.clock.now())
         for listener in listeners { listener.apply(effective) }
@@ -304,7 +321,8 @@ final class ProxyState {
                 return (ObjectIdentifier(listener), status.uplink.bytesDelivered, status.downlink.bytesDelivered)
             }
         } isHolding: { [unowned self] in
-            self.bufferBudget.held > 0
+            // Bytes a splice loop moves raise no event on this loop, so the meter stays awake while it carries any.
+            self.bufferBudget.held > 0 || (self.spliceLoops?.connections ?? 0) > 0
         }
     }
 
@@ -325,7 +343,8 @@ final class ProxyState {
                 return StatusReport.Listener(status, uplinkBitsPerSecond: rate.0, downlinkBitsPerSecond: rate.1,
                                              conditions: conditions.effective)
             },
-            splicePipesKept: listenerContext?.readBuffer.pipes.count ?? 0)
+            splicePipesKept: listenerContext?.readBuffer.pipes.count ?? 0,
+            spliceLoops: spliceLoops?.threads ?? 0)
     }
 
     func close() {
@@ -334,8 +353,11 @@ final class ProxyState {
         rateMeter = nil
         for service in onClose { service() }
         onClose.removeAll()
+        spliceLoops?.recallAll()
         for listener in listeners { listener.close() }
         listeners.removeAll()
+        spliceLoops?.stop()
+        spliceLoops = nil
         recorder?.close()
         recorder = nil
         listenerContext?.readBuffer.pipes.release()
@@ -371,6 +393,12 @@ final class LockedAnswer: @unchecked Sendable {
         while !answered { if !lock.wait(until: deadline) { return nil } }
         return .some(value)
     }
+}
+
+/// A `ProxyOptions` value the proxy cannot run with.
+public struct ProxyOptionError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }
 
 /// The control endpoint could not be started as asked.

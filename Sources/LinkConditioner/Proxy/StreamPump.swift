@@ -410,6 +410,53 @@ final class StreamPump {
     private var minimumRead: Int { max(1, min(Self.readBatch, capacity / 4)) }
     private static let readBatch = 64 * 1024
 
+    /// Whether a splice loop may carry this direction: it has finished, or nothing needs to see its bytes (the
+    /// splice path's conditions) and nothing of it is held in user space or in the model.
+    func canLeaveMainLoop(at now: Instant) -> Bool {
+        guard !isClosed, heldBytes == 0, deliverableBytes == 0 else { return false }
+        if isFinished { return true }
+        return !sourceEnded && cut == nil && (stage?.isIdle ?? true) && filter == nil && recording == nil
+            && link.isPassThrough && !(splice?.isUnavailable ?? false) && now >= flow.opensAt && destinationReady
+            && forwarding && flow.pendingBytes == 0 && flow.releasedBytes == 0
+    }
+
+    /// Gives the direction's pipe (when it holds bytes) and stream position to a splice loop, which carries the
+    /// sockets from now until it hands them back.
+    func handOver() -> SpliceDirectionState {
+        deliveryAlarm?.cancel()
+        batchAlarm?.cancel()
+        let (pipe, pipedBytes) = splice?.handOver() ?? (nil, 0)
+        return SpliceDirectionState(pipe: pipe, pipedBytes: pipedBytes, sourceEnded: sourceEnded, finished: isFinished)
+    }
+
+    /// Carries the direction again from where a splice loop left it: bytes its pipe still holds go first, and an
+    /// end of stream it read but could not forward yet crosses the link from now.
+    func resume(from state: SpliceDirectionState, at now: Instant) {
+        if state.finished && !isFinished {
+            sourceEnded = true
+            isFinished = true
+            endOfStream = (now, .zero)
+        } else if state.sourceEnded && !sourceEnded {
+            endOfStream(at: now)
+        }
+        if let pipe = state.pipe {
+            let splice = self.splice ?? StreamSplice(pool: pipes)
+            self.splice = splice
+            splice.adopt(pipe, holding: state.pipedBytes)
+        }
+        sourceReadable = !sourceEnded
+        // The splice loop took the source's events meanwhile, a hang-up among them perhaps.
+        shortReadEmptiesSource = false
+        destinationWritable = true
+    }
+
+    /// Counts `count` bytes a splice loop delivered for this direction, here and in the link's counters.
+    func countSpliced(_ count: Int) {
+        guard count > 0 else { return }
+        bytesDelivered += count
+        link.countBypassed(count)
+    }
+
     func close() {
         guard !isClosed else { return }
         isClosed = true

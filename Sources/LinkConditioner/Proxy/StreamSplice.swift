@@ -88,6 +88,24 @@ final class StreamSplice {
         return Array(UnsafeRawBufferPointer(rebasing: buffer[..<taken]))
     }
 
+    /// Lets go of the pipe for a splice loop: it comes along when it holds bytes, and goes back to the pool empty.
+    func handOver() -> (pipe: SplicePipe?, pipedBytes: Int) {
+        giveBack()
+        defer {
+            pipe = nil
+            pipedBytes = 0
+        }
+        return (pipe, pipedBytes)
+    }
+
+    /// Takes a pipe a splice loop handed back, holding `bytes` read from the source and not yet written.
+    func adopt(_ pipe: SplicePipe, holding bytes: Int) {
+        close()
+        self.pipe = pipe
+        pipedBytes = bytes
+        pipeFilled = bytes > 0
+    }
+
     /// Gives the empty pipe back to the pool: the source has nothing more for now, so an idle connection holds
     /// two sockets and no pipe, and the next burst takes a pipe from the pool again.
     func giveBack() {

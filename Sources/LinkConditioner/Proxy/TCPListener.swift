@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 /// Tunables of the proxy that are not part of the network being emulated.
@@ -17,6 +18,12 @@ public struct ProxyOptions: Sendable {
     public var dnsTCPIdleTimeout: Duration = .seconds(10)
     /// Where `run --record` writes its event log; nil records nothing.
     public var recording: RecordingOptions?
+    /// Event loop threads: the main loop, which shapes, plus `threads - 1` splice loops that carry pass-through TCP
+    /// connections by splice(2). One keeps everything on the main loop; at least one.
+    public var threads: Int = ProxyOptions.defaultThreads
+
+    /// One event loop thread per online core.
+    public static var defaultThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
 
     public init(connectionBuffer: Int = 4 * 1024 * 1024, maximumBuffered: Int = 256 * 1024 * 1024,
                 udpIdleTimeout: Duration = .seconds(60), udpFlowLimit: Int = 4096, udpFlowsPerClient: Int = 256,
@@ -60,6 +67,9 @@ final class TCPListener: RelayHost, ConditionedListener {
         self.faults.stages(for: relay)
     }
     var connectionFaults: ListenerFaults? { faults }
+    /// Where pass-through connections are handed over; nil for listeners whose connections stay on the main loop
+    /// (a Toxiproxy proxy's, whose toxics may change at any time).
+    var spliceLoops: SpliceLoops?
 
     /// Binds and listens on `address`, and starts accepting.
     init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext) throws(SystemError) {
@@ -82,10 +92,20 @@ final class TCPListener: RelayHost, ConditionedListener {
 
     var bound: BoundListener { BoundListener(kind: "tcp", address: localAddress, upstream: upstream.description) }
 
+    /// The listener's figures, with what splice loops delivered for its connections counted first.
     func status() -> ListenerStatus {
-        ListenerStatus(kind: "tcp", address: localAddress, upstream: upstream.description, activeConnections: relays.count,
-                       connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
-                       uplink: uplink.counters, downlink: downlink.counters)
+        var onSpliceLoops = 0
+        if spliceLoops != nil {
+            for relay in relays.values where relay.isOnSpliceLoop {
+                relay.settleSplicedBytes()
+                onSpliceLoops += 1
+            }
+        }
+        var status = ListenerStatus(kind: "tcp", address: localAddress, upstream: upstream.description,
+                                    activeConnections: relays.count, connectionsAccepted: connectionsAccepted,
+                                    connectionsRefused: connectionsRefused, uplink: uplink.counters, downlink: downlink.counters)
+        status.connectionsOnSpliceLoops = onSpliceLoops
+        return status
     }
 
     /// Whether the profile makes TCP connections carry nothing: an explicit blackhole or 100 % loss either way.

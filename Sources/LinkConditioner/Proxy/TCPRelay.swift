@@ -12,12 +12,17 @@ protocol RelayHost: AnyObject {
     var readBuffer: ReadBuffer { get }
     /// The profile's connection faults (stall, blocked ports), or nil for a link that has none.
     var connectionFaults: ListenerFaults? { get }
+    /// Where pass-through connections are handed to be carried by splice(2) on other cores; nil keeps every
+    /// connection on the main loop.
+    var spliceLoops: SpliceLoops? { get }
     func relayClosed(_ relay: TCPRelay)
 }
 
 extension RelayHost {
     /// A host without faults of its own: an excluded destination's direct link.
     var connectionFaults: ListenerFaults? { nil }
+    /// A host whose connections all stay on the main loop.
+    var spliceLoops: SpliceLoops? { nil }
 }
 
 /// A front end's part in a relay whose upstream was chosen by a proxy protocol (SOCKS5, HTTP CONNECT).
@@ -47,6 +52,8 @@ final class TCPRelay {
         case failing
         /// A fault cut the connection silently: nothing crosses until the client gives up.
         case hung
+        /// A splice loop carries both sockets; the pumps wait, holding nothing, until it hands them back.
+        case spliced
         case closed
     }
 
@@ -99,6 +106,14 @@ final class TCPRelay {
     private(set) var handshakeAttempts: HandshakeAttempts?
     /// Why a blackholed connection is held, for the recording: the profile's blackhole, or a handshake all lost.
     private var heldCause = StallCause.offline
+    /// What the splice loop carrying the connection moved and the pumps have not counted yet; nil on the main loop.
+    private var splicedBytes: SplicedBytes?
+    /// Set when a splice loop could not carry the connection (it found no pipe): it stays on the main loop.
+    private var staysOnMainLoop = false
+
+    /// Bytes a connection carries on the main loop before it may go to a splice loop, so a short exchange (a request
+    /// and its answer) is not handed between threads for nothing; a bulk transfer passes it in a few reads.
+    static let bytesBeforeHandOver = 64 * 1024
 
     init(id: UInt64, host: RelayHost, client: Socket, clientAddress: SocketAddress, upstreamName: String,
          upstreamAddresses: [SocketAddress], handshake: UpstreamHandshake? = nil,
@@ -300,7 +315,7 @@ final class TCPRelay {
             state = .connecting
             connectGivenUp = error
             connectUpstream()
-        case .relaying, .failing, .hung, .closed:
+        case .relaying, .failing, .hung, .spliced, .closed:
             return
         }
     }
@@ -362,7 +377,7 @@ final class TCPRelay {
         case .connecting where portBlackholed:
             if events & (Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 { close(reset: true) }
             return
-        case .connecting, .closed:
+        case .connecting, .closed, .spliced:
             return
         case .failing:
             if events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 {
@@ -382,10 +397,11 @@ final class TCPRelay {
             downlink.destinationWritable = true
             pumpProgressed(downlink, outcome: downlink.writeDeliverable())
         }
+        handOverIfPassThrough()
     }
 
     private func upstreamEvent(_ events: UInt32) {
-        guard let upstream, state != .closed else { return }
+        guard let upstream, state != .closed, state != .spliced else { return }
         let now = loop.clock.now()
         if state == .connecting {
             guard events & (Epoll.writable | Epoll.error | Epoll.hangUp) != 0 else { return }
@@ -406,6 +422,76 @@ final class TCPRelay {
             uplink.destinationWritable = true
             pumpProgressed(uplink, outcome: uplink.writeDeliverable())
         }
+        handOverIfPassThrough()
+    }
+
+    /// Hands the connection to a splice loop once it has carried `bytesBeforeHandOver` and both directions are
+    /// pass-through with nothing held in user space or in the model: its sockets leave this loop's epoll, and any
+    /// pipe still holding bytes goes with them.
+    private func handOverIfPassThrough() {
+        guard state == .relaying, !staysOnMainLoop, handshake == nil, uplinkFilter == nil, let spliceLoops = host.spliceLoops,
+              let upstream, let uplink, let downlink,
+              uplink.bytesDelivered + downlink.bytesDelivered >= Self.bytesBeforeHandOver else { return }
+        let now = loop.clock.now()
+        guard uplink.canLeaveMainLoop(at: now), downlink.canLeaveMainLoop(at: now) else { return }
+        if let registration = clientRegistration { loop.deregister(registration) }
+        if let registration = upstreamRegistration { loop.deregister(registration) }
+        clientRegistration = nil
+        upstreamRegistration = nil
+        let bytes = SplicedBytes()
+        splicedBytes = bytes
+        state = .spliced
+        let client = self.client
+        spliceLoops.handOver(self) { ticket in
+            HandedOverConnection(ticket: ticket, client: client, upstream: upstream, uplink: uplink.handOver(),
+                                 downlink: downlink.handOver(), bytes: bytes)
+        }
+    }
+
+    /// Whether a splice loop carries the connection now.
+    var isOnSpliceLoop: Bool { state == .spliced }
+
+    /// Counts what the splice loop delivered since the last call into the pumps and the link's counters.
+    func settleSplicedBytes() {
+        guard let splicedBytes else { return }
+        let moved = splicedBytes.take()
+        uplink.countSpliced(moved.uplink)
+        downlink.countSpliced(moved.downlink)
+    }
+
+    /// Carries the connection on this loop again from where its splice loop left it: both sockets are watched
+    /// again, and bytes a pipe still holds go before anything read later (a profile that shapes copies them out).
+    func resume(from connection: HandedOverConnection, stayOnMainLoop: Bool = false) {
+        guard state == .spliced, let upstream else { return }
+        settleSplicedBytes()
+        splicedBytes = nil
+        staysOnMainLoop = staysOnMainLoop || stayOnMainLoop
+        state = .relaying
+        let now = loop.clock.now()
+        uplink.resume(from: connection.uplink, at: now)
+        downlink.resume(from: connection.downlink, at: now)
+        do {
+            clientRegistration = try loop.register(client.descriptor, interest: Self.edgeInterest) { [weak self] events in
+                self?.clientEvent(events)
+            }
+            upstreamRegistration = try loop.register(upstream.descriptor, interest: Self.edgeInterest) { [weak self] events in
+                self?.upstreamEvent(events)
+            }
+        } catch {
+            logger.warning("connection \(id): cannot watch its sockets again after a splice loop: \(error); resetting")
+            close(reset: true)
+            return
+        }
+        handle(.open)
+    }
+
+    /// The splice loop carrying the connection let go of it because it ended there: closed normally once both ends
+    /// of stream were forwarded, or reset after a socket failed.
+    func endedOnSpliceLoop(reset: Bool) {
+        guard state == .spliced else { return }
+        settleSplicedBytes()
+        splicedBytes = nil
+        close(reset: reset)
     }
 
     /// Lets `pump` read as far as its limits allow.
@@ -426,6 +512,7 @@ final class TCPRelay {
 
     /// Reacts to a pump's writes: they may have made room to read again.
     func pumpProgressed(_ pump: StreamPump, outcome: StreamPump.Outcome) {
+        guard state != .spliced else { return }
         handle(outcome, from: pump)
         if state != .closed && pump.sourceReadable && pump.hasRoom && !pump.sourceEnded && !pump.isReading {
             pumpMayRead(pump, at: loop.clock.now())
@@ -434,7 +521,7 @@ final class TCPRelay {
 
     /// Resets the connection on failure, and closes it once both directions have finished.
     private func handle(_ outcome: StreamPump.Outcome, from pump: StreamPump? = nil) {
-        guard state != .closed else { return }
+        guard state != .closed, state != .spliced else { return }
         if closingParty == nil, let pump, !outcome.isOpen {
             if case .cut = outcome { closingParty = .linkcond } else { closingParty = pump === uplink ? .client : .upstream }
         }
@@ -469,7 +556,7 @@ final class TCPRelay {
     /// Stops relaying without telling either side, as an unplugged cable would; the client's reset or close
     /// (or linkcond's shutdown) finally closes the connection.
     func hang() {
-        guard state != .closed, state != .hung else { return }
+        guard state != .closed, state != .hung, state != .spliced else { return }
         state = .hung
         uplink?.forwarding = false
         downlink?.forwarding = false

@@ -104,6 +104,12 @@ struct ThreadIdentity: Equatable, Sendable {
     static var current: ThreadIdentity { ThreadIdentity(thread: pthread_self()) }
 
     static func == (lhs: ThreadIdentity, rhs: ThreadIdentity) -> Bool { pthread_equal(lhs.thread, rhs.thread) != 0 }
+
+    /// Names the calling thread as `ps` and /proc show it (its first 15 bytes: the kernel keeps no more).
+    /// Foundation's `Thread.name` does not reach the kernel on Linux, so a loop thread names itself.
+    static func nameCurrent(_ name: String) {
+        _ = clinux_name_current_thread(name)
+    }
 }
 
 /// Process-wide signal handling for a command-line front end.

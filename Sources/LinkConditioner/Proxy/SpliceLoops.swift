@@ -1,0 +1,82 @@
+import Logging
+
+/// The proxy's splice loops as its main loop sees them: which relay each carries, handing over, taking back.
+///
+/// Lives on the main event loop thread. A splice loop tells it that a connection ended by posting to the main loop,
+/// so the listener's connection list, counters and descriptors are settled there.
+final class SpliceLoops {
+    private let mainLoop: EventLoop
+    private let loops: [SpliceLoop]
+    /// Relays on a splice loop now, by ticket, with the index of the loop carrying them.
+    private var carried: [UInt64: (relay: TCPRelay, loop: Int)] = [:]
+    /// Connections each loop carries, to hand the next one to the least loaded.
+    private var loads: [Int]
+    private var nextTicket: UInt64 = 1
+
+    /// Starts `count` splice loop threads; none is left running when it throws.
+    init(count: Int, mainLoop: EventLoop, logger: Logger) throws {
+        var started: [SpliceLoop] = []
+        do {
+            for _ in 0..<max(count, 0) { started.append(try SpliceLoop(logger: logger)) }
+        } catch {
+            for loop in started { loop.stop() }
+            throw error
+        }
+        self.mainLoop = mainLoop
+        loops = started
+        loads = Array(repeating: 0, count: started.count)
+    }
+
+    /// Splice loop threads running.
+    var threads: Int { loops.count }
+
+    /// Connections on splice loops now.
+    var connections: Int { carried.count }
+
+    /// Hands `relay`'s connection, as `package` makes it for its ticket, to the least loaded splice loop.
+    func handOver(_ relay: TCPRelay, _ package: (UInt64) -> HandedOverConnection) {
+        guard let index = loads.indices.min(by: { loads[$0] < loads[$1] }) else { return }
+        let ticket = nextTicket
+        nextTicket += 1
+        carried[ticket] = (relay, index)
+        loads[index] += 1
+        let mainLoop = self.mainLoop
+        let owner = LoopBound(self)
+        loops[index].adopt(package(ticket)) { how in
+            mainLoop.execute { owner.value.ended(ticket, how) }
+        }
+    }
+
+    /// Takes every connection back from the splice loops and resumes its relay on the main loop, before the
+    /// conditions change. A connection that ended meanwhile stays listed until its end arrives.
+    func recallAll() {
+        guard !carried.isEmpty else { return }
+        for (index, loop) in loops.enumerated() where loads[index] > 0 {
+            for connection in loop.recallAll() {
+                guard let entry = carried.removeValue(forKey: connection.ticket) else { continue }
+                loads[index] -= 1
+                entry.relay.resume(from: connection)
+            }
+        }
+    }
+
+    /// A splice loop let go of a connection: it ended there, or it needs the main loop.
+    private func ended(_ ticket: UInt64, _ how: SpliceEnd) {
+        guard let entry = carried.removeValue(forKey: ticket) else { return }
+        loads[entry.loop] -= 1
+        switch how {
+        case .closed:
+            entry.relay.endedOnSpliceLoop(reset: false)
+        case .reset:
+            entry.relay.endedOnSpliceLoop(reset: true)
+        case .needsMainLoop:
+            // Nil only when the loop has stopped; the relay is then closed with its listener.
+            if let connection = loops[entry.loop].recall(ticket) { entry.relay.resume(from: connection, stayOnMainLoop: true) }
+        }
+    }
+
+    /// Ends every splice loop thread; connections must have been recalled (`recallAll`) first.
+    func stop() {
+        for loop in loops { loop.stop() }
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import LinkConditioner
+import LoopbackPeers
+import Testing
+
+/// Splice loops: a pass-through connection moves to another thread once it has carried some bytes, comes back to
+/// the main loop before a change of conditions is applied, and is counted, reset and closed as if it never left.
+/// The tests assert what the proxy decided (where a connection is, what it counted), never how fast it went.
+@Suite(.serialized)
+struct SpliceLoopTests {
+    /// Options with one splice loop, whatever the machine's cores.
+    private static let twoThreads: ProxyOptions = {
+        var options = ProxyOptions()
+        options.threads = 2
+        return options
+    }()
+
+    private func onSpliceLoops(_ proxy: ConditionedProxy) -> Int { proxy.status().first?.connectionsOnSpliceLoops ?? -1 }
+
+    /// Sends `size` bytes through an echo and reads them back, so the connection carries enough to be handed over.
+    private func exchange(_ client: TestConnection, size: Int) throws {
+        let block = [UInt8](repeating: 0xA5, count: size)
+        try client.send(block)
+        #expect(try client.receive(exactly: size) == block)
+    }
+
+    @Test func aPassThroughConnectionCrossesASpliceLoopByteExactWithAHalfCloseEachWay() throws {
+        let up = Payload(size: 2 << 20, seed: 0x0051)
+        let down = Payload(size: 16 << 20, seed: 0x00D0)
+        let receivedUpstream = LockedBox<(count: Int, checksum: UInt64)?>(nil)
+        let server = try TestServer { connection in
+            defer { connection.close() }
+            guard let received = try? connection.drain() else { return }
+            receivedUpstream.value = received
+            try? down.forEachBlock { try connection.send($0) }
+            connection.shutdownWrite()
+            _ = try? connection.receive()
+        }
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none, options: Self.twoThreads)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 60)
+        defer { client.close() }
+
+        try up.forEachBlock { try client.send($0) }
+        let handedOver = waitUntil(seconds: 20) { onSpliceLoops(proxy) == 1 }
+        client.shutdownWrite()
+        var digest = StreamDigest()
+        let first = try client.receive(max: 65_536)
+        digest.add(first)
+        let stillThereAfterHalfClose = onSpliceLoops(proxy)
+        try client.drain(into: &digest)
+        let closed = waitUntil(seconds: 20) { proxy.status()[0].activeConnections == 0 }
+
+        #expect(handedOver)
+        #expect(stillThereAfterHalfClose == 1)
+        #expect(receivedUpstream.value?.count == up.size)
+        #expect(receivedUpstream.value?.checksum == up.digest.value)
+        #expect(digest.count == down.size)
+        #expect(digest.value == down.digest.value)
+        #expect(closed)
+        #expect(proxy.status()[0].downlink.bytesSpliced == down.size)
+    }
+
+    @Test func statusCountsTheBytesASpliceLoopMoved() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none, options: Self.twoThreads)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+
+        try exchange(client, size: 256 << 10)
+        try #require(waitUntil(seconds: 20) { onSpliceLoops(proxy) == 1 })
+        try exchange(client, size: 768 << 10)
+        let status = proxy.status()[0]
+
+        #expect(status.connectionsOnSpliceLoops == 1)
+        #expect(status.activeConnections == 1)
+        #expect(status.uplink.bytesDelivered == 1 << 20)
+        #expect(status.downlink.bytesDelivered == 1 << 20)
+        #expect(status.downlink.bytesSpliced >= 768 << 10)
+        #expect(proxy.report().listeners[0].connectionsOnSpliceLoops == 1)
+    }
+
+    @Test func switchingBetweenNoneAndAShapedProfileTakesTheConnectionBackBeforeApplyReturns() throws {
+        let payload = Payload(size: 64 << 20, seed: 0x5EA5)
+        let server = try TestServer.sending(payload)
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none, options: Self.twoThreads)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 60)
+        defer { client.close() }
+        client.shutdownWrite()
+        var shaped = Profile.none
+        shaped.downlink.delay = .milliseconds(2)
+        shaped.downlink.bandwidth = BitRate(bitsPerSecond: 2_000_000_000)
+
+        // The client reads in bounded steps, so the stream is always mid-flight when the profile changes.
+        var digest = StreamDigest()
+        func read(_ count: Int) throws {
+            let target = digest.count + count
+            while digest.count < target {
+                let chunk = try client.receive(max: min(65_536, target - digest.count))
+                try #require(!chunk.isEmpty)
+                digest.add(chunk)
+            }
+        }
+        var handedOver: [Bool] = []
+        var onSpliceLoopsAfterApply: [Int] = []
+        for _ in 0..<5 {
+            proxy.apply(.none)
+            var carried = false
+            for _ in 0..<64 where !carried {
+                try read(64 << 10)
+                carried = onSpliceLoops(proxy) == 1
+            }
+            handedOver.append(carried)
+            proxy.apply(shaped)
+            onSpliceLoopsAfterApply.append(onSpliceLoops(proxy))
+            try read(1 << 20)
+        }
+        proxy.apply(.none)
+        try client.drain(into: &digest)
+
+        #expect(handedOver == Array(repeating: true, count: 5))
+        #expect(onSpliceLoopsAfterApply == Array(repeating: 0, count: 5))
+        #expect(digest.count == payload.size)
+        #expect(digest.value == payload.digest.value)
+    }
+
+    @Test func resetConnectionsResetsAConnectionOnASpliceLoop() throws {
+        let upstreamSaw = LockedBox<String?>(nil)
+        let server = try TestServer { connection in
+            defer { connection.close() }
+            do {
+                while true {
+                    let chunk = try connection.receive()
+                    if chunk.isEmpty {
+                        upstreamSaw.value = "end of stream"
+                        return
+                    }
+                    try connection.send(chunk)
+                }
+            } catch {
+                upstreamSaw.value = "\(error)"
+            }
+        }
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none, options: Self.twoThreads)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        try exchange(client, size: 256 << 10)
+        try #require(waitUntil(seconds: 20) { onSpliceLoops(proxy) == 1 })
+
+        proxy.resetConnections()
+        let status = proxy.status()[0]
+
+        #expect(status.activeConnections == 0)
+        #expect(status.connectionsOnSpliceLoops == 0)
+        #expect(throws: TestError.self) { _ = try client.receive() }
+        #expect(waitUntil(seconds: 20) { upstreamSaw.value != nil })
+        #expect(upstreamSaw.value?.contains("reset") == true, "the upstream saw \(upstreamSaw.value ?? "nothing")")
+    }
+
+    @Test func oneThreadKeepsEveryConnectionOnTheMainLoop() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        var options = ProxyOptions()
+        options.threads = 1
+        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none, options: options)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+
+        for _ in 0..<8 { try exchange(client, size: 256 << 10) }
+        let status = proxy.status()[0]
+
+        #expect(proxy.report().spliceLoops == 0)
+        #expect(status.connectionsOnSpliceLoops == 0)
+        #expect(status.downlink.bytesSpliced > 0, "the main loop splices it itself")
+    }
+
+    @Test func fewerThanOneThreadIsRefusedWithTheReason() throws {
+        var options = ProxyOptions()
+        options.threads = 0
+
+        #expect {
+            _ = try ConditionedProxy.inFront(of: 9, profile: .none, options: options)
+        } throws: { error in
+            "\(error)".contains("threads must be at least 1")
+        }
+    }
+}
