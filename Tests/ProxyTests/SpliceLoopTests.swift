@@ -62,6 +62,32 @@ struct SpliceLoopTests {
         #expect(proxy.status()[0].downlink.bytesSpliced == down.size)
     }
 
+    @Test func aResetThroughTheControlEndpointTakesTheConnectionBackBeforeClosingIt() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none, options: Self.twoThreads)
+        defer { proxy.stop() }
+        let token = ControlToken.random()
+        let served = try proxy.serveControl(at: .tcp(Endpoint(host: "127.0.0.1", port: 0)), token: token)
+        let control = ControlClient(address: .tcp(Endpoint(host: "127.0.0.1", port: try #require(served.split(separator: ":").last.flatMap { UInt16($0) }))),
+                                    token: token)
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        try exchange(client, size: 256 << 10)
+        try #require(waitUntil(seconds: 20) { onSpliceLoops(proxy) == 1 })
+
+        let reply = try control.send("POST", "/reset")
+        let afterReset = onSpliceLoops(proxy)
+        proxy.apply(try Profile(parsing: "delay = 1 ms"))
+        let next = try TestConnection.connect(port: proxy.port)
+        defer { next.close() }
+        try exchange(next, size: 1000)
+
+        #expect(reply.body.hasPrefix("reset 1 connection"))
+        #expect(afterReset == 0)
+        #expect(client.readUntilClosed().isEmpty)
+    }
+
     @Test func statusCountsTheBytesASpliceLoopMoved() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }

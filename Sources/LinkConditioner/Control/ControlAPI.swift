@@ -97,7 +97,7 @@ struct ControlAPI {
             reply(.text("online"))
         case ("POST", "/reset"):
             let count = state.listeners.reduce(0) { $0 + $1.status().activeConnections }
-            for listener in state.listeners { listener.resetConnections() }
+            state.resetConnections()
             reply(.text("reset \(count) connection\(count == 1 ? "" : "s")"))
         case ("PUT", "/scenario"), ("POST", "/scenario"):
             let name = request.query["name"] ?? ""

@@ -134,10 +134,7 @@ public final class ConditionedProxy: Sendable {
 
     /// Resets every live connection, as when a suspended app's sockets are reclaimed.
     public func resetConnections() {
-        onLoop { state in
-            state.spliceLoops?.recallAll()
-            for listener in state.listeners { listener.resetConnections() }
-        }
+        onLoop { $0.resetConnections() }
     }
 
     /// Bytes the TCP connections hold now, and the most they ever held at once (never above `maximumBuffered`).
@@ -267,6 +264,12 @@ final class ProxyState {
         conditions.offline = mode
         pushConditions()
         if mode == nil { for listener in listeners { listener.cameOnline() } }
+    }
+
+    /// Resets every live connection, once every connection is back from the splice loops.
+    func resetConnections() {
+        spliceLoops?.recallAll()
+        for listener in listeners { listener.resetConnections() }
     }
 
     /// Applies the conditions to every listener, once every connection is back from the splice loops: the new

@@ -33,9 +33,15 @@ final class SpliceLoops {
     /// Connections on splice loops now.
     var connections: Int { carried.count }
 
-    /// Hands `relay`'s connection, as `package` makes it for its ticket, to the least loaded splice loop.
+    /// Whether a connection can be handed over: there is a splice loop to take it.
+    var canHandOver: Bool { !loops.isEmpty }
+
+    /// Hands `relay`'s connection, as `package` makes it for its ticket, to the least loaded splice loop. Only
+    /// when `canHandOver`.
     func handOver(_ relay: TCPRelay, _ package: (UInt64) -> HandedOverConnection) {
-        guard let index = loads.indices.min(by: { loads[$0] < loads[$1] }) else { return }
+        guard let index = loads.indices.min(by: { loads[$0] < loads[$1] }) else {
+            preconditionFailure("a connection handed over with no splice loop to take it")
+        }
         let ticket = nextTicket
         nextTicket += 1
         carried[ticket] = (relay, index)
@@ -57,6 +63,19 @@ final class SpliceLoops {
                 loads[index] -= 1
                 entry.relay.resume(from: connection)
             }
+        }
+    }
+
+    /// Takes `relay`'s connection back from its splice loop, so the main loop may close its sockets: resumed on the
+    /// main loop, or, when it ended there meanwhile, with its last bytes counted (its `ended` is then ignored).
+    func recall(_ relay: TCPRelay) {
+        guard let (ticket, entry) = carried.first(where: { $0.value.relay === relay }) else { return }
+        carried.removeValue(forKey: ticket)
+        loads[entry.loop] -= 1
+        if let connection = loops[entry.loop].recall(ticket) {
+            relay.resume(from: connection)
+        } else {
+            relay.settleSplicedBytes()
         }
     }
 

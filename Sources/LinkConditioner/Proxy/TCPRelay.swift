@@ -430,7 +430,7 @@ final class TCPRelay {
     /// pipe still holding bytes goes with them.
     private func handOverIfPassThrough() {
         guard state == .relaying, !staysOnMainLoop, handshake == nil, uplinkFilter == nil, let spliceLoops = host.spliceLoops,
-              let upstream, let uplink, let downlink,
+              spliceLoops.canHandOver, let upstream, let uplink, let downlink,
               uplink.bytesDelivered + downlink.bytesDelivered >= Self.bytesBeforeHandOver else { return }
         let now = loop.clock.now()
         guard uplink.canLeaveMainLoop(at: now), downlink.canLeaveMainLoop(at: now) else { return }
@@ -573,6 +573,8 @@ final class TCPRelay {
 
     /// Closes both sockets, with a reset when `reset` is true, and releases the link flows.
     func close(reset: Bool) {
+        // A splice loop carrying the connection lets go of its sockets before they are closed here.
+        if state == .spliced { host.spliceLoops?.recall(self) }
         guard state != .closed else { return }
         state = .closed
         cancelConnectTimer()
