@@ -136,7 +136,7 @@ struct RunCommand: ParsableCommand {
             throw ValidationError("--udp-idle \"\(udpIdle)\": expected a duration from 1ms to 1440min, such as 60s, 500ms or 5min.")
         }
         if let threads, Self.threadCount(threads) == nil {
-            throw ValidationError("--threads \"\(threads)\": expected a whole number of event loop threads from 1 to \(Self.threadRange.upperBound), such as 1 or \(ProxyOptions.defaultThreads).")
+            throw ValidationError("--threads \"\(threads)\": expected a whole number of event loop threads from 1 to \(Self.threadRange.upperBound), such as 1 or \(ProxyOptions.threadsPerCore).")
         }
     }
 
@@ -153,7 +153,7 @@ struct RunCommand: ParsableCommand {
         var options = ProxyOptions(connectionBuffer: CommandLineByteSize.parse(buffer)!,
                                    maximumBuffered: CommandLineByteSize.parse(maxBuffered)!,
                                    udpIdleTimeout: CommandLineDuration.parse(udpIdle)!)
-        if let threads { options.threads = Self.threadCount(threads)! }
+        options.threads = threads.map { Self.threadCount($0)! } ?? ProxyOptions.threadsPerCore
         options.recording = record.map { RecordingOptions(path: $0, limit: CommandLineByteSize.parse(recordLimit)!) }
         let proxy: ConditionedProxy
         do {

@@ -19,11 +19,12 @@ public struct ProxyOptions: Sendable {
     /// Where `run --record` writes its event log; nil records nothing.
     public var recording: RecordingOptions?
     /// Event loop threads: the main loop, which shapes, plus `threads - 1` splice loops that carry pass-through TCP
-    /// connections by splice(2). One keeps everything on the main loop; at least one.
-    public var threads: Int = ProxyOptions.defaultThreads
+    /// connections by splice(2). One (the default for a proxy made in-process, such as a test suite's) keeps
+    /// everything on the main loop, so its behaviour does not depend on the machine's cores; at least one.
+    public var threads: Int = 1
 
-    /// One event loop thread per online core.
-    public static var defaultThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
+    /// One event loop thread per online core: `linkcond run`'s default.
+    public static var threadsPerCore: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
 
     public init(connectionBuffer: Int = 4 * 1024 * 1024, maximumBuffered: Int = 256 * 1024 * 1024,
                 udpIdleTimeout: Duration = .seconds(60), udpFlowLimit: Int = 4096, udpFlowsPerClient: Int = 256,
