@@ -129,6 +129,30 @@ struct TCPRelayTests {
         #expect(received.value == [1, 1000, 70_000])
     }
 
+    @Test func bytesBehindTCPUrgentDataCrossWithoutWaitingForMore() throws {
+        let received = LockedBox<[UInt8]>([])
+        let server = try TestServer { connection in
+            defer { connection.close() }
+            while let chunk = try? connection.receive(), !chunk.isEmpty { received.mutate { $0 += chunk } }
+        }
+        defer { server.stop() }
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
+        defer { client.close() }
+        try client.send([0])
+        try #require(waitUntil(seconds: 20) { received.value.count == 1 })
+
+        try client.send(Array("abc".utf8))
+        var urgent = UInt8(ascii: "U")
+        _ = Glibc.send(client.fd, &urgent, 1, Int32(MSG_OOB))
+        try client.send(Array("def".utf8))
+        let arrived = waitUntil(seconds: 20) { received.value.count >= 7 }
+
+        #expect(arrived, "only \(received.value.count) of 7 bytes arrived: the relay stopped reading at the urgent mark")
+        #expect(received.value == [0] + Array("abcdef".utf8), "the urgent byte travels out of band, and is not relayed")
+    }
+
     @Test func forwardsUpstreamHalfCloseAndKeepsTheClientDirectionOpen() throws {
         let received = LockedBox<Int>(-1)
         let server = try TestServer { connection in

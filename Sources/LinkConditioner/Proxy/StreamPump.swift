@@ -113,11 +113,12 @@ final class StreamPump {
         self.flow = link.attach(self, emulatingHandshake: relay.emulatesHandshake, handshake: relay.handshakeAttempts)
     }
 
-    /// The source's socket reported readiness: `hungUp` when with a hang-up or an error.
-    func sourceEvent(hungUp: Bool) {
+    /// The source's socket reported readiness: `hungUp` when with a hang-up or an error, `urgent` when TCP urgent
+    /// data arrived (a read stops short at its mark with bytes behind it, and no new edge comes for them).
+    func sourceEvent(hungUp: Bool, urgent: Bool) {
         sourceReadable = true
         if hungUp { sourceHungUp = true }
-        shortReadEmptiesSource = !sourceHungUp
+        shortReadEmptiesSource = !sourceHungUp && !urgent
     }
 
     /// Reads what the source has, within the buffer and link limits, and hands it to the link.

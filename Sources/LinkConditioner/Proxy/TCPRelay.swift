@@ -210,7 +210,7 @@ final class TCPRelay {
         connectAfterUplinkDelay()
     }
 
-    private static let edgeInterest = Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.edgeTriggered
+    private static let edgeInterest = Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.priority | Epoll.edgeTriggered
     /// Events after which a socket's end of stream may wait behind its bytes.
     private static let hangUpEvents = Epoll.readHangUp | Epoll.hangUp | Epoll.error
 
@@ -389,8 +389,8 @@ final class TCPRelay {
             break
         }
         let now = loop.clock.now()
-        if events & (Epoll.readable | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
-            uplink.sourceEvent(hungUp: events & Self.hangUpEvents != 0)
+        if events & (Epoll.readable | Epoll.priority | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
+            uplink.sourceEvent(hungUp: events & Self.hangUpEvents != 0, urgent: events & Epoll.priority != 0)
             pumpMayRead(uplink, at: now)
         }
         if state != .closed, events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 {
@@ -414,8 +414,8 @@ final class TCPRelay {
             upstreamConnected()
             return
         }
-        if events & (Epoll.readable | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
-            downlink.sourceEvent(hungUp: events & Self.hangUpEvents != 0)
+        if events & (Epoll.readable | Epoll.priority | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
+            downlink.sourceEvent(hungUp: events & Self.hangUpEvents != 0, urgent: events & Epoll.priority != 0)
             pumpMayRead(downlink, at: now)
         }
         if state != .closed, events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 {

@@ -14,6 +14,8 @@ struct Epoll {
     static let readable = UInt32(EPOLLIN.rawValue)
     static let writable = UInt32(EPOLLOUT.rawValue)
     static let readHangUp = UInt32(EPOLLRDHUP.rawValue)
+    /// TCP urgent data has arrived.
+    static let priority = UInt32(EPOLLPRI.rawValue)
     static let hangUp = UInt32(EPOLLHUP.rawValue)
     static let error = UInt32(EPOLLERR.rawValue)
     static let edgeTriggered = UInt32(EPOLLET.rawValue)
