@@ -24,6 +24,12 @@ struct SpliceLoopTests {
         #expect(try client.receive(exactly: size) == block)
     }
 
+    /// Echoes enough through `client` for its connection to be handed over, and waits until `proxy` has.
+    private func handOver(_ client: TestConnection, on proxy: ConditionedProxy) throws {
+        try exchange(client, size: 256 << 10)
+        try #require(waitUntil(seconds: 20) { onSpliceLoops(proxy) == 1 })
+    }
+
     @Test func aPassThroughConnectionCrossesASpliceLoopByteExactWithAHalfCloseEachWay() throws {
         let up = Payload(size: 2 << 20, seed: 0x0051)
         let down = Payload(size: 16 << 20, seed: 0x00D0)
@@ -73,8 +79,7 @@ struct SpliceLoopTests {
                                     token: token)
         let client = try TestConnection.connect(port: proxy.port)
         defer { client.close() }
-        try exchange(client, size: 256 << 10)
-        try #require(waitUntil(seconds: 20) { onSpliceLoops(proxy) == 1 })
+        try handOver(client, on: proxy)
 
         let reply = try control.send("POST", "/reset")
         let afterReset = onSpliceLoops(proxy)
@@ -96,8 +101,7 @@ struct SpliceLoopTests {
         let client = try TestConnection.connect(port: proxy.port)
         defer { client.close() }
 
-        try exchange(client, size: 256 << 10)
-        try #require(waitUntil(seconds: 20) { onSpliceLoops(proxy) == 1 })
+        try handOver(client, on: proxy)
         try exchange(client, size: 768 << 10)
         let status = proxy.status()[0]
 
@@ -177,8 +181,7 @@ struct SpliceLoopTests {
         defer { proxy.stop() }
         let client = try TestConnection.connect(port: proxy.port)
         defer { client.close() }
-        try exchange(client, size: 256 << 10)
-        try #require(waitUntil(seconds: 20) { onSpliceLoops(proxy) == 1 })
+        try handOver(client, on: proxy)
 
         proxy.resetConnections()
         let status = proxy.status()[0]

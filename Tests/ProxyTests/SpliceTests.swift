@@ -10,21 +10,29 @@ import Testing
 struct SpliceTests {
     private func downlink(_ proxy: ConditionedProxy) -> LinkCounters { proxy.status()[0].downlink }
 
-    @Test func anUnshapedDirectionMovesEveryByteBySplice() throws {
-        let payload = Payload(size: 8 << 20, seed: 0x5A1CE)
+    /// Downloads `payload` through a proxy under `profile` (the client half-closes first), then runs `check` with
+    /// what arrived and the proxy, still running, for its counters.
+    private func download(_ payload: Payload, under profile: Profile,
+                          _ check: (_ received: (count: Int, checksum: UInt64), _ proxy: ConditionedProxy) throws -> Void) throws {
         let server = try TestServer.sending(payload)
         defer { server.stop() }
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
         defer { proxy.stop() }
-
         let client = try TestConnection.connect(port: proxy.port, timeout: 60)
         client.shutdownWrite()
         let received = try client.drain()
         client.close()
+        try check(received, proxy)
+    }
 
-        #expect(received.count == payload.size)
-        #expect(received.checksum == payload.digest.value)
-        #expect(downlink(proxy).bytesSpliced == payload.size)
+    @Test func anUnshapedDirectionMovesEveryByteBySplice() throws {
+        let payload = Payload(size: 8 << 20, seed: 0x5A1CE)
+
+        try download(payload, under: .none) { received, proxy in
+            #expect(received.count == payload.size)
+            #expect(received.checksum == payload.digest.value)
+            #expect(downlink(proxy).bytesSpliced == payload.size)
+        }
     }
 
     @Test func shortMessagesCrossUnshapedByOneCopyWithoutTakingAPipe() throws {
@@ -48,18 +56,11 @@ struct SpliceTests {
 
     @Test func aLongBurstGoesThroughThePipe() throws {
         let payload = Payload(size: 4 << 20, seed: 0xB0125)
-        let server = try TestServer.sending(payload)
-        defer { server.stop() }
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
-        defer { proxy.stop() }
 
-        let client = try TestConnection.connect(port: proxy.port, timeout: 60)
-        client.shutdownWrite()
-        let received = try client.drain()
-        client.close()
-
-        #expect(received.checksum == payload.digest.value)
-        #expect((proxy.report().splicePipesKept ?? 0) >= 1, "no pipe was ever taken for 4 MiB")
+        try download(payload, under: .none) { received, proxy in
+            #expect(received.checksum == payload.digest.value)
+            #expect((proxy.report().splicePipesKept ?? 0) >= 1, "no pipe was ever taken for 4 MiB")
+        }
     }
 
     @Test func aShortMessageAndTheEndOfStreamBehindItBothCross() throws {
@@ -91,21 +92,14 @@ struct SpliceTests {
         var profile = Profile.none
         profile.uplink.delay = .milliseconds(1)
         let payload = Payload(size: 2 << 20, seed: 0xDE1A7)
-        let server = try TestServer.sending(payload)
-        defer { server.stop() }
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
-        defer { proxy.stop() }
 
-        let client = try TestConnection.connect(port: proxy.port, timeout: 60)
-        client.shutdownWrite()
-        let received = try client.drain()
-        client.close()
-
-        #expect(received.count == payload.size)
-        #expect(received.checksum == payload.digest.value)
-        // The downlink itself has no delay, but its ACKs would cross the delayed uplink: the model must see it.
-        #expect(downlink(proxy).bytesSpliced == 0)
-        #expect(proxy.status()[0].uplink.bytesSpliced == 0)
+        try download(payload, under: profile) { received, proxy in
+            #expect(received.count == payload.size)
+            #expect(received.checksum == payload.digest.value)
+            // The downlink itself has no delay, but its ACKs would cross the delayed uplink: the model must see it.
+            #expect(downlink(proxy).bytesSpliced == 0)
+            #expect(proxy.status()[0].uplink.bytesSpliced == 0)
+        }
     }
 
     @Test func switchingToAShapedProfileAndBackMidStreamLosesAndReordersNothing() throws {

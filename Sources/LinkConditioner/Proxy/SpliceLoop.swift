@@ -117,7 +117,8 @@ enum SpliceEnd: Sendable {
 final class SpliceLoopState {
     let loop: EventLoop
     let logger: Logger
-    let pipes = SplicePipePool()
+    /// Few pipes kept: its connections are long ones, and the main loop's descriptor shortage cannot empty this pool.
+    let pipes = SplicePipePool(keepingAtMost: 4)
     private var connections: [UInt64: SplicedConnection] = [:]
 
     init(loop: EventLoop, logger: Logger) {

@@ -20,9 +20,9 @@ final class SplicePipePool {
 
     private var idle: [SplicePipe] = []
 
-    /// A pool sized for the process's descriptor limit (unlimited when nil).
-    convenience init(descriptorLimit: Int? = openDescriptorLimit) {
-        self.init(limit: min(32, (descriptorLimit ?? Int.max) / 32), crowdedFrom: descriptorLimit.map { $0 - $0 / 8 } ?? Int.max)
+    /// A pool of at most `most` pipes, fewer for a small descriptor limit (unlimited when nil).
+    convenience init(descriptorLimit: Int? = openDescriptorLimit, keepingAtMost most: Int = 32) {
+        self.init(limit: min(most, (descriptorLimit ?? Int.max) / 32), crowdedFrom: descriptorLimit.map { $0 - $0 / 8 } ?? Int.max)
     }
 
     init(limit: Int, crowdedFrom: Int) {
