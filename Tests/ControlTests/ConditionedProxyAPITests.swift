@@ -157,6 +157,8 @@ struct ConditionedProxyAPITests {
         options.threads = 2
 
         for cycle in 0..<100 {
+            // A stopped loop's thread may still be exiting when stop returns; the count is of this proxy's own.
+            _ = waitUntil(seconds: 5) { threadCount(named: "linkcond-splice") == 0 }
             let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none, options: options)
             proxyPorts.insert(proxy.port)
             spliceLoopsSeen.append(threadCount(named: "linkcond-splice"))
