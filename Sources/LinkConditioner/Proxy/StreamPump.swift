@@ -177,7 +177,7 @@ final class StreamPump {
                 endOfStream(at: now)
                 return finishIfDrained()
             case .processed(let count):
-                if count < target.count && shortReadEmptiesSource { sourceReadable = false }
+                if count < min(target.count, Self.burstCopyLimit) && shortReadEmptiesSource { sourceReadable = false }
                 recording?.read(count, at: now)
                 var bytes = Array(UnsafeRawBufferPointer(rebasing: target[0..<count]))
                 var ended = false
