@@ -175,8 +175,8 @@ final class SplicedConnection {
         ticket = handed.ticket
         client = handed.client
         upstream = handed.upstream
-        uplink = SplicedDirection(source: handed.client, destination: handed.upstream, state: handed.uplink)
-        downlink = SplicedDirection(source: handed.upstream, destination: handed.client, state: handed.downlink)
+        uplink = SplicedDirection(source: handed.client, destination: handed.upstream, state: handed.uplink, pipes: owner.pipes)
+        downlink = SplicedDirection(source: handed.upstream, destination: handed.client, state: handed.downlink, pipes: owner.pipes)
         bytes = handed.bytes
         self.ended = ended
     }
@@ -213,8 +213,8 @@ final class SplicedConnection {
     /// Moves both directions as far as their sockets allow, a bounded number of splices per turn.
     private func move() {
         guard !isDone else { return }
-        let up = uplink.move(pipes: owner.pipes) { self.bytes.add(uplink: $0) }
-        let down = downlink.move(pipes: owner.pipes) { self.bytes.add(downlink: $0) }
+        let up = uplink.move { self.bytes.add(uplink: $0) }
+        let down = downlink.move { self.bytes.add(downlink: $0) }
         for progress in [up, down] {
             switch progress {
             case .failed(let error):
@@ -263,8 +263,8 @@ final class SplicedConnection {
             return
         }
         owner.forget(ticket)
-        uplink.releasePipe(to: owner.pipes)
-        downlink.releasePipe(to: owner.pipes)
+        uplink.releasePipe()
+        downlink.releasePipe()
         ended(how)
     }
 
@@ -272,15 +272,15 @@ final class SplicedConnection {
     func handBack() -> HandedOverConnection {
         letGo()
         return HandedOverConnection(ticket: ticket, client: client, upstream: upstream,
-                                    uplink: uplink.handBack(to: owner.pipes), downlink: downlink.handBack(to: owner.pipes),
+                                    uplink: uplink.handBack(), downlink: downlink.handBack(),
                                     bytes: bytes)
     }
 }
 
 /// One direction of a connection on a splice loop: from its source socket through a pipe to its destination.
 ///
-/// Lives on the splice loop's thread. Its pipe is taken from the loop's pool when the source has bytes and given back
-/// once it is empty and the source has no more.
+/// Lives on the splice loop's thread. Its `StreamSplice` takes a pipe from the loop's pool when the source has bytes
+/// and gives it back once it is empty and the source has no more, as on the main loop.
 final class SplicedDirection {
     enum Progress {
         /// Nothing more to do until a socket is ready.
@@ -294,8 +294,7 @@ final class SplicedDirection {
 
     let source: Socket
     let destination: Socket
-    private var pipe: SplicePipe?
-    private var pipedBytes: Int
+    private let splice: StreamSplice
     private(set) var sourceEnded: Bool
     private(set) var finished: Bool
     /// Edge-triggered epoll: whether the source may still have bytes; the main loop's last word was unknown, so yes.
@@ -306,36 +305,36 @@ final class SplicedDirection {
     /// Splices one `move` makes before leaving the rest to a later turn.
     private static let splicesPerTurn = 32
 
-    init(source: Socket, destination: Socket, state: SpliceDirectionState) {
+    init(source: Socket, destination: Socket, state: SpliceDirectionState, pipes: SplicePipePool) {
         self.source = source
         self.destination = destination
-        pipe = state.pipe
-        pipedBytes = state.pipedBytes
+        splice = StreamSplice(pool: pipes)
+        if let pipe = state.pipe { splice.adopt(pipe, holding: state.pipedBytes) }
         sourceEnded = state.sourceEnded
         finished = state.finished
     }
 
     /// Moves bytes from the source through the pipe to the destination until either would block, and forwards the
     /// source's end of stream once the pipe is empty. `delivered` counts the bytes written.
-    func move(pipes: SplicePipePool, delivered: (Int) -> Void) -> Progress {
+    func move(delivered: (Int) -> Void) -> Progress {
         do {
             for _ in 0..<Self.splicesPerTurn {
                 if finished { return .idle }
-                if let pipe, pipedBytes > 0 {
+                if splice.pipedBytes > 0 {
                     guard destinationWritable else { return .idle }
-                    switch try pipe.drain(to: destination, count: pipedBytes) {
+                    let waiting = splice.pipedBytes
+                    switch try splice.drain(to: destination) {
                     case .wouldBlock:
                         destinationWritable = false
                         return .idle
                     case .processed(let written):
-                        if written < pipedBytes { destinationWritable = false }
-                        pipedBytes -= written
+                        if written < waiting { destinationWritable = false }
                         delivered(written)
                     }
                     continue
                 }
                 if sourceEnded {
-                    releasePipe(to: pipes)
+                    splice.giveBack()
                     do {
                         try destination.shutdownWrite()
                     } catch where error.errno == .notConnected {
@@ -345,30 +344,23 @@ final class SplicedDirection {
                     return .idle
                 }
                 guard sourceReadable else {
-                    releasePipe(to: pipes)
+                    splice.giveBack()
                     return .idle
                 }
-                if pipe == nil {
-                    do {
-                        pipe = try pipes.take(size: StreamSplice.pipeSize)
-                    } catch {
-                        return .noPipe
-                    }
-                }
-                guard let pipe else { return .noPipe }
-                switch try pipe.fill(from: source, count: max(pipe.capacity - pipedBytes, 1)) {
+                guard splice.prepare() else { return .noPipe }
+                switch try splice.fill(from: source) {
                 case .wouldBlock:
                     // An empty pipe that takes nothing means the source is empty; a part-full one may lack a slot.
-                    if pipedBytes == 0 {
+                    if splice.pipedBytes == 0 {
                         sourceReadable = false
-                        releasePipe(to: pipes)
+                        splice.giveBack()
                         return .idle
                     }
                     if !destinationWritable { return .idle }
                 case .processed(0):
                     sourceEnded = true
-                case .processed(let count):
-                    pipedBytes += count
+                case .processed:
+                    break
                 }
             }
         } catch {
@@ -378,19 +370,13 @@ final class SplicedDirection {
     }
 
     /// Gives an empty pipe back to the pool, and closes one that still holds bytes (the connection is ending).
-    func releasePipe(to pipes: SplicePipePool) {
-        guard let pipe else { return }
-        if pipedBytes == 0 { pipes.give(pipe) } else { pipe.close() }
-        self.pipe = nil
-        pipedBytes = 0
+    func releasePipe() {
+        splice.close()
     }
 
     /// The direction's state for the main loop: a pipe only when it holds bytes (an empty one stays in the pool).
-    func handBack(to pipes: SplicePipePool) -> SpliceDirectionState {
-        if pipedBytes == 0 { releasePipe(to: pipes) }
-        let state = SpliceDirectionState(pipe: pipe, pipedBytes: pipedBytes, sourceEnded: sourceEnded, finished: finished)
-        pipe = nil
-        pipedBytes = 0
-        return state
+    func handBack() -> SpliceDirectionState {
+        let (pipe, pipedBytes) = splice.handOver()
+        return SpliceDirectionState(pipe: pipe, pipedBytes: pipedBytes, sourceEnded: sourceEnded, finished: finished)
     }
 }
