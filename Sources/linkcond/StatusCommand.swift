@@ -55,7 +55,8 @@ struct StatusCommand: ParsableCommand {
         lines.append("link      \(state)")
         if let spliceLoops = report.spliceLoops, spliceLoops > 0 {
             let carried = report.listeners.reduce(0) { $0 + ($1.connectionsOnSpliceLoops ?? 0) }
-            lines.append("threads   main loop + \(spliceLoops) splice loop\(spliceLoops == 1 ? "" : "s") carrying \(carried) pass-through connection\(carried == 1 ? "" : "s")")
+            let handOvers = report.spliceHandOvers.map { ", \($0) handed over so far" } ?? ""
+            lines.append("threads   main loop + \(spliceLoops) splice loop\(spliceLoops == 1 ? "" : "s") carrying \(carried) pass-through connection\(carried == 1 ? "" : "s")\(handOvers)")
         }
         if let scenario = report.scenario {
             let step = scenario.step.map { "line \($0)" } ?? "not started"

@@ -159,6 +159,27 @@ struct SpliceLoopTests {
         #expect(digest.value == payload.digest.value)
     }
 
+    @Test func aChangeThatLeavesOpenStreamsAsTheyWereKeepsTheConnectionOnItsSpliceLoop() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none, options: Self.twoThreads)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        try handOver(client, on: proxy)
+        var slowDNS = Profile.none
+        slowDNS.name = "slow-dns"
+        slowDNS.dnsDelay = .milliseconds(300)
+
+        proxy.apply(slowDNS)
+        let handOvers = proxy.report().spliceHandOvers
+        try exchange(client, size: 64 << 10)
+
+        #expect(handOvers == 1, "the connection came back to the main loop and left again")
+        #expect(onSpliceLoops(proxy) == 1)
+        #expect(proxy.profile.name == "slow-dns")
+    }
+
     @Test func resetConnectionsResetsAConnectionOnASpliceLoop() throws {
         let upstreamSaw = LockedBox<String?>(nil)
         let server = try TestServer { connection in

@@ -104,6 +104,9 @@ public struct StatusReport: Codable, Sendable {
     /// Splice loop threads carrying pass-through TCP connections besides the main loop (`run --threads` minus one;
     /// absent from an older linkcond's answer).
     public var spliceLoops: Int?
+    /// Times a connection was handed to a splice loop since the start; one that comes back for a change of
+    /// conditions and leaves again counts twice (absent from an older linkcond's answer).
+    public var spliceHandOvers: Int?
 }
 
 extension StatusReport.Direction {

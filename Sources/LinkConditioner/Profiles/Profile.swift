@@ -100,6 +100,12 @@ public struct Profile: Hashable, Sendable {
         self.seed = seed
     }
 
+    /// Whether a TCP stream already open fares the same under `other`: the same links and faults both ways, and
+    /// the same connection fault. Names, DNS delay, exclusions and TCP settings reach only connections opened later.
+    public func treatsOpenStreamsAs(_ other: Profile) -> Bool {
+        uplink == other.uplink && downlink == other.downlink && fault == other.fault
+    }
+
     /// The profile that changes nothing.
     public static let none = Profile(name: "none", description: "No impairment")
 

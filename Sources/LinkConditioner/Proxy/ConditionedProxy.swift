@@ -241,12 +241,15 @@ final class ProxyState {
     var recorder: EventLog?
     /// The splice loops pass-through TCP connections are handed to; nil with `threads` 1.
     var spliceLoops: SpliceLoops?
+    /// The conditions the listeners were last given.
+    private var applied: Profile
 
     init(loop: EventLoop, profile: Profile, logger: Logger, bufferBudget: BufferBudget) {
         self.loop = loop
         self.logger = logger
         self.bufferBudget = bufferBudget
         self.conditions = LiveConditions(profile: profile)
+        applied = profile
     }
 
     func setProfile(_ profile: Profile) {
@@ -273,10 +276,13 @@ final class ProxyState {
     }
 
     /// Applies the conditions to every listener, once every connection is back from the splice loops: the new
-    /// conditions see their bytes from here on, and those still pass-through go back on their next event.
+    /// conditions see their bytes from here on, and those still pass-through go back on their next event. A change
+    /// that leaves open streams as they were (a new name, DNS delay, or settings for new connections) leaves the
+    /// splice loops' connections where they are.
     private func pushConditions() {
-        spliceLoops?.recallAll()
         let effective = conditions.effective
+        if !effective.treatsOpenStreamsAs(applied) { spliceLoops?.recallAll() }
+        applied = effective
         recorder?.conditionsChanged(conditions, at: loop.clock.now())
         for listener in listeners { listener.apply(effective) }
     }
@@ -347,7 +353,8 @@ final class ProxyState {
                                              conditions: conditions.effective)
             },
             splicePipesKept: listenerContext?.readBuffer.pipes.count ?? 0,
-            spliceLoops: spliceLoops?.threads ?? 0)
+            spliceLoops: spliceLoops?.threads ?? 0,
+            spliceHandOvers: spliceLoops?.handOvers ?? 0)
     }
 
     func close() {

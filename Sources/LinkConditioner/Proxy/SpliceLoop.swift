@@ -50,6 +50,8 @@ struct HandedOverConnection {
     var uplink: SpliceDirectionState
     var downlink: SpliceDirectionState
     let bytes: SplicedBytes
+    /// The splice loop could not carry it (no pipe to be had), so it stays on the main loop from now on.
+    var needsMainLoop = false
 }
 
 /// An extra event loop thread that moves the bytes of pass-through TCP connections with splice(2), so that unshaped
@@ -167,6 +169,8 @@ final class SplicedConnection {
     private var upstreamRegistration: EventLoop.RegistrationID?
     private var resumeScheduled = false
     private var isDone = false
+    /// Ended with `.needsMainLoop`: said again in what `handBack` returns, which may reach the main loop first.
+    private var needsMainLoop = false
 
     private static let edgeInterest = Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.edgeTriggered
 
@@ -259,6 +263,7 @@ final class SplicedConnection {
         letGo()
         if how == .needsMainLoop {
             // Kept until the main loop recalls it, which takes the pipes back with it.
+            needsMainLoop = true
             ended(how)
             return
         }
@@ -273,7 +278,7 @@ final class SplicedConnection {
         letGo()
         return HandedOverConnection(ticket: ticket, client: client, upstream: upstream,
                                     uplink: uplink.handBack(), downlink: downlink.handBack(),
-                                    bytes: bytes)
+                                    bytes: bytes, needsMainLoop: needsMainLoop)
     }
 }
 

@@ -12,6 +12,8 @@ final class SpliceLoops {
     /// Connections each loop carries, to hand the next one to the least loaded.
     private var loads: [Int]
     private var nextTicket: UInt64 = 1
+    /// Connections handed over since the start, each time one left the main loop.
+    private(set) var handOvers = 0
 
     /// Starts `count` splice loop threads; none is left running when it throws.
     init(count: Int, mainLoop: EventLoop, logger: Logger) throws {
@@ -37,13 +39,14 @@ final class SpliceLoops {
     var canHandOver: Bool { !loops.isEmpty }
 
     /// Hands `relay`'s connection, as `package` makes it for its ticket, to the least loaded splice loop. Only
-    /// when `canHandOver`.
-    func handOver(_ relay: TCPRelay, _ package: (UInt64) -> HandedOverConnection) {
+    /// when `canHandOver`; returns the ticket the connection goes by until it comes back.
+    func handOver(_ relay: TCPRelay, _ package: (UInt64) -> HandedOverConnection) -> UInt64 {
         guard let index = loads.indices.min(by: { loads[$0] < loads[$1] }) else {
             preconditionFailure("a connection handed over with no splice loop to take it")
         }
         let ticket = nextTicket
         nextTicket += 1
+        handOvers += 1
         carried[ticket] = (relay, index)
         loads[index] += 1
         let mainLoop = self.mainLoop
@@ -51,6 +54,7 @@ final class SpliceLoops {
         loops[index].adopt(package(ticket)) { how in
             mainLoop.execute { owner.value.ended(ticket, how) }
         }
+        return ticket
     }
 
     /// Takes every connection back from the splice loops and resumes its relay on the main loop, before the
@@ -66,16 +70,16 @@ final class SpliceLoops {
         }
     }
 
-    /// Takes `relay`'s connection back from its splice loop, so the main loop may close its sockets: resumed on the
-    /// main loop, or, when it ended there meanwhile, with its last bytes counted (its `ended` is then ignored).
-    func recall(_ relay: TCPRelay) {
-        guard let (ticket, entry) = carried.first(where: { $0.value.relay === relay }) else { return }
-        carried.removeValue(forKey: ticket)
+    /// Takes the connection handed over as `ticket` back from its splice loop, so the main loop may close its
+    /// sockets: resumed on the main loop, or, when it ended there meanwhile, with its last bytes counted (its
+    /// `ended` is then ignored).
+    func recall(_ ticket: UInt64) {
+        guard let entry = carried.removeValue(forKey: ticket) else { return }
         loads[entry.loop] -= 1
         if let connection = loops[entry.loop].recall(ticket) {
-            relay.resume(from: connection)
+            entry.relay.resume(from: connection)
         } else {
-            relay.settleSplicedBytes()
+            entry.relay.settleSplicedBytes()
         }
     }
 
@@ -90,7 +94,7 @@ final class SpliceLoops {
             entry.relay.endedOnSpliceLoop(reset: true)
         case .needsMainLoop:
             // Nil only when the loop has stopped; the relay is then closed with its listener.
-            if let connection = loops[entry.loop].recall(ticket) { entry.relay.resume(from: connection, stayOnMainLoop: true) }
+            if let connection = loops[entry.loop].recall(ticket) { entry.relay.resume(from: connection) }
         }
     }
 

@@ -108,6 +108,8 @@ final class TCPRelay {
     private var heldCause = StallCause.offline
     /// What the splice loop carrying the connection moved and the pumps have not counted yet; nil on the main loop.
     private var splicedBytes: SplicedBytes?
+    /// The ticket the splice loops know the connection by while one carries it.
+    private var spliceTicket: UInt64?
     /// Set when a splice loop could not carry the connection (it found no pipe): it stays on the main loop.
     private var staysOnMainLoop = false
 
@@ -442,7 +444,7 @@ final class TCPRelay {
         splicedBytes = bytes
         state = .spliced
         let client = self.client
-        spliceLoops.handOver(self) { ticket in
+        spliceTicket = spliceLoops.handOver(self) { ticket in
             HandedOverConnection(ticket: ticket, client: client, upstream: upstream, uplink: uplink.handOver(),
                                  downlink: downlink.handOver(), bytes: bytes)
         }
@@ -461,11 +463,12 @@ final class TCPRelay {
 
     /// Carries the connection on this loop again from where its splice loop left it: both sockets are watched
     /// again, and bytes a pipe still holds go before anything read later (a profile that shapes copies them out).
-    func resume(from connection: HandedOverConnection, stayOnMainLoop: Bool = false) {
+    func resume(from connection: HandedOverConnection) {
         guard state == .spliced, let upstream else { return }
         settleSplicedBytes()
         splicedBytes = nil
-        staysOnMainLoop = staysOnMainLoop || stayOnMainLoop
+        spliceTicket = nil
+        staysOnMainLoop = staysOnMainLoop || connection.needsMainLoop
         state = .relaying
         let now = loop.clock.now()
         uplink.resume(from: connection.uplink, at: now)
@@ -491,6 +494,7 @@ final class TCPRelay {
         guard state == .spliced else { return }
         settleSplicedBytes()
         splicedBytes = nil
+        spliceTicket = nil
         close(reset: reset)
     }
 
@@ -574,7 +578,7 @@ final class TCPRelay {
     /// Closes both sockets, with a reset when `reset` is true, and releases the link flows.
     func close(reset: Bool) {
         // A splice loop carrying the connection lets go of its sockets before they are closed here.
-        if state == .spliced { host.spliceLoops?.recall(self) }
+        if state == .spliced, let spliceTicket { host.spliceLoops?.recall(spliceTicket) }
         guard state != .closed else { return }
         state = .closed
         cancelConnectTimer()
