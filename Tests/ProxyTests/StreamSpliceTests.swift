@@ -26,6 +26,27 @@ struct StreamSpliceTests {
         #expect(pool.count == 1)
     }
 
+    /// A byte written into the pipe behind the splice's back tells whether the kernel was asked: it would count it
+    /// and the pool would close the pipe. Nothing was spliced in, so the splice's word is enough and no `FIONREAD`
+    /// is spent.
+    @Test func aPipeNothingWasSplicedIntoGoesBackWithoutAskingTheKernel() throws {
+        let pool = SplicePipePool(limit: 32, crowdedFrom: .max)
+        defer { pool.release() }
+        let (source, peer) = try socketPair()
+        defer { source.close(); peer.close() }
+        let pipe = try pool.take(size: StreamSplice.pipeSize)
+        pool.give(pipe)
+        let splice = StreamSplice(pool: pool)
+        try #require(splice.prepare())
+        var stray: UInt8 = 0x42
+        #expect(write(pipe.writeEnd, &stray, 1) == 1)
+
+        _ = try splice.fill(from: source)
+        splice.giveBack()
+
+        #expect(pool.count == 1)
+    }
+
     @Test func aPipeFilledAndDrainedGoesBackToThePool() throws {
         let pool = SplicePipePool(limit: 32, crowdedFrom: .max)
         defer { pool.release() }

@@ -270,6 +270,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Entries in the timer heap, cancelled ones not yet dropped included.
     var timerEntries: Int { timers.count }
 
+    /// Timers scheduled and neither run nor cancelled yet.
+    var liveTimers: Int { timerActions.count }
+
     /// Rebuilds the timer heaps from the live timers once cancelled entries outnumber them: a cancelled entry stays
     /// until its deadline surfaces, so a churn of connections each cancelling a 15 s connect timeout would
     /// otherwise keep hundreds of thousands of dead entries and make every insert pay for them.

@@ -86,6 +86,9 @@ public final class ConditionedProxy: Sendable {
         onLoop(or: ()) { body($0) }
     }
 
+    /// Timers the proxy's loop holds now, neither run nor cancelled.
+    var liveTimers: Int { onLoop(or: 0) { $0.loop.liveTimers } }
+
     /// The profile the user chose (offline lays over it without changing it).
     public var profile: Profile { conditions.profile }
 
