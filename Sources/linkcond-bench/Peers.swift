@@ -243,14 +243,34 @@ final class LinkcondPeer {
     }()
 }
 
+/// Raises this process's descriptor limit, which the peers it starts inherit, so that it holds at least `wanted`
+/// descriptors: the soft limit up to the hard one, and the hard one too where the process may (root). Returns the
+/// soft limit now in force.
+func raiseDescriptorLimit(toAtLeast wanted: Int) -> Int {
+    var limit = rlimit()
+    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+    let target = rlim_t(wanted)
+    if limit.rlim_cur >= target { return Int(limit.rlim_cur) }
+    var raised = rlimit(rlim_cur: target, rlim_max: max(limit.rlim_max, target))
+    if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &raised) != 0 {
+        raised = rlimit(rlim_cur: min(target, limit.rlim_max), rlim_max: limit.rlim_max)
+        if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &raised) != 0 { return Int(limit.rlim_cur) }
+    }
+    return Int(raised.rlim_cur)
+}
+
 /// HAProxy 2.x in TCP mode in front of `upstream`, with `option splice-auto` or without splicing, on one thread
-/// per core (its default) or on `threads` threads.
-func startHAProxy(upstream: UInt16, splice: Bool, threads: Int? = nil) throws -> (PeerProcess, UInt16) {
+/// per core (its default) or on `threads` threads, taking up to `maxConnections` at once. HAProxy reserves
+/// descriptors for a quarter as many pipes unless `maxPipes` says otherwise, and refuses to start when the
+/// descriptor limit cannot hold them all.
+func startHAProxy(upstream: UInt16, splice: Bool, threads: Int? = nil, maxConnections: Int = 4000,
+                  maxPipes: Int? = nil) throws -> (PeerProcess, UInt16) {
     guard let haproxy = Tools.haproxy else { throw TestError("haproxy is not installed (scripts/bench installs it)") }
     let port = freePort()
     let config = """
         global
-            maxconn 4000
+            maxconn \(maxConnections)
+            \(maxPipes.map { "maxpipes \($0)" } ?? "")
             \(threads.map { "nbthread \($0)" } ?? "")
         defaults
             mode tcp
