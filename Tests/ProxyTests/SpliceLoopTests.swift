@@ -30,6 +30,19 @@ struct SpliceLoopTests {
         try #require(waitUntil(seconds: 20) { onSpliceLoops(proxy) == 1 })
     }
 
+    /// Runs `body` with a client whose connection to an echo server a splice loop carries, through a proxy with one
+    /// splice loop.
+    private func withEchoOnASpliceLoop(_ body: (ConditionedProxy, TestConnection) throws -> Void) throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none, options: Self.twoThreads)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port)
+        defer { client.close() }
+        try handOver(client, on: proxy)
+        try body(proxy, client)
+    }
+
     @Test func aPassThroughConnectionCrossesASpliceLoopByteExactWithAHalfCloseEachWay() throws {
         let up = Payload(size: 2 << 20, seed: 0x0051)
         let down = Payload(size: 16 << 20, seed: 0x00D0)
@@ -94,23 +107,17 @@ struct SpliceLoopTests {
     }
 
     @Test func statusCountsTheBytesASpliceLoopMoved() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none, options: Self.twoThreads)
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port)
-        defer { client.close() }
+        try withEchoOnASpliceLoop { proxy, client in
+            try exchange(client, size: 768 << 10)
+            let status = proxy.status()[0]
 
-        try handOver(client, on: proxy)
-        try exchange(client, size: 768 << 10)
-        let status = proxy.status()[0]
-
-        #expect(status.connectionsOnSpliceLoops == 1)
-        #expect(status.activeConnections == 1)
-        #expect(status.uplink.bytesDelivered == 1 << 20)
-        #expect(status.downlink.bytesDelivered == 1 << 20)
-        #expect(status.downlink.bytesSpliced >= 768 << 10)
-        #expect(proxy.report().listeners[0].connectionsOnSpliceLoops == 1)
+            #expect(status.connectionsOnSpliceLoops == 1)
+            #expect(status.activeConnections == 1)
+            #expect(status.uplink.bytesDelivered == 1 << 20)
+            #expect(status.downlink.bytesDelivered == 1 << 20)
+            #expect(status.downlink.bytesSpliced >= 768 << 10)
+            #expect(proxy.report().listeners[0].connectionsOnSpliceLoops == 1)
+        }
     }
 
     @Test func switchingBetweenNoneAndAShapedProfileTakesTheConnectionBackBeforeApplyReturns() throws {
@@ -160,24 +167,19 @@ struct SpliceLoopTests {
     }
 
     @Test func aChangeThatLeavesOpenStreamsAsTheyWereKeepsTheConnectionOnItsSpliceLoop() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none, options: Self.twoThreads)
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port)
-        defer { client.close() }
-        try handOver(client, on: proxy)
-        var slowDNS = Profile.none
-        slowDNS.name = "slow-dns"
-        slowDNS.dnsDelay = .milliseconds(300)
+        try withEchoOnASpliceLoop { proxy, client in
+            var slowDNS = Profile.none
+            slowDNS.name = "slow-dns"
+            slowDNS.dnsDelay = .milliseconds(300)
 
-        proxy.apply(slowDNS)
-        let handOvers = proxy.report().spliceHandOvers
-        try exchange(client, size: 64 << 10)
+            proxy.apply(slowDNS)
+            let handOvers = proxy.report().spliceHandOvers
+            try exchange(client, size: 64 << 10)
 
-        #expect(handOvers == 1, "the connection came back to the main loop and left again")
-        #expect(onSpliceLoops(proxy) == 1)
-        #expect(proxy.profile.name == "slow-dns")
+            #expect(handOvers == 1, "the connection came back to the main loop and left again")
+            #expect(onSpliceLoops(proxy) == 1)
+            #expect(proxy.profile.name == "slow-dns")
+        }
     }
 
     @Test func resetConnectionsResetsAConnectionOnASpliceLoop() throws {
