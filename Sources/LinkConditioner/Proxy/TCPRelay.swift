@@ -235,7 +235,7 @@ final class TCPRelay {
         let readBuffer = host.readBuffer
         let socket: Socket
         do {
-            socket = try Self.openUpstreamSocket(family: address.family, pipes: host.readBuffer.pipes, logger: logger)
+            socket = try Self.openUpstreamSocket(family: address.family, pipes: readBuffer.pipes, logger: logger)
         } catch {
             fail("cannot open a socket for upstream \(address): \(error)")
             return
