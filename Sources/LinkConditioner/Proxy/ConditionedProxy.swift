@@ -145,6 +145,12 @@ public final class ConditionedProxy: Sendable {
         onLoop(or: (0, 0)) { ($0.bufferBudget.held, $0.bufferBudget.peak) }
     }
 
+    /// The system calls the main loop's relays spent that a short connection can do without, read on the loop
+    /// thread (tests show with it which calls a connection is spared).
+    func relayCalls() -> RelayCallTally {
+        onLoop(or: RelayCallTally()) { $0.listenerContext?.readBuffer.calls ?? RelayCallTally() }
+    }
+
     /// Counters of every listener, read on the loop thread.
     public func status() -> [ListenerStatus] {
         onLoop(or: []) { $0.listeners.map { $0.status() } }

@@ -10,10 +10,20 @@ final class ReadBuffer {
     private(set) lazy var outbox = DatagramOutbox()
     /// Empty splice pipes kept for the next connection.
     let pipes = SplicePipePool()
+    /// System calls the loop's relays made that a short connection can do without, so a test can show which.
+    var calls = RelayCallTally()
 
     init(size: Int = 256 * 1024) {
         bytes = .allocate(byteCount: size, alignment: 16)
     }
 
     deinit { bytes.deallocate() }
+}
+
+/// Counts of the system calls a relay makes only when it cannot tell their answer in advance.
+struct RelayCallTally: Sendable {
+    /// Reads (or splices in) that found their source empty: a call spent to hear would-block.
+    var emptyReads = 0
+    /// Half-closes (`shutdown`) sent to a destination after its last byte.
+    var halfCloses = 0
 }

@@ -71,11 +71,12 @@ extension StreamPump {
                 // free slot, so the source stays marked readable until the pipe drains.
                 if splice.pipedBytes == 0 {
                     sourceReadable = false
+                    scratch.calls.emptyReads += 1
                     splice.giveBack()
                     return .open
                 }
             case .processed(0):
-                endOfStream(at: now)
+                sourceReachedEnd(at: now)
                 if splice.pipedBytes == 0 {
                     splice.giveBack()
                     return finishIfDrained()
@@ -111,9 +112,10 @@ extension StreamPump {
         switch read {
         case .wouldBlock:
             sourceReadable = false
+            scratch.calls.emptyReads += 1
             return .stopped(.open)
         case .processed(0):
-            endOfStream(at: now)
+            sourceReachedEnd(at: now)
             return .stopped(finishIfDrained())
         case .processed(let value):
             count = value
@@ -136,6 +138,10 @@ extension StreamPump {
             return .stopped(keep(UnsafeRawBufferPointer(rebasing: target[written..<count]), at: now))
         }
         if count == target.count { return .filledRead }
+        if shortReadEndsSource {
+            sourceReachedEnd(at: now)
+            return .stopped(finishIfDrained())
+        }
         guard shortReadEmptiesSource else { return .readShort }
         sourceReadable = false
         return .stopped(finishIfDrained())

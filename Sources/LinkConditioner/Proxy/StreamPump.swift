@@ -60,10 +60,18 @@ final class StreamPump {
     /// Whether a read that returns less than it asked for has emptied the source, so no read is spent to hear
     /// would-block: true once an event for the source came without a hang-up (the kernel reports one in every
     /// event after the peer's FIN, and bytes arriving later make a new edge); false for good after one came with
-    /// it, since the end of stream may wait behind the bytes; false before any came to this pump, since an event
-    /// taken before it existed may have carried the hang-up.
+    /// it, since the end of stream may wait behind the bytes; false before any came to this pump, unless the
+    /// relay replays those taken before it existed (`startReading(after:)`).
     private(set) var shortReadEmptiesSource = false
+    /// Whether a read that returns less than it asked for has reached the source's end of stream, so no read is
+    /// spent to hear it: true while the last event for the source reported the peer's FIN without an error or
+    /// urgent data. The kernel reports the FIN only once every byte before it is queued, and a TCP read stops
+    /// short only at the FIN or an empty queue, so the next read would return 0.
+    private(set) var shortReadEndsSource = false
     private var sourceHungUp = false
+    /// Whether the source's end of stream was read from its socket (not decided by a filter or a front end): the
+    /// socket then holds nothing unread, and closing it sends a FIN rather than a reset.
+    private(set) var sourceReadToEnd = false
     /// Edge-triggered epoll: whether the destination may take more data.
     var destinationWritable = false
     /// False until the destination socket is connected (the upstream leg connects asynchronously).
@@ -102,8 +110,12 @@ final class StreamPump {
     /// Where the splice path takes its pipe and gives it back.
     let pipes: SplicePipePool
 
-    init(relay: TCPRelay, link: ShapedLink, source: Socket, destination: Socket, capacity: Int, pipes: SplicePipePool) {
-        self.pipes = pipes
+    /// The loop's shared read buffer, whose tally counts the calls this pump makes.
+    let readBuffer: ReadBuffer
+
+    init(relay: TCPRelay, link: ShapedLink, source: Socket, destination: Socket, capacity: Int, readBuffer: ReadBuffer) {
+        self.readBuffer = readBuffer
+        self.pipes = readBuffer.pipes
         self.relay = relay
         self.link = link
         self.source = source
@@ -113,12 +125,38 @@ final class StreamPump {
         self.flow = link.attach(self, emulatingHandshake: relay.emulatesHandshake, handshake: relay.handshakeAttempts)
     }
 
-    /// The source's socket reported readiness: `hungUp` when with a hang-up or an error, `urgent` when TCP urgent
-    /// data arrived (a read stops short at its mark with bytes behind it, and no new edge comes for them).
-    func sourceEvent(hungUp: Bool, urgent: Bool) {
+    /// The source's socket reported readiness (`events`, from epoll). A hang-up or an error means the end of
+    /// stream may wait behind the bytes; urgent data makes a read stop short at its mark with bytes behind it, and
+    /// no new edge comes for them.
+    func sourceEvent(_ events: UInt32) {
         sourceReadable = true
-        if hungUp { sourceHungUp = true }
+        let urgent = events & Epoll.priority != 0
+        if events & Self.hangUpEvents != 0 { sourceHungUp = true }
         shortReadEmptiesSource = !sourceHungUp && !urgent
+        shortReadEndsSource = events & Epoll.readHangUp != 0 && events & Epoll.error == 0 && !urgent
+    }
+
+    /// Events after which the source's end of stream may wait behind its bytes.
+    static let hangUpEvents = Epoll.readHangUp | Epoll.hangUp | Epoll.error
+    /// Events that call for reading the source: bytes, urgent data, its end or its failure.
+    static let readEvents = Epoll.readable | Epoll.priority | hangUpEvents
+
+    /// Starts the direction from what its source reported before the pump could act on it (`events`, every event
+    /// taken since the socket was registered, or'ed): a source that reported nothing to read is not read until a
+    /// new edge says it has something. With no event taken yet (0) the source stays marked readable.
+    func startReading(after events: UInt32) {
+        guard events != 0 else { return }
+        if events & Self.readEvents != 0 {
+            sourceEvent(events)
+        } else {
+            sourceReadable = false
+        }
+    }
+
+    /// Notes that a read reached the source's end of stream: it returned 0, or stopped short after the peer's FIN.
+    func sourceReachedEnd(at now: Instant) {
+        sourceReadToEnd = true
+        endOfStream(at: now)
     }
 
     /// Reads what the source has, within the buffer and link limits, and hands it to the link.
@@ -173,11 +211,13 @@ final class StreamPump {
             switch result {
             case .wouldBlock:
                 sourceReadable = false
+                scratch.calls.emptyReads += 1
             case .processed(0):
-                endOfStream(at: now)
+                sourceReachedEnd(at: now)
                 return finishIfDrained()
             case .processed(let count):
                 if count < min(target.count, Self.burstCopyLimit) && shortReadEmptiesSource { sourceReadable = false }
+                let reachedEnd = count < target.count && shortReadEndsSource
                 recording?.read(count, at: now)
                 var bytes = Array(UnsafeRawBufferPointer(rebasing: target[0..<count]))
                 var ended = false
@@ -204,6 +244,10 @@ final class StreamPump {
                 }
                 if ended {
                     endOfStream(at: now)
+                    return finishIfDrained()
+                }
+                if reachedEnd {
+                    sourceReachedEnd(at: now)
                     return finishIfDrained()
                 }
             }
@@ -361,12 +405,16 @@ final class StreamPump {
             isFinished = true
             return .cut(cut)
         }
-        do {
-            try destination.shutdownWrite()
-        } catch where error.errno == .notConnected {
-            // The peer is already gone; the connection's other direction will notice.
-        } catch {
-            return .failed(error)
+        // When the relay closes the connection on this finish, the close sends the same FIN after the same bytes.
+        if relay?.closesWhenFinished(self) != true {
+            do {
+                try destination.shutdownWrite()
+                readBuffer.calls.halfCloses += 1
+            } catch where error.errno == .notConnected {
+                // The peer is already gone; the connection's other direction will notice.
+            } catch {
+                return .failed(error)
+            }
         }
         isFinished = true
         if !hasReleased {

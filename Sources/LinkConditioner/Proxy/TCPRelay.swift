@@ -88,6 +88,9 @@ final class TCPRelay {
     private var connectGivenUp: Errno?
     /// The client's registration; one a front end's session handed over is taken over at `start`.
     private var clientRegistration: EventLoop.RegistrationID?
+    /// Every event the client reported before the upstream accepted, or'ed: the uplink starts from them, so it
+    /// reads only a client that has sent something, and stops at a short read (`StreamPump.startReading`).
+    private var clientEventsBeforeRelaying: UInt32 = 0
     private var upstreamRegistration: EventLoop.RegistrationID?
     /// This connection's number in the recording, when `run --record` records it.
     private var recordedID: UInt64?
@@ -213,8 +216,6 @@ final class TCPRelay {
     }
 
     private static let edgeInterest = Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.priority | Epoll.edgeTriggered
-    /// Events after which a socket's end of stream may wait behind its bytes.
-    private static let hangUpEvents = Epoll.readHangUp | Epoll.hangUp | Epoll.error
 
     /// A TCP socket for the upstream, noted with the pool as the loop's newest descriptor; when descriptors are
     /// exhausted, the kept splice pipes are closed and the socket tried once more, so kept pipes never cost a
@@ -233,10 +234,10 @@ final class TCPRelay {
 
     private func connectUpstream() {
         let address = upstreamAddresses[upstreamAttempt]
-        let pipes = host.readBuffer.pipes
+        let readBuffer = host.readBuffer
         let socket: Socket
         do {
-            socket = try Self.openUpstreamSocket(family: address.family, pipes: pipes, logger: logger)
+            socket = try Self.openUpstreamSocket(family: address.family, pipes: readBuffer.pipes, logger: logger)
         } catch {
             fail("cannot open a socket for upstream \(address): \(error)")
             return
@@ -246,8 +247,8 @@ final class TCPRelay {
         uplink?.close()
         downlink?.close()
         let buffer = host.options.connectionBuffer
-        uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: buffer, pipes: pipes)
-        downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: buffer, pipes: pipes)
+        uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: buffer, readBuffer: readBuffer)
+        downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: buffer, readBuffer: readBuffer)
         uplink.filter = uplinkFilter
         if let makeStages { (uplink.stage, downlink.stage) = makeStages(self) }
         if let recordedID, let recorder = host.uplink.recorder {
@@ -278,7 +279,7 @@ final class TCPRelay {
             upstreamRegistration = try loop.register(socket.descriptor, interest: Self.edgeInterest) { [weak self] events in
                 self?.upstreamEvent(events)
             }
-            if try socket.connect(to: address) { upstreamConnected() }
+            if try socket.connect(to: address) { upstreamConnected(events: 0) }
         } catch {
             upstreamFailed(address: address, error.errno)
             return
@@ -349,14 +350,18 @@ final class TCPRelay {
         close(reset: true)
     }
 
-    private func upstreamConnected() {
+    /// Starts relaying once the upstream accepted; `events` is what its socket reported with the connect (0 for
+    /// a connect that completed at once), so the downlink reads only an upstream that has already sent something.
+    private func upstreamConnected(events: UInt32) {
         guard state == .connecting else { return }
         state = .relaying
         cancelConnectTimer()
         if let recordedID { host.uplink.recorder?.connectionEstablished(recordedID, at: loop.clock.now()) }
         uplink.destinationReady = true
         uplink.destinationWritable = true
+        uplink.startReading(after: clientEventsBeforeRelaying)
         downlink.sourceReadable = true
+        downlink.startReading(after: events)
         let now = loop.clock.now()
         if let handshake {
             let reply = handshake.replyOnConnect(local: { try? self.upstream?.localAddress() })
@@ -371,6 +376,7 @@ final class TCPRelay {
     }
 
     private func clientEvent(_ events: UInt32) {
+        if state == .connecting || state == .blackholed { clientEventsBeforeRelaying |= events }
         switch state {
         case .blackholed, .hung:
             // What the client sent before leaving was never relayed: the stream is cut, so it is reset.
@@ -391,8 +397,8 @@ final class TCPRelay {
             break
         }
         let now = loop.clock.now()
-        if events & (Epoll.readable | Epoll.priority | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
-            uplink.sourceEvent(hungUp: events & Self.hangUpEvents != 0, urgent: events & Epoll.priority != 0)
+        if events & StreamPump.readEvents != 0 {
+            uplink.sourceEvent(events)
             pumpMayRead(uplink, at: now)
         }
         if state != .closed, events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 {
@@ -413,11 +419,11 @@ final class TCPRelay {
                 upstreamFailed(address: upstreamAddresses[upstreamAttempt], error)
                 return
             }
-            upstreamConnected()
+            upstreamConnected(events: events)
             return
         }
-        if events & (Epoll.readable | Epoll.priority | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
-            downlink.sourceEvent(hungUp: events & Self.hangUpEvents != 0, urgent: events & Epoll.priority != 0)
+        if events & StreamPump.readEvents != 0 {
+            downlink.sourceEvent(events)
             pumpMayRead(downlink, at: now)
         }
         if state != .closed, events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 {
@@ -512,6 +518,15 @@ final class TCPRelay {
             logger.debug("connection \(id): the emulated server had dropped its handshake; resetting")
             close(reset: true)
         }
+    }
+
+    /// Whether the connection closes as soon as `pump` finishes: the other direction has finished after reading
+    /// its source's end, so `pump`'s destination holds nothing unread and closing it sends the FIN a half-close
+    /// would, after the same bytes.
+    func closesWhenFinished(_ pump: StreamPump) -> Bool {
+        guard state == .relaying, let uplink, let downlink else { return false }
+        let other = pump === uplink ? downlink : uplink
+        return other.isFinished && other.sourceReadToEnd
     }
 
     /// Reacts to a pump's writes: they may have made room to read again.
