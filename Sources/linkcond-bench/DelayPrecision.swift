@@ -5,12 +5,20 @@ import LoopbackPeers
 
 /// Round trips of one 64-byte message on each of `samples` connections to `port`, the sends `gap` apart on a
 /// sender thread while this thread polls for the echoes: many samples of a long delay in about one delay's time.
-/// Every connection first makes one warm-up round trip, so connection set-up is not in the figures. Sorted seconds.
+/// Every connection first makes one warm-up round trip, so connection set-up is not in the figures. Connections
+/// open and warm up `gap` apart too, so that linkcond's own lateness (read from its status) is not that of a hundred
+/// first messages released within a millisecond and written one after another. Sorted seconds.
 func staggeredRoundTrips(port: UInt16, samples: Int, gap: Double, timeout: Double) throws -> [Double] {
-    let connections = try (0..<samples).map { _ in try TestConnection.connect(port: port, timeout: timeout) }
-    defer { connections.forEach { $0.close() } }
     let message = [UInt8](repeating: 0x42, count: 64)
-    for connection in connections { try connection.send(message) }
+    var opened: [TestConnection] = []
+    defer { opened.forEach { $0.close() } }
+    for _ in 0..<samples {
+        let connection = try TestConnection.connect(port: port, timeout: timeout)
+        opened.append(connection)
+        try connection.send(message)
+        usleep(useconds_t(gap * 1e6))
+    }
+    let connections = opened
     for connection in connections { _ = try connection.receive(exactly: 64) }
     let sentAt = LockedBox([Instant?](repeating: nil, count: samples))
     let sender = Thread {

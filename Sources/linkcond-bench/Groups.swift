@@ -387,6 +387,7 @@ func delayGroup() throws {
     for (milliseconds, samples, gap) in cells {
         let asked = Double(milliseconds) / 1000
         var p99s: [Double] = [], p50s: [Double] = [], minimums: [Double] = [], maximums: [Double] = []
+        var ownP99s: [Double] = [], ownMaximums: [Double] = []
         for _ in 0..<(milliseconds >= 10_000 ? 1 : runs) {
             do {
                 let baseline = quantile(try staggeredRoundTrips(port: none.relayPort, samples: samples, gap: gap, timeout: 5), 0.5)
@@ -397,6 +398,10 @@ func delayGroup() throws {
                     .map { $0 - asked - baseline }
                 p50s.append(quantile(errors, 0.5))
                 p99s.append(quantile(errors, 0.99))
+                if let own = delayed.deliveryLateness("uplink") {
+                    ownP99s.append(own.p99)
+                    ownMaximums.append(own.max)
+                }
                 minimums.append(errors.first ?? .nan)
                 maximums.append(errors.last ?? .nan)
             } catch { print("   (a run failed: \(error))") }
@@ -407,6 +412,8 @@ func delayGroup() throws {
                        "p50 " + Report.format($0, "s") + ", min " + Report.format(median(minimums) ?? .nan, "s")
                            + ", max " + Report.format(median(maximums) ?? .nan, "s")
                    })
+        report.add("\(milliseconds) ms: linkcond's own lateness p99", median(ownP99s), "s",
+                   note: median(ownMaximums).map { "max " + Report.format($0, "s") + "; released bytes written after their release" })
     }
     if quick { report.skip("10000 ms: error p99", because: "left out of --quick (one cell takes 20 s)") }
     for gap in baselines.keys.sorted() {

@@ -220,7 +220,8 @@ final class LinkcondPeer {
 
     /// Datagrams the kernel dropped at, or refused from, this linkcond's UDP sockets, both ways (`kernelDrops` in
     /// `linkcond status --json`); nil when the status could not be read.
-    func udpKernelDrops() -> Double? {
+    /// The listeners of `linkcond status --json`, as decoded JSON objects.
+    private func statusListeners() -> [[String: Any]]? {
         guard let binary = LinkcondPeer.binary else { return nil }
         let output = Pipe()
         guard let status = try? PeerProcess(name: "linkcond status", path: binary,
@@ -228,8 +229,21 @@ final class LinkcondPeer {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         status.process.waitUntilExit()
         status.stop()
-        guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let listeners = json["listeners"] as? [[String: Any]] else { return nil }
+        guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        return json["listeners"] as? [[String: Any]]
+    }
+
+    /// linkcond's own delivery lateness on the TCP listener's `direction` (p99 and max, seconds): how long after the
+    /// model released them it wrote released bytes.
+    func deliveryLateness(_ direction: String) -> (p99: Double, max: Double)? {
+        guard let listener = statusListeners()?.first(where: { $0["kind"] as? String == "tcp" }),
+              let lateness = (listener[direction] as? [String: Any])?["deliveryLateness"] as? [String: Any],
+              let p99 = lateness["p99Seconds"] as? Double, let max = lateness["maxSeconds"] as? Double else { return nil }
+        return (p99, max)
+    }
+
+    func udpKernelDrops() -> Double? {
+        guard let listeners = statusListeners() else { return nil }
         return listeners.filter { $0["kind"] as? String == "udp" }.reduce(0.0) { total, listener in
             let drops = ["uplink", "downlink"].compactMap { (listener[$0] as? [String: Any])?["kernelDrops"] as? Double }
             return total + drops.reduce(0, +)

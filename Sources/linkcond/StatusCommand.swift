@@ -85,6 +85,7 @@ struct StatusCommand: ParsableCommand {
             ].joined(separator: " "))
         }
         lines += tcpLosses(report.listeners)
+        lines += lateDeliveries(report.listeners)
         for listener in report.listeners {
             guard let destinations = listener.destinations, !destinations.isEmpty else { continue }
             lines.append("")
@@ -122,6 +123,36 @@ struct StatusCommand: ParsableCommand {
             ].joined(separator: " "))
         }
         return lines
+    }
+
+    /// Released bytes at p99 this late or later are shown: an emulated delay off by a millisecond changes what an
+    /// app sees.
+    static let lateDeliveryShownFrom = 0.001
+
+    /// Listeners whose released TCP bytes reached their sockets late (p99 at `lateDeliveryShownFrom` or more):
+    /// every delay linkcond emulated there was that much longer, because the machine kept it from waking in time.
+    static func lateDeliveries(_ listeners: [StatusReport.Listener]) -> [String] {
+        let late = listeners.filter {
+            [$0.uplink.deliveryLateness, $0.downlink.deliveryLateness].contains { ($0?.p99Seconds ?? 0) >= lateDeliveryShownFrom }
+        }
+        guard !late.isEmpty else { return [] }
+        var lines = ["", (["Late deliveries ", "listen".padding(toLength: 22, withPad: " ", startingAt: 0)]
+                          + ["↑ p99", "↑ max", "↓ p99", "↓ max"].map { $0.leftPadded(10) }).joined(separator: " ")]
+        for listener in late {
+            let figures = [listener.uplink.deliveryLateness, listener.downlink.deliveryLateness].flatMap { lateness in
+                [lateness.map { duration($0.p99Seconds) } ?? "-", lateness.map { duration($0.maxSeconds) } ?? "-"]
+            }
+            lines.append(([listener.kind.padding(toLength: 16, withPad: " ", startingAt: 0),
+                           listener.address.padding(toLength: 22, withPad: " ", startingAt: 0)]
+                          + figures.map { $0.leftPadded(10) }).joined(separator: " "))
+        }
+        lines.append("(released bytes reached their sockets this long after the link model released them: emulated delays")
+        lines.append(" there were that much longer, because the machine kept linkcond from waking in time)")
+        return lines
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        seconds >= 1e-3 ? String(format: "%.2f ms", seconds * 1e3) : String(format: "%.0f µs", seconds * 1e6)
     }
 
     static func rate(_ bits: Double) -> String {

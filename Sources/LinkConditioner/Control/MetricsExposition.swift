@@ -71,6 +71,18 @@ struct MetricsExposition {
                      "Datagrams a connection fault kept from crossing: a blocked port, a cut UDP flow.") {
             Double($0.faultDrops)
         }
+        family("linkcond_delivery_lateness_seconds", .gauge,
+               "How late released TCP bytes reached their sockets after the link model released them, since the start: "
+                   + "quantile 0.5, 0.99 and 1 (the maximum). Emulated delays were that much longer.",
+               listeners.flatMap { listener in
+                   [("uplink", listener.uplink), ("downlink", listener.downlink)].flatMap { direction, figures in
+                       figures.deliveryLateness.map { lateness in
+                           [("0.5", lateness.p50Seconds), ("0.99", lateness.p99Seconds), ("1", lateness.maxSeconds)].map { quantile, value in
+                               (Self.labels(of: listener).merging(["direction": direction, "quantile": quantile]) { $1 }, value)
+                           }
+                       } ?? []
+                   }
+               })
         let destinations = listeners.flatMap { listener in
             (listener.destinations ?? []).map { (Self.labels(of: listener).merging(["destination": $0.destination]) { $1 }, $0) }
         }

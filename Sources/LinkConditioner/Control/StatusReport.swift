@@ -34,6 +34,26 @@ public struct StatusReport: Codable, Sendable {
         /// How long a byte arriving now waits in the queue before the link's rate lets it through; nil when the
         /// link carries nothing (offline or zero rate) and bytes are queued.
         public var queueDelaySeconds: Double?
+        /// How late linkcond handed released TCP bytes to their sockets, after the instant its model released
+        /// them; nil before any (and for UDP and DNS). Every emulated delay was that much longer.
+        public var deliveryLateness: Lateness?
+    }
+
+    /// Quantiles of a direction's delivery lateness since the start, over its writes of released bytes.
+    public struct Lateness: Codable, Sendable, Equatable {
+        public var writes: Int
+        public var p50Seconds: Double
+        public var p99Seconds: Double
+        public var maxSeconds: Double
+
+        /// The figures of `histogram`; nil when it recorded nothing.
+        init?(_ histogram: LatenessHistogram) {
+            guard let p50 = histogram.quantile(0.5), let p99 = histogram.quantile(0.99) else { return nil }
+            writes = histogram.samples
+            p50Seconds = p50.seconds
+            p99Seconds = p99.seconds
+            maxSeconds = histogram.maximum.seconds
+        }
     }
 
     /// Traffic to one destination of an exec'd program.
@@ -83,9 +103,11 @@ public struct StatusReport: Codable, Sendable {
             connectionsRefused = status.connectionsRefused
             malformedMessages = status.malformedMessages
             uplink = Direction(status.uplink, kernelDrops: status.uplinkKernelDrops, faultDrops: status.uplinkFaultDrops,
-                               bitsPerSecond: uplinkBitsPerSecond, bandwidth: conditions.uplink.bandwidth)
+                               lateness: status.uplinkLateness, bitsPerSecond: uplinkBitsPerSecond,
+                               bandwidth: conditions.uplink.bandwidth)
             downlink = Direction(status.downlink, kernelDrops: status.downlinkKernelDrops, faultDrops: status.downlinkFaultDrops,
-                                 bitsPerSecond: downlinkBitsPerSecond, bandwidth: conditions.downlink.bandwidth)
+                                 lateness: status.downlinkLateness, bitsPerSecond: downlinkBitsPerSecond,
+                                 bandwidth: conditions.downlink.bandwidth)
             destinations = status.destinations
         }
     }
@@ -110,7 +132,8 @@ public struct StatusReport: Codable, Sendable {
 }
 
 extension StatusReport.Direction {
-    init(_ counters: LinkCounters, kernelDrops: Int, faultDrops: Int = 0, bitsPerSecond: Double, bandwidth: BitRate?) {
+    init(_ counters: LinkCounters, kernelDrops: Int, faultDrops: Int = 0, lateness: LatenessHistogram = LatenessHistogram(),
+         bitsPerSecond: Double, bandwidth: BitRate?) {
         bytesDelivered = counters.bytesDelivered
         queuedBytes = counters.queuedBytes
         inFlightBytes = counters.inFlightBytes
@@ -124,6 +147,7 @@ extension StatusReport.Direction {
         duplicates = counters.duplicates
         self.bitsPerSecond = bitsPerSecond
         queueDelaySeconds = Self.queueDelay(queuedBytes: counters.queuedBytes, bandwidth: bandwidth)
+        deliveryLateness = StatusReport.Lateness(lateness)
     }
 
     /// The queue's bytes at the link's rate: no wait without a rate limit, none to say when nothing passes.

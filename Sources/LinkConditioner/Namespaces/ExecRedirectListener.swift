@@ -86,12 +86,15 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     }
 
     func status() -> ListenerStatus {
-        ListenerStatus(kind: "exec", address: bound.address, upstream: nil, activeConnections: relays.count,
-                       connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
-                       uplink: uplink.counters, downlink: downlink.counters,
-                       destinations: destinations.report(live: relays.values.compactMap { relay in
-                           relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
-                       }))
+        var status = ListenerStatus(kind: "exec", address: bound.address, upstream: nil, activeConnections: relays.count,
+                                    connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
+                                    uplink: uplink.counters, downlink: downlink.counters,
+                                    destinations: destinations.report(live: relays.values.compactMap { relay in
+                                        relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
+                                    }))
+        status.uplinkLateness = uplink.lateness
+        status.downlinkLateness = downlink.lateness
+        return status
     }
 
     func connectionEntries() -> [ConnectionEntry] {

@@ -84,9 +84,12 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     var bound: BoundListener { BoundListener(kind: "proxy", address: localAddress, upstream: nil) }
 
     func status() -> ListenerStatus {
-        ListenerStatus(kind: "proxy", address: localAddress, upstream: nil, activeConnections: sessions.count + relays.count,
-                       connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
-                       uplink: uplink.counters, downlink: downlink.counters)
+        var status = ListenerStatus(kind: "proxy", address: localAddress, upstream: nil, activeConnections: sessions.count + relays.count,
+                                    connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
+                                    uplink: uplink.counters, downlink: downlink.counters)
+        status.uplinkLateness = uplink.lateness
+        status.downlinkLateness = downlink.lateness
+        return status
     }
 
     func connectionEntries() -> [ConnectionEntry] {

@@ -164,6 +164,9 @@ final class ShapedLink {
 
     var counters: LinkCounters { model.counters }
 
+    /// How late this direction's pumps handed released bytes to their sockets, after the model released them.
+    var lateness = LatenessHistogram()
+
     func close() {
         serviceAlarm.cancel()
         pumps.removeAll()

@@ -323,6 +323,7 @@ final class StreamPump {
             break
         case .write:
             batchAlarm?.cancel()
+            if let oldest = batch.oldestRelease { link.lateness.record(now - oldest) }
             deliverableBytes += batch.take()
         case .hold(let deadline):
             let alarm = batchAlarm ?? DeadlineAlarm(loop: link.loop, exact: true) { [weak self] now in self?.deliveryScheduleChanged(at: now) }

@@ -106,6 +106,8 @@ final class TCPListener: RelayHost, ConditionedListener {
                                     activeConnections: relays.count, connectionsAccepted: connectionsAccepted,
                                     connectionsRefused: connectionsRefused, uplink: uplink.counters, downlink: downlink.counters)
         status.connectionsOnSpliceLoops = onSpliceLoops
+        status.uplinkLateness = uplink.lateness
+        status.downlinkLateness = downlink.lateness
         return status
     }
 

@@ -1,0 +1,73 @@
+@testable import LinkConditioner
+import Foundation
+import LoopbackPeers
+import Testing
+
+/// Each write of released bytes records how long after its release by the model it reached the socket, so `status`
+/// can say when a busy machine made linkcond's delays longer than asked.
+@Suite(.serialized)
+struct DeliveryLatenessTests {
+    private func delayedUplink(_ delay: Duration) -> Profile {
+        var profile = Profile.none
+        profile.uplink.delay = delay
+        return profile
+    }
+
+    private func ping(_ client: TestConnection, _ byte: UInt8) throws {
+        try client.send([byte])
+        #expect(try client.receive(exactly: 1) == [byte])
+    }
+
+    @Test func eachDelayedMessageIsOneWriteOfReleasedBytes() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: delayedUplink(.milliseconds(5)))
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
+        defer { client.close() }
+
+        for byte: UInt8 in 1...3 { try ping(client, byte) }
+        let lateness = proxy.status()[0].uplinkLateness
+
+        #expect(lateness.samples == 3)
+        #expect(lateness.quantile(0.5) != nil)
+    }
+
+    @Test func bytesThatPassAnUnshapedLinkByAreNoLatenessSample() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
+        defer { client.close() }
+
+        for byte: UInt8 in 1...3 { try ping(client, byte) }
+        let status = proxy.status()[0]
+
+        #expect(status.uplinkLateness.samples == 0)
+        #expect(status.downlinkLateness.samples == 0)
+    }
+
+    @Test func aLoopHeldPastAReleaseRecordsHowLateItWrote() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: delayedUplink(.milliseconds(200)))
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
+        defer { client.close() }
+        try ping(client, 1)
+        let loopBusy = DispatchSemaphore(value: 0)
+
+        proxy.loop.execute {
+            loopBusy.signal()
+            usleep(1_000_000)
+        }
+        loopBusy.wait()
+        try ping(client, 2)
+        let lateness = proxy.status()[0].uplinkLateness
+
+        // Due 200 ms after it was sent, written when the loop woke about 1 s after it began to sleep.
+        #expect(lateness.maximum >= .milliseconds(200), "\(lateness.maximum)")
+        #expect(lateness.quantile(1) == lateness.maximum)
+    }
+}
