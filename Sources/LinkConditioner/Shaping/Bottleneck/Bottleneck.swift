@@ -39,6 +39,9 @@ public struct Bottleneck {
     private var transmitting: (packet: LinkPacket, end: Instant?)?
     /// Events decided while catching up inside `enqueue`, handed out by the next `advance`.
     private var pending: [BottleneckEvent] = []
+    /// The array `advance` handed out the time before, taken back as the next `pending` so that handing events out
+    /// allocates nothing (the caller has let go of it by then).
+    private var spareEvents: [BottleneckEvent] = []
     /// The instant at which `advance` next has something to report, or nil when nothing will happen until a new
     /// packet or a new serialiser arrives. Kept up to date by every mutation rather than computed on each read:
     /// the link reads it at every event, and reading a computed property through the link copied the whole
@@ -71,7 +74,9 @@ public struct Bottleneck {
             return []
         }
         let events = pending
-        pending.removeAll(keepingCapacity: true)
+        spareEvents.removeAll(keepingCapacity: true)
+        pending = spareEvents
+        spareEvents = events
         noteNextEvent()
         return events
     }
