@@ -46,6 +46,15 @@ public final class StreamFlow {
             releasedBytes += count
         }
 
+        /// Removes and returns the released bytes, and when the oldest of them was released (nil when none).
+        mutating func takeRelease() -> (bytes: Int, oldest: Instant?) {
+            let count = releasedBytes
+            let oldest = count > 0 ? oldestReleaseAt : nil
+            releasedBytes = 0
+            oldestReleaseAt = nil
+            return (count, oldest)
+        }
+
         /// The flow's next own event: a segment arriving, an ACK arriving, a delayed ACK or a sender timer.
         var nextEventTime: Instant? {
             var next = arrivals.first?.at
@@ -88,12 +97,9 @@ public final class StreamFlow {
     /// Removes and returns the bytes the receiver has released to the application by `now`, and when the oldest
     /// of them was released (nil when there are none).
     public func takeRelease(at now: Instant) -> (bytes: Int, oldest: Instant?) {
-        let count = model.releasedBytes
-        let oldest = count > 0 ? model.oldestReleaseAt : nil
-        model.releasedBytes = 0
-        model.oldestReleaseAt = nil
-        tally.counters.bytesDelivered += count
-        return (count, oldest)
+        let taken = model.takeRelease()
+        tally.counters.bytesDelivered += taken.bytes
+        return taken
     }
 
     /// Removes and returns when the receiver became blocked behind a lost segment, or was unblocked, in order.

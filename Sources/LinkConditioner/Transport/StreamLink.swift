@@ -149,7 +149,7 @@ public final class StreamLink {
 
     /// Whether `flow`'s send buffer has room for more of the application's bytes.
     public func canAccept(_ flow: StreamFlow) -> Bool {
-        flow.model.sender.bufferedBytes < flow.model.sender.sendBufferLimit
+        flow.model.sender.hasSendBufferRoom
     }
 
     /// The application wrote `bytes` into `flow` at `written`: now, or when they reached the proxy's socket, which
@@ -217,6 +217,10 @@ extension StreamLink {
         private(set) var flows: [StreamFlow] = []
         private var nextFlowNumber = 0
         private var schedule = Heap<ScheduledFlow>()
+        /// Whether the schedule's top entry is known to be live: set when `nextScheduledFlow` checked it, cleared
+        /// by every change to the schedule or to a flow's entry, so the check (a read of the flow) runs once per
+        /// change rather than at every look.
+        private var scheduleTopIsLive = false
         private var changed: [StreamFlow] = []
         private var spare: [StreamFlow] = []
         /// What the link counted itself; flows count the bytes taken from them in `tally`.
@@ -348,6 +352,7 @@ extension StreamLink {
         mutating func remove(_ flow: StreamFlow) {
             guard !flow.model.isRemoved else { return }
             flow.model.isRemoved = true
+            scheduleTopIsLive = false
             flow.model.segmentsInBottleneck = 0
             flow.model.scheduledAt = nil
             counters.flows -= 1
@@ -425,8 +430,12 @@ extension StreamLink {
 
         /// The earliest live entry of the schedule, after dropping stale ones from its top.
         private mutating func nextScheduledFlow() -> ScheduledFlow? {
+            if scheduleTopIsLive { return schedule.min }
             while let top = schedule.min {
-                if let flow = flow(numbered: top.number), flow.model.scheduleGeneration == top.generation { return top }
+                if let flow = flow(numbered: top.number), flow.model.scheduleGeneration == top.generation {
+                    scheduleTopIsLive = true
+                    return top
+                }
                 schedule.removeMin()
             }
             return nil
@@ -439,6 +448,7 @@ extension StreamLink {
             var next = model.nextEventTime
             if model.opensAt > now, model.sender.unsentBytes > 0 { next = min(next ?? model.opensAt, model.opensAt) }
             guard next != model.scheduledAt else { return }
+            scheduleTopIsLive = false
             model.scheduledAt = next
             model.scheduleGeneration += 1
             if let next, next != .never {
@@ -452,6 +462,7 @@ extension StreamLink {
         /// it.
         private mutating func compactScheduleIfStale() {
             guard schedule.count > 2 * flows.count + 64 else { return }
+            scheduleTopIsLive = false
             schedule = Heap(flows.compactMap { flow in
                 guard let at = flow.model.scheduledAt, at != .never else { return nil }
                 return ScheduledFlow(at: at, number: flow.number, generation: flow.model.scheduleGeneration)
@@ -480,6 +491,7 @@ extension StreamLink {
                 while let top = nextScheduledFlow(), top.at <= at, handled < Self.maximumEventsPerAdvance {
                     handled += 1
                     schedule.removeMin()
+                    scheduleTopIsLive = false
                     guard let flow = flow(numbered: top.number) else { continue }
                     process(flow, &flow.model, at: at)
                 }

@@ -191,6 +191,8 @@ public struct TCPSender {
 
     /// The send buffer's size: twice the window, at least 64 KiB (roughly tcp_sndbuf_expand's).
     public var sendBufferLimit: Int { max(64 * 1024, 2 * window.cwnd * Self.mss) }
+    /// Whether the send buffer has room for more of the application's bytes.
+    public var hasSendBufferRoom: Bool { bufferedBytes < sendBufferLimit }
 
     /// The application wrote `bytes` at `now`; an idle sender may first restart its window.
     public mutating func write(_ bytes: Int, now: Instant) {
