@@ -390,7 +390,7 @@ extension StreamLink {
             run(until: now)
             guard !changed.isEmpty else { return [] }
             let result = changed
-            spare.removeAll(keepingCapacity: true)
+            spare.removeAllKeepingCapacity()
             changed = spare
             spare = result
             for flow in result { flow.model.isMarkedChanged = false }

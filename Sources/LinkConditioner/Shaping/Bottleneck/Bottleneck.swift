@@ -74,7 +74,7 @@ public struct Bottleneck {
             return []
         }
         let events = pending
-        spareEvents.removeAll(keepingCapacity: true)
+        spareEvents.removeAllKeepingCapacity()
         pending = spareEvents
         spareEvents = events
         noteNextEvent()
@@ -149,7 +149,7 @@ public struct Bottleneck {
             guard discipline.packetCount > 0, linkFreeAt <= now else { return }
             let start = linkFreeAt
             let (packet, dropped) = discipline.dequeue(now: start)
-            pending.append(contentsOf: dropped.map { .dropped($0, at: start) })
+            for packet in dropped { pending.append(.dropped(packet, at: start)) }
             guard let packet else { return }
             transmitting = (packet, serializer.transmissionEnd(bytes: packet.bytes, startingAt: start))
         }
