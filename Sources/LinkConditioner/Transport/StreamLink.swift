@@ -178,7 +178,12 @@ public final class StreamLink {
     /// there are none). A lower bound: an arrival after a hole releases nothing. Read-only; for the proxy's write
     /// batching.
     public func nextRelease(of flow: StreamFlow) -> Instant? {
-        emulation.nextRelease(of: flow.model)
+        var next = flow.model.arrivals.first?.at
+        if flow.model.segmentsInBottleneck > 0, let departure = emulation.bottleneck.nextEventTime, departure != .never {
+            let arrival = departure.addingSaturating(nanoseconds: emulation.leastDelayNanoseconds)
+            next = min(next ?? arrival, arrival)
+        }
+        return next
     }
 
     /// The next instant at which `advance` has work, or nil (also for work that saturated at the end of time).
@@ -204,6 +209,12 @@ extension StreamLink {
     struct Emulation {
         let side: Side
         private(set) var profile: DirectionProfile
+        /// `emulatesNothing`, kept as the profile changes: the class reads it for every pump's read, and reading a
+        /// computed property of the emulation through the class copied the whole emulation.
+        private(set) var isPassThrough = false
+        /// The least propagation delay a segment may have, max(0, delay − jitter), in nanoseconds: kept for
+        /// `nextRelease`, read through the class without copying the emulation.
+        private(set) var leastDelayNanoseconds: Int64 = 0
         private var reverseDelay: Duration
         private var reverseLoss: Percentage
         private var ackBurstLoss: GilbertElliottLoss?
@@ -256,6 +267,13 @@ extension StreamLink {
             self.burstLoss = GilbertElliottLoss(profile: profile)
             self.handshakeRandom = SeededRandom(seed: seed ^ Self.handshakeSeedSalt)
             self.handshakeBurstLoss = GilbertElliottLoss(profile: profile)
+            noteProfile()
+        }
+
+        /// Recomputes what is kept from the profile after it changed.
+        private mutating func noteProfile() {
+            isPassThrough = emulatesNothing
+            leastDelayNanoseconds = max(0, (profile.delay - profile.jitter).nanoseconds)
         }
 
         mutating func update(profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, now: Instant) {
@@ -280,6 +298,7 @@ extension StreamLink {
             let wanted = GilbertElliottLoss(profile: profile)
             if wanted?.parameters != burstLoss?.parameters { burstLoss = wanted }
             if wanted?.parameters != handshakeBurstLoss?.parameters { handshakeBurstLoss = wanted }
+            noteProfile()
             let opensEveryFlow = isPassThrough
             for flow in flows {
                 if opensEveryFlow && flow.model.opensAt > now { flow.model.opensAt = now }
@@ -289,7 +308,9 @@ extension StreamLink {
             }
         }
 
-        var isPassThrough: Bool {
+        /// Whether nothing at all is emulated in either direction, as `profile`, `reverseDelay`, `reverseLoss` and
+        /// `ackBurstLoss` stand.
+        private var emulatesNothing: Bool {
             profile.bandwidth == nil && profile.trace == nil && profile.delay == .zero && profile.jitter == .zero
                 && profile.loss == .zero
                 && profile.lossModel == .random && reverseDelay == .zero && reverseLoss == .zero && ackBurstLoss == nil
@@ -395,16 +416,6 @@ extension StreamLink {
             spare = result
             for flow in result { flow.model.isMarkedChanged = false }
             return result
-        }
-
-        func nextRelease(of model: StreamFlow.Model) -> Instant? {
-            var next = model.arrivals.first?.at
-            if model.segmentsInBottleneck > 0, let departure = bottleneck.nextEventTime, departure != .never {
-                let least = max(0, (profile.delay - profile.jitter).nanoseconds)
-                let arrival = departure.addingSaturating(nanoseconds: least)
-                next = min(next ?? arrival, arrival)
-            }
-            return next
         }
 
         var nextServiceTime: Instant? {
