@@ -305,6 +305,7 @@ extension StreamLink {
                 flow.model.sender.pathChanged(now: now)
                 transmit(flow, &flow.model, at: now)
                 reschedule(flow, &flow.model, at: now)
+                compactScheduleIfStale()
             }
         }
 
@@ -367,6 +368,7 @@ extension StreamLink {
             flow.model.opensAt = now
             transmit(flow, &flow.model, at: now)
             reschedule(flow, &flow.model, at: now)
+            compactScheduleIfStale()
             return true
         }
 
@@ -393,6 +395,7 @@ extension StreamLink {
             counters.bytesEnqueued += bytes
             run(until: now)
             enqueue(bytes, on: flow, &flow.model, at: now)
+            compactScheduleIfStale()
         }
 
         private mutating func enqueue(_ bytes: Int, on flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
@@ -465,12 +468,12 @@ extension StreamLink {
             if let next, next != .never {
                 schedule.insert(ScheduledFlow(at: next, number: flow.number, generation: model.scheduleGeneration))
             }
-            compactScheduleIfStale()
         }
 
         /// Rebuilds the schedule from the live flows once stale entries outnumber them: each closed connection may
         /// leave an entry up to a retransmission timeout ahead, so a churn of short connections would otherwise grow
-        /// it.
+        /// it. It reads every flow, so it runs after a flow's state was given back, never while one is taken `inout`;
+        /// when does not matter to the model, which only ever takes the live entries.
         private mutating func compactScheduleIfStale() {
             guard schedule.count > 2 * flows.count + 64 else { return }
             scheduleTopIsLive = false
@@ -492,6 +495,7 @@ extension StreamLink {
                         case let .departed(packet, departure):
                             if let flow = flow(numbered: packet.flow) {
                                 departed(packet, of: flow, &flow.model, at: departure, handledAt: at)
+                                compactScheduleIfStale()
                             }
                         case let .dropped(packet, _):
                             flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1
@@ -505,6 +509,7 @@ extension StreamLink {
                     scheduleTopIsLive = false
                     guard let flow = flow(numbered: top.number) else { continue }
                     process(flow, &flow.model, at: at)
+                    compactScheduleIfStale()
                 }
             }
         }
