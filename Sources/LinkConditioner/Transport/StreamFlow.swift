@@ -82,12 +82,10 @@ public final class StreamFlow {
     /// The sender may send nothing before this: the end of its side of the handshake, or the peer's first bytes.
     public var opensAt: Instant { model.opensAt }
     var sender: TCPSender { model.sender }
-    var receiver: TCPReceiver { model.receiver }
     /// Bytes the receiver released in order and the proxy has not taken yet.
     var releasedBytes: Int { model.releasedBytes }
     /// Bytes written to the flow and not yet released to the receiver (sender's buffer and the network).
     var pendingBytes: Int { model.pendingBytes }
-    var isRemoved: Bool { model.isRemoved }
 
     /// Removes and returns how many bytes the receiver has released to the application by `now`.
     public func takeDeliverable(at now: Instant) -> Int {
