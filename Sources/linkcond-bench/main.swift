@@ -11,10 +11,20 @@ let usage = """
       --runs N       runs per figure, the median is printed (default 3, 1 with --quick)
       --json FILE    also write the table as JSON for tracking ("-" for standard output)
       --working-latency  only the queue-discipline working-latency comparison (fifo, codel, fq_codel)
+      --model [GB]   only the TCP model's CPU per GB over a simulated clock, no sockets (default 2 GB a profile)
       --only GROUPS  only these groups: throughput, shaped, streams, latency, setup, scale, udp, delay, rate, record
       --threads N    run every linkcond with `run --threads N` (default: linkcond's own, one per core)
     The peers come from Debian (scripts/bench installs them); linkcond runs as its own process from the same directory.
     """
+if let index = CommandLine.arguments.firstIndex(of: "--model") {
+    let amount = CommandLine.arguments.dropFirst(index + 1).first.flatMap(Double.init) ?? 2
+    guard amount > 0, amount <= 1000 else {
+        FileHandle.standardError.write(Data("linkcond-bench: --model: expected gigabytes from 0 to 1000\n".utf8))
+        exit(2)
+    }
+    benchmarkModelCost(gigabytes: amount)
+    exit(0)
+}
 if CommandLine.arguments.contains("--working-latency") {
     try benchmarkWorkingLatency(quick: CommandLine.arguments.contains("--quick"))
     exit(0)

@@ -191,6 +191,8 @@ public struct TCPSender {
 
     /// The send buffer's size: twice the window, at least 64 KiB (roughly tcp_sndbuf_expand's).
     public var sendBufferLimit: Int { max(64 * 1024, 2 * window.cwnd * Self.mss) }
+    /// Whether the send buffer has room for more of the application's bytes.
+    public var hasSendBufferRoom: Bool { bufferedBytes < sendBufferLimit }
 
     /// The application wrote `bytes` at `now`; an idle sender may first restart its window.
     public mutating func write(_ bytes: Int, now: Instant) {
@@ -495,7 +497,7 @@ public struct TCPSender {
         guard let rackSentAt else { return (0, nil) }
         var latest: Duration?
         let reorderWindow = (state != .open || sackedOut >= 3)
-            ? Duration.zero : min((minRTT ?? .zero) / 4, timer.srtt ?? .zero)
+            ? Duration.zero : min(Duration(attoseconds: (minRTT ?? .zero).attoseconds / 4), timer.srtt ?? .zero)
         var newlyLost = 0
         for index in segments.indices {
             let segment = segments[index]
@@ -560,12 +562,18 @@ public struct TCPSender {
         window.cwnd = max(packetsInFlight + sendCount, 1)
     }
 
+    /// What a loss probe waits beyond 2 · srtt with more than one segment out.
+    private static let probeAllowance = Duration.milliseconds(2)
+
     /// tcp_schedule_loss_probe: a probe 2 · srtt after the last transmission while nothing else would send.
+    /// (Duration's own `*` and `/` by an integer convert it generically, a runtime call per ACK; the attoseconds
+    /// arithmetic here is theirs.)
     private mutating func scheduleProbe(now: Instant) {
         probeDeadline = nil
         guard state == .open, tlpHighSeq == nil, reorderDeadline == nil, !segments.isEmpty, let srtt = timer.srtt else { return }
         if packetsInFlight < window.cwnd && unsentBytes > 0 { return }
-        var timeout = srtt * 2 + (segments.count == 1 ? RetransmissionTimer.minimum : .milliseconds(2))
+        var timeout = Duration(attoseconds: srtt.attoseconds * 2)
+            + (segments.count == 1 ? RetransmissionTimer.minimum : Self.probeAllowance)
         if let retransmissionDeadline { timeout = min(timeout, retransmissionDeadline - now) }
         probeDeadline = now + timeout
     }

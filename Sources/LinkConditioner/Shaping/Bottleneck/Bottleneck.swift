@@ -39,6 +39,9 @@ public struct Bottleneck {
     private var transmitting: (packet: LinkPacket, end: Instant?)?
     /// Events decided while catching up inside `enqueue`, handed out by the next `advance`.
     private var pending: [BottleneckEvent] = []
+    /// The array `advance` handed out the time before, taken back as the next `pending` so that handing events out
+    /// allocates nothing (the caller has let go of it by then).
+    private var spareEvents: [BottleneckEvent] = []
     /// The instant at which `advance` next has something to report, or nil when nothing will happen until a new
     /// packet or a new serialiser arrives. Kept up to date by every mutation rather than computed on each read:
     /// the link reads it at every event, and reading a computed property through the link copied the whole
@@ -71,7 +74,9 @@ public struct Bottleneck {
             return []
         }
         let events = pending
-        pending.removeAll(keepingCapacity: true)
+        spareEvents.removeAllKeepingCapacity()
+        pending = spareEvents
+        spareEvents = events
         noteNextEvent()
         return events
     }
@@ -144,7 +149,7 @@ public struct Bottleneck {
             guard discipline.packetCount > 0, linkFreeAt <= now else { return }
             let start = linkFreeAt
             let (packet, dropped) = discipline.dequeue(now: start)
-            pending.append(contentsOf: dropped.map { .dropped($0, at: start) })
+            for packet in dropped { pending.append(.dropped(packet, at: start)) }
             guard let packet else { return }
             transmitting = (packet, serializer.transmissionEnd(bytes: packet.bytes, startingAt: start))
         }
