@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LinkConditioner
 import LoopbackPeers
 
 /// A minimal authoritative DNS server on 127.0.0.1 for tests: answers every A query with `address`, over UDP
@@ -11,15 +12,19 @@ final class DNSTestServer: @unchecked Sendable {
     private let tcp: TestServer
     private let stopped = LockedBox(false)
     private let done = DispatchSemaphore(value: 0)
+    /// When the last query reached the server, over either transport, on the monotonic clock.
+    let lastQueryAt = LockedBox<Instant?>(nil)
 
     init(address: [UInt8] = [192, 0, 2, 53]) throws {
         self.address = address
+        let lastQueryAt = self.lastQueryAt
         let tcp = try TestServer { connection in
             defer { connection.close() }
             while let header = try? connection.receive(exactly: 2) {
                 let length = Int(header[0]) << 8 | Int(header[1])
                 guard let query = try? connection.receive(exactly: length),
                       let answer = DNSTestServer.answer(to: query, address: address) else { return }
+                lastQueryAt.value = MonotonicClock().now()
                 try? connection.send([UInt8(answer.count >> 8), UInt8(answer.count & 0xFF)] + answer)
             }
         }
@@ -35,6 +40,7 @@ final class DNSTestServer: @unchecked Sendable {
         Thread.detachNewThread {
             while !stopped.value {
                 guard let (query, from) = udp.receive() else { continue }
+                lastQueryAt.value = MonotonicClock().now()
                 if let answer = DNSTestServer.answer(to: query, address: address) { try? udp.send(answer, to: from) }
             }
             done.signal()
@@ -63,10 +69,12 @@ final class DNSTestServer: @unchecked Sendable {
     }
 }
 
-/// The outcome of one `dig` run: its answer section and the query time it measured itself.
+/// The outcome of one `dig` run: its answer section, the query time it measured itself, and when it was started.
 struct DigResult {
     var answers: [String]
     var queryTime: Duration
+    /// Just before the process started: no query of this run can have left before it.
+    var launchedAt: Instant
 }
 
 enum Dig {
@@ -82,6 +90,7 @@ enum Dig {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = Pipe()
+        let launchedAt = MonotonicClock().now()
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
@@ -92,6 +101,6 @@ enum Dig {
               let milliseconds = timeLine.split(separator: " ").compactMap({ Int($0) }).first else {
             throw TestError("dig gave no query time: \(text)")
         }
-        return DigResult(answers: answers, queryTime: .milliseconds(milliseconds))
+        return DigResult(answers: answers, queryTime: .milliseconds(milliseconds), launchedAt: launchedAt)
     }
 }
