@@ -51,7 +51,8 @@ struct MetricsEndpointTests {
         #expect(samples.contains { $0.name == "linkcond_link_queue_delay_seconds" && $0.labels["direction"] == "downlink" })
         let lateness = samples.filter { $0.name == "linkcond_delivery_lateness_seconds" && $0.labels["direction"] == "downlink" }
         #expect(Set(lateness.compactMap { $0.labels["quantile"] }) == ["0.5", "0.99", "1"], "\(text)")
-        #expect(lateness.allSatisfy { $0.type == "gauge" && $0.value >= 0 })
+        #expect(lateness.allSatisfy { $0.type == "summary" && $0.value >= 0 })
+        #expect(samples.contains { $0.name == "linkcond_delivery_lateness_seconds_count" && $0.labels["direction"] == "downlink" && $0.value > 0 })
         #expect(samples.allSatisfy { $0.name.hasPrefix("linkcond_") })
         #expect(samples.filter { $0.type == "counter" }.allSatisfy { $0.name.hasSuffix("_total") })
     }

@@ -56,17 +56,20 @@ struct DeliveryLatenessTests {
         let client = try TestConnection.connect(port: proxy.port, timeout: 30)
         defer { client.close() }
         try ping(client, 1)
-        let loopBusy = DispatchSemaphore(value: 0)
+        let loopHeld = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
 
         proxy.loop.execute {
-            loopBusy.signal()
-            usleep(1_000_000)
+            loopHeld.signal()
+            _ = release.wait(timeout: .now() + 30)
         }
-        loopBusy.wait()
-        try ping(client, 2)
+        loopHeld.wait()
+        try client.send([2])
+        usleep(400_000)
+        release.signal()
+        #expect(try client.receive(exactly: 1) == [2])
         let lateness = proxy.status()[0].uplinkLateness
 
-        // Due 200 ms after it was sent, written when the loop woke about 1 s after it began to sleep.
+        // Due 200 ms after it was sent, written once the loop ran again, at least 400 ms after it was sent.
         #expect(lateness.maximum >= .milliseconds(200), "\(lateness.maximum)")
         #expect(lateness.quantile(1) == lateness.maximum)
     }

@@ -44,6 +44,32 @@ struct ShortConnectionCallTests {
         #expect(proxy.relayCalls().emptyReads == 0)
     }
 
+    @Test func aShortReadAfterThePeersFINIsTheEndOfStreamWithoutAReadOfNothing() throws {
+        let sawEnd = DispatchSemaphore(value: 0)
+        let server = try TestServer { connection in
+            defer { connection.close() }
+            guard (try? connection.receive(exactly: Self.request.count)) != nil, (try? connection.receive())?.isEmpty == true else { return }
+            sawEnd.signal()
+            try? connection.send(Self.reply)
+        }
+        defer { server.stop() }
+        // The upstream is connected 2 s after the client, so the request and the FIN behind it are both queued
+        // before the relay first reads the client.
+        let proxy = try ConditionedProxy.inFront(of: server.port, profile: try Profile(parsing: "connect.stall = 2 s"))
+        defer { proxy.stop() }
+        let client = try TestConnection.connect(port: proxy.port, timeout: 10)
+        defer { client.close() }
+
+        try client.send(Self.request)
+        client.shutdownWrite()
+        let upstreamSawEnd = sawEnd.wait(timeout: .now() + 20) == .success
+        let endReads = proxy.relayCalls().endReads
+
+        #expect(upstreamSawEnd)
+        #expect(endReads == 0, "the uplink read nothing but its end of stream")
+        #expect(try client.receive(exactly: Self.reply.count) == Self.reply)
+    }
+
     @Test func onlyTheFirstEndOfStreamIsAHalfCloseTheSecondIsTheClose() throws {
         let server = try replyingServer()
         defer { server.stop() }

@@ -8,7 +8,7 @@ import Foundation
 struct MetricsExposition {
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    private enum Kind: String { case counter, gauge }
+    private enum Kind: String { case counter, gauge, summary }
 
     private var lines: [String] = []
 
@@ -71,18 +71,20 @@ struct MetricsExposition {
                      "Datagrams a connection fault kept from crossing: a blocked port, a cut UDP flow.") {
             Double($0.faultDrops)
         }
-        family("linkcond_delivery_lateness_seconds", .gauge,
-               "How late released TCP bytes reached their sockets after the link model released them, since the start: "
-                   + "quantile 0.5, 0.99 and 1 (the maximum). Emulated delays were that much longer.",
-               listeners.flatMap { listener in
-                   [("uplink", listener.uplink), ("downlink", listener.downlink)].flatMap { direction, figures in
-                       figures.deliveryLateness.map { lateness in
-                           [("0.5", lateness.p50Seconds), ("0.99", lateness.p99Seconds), ("1", lateness.maxSeconds)].map { quantile, value in
-                               (Self.labels(of: listener).merging(["direction": direction, "quantile": quantile]) { $1 }, value)
-                           }
-                       } ?? []
+        let late = listeners.flatMap { listener in
+            [("uplink", listener.uplink), ("downlink", listener.downlink)].compactMap { direction, figures in
+                figures.deliveryLateness.map { (Self.labels(of: listener).merging(["direction": direction]) { $1 }, $0) }
+            }
+        }
+        family("linkcond_delivery_lateness_seconds", .summary,
+               "How late linkcond wrote released TCP bytes after the link model released them, since the start, per write "
+                   + "(quantile 1 is the maximum). Emulated delays were that much longer.",
+               late.flatMap { labels, lateness in
+                   [("0.5", lateness.p50Seconds), ("0.99", lateness.p99Seconds), ("1", lateness.maxSeconds)].map { quantile, value in
+                       (labels.merging(["quantile": quantile]) { $1 }, value)
                    }
-               })
+               },
+               totals: late.map { labels, lateness in (labels, Double(lateness.writes), lateness.sumSeconds) })
         let destinations = listeners.flatMap { listener in
             (listener.destinations ?? []).map { (Self.labels(of: listener).merging(["destination": $0.destination]) { $1 }, $0) }
         }
@@ -112,13 +114,21 @@ struct MetricsExposition {
         })
     }
 
-    private mutating func family(_ name: String, _ kind: Kind, _ help: String, _ samples: [([String: String], Double)]) {
+    /// One family; a summary's `_count` and `_sum` samples come from `totals`.
+    private mutating func family(_ name: String, _ kind: Kind, _ help: String, _ samples: [([String: String], Double)],
+                                 totals: [([String: String], count: Double, sum: Double)] = []) {
         lines.append("# HELP \(name) \(help)")
         lines.append("# TYPE \(name) \(kind.rawValue)")
-        for (labels, value) in samples {
-            let pairs = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\(Self.escaped($0.value))\"" }
-            lines.append(name + (pairs.isEmpty ? "" : "{\(pairs.joined(separator: ","))}") + " " + Self.number(value))
+        for (labels, value) in samples { sample(name, labels, value) }
+        for (labels, count, sum) in totals {
+            sample(name + "_count", labels, count)
+            sample(name + "_sum", labels, sum)
         }
+    }
+
+    private mutating func sample(_ name: String, _ labels: [String: String], _ value: Double) {
+        let pairs = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\(Self.escaped($0.value))\"" }
+        lines.append(name + (pairs.isEmpty ? "" : "{\(pairs.joined(separator: ","))}") + " " + Self.number(value))
     }
 
     private static func labels(of listener: StatusReport.Listener) -> [String: String] {

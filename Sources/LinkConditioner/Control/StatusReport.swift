@@ -45,6 +45,7 @@ public struct StatusReport: Codable, Sendable {
         public var p50Seconds: Double
         public var p99Seconds: Double
         public var maxSeconds: Double
+        public var sumSeconds: Double
 
         /// The figures of `histogram`; nil when it recorded nothing.
         init?(_ histogram: LatenessHistogram) {
@@ -53,6 +54,7 @@ public struct StatusReport: Codable, Sendable {
             p50Seconds = p50.seconds
             p99Seconds = p99.seconds
             maxSeconds = histogram.maximum.seconds
+            sumSeconds = histogram.total.seconds
         }
     }
 

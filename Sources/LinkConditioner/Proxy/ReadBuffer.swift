@@ -24,6 +24,8 @@ final class ReadBuffer {
 struct RelayCallTally: Sendable {
     /// Reads (or splices in) that found their source empty: a call spent to hear would-block.
     var emptyReads = 0
+    /// Reads that returned nothing but the end of stream: a short read after the peer's FIN was reported spares it.
+    var endReads = 0
     /// Half-closes (`shutdown`) sent to a destination after its last byte.
     var halfCloses = 0
 }

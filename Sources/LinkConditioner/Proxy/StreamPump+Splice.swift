@@ -76,6 +76,7 @@ extension StreamPump {
                     return .open
                 }
             case .processed(0):
+                scratch.calls.endReads += 1
                 sourceReachedEnd(at: now)
                 if splice.pipedBytes == 0 {
                     splice.giveBack()
@@ -115,6 +116,7 @@ extension StreamPump {
             scratch.calls.emptyReads += 1
             return .stopped(.open)
         case .processed(0):
+            scratch.calls.endReads += 1
             sourceReachedEnd(at: now)
             return .stopped(finishIfDrained())
         case .processed(let value):

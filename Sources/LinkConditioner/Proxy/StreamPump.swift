@@ -213,6 +213,7 @@ final class StreamPump {
                 sourceReadable = false
                 scratch.calls.emptyReads += 1
             case .processed(0):
+                scratch.calls.endReads += 1
                 sourceReachedEnd(at: now)
                 return finishIfDrained()
             case .processed(let count):

@@ -15,8 +15,10 @@ public struct LatenessHistogram: Hashable, Sendable {
     private var counts = [Int](repeating: 0, count: bucketCount)
     /// Lateness figures recorded.
     public private(set) var samples = 0
-    /// The latest of them.
+    /// The largest of them.
     public private(set) var maximum: Duration = .zero
+    /// Their sum (a negative one counted as zero).
+    public private(set) var total: Duration = .zero
 
     public init() {}
 
@@ -26,6 +28,7 @@ public struct LatenessHistogram: Hashable, Sendable {
         let index = Self.bucket(ofNanoseconds: nanoseconds)
         counts[index] += 1
         samples += 1
+        total += .nanoseconds(nanoseconds)
         if lateness > maximum { maximum = lateness }
     }
 
