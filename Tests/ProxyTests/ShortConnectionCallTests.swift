@@ -45,11 +45,13 @@ struct ShortConnectionCallTests {
     }
 
     @Test func aShortReadAfterThePeersFINIsTheEndOfStreamWithoutAReadOfNothing() throws {
-        let sawEnd = DispatchSemaphore(value: 0)
+        let sawEnd = DispatchSemaphore(value: 0), mayReply = DispatchSemaphore(value: 0)
         let server = try TestServer { connection in
             defer { connection.close() }
             guard (try? connection.receive(exactly: Self.request.count)) != nil, (try? connection.receive())?.isEmpty == true else { return }
             sawEnd.signal()
+            // The reply and its end of stream wait until the uplink's reads are counted, so none of theirs is.
+            _ = mayReply.wait(timeout: .now() + 30)
             try? connection.send(Self.reply)
         }
         defer { server.stop() }
@@ -64,6 +66,7 @@ struct ShortConnectionCallTests {
         client.shutdownWrite()
         let upstreamSawEnd = sawEnd.wait(timeout: .now() + 20) == .success
         let endReads = proxy.relayCalls().endReads
+        mayReply.signal()
 
         #expect(upstreamSawEnd)
         #expect(endReads == 0, "the uplink read nothing but its end of stream")
