@@ -43,7 +43,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "ProfilesTests", dependencies: ["LinkConditioner"]),
         .target(name: "LoopbackPeers", dependencies: ["LinkConditioner"]),
-        .executableTarget(name: "linkcond-bench", dependencies: ["LinkConditioner", "LoopbackPeers"]),
+        .executableTarget(name: "linkcond-bench", dependencies: ["CLinuxShims", "LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "ProxyTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "CLITests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "ControlTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),

@@ -1,3 +1,4 @@
+import CLinuxShims
 import Foundation
 import LinkConditioner
 import Glibc
