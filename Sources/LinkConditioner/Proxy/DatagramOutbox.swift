@@ -47,12 +47,16 @@ final class DatagramOutbox {
 
     /// Sends `bytes` as one datagram on `socket` to `destination` (nil: its connected peer), now or at the end of the
     /// current hold; a refusal is counted in `refusals`.
-    func send(_ bytes: [UInt8], on socket: Socket, to destination: SocketAddress?, refusals: RefusedDatagrams) {
+    func send(_ bytes: UnsafeRawBufferPointer, on socket: Socket, to destination: SocketAddress?, refusals: RefusedDatagrams) {
         if socket != self.socket || refusals !== self.refusals || !batch.hasRoom(for: bytes.count) { flush() }
         self.socket = socket
         self.refusals = refusals
-        bytes.withUnsafeBytes { batch.append($0, to: destination) }
+        batch.append(bytes, to: destination)
         if holds == 0 { flush() }
+    }
+
+    func send(_ bytes: [UInt8], on socket: Socket, to destination: SocketAddress?, refusals: RefusedDatagrams) {
+        bytes.withUnsafeBytes { send($0, on: socket, to: destination, refusals: refusals) }
     }
 
     /// Sends what is staged now. Called before a staged socket closes, so its datagrams leave before it does.

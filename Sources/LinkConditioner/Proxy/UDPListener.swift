@@ -19,6 +19,8 @@ final class UDPListener: ConditionedListener {
     private(set) var profile: Profile
     private var registration: EventLoop.RegistrationID?
     private var flows: [SocketAddress: UDPFlow] = [:]
+    /// The flow the last datagram belonged to: a burst from one client finds it without hashing its address.
+    private var lastFlow: UDPFlow?
     private var flowsPerHost: [String: Int] = [:]
     private var flowsOpened = 0
     private var flowsRefused = 0
@@ -129,12 +131,16 @@ final class UDPListener: ConditionedListener {
             return countFaultDrop(up: true)
         }
         guard let flow = flow(for: datagram.sender, at: now) else { return }
-        flow.fromClient(batch.withDatagram(index) { Array($0) }, at: now)
+        batch.withDatagram(index) { flow.cross($0, up: true, at: now) }
     }
 
     /// The flow of `client`, opened if the limits and the profile allow; nil drops the datagram.
     private func flow(for client: SocketAddress, at now: Instant) -> UDPFlow? {
-        if let flow = flows[client] { return flow }
+        if let lastFlow, lastFlow.client == client { return lastFlow }
+        if let flow = flows[client] {
+            lastFlow = flow
+            return flow
+        }
         let host = client.host
         guard profile.fault != .refuse, flows.count < options.udpFlowLimit,
               flowsPerHost[host, default: 0] < options.udpFlowsPerClient else {
@@ -165,7 +171,7 @@ final class UDPListener: ConditionedListener {
 
     /// Sends one datagram to `client` from the listening socket, through the loop's outbox (a refusal is counted
     /// with the downlink's kernel drops).
-    func send(_ bytes: [UInt8], to client: SocketAddress) {
+    func send(_ bytes: UnsafeRawBufferPointer, to client: SocketAddress) {
         readBuffer.outbox.send(bytes, on: socket, to: client, refusals: downlinkRefused)
     }
 
@@ -180,6 +186,7 @@ final class UDPListener: ConditionedListener {
     }
 
     func flowClosed(_ flow: UDPFlow) {
+        if lastFlow === flow { lastFlow = nil }
         guard flows[flow.client] === flow else { return }
         flows.removeValue(forKey: flow.client)
         let host = flow.client.host
@@ -228,6 +235,9 @@ final class UDPFlow {
     private var faults: DatagramFlowFaults
     /// What `run --record` is told about this flow; nil when not recording.
     private var recording: DatagramFlowRecording?
+    /// Send one datagram on toward the upstream or the client, and record it.
+    private let sendUp: (UnsafeRawBufferPointer) -> Void
+    private let sendDown: (UnsafeRawBufferPointer) -> Void
     private var loop: EventLoop { listener.loop }
 
     init(listener: UDPListener, client: SocketAddress, upstream address: SocketAddress, at now: Instant) throws {
@@ -249,14 +259,21 @@ final class UDPFlow {
                                   client: client.description, destination: address.description, at: now)
         }
         self.recording = recording
-        uplink = DatagramPump(link: listener.uplink) { [unowned listener] bytes, _ in
+        let sendUp: (UnsafeRawBufferPointer) -> Void = { [unowned listener] bytes in
             listener.readBuffer.outbox.send(bytes, on: upstream, to: nil, refusals: listener.uplinkRefused)
             recording?.delivered(bytes.count, up: true)
-            return true
         }
-        downlink = DatagramPump(link: listener.downlink) { [unowned listener] bytes, _ in
+        let sendDown: (UnsafeRawBufferPointer) -> Void = { [unowned listener] bytes in
             listener.send(bytes, to: client)
             recording?.delivered(bytes.count, up: false)
+        }
+        (self.sendUp, self.sendDown) = (sendUp, sendDown)
+        uplink = DatagramPump(link: listener.uplink) { bytes, _ in
+            bytes.withUnsafeBytes(sendUp)
+            return true
+        }
+        downlink = DatagramPump(link: listener.downlink) { bytes, _ in
+            bytes.withUnsafeBytes(sendDown)
             return true
         }
         uplink.lost = { recording?.dropped(up: true, cause: .loss) }
@@ -274,11 +291,15 @@ final class UDPFlow {
         armIdleTimer()
     }
 
-    func fromClient(_ bytes: [UInt8], at now: Instant) {
-        guard passesFaults(bytes.count, up: true, at: now) else { return }
+    /// Hands one datagram read from the client (`up`) or the upstream to its direction's link: sent on at once,
+    /// with no copy, when the link passes it through unchanged; otherwise held as a copy until the link decides.
+    func cross(_ datagram: UnsafeRawBufferPointer, up: Bool, at now: Instant) {
+        guard passesFaults(datagram.count, up: up, at: now) else { return }
         lastActivity = now
-        recording?.read(bytes.count, up: true, at: now)
-        if !uplink.offer(bytes, at: now) { recording?.dropped(up: true, cause: .queue) }
+        recording?.read(datagram.count, up: up, at: now)
+        let pump: DatagramPump = up ? uplink : downlink
+        if pump.deliversAtOnce(datagram.count, at: now) { return (up ? sendUp : sendDown)(datagram) }
+        if !pump.offer(Array(datagram), at: now) { recording?.dropped(up: up, cause: .queue) }
     }
 
     /// Whether the profile's faults let a datagram of `size` bytes cross; counts and records the ones they stop.
@@ -310,11 +331,7 @@ final class UDPFlow {
                         lastActivity = now
                         continue
                     }
-                    let bytes = batch.withDatagram(index) { Array($0) }
-                    guard passesFaults(bytes.count, up: false, at: now) else { continue }
-                    lastActivity = now
-                    recording?.read(bytes.count, up: false, at: now)
-                    if !downlink.offer(bytes, at: now) { recording?.dropped(up: false, cause: .queue) }
+                    batch.withDatagram(index) { cross($0, up: false, at: now) }
                 }
             }
             if count < batch.capacity { return }

@@ -64,6 +64,8 @@ struct DatagramLine {
 
     var nextAt: Instant? { entries.min?.at }
 
+    var isEmpty: Bool { entries.isEmpty }
+
     mutating func removeAll() {
         entries = Heap()
         bytes = 0

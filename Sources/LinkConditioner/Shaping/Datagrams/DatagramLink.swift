@@ -26,6 +26,9 @@ public final class DatagramLink {
     private var nextFlowID = 0
     private var changed: [DatagramFlow] = []
     private let tally = LinkTally()
+    /// Whether the profile leaves a datagram unchanged: no rate or trace, no impairment, plain FIFO (a discipline
+    /// with state, such as CoDel's, must see every datagram).
+    private var isPassThrough = false
 
     /// A direction shaped by `profile`; `seed` drives every random draw.
     public init(profile: DirectionProfile, seed: UInt64) {
@@ -35,6 +38,11 @@ public final class DatagramLink {
         bottleneck = Bottleneck(
             discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
             serializer: profile.makeSerializer())
+        isPassThrough = Self.passesThrough(profile, pipeline)
+    }
+
+    private static func passesThrough(_ profile: DirectionProfile, _ pipeline: ImpairmentPipeline) -> Bool {
+        profile.bandwidth == nil && profile.trace == nil && pipeline.isEmpty && profile.queueManagement.isFIFO
     }
 
     /// Live profile switch at `now`: queued datagrams keep their order; a new discipline or limit takes them over
@@ -43,6 +51,7 @@ public final class DatagramLink {
         let old = profile
         profile = newProfile
         pipeline = ImpairmentPipeline(profile: newProfile, kinds: ImpairmentPipeline.datagramKinds)
+        isPassThrough = Self.passesThrough(newProfile, pipeline)
         if old.trace != newProfile.trace || old.bandwidth != newProfile.bandwidth || old.burst != newProfile.burst {
             bottleneck.update(serializer: newProfile.makeSerializer(), now: now)
         }
@@ -105,6 +114,23 @@ public final class DatagramLink {
             }
         }
         return admitted ? .accepted(index: index) : .tailDropped
+    }
+
+    /// Takes one datagram of `size` bytes from `flow` at `now` and delivers it at once, when the link could not
+    /// decide anything else: it passes datagrams through, nothing is queued, and the flow has no outcome pending.
+    /// Counts it as `enqueue`, its departure and `takeDeliverableDatagrams` would (the same decision, without
+    /// holding it); false leaves everything as it was, and the caller uses `enqueue`.
+    public func deliversAtOnce(_ size: Int, on flow: DatagramFlow, at now: Instant) -> Bool {
+        guard isPassThrough, !flow.isRemoved, bottleneck.nextEventTime == nil, flow.line.isEmpty,
+              tally.counters.inFlightBytes + size <= profile.queue.bytes,
+              !profile.queueLimit.isExceeded(bytes: size, packets: 1) else { return false }
+        flow.nextDatagramIndex += 1
+        tally.counters.datagramsEnqueued += 1
+        tally.counters.bytesEnqueued += size
+        tally.counters.transmissions += 1
+        tally.counters.bytesDelivered += size
+        tally.counters.datagramsDelivered += 1
+        return true
     }
 
     /// Runs the bottleneck to `now` and returns the flows with new outcomes.
