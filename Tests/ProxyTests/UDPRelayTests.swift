@@ -76,6 +76,27 @@ struct UDPRelayTests {
         }
     }
 
+    @Test func aLoopHeldPastADatagramsReleaseRecordsHowLateItWasSent() throws {
+        let echo = try TestDatagramServer()
+        defer { echo.stop() }
+        var profile = Profile.none
+        profile.uplink.delay = .milliseconds(100)
+        let (proxy, client) = try relay(to: echo, profile: profile)
+        defer { client.close(); proxy.stop() }
+        try client.send([1], to: proxy.port)
+        #expect(waitUntil(seconds: 10) { status(proxy).uplink.datagramsEnqueued == 1 })
+
+        let release = holdLoop(of: proxy)
+        usleep(400_000)
+        release()
+
+        #expect(client.receive()?.bytes == [1])
+        let lateness = status(proxy).uplinkLateness
+        // Due 100 ms after it was read, sent once the loop ran again, at least 400 ms after it was read.
+        #expect(lateness.samples == 1)
+        #expect(lateness.maximum >= .milliseconds(250), "\(lateness.maximum)")
+    }
+
     @Test func eachClientAddressGetsItsOwnFlow() throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }

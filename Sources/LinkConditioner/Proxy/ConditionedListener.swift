@@ -80,7 +80,8 @@ public struct ListenerStatus: Sendable {
     /// Datagrams a connection fault (a blocked port, a cut flow) kept from crossing, each way (UDP listeners).
     public var uplinkFaultDrops = 0
     public var downlinkFaultDrops = 0
-    /// How late released TCP bytes were handed to their sockets, each way (TCP listeners; empty for the others).
+    /// How late released TCP bytes, or datagrams the link delayed, were handed to their sockets, each way (TCP, UDP
+    /// and DNS listeners; empty for the others).
     public var uplinkLateness = LatenessHistogram()
     public var downlinkLateness = LatenessHistogram()
     /// Traffic by destination (an exec'd program's); nil for listeners that keep no such table.

@@ -193,6 +193,8 @@ final class DNSForwarder: ConditionedListener {
         status.malformedMessages = malformedMessages
         status.streamBufferedBytes = tcpBufferedBytes
         status.streamBufferedPeak = tcpBufferedPeak
+        status.uplinkLateness = queries.model.lateness
+        status.downlinkLateness = answers.model.lateness
         return status
     }
 

@@ -95,7 +95,8 @@ final class UDPListener: ConditionedListener {
                        uplink: uplink.counters, downlink: downlink.counters,
                        uplinkKernelDrops: uplinkKernelDrops + uplinkRefused.count,
                        downlinkKernelDrops: downlinkKernelDrops + downlinkRefused.count,
-                       uplinkFaultDrops: uplinkFaultDrops, downlinkFaultDrops: downlinkFaultDrops)
+                       uplinkFaultDrops: uplinkFaultDrops, downlinkFaultDrops: downlinkFaultDrops,
+                       uplinkLateness: uplink.model.lateness, downlinkLateness: downlink.model.lateness)
     }
 
     /// Reads client datagrams in batches until the socket is empty, at most `batchesPerTurn` batches per loop turn;

@@ -51,12 +51,16 @@ struct DatagramLine {
         if delivery.copies > 0 { bytes += delivery.size }
     }
 
-    /// Removes and returns every outcome due by `now`, in delivery order.
-    mutating func takeDue(at now: Instant) -> [DatagramDelivery] {
+    /// Removes and returns every outcome due by `now`, in delivery order; `earliestDelivery` is set to the due
+    /// instant of the first of them that is delivered (not lost), if any.
+    mutating func takeDue(at now: Instant, earliestDelivery: inout Instant?) -> [DatagramDelivery] {
         var due: [DatagramDelivery] = []
         while let first = entries.min, first.at <= now {
             entries.removeMin()
-            if first.delivery.copies > 0 { bytes -= first.delivery.size }
+            if first.delivery.copies > 0 {
+                bytes -= first.delivery.size
+                if earliestDelivery == nil { earliestDelivery = first.at }
+            }
             due.append(first.delivery)
         }
         return due

@@ -46,4 +46,6 @@ public struct LinkCounters: Hashable, Sendable {
 /// Lives on the event loop thread, like the direction that owns it.
 final class LinkTally {
     var counters = LinkCounters()
+    /// How long after their due instants datagram outcomes were taken for delivery (datagram links only).
+    var lateness = LatenessHistogram()
 }

@@ -18,9 +18,12 @@ public final class DatagramFlow {
         self.tally = tally
     }
 
-    /// Removes and returns the outcomes due by `now`, in delivery order (lost datagrams with zero copies).
+    /// Removes and returns the outcomes due by `now`, in delivery order (lost datagrams with zero copies). The
+    /// earliest due delivery among them records how long after its instant it was taken (`DatagramLink.lateness`).
     public func takeDeliverableDatagrams(at now: Instant) -> [DatagramDelivery] {
-        let due = line.takeDue(at: now)
+        var earliest: Instant?
+        let due = line.takeDue(at: now, earliestDelivery: &earliest)
+        if let earliest { tally.lateness.record(now - earliest) }
         for delivery in due where delivery.copies > 0 {
             tally.counters.bytesDelivered += delivery.size * delivery.copies
             tally.counters.inFlightBytes -= delivery.size

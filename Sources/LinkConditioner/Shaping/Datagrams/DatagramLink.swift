@@ -147,6 +147,10 @@ public final class DatagramLink {
 
     public var counters: LinkCounters { tally.counters }
 
+    /// How late, after their due instants, the flows' datagrams were taken for delivery: one record per take that
+    /// delivered any, for the earliest of them. A datagram `deliversAtOnce` took is not counted.
+    public var lateness: LatenessHistogram { tally.lateness }
+
     /// Turns the bottleneck's departures and drops into outcomes: impairments decide a departed datagram's fate.
     private func settle(_ events: [BottleneckEvent]) {
         for event in events {
