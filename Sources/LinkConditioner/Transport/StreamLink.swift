@@ -380,7 +380,8 @@ extension StreamLink {
             flow.model.scheduledAt = nil
             counters.flows -= 1
             _ = bottleneck.removeAll(ofFlow: flow.number)
-            if let index = flows.firstIndex(where: { $0 === flow }) { flows.remove(at: index) }
+            let index = flowIndex(numbered: flow.number)
+            if index < flows.count, flows[index] === flow { flows.remove(at: index) }
             if flow.model.isMarkedChanged, let index = changed.firstIndex(where: { $0 === flow }) { changed.remove(at: index) }
             flow.model.isMarkedChanged = false
             flow.model.arrivals.removeAll()
@@ -434,12 +435,18 @@ extension StreamLink {
 
         /// The live flow numbered `number`, if any, by binary search over `flows`.
         private func flow(numbered number: Int) -> StreamFlow? {
+            let index = flowIndex(numbered: number)
+            return index < flows.count && flows[index].number == number ? flows[index] : nil
+        }
+
+        /// Where the flow numbered `number` is, or would be, in `flows` (sorted by number).
+        private func flowIndex(numbered number: Int) -> Int {
             var low = 0, high = flows.count
             while low < high {
                 let middle = (low + high) / 2
                 if flows[middle].number < number { low = middle + 1 } else { high = middle }
             }
-            return low < flows.count && flows[low].number == number ? flows[low] : nil
+            return low
         }
 
         /// The earliest live entry of the schedule, after dropping stale ones from its top.
