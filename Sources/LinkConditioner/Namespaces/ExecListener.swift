@@ -135,6 +135,7 @@ final class ExecListener: RelayHost, ConditionedListener {
         ListenerStatus(kind: "exec", address: bound.address, upstream: nil, activeConnections: relays.count + flows.count,
                        connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
                        uplink: packetUplink.counters, downlink: packetDownlink.counters,
+                       uplinkLateness: packetUplink.model.lateness, downlinkLateness: packetDownlink.model.lateness,
                        destinations: destinations.report(live: relays.values.compactMap { relay in
                            relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
                        }

@@ -81,7 +81,7 @@ public struct ListenerStatus: Sendable {
     public var uplinkFaultDrops = 0
     public var downlinkFaultDrops = 0
     /// How late released TCP bytes, or datagrams the link delayed, were handed to their sockets, each way (TCP, UDP
-    /// and DNS listeners; empty for the others).
+    /// and DNS listeners, and `exec`'s packets).
     public var uplinkLateness = LatenessHistogram()
     public var downlinkLateness = LatenessHistogram()
     /// Traffic by destination (an exec'd program's); nil for listeners that keep no such table.
