@@ -279,6 +279,37 @@ struct ExecCommandTests {
         #expect(Set(listed.split(separator: "\n")).subtracting(["0", "1", "2", "3"]).isEmpty, "the program's descriptors: \(listed)")
     }
 
+    @Test func aDatagramTheProfileDelayedCountsInTheExecListenersLateness() throws {
+        let server = try TestDatagramServer { _ in nil }
+        defer { server.stop() }
+        let profile = try ExecEnvironment.profileFile("uplink.delay = 20 ms\n")
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-lateness-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let socket = directory.appendingPathComponent("control.sock").path, done = directory.appendingPathComponent("done").path
+        let client = """
+            import os, socket, time
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("198.18.0.2", \(server.port)))
+            for _ in range(3000):
+                if os.path.exists("\(done)"): break
+                time.sleep(0.01)
+            """
+        let running = try RunningLinkcond(["exec", "--profile", profile, "--control", socket, "--", "python3", "-c", client])
+        try ExecEnvironment.waitForFile(socket)
+
+        #expect(waitUntil(seconds: 30) { server.datagrams.count == 1 })
+        let json = try LinkcondProcess.run(["status", "--json", "--control", socket]).stdout
+        let exec = try JSONDecoder().decode(StatusReport.self, from: Data(json.utf8)).listeners.first { $0.kind == "exec" }
+        FileManager.default.createFile(atPath: done, contents: nil)
+        let exited = waitUntil(seconds: 30) { !running.process.isRunning }
+        if !exited { _ = try? running.stop(signal: SIGKILL) }
+
+        // At least the datagram's pass; the kernel may send a packet of its own (IPv6 neighbour discovery) too.
+        #expect((exec?.uplink.deliveryLateness?.writes ?? 0) >= 1, "\(json)")
+        #expect(exited && running.process.terminationStatus == 0)
+    }
+
     @Test(arguments: ExecEnvironment.modes)
     func offlineRefusesNewConnectionsAndOnlineLetsThemThrough(mode: String) throws {
         let server = try HTTPFileServer(body: Array("ok".utf8))

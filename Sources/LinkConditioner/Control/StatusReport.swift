@@ -34,8 +34,8 @@ public struct StatusReport: Codable, Sendable {
         /// How long a byte arriving now waits in the queue before the link's rate lets it through; nil when the
         /// link carries nothing (offline or zero rate) and bytes are queued.
         public var queueDelaySeconds: Double?
-        /// How late linkcond handed released TCP bytes to their sockets, after the instant its model released
-        /// them; nil before any (and for UDP and DNS). Every emulated delay was that much longer.
+        /// How late linkcond handed released TCP bytes, or datagrams its link delayed, to their sockets, after the
+        /// instant its model released them; nil before any. Every emulated delay was that much longer.
         public var deliveryLateness: Lateness?
     }
 
