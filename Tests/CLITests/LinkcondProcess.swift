@@ -1,4 +1,5 @@
 import Foundation
+import LoopbackPeers
 import Testing
 
 /// The built `linkcond` binary run as a user would run it, with its output captured.
@@ -117,6 +118,16 @@ final class RunningLinkcond: @unchecked Sendable {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             throw CLITestError("linkcond did not exit within \(timeout) s of signal \(signal)")
+        }
+        _ = stderrDone.wait(timeout: .now() + 5)
+        return process.terminationStatus
+    }
+
+    /// Waits for the process to exit by itself and returns its status; kills it and returns nil after `timeout`.
+    func waitForExit(timeout: Double = 30) -> Int32? {
+        guard waitUntil(seconds: timeout, { !process.isRunning }) else {
+            kill(process.processIdentifier, SIGKILL)
+            return nil
         }
         _ = stderrDone.wait(timeout: .now() + 5)
         return process.terminationStatus
