@@ -10,10 +10,12 @@ int clinux_accept_nonblocking(int fd, struct sockaddr_storage *addr, socklen_t *
 
 int clinux_receive_datagrams(int fd, void *buffers, size_t slot_size, struct sockaddr_storage *addresses,
                              struct clinux_datagram_slot *slots, unsigned int count) {
-    enum { most = 64, control_size = CMSG_SPACE(sizeof(uint32_t)) };
+    enum { most = 64, control_size = CMSG_SPACE(sizeof(uint32_t)) + CMSG_SPACE(sizeof(struct timespec)) };
     struct mmsghdr messages[most];
     struct iovec vectors[most];
     union { char bytes[control_size]; struct cmsghdr align; } controls[most];
+    int64_t offset = 0;
+    int has_offset = 0;
     if (count > most) count = most;
     memset(messages, 0, sizeof(struct mmsghdr) * count);
     for (unsigned int i = 0; i < count; i++) {
@@ -33,10 +35,22 @@ int clinux_receive_datagrams(int fd, void *buffers, size_t slot_size, struct soc
         slots[i].address_length = header->msg_namelen;
         slots[i].has_drop_count = 0;
         slots[i].drop_count = 0;
+        slots[i].arrival_ns = 0;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(header); c != NULL; c = CMSG_NXTHDR(header, c)) {
             if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
                 memcpy(&slots[i].drop_count, CMSG_DATA(c), sizeof(uint32_t));
                 slots[i].has_drop_count = 1;
+            } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+                struct timespec stamp;
+                memcpy(&stamp, CMSG_DATA(c), sizeof stamp);
+                if (!has_offset) {
+                    struct timespec real, monotonic;
+                    clock_gettime(CLOCK_REALTIME, &real);
+                    clock_gettime(CLOCK_MONOTONIC, &monotonic);
+                    offset = ((int64_t)monotonic.tv_sec - real.tv_sec) * 1000000000LL + (monotonic.tv_nsec - real.tv_nsec);
+                    has_offset = 1;
+                }
+                slots[i].arrival_ns = (int64_t)stamp.tv_sec * 1000000000LL + stamp.tv_nsec + offset;
             }
         }
     }

@@ -21,9 +21,10 @@ struct DNSTCPLimitTests {
         defer { server.stop() }
         let proxy = try forwarder(to: server, dnsDelay: .milliseconds(100), idle: .milliseconds(500))
         defer { proxy.stop() }
+        // Before the connect: the forwarder may accept, and start its idle clock, before connect returns here.
+        let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: proxy.port, timeout: 5)
         defer { client.close() }
-        let start = MonotonicClock().now()
         let closed = LockedBox<Double?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {

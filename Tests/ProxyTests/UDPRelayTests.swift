@@ -97,6 +97,26 @@ struct UDPRelayTests {
         #expect(lateness.maximum >= .milliseconds(250), "\(lateness.maximum)")
     }
 
+    @Test func aDatagramThatWaitedInTheKernelWhileTheLoopWasHeldCountsItsDelayFromItsArrival() throws {
+        let echo = try TestDatagramServer()
+        defer { echo.stop() }
+        var profile = Profile.none
+        profile.uplink.delay = .milliseconds(100)
+        let (proxy, client) = try relay(to: echo, profile: profile)
+        defer { client.close(); proxy.stop() }
+
+        let release = holdLoop(of: proxy)
+        try client.send([1], to: proxy.port)
+        usleep(400_000)
+        release()
+
+        #expect(client.receive()?.bytes == [1])
+        let lateness = status(proxy).uplinkLateness
+        // Arrived while the loop was held, due 100 ms later, read and sent at least 400 ms after it arrived.
+        #expect(lateness.samples == 1)
+        #expect(lateness.maximum >= .milliseconds(250), "\(lateness.maximum)")
+    }
+
     @Test func eachClientAddressGetsItsOwnFlow() throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }

@@ -90,6 +90,9 @@ struct clinux_datagram_slot {
     uint32_t has_drop_count;
     /// Datagrams the kernel dropped on this socket, in total, when this one was queued.
     uint32_t drop_count;
+    /// When the datagram reached the socket, on CLOCK_MONOTONIC, if the socket has SO_TIMESTAMPNS on and the
+    /// kernel stamped it (the stamp is CLOCK_REALTIME, moved by the clocks' offset at the call); else 0.
+    int64_t arrival_ns;
 };
 
 /// Receives up to `count` (at most 64) datagrams with one recvmmsg(MSG_DONTWAIT): datagram i lands in

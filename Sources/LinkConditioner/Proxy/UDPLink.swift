@@ -35,9 +35,10 @@ final class UDPLink {
         model.remove(flow)
     }
 
-    /// Offers one datagram to the model at `now` and runs the serialiser; returns whether it was queued.
-    func enqueue(_ size: Int, on flow: DatagramFlow, at now: Instant) -> DatagramAdmission {
-        let admission = model.enqueue(size, on: flow, at: now)
+    /// Offers one datagram that reached its socket at `arrival` (nil: unknown, taken as `now`) to the model, and
+    /// runs the serialiser to `now`; returns whether it was queued.
+    func enqueue(_ size: Int, on flow: DatagramFlow, arrival: Instant?, at now: Instant) -> DatagramAdmission {
+        let admission = model.enqueue(size, on: flow, at: min(arrival ?? now, now))
         service(at: now)
         return admission
     }
@@ -95,13 +96,14 @@ final class DatagramPump {
         self.flow = link.attach(self)
     }
 
-    /// Hands one datagram to the link at `now`; false when the link's queue dropped it at the tail.
+    /// Hands one datagram to the link at `now`, counted from when it reached its socket (`arrival`, if the socket
+    /// stamped it); false when the link's queue dropped it at the tail.
     @discardableResult
-    func offer(_ bytes: [UInt8], to destination: SocketAddress? = nil, at now: Instant) -> Bool {
+    func offer(_ bytes: [UInt8], to destination: SocketAddress? = nil, arrival: Instant? = nil, at now: Instant) -> Bool {
         // Hold the bytes first: an unimpaired link releases the datagram inside `enqueue`.
         let index = flow.nextDatagramIndex
         held[index] = HeldDatagram(bytes: bytes, destination: destination)
-        guard case .accepted = link.enqueue(bytes.count, on: flow, at: now) else {
+        guard case .accepted = link.enqueue(bytes.count, on: flow, arrival: arrival, at: now) else {
             held.removeValue(forKey: index)
             return false
         }

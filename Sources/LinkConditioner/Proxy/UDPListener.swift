@@ -55,6 +55,7 @@ final class UDPListener: ConditionedListener {
         do {
             socket.enlargeReceiveBuffer(to: Self.receiveBufferBytes)
             try socket.reportKernelDrops()
+            try socket.stampArrivals()
             localAddress = try socket.localAddress()
         } catch {
             socket.close()
@@ -132,7 +133,7 @@ final class UDPListener: ConditionedListener {
             return countFaultDrop(up: true)
         }
         guard let flow = flow(for: datagram.sender, at: now) else { return }
-        batch.withDatagram(index) { flow.cross($0, up: true, at: now) }
+        batch.withDatagram(index) { flow.cross($0, up: true, arrival: datagram.arrival, at: now) }
     }
 
     /// The flow of `client`, opened if the limits and the profile allow; nil drops the datagram.
@@ -250,6 +251,7 @@ final class UDPFlow {
         upstream.enlargeReceiveBuffer(to: UDPListener.receiveBufferBytes)
         do {
             try upstream.reportKernelDrops()
+            try upstream.stampArrivals()
         } catch {
             upstream.close()
             throw error
@@ -292,15 +294,16 @@ final class UDPFlow {
         armIdleTimer()
     }
 
-    /// Hands one datagram read from the client (`up`) or the upstream to its direction's link: sent on at once,
-    /// with no copy, when the link passes it through unchanged; otherwise held as a copy until the link decides.
-    func cross(_ datagram: UnsafeRawBufferPointer, up: Bool, at now: Instant) {
+    /// Hands one datagram read from the client (`up`) or the upstream at `now` to its direction's link, counted
+    /// from when it reached the socket (`arrival`): sent on at once, with no copy, when the link passes it through
+    /// unchanged; otherwise held as a copy until the link decides.
+    func cross(_ datagram: UnsafeRawBufferPointer, up: Bool, arrival: Instant?, at now: Instant) {
         guard passesFaults(datagram.count, up: up, at: now) else { return }
         lastActivity = now
         recording?.read(datagram.count, up: up, at: now)
         let pump: DatagramPump = up ? uplink : downlink
         if pump.deliversAtOnce(datagram.count, at: now) { return (up ? sendUp : sendDown)(datagram) }
-        if !pump.offer(Array(datagram), at: now) { recording?.dropped(up: up, cause: .queue) }
+        if !pump.offer(Array(datagram), arrival: arrival, at: now) { recording?.dropped(up: up, cause: .queue) }
     }
 
     /// Whether the profile's faults let a datagram of `size` bytes cross; counts and records the ones they stop.
@@ -327,12 +330,13 @@ final class UDPFlow {
             guard case .processed(let count) = received else { return }
             listener.readBuffer.outbox.holding {
                 for index in 0..<count {
-                    listener.countDownlinkKernelDrops(dropCounter.newDrops(reported: batch[index].kernelDropCount))
+                    let datagram = batch[index]
+                    listener.countDownlinkKernelDrops(dropCounter.newDrops(reported: datagram.kernelDropCount))
                     if listener.profile.fault == .blackhole {
                         lastActivity = now
                         continue
                     }
-                    batch.withDatagram(index) { cross($0, up: false, at: now) }
+                    batch.withDatagram(index) { cross($0, up: false, arrival: datagram.arrival, at: now) }
                 }
             }
             if count < batch.capacity { return }

@@ -113,6 +113,9 @@ final class DatagramBatch {
         /// Datagrams the kernel had dropped on the socket in total when this one was queued (SO_RXQ_OVFL), or
         /// nil when the kernel attached no count (it has dropped none).
         var kernelDropCount: UInt32?
+        /// When it reached the socket, if the socket stamps arrivals (`stampArrivals`): a datagram that waited in
+        /// the kernel while the loop was busy counts its delay from there.
+        var arrival: Instant?
     }
 
     /// The largest UDP payload over IPv4 (65 535 − 8 − 20), rounded up to a whole slot.
@@ -155,7 +158,8 @@ final class DatagramBatch {
         let slot = slots[index]
         return Datagram(length: Int(slot.length),
                         sender: SocketAddress(storage: addresses[index], length: slot.address_length),
-                        kernelDropCount: slot.has_drop_count != 0 ? slot.drop_count : nil)
+                        kernelDropCount: slot.has_drop_count != 0 ? slot.drop_count : nil,
+                        arrival: slot.arrival_ns != 0 ? Instant(nanoseconds: slot.arrival_ns) : nil)
     }
 
     /// Calls `body` with the bytes of datagram `index` of the last `receive`.

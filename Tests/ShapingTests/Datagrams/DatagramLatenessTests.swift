@@ -44,6 +44,26 @@ struct DatagramLatenessTests {
         #expect(link.lateness.samples == 0)
     }
 
+    @Test func aDatagramStampedBeforeTheLinksLatestInstantCountsFromThatInstant() {
+        let (link, flow) = delayedLink(.milliseconds(10))
+        _ = link.advance(to: .ms(5))
+
+        link.enqueue(100, on: flow, at: .ms(2))
+        _ = link.advance(to: .ms(5))
+
+        #expect(flow.nextDeliveryTime == .ms(15))
+    }
+
+    @Test func aDatagramStampedWhileTheLinkWaitedCountsItsDelayFromTheStamp() {
+        let (link, flow) = delayedLink(.milliseconds(10))
+        _ = link.advance(to: .ms(1))
+
+        link.enqueue(100, on: flow, at: .ms(2))
+        _ = link.advance(to: .ms(7))
+
+        #expect(flow.nextDeliveryTime == .ms(12))
+    }
+
     @Test func aDatagramDeliveredAtOnceIsNoSample() {
         let link = DatagramLink(profile: DirectionProfile(), seed: 1)
         let flow = link.makeFlow()

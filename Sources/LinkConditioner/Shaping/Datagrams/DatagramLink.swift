@@ -29,6 +29,8 @@ public final class DatagramLink {
     /// Whether the profile leaves a datagram unchanged: no rate or trace, no impairment, plain FIFO (a discipline
     /// with state, such as CoDel's, must see every datagram).
     private var isPassThrough = false
+    /// The latest instant the link has been run to: a datagram stamped earlier counts from here.
+    private var latest = Instant(nanoseconds: .min)
 
     /// A direction shaped by `profile`; `seed` drives every random draw.
     public init(profile: DirectionProfile, seed: UInt64) {
@@ -48,6 +50,7 @@ public final class DatagramLink {
     /// Live profile switch at `now`: queued datagrams keep their order; a new discipline or limit takes them over
     /// (dropping what it has no room for), a new rate or trace applies from the next datagram on.
     public func update(profile newProfile: DirectionProfile, now: Instant) {
+        latest = max(latest, now)
         let old = profile
         profile = newProfile
         pipeline = ImpairmentPipeline(profile: newProfile, kinds: ImpairmentPipeline.datagramKinds)
@@ -87,12 +90,16 @@ public final class DatagramLink {
         flow.isMarkedChanged = false
     }
 
-    /// Offers one datagram of `size` bytes from `flow` at `now`: queued, or dropped at the tail when more than
-    /// `queue` bytes would be in propagation or the discipline has no room.
+    /// Offers one datagram of `size` bytes from `flow` that reached the proxy at `arrival`: queued, or dropped at
+    /// the tail when more than `queue` bytes would be in propagation or the discipline has no room. An arrival
+    /// before the latest instant the link has run to (a datagram that waited in the kernel while the loop was busy)
+    /// counts from that instant, so the link never goes back in time.
     /// Datagrams of other flows that the discipline drops to make room become zero-copy outcomes of their flows.
     @discardableResult
-    public func enqueue(_ size: Int, on flow: DatagramFlow, at now: Instant) -> DatagramAdmission {
+    public func enqueue(_ size: Int, on flow: DatagramFlow, at arrival: Instant) -> DatagramAdmission {
         guard !flow.isRemoved else { return .tailDropped }
+        let now = max(arrival, latest)
+        latest = now
         tally.counters.datagramsEnqueued += 1
         settle(bottleneck.advance(to: now))
         if tally.counters.inFlightBytes + size > profile.queue.bytes {
@@ -135,7 +142,8 @@ public final class DatagramLink {
 
     /// Runs the bottleneck to `now` and returns the flows with new outcomes.
     public func advance(to now: Instant) -> [DatagramFlow] {
-        settle(bottleneck.advance(to: now))
+        latest = max(latest, now)
+        settle(bottleneck.advance(to: latest))
         let result = changed
         changed.removeAll(keepingCapacity: true)
         for flow in result { flow.isMarkedChanged = false }
