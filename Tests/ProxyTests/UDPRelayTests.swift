@@ -97,13 +97,17 @@ struct UDPRelayTests {
         #expect(lateness.maximum >= .milliseconds(250), "\(lateness.maximum)")
     }
 
-    @Test func aDatagramThatWaitedInTheKernelWhileTheLoopWasHeldCountsItsDelayFromItsArrival() throws {
+    /// With `appliedLater`, the relay starts under `none`, whose datagrams need no stamps, and the delay comes
+    /// with a later `apply`.
+    @Test(arguments: [false, true])
+    func aDatagramThatWaitedInTheKernelWhileTheLoopWasHeldCountsItsDelayFromItsArrival(appliedLater: Bool) throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
         var profile = Profile.none
         profile.uplink.delay = .milliseconds(100)
-        let (proxy, client) = try relay(to: echo, profile: profile)
+        let (proxy, client) = try relay(to: echo, profile: appliedLater ? .none : profile)
         defer { client.close(); proxy.stop() }
+        if appliedLater { proxy.apply(profile) }
 
         let release = holdLoop(of: proxy)
         try client.send([1], to: proxy.port)

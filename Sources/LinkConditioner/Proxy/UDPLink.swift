@@ -61,6 +61,13 @@ final class UDPLink {
 
     var counters: LinkCounters { model.counters }
 
+    /// Turns the kernel's arrival stamps on `socket`, whose datagrams enter this link, on while the link may delay
+    /// them, and off while it passes them through (where a stamp would cost a control message per datagram and
+    /// change nothing). Without stamps a datagram counts from when the loop read it.
+    func stampsArrivals(on socket: Socket) {
+        try? socket.stampArrivals(!model.isPassThrough)
+    }
+
     func close() {
         serviceAlarm.cancel()
         pumps.removeAll()

@@ -55,7 +55,6 @@ final class UDPListener: ConditionedListener {
         do {
             socket.enlargeReceiveBuffer(to: Self.receiveBufferBytes)
             try socket.reportKernelDrops()
-            try socket.stampArrivals()
             localAddress = try socket.localAddress()
         } catch {
             socket.close()
@@ -73,6 +72,7 @@ final class UDPListener: ConditionedListener {
         (uplink, downlink) = UDPLink.pair(for: context)
         uplink.outbox = readBuffer.outbox
         downlink.outbox = readBuffer.outbox
+        uplink.stampsArrivals(on: socket)
         do {
             registration = try loop.register(socket.descriptor, interest: Epoll.readable | Epoll.edgeTriggered) { [weak self] _ in
                 self?.receiveFromClients()
@@ -201,6 +201,8 @@ final class UDPListener: ConditionedListener {
         self.profile = profile
         uplink.update(profile: profile.uplink)
         downlink.update(profile: profile.downlink)
+        uplink.stampsArrivals(on: socket)
+        for flow in flows.values { flow.stampsArrivals() }
     }
 
     /// Forgets every flow: datagrams on the link are dropped, and a client's next datagram opens a new flow
@@ -251,7 +253,6 @@ final class UDPFlow {
         upstream.enlargeReceiveBuffer(to: UDPListener.receiveBufferBytes)
         do {
             try upstream.reportKernelDrops()
-            try upstream.stampArrivals()
         } catch {
             upstream.close()
             throw error
@@ -292,6 +293,12 @@ final class UDPFlow {
             throw error
         }
         armIdleTimer()
+        stampsArrivals()
+    }
+
+    /// Has the upstream socket stamp arrivals while the downlink may delay them.
+    func stampsArrivals() {
+        listener.downlink.stampsArrivals(on: upstream)
     }
 
     /// Hands one datagram read from the client (`up`) or the upstream at `now` to its direction's link, counted

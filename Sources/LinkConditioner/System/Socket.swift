@@ -62,9 +62,9 @@ public struct Socket: Hashable, Sendable {
     }
 
     /// Asks the kernel to stamp what arrives on this socket with its receive time (SO_TIMESTAMPNS), which
-    /// `readStamped` returns.
-    func stampArrivals() throws(SystemError) {
-        try setOption(SOL_SOCKET, SO_TIMESTAMPNS, 1, name: "SO_TIMESTAMPNS")
+    /// `readStamped` and `receiveDatagrams` return; `false` stops it.
+    func stampArrivals(_ on: Bool = true) throws(SystemError) {
+        try setOption(SOL_SOCKET, SO_TIMESTAMPNS, on ? 1 : 0, name: "SO_TIMESTAMPNS")
     }
 
     /// Reads into `buffer` like `read`, with when the last byte read reached the socket, if the kernel stamped it.

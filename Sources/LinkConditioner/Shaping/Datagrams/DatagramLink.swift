@@ -28,7 +28,7 @@ public final class DatagramLink {
     private let tally = LinkTally()
     /// Whether the profile leaves a datagram unchanged: no rate or trace, no impairment, plain FIFO (a discipline
     /// with state, such as CoDel's, must see every datagram).
-    private var isPassThrough = false
+    public private(set) var isPassThrough = false
     /// The latest instant the link has been run to: a datagram stamped earlier counts from here.
     private var latest = Instant(nanoseconds: .min)
 
