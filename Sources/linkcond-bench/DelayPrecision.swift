@@ -1,3 +1,4 @@
+import CLinuxShims
 import Foundation
 import LinkConditioner
 import Glibc
@@ -7,7 +8,9 @@ import LoopbackPeers
 /// sender thread while this thread polls for the echoes: many samples of a long delay in about one delay's time.
 /// Every connection first makes one warm-up round trip, so connection set-up is not in the figures. Connections
 /// open and warm up `gap` apart too, so that linkcond's own lateness (read from its status) is not that of a hundred
-/// first messages released within a millisecond and written one after another. Sorted seconds.
+/// first messages released within a millisecond and written one after another. A round trip ends when the echo
+/// reached this process's socket (the kernel's receive stamp, `SO_TIMESTAMPNS`), not when this thread woke to read
+/// it: the bench's own wake-up is neither linkcond's error nor the network's. Sorted seconds.
 func staggeredRoundTrips(port: UInt16, samples: Int, gap: Double, timeout: Double) throws -> [Double] {
     let message = [UInt8](repeating: 0x42, count: 64)
     var opened: [TestConnection] = []
@@ -19,7 +22,11 @@ func staggeredRoundTrips(port: UInt16, samples: Int, gap: Double, timeout: Doubl
         usleep(useconds_t(gap * 1e6))
     }
     let connections = opened
-    for connection in connections { _ = try connection.receive(exactly: 64) }
+    for connection in connections {
+        _ = try connection.receive(exactly: 64)
+        var on: Int32 = 1
+        setsockopt(connection.fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, socklen_t(MemoryLayout<Int32>.size))
+    }
     let sentAt = LockedBox([Instant?](repeating: nil, count: samples))
     let sender = Thread {
         let start = MonotonicClock().now()
@@ -42,11 +49,13 @@ func staggeredRoundTrips(port: UInt16, samples: Int, gap: Double, timeout: Doubl
         guard poll(&polls, nfds_t(polls.count), 50) > 0 else { continue }
         let now = MonotonicClock().now()
         for index in polls.indices where polls[index].revents != 0 {
-            let count = read(polls[index].fd, &buffer, buffer.count)
+            var stamp: Int64 = 0
+            let count = clinux_recv_stamped(polls[index].fd, &buffer, buffer.count, &stamp)
             guard count > 0 else { throw TestError("connection \(index) closed during the delay measurement") }
             received[index] += count
             if received[index] >= 64, let sent = sentAt.value[index] {
-                times.append((now - sent).seconds)
+                let arrival = stamp > 0 ? min(Instant(nanoseconds: stamp), now) : now
+                times.append((arrival - sent).seconds)
                 polls[index].events = 0
             }
         }
