@@ -2,8 +2,9 @@
 /// the protocol's local steps, resolves the destination, then hands the socket to a `TCPRelay`.
 ///
 /// Lives on the event loop thread. Replies that a local proxy would give at once (method selection, credentials,
-/// errors in the request itself) are written directly; the reply that depends on the upstream travels through the
-/// relay's downlink. A handshake timer bounds the whole exchange, and a request head is bounded in size.
+/// errors in the request itself) are written directly, except that answers to steps a pipelining client has
+/// already gone past go with the next reply; the reply that depends on the upstream travels through the relay's
+/// downlink. A handshake timer bounds the whole exchange, and a request head is bounded in size.
 final class ProxyClientSession {
     private enum Phase {
         /// Reading the request.
