@@ -68,6 +68,34 @@ struct StreamSpliceTests {
         #expect(pool.count == 1)
     }
 
+    /// As above, a stray byte written behind the splice's back shows whether the kernel was asked: the splice counted
+    /// 64 bytes in and 64 out, so its own count says the pipe is empty, and a burst ends without a `FIONREAD`.
+    @Test func aPipeFilledAndDrainedGoesBackOnTheSplicesCountWithoutAskingTheKernel() throws {
+        let pool = SplicePipePool(limit: 32, crowdedFrom: .max)
+        defer { pool.release() }
+        let (source, sender) = try socketPair()
+        let (destination, receiver) = try socketPair()
+        defer { source.close(); sender.close(); destination.close(); receiver.close() }
+        let payload = [UInt8](repeating: 0x2A, count: 64)
+        #expect(payload.withUnsafeBytes { write(sender.descriptor, $0.baseAddress, $0.count) } == 64)
+        let pipe = try pool.take(size: StreamSplice.pipeSize)
+        pool.give(pipe)
+        let splice = StreamSplice(pool: pool)
+        try #require(splice.prepare())
+        let filled = try splice.fill(from: source)
+        let drained = try splice.drain(to: destination)
+        var stray: UInt8 = 0x42
+        #expect(write(pipe.writeEnd, &stray, 1) == 1)
+
+        splice.giveBack()
+
+        guard case .processed(64) = filled, case .processed(64) = drained else {
+            Issue.record("filled \(filled), drained \(drained)")
+            return
+        }
+        #expect(pool.count == 1)
+    }
+
     @Test func aPipeStillHoldingBytesAtCloseIsClosedNotKept() throws {
         let pool = SplicePipePool(limit: 32, crowdedFrom: .max)
         defer { pool.release() }

@@ -2,8 +2,9 @@
 /// the protocol's local steps, resolves the destination, then hands the socket to a `TCPRelay`.
 ///
 /// Lives on the event loop thread. Replies that a local proxy would give at once (method selection, credentials,
-/// errors in the request itself) are written directly; the reply that depends on the upstream travels through the
-/// relay's downlink. A handshake timer bounds the whole exchange, and a request head is bounded in size.
+/// errors in the request itself) are written directly, except that answers to steps a pipelining client has
+/// already gone past go with the next reply; the reply that depends on the upstream travels through the relay's
+/// downlink. A handshake timer bounds the whole exchange, and a request head is bounded in size.
 final class ProxyClientSession {
     private enum Phase {
         /// Reading the request.
@@ -59,6 +60,9 @@ final class ProxyClientSession {
     /// trickles its head costs linear time.
     private var headScanned = 0
     private var output: [UInt8] = []
+    /// SOCKS5 answers (method selection, credentials) to steps the client has already gone past: a client that
+    /// pipelined its request needs them only before the request's reply, so they go out with it in one write.
+    private var heldAnswers: [UInt8] = []
     private var writable = true
     private var writeClosed = false
     private var registration: EventLoop.RegistrationID?
@@ -165,10 +169,10 @@ final class ProxyClientSession {
                 switch step {
                 case .needMore:
                     if received.count - consumed > 1024 { return finish(SOCKS5.reply(.generalFailure)) }
-                    return
+                    return send([])
                 case .answer(let bytes, let used):
                     consumed += used
-                    send(bytes)
+                    heldAnswers += bytes
                 case .refuse(let bytes):
                     return finish(bytes)
                 case .connect(let destination, let used):
@@ -313,8 +317,10 @@ final class ProxyClientSession {
         timer = nil
         let handedOver = registration
         registration = nil
+        let answers = heldAnswers
+        heldAnswers = []
         frontEnd.relay(self, to: addresses, upstreamName: name, excluded: excluded,
-                       handshake: ProxyReplies(style: style, upstreamName: name),
+                       handshake: ProxyReplies(style: style, upstreamName: name, answersFirst: answers),
                        preloaded: preloaded, preloadEndsStream: endsStream, filter: filter, clientRegistration: handedOver)
     }
 
@@ -339,8 +345,10 @@ final class ProxyClientSession {
         readAvailable()
     }
 
+    /// Writes `bytes` after any held answers.
     private func send(_ bytes: [UInt8]) {
-        output += bytes
+        output += heldAnswers + bytes
+        heldAnswers = []
         flush()
     }
 
@@ -349,6 +357,7 @@ final class ProxyClientSession {
             let result = output.withUnsafeBytes { raw in
                 Result { () throws(SystemError) -> IOResult<Int> in try client.write(raw) }
             }
+            frontEnd.readBuffer.calls.sessionWrites += 1
             switch result {
             case .failure:
                 close()

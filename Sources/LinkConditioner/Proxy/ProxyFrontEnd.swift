@@ -262,15 +262,23 @@ final class ProxyReplies: UpstreamHandshake {
 
     let style: Style
     let upstreamName: String
+    /// The session's answers to a pipelining client's earlier steps (SOCKS5 method selection), written before
+    /// whichever reply the connect brings.
+    let answersFirst: [UInt8]
 
-    init(style: Style, upstreamName: String) {
+    init(style: Style, upstreamName: String, answersFirst: [UInt8] = []) {
         self.style = style
         self.upstreamName = upstreamName
+        self.answersFirst = answersFirst
     }
 
     var repliesOnConnect: Bool { style != .httpForward }
 
     func replyOnConnect(local: () -> SocketAddress?) -> [UInt8] {
+        answersFirst + reply(local: local)
+    }
+
+    private func reply(local: () -> SocketAddress?) -> [UInt8] {
         switch style {
         case .socks5: SOCKS5.reply(.succeeded, bound: local())
         case .httpTunnel: HTTPProxy.connectionEstablished
@@ -279,6 +287,10 @@ final class ProxyReplies: UpstreamHandshake {
     }
 
     func replyOnFailure(_ error: Errno) -> [UInt8] {
+        answersFirst + failureReply(error)
+    }
+
+    private func failureReply(_ error: Errno) -> [UInt8] {
         switch style {
         case .socks5: SOCKS5.reply(SOCKS5.Reply(connectError: error))
         case .httpTunnel, .httpForward: HTTPProxy.response(HTTPProxy.status(connectError: error, origin: upstreamName))

@@ -20,7 +20,7 @@ final class ReadBuffer {
     deinit { bytes.deallocate() }
 }
 
-/// Counts of the system calls a relay makes only when it cannot tell their answer in advance.
+/// Counts of the system calls a relay and a proxy front end's sessions make that a short connection might do without.
 struct RelayCallTally: Sendable {
     /// Reads (or splices in) that found their source empty: a call spent to hear would-block.
     var emptyReads = 0
@@ -28,4 +28,6 @@ struct RelayCallTally: Sendable {
     var endReads = 0
     /// Half-closes (`shutdown`) sent to a destination after its last byte.
     var halfCloses = 0
+    /// Writes of a proxy front end's own answers straight to its client, before a relay carries the connection.
+    var sessionWrites = 0
 }

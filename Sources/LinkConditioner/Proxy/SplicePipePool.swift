@@ -45,11 +45,12 @@ final class SplicePipePool {
     }
 
     /// Keeps `pipe` for the next connection if it is empty, there is room, and descriptors are not running short;
-    /// closes it otherwise. A pipe nothing was spliced into since this pool handed it out (`neverFilled`) is as
-    /// empty as it was then, so it saves asking the kernel; any other is kept only when the kernel counts no byte.
-    func give(_ pipe: SplicePipe, neverFilled: Bool = false) {
+    /// closes it otherwise. A giver whose own count of the bytes spliced in and out says the pipe is empty
+    /// (`knownEmpty`, as `StreamSplice` keeps it from the kernel's return values) saves asking the kernel; any other
+    /// pipe is kept only when the kernel counts no byte in it.
+    func give(_ pipe: SplicePipe, knownEmpty: Bool = false) {
         guard idle.count < limit, Int(max(pipe.readEnd, pipe.writeEnd, lastOpened)) < crowdedFrom,
-              neverFilled || pipe.isEmpty else {
+              knownEmpty || pipe.isEmpty else {
             pipe.close()
             return
         }

@@ -10,11 +10,10 @@ final class StreamSplice {
 
     private let pool: SplicePipePool
     private var pipe: SplicePipe?
-    /// Bytes in the pipe, read from the source and not yet written to the destination.
+    /// Bytes in the pipe, read from the source and not yet written to the destination: every change is a count the
+    /// kernel returned for this pipe, which nothing else reads or writes, so zero means empty and giving the pipe
+    /// back needs no `FIONREAD`.
     private(set) var pipedBytes = 0
-    /// Whether a splice put bytes into the pipe since it was taken; one that never got any is as empty as the pool
-    /// handed it over, so giving it back needs no count from the kernel.
-    private var pipeFilled = false
     /// Set when the kernel refuses pipes for a reason other than a shortage of descriptors: the pump copies from
     /// then on.
     private(set) var isUnavailable = false
@@ -30,7 +29,6 @@ final class StreamSplice {
         guard !isUnavailable else { return false }
         do {
             pipe = try pool.take(size: Self.pipeSize)
-            pipeFilled = false
             return true
         } catch {
             if !error.isDescriptorShortage { isUnavailable = true }
@@ -48,10 +46,7 @@ final class StreamSplice {
     func fill(from source: Socket) throws(SystemError) -> IOResult<Int> {
         guard let pipe else { return .wouldBlock }
         let result = try pipe.fill(from: source, count: max(room, 1))
-        if case .processed(let count) = result, count > 0 {
-            pipedBytes += count
-            pipeFilled = true
-        }
+        if case .processed(let count) = result { pipedBytes += count }
         return result
     }
 
@@ -59,7 +54,6 @@ final class StreamSplice {
     func stash(_ bytes: UnsafeRawBufferPointer) throws(SystemError) -> Int {
         guard let pipe, case .processed(let count) = try pipe.write(bytes) else { return 0 }
         pipedBytes += count
-        pipeFilled = pipeFilled || count > 0
         return count
     }
 
@@ -103,21 +97,20 @@ final class StreamSplice {
         close()
         self.pipe = pipe
         pipedBytes = bytes
-        pipeFilled = bytes > 0
     }
 
     /// Gives the empty pipe back to the pool: the source has nothing more for now, so an idle connection holds
     /// two sockets and no pipe, and the next burst takes a pipe from the pool again.
     func giveBack() {
         guard let pipe, pipedBytes == 0 else { return }
-        pool.give(pipe, neverFilled: !pipeFilled)
+        pool.give(pipe, knownEmpty: true)
         self.pipe = nil
     }
 
     /// Gives the pipe back to the pool when it is empty, and closes it when bytes are left in it.
     func close() {
         if let pipe {
-            if pipedBytes == 0 { pool.give(pipe, neverFilled: !pipeFilled) } else { pipe.close() }
+            if pipedBytes == 0 { pool.give(pipe, knownEmpty: true) } else { pipe.close() }
         }
         pipe = nil
         pipedBytes = 0
