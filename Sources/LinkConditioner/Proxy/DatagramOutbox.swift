@@ -55,6 +55,7 @@ final class DatagramOutbox {
         if holds == 0 { flush() }
     }
 
+    /// `send` for bytes held in an array.
     func send(_ bytes: [UInt8], on socket: Socket, to destination: SocketAddress?, refusals: RefusedDatagrams) {
         bytes.withUnsafeBytes { send($0, on: socket, to: destination, refusals: refusals) }
     }

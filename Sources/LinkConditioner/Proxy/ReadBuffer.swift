@@ -28,6 +28,7 @@ struct RelayCallTally: Sendable {
     var endReads = 0
     /// Half-closes (`shutdown`) sent to a destination after its last byte.
     var halfCloses = 0
-    /// Writes of a proxy front end's own answers straight to its client, before a relay carries the connection.
+    /// Write calls of a proxy front end's own answers straight to its client, before a relay carries the
+    /// connection (one that would block counts too).
     var sessionWrites = 0
 }

@@ -35,11 +35,19 @@ final class UDPLink {
         model.remove(flow)
     }
 
-    /// Offers one datagram that reached its socket at `arrival` (nil: unknown, taken as `now`) to the model, and
-    /// runs the serialiser to `now`; returns whether it was queued.
+    /// Offers one datagram that reached its socket at `arrival` (nil: unknown, taken as `now`) to the model;
+    /// returns whether it was queued. Without an earlier arrival the serialiser runs to `now` at once. A datagram
+    /// that waited in the kernel runs the link only to its arrival, and to `now` when the loop's timers run after
+    /// this turn's socket events: the link never goes back in time, so running it to `now` first would make every
+    /// later datagram of the turn, which waited as long, count from `now`.
     func enqueue(_ size: Int, on flow: DatagramFlow, arrival: Instant?, at now: Instant) -> DatagramAdmission {
-        let admission = model.enqueue(size, on: flow, at: min(arrival ?? now, now))
-        service(at: now)
+        guard let arrival, arrival < now else {
+            let admission = model.enqueue(size, on: flow, at: now)
+            service(at: now)
+            return admission
+        }
+        let admission = model.enqueue(size, on: flow, at: arrival)
+        serviceAlarm.arm(at: now)
         return admission
     }
 

@@ -114,7 +114,9 @@ final class DatagramBatch {
         /// nil when the kernel attached no count (it has dropped none).
         var kernelDropCount: UInt32?
         /// When it reached the socket, if the socket stamps arrivals (`stampArrivals`): a datagram that waited in
-        /// the kernel while the loop was busy counts its delay from there.
+        /// the kernel while the loop was busy counts its delay from there. The kernel stamps on CLOCK_REALTIME, so a
+        /// step of the wall clock between arrival and read moves it by as much (a backward step is clamped by the
+        /// link, a forward one makes the datagram look that much late).
         var arrival: Instant?
     }
 
