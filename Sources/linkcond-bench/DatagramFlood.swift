@@ -8,8 +8,10 @@ import LoopbackPeers
 struct FloodResult {
     var sent: Int
     var received: Int
+    /// From the first send to the last new datagram's arrival (at least the sending time): what drained from
+    /// buffers after the sender stopped counts over the time it took.
     var seconds: Double
-    /// Distinct datagrams received per second of sending.
+    /// Distinct datagrams received per second, first send to last arrival.
     var deliveredRate: Double { Double(received) / max(seconds, 0.001) }
     /// Datagrams sent that never arrived, in percent.
     var lossPercent: Double { sent > 0 ? Double(sent - received) / Double(sent) * 100 : .nan }
@@ -22,7 +24,7 @@ final class DatagramSink: @unchecked Sendable {
     let port: UInt16
     private let fd: Int32
     private let stopped = LockedBox(false)
-    private let counted = LockedBox(0)
+    private let counted = LockedBox((distinct: 0, lastAt: Instant(nanoseconds: 0)))
     private let thread: Thread
 
     /// Binds a free port and starts receiving; sequence numbers at or above `capacity` are not counted.
@@ -56,6 +58,7 @@ final class DatagramSink: @unchecked Sendable {
                 for _ in 0..<1024 {
                     let received = clinux_receive_datagrams(fd, buffers, slot, addresses, slots, most)
                     guard received > 0 else { break }
+                    let before = distinct
                     for index in 0..<Int(received) where slots[index].length >= 4 {
                         let sequence = Int(UInt32(littleEndian: buffers.loadUnaligned(fromByteOffset: index * slot, as: UInt32.self)))
                         if sequence < capacity, !seen[sequence] {
@@ -63,7 +66,10 @@ final class DatagramSink: @unchecked Sendable {
                             distinct += 1
                         }
                     }
-                    counted.mutate { $0 = distinct }
+                    if distinct > before {
+                        let now = MonotonicClock().now()
+                        counted.mutate { $0 = (distinct, now) }
+                    }
                 }
             }
         }
@@ -71,7 +77,10 @@ final class DatagramSink: @unchecked Sendable {
     }
 
     /// Distinct datagrams received so far.
-    var received: Int { counted.value }
+    var received: Int { counted.value.distinct }
+
+    /// When the last of them arrived.
+    var lastArrival: Instant { counted.value.lastAt }
 
     func stop() {
         stopped.mutate { $0 = true }
@@ -142,6 +151,6 @@ enum DatagramFlood {
             let now = sink.received
             if now != last { last = now; quietSince = MonotonicClock().now() }
         }
-        return FloodResult(sent: sent, received: sink.received, seconds: sending)
+        return FloodResult(sent: sent, received: sink.received, seconds: max(sending, (sink.lastArrival - start).seconds))
     }
 }
