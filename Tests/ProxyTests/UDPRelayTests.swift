@@ -367,6 +367,34 @@ struct UDPRelayTests {
         #expect(echo.sourcePorts.count == 2)
     }
 
+    @Test func switchingBetweenPassThroughAndADelayWhileDatagramsFlowDeliversEachOnce() throws {
+        let sink = try TestDatagramServer { _ in nil }
+        defer { sink.stop() }
+        let (proxy, client) = try relay(to: sink)
+        defer { client.close(); proxy.stop() }
+        // Room for every datagram in propagation under both profiles: the sender waits for the relay's reads, not
+        // its deliveries, and a switch keeps what is in propagation counted against the new profile's queue.
+        var passThrough = Profile.none
+        passThrough.uplink.queue = ByteCount(bytes: 16 << 20)
+        var delayed = passThrough
+        delayed.uplink.delay = .milliseconds(5)
+        let rounds = 10, perRound = 200
+
+        for round in 0..<rounds {
+            proxy.apply(round % 2 == 0 ? passThrough : delayed)
+            try sendPaced(perRound, from: client, to: proxy, window: 50, sink: sink) { numbered(round * perRound + $0) }
+        }
+
+        #expect(waitUntil(seconds: 10) { sink.datagrams.count >= rounds * perRound })
+        let numbers = sink.datagrams.map { Int($0[0]) << 8 | Int($0[1]) }
+        #expect(numbers.count == rounds * perRound)
+        let missing = Set(0..<rounds * perRound).subtracting(numbers).sorted()
+        #expect(missing.isEmpty, "\(missing.count) missing, from \(missing.prefix(10)) \(status(proxy).uplink)")
+        let uplink = status(proxy).uplink
+        #expect(uplink.datagramsEnqueued == rounds * perRound && uplink.datagramsDelivered == rounds * perRound)
+        #expect(uplink.tailDrops == 0 && uplink.inFlightBytes == 0)
+    }
+
     /// Datagram `number` of a burst: its number in the first two bytes, then filler up to a size that changes every
     /// 20 datagrams, so runs of equal sizes (which the relay may send as one segmented message) alternate with changes.
     private func numbered(_ number: Int) -> [UInt8] {
