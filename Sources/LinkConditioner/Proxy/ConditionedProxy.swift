@@ -151,6 +151,14 @@ public final class ConditionedProxy: Sendable {
         onLoop(or: RelayCallTally()) { $0.listenerContext?.readBuffer.calls ?? RelayCallTally() }
     }
 
+    /// The stages of the plain TCP listeners' open connections, read on the loop thread (tests show with it that a
+    /// fault-free profile's connections make none, and what stages made later start from).
+    func connectionStages() -> [ConnectionStages] {
+        onLoop(or: []) { state in
+            state.listeners.compactMap { $0 as? TCPListener }.flatMap { $0.relays.values.map(\.stages) }
+        }
+    }
+
     /// Counters of every listener, read on the loop thread.
     public func status() -> [ListenerStatus] {
         onLoop(or: []) { $0.listeners.map { $0.status() } }

@@ -78,6 +78,9 @@ final class StreamPump {
     var destinationReady = false
     /// False while the connection is blackholed: nothing is read.
     var forwarding = true
+    /// The loop's number (`ReadBuffer.numberAdmission`) of the last bytes this pump handed to the link with no
+    /// stage to see them, 0 before any: which direction spoke last, for stages made later.
+    private(set) var lastAdmission: UInt64 = 0
     /// Rewrites bytes as they are read, before the link sees them; nil passes them through unchanged.
     var filter: StreamFilter?
     /// Decides when read bytes enter the link (Toxiproxy's toxics); nil hands them to the link at once.
@@ -238,6 +241,7 @@ final class StreamPump {
                     if let stage {
                         stage.admit(bytes.count, from: self, at: now)
                     } else {
+                        lastAdmission = scratch.numberAdmission()
                         forward(bytes.count, at: now)
                     }
                     readArrival = nil

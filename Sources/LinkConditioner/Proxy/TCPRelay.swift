@@ -73,8 +73,11 @@ final class TCPRelay {
     /// Rewrites what the client sends later (an HTTP proxy's requests); nil relays it as read.
     private let uplinkFilter: StreamFilter?
     private(set) var upstream: Socket?
-    /// Makes the stages (toxics) of each direction when the pumps are made; nil relays without stages.
-    var makeStages: ((TCPRelay) -> (uplink: StreamStage?, downlink: StreamStage?))?
+    /// Where the stages (faults, toxics) of each direction come from; nil relays without stages.
+    var stageSource: StageSource?
+    /// The seeds drawn for the stages when the pumps were made, kept for stages made later (a fault set while the
+    /// connection is open), so they draw what stages made with the pumps would have.
+    private var stageSeeds: StageSeeds?
     private(set) var state: State
     private var uplink: StreamPump!
     private var downlink: StreamPump!
@@ -250,7 +253,11 @@ final class TCPRelay {
         uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: buffer, readBuffer: readBuffer)
         downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: buffer, readBuffer: readBuffer)
         uplink.filter = uplinkFilter
-        if let makeStages { (uplink.stage, downlink.stage) = makeStages(self) }
+        if let stageSource {
+            let seeds = stageSource.drawStageSeeds()
+            stageSeeds = seeds
+            if stageSource.needsStages { (uplink.stage, downlink.stage) = stageSource.makeStages(for: self, seeds: seeds, speaker: nil) }
+        }
         if let recordedID, let recorder = host.uplink.recorder {
             uplink.recording = PumpRecording(recorder: recorder, connection: recordedID, direction: .up)
             downlink.recording = PumpRecording(recorder: recorder, connection: recordedID, direction: .down)
@@ -504,6 +511,18 @@ final class TCPRelay {
         close(reset: reset)
     }
 
+    /// Gives the pumps their stages if they hold none and the source now needs them (a fault set while the
+    /// connection is open): seeded as the pumps' own draw said, and told which direction sent last.
+    func makeStagesIfNeeded() {
+        guard let stageSource, stageSource.needsStages, let stageSeeds, let uplink, let downlink, uplink.stage == nil,
+              !uplink.isClosed, !downlink.isClosed else { return }
+        let speaker: ToxicStream? = switch (uplink.lastAdmission, downlink.lastAdmission) {
+        case (0, 0): nil
+        case let (up, down): up > down ? .upstream : .downstream
+        }
+        (uplink.stage, downlink.stage) = stageSource.makeStages(for: self, seeds: stageSeeds, speaker: speaker)
+    }
+
     /// Lets `pump` read as far as its limits allow.
     func pumpMayRead(_ pump: StreamPump, at now: Instant) {
         guard state == .relaying else { return }
@@ -617,6 +636,19 @@ final class TCPRelay {
         host.relayClosed(self)
     }
 
+    /// Whether the pumps hold stages, and which direction those say spoke last.
+    var stages: ConnectionStages {
+        ConnectionStages(made: uplink?.stage != nil, speaker: (uplink?.stage as? ToxicStage)?.turn.speaker)
+    }
+
     var bytesUp: Int { uplink?.bytesDelivered ?? 0 }
     var bytesDown: Int { downlink?.bytesDelivered ?? 0 }
+}
+
+/// What one relayed connection holds between reading and its link, as a test sees it.
+struct ConnectionStages: Sendable, Equatable {
+    /// Whether its pumps hold stages (faults, toxics).
+    var made: Bool
+    /// The direction its stages say sent last; nil before either did.
+    var speaker: ToxicStream?
 }
