@@ -7,14 +7,6 @@ import Testing
 /// make none, and a fault set later gives the open ones theirs, knowing who spoke last.
 @Suite(.serialized)
 struct FaultStageTests {
-    /// Opens a client through `proxy` (in front of an echo server) and has three bytes echoed.
-    private func echoedClient(through proxy: ConditionedProxy) throws -> TestConnection {
-        let client = try TestConnection.connect(port: proxy.port, timeout: 10)
-        try client.send([1, 2, 3])
-        #expect(try client.receive(exactly: 3) == [1, 2, 3])
-        return client
-    }
-
     @Test func aConnectionOfAFaultFreeProfileMakesNoStages() throws {
         let echo = try TestServer.echo()
         let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
@@ -22,7 +14,7 @@ struct FaultStageTests {
         let client = try echoedClient(through: proxy)
         defer { client.close() }
 
-        #expect(proxy.connectionStages() == [ConnectionStages(made: false, speaker: nil)])
+        #expect(proxy.relayDecisions().map(\.hasStages) == [false])
     }
 
     @Test func aConnectionOfAProfileWithAFaultMakesStages() throws {
@@ -32,7 +24,7 @@ struct FaultStageTests {
         let client = try echoedClient(through: proxy)
         defer { client.close() }
 
-        #expect(proxy.connectionStages().map(\.made) == [true])
+        #expect(proxy.relayDecisions().map(\.hasStages) == [true])
     }
 
     @Test func aFaultSetOnAnOpenConnectionGivesItStagesThatKnowTheServerSpokeLast() throws {
@@ -42,10 +34,20 @@ struct FaultStageTests {
         defer { proxy.stop(); echo.stop() }
         let client = try echoedClient(through: proxy)
         defer { client.close() }
-        #expect(proxy.connectionStages() == [ConnectionStages(made: false, speaker: nil)])
+        #expect(proxy.relayDecisions().map(\.hasStages) == [false])
 
         try proxy.set([("downlink.first-byte.delay", "1 ms")])
 
-        #expect(proxy.connectionStages() == [ConnectionStages(made: true, speaker: .downstream)])
+        let decisions = proxy.relayDecisions()
+        #expect(decisions.map(\.hasStages) == [true])
+        #expect(decisions.map(\.speaker) == [.downstream])
     }
+}
+
+/// Opens a client through `proxy` (in front of an echo server) and has three bytes echoed.
+func echoedClient(through proxy: ConditionedProxy) throws -> TestConnection {
+    let client = try TestConnection.connect(port: proxy.port, timeout: 10)
+    try client.send([1, 2, 3])
+    #expect(try client.receive(exactly: 3) == [1, 2, 3])
+    return client
 }

@@ -151,11 +151,11 @@ public final class ConditionedProxy: Sendable {
         onLoop(or: RelayCallTally()) { $0.listenerContext?.readBuffer.calls ?? RelayCallTally() }
     }
 
-    /// The stages of the plain TCP listeners' open connections, read on the loop thread (tests show with it that a
-    /// fault-free profile's connections make none, and what stages made later start from).
-    func connectionStages() -> [ConnectionStages] {
+    /// What the plain TCP listeners' relays decided for their open connections, read on the loop thread (tests show
+    /// with it that a fault-free profile's connections make no stages, and how a client's socket is watched).
+    func relayDecisions() -> [RelayDecisions] {
         onLoop(or: []) { state in
-            state.listeners.compactMap { $0 as? TCPListener }.flatMap { $0.relays.values.map(\.stages) }
+            state.listeners.compactMap { $0 as? TCPListener }.flatMap { $0.relays.values.map(\.decisions) }
         }
     }
 

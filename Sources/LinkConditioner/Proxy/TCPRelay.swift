@@ -40,8 +40,9 @@ protocol UpstreamHandshake: AnyObject {
 
 /// One client connection relayed to its upstream through a listener's uplink and downlink.
 ///
-/// Lives on the event loop thread. Both sockets are registered edge-triggered once, for reading, writing and
-/// hang-up; the pumps remember readiness between edges. A FIN is forwarded as a half-close after the data
+/// Lives on the event loop thread. Both sockets are registered edge-triggered, the upstream for reading, writing
+/// and hang-up, the client for reading and hang-up until a write to it first would block: an accepted socket is
+/// writable, and its edge would only cost an event per connection. The pumps remember readiness between edges. A FIN is forwarded as a half-close after the data
 /// before it, a reset as a reset, and a failed upstream connect resets the client.
 final class TCPRelay {
     enum State {
@@ -91,6 +92,8 @@ final class TCPRelay {
     private var connectGivenUp: Errno?
     /// The client's registration; one a front end's session handed over is taken over at `start`.
     private var clientRegistration: EventLoop.RegistrationID?
+    /// Whether the client's registration asks for writable edges: from the first write to it that would block.
+    private var clientWatchesWritable = false
     /// Every event the client reported before the upstream accepted, or'ed: the uplink starts from them, so it
     /// reads only a client that has sent something, and stops at a short read (`StreamPump.startReading`).
     private var clientEventsBeforeRelaying: UInt32 = 0
@@ -153,9 +156,9 @@ final class TCPRelay {
         do {
             let handler: EventLoop.EventHandler = { [weak self] events in self?.clientEvent(events) }
             if let handedOver = clientRegistration {
-                clientRegistration = try loop.reregister(handedOver, interest: Self.edgeInterest, handler: handler)
+                clientRegistration = try loop.reregister(handedOver, interest: Self.clientInterest, handler: handler)
             } else {
-                clientRegistration = try loop.register(client.descriptor, interest: Self.edgeInterest, handler: handler)
+                clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest, handler: handler)
             }
         } catch {
             logger.warning("connection \(id): cannot watch client \(clientAddress): \(error)")
@@ -219,6 +222,8 @@ final class TCPRelay {
     }
 
     private static let edgeInterest = Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.priority | Epoll.edgeTriggered
+    /// The client's interest until a write to it would block (`destinationBlocked`).
+    private static let clientInterest = edgeInterest & ~Epoll.writable
 
     /// A TCP socket for the upstream, noted with the pool as the loop's newest descriptor; when descriptors are
     /// exhausted, the kept splice pipes are closed and the socket tried once more, so kept pipes never cost a
@@ -487,7 +492,8 @@ final class TCPRelay {
         uplink.resume(from: connection.uplink, at: now)
         downlink.resume(from: connection.downlink, at: now)
         do {
-            clientRegistration = try loop.register(client.descriptor, interest: Self.edgeInterest) { [weak self] events in
+            clientWatchesWritable = false
+            clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest) { [weak self] events in
                 self?.clientEvent(events)
             }
             upstreamRegistration = try loop.register(upstream.descriptor, interest: Self.edgeInterest) { [weak self] events in
@@ -521,6 +527,15 @@ final class TCPRelay {
         case let (up, down): up > down ? .upstream : .downstream
         }
         (uplink.stage, downlink.stage) = stageSource.makeStages(for: self, seeds: stageSeeds, speaker: speaker)
+    }
+
+    /// A write to `pump`'s destination would block: the client, watched for reading only until now, is watched for
+    /// writing too, for the rest of the connection. The change of interest reports a socket already writable again,
+    /// so no edge is missed.
+    func destinationBlocked(_ pump: StreamPump) {
+        guard pump === downlink, !clientWatchesWritable, state != .closed, let clientRegistration else { return }
+        clientWatchesWritable = true
+        loop.setInterest(clientRegistration, Self.edgeInterest)
     }
 
     /// Lets `pump` read as far as its limits allow.
@@ -636,19 +651,22 @@ final class TCPRelay {
         host.relayClosed(self)
     }
 
-    /// Whether the pumps hold stages, and which direction those say spoke last.
-    var stages: ConnectionStages {
-        ConnectionStages(made: uplink?.stage != nil, speaker: (uplink?.stage as? ToxicStage)?.turn.speaker)
+    /// What the relay decided for its connection so far, as a test sees it.
+    var decisions: RelayDecisions {
+        RelayDecisions(hasStages: uplink?.stage != nil, speaker: (uplink?.stage as? ToxicStage)?.turn.speaker,
+                       clientInterest: clientRegistration.flatMap { loop.interest(of: $0) })
     }
 
     var bytesUp: Int { uplink?.bytesDelivered ?? 0 }
     var bytesDown: Int { downlink?.bytesDelivered ?? 0 }
 }
 
-/// What one relayed connection holds between reading and its link, as a test sees it.
-struct ConnectionStages: Sendable, Equatable {
+/// What a relay decided for its connection, as a test sees it.
+struct RelayDecisions: Sendable, Equatable {
     /// Whether its pumps hold stages (faults, toxics).
-    var made: Bool
+    var hasStages: Bool
     /// The direction its stages say sent last; nil before either did.
     var speaker: ToxicStream?
+    /// The epoll events the client's socket is watched for; nil while the main loop does not watch it.
+    var clientInterest: UInt32?
 }
