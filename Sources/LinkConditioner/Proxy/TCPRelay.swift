@@ -42,8 +42,9 @@ protocol UpstreamHandshake: AnyObject {
 ///
 /// Lives on the event loop thread. Both sockets are registered edge-triggered, the upstream for reading, writing
 /// and hang-up, the client for reading and hang-up until a write to it first would block: an accepted socket is
-/// writable, and its edge would only cost an event per connection. The pumps remember readiness between edges. A FIN is forwarded as a half-close after the data
-/// before it, a reset as a reset, and a failed upstream connect resets the client.
+/// writable, and its edge would only cost an event per connection. The pumps remember readiness between edges. A
+/// FIN is forwarded as a half-close after the data before it, a reset as a reset, and a failed upstream connect
+/// resets the client.
 final class TCPRelay {
     enum State {
         case connecting
