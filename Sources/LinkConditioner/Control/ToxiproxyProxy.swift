@@ -35,14 +35,14 @@ final class ToxiproxyProxy {
         guard listener == nil, var context = state.listenerContext else { return }
         context.profile = state.conditions.effective
         let listener = try TCPListener(address: address, upstream: endpoint, upstreamAddresses: upstreamAddresses, context: context)
-        listener.makeStages = { [unowned self, unowned listener] relay in
-            listener.faults.stages(for: relay, before: (self.chains[.upstream]!, self.chains[.downstream]!),
-                                   seeds: (self.seeds.next(), self.seeds.next()))
-        }
+        listener.stageSource = ToxiproxyStages(proxy: self, faults: listener.faults)
         self.listener = listener
         listen = listener.localAddress.description
         state.listeners.append(listener)
     }
+
+    /// The seeds of a new connection's stages.
+    fileprivate func drawStageSeeds() -> StageSeeds { StageSeeds(uplink: seeds.next(), downlink: seeds.next()) }
 
     /// Closes the listener and every connection it relays (they are reset, as in Toxiproxy).
     func stop(state: ProxyState) {
@@ -55,6 +55,26 @@ final class ToxiproxyProxy {
     var json: JSONValue {
         .object([("name", .string(name)), ("listen", .string(listen)), ("upstream", .string(upstream)),
                  ("enabled", .bool(enabled)), ("toxics", .array(toxics.map(\.json)))])
+    }
+}
+
+/// A Toxiproxy proxy's stages for its listener's connections: its toxics, then the profile's faults. Every
+/// connection gets them, since a toxic may be added to a live connection at any time. Lives on the event loop thread.
+private final class ToxiproxyStages: StageSource {
+    unowned let proxy: ToxiproxyProxy
+    unowned let faults: ListenerFaults
+
+    init(proxy: ToxiproxyProxy, faults: ListenerFaults) {
+        self.proxy = proxy
+        self.faults = faults
+    }
+
+    func drawStageSeeds() -> StageSeeds { proxy.drawStageSeeds() }
+
+    var needsStages: Bool { true }
+
+    func makeStages(for relay: TCPRelay, seeds: StageSeeds, speaker: ToxicStream?) -> (uplink: ToxicStage, downlink: ToxicStage) {
+        faults.makeStages(for: relay, seeds: seeds, speaker: speaker, after: (proxy.chains[.upstream]!, proxy.chains[.downstream]!))
     }
 }
 

@@ -227,6 +227,12 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// The events a registration waits for; nil once it is forgotten.
+    func interest(of id: RegistrationID) -> UInt32? {
+        assertInLoop()
+        return registrations[id.key]?.interest
+    }
+
     /// Forgets a registration; call before closing its descriptor.
     /// Stops watching a descriptor. A caller that closes the descriptor right after passes `closing`: the kernel
     /// drops a closed socket from the epoll set itself, so the `epoll_ctl` is saved, and any event still queued

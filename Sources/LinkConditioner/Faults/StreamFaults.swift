@@ -101,10 +101,31 @@ final class FaultChain: StageChain {
 /// An effect that changes nothing.
 private final class PassingEffect: ToxicEffect {}
 
+/// Where a relay's stages come from: a listener's profile faults, or a Toxiproxy proxy's toxics before them.
+///
+/// Lives on the event loop thread. A relay draws its seeds each time it makes its pumps, whether or not it makes
+/// stages then, so every relay's draws are the same however many of the relays before it needed stages.
+protocol StageSource: AnyObject {
+    /// The seeds of a relay's two stages (uplink, downlink), drawn when its pumps are made.
+    func drawStageSeeds() -> StageSeeds
+    /// Whether a relay's pumps need stages now. While false, a relay holds none, and a change that makes it true
+    /// must give the open relays theirs (`TCPRelay.makeStagesIfNeeded`).
+    var needsStages: Bool { get }
+    /// The stages of `relay`'s two directions, seeded by `seeds`; `speaker` is the direction that sent last (nil
+    /// before either did), for stages made after the connection has carried bytes.
+    func makeStages(for relay: TCPRelay, seeds: StageSeeds, speaker: ToxicStream?) -> (uplink: ToxicStage, downlink: ToxicStage)
+}
+
+/// The seeds of one relay's uplink and downlink stages.
+struct StageSeeds {
+    var uplink: UInt64
+    var downlink: UInt64
+}
+
 /// A listener's profile faults: the two directions' chains, and the checks made when a connection opens.
 ///
 /// Lives on the event loop thread.
-final class ListenerFaults {
+final class ListenerFaults: StageSource {
     let loop: EventLoop
     private(set) var profile: Profile
     let uplink: FaultChain
@@ -120,25 +141,36 @@ final class ListenerFaults {
         seeds = SeededRandom(seed: seed)
     }
 
-    func apply(_ profile: Profile) {
+    /// Follows `profile`; when it sets the first stream fault, the open `relays` that hold no stages get theirs,
+    /// so the fault reaches connections already open.
+    func apply(_ profile: Profile, to relays: some Sequence<TCPRelay>) {
         self.profile = profile
         uplink.update(profile.uplink)
         downlink.update(profile.downlink)
+        guard needsStages else { return }
+        for relay in relays { relay.makeStagesIfNeeded() }
     }
 
     /// The connection-wide faults, which the uplink carries.
     var connection: FaultSettings { profile.uplink.faults }
 
-    /// The stages of a new relay: `before`'s toxics first (a Toxiproxy proxy's), then the profile's faults.
-    /// Stages are made for every relay, so a fault `set` later reaches connections already open.
-    func stages(for relay: TCPRelay, before toxics: (upstream: ToxicChain, downstream: ToxicChain)? = nil,
-                seeds drawn: (UInt64, UInt64)? = nil) -> (uplink: StreamStage?, downlink: StreamStage?) {
+    func drawStageSeeds() -> StageSeeds { StageSeeds(uplink: seeds.next(), downlink: seeds.next()) }
+
+    /// True while a stream fault is set either way: a connection of a fault-free profile holds no stages.
+    var needsStages: Bool { !uplink.isEmpty || !downlink.isEmpty }
+
+    func makeStages(for relay: TCPRelay, seeds: StageSeeds, speaker: ToxicStream?) -> (uplink: ToxicStage, downlink: ToxicStage) {
+        makeStages(for: relay, seeds: seeds, speaker: speaker, after: nil)
+    }
+
+    /// The stages of a relay: `toxics` first (a Toxiproxy proxy's), then the profile's faults.
+    func makeStages(for relay: TCPRelay, seeds: StageSeeds, speaker: ToxicStream?,
+                    after toxics: (upstream: ToxicChain, downstream: ToxicChain)?) -> (uplink: ToxicStage, downlink: ToxicStage) {
         let end: (StreamEnd) -> Void = { [weak relay] how in relay?.end(how) }
-        let turn = ConversationTurn()
-        let seeds = drawn ?? (self.seeds.next(), self.seeds.next())
+        let turn = ConversationTurn(speaker: speaker)
         let up: [any StageChain] = toxics.map { [$0.upstream, uplink] } ?? [uplink]
         let down: [any StageChain] = toxics.map { [$0.downstream, downlink] } ?? [downlink]
-        return (ToxicStage(chains: up, loop: loop, side: .upstream, turn: turn, seed: seeds.0, end: end),
-                ToxicStage(chains: down, loop: loop, side: .downstream, turn: turn, seed: seeds.1, end: end))
+        return (ToxicStage(chains: up, loop: loop, side: .upstream, turn: turn, seed: seeds.uplink, end: end),
+                ToxicStage(chains: down, loop: loop, side: .downstream, turn: turn, seed: seeds.downlink, end: end))
     }
 }

@@ -228,7 +228,7 @@ final class ExecListener: RelayHost, ConditionedListener {
         let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
                              upstreamName: destinations.upstreamName(for: destination), upstreamAddresses: [mapToHost(destination)])
         nextRelayID += 1
-        relay.makeStages = { [unowned self] relay in self.faults.stages(for: relay) }
+        relay.stageSource = faults
         relays[relay.id] = relay
         relayDestinations[relay.id] = destination.description
         logger.debug("exec: connection \(relay.id) from \(address) to \(destination)")
@@ -301,7 +301,7 @@ final class ExecListener: RelayHost, ConditionedListener {
         packetUplink.update(profile: profile.uplink)
         packetDownlink.update(profile: profile.downlink)
         dns?.apply(profile)
-        faults.apply(profile)
+        faults.apply(profile, to: relays.values)
     }
 
     /// Resets every live TCP connection (the gateway's kernel sends the program its reset across the link) and

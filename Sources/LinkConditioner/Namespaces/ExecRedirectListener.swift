@@ -129,7 +129,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
                              upstreamName: destinations.upstreamName(for: destination),
                              upstreamAddresses: [ExecNamespace.hostAddress(for: destination, dns: dns?.bound.address)])
         nextRelayID += 1
-        if !excluded { relay.makeStages = { [unowned self] relay in self.faults.stages(for: relay) } }
+        if !excluded { relay.stageSource = faults }
         relays[relay.id] = relay
         relayDestinations[relay.id] = destination.description
         logger.debug("exec: connection \(relay.id) from \(address) to \(destination)\(excluded ? " (excluded, unconditioned)" : "")")
@@ -147,7 +147,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         self.profile = profile
         uplink.update(profile)
         downlink.update(profile)
-        faults.apply(profile)
+        faults.apply(profile, to: relays.values)
         dns?.apply(profile)
         if !isBlackholed {
             for relay in relays.values { relay.release() }

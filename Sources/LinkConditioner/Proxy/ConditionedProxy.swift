@@ -151,6 +151,14 @@ public final class ConditionedProxy: Sendable {
         onLoop(or: RelayCallTally()) { $0.listenerContext?.readBuffer.calls ?? RelayCallTally() }
     }
 
+    /// What the plain TCP listeners' relays decided for their open connections, read on the loop thread (tests show
+    /// with it that a fault-free profile's connections make no stages, and how a client's socket is watched).
+    func relayDecisions() -> [RelayDecisions] {
+        onLoop(or: []) { state in
+            state.listeners.compactMap { $0 as? TCPListener }.flatMap { $0.relays.values.map(\.decisions) }
+        }
+    }
+
     /// Counters of every listener, read on the loop thread.
     public func status() -> [ListenerStatus] {
         onLoop(or: []) { $0.listeners.map { $0.status() } }

@@ -161,7 +161,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
                              upstreamName: upstreamName, upstreamAddresses: addresses, handshake: handshake,
                              preloadedClientBytes: preloaded, preloadEndsStream: preloadEndsStream, uplinkFilter: filter,
                              clientRegistration: clientRegistration)
-        if !excluded { relay.makeStages = { [unowned self] relay in self.faults.stages(for: relay) } }
+        if !excluded { relay.stageSource = faults }
         relays[relay.id] = relay
         logger.debug("connection \(session.id) from \(session.clientAddress): \(upstreamName)\(excluded ? " (excluded, unconditioned)" : "")")
         relay.start(blackholed: !excluded && isBlackholed)
@@ -203,7 +203,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         self.profile = profile
         uplink.update(profile)
         downlink.update(profile)
-        faults.apply(profile)
+        faults.apply(profile, to: relays.values)
         if !isBlackholed {
             for relay in relays.values { relay.release() }
         }

@@ -12,6 +12,14 @@ final class ReadBuffer {
     let pipes = SplicePipePool()
     /// System calls the loop's relays made that a short connection can do without, so a test can show which.
     var calls = RelayCallTally()
+    /// How many times the loop's pumps handed read bytes to their links with no stage to see them.
+    private var admissions: UInt64 = 0
+
+    /// The next number in the loop's order of admissions, so two pumps can tell which of them admitted last.
+    func numberAdmission() -> UInt64 {
+        admissions += 1
+        return admissions
+    }
 
     init(size: Int = 256 * 1024) {
         bytes = .allocate(byteCount: size, alignment: 16)

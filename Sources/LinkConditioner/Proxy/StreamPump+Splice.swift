@@ -22,10 +22,16 @@ extension StreamPump {
             return .copy
         }
         guard heldBytes == 0, flow.pendingBytes == 0, flow.releasedBytes == 0 else { return .drainFirst }
-        // A pipe is taken only once a burst proves long (`copyBurstStart`), so a connection that never sends, or
-        // sends short messages, holds none.
-        if splice == nil { splice = StreamSplice(pool: pipes) }
+        // A pipe, and the splice state that holds it, are made only once a burst proves long (`copyBurstStart`),
+        // so a connection that never sends, or sends short messages, makes neither.
         return .splice
+    }
+
+    /// The direction's splice state with a pipe taken, made on first use; nil when no pipe can be had now.
+    private func preparedSplice() -> StreamSplice? {
+        let splice = self.splice ?? StreamSplice(pool: pipes)
+        self.splice = splice
+        return splice.prepare() ? splice : nil
     }
 
     /// Reads of a burst's start that fill this many bytes mark a bulk transfer, whose rest goes through the pipe.
@@ -35,12 +41,11 @@ extension StreamPump {
     /// and one write, where the pipe would cost a splice in, a splice out and one more splice to hear the source
     /// is empty; the rest of a long burst through the pipe, never copied into user space.
     func spliceAvailable(at now: Instant, scratch: ReadBuffer) -> Outcome {
-        guard let splice else { return .open }
         var moves = 0
         var copiedFullRead = false
         while moves < Self.readsPerTurn * 2 {
             moves += 1
-            if splice.pipedBytes > 0 {
+            if let splice, splice.pipedBytes > 0 {
                 guard destinationWritable else { return .open }
                 switch drainOnce(splice) {
                 case .failed(let error): return .failed(error)
@@ -50,7 +55,12 @@ extension StreamPump {
                 continue
             }
             guard sourceReadable, !sourceEnded, forwarding, link.isPassThrough, stage?.isIdle ?? true else { return finishIfDrained() }
-            if !splice.holdsPipe && (!copiedFullRead || !splice.prepare()) {
+            let splice: StreamSplice
+            if let held = self.splice, held.holdsPipe {
+                splice = held
+            } else if copiedFullRead, let prepared = preparedSplice() {
+                splice = prepared
+            } else {
                 guard destinationWritable else { return .open }
                 switch copyBurstStart(into: scratch, at: now) {
                 case .filledRead: copiedFullRead = true
@@ -153,7 +163,7 @@ extension StreamPump {
     /// when no pipe can be had.
     private func keep(_ bytes: UnsafeRawBufferPointer, at now: Instant) -> Outcome {
         var stashed = 0
-        if let splice, splice.prepare() {
+        if let splice = preparedSplice() {
             do {
                 stashed = try splice.stash(bytes)
             } catch {

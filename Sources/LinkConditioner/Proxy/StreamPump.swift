@@ -72,12 +72,18 @@ final class StreamPump {
     /// Whether the source's end of stream was read from its socket (not decided by a filter or a front end): the
     /// socket then holds nothing unread, and closing it sends a FIN rather than a reset.
     private(set) var sourceReadToEnd = false
-    /// Edge-triggered epoll: whether the destination may take more data.
-    var destinationWritable = false
+    /// Edge-triggered epoll: whether the destination may take more data. The relay is told when it stops, so that
+    /// a destination watched only for reading is watched for writing from then on.
+    var destinationWritable = false {
+        didSet { if oldValue && !destinationWritable { relay?.destinationBlocked(self) } }
+    }
     /// False until the destination socket is connected (the upstream leg connects asynchronously).
     var destinationReady = false
     /// False while the connection is blackholed: nothing is read.
     var forwarding = true
+    /// The loop's number (`ReadBuffer.numberAdmission`) of the last bytes this pump handed to the link with no
+    /// stage to see them, 0 before any: which direction spoke last, for stages made later.
+    private(set) var lastAdmission: UInt64 = 0
     /// Rewrites bytes as they are read, before the link sees them; nil passes them through unchanged.
     var filter: StreamFilter?
     /// Decides when read bytes enter the link (Toxiproxy's toxics); nil hands them to the link at once.
@@ -142,10 +148,10 @@ final class StreamPump {
     static let readEvents = Epoll.readable | Epoll.priority | hangUpEvents
 
     /// Starts the direction from what its source reported before the pump could act on it (`events`, every event
-    /// taken since the socket was registered, or'ed): a source that reported nothing to read is not read until a
-    /// new edge says it has something. With no event taken yet (0) the source stays marked readable.
+    /// taken since the socket was registered, or'ed): a source that reported nothing to read (no event at all
+    /// included) is not read until a new edge says it has something. The registration, an epoll ADD or MOD, reports
+    /// whatever the socket held then, so an event not taken yet is still to come.
     func startReading(after events: UInt32) {
-        guard events != 0 else { return }
         if events & Self.readEvents != 0 {
             sourceEvent(events)
         } else {
@@ -238,6 +244,7 @@ final class StreamPump {
                     if let stage {
                         stage.admit(bytes.count, from: self, at: now)
                     } else {
+                        lastAdmission = scratch.numberAdmission()
                         forward(bytes.count, at: now)
                     }
                     readArrival = nil

@@ -60,13 +60,10 @@ final class TCPListener: RelayHost, ConditionedListener {
     private var nextRelayID: UInt64 = 1
     private(set) var connectionsAccepted = 0
     private(set) var connectionsRefused = 0
-    /// Makes each new connection's stages (a Toxiproxy proxy's toxics); nil gives it the profile's faults alone.
-    var makeStages: ((TCPRelay) -> (uplink: StreamStage?, downlink: StreamStage?))?
+    /// Where each new connection's stages come from (a Toxiproxy proxy's toxics); nil gives it the profile's
+    /// faults alone.
+    var stageSource: StageSource?
     let faults: ListenerFaults
-    /// The profile's fault stages for a relay, made once rather than a closure per connection.
-    private lazy var profileStages: (TCPRelay) -> (uplink: StreamStage?, downlink: StreamStage?) = { [unowned self] relay in
-        self.faults.stages(for: relay)
-    }
     var connectionFaults: ListenerFaults? { faults }
     /// Where pass-through connections are handed over; nil for listeners whose connections stay on the main loop
     /// (a Toxiproxy proxy's, whose toxics may change at any time).
@@ -128,7 +125,7 @@ final class TCPListener: RelayHost, ConditionedListener {
         let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
                              upstreamName: upstreamName, upstreamAddresses: upstreamAddresses)
         nextRelayID += 1
-        relay.makeStages = makeStages ?? profileStages
+        relay.stageSource = stageSource ?? faults
         relays[relay.id] = relay
         relay.start(blackholed: isBlackholed)
     }
@@ -142,7 +139,7 @@ final class TCPListener: RelayHost, ConditionedListener {
         self.profile = profile
         uplink.update(profile)
         downlink.update(profile)
-        faults.apply(profile)
+        faults.apply(profile, to: relays.values)
         if !isBlackholed {
             for relay in relays.values { relay.release() }
         }

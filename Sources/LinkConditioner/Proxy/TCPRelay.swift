@@ -40,9 +40,11 @@ protocol UpstreamHandshake: AnyObject {
 
 /// One client connection relayed to its upstream through a listener's uplink and downlink.
 ///
-/// Lives on the event loop thread. Both sockets are registered edge-triggered once, for reading, writing and
-/// hang-up; the pumps remember readiness between edges. A FIN is forwarded as a half-close after the data
-/// before it, a reset as a reset, and a failed upstream connect resets the client.
+/// Lives on the event loop thread. Both sockets are registered edge-triggered, the upstream for reading, writing
+/// and hang-up, the client for reading and hang-up until a write to it first would block: an accepted socket is
+/// writable, and its edge would only cost an event per connection. The pumps remember readiness between edges. A
+/// FIN is forwarded as a half-close after the data before it, a reset as a reset, and a failed upstream connect
+/// resets the client.
 final class TCPRelay {
     enum State {
         case connecting
@@ -73,8 +75,11 @@ final class TCPRelay {
     /// Rewrites what the client sends later (an HTTP proxy's requests); nil relays it as read.
     private let uplinkFilter: StreamFilter?
     private(set) var upstream: Socket?
-    /// Makes the stages (toxics) of each direction when the pumps are made; nil relays without stages.
-    var makeStages: ((TCPRelay) -> (uplink: StreamStage?, downlink: StreamStage?))?
+    /// Where the stages (faults, toxics) of each direction come from; nil relays without stages.
+    var stageSource: StageSource?
+    /// The seeds drawn for the stages when the pumps were made, kept for stages made later (a fault set while the
+    /// connection is open), so they draw what stages made with the pumps would have.
+    private var stageSeeds: StageSeeds?
     private(set) var state: State
     private var uplink: StreamPump!
     private var downlink: StreamPump!
@@ -88,6 +93,8 @@ final class TCPRelay {
     private var connectGivenUp: Errno?
     /// The client's registration; one a front end's session handed over is taken over at `start`.
     private var clientRegistration: EventLoop.RegistrationID?
+    /// Whether the client's registration asks for writable edges: from the first write to it that would block.
+    private var clientWatchesWritable = false
     /// Every event the client reported before the upstream accepted, or'ed: the uplink starts from them, so it
     /// reads only a client that has sent something, and stops at a short read (`StreamPump.startReading`).
     private var clientEventsBeforeRelaying: UInt32 = 0
@@ -150,9 +157,9 @@ final class TCPRelay {
         do {
             let handler: EventLoop.EventHandler = { [weak self] events in self?.clientEvent(events) }
             if let handedOver = clientRegistration {
-                clientRegistration = try loop.reregister(handedOver, interest: Self.edgeInterest, handler: handler)
+                clientRegistration = try loop.reregister(handedOver, interest: Self.clientInterest, handler: handler)
             } else {
-                clientRegistration = try loop.register(client.descriptor, interest: Self.edgeInterest, handler: handler)
+                clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest, handler: handler)
             }
         } catch {
             logger.warning("connection \(id): cannot watch client \(clientAddress): \(error)")
@@ -216,6 +223,8 @@ final class TCPRelay {
     }
 
     private static let edgeInterest = Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.priority | Epoll.edgeTriggered
+    /// The client's interest until a write to it would block (`destinationBlocked`).
+    private static let clientInterest = edgeInterest & ~Epoll.writable
 
     /// A TCP socket for the upstream, noted with the pool as the loop's newest descriptor; when descriptors are
     /// exhausted, the kept splice pipes are closed and the socket tried once more, so kept pipes never cost a
@@ -250,7 +259,11 @@ final class TCPRelay {
         uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: buffer, readBuffer: readBuffer)
         downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: buffer, readBuffer: readBuffer)
         uplink.filter = uplinkFilter
-        if let makeStages { (uplink.stage, downlink.stage) = makeStages(self) }
+        if let stageSource {
+            let seeds = stageSource.drawStageSeeds()
+            stageSeeds = seeds
+            if stageSource.needsStages { (uplink.stage, downlink.stage) = stageSource.makeStages(for: self, seeds: seeds, speaker: nil) }
+        }
         if let recordedID, let recorder = host.uplink.recorder {
             uplink.recording = PumpRecording(recorder: recorder, connection: recordedID, direction: .up)
             downlink.recording = PumpRecording(recorder: recorder, connection: recordedID, direction: .down)
@@ -480,7 +493,8 @@ final class TCPRelay {
         uplink.resume(from: connection.uplink, at: now)
         downlink.resume(from: connection.downlink, at: now)
         do {
-            clientRegistration = try loop.register(client.descriptor, interest: Self.edgeInterest) { [weak self] events in
+            clientWatchesWritable = false
+            clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest) { [weak self] events in
                 self?.clientEvent(events)
             }
             upstreamRegistration = try loop.register(upstream.descriptor, interest: Self.edgeInterest) { [weak self] events in
@@ -502,6 +516,27 @@ final class TCPRelay {
         splicedBytes = nil
         spliceTicket = nil
         close(reset: reset)
+    }
+
+    /// Gives the pumps their stages if they hold none and the source now needs them (a fault set while the
+    /// connection is open): seeded as the pumps' own draw said, and told which direction sent last.
+    func makeStagesIfNeeded() {
+        guard let stageSource, stageSource.needsStages, let stageSeeds, let uplink, let downlink, uplink.stage == nil,
+              !uplink.isClosed, !downlink.isClosed else { return }
+        let speaker: ToxicStream? = switch (uplink.lastAdmission, downlink.lastAdmission) {
+        case (0, 0): nil
+        case let (up, down): up > down ? .upstream : .downstream
+        }
+        (uplink.stage, downlink.stage) = stageSource.makeStages(for: self, seeds: stageSeeds, speaker: speaker)
+    }
+
+    /// A write to `pump`'s destination would block: the client, watched for reading only until now, is watched for
+    /// writing too, for the rest of the connection. The change of interest reports a socket already writable again,
+    /// so no edge is missed.
+    func destinationBlocked(_ pump: StreamPump) {
+        guard pump === downlink, !clientWatchesWritable, state != .closed, let clientRegistration else { return }
+        clientWatchesWritable = true
+        loop.setInterest(clientRegistration, Self.edgeInterest)
     }
 
     /// Lets `pump` read as far as its limits allow.
@@ -617,6 +652,22 @@ final class TCPRelay {
         host.relayClosed(self)
     }
 
+    /// What the relay decided for its connection so far, as a test sees it.
+    var decisions: RelayDecisions {
+        RelayDecisions(hasStages: uplink?.stage != nil, speaker: (uplink?.stage as? ToxicStage)?.turn.speaker,
+                       clientInterest: clientRegistration.flatMap { loop.interest(of: $0) })
+    }
+
     var bytesUp: Int { uplink?.bytesDelivered ?? 0 }
     var bytesDown: Int { downlink?.bytesDelivered ?? 0 }
+}
+
+/// What a relay decided for its connection, as a test sees it.
+struct RelayDecisions: Sendable, Equatable {
+    /// Whether its pumps hold stages (faults, toxics).
+    var hasStages: Bool
+    /// The direction its stages say sent last; nil before either did.
+    var speaker: ToxicStream?
+    /// The epoll events the client's socket is watched for; nil while the main loop does not watch it.
+    var clientInterest: UInt32?
 }

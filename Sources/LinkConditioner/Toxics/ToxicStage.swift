@@ -80,7 +80,12 @@ final class ToxicStage: StreamStage {
 
     var isIdle: Bool { turn.isQuiet }
 
-    func attach(to pump: StreamPump) { self.pump = pump }
+    /// A stage made for a connection already carrying bytes (a fault set later) takes them off the splice path at
+    /// once, as a change of its chain would.
+    func attach(to pump: StreamPump) {
+        self.pump = pump
+        if !active.isEmpty { pump.leaveSplice(at: loop.clock.now()) }
+    }
 
     func limit(_ count: Int, at now: Instant) -> (kept: Int, ended: StreamEnd?) {
         var kept = count
@@ -169,8 +174,11 @@ final class ConversationTurn {
     var speaker: ToxicStream?
     private var members: [Member] = []
 
-    /// Room for a connection's two directions in one allocation.
-    init() { members.reserveCapacity(2) }
+    /// Room for a connection's two directions in one allocation; `speaker` sent last before the stages existed.
+    init(speaker: ToxicStream? = nil) {
+        self.speaker = speaker
+        members.reserveCapacity(2)
+    }
 
     func join(_ stage: ToxicStage) { members.append(Member(stage: stage)) }
 
