@@ -11,6 +11,8 @@ final class UDPLink {
     /// Where the pumps' sends are staged during a service pass, so the datagrams it releases go out together; nil
     /// when the pumps send one by one.
     var outbox: DatagramOutbox?
+    /// Whether datagrams entered the model at their arrivals since the serialiser last ran to the present.
+    private var awaitsService = false
 
     init(loop: EventLoop, profile: DirectionProfile, seed: UInt64) {
         self.loop = loop
@@ -37,9 +39,9 @@ final class UDPLink {
 
     /// Offers one datagram that reached its socket at `arrival` (nil: unknown, taken as `now`) to the model;
     /// returns whether it was queued. Without an earlier arrival the serialiser runs to `now` at once. A datagram
-    /// that waited in the kernel runs the link only to its arrival, and to `now` when the loop's timers run after
-    /// this turn's socket events: the link never goes back in time, so running it to `now` first would make every
-    /// later datagram of the turn, which waited as long, count from `now`.
+    /// that waited in the kernel runs the link only to its arrival, and the reader runs it to `now` after the
+    /// batch (`serviceAfterBatch`): the link never goes back in time, so running it to `now` after each datagram
+    /// would make the rest of the batch, which waited as long, count from `now`.
     func enqueue(_ size: Int, on flow: DatagramFlow, arrival: Instant?, at now: Instant) -> DatagramAdmission {
         guard let arrival, arrival < now else {
             let admission = model.enqueue(size, on: flow, at: now)
@@ -47,8 +49,13 @@ final class UDPLink {
             return admission
         }
         let admission = model.enqueue(size, on: flow, at: arrival)
-        serviceAlarm.arm(at: now)
+        awaitsService = true
         return admission
+    }
+
+    /// Runs the serialiser to `now` after a batch of reads, if any of its datagrams entered at their arrivals.
+    func serviceAfterBatch(at now: Instant) {
+        if awaitsService { service(at: now) }
     }
 
     func update(profile: DirectionProfile) {
@@ -59,6 +66,7 @@ final class UDPLink {
 
     /// Runs the serialiser up to `now`, tells pumps whose outcomes changed, and re-arms the service timer.
     func service(at now: Instant) {
+        awaitsService = false
         outbox?.hold()
         defer { outbox?.release() }
         for flow in model.advance(to: now) {

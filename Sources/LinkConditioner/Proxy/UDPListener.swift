@@ -117,6 +117,7 @@ final class UDPListener: ConditionedListener {
             guard case .processed(let count) = received else { return }
             readBuffer.outbox.holding {
                 for index in 0..<count { fromClient(batch, index, at: now) }
+                uplink.serviceAfterBatch(at: now)
             }
             // Fewer than asked: the socket was empty, and the next datagram raises a new edge.
             if count < batch.capacity { return }
@@ -345,6 +346,7 @@ final class UDPFlow {
                     }
                     batch.withDatagram(index) { cross($0, up: false, arrival: datagram.arrival, at: now) }
                 }
+                listener.downlink.serviceAfterBatch(at: now)
             }
             if count < batch.capacity { return }
         }
