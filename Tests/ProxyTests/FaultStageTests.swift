@@ -7,24 +7,15 @@ import Testing
 /// make none, and a fault set later gives the open ones theirs, knowing who spoke last.
 @Suite(.serialized)
 struct FaultStageTests {
-    @Test func aConnectionOfAFaultFreeProfileMakesNoStages() throws {
+    @Test(arguments: [("", false), ("close.delay = 1 ms", true)])
+    func aConnectionMakesStagesOnlyWhenItsProfileSetsAFault(profile: String, makesStages: Bool) throws {
         let echo = try TestServer.echo()
-        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
+        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: try Profile(parsing: profile))
         defer { proxy.stop(); echo.stop() }
         let client = try echoedClient(through: proxy)
         defer { client.close() }
 
-        #expect(proxy.relayDecisions().map(\.hasStages) == [false])
-    }
-
-    @Test func aConnectionOfAProfileWithAFaultMakesStages() throws {
-        let echo = try TestServer.echo()
-        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: try Profile(parsing: "close.delay = 1 ms"))
-        defer { proxy.stop(); echo.stop() }
-        let client = try echoedClient(through: proxy)
-        defer { client.close() }
-
-        #expect(proxy.relayDecisions().map(\.hasStages) == [true])
+        #expect(proxy.relayDecisions().map(\.hasStages) == [makesStages])
     }
 
     @Test func aFaultSetOnAnOpenConnectionGivesItStagesThatKnowTheServerSpokeLast() throws {
