@@ -133,10 +133,10 @@ final class DatagramPump {
         return true
     }
 
-    /// Whether the link takes a datagram of `size` bytes at `now` and releases it at once, unchanged: then the
+    /// Whether the link takes a datagram of `size` bytes and releases it at once, unchanged: then the
     /// caller sends it itself, from wherever its bytes are, instead of handing `offer` a copy to hold.
-    func deliversAtOnce(_ size: Int, at now: Instant) -> Bool {
-        link.model.deliversAtOnce(size, on: flow, at: now)
+    func deliversAtOnce(_ size: Int) -> Bool {
+        link.model.deliversAtOnce(size, on: flow)
     }
 
     /// Sends every datagram the model has released by `now`, frees lost ones, and waits for the next.

@@ -310,7 +310,7 @@ final class UDPFlow {
         lastActivity = now
         recording?.read(datagram.count, up: up, at: now)
         let pump: DatagramPump = up ? uplink : downlink
-        if pump.deliversAtOnce(datagram.count, at: now) { return (up ? sendUp : sendDown)(datagram) }
+        if pump.deliversAtOnce(datagram.count) { return (up ? sendUp : sendDown)(datagram) }
         if !pump.offer(Array(datagram), arrival: arrival, at: now) { recording?.dropped(up: up, cause: .queue) }
     }
 

@@ -9,7 +9,7 @@ struct DatagramPassThroughTests {
         let queued = DatagramLink(profile: DirectionProfile(), seed: 1)
         let (directFlow, queuedFlow) = (direct.makeFlow(), queued.makeFlow())
 
-        let taken = [300, 20, 1200].map { direct.deliversAtOnce($0, on: directFlow, at: .ms(1)) }
+        let taken = [300, 20, 1200].map { direct.deliversAtOnce($0, on: directFlow) }
         for size in [300, 20, 1200] { queued.enqueue(size, on: queuedFlow, at: .ms(1)) }
         _ = queued.advance(to: .ms(1))
         _ = queuedFlow.takeDeliverableDatagrams(at: .ms(1))
@@ -33,7 +33,7 @@ struct DatagramPassThroughTests {
         let flow = link.makeFlow()
         let before = link.counters
 
-        let taken = link.deliversAtOnce(100, on: flow, at: .ms(1))
+        let taken = link.deliversAtOnce(100, on: flow)
 
         #expect(!taken)
         #expect(link.counters == before)
@@ -49,9 +49,9 @@ struct DatagramPassThroughTests {
         profile.delay = .zero
         link.update(profile: profile, now: .ms(1))
 
-        let whilePending = link.deliversAtOnce(100, on: flow, at: .ms(1))
+        let whilePending = link.deliversAtOnce(100, on: flow)
         _ = flow.takeDeliverableDatagrams(at: .ms(5))
-        let afterward = link.deliversAtOnce(100, on: flow, at: .ms(6))
+        let afterward = link.deliversAtOnce(100, on: flow)
 
         #expect(!whilePending)
         #expect(afterward)
@@ -62,7 +62,7 @@ struct DatagramPassThroughTests {
         let link = DatagramLink(profile: profile, seed: 1)
         let flow = link.makeFlow()
 
-        let taken = link.deliversAtOnce(1001, on: flow, at: .ms(1))
+        let taken = link.deliversAtOnce(1001, on: flow)
         let admission = link.enqueue(1001, on: flow, at: .ms(1))
 
         #expect(!taken)

@@ -123,11 +123,11 @@ public final class DatagramLink {
         return admitted ? .accepted(index: index) : .tailDropped
     }
 
-    /// Takes one datagram of `size` bytes from `flow` at `now` and delivers it at once, when the link could not
+    /// Takes one datagram of `size` bytes from `flow` and delivers it at once, when the link could not
     /// decide anything else: it passes datagrams through, nothing is queued, and the flow has no outcome pending.
     /// Counts it as `enqueue`, its departure and `takeDeliverableDatagrams` would (the same decision, without
     /// holding it); false leaves everything as it was, and the caller uses `enqueue`.
-    public func deliversAtOnce(_ size: Int, on flow: DatagramFlow, at now: Instant) -> Bool {
+    public func deliversAtOnce(_ size: Int, on flow: DatagramFlow) -> Bool {
         guard isPassThrough, !flow.isRemoved, bottleneck.nextEventTime == nil, flow.line.isEmpty,
               tally.counters.inFlightBytes + size <= profile.queue.bytes,
               !profile.queueLimit.isExceeded(bytes: size, packets: 1) else { return false }
