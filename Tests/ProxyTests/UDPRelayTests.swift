@@ -360,10 +360,18 @@ struct UDPRelayTests {
         try client.send([2], to: proxy.port)
         let answer = client.receive()
         let elapsed = secondsSince(start)
+        // Held 250 ms from its arrival: due after 150 ms it leaves at least 100 ms late; a delay applied twice
+        // would make it due after 300 ms, so less late than that.
+        let release = holdLoop(of: proxy)
+        try client.send([3], to: proxy.port)
+        usleep(250_000)
+        release()
+        let held = client.receive()
 
-        // Never early; late by less than a second 150 ms, which a delay applied twice would add.
         #expect(answer?.bytes == [2])
-        #expect(elapsed >= 0.15 && elapsed < 0.3, "round trip \(elapsed) s for 150 ms asked")
+        #expect(elapsed >= 0.15, "round trip \(elapsed) s for 150 ms asked")
+        #expect(held?.bytes == [3])
+        #expect(status(proxy).uplinkLateness.maximum >= .milliseconds(100), "\(status(proxy).uplinkLateness)")
         #expect(echo.sourcePorts.count == 2)
     }
 
