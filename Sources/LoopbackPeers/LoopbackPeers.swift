@@ -2,6 +2,15 @@ import Foundation
 import Glibc
 import LinkConditioner
 
+/// 127.0.0.1:`port` as a socket address; port 0 lets `bind` pick a free one.
+public func loopbackAddress(port: UInt16 = 0) -> sockaddr_in {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return address
+}
+
 /// A blocking TCP socket for tests and the benchmark, with receive and send timeouts so a hung proxy fails the test instead of hanging it.
 public final class TestConnection: @unchecked Sendable {
     public let fd: Int32
@@ -29,10 +38,7 @@ public final class TestConnection: @unchecked Sendable {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
             }
         } else {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var address = loopbackAddress(port: port)
             result = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
@@ -161,10 +167,7 @@ public final class TestServer: @unchecked Sendable {
         self.fd = fd
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var address = loopbackAddress()
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }

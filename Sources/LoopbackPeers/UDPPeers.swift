@@ -11,7 +11,7 @@ public final class TestDatagramSocket: @unchecked Sendable {
     public init(port: UInt16 = 0, timeout: Double = 5) throws {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw TestError("socket: \(errno)") }
-        var address = Self.loopback(port: port)
+        var address = loopbackAddress(port: port)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -39,17 +39,9 @@ public final class TestDatagramSocket: @unchecked Sendable {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    private static func loopback(port: UInt16) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
-    }
-
     /// Sends one datagram to 127.0.0.1:`port`.
     public func send(_ bytes: [UInt8], to port: UInt16) throws {
-        var address = Self.loopback(port: port)
+        var address = loopbackAddress(port: port)
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
                 bytes.withUnsafeBytes { Glibc.sendto(fd, $0.baseAddress, bytes.count, 0, target, socklen_t(MemoryLayout<sockaddr_in>.size)) }

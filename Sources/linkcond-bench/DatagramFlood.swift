@@ -26,6 +26,8 @@ final class DatagramSink: @unchecked Sendable {
     private let stopped = LockedBox(false)
     private let counted = LockedBox((distinct: 0, lastAt: Instant(nanoseconds: 0)))
     private let thread: Thread
+    /// Signalled by the receiving thread as it ends, so `stop` closes the socket only after its last read.
+    private let finished = DispatchSemaphore(value: 0)
 
     /// Binds a free port and starts receiving; sequence numbers at or above `capacity` are not counted.
     init(capacity: Int) throws {
@@ -36,15 +38,16 @@ final class DatagramSink: @unchecked Sendable {
         if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
-        var address = DatagramFlood.loopback(port: 0)
+        var address = loopbackAddress()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
         }
         guard bound else { close(fd); throw TestError("bind: \(String(cString: strerror(errno)))") }
         port = UInt16(bigEndian: address.sin_port)
-        let (stopped, counted) = (stopped, counted)
+        let (stopped, counted, finished) = (stopped, counted, finished)
         thread = Thread {
+            defer { finished.signal() }
             let slot = 2048, most: UInt32 = 64
             let buffers = UnsafeMutableRawPointer.allocate(byteCount: slot * Int(most), alignment: 16)
             let addresses = UnsafeMutablePointer<sockaddr_storage>.allocate(capacity: Int(most))
@@ -84,7 +87,7 @@ final class DatagramSink: @unchecked Sendable {
 
     func stop() {
         stopped.mutate { $0 = true }
-        usleep(50_000)
+        finished.wait()
         close(fd)
     }
 }
@@ -94,14 +97,6 @@ final class DatagramSink: @unchecked Sendable {
 /// this VM tops out near 195 k/s of 64 bytes even direct, below the 200 k/s; this sender reaches several
 /// times that, so the figure through the relay is the relay's.
 enum DatagramFlood {
-    static func loopback(port: UInt16) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
-    }
-
     /// Sends the flood to `port` while `sink` (fresh for each flood) counts what arrives, then waits until the count
     /// stops growing.
     static func run(to port: UInt16, sink: DatagramSink, size: Int, perSecond: Int, seconds: Double) throws -> FloodResult {
@@ -110,7 +105,7 @@ enum DatagramFlood {
         defer { close(fd) }
         var sendBuffer: Int32 = 8 << 20
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
-        var address = loopback(port: port)
+        var address = loopbackAddress(port: port)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }

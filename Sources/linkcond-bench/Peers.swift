@@ -125,9 +125,7 @@ func freePort() -> UInt16 {
     for _ in 0..<20 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var address = loopbackAddress()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let port: UInt16 = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {

@@ -10,10 +10,7 @@ func loopbackListener(for name: String) throws -> (fd: Int32, port: UInt16) {
     let port = freePort()
     var one: Int32 = 1
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var address = loopbackAddress(port: port)
     let bound = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
@@ -103,10 +100,7 @@ final class HoldingServer: @unchecked Sendable {
 /// Keeps `concurrency` connections to `port` open at once for `seconds`: each connects, waits for the end of stream
 /// the server sends, closes, and is replaced. Returns completed connections per second and the failures.
 func shortConnections(port: UInt16, concurrency: Int, seconds: Double) -> (rate: Double, failures: Int) {
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var address = loopbackAddress(port: port)
     func open() -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         _ = withUnsafePointer(to: &address) {
