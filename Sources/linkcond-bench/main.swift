@@ -72,7 +72,7 @@ struct BenchOptions {
     }
 }
 
-nonisolated(unsafe) let options: BenchOptions
+let options: BenchOptions
 do { options = try BenchOptions(Array(CommandLine.arguments.dropFirst())) } catch {
     FileHandle.standardError.write(Data("linkcond-bench: \(error)\n".utf8))
     exit(2)

@@ -7,7 +7,7 @@ import Testing
 @Suite struct TraceFileRefusalTests {
     private static let secretFile: String = {
         let path = NSTemporaryDirectory() + "linkcond-trace-refusal-\(getpid()).trace"
-        FileManager.default.createFile(atPath: path, contents: Data("secret-line-that-must-not-leak\n".utf8))
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("secret-line-that-must-not-leak\n".utf8)))
         return path
     }()
 
