@@ -58,11 +58,7 @@ struct ExecCommand: ParsableCommand {
     @Option(name: .long, help: "How the program's traffic leaves: auto (tun when /dev/net/tun opens, else proxy), tun (packets cross the link) or proxy (TCP and DNS through the proxy's TCP model).")
     var mode: String = "auto"
 
-    @Option(name: .long, help: "Record what crosses the link to FILE as JSON lines (linkcond report FILE turns it into a page).")
-    var record: String?
-
-    @Option(name: .customLong("record-limit"), help: "Size at which the recording is truncated (its beginning kept, a last line saying so; default 100MiB).")
-    var recordLimit: String = "100MiB"
+    @OptionGroup var recordArguments: RecordArguments
 
     @Flag(name: .shortAndLong, help: "Log every connection.")
     var verbose = false
@@ -74,9 +70,6 @@ struct ExecCommand: ParsableCommand {
         guard !program.isEmpty else { throw ValidationError("no program given: linkcond exec [OPTIONS] -- PROGRAM [ARGUMENTS…]") }
         guard ExecNamespace.Mode(rawValue: mode) != nil else {
             throw ValidationError("--mode \"\(mode)\": expected auto, tun or proxy.")
-        }
-        guard let limit = CommandLineByteSize.parse(recordLimit), limit >= 4096 else {
-            throw ValidationError("--record-limit \"\(recordLimit)\": expected a size of at least 4KiB, such as 100MiB.")
         }
     }
 
@@ -130,7 +123,7 @@ struct ExecCommand: ParsableCommand {
         let proxy: ConditionedProxy
         do {
             var options = ProxyOptions()
-            options.recording = record.map { RecordingOptions(path: $0, limit: CommandLineByteSize.parse(recordLimit)!) }
+            options.recording = recordArguments.recording
             proxy = try ConditionedProxy(listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0), kind: .exec(settings))],
                                          profile: profile, options: options, logger: logger)
         } catch {

@@ -88,11 +88,7 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("control-token"), help: "Token the control endpoint requires (default: a random one, written to a private file the linkcond command reads; required off loopback).")
     var controlToken: String?
 
-    @Option(name: .long, help: "Record what crosses the link to FILE as JSON lines (linkcond report FILE turns it into a page).")
-    var record: String?
-
-    @Option(name: .customLong("record-limit"), help: "Size at which the recording is truncated (its beginning kept, a last line saying so; default 100MiB).")
-    var recordLimit: String = "100MiB"
+    @OptionGroup var recordArguments: RecordArguments
 
     @Flag(name: .shortAndLong, help: "Log every connection.")
     var verbose = false
@@ -129,9 +125,6 @@ struct RunCommand: ParsableCommand {
         guard let cap = CommandLineByteSize.parse(maxBuffered), CommandLineByteSize.maximumBufferedRange.contains(cap) else {
             throw ValidationError("--max-buffered \"\(maxBuffered)\": expected a size from 1MiB to 65536MiB, such as 256MiB.")
         }
-        guard let limit = CommandLineByteSize.parse(recordLimit), limit >= 4096 else {
-            throw ValidationError("--record-limit \"\(recordLimit)\": expected a size of at least 4KiB, such as 100MiB.")
-        }
         guard let idle = CommandLineDuration.parse(udpIdle), idle <= .seconds(24 * 3600) else {
             throw ValidationError("--udp-idle \"\(udpIdle)\": expected a duration from 1ms to 1440min, such as 60s, 500ms or 5min.")
         }
@@ -154,7 +147,7 @@ struct RunCommand: ParsableCommand {
                                    maximumBuffered: CommandLineByteSize.parse(maxBuffered)!,
                                    udpIdleTimeout: CommandLineDuration.parse(udpIdle)!)
         options.threads = threads.map { Self.threadCount($0)! } ?? ProxyOptions.threadsPerCore
-        options.recording = record.map { RecordingOptions(path: $0, limit: CommandLineByteSize.parse(recordLimit)!) }
+        options.recording = recordArguments.recording
         let proxy: ConditionedProxy
         do {
             proxy = try ConditionedProxy(listeners: specs, profile: profile, options: options)
