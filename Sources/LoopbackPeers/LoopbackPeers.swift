@@ -96,6 +96,16 @@ public final class TestConnection: @unchecked Sendable {
         }
     }
 
+    /// Receives into `digest` until it has counted `total` bytes, never reading past them; throws if the stream
+    /// ends first.
+    public func receive(until total: Int, into digest: inout StreamDigest) throws {
+        while digest.count < total {
+            let chunk = try receive(max: min(65_536, total - digest.count))
+            guard !chunk.isEmpty else { throw TestError("the stream ended after \(digest.count) of \(total) bytes") }
+            digest.add(chunk)
+        }
+    }
+
     public func shutdownWrite() { Glibc.shutdown(fd, Int32(SHUT_WR)) }
 
     public func close() { Glibc.close(fd) }

@@ -135,14 +135,7 @@ struct SpliceLoopTests {
 
         // The client reads in bounded steps, so the stream is always mid-flight when the profile changes.
         var digest = StreamDigest()
-        func read(_ count: Int) throws {
-            let target = digest.count + count
-            while digest.count < target {
-                let chunk = try client.receive(max: min(65_536, target - digest.count))
-                try #require(!chunk.isEmpty)
-                digest.add(chunk)
-            }
-        }
+        func read(_ count: Int) throws { try client.receive(until: digest.count + count, into: &digest) }
         var handedOver: [Bool] = []
         var onSpliceLoopsAfterApply: [Int] = []
         for _ in 0..<5 {

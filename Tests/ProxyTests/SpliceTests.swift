@@ -114,11 +114,7 @@ struct SpliceTests {
 
         // The client reads a first part, then stops reading, so the proxy's pipe and buffers fill.
         var digest = StreamDigest()
-        while digest.count < 4 << 20 {
-            let chunk = try client.receive(max: min(65_536, (4 << 20) - digest.count))
-            try #require(!chunk.isEmpty)
-            digest.add(chunk)
-        }
+        try client.receive(until: 4 << 20, into: &digest)
         try waitUntilDeliveriesSettle(proxy)
         let splicedBeforeSwitch = downlink(proxy).bytesSpliced
 
@@ -127,11 +123,7 @@ struct SpliceTests {
         shaped.downlink.bandwidth = BitRate(bitsPerSecond: 2_000_000_000)
         proxy.apply(shaped)
         let splicedAtSwitch = downlink(proxy).bytesSpliced
-        while digest.count < 12 << 20 {
-            let chunk = try client.receive(max: 65_536)
-            try #require(!chunk.isEmpty)
-            digest.add(chunk)
-        }
+        try client.receive(until: 12 << 20, into: &digest)
         let splicedWhileShaped = downlink(proxy).bytesSpliced
 
         proxy.apply(.none)
@@ -156,11 +148,7 @@ struct SpliceTests {
         defer { client.close() }
         client.shutdownWrite()
         var digest = StreamDigest()
-        while digest.count < 4 << 20 {
-            let chunk = try client.receive(max: min(65_536, (4 << 20) - digest.count))
-            try #require(!chunk.isEmpty)
-            digest.add(chunk)
-        }
+        try client.receive(until: 4 << 20, into: &digest)
         try waitUntilDeliveriesSettle(proxy)
         let splicedBeforeFault = downlink(proxy).bytesSpliced
 
