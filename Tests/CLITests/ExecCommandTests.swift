@@ -151,15 +151,12 @@ struct ExecCommandTests {
     func aChildOfAChildCrossesTheLinkToo(mode: String) throws {
         let server = try HTTPFileServer(body: Array("hello".utf8))
         defer { server.stop() }
-        let profile = try ExecEnvironment.profileFile("delay = 100 ms\n")
-        defer { try? FileManager.default.removeItem(atPath: profile) }
 
-        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--profile", profile, "--control", "127.0.0.1:0", "--", "sh", "-c",
-                                              "sh -c 'curl -sS -m 10 -w \" %{time_starttransfer}\" http://198.18.0.2:\(server.port)/'"])
+        let (result, firstByte) = try ExecEnvironment.firstByte(mode: mode, profile: "delay = 100 ms\n", command: [
+            "sh", "-c", "sh -c 'curl -sS -m 10 -w \" %{time_starttransfer}\" http://198.18.0.2:\(server.port)/'"])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.hasPrefix("hello"), "stdout: \(result.stdout)")
-        let firstByte = Double(result.stdout.split(separator: " ").last ?? "") ?? -1
         #expect(firstByte >= 0.400, "the grandchild's first byte came after \(firstByte) s; set-up and request take two round trips of 200 ms")
     }
 
@@ -183,15 +180,12 @@ struct ExecCommandTests {
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
         let port = try #require(UInt16(String(decoding: announcements.fileHandleForReading.availableData, as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)))
-        let profile = try ExecEnvironment.profileFile("delay = 100 ms\n")
-        defer { try? FileManager.default.removeItem(atPath: profile) }
 
-        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--profile", profile, "--control", "127.0.0.1:0", "--",
-                                              "curl", "-sS", "-g", "-m", "10", "-w", " %{time_starttransfer}", "http://[fd0c:1c0d::2]:\(port)/"])
+        let (result, firstByte) = try ExecEnvironment.firstByte(mode: mode, profile: "delay = 100 ms\n", command: [
+            "curl", "-sS", "-g", "-m", "10", "-w", " %{time_starttransfer}", "http://[fd0c:1c0d::2]:\(port)/"])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.hasPrefix("six!"), "stdout: \(result.stdout)")
-        let firstByte = Double(result.stdout.split(separator: " ").last ?? "") ?? -1
         #expect(firstByte >= 0.400, "the first byte over IPv6 came after \(firstByte) s; set-up and request take two round trips of 200 ms")
     }
 
@@ -199,15 +193,12 @@ struct ExecCommandTests {
     func forwardMakesTheHostsLoopbackPortReachableInsideThroughTheLink(mode: String) throws {
         let server = try HTTPFileServer(body: Array("forwarded".utf8))
         defer { server.stop() }
-        let profile = try ExecEnvironment.profileFile("delay = 100 ms\n")
-        defer { try? FileManager.default.removeItem(atPath: profile) }
 
-        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--profile", profile, "--forward", "\(server.port)", "--control", "127.0.0.1:0", "--",
-                                              "curl", "-sS", "-m", "10", "-w", " %{time_starttransfer}", "http://127.0.0.1:\(server.port)/"])
+        let (result, firstByte) = try ExecEnvironment.firstByte(mode: mode, profile: "delay = 100 ms\n", arguments: ["--forward", "\(server.port)"], command: [
+            "curl", "-sS", "-m", "10", "-w", " %{time_starttransfer}", "http://127.0.0.1:\(server.port)/"])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.hasPrefix("forwarded"), "stdout: \(result.stdout)")
-        let firstByte = Double(result.stdout.split(separator: " ").last ?? "") ?? -1
         #expect(firstByte >= 0.400 && firstByte < 0.400 + 2.0, "the first byte through --forward came after \(firstByte) s; set-up and request take two round trips of 200 ms")
     }
 
@@ -215,15 +206,12 @@ struct ExecCommandTests {
     func excludedDestinationsBypassTheLink(mode: String) throws {
         let server = try HTTPFileServer(body: Array("direct".utf8))
         defer { server.stop() }
-        let profile = try ExecEnvironment.profileFile("delay = 1 s\n")
-        defer { try? FileManager.default.removeItem(atPath: profile) }
 
-        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--profile", profile, "--exclude", "198.18.0.0/30", "--control", "127.0.0.1:0", "--",
-                                              "curl", "-sS", "-m", "20", "-w", " %{time_starttransfer}", "http://198.18.0.2:\(server.port)/"])
+        let (result, firstByte) = try ExecEnvironment.firstByte(mode: mode, profile: "delay = 1 s\n", arguments: ["--exclude", "198.18.0.0/30"], command: [
+            "curl", "-sS", "-m", "20", "-w", " %{time_starttransfer}", "http://198.18.0.2:\(server.port)/"])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.hasPrefix("direct"), "stdout: \(result.stdout)")
-        let firstByte = Double(result.stdout.split(separator: " ").last ?? "") ?? -1
         #expect(firstByte >= 0 && firstByte < 1.0, "an excluded first byte came after \(firstByte) s; through the link it takes 4 s")
     }
 
@@ -651,6 +639,15 @@ enum ExecEnvironment {
         }
         return nil
     }()
+
+    /// Runs `command` (which prints curl's `time_starttransfer` last, after a space) under `linkcond exec` in `mode`
+    /// with a profile of `profileText` and `arguments` before `--`; its result and that first-byte time in seconds.
+    static func firstByte(mode: String, profile profileText: String, arguments: [String] = [], command: [String]) throws -> (LinkcondProcess.Result, Double) {
+        let profile = try profileFile(profileText)
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--profile", profile] + arguments + ["--control", "127.0.0.1:0", "--"] + command)
+        return (result, Double(result.stdout.split(separator: " ").last ?? "") ?? -1)
+    }
 
     static func profileFile(_ text: String) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-\(UUID().uuidString).profile").path
