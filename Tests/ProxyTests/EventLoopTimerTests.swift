@@ -91,6 +91,34 @@ struct EventLoopTimerTests {
         #expect(chained.value == 1000)
         #expect(lateness.value >= 0, "the 20 ms timer fired \(-lateness.value) µs early")
     }
+
+    @Test func aFiredTimerfdIsReArmedWithoutReadingItsCountAndReadOnlyOnceNothingIsLeftToArm() throws {
+        let loop = try EventLoop()
+        loop.start()
+        defer { loop.stopAndWait() }
+        let count = 5
+        let fired = LockedCount()
+        let done = DispatchSemaphore(value: 0)
+
+        let (armsBefore, readsBefore) = try loop.submitAndWait {
+            let start = loop.clock.now()
+            for index in 1...count {
+                loop.schedule(at: start + .milliseconds(Int64(2 * index))) {
+                    fired.add(1)
+                    if fired.value == count { done.signal() }
+                }
+            }
+            return (loop.timerArms, loop.timerReads)
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        let (arms, reads) = try loop.submitAndWait { (loop.timerArms - armsBefore, loop.timerReads - readsBefore) }
+
+        // However the firings fell, each one was followed by an arm for the next deadline, which resets the
+        // timerfd's count, except the last: with nothing left to arm, the loop read the count before it slept.
+        #expect(fired.value == count)
+        #expect(arms >= 1)
+        #expect(reads == 1, "\(reads) reads of the timerfd for \(arms) arms")
+    }
 }
 
 /// The timerfd's instant for the earliest deadline, given when timers last ran.

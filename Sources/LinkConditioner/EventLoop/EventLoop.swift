@@ -52,6 +52,12 @@ public final class EventLoop: @unchecked Sendable {
     private var onNextEvent: (() -> Void)?
     private var nextTimer: UInt64 = 1
     private var armedDeadline: Instant?
+    /// Whether the timerfd has fired and its expiration count was not consumed: it stays readable until the next
+    /// arm resets the count (timerfd_settime does), which a busy loop does on its next turn anyway, so the read
+    /// that would consume it is spared; a loop left with nothing to arm for reads it before it sleeps.
+    private var timerFiredUnread = false
+    /// How many times the loop read its timerfd's expiration count.
+    private(set) var timerReads = 0
     /// Keeps timer wake-ups apart, so deadlines microseconds apart share one timerfd arm.
     private var wakeSpacing = TimerWakeSpacing.standard
     /// How early the loop wakes before a delivery after a quiet spell, to poll up to its due time.
@@ -313,7 +319,7 @@ public final class EventLoop: @unchecked Sendable {
                     wakeup.acknowledge()
                     runPendingWork()
                 case Self.timerKey:
-                    timer.acknowledge()
+                    timerFiredUnread = true
                     armedDeadline = nil
                 default:
                     if let action = onNextEvent {
@@ -354,7 +360,10 @@ public final class EventLoop: @unchecked Sendable {
     /// for an event) otherwise.
     private func armTimer() -> Int32 {
         while let first = timers.min, timerActions[first.id] == nil { timers.removeMin() }
-        guard let first = timers.min else { return -1 }
+        guard let first = timers.min else {
+            acknowledgeFiredTimer()
+            return -1
+        }
         let earliest = first.deadline
         let now = clock.now()
         if earliest <= now { return 0 }
@@ -372,10 +381,20 @@ public final class EventLoop: @unchecked Sendable {
             try timer.arm(at: wake)
             timerArms += 1
             armedDeadline = wake
+            timerFiredUnread = false
         } catch {
             preconditionFailure("timerfd_settime failed: \(error)")
         }
         return -1
+    }
+
+    /// Consumes a fired timerfd's expiration count before the loop sleeps without re-arming it, so a timerfd left
+    /// readable does not wake it at once.
+    private func acknowledgeFiredTimer() {
+        guard timerFiredUnread else { return }
+        timer.acknowledge()
+        timerReads += 1
+        timerFiredUnread = false
     }
 }
 

@@ -460,13 +460,17 @@ final class StreamPump {
     /// Whether this pump holds room to read more from its source: at least `minimumRead` bytes.
     var hasRoom: Bool { capacity - heldBytes >= minimumRead }
 
-    /// The least room a read waits for once the pump is full: a delivery frees a segment or two at a time, and
-    /// reading each as it opened cost a read and a small write per segment (310 000 reads per GB at 1 Gbit/s with
-    /// 10 ms of delay). 64 KiB is half a millisecond at 1 Gbit/s, far less than what a full pump still holds. A
-    /// small buffer waits for a quarter of itself instead, so it refills while still three-quarters full rather
-    /// than in bursts once empty; and at least one byte, so a zero-byte read is never mistaken for the end.
-    private var minimumRead: Int { max(1, min(Self.readBatch, capacity / 4)) }
-    private static let readBatch = 64 * 1024
+    /// The least room a read waits for once the pump is full (see `minimumRead(capacity:readSize:)`).
+    private var minimumRead: Int { Self.minimumRead(capacity: capacity, readSize: readBuffer.bytes.count) }
+
+    /// The least room a pump of `capacity` bytes waits for once full, when one read takes at most `readSize`
+    /// bytes: room for one whole read. A delivery frees a segment or two at a time, and reading each as it opened
+    /// cost a read and a small write per segment (310 000 reads per GB at 1 Gbit/s with 10 ms of delay); waiting
+    /// for 64 KiB still made 13 000 reads of 64–75 KB per GB there, against 3 800 of 256 KiB when the link's send
+    /// buffer gates the reads instead. 256 KiB is 2 ms at 1 Gbit/s, far less than what a full pump of 4 MiB still
+    /// holds. A small buffer waits for a quarter of itself instead, so it refills while still three-quarters full
+    /// rather than in bursts once empty; and at least one byte, so a zero-byte read is never mistaken for the end.
+    static func minimumRead(capacity: Int, readSize: Int) -> Int { max(1, min(readSize, capacity / 4)) }
 
     /// Whether a splice loop may carry this direction: it has finished, or nothing needs to see its bytes (the
     /// splice path's conditions) and nothing of it is held in user space or in the model.
