@@ -198,7 +198,7 @@ final class ExecListener: RelayHost, ConditionedListener {
         case .refuse:
             if let header = IPPacketHeader(parsing: packet), header.isConnectionRequest(packet) {
                 connectionsRefused += 1
-                write(IPPacketBuilder.reset(answering: header, sequence: header.sequenceNumber(packet)), to: programTun)
+                _ = write(IPPacketBuilder.reset(answering: header, sequence: header.sequenceNumber(packet)), to: programTun)
             }
             return false
         }
