@@ -44,7 +44,8 @@ protocol UpstreamHandshake: AnyObject {
 /// and hang-up, the client for reading and hang-up until a write to it first would block: an accepted socket is
 /// writable, and its edge would only cost an event per connection. The pumps remember readiness between edges. A
 /// FIN is forwarded as a half-close after the data before it, a reset as a reset, and a failed upstream connect
-/// resets the client.
+/// resets the client. The loop holds the relay while it watches either socket (`EventReceiver`); every way out
+/// (closing, handing over to a splice loop, an upstream given up) deregisters the socket it leaves.
 final class TCPRelay {
     enum State {
         case connecting
@@ -155,11 +156,10 @@ final class TCPRelay {
                 name: upstreamName == destination ? nil : upstreamName, at: loop.clock.now())
         }
         do {
-            let handler: EventLoop.EventHandler = { [weak self] events in self?.clientEvent(events) }
             if let handedOver = clientRegistration {
-                clientRegistration = try loop.reregister(handedOver, interest: Self.clientInterest, handler: handler)
+                clientRegistration = try loop.reregister(handedOver, interest: Self.clientInterest, receiver: self)
             } else {
-                clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest, handler: handler)
+                clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest, receiver: self)
             }
         } catch {
             logger.warning("connection \(id): cannot watch client \(clientAddress): \(error)")
@@ -289,9 +289,7 @@ final class TCPRelay {
             portBlackholed = false
         }
         do {
-            upstreamRegistration = try loop.register(socket.descriptor, interest: Self.edgeInterest) { [weak self] events in
-                self?.upstreamEvent(events)
-            }
+            upstreamRegistration = try loop.register(socket.descriptor, interest: Self.edgeInterest, receiver: self)
             if try socket.connect(to: address) { upstreamConnected(events: 0) }
         } catch {
             upstreamFailed(address: address, error.errno)
@@ -494,12 +492,8 @@ final class TCPRelay {
         downlink.resume(from: connection.downlink, at: now)
         do {
             clientWatchesWritable = false
-            clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest) { [weak self] events in
-                self?.clientEvent(events)
-            }
-            upstreamRegistration = try loop.register(upstream.descriptor, interest: Self.edgeInterest) { [weak self] events in
-                self?.upstreamEvent(events)
-            }
+            clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest, receiver: self)
+            upstreamRegistration = try loop.register(upstream.descriptor, interest: Self.edgeInterest, receiver: self)
         } catch {
             logger.warning("connection \(id): cannot watch its sockets again after a splice loop: \(error); resetting")
             close(reset: true)
@@ -660,6 +654,14 @@ final class TCPRelay {
 
     var bytesUp: Int { uplink?.bytesDelivered ?? 0 }
     var bytesDown: Int { downlink?.bytesDelivered ?? 0 }
+}
+
+extension TCPRelay: EventReceiver {
+    /// Events of the client's or the upstream's socket, told apart by descriptor: both are open while either is
+    /// registered, so they differ.
+    func receive(_ events: UInt32, on descriptor: Int32) {
+        if descriptor == client.descriptor { clientEvent(events) } else { upstreamEvent(events) }
+    }
 }
 
 /// What a relay decided for its connection, as a test sees it.
