@@ -104,7 +104,9 @@ final class TCPRelay {
     private var recordedID: UInt64?
     /// Who closed first, for the recording: the side whose stream ended or failed first.
     private var closingParty: ClosingParty?
-    private var loop: EventLoop { host.loop }
+    /// The host's loop and read buffer, kept: reached through the unowned host, each use paid a checked retain.
+    private let loop: EventLoop
+    private let readBuffer: ReadBuffer
     private var logger: Logger { host.logger }
 
     var isClosed: Bool { state == .closed }
@@ -135,6 +137,8 @@ final class TCPRelay {
         precondition(!upstreamAddresses.isEmpty, "a relay needs at least one upstream address")
         self.id = id
         self.host = host
+        self.loop = host.loop
+        self.readBuffer = host.readBuffer
         self.client = client
         self.clientAddress = clientAddress
         self.upstreamName = upstreamName
@@ -243,7 +247,6 @@ final class TCPRelay {
 
     private func connectUpstream() {
         let address = upstreamAddresses[upstreamAttempt]
-        let readBuffer = host.readBuffer
         let socket: Socket
         do {
             socket = try Self.openUpstreamSocket(family: address.family, pipes: readBuffer.pipes, logger: logger)
@@ -536,7 +539,7 @@ final class TCPRelay {
     /// Lets `pump` read as far as its limits allow.
     func pumpMayRead(_ pump: StreamPump, at now: Instant) {
         guard state == .relaying else { return }
-        handle(pump.readAvailable(at: now, into: host.readBuffer), from: pump)
+        handle(pump.readAvailable(at: now, into: readBuffer), from: pump)
     }
 
     /// The client's first bytes reached the server's side of the link: they carry the acknowledgement of its
