@@ -53,4 +53,84 @@ struct EventLoopRegistrationTests {
         #expect(first.seen.count == 1)
         try loop.submitAndWait { loop.deregister(registration!) }
     }
+
+    /// A receiver that records which descriptors reported events.
+    private final class RecordingReceiver: EventReceiver, @unchecked Sendable {
+        let seen = SeenEvents()
+        private(set) var descriptors: [Int32] = []
+
+        func receive(_ events: UInt32, on descriptor: Int32) {
+            descriptors.append(descriptor)
+            seen.record(events)
+        }
+    }
+
+    @Test func aReceiverIsToldWhichOfItsDescriptorsReportedAndIsLetGoOnceDeregistered() throws {
+        var fds: [Int32] = [-1, -1]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        var byte: UInt8 = 0x42
+        #expect(write(fds[1], &byte, 1) == 1)
+        let loop = try EventLoop()
+        defer { loop.stopAndWait() }
+        loop.start()
+        nonisolated(unsafe) var receiver: RecordingReceiver? = RecordingReceiver()
+        weak var released = receiver
+        let seen = receiver!.seen
+        let descriptor = fds[0]
+        nonisolated(unsafe) var registration: EventLoop.RegistrationID?
+        try loop.submitAndWait {
+            registration = try loop.register(descriptor, interest: Epoll.readable | Epoll.edgeTriggered, receiver: receiver!)
+        }
+        try #require(seen.arrived.wait(timeout: .now() + 10) == .success)
+        try loop.submitAndWait {
+            #expect(receiver?.descriptors == [descriptor])
+            receiver = nil
+        }
+        // The loop alone holds the receiver while it is registered.
+        #expect(released != nil)
+        try loop.submitAndWait { loop.deregister(registration!) }
+        #expect(released == nil)
+    }
+
+    @Test func anEventQueuedForADescriptorsEarlierOwnerIsNotToldToItsNewOwner() throws {
+        // Two readable sockets report in one epoll_wait; whichever is handled first gives the other's descriptor
+        // number to a new, silent socket with a new owner, while the other's event is still to be handled.
+        var first: [Int32] = [-1, -1], second: [Int32] = [-1, -1], quiet: [Int32] = [-1, -1]
+        let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        try #require(socketpair(AF_UNIX, kind, 0, &first) == 0)
+        try #require(socketpair(AF_UNIX, kind, 0, &second) == 0)
+        try #require(socketpair(AF_UNIX, kind, 0, &quiet) == 0)
+        defer { for fd in first + second + quiet { close(fd) } }
+        var byte: UInt8 = 0x42
+        #expect(write(first[1], &byte, 1) == 1)
+        #expect(write(second[1], &byte, 1) == 1)
+        let loop = try EventLoop()
+        defer { loop.stopAndWait() }
+        loop.start()
+        let earlier = SeenEvents(), newOwner = SeenEvents()
+        nonisolated(unsafe) var registrations: [Int32: EventLoop.RegistrationID] = [:]
+        nonisolated(unsafe) var replaced = false
+        let (a, b, silent) = (first[0], second[0], quiet[0])
+        try loop.submitAndWait {
+            for (mine, other) in [(a, b), (b, a)] {
+                registrations[mine] = try loop.register(mine, interest: Epoll.readable | Epoll.edgeTriggered) { events in
+                    earlier.record(events)
+                    guard !replaced else { return }
+                    replaced = true
+                    loop.deregister(registrations[other]!, closing: true)
+                    #expect(dup2(silent, other) == other)
+                    registrations[other] = try? loop.register(other, interest: Epoll.readable | Epoll.edgeTriggered) {
+                        newOwner.record($0)
+                    }
+                }
+            }
+        }
+        try #require(earlier.arrived.wait(timeout: .now() + 10) == .success)
+        try loop.submitAndWait {}
+        #expect(replaced)
+        #expect(earlier.seen.count == 1)
+        #expect(newOwner.seen.isEmpty)
+        try loop.submitAndWait { for registration in registrations.values { loop.deregister(registration) } }
+    }
 }

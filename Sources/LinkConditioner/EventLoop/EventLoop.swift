@@ -13,10 +13,18 @@ public final class EventLoop: @unchecked Sendable {
     /// What a registered descriptor's owner is told: the epoll event bits.
     typealias EventHandler = (UInt32) -> Void
 
+    /// Who is told of a registered descriptor's events.
+    private enum EventOwner {
+        case handler(EventHandler)
+        /// Held strongly until the registration is forgotten: no closure or weak reference is made per descriptor.
+        case receiver(any EventReceiver)
+    }
+
     private struct Registration {
-        var descriptor: Int32
+        /// The key its events carry: a stale event (for an earlier owner of the descriptor) carries another.
+        var key: UInt64
         var interest: UInt32
-        var handler: EventHandler
+        var owner: EventOwner
     }
 
     private struct TimerEntry: Comparable {
@@ -35,13 +43,18 @@ public final class EventLoop: @unchecked Sendable {
     public struct TimerID: Hashable, Sendable { fileprivate let value: UInt64 }
 
     /// A registered descriptor; the key packs a registration number with the fd so stale events are ignored.
-    struct RegistrationID: Hashable { fileprivate let key: UInt64 }
+    struct RegistrationID: Hashable {
+        fileprivate let key: UInt64
+        fileprivate var descriptor: Int { Int(UInt32(truncatingIfNeeded: key)) }
+    }
 
     public let clock = MonotonicClock()
     private let epoll: Epoll
     private let timer: DeadlineTimer
     private let wakeup: Wakeup
-    private var registrations: [UInt64: Registration] = [:]
+    /// Registrations by descriptor. The kernel hands out the lowest free descriptor, so the table stays as long
+    /// as the most descriptors open at once, and an event finds its owner by indexing rather than hashing.
+    private var registrations: [Registration?] = []
     private var nextRegistration: UInt64 = 2
     private var timers = Heap<TimerEntry>()
     /// The exact timers among `timers` (cancelled and fired ones dropped as they surface), so the spacing never
@@ -178,6 +191,8 @@ public final class EventLoop: @unchecked Sendable {
         pendingWork.removeAll()
         pendingLock.unlock()
         for item in leftovers { item.abandon?() }
+        // The thread has ended, so nothing reads the table: receivers it still held are let go.
+        registrations.removeAll()
         epoll.close()
         timer.close()
         wakeup.close()
@@ -192,42 +207,75 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Registers `descriptor` for `interest` events; `handler` runs on the loop thread for each event.
     func register(_ descriptor: Int32, interest: UInt32, handler: @escaping EventHandler) throws(SystemError) -> RegistrationID {
+        try register(descriptor, interest: interest, owner: .handler(handler))
+    }
+
+    /// Registers `descriptor` for `interest` events, told to `receiver` on the loop thread. The loop holds
+    /// `receiver` until the registration is forgotten (`deregister`), so an owner that always deregisters before it
+    /// lets go needs no weak reference to itself.
+    func register(_ descriptor: Int32, interest: UInt32, receiver: some EventReceiver) throws(SystemError) -> RegistrationID {
+        try register(descriptor, interest: interest, owner: .receiver(receiver))
+    }
+
+    private func register(_ descriptor: Int32, interest: UInt32, owner: EventOwner) throws(SystemError) -> RegistrationID {
         assertInLoop()
         let key = (nextRegistration << 32) | UInt64(UInt32(bitPattern: descriptor))
         nextRegistration += 1
         try epoll.add(descriptor, events: interest, data: key)
-        registrations[key] = Registration(descriptor: descriptor, interest: interest, handler: handler)
+        let index = Int(descriptor)
+        if index >= registrations.count {
+            registrations.append(contentsOf: repeatElement(nil, count: max(index + 1, 2 * registrations.count) - registrations.count))
+        }
+        registrations[index] = Registration(key: key, interest: interest, owner: owner)
         return RegistrationID(key: key)
+    }
+
+    /// The registration `key` names, or nil when it was forgotten (its descriptor may have a new owner since).
+    @inline(__always)
+    private func registration(forKey key: UInt64) -> Registration? {
+        let index = Int(UInt32(truncatingIfNeeded: key))
+        guard index < registrations.count, let registration = registrations[index], registration.key == key else { return nil }
+        return registration
     }
 
     /// Gives a registered descriptor a new owner: a new key, `interest` and `handler` in one `epoll_ctl` MOD, in place
     /// of a deregister and a register. Like a fresh ADD, the MOD reports the readiness the descriptor has now, and
     /// an event still queued under the old key is ignored.
     func reregister(_ id: RegistrationID, interest: UInt32, handler: @escaping EventHandler) throws(SystemError) -> RegistrationID {
+        try reregister(id, interest: interest, owner: .handler(handler))
+    }
+
+    /// `reregister` to a `receiver`, held as `register(_:interest:receiver:)` holds it.
+    func reregister(_ id: RegistrationID, interest: UInt32, receiver: some EventReceiver) throws(SystemError) -> RegistrationID {
+        try reregister(id, interest: interest, owner: .receiver(receiver))
+    }
+
+    private func reregister(_ id: RegistrationID, interest: UInt32, owner: EventOwner) throws(SystemError) -> RegistrationID {
         assertInLoop()
-        guard let old = registrations.removeValue(forKey: id.key) else {
+        guard registration(forKey: id.key) != nil else {
             preconditionFailure("reregister of a descriptor that is not registered")
         }
-        let key = (nextRegistration << 32) | UInt64(UInt32(bitPattern: old.descriptor))
+        let descriptor = Int32(id.descriptor)
+        registrations[id.descriptor] = nil
+        let key = (nextRegistration << 32) | UInt64(UInt32(bitPattern: descriptor))
         nextRegistration += 1
         do {
-            try epoll.modify(old.descriptor, events: interest, data: key)
+            try epoll.modify(descriptor, events: interest, data: key)
         } catch {
-            try? epoll.remove(old.descriptor)
+            try? epoll.remove(descriptor)
             throw error
         }
-        registrations[key] = Registration(descriptor: old.descriptor, interest: interest, handler: handler)
+        registrations[id.descriptor] = Registration(key: key, interest: interest, owner: owner)
         return RegistrationID(key: key)
     }
 
     /// Changes the events a registration waits for; a no-op when they are unchanged.
     func setInterest(_ id: RegistrationID, _ interest: UInt32) {
         assertInLoop()
-        guard var registration = registrations[id.key], registration.interest != interest else { return }
-        registration.interest = interest
-        registrations[id.key] = registration
+        guard let registration = registration(forKey: id.key), registration.interest != interest else { return }
+        registrations[id.descriptor]!.interest = interest
         do {
-            try epoll.modify(registration.descriptor, events: interest, data: id.key)
+            try epoll.modify(Int32(id.descriptor), events: interest, data: id.key)
         } catch {
             preconditionFailure("epoll_ctl MOD failed for a registered descriptor: \(error)")
         }
@@ -236,7 +284,7 @@ public final class EventLoop: @unchecked Sendable {
     /// The events a registration waits for; nil once it is forgotten.
     func interest(of id: RegistrationID) -> UInt32? {
         assertInLoop()
-        return registrations[id.key]?.interest
+        return registration(forKey: id.key)?.interest
     }
 
     /// Forgets a registration; call before closing its descriptor.
@@ -245,8 +293,9 @@ public final class EventLoop: @unchecked Sendable {
     /// for it finds no registration and is ignored.
     func deregister(_ id: RegistrationID, closing: Bool = false) {
         assertInLoop()
-        guard let registration = registrations.removeValue(forKey: id.key) else { return }
-        if !closing { try? epoll.remove(registration.descriptor) }
+        guard registration(forKey: id.key) != nil else { return }
+        registrations[id.descriptor] = nil
+        if !closing { try? epoll.remove(Int32(id.descriptor)) }
     }
 
     /// Runs `action` on the loop thread at `deadline` (at once if it has passed). A `delivery` timer releases
@@ -326,7 +375,11 @@ public final class EventLoop: @unchecked Sendable {
                         onNextEvent = nil
                         action()
                     }
-                    registrations[data[index]]?.handler(events[index])
+                    switch registration(forKey: data[index])?.owner {
+                    case .handler(let handler)?: handler(events[index])
+                    case .receiver(let receiver)?: receiver.receive(events[index], on: Int32(truncatingIfNeeded: data[index] & 0xFFFF_FFFF))
+                    case nil: break
+                    }
                 }
             }
             runDueTimers()
@@ -396,6 +449,14 @@ public final class EventLoop: @unchecked Sendable {
         timerReads += 1
         timerFiredUnread = false
     }
+}
+
+/// An owner of registered descriptors told of their events by a call rather than a closure per descriptor.
+///
+/// Lives on the event loop thread that it registered with.
+protocol EventReceiver: AnyObject {
+    /// `descriptor`, registered by this receiver, reported `events` (epoll event bits).
+    func receive(_ events: UInt32, on descriptor: Int32)
 }
 
 /// The loop has stopped and takes no more work.

@@ -159,6 +159,14 @@ public final class ConditionedProxy: Sendable {
         }
     }
 
+    /// A weak reference to each relay of the TCP listeners now, made on the loop thread: a test sees a relay freed
+    /// once its connection ended.
+    func relayReferences() -> [RelayReference] {
+        onLoop(or: []) { state in
+            state.listeners.compactMap { $0 as? TCPListener }.flatMap { $0.relays.values.map(RelayReference.init) }
+        }
+    }
+
     /// Counters of every listener, read on the loop thread.
     public func status() -> [ListenerStatus] {
         onLoop(or: []) { $0.listeners.map { $0.status() } }
@@ -432,4 +440,13 @@ public struct ProxyOptionError: Error, CustomStringConvertible, Sendable {
 public struct ControlSetupError: Error, CustomStringConvertible, Sendable {
     public var description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// A relay held weakly, handed to a test: once the relay is freed it reads nil from any thread.
+struct RelayReference: @unchecked Sendable {
+    private(set) weak var relay: TCPRelay?
+
+    init(_ relay: TCPRelay) { self.relay = relay }
+
+    var isFreed: Bool { relay == nil }
 }

@@ -85,9 +85,8 @@ final class ProxyClientSession {
 
     func start() {
         do {
-            registration = try loop.register(client.descriptor, interest: Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.edgeTriggered) {
-                [weak self] events in self?.event(events)
-            }
+            registration = try loop.register(client.descriptor, interest: Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.edgeTriggered,
+                                             receiver: self)
         } catch {
             frontEnd.logger.warning("connection \(id): cannot watch client \(clientAddress): \(error)")
             close()
@@ -393,6 +392,12 @@ final class ProxyClientSession {
         client.close()
         frontEnd.sessionClosed(self)
     }
+}
+
+extension ProxyClientSession: EventReceiver {
+    /// The client's events; the loop holds the session until `close` deregisters the client or a relay takes its
+    /// registration over.
+    func receive(_ events: UInt32, on descriptor: Int32) { event(events) }
 }
 
 /// A session reference that does not keep the session alive while its name lookup runs.

@@ -212,7 +212,7 @@ extension StreamPump {
         do {
             bytes = try splice.takeBack()
         } catch {
-            relay?.pumpProgressed(self, outcome: .failed(error))
+            relay.pumpProgressed(self, outcome: .failed(error))
             return
         }
         splice.giveBack()

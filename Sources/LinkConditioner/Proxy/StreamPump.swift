@@ -7,8 +7,9 @@ import DequeModule
 /// while the link's queue is full, and while the proxy's buffer budget is spent, so a fast sender is pushed back by
 /// TCP flow control.
 ///
-/// The relay may close while the pump is calling it (a write fails, the other direction resets). The pump holds its
-/// relay weakly and, once `close` has run, ignores the link's and its timers' calls.
+/// The relay may close while the pump is calling it (a write fails, the other direction resets). The relay owns the
+/// pump and closes it before letting go, so the pump holds it unowned (a weak reference would give the relay a side
+/// table and slow every retain of it); once `close` has run, the pump ignores the link's and its timers' calls.
 final class StreamPump {
     enum Outcome {
         /// Keep going.
@@ -26,7 +27,7 @@ final class StreamPump {
         }
     }
 
-    private(set) weak var relay: TCPRelay?
+    unowned let relay: TCPRelay
     let link: ShapedLink
     private(set) var flow: StreamFlow!
     let source: Socket
@@ -75,7 +76,7 @@ final class StreamPump {
     /// Edge-triggered epoll: whether the destination may take more data. The relay is told when it stops, so that
     /// a destination watched only for reading is watched for writing from then on.
     var destinationWritable = false {
-        didSet { if oldValue && !destinationWritable { relay?.destinationBlocked(self) } }
+        didSet { if oldValue && !destinationWritable { relay.destinationBlocked(self) } }
     }
     /// False until the destination socket is connected (the upstream leg connects asynchronously).
     var destinationReady = false
@@ -270,7 +271,7 @@ final class StreamPump {
         leaveSplice(at: now)
         if endOfStream { self.endOfStream(at: now) }
         guard !bytes.isEmpty else {
-            relay?.pumpProgressed(self, outcome: finishIfDrained())
+            relay.pumpProgressed(self, outcome: finishIfDrained())
             return
         }
         chunks.append(bytes)
@@ -292,7 +293,7 @@ final class StreamPump {
 
     /// Called by the link when this flow's delivery schedule changed: deliver what is due, wait for the rest.
     func deliveryScheduleChanged(at now: Instant) {
-        guard !isClosed, let relay else { return }
+        guard !isClosed else { return }
         relay.pumpProgressed(self, outcome: deliverDue(at: now))
     }
 
@@ -303,14 +304,14 @@ final class StreamPump {
 
     /// Called by the proxy's buffer budget when room this pump waited for has opened.
     func budgetOpened(at now: Instant) {
-        guard !isClosed, let relay else { return }
+        guard !isClosed else { return }
         recording?.resume(at: now)
         relay.pumpMayRead(self, at: now)
     }
 
     /// Called by the link when queue space this pump waited for has opened.
     func queueSpaceOpened(at now: Instant) {
-        guard !isClosed, let relay else { return }
+        guard !isClosed else { return }
         recording?.resume(at: now)
         relay.pumpMayRead(self, at: now)
     }
@@ -322,7 +323,7 @@ final class StreamPump {
         let release = flow.takeRelease(at: now)
         if release.bytes > 0 && !hasReleased {
             hasReleased = true
-            relay?.firstBytesReleased(by: self, at: now)
+            relay.firstBytesReleased(by: self, at: now)
             if isClosed { return .open }
         }
         if let oldest = release.oldest { batch.add(release.bytes, releasedAt: oldest) }
@@ -415,7 +416,7 @@ final class StreamPump {
             return .cut(cut)
         }
         // When the relay closes the connection on this finish, the close sends the same FIN after the same bytes.
-        if relay?.closesWhenFinished(self) != true {
+        if !relay.closesWhenFinished(self) {
             do {
                 try destination.shutdownWrite()
                 readBuffer.calls.halfCloses += 1
@@ -428,7 +429,7 @@ final class StreamPump {
         isFinished = true
         if !hasReleased {
             hasReleased = true
-            relay?.firstBytesReleased(by: self, at: link.loop.clock.now())
+            relay.firstBytesReleased(by: self, at: link.loop.clock.now())
         }
         return .finished
     }
@@ -440,8 +441,8 @@ final class StreamPump {
         link.loop.schedule(at: link.loop.clock.now()) { [weak self] in
             guard let self else { return }
             self.resumeScheduled = false
-            guard !self.isClosed, let relay = self.relay else { return }
-            relay.pumpMayRead(self, at: self.link.loop.clock.now())
+            guard !self.isClosed else { return }
+            self.relay.pumpMayRead(self, at: self.link.loop.clock.now())
         }
     }
 
@@ -453,7 +454,7 @@ final class StreamPump {
 
     /// The flow's side of the handshake opened sooner than planned: a FIN waiting for it may go now.
     func flowOpened() {
-        guard !isClosed, sourceEnded, !isFinished, let relay else { return }
+        guard !isClosed, sourceEnded, !isFinished else { return }
         relay.pumpProgressed(self, outcome: finishIfDrained())
     }
 

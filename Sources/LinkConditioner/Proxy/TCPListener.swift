@@ -83,8 +83,10 @@ final class TCPListener: RelayHost, ConditionedListener {
         (uplink, downlink) = ShapedLink.pair(for: context)
         faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         uplink.listenerName = "tcp \(acceptor.localAddress)"
-        try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: context.logger)) { [weak self] client, address in
-            self?.accepted(client, from: address)
+        // Unowned, not weak: the listener owns the acceptor and closes it before going, and a weak reference would
+        // give the listener a side table that slows the unowned retain each of its relays makes to reach it.
+        try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: context.logger)) { [unowned self] client, address in
+            self.accepted(client, from: address)
         }
     }
 

@@ -44,7 +44,8 @@ protocol UpstreamHandshake: AnyObject {
 /// and hang-up, the client for reading and hang-up until a write to it first would block: an accepted socket is
 /// writable, and its edge would only cost an event per connection. The pumps remember readiness between edges. A
 /// FIN is forwarded as a half-close after the data before it, a reset as a reset, and a failed upstream connect
-/// resets the client.
+/// resets the client. The loop holds the relay while it watches either socket (`EventReceiver`); every way out
+/// (closing, handing over to a splice loop, an upstream given up) deregisters the socket it leaves.
 final class TCPRelay {
     enum State {
         case connecting
@@ -103,7 +104,9 @@ final class TCPRelay {
     private var recordedID: UInt64?
     /// Who closed first, for the recording: the side whose stream ended or failed first.
     private var closingParty: ClosingParty?
-    private var loop: EventLoop { host.loop }
+    /// The host's loop and read buffer, kept: reached through the unowned host, each use paid a checked retain.
+    private let loop: EventLoop
+    private let readBuffer: ReadBuffer
     private var logger: Logger { host.logger }
 
     var isClosed: Bool { state == .closed }
@@ -134,6 +137,8 @@ final class TCPRelay {
         precondition(!upstreamAddresses.isEmpty, "a relay needs at least one upstream address")
         self.id = id
         self.host = host
+        self.loop = host.loop
+        self.readBuffer = host.readBuffer
         self.client = client
         self.clientAddress = clientAddress
         self.upstreamName = upstreamName
@@ -155,11 +160,10 @@ final class TCPRelay {
                 name: upstreamName == destination ? nil : upstreamName, at: loop.clock.now())
         }
         do {
-            let handler: EventLoop.EventHandler = { [weak self] events in self?.clientEvent(events) }
             if let handedOver = clientRegistration {
-                clientRegistration = try loop.reregister(handedOver, interest: Self.clientInterest, handler: handler)
+                clientRegistration = try loop.reregister(handedOver, interest: Self.clientInterest, receiver: self)
             } else {
-                clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest, handler: handler)
+                clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest, receiver: self)
             }
         } catch {
             logger.warning("connection \(id): cannot watch client \(clientAddress): \(error)")
@@ -243,7 +247,6 @@ final class TCPRelay {
 
     private func connectUpstream() {
         let address = upstreamAddresses[upstreamAttempt]
-        let readBuffer = host.readBuffer
         let socket: Socket
         do {
             socket = try Self.openUpstreamSocket(family: address.family, pipes: readBuffer.pipes, logger: logger)
@@ -289,9 +292,7 @@ final class TCPRelay {
             portBlackholed = false
         }
         do {
-            upstreamRegistration = try loop.register(socket.descriptor, interest: Self.edgeInterest) { [weak self] events in
-                self?.upstreamEvent(events)
-            }
+            upstreamRegistration = try loop.register(socket.descriptor, interest: Self.edgeInterest, receiver: self)
             if try socket.connect(to: address) { upstreamConnected(events: 0) }
         } catch {
             upstreamFailed(address: address, error.errno)
@@ -494,12 +495,8 @@ final class TCPRelay {
         downlink.resume(from: connection.downlink, at: now)
         do {
             clientWatchesWritable = false
-            clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest) { [weak self] events in
-                self?.clientEvent(events)
-            }
-            upstreamRegistration = try loop.register(upstream.descriptor, interest: Self.edgeInterest) { [weak self] events in
-                self?.upstreamEvent(events)
-            }
+            clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest, receiver: self)
+            upstreamRegistration = try loop.register(upstream.descriptor, interest: Self.edgeInterest, receiver: self)
         } catch {
             logger.warning("connection \(id): cannot watch its sockets again after a splice loop: \(error); resetting")
             close(reset: true)
@@ -542,7 +539,7 @@ final class TCPRelay {
     /// Lets `pump` read as far as its limits allow.
     func pumpMayRead(_ pump: StreamPump, at now: Instant) {
         guard state == .relaying else { return }
-        handle(pump.readAvailable(at: now, into: host.readBuffer), from: pump)
+        handle(pump.readAvailable(at: now, into: readBuffer), from: pump)
     }
 
     /// The client's first bytes reached the server's side of the link: they carry the acknowledgement of its
@@ -660,6 +657,14 @@ final class TCPRelay {
 
     var bytesUp: Int { uplink?.bytesDelivered ?? 0 }
     var bytesDown: Int { downlink?.bytesDelivered ?? 0 }
+}
+
+extension TCPRelay: EventReceiver {
+    /// Events of the client's or the upstream's socket, told apart by descriptor: both are open while either is
+    /// registered, so they differ.
+    func receive(_ events: UInt32, on descriptor: Int32) {
+        if descriptor == client.descriptor { clientEvent(events) } else { upstreamEvent(events) }
+    }
 }
 
 /// What a relay decided for its connection, as a test sees it.

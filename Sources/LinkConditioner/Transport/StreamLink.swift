@@ -244,7 +244,13 @@ extension StreamLink {
         var ackLossDecision: ((TCPAck) -> Bool)?
         private var handshakeRandom: SeededRandom
         private var handshakeBurstLoss: GilbertElliottLoss?
-        var handshakeLossDecision: (() -> Bool)?
+        var handshakeLossDecision: (() -> Bool)? {
+            didSet { noteHandshakeLoss() }
+        }
+        /// Whether a SYN or SYN-ACK on this direction could be lost: a lossless one draws nothing (the draw takes no
+        /// random number there either), so its handshake needs no playing out. Kept, not computed: the class reads
+        /// it for every connection, and a computed property read through the class copied the whole emulation.
+        private(set) var canLoseHandshakeSegment = false
         /// Bound on events handled per `advance`, so a model bug cannot hang the event loop.
         private static let maximumEventsPerAdvance = 1_000_000
 
@@ -273,6 +279,7 @@ extension StreamLink {
         /// Recomputes what is kept from the profile after it changed.
         private mutating func noteProfile() {
             isPassThrough = emulatesNothing
+            noteHandshakeLoss()
             leastDelayNanoseconds = max(0, (profile.delay - profile.jitter).nanoseconds)
         }
 
@@ -621,10 +628,9 @@ extension StreamLink {
             return Self.draw(&handshakeBurstLoss, loss: profile.loss, random: &handshakeRandom)
         }
 
-        /// Whether a SYN or SYN-ACK on this direction could be lost: a lossless one draws nothing (the draw takes no
-        /// random number there either), so its handshake needs no playing out.
-        var canLoseHandshakeSegment: Bool {
-            handshakeLossDecision != nil || handshakeBurstLoss != nil || profile.loss.probability > 0
+        /// Recomputes `canLoseHandshakeSegment` after the profile or the handshake's loss decision changed.
+        private mutating func noteHandshakeLoss() {
+            canLoseHandshakeSegment = handshakeLossDecision != nil || handshakeBurstLoss != nil || profile.loss.probability > 0
         }
 
         /// The reverse direction's loss, drawn for one ACK.
