@@ -75,7 +75,7 @@ struct EventLoopRegistrationTests {
         defer { loop.stopAndWait() }
         loop.start()
         nonisolated(unsafe) var receiver: RecordingReceiver? = RecordingReceiver()
-        weak var released = receiver
+        weak let released = receiver
         let seen = receiver!.seen
         let descriptor = fds[0]
         nonisolated(unsafe) var registration: EventLoop.RegistrationID?
