@@ -25,6 +25,16 @@ struct EventLoopRegistrationTests {
         }
     }
 
+    @Test func registrationNumbersWrapToOneSoNoKeyIsEverTheLoopsOwn() {
+        let last = UInt64(UInt32.max)
+
+        let afterLast = EventLoop.RegistrationID.number(after: last)
+
+        #expect(afterLast == 1)
+        #expect(EventLoop.RegistrationID.number(after: 2) == 3)
+        #expect(EventLoop.RegistrationID.number(after: last - 1) == last)
+    }
+
     @Test func aReregisteredDescriptorReportsItsCurrentReadinessToTheNewHandlerOnly() throws {
         var fds: [Int32] = [-1, -1]
         try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0)
