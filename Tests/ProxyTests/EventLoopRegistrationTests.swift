@@ -25,6 +25,18 @@ struct EventLoopRegistrationTests {
         }
     }
 
+    /// A socket pair whose first end has one byte to read, and a started loop; the caller stops the loop and closes
+    /// both ends.
+    private func readableSocketAndLoop() throws -> (fds: [Int32], loop: EventLoop) {
+        var fds: [Int32] = [-1, -1]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0)
+        var byte: UInt8 = 0x42
+        #expect(write(fds[1], &byte, 1) == 1)
+        let loop = try EventLoop()
+        loop.start()
+        return (fds, loop)
+    }
+
     @Test func registrationNumbersWrapToOneSoNoKeyIsEverTheLoopsOwn() {
         let last = UInt64(UInt32.max)
 
@@ -36,14 +48,8 @@ struct EventLoopRegistrationTests {
     }
 
     @Test func aReregisteredDescriptorReportsItsCurrentReadinessToTheNewHandlerOnly() throws {
-        var fds: [Int32] = [-1, -1]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0)
-        defer { close(fds[0]); close(fds[1]) }
-        var byte: UInt8 = 0x42
-        #expect(write(fds[1], &byte, 1) == 1)
-        let loop = try EventLoop()
-        defer { loop.stopAndWait() }
-        loop.start()
+        let (fds, loop) = try readableSocketAndLoop()
+        defer { loop.stopAndWait(); close(fds[0]); close(fds[1]) }
         let first = SeenEvents(), second = SeenEvents()
         let descriptor = fds[0]
         nonisolated(unsafe) var registration: EventLoop.RegistrationID?
@@ -76,14 +82,8 @@ struct EventLoopRegistrationTests {
     }
 
     @Test func aReceiverIsToldWhichOfItsDescriptorsReportedAndIsLetGoOnceDeregistered() throws {
-        var fds: [Int32] = [-1, -1]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0)
-        defer { close(fds[0]); close(fds[1]) }
-        var byte: UInt8 = 0x42
-        #expect(write(fds[1], &byte, 1) == 1)
-        let loop = try EventLoop()
-        defer { loop.stopAndWait() }
-        loop.start()
+        let (fds, loop) = try readableSocketAndLoop()
+        defer { loop.stopAndWait(); close(fds[0]); close(fds[1]) }
         nonisolated(unsafe) var receiver: RecordingReceiver? = RecordingReceiver()
         weak let released = receiver
         let seen = receiver!.seen
