@@ -103,7 +103,9 @@ struct EventLoopTimerTests {
         let (armsBefore, readsBefore) = try loop.submitAndWait {
             let start = loop.clock.now()
             for index in 1...count {
-                loop.schedule(at: start + .milliseconds(Int64(2 * index))) {
+                // 20 ms apart: only a stall of the loop past every deadline before its first arm (100 ms) would
+                // leave no firing to read.
+                loop.schedule(at: start + .milliseconds(Int64(20 * index))) {
                     fired.add(1)
                     if fired.value == count { done.signal() }
                 }

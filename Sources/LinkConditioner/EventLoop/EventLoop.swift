@@ -244,7 +244,7 @@ public final class EventLoop: @unchecked Sendable {
     /// The registration `key` names, or nil when it was forgotten (its descriptor may have a new owner since).
     @inline(__always)
     private func registration(forKey key: UInt64) -> Registration? {
-        let index = Int(UInt32(truncatingIfNeeded: key))
+        let index = RegistrationID(key: key).descriptor
         guard index < registrations.count, let registration = registrations[index], registration.key == key else { return nil }
         return registration
     }
@@ -388,7 +388,7 @@ public final class EventLoop: @unchecked Sendable {
                     }
                     switch registration(forKey: data[index])?.owner {
                     case .handler(let handler)?: handler(events[index])
-                    case .receiver(let receiver)?: receiver.receive(events[index], on: Int32(truncatingIfNeeded: data[index] & 0xFFFF_FFFF))
+                    case .receiver(let receiver)?: receiver.receive(events[index], on: Int32(RegistrationID(key: data[index]).descriptor))
                     case nil: break
                     }
                 }

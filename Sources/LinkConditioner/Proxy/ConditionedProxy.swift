@@ -153,17 +153,16 @@ public final class ConditionedProxy: Sendable {
 
     /// What the plain TCP listeners' relays decided for their open connections, read on the loop thread (tests show
     /// with it that a fault-free profile's connections make no stages, and how a client's socket is watched).
-    func relayDecisions() -> [RelayDecisions] {
-        onLoop(or: []) { state in
-            state.listeners.compactMap { $0 as? TCPListener }.flatMap { $0.relays.values.map(\.decisions) }
-        }
-    }
+    func relayDecisions() -> [RelayDecisions] { eachTCPRelay(\.decisions) }
 
     /// A weak reference to each relay of the TCP listeners now, made on the loop thread: a test sees a relay freed
     /// once its connection ended.
-    func relayReferences() -> [RelayReference] {
+    func relayReferences() -> [RelayReference] { eachTCPRelay(RelayReference.init) }
+
+    /// `read` of each open relay of the plain TCP listeners, on the loop thread.
+    private func eachTCPRelay<T: Sendable>(_ read: @escaping @Sendable (TCPRelay) -> T) -> [T] {
         onLoop(or: []) { state in
-            state.listeners.compactMap { $0 as? TCPListener }.flatMap { $0.relays.values.map(RelayReference.init) }
+            state.listeners.compactMap { $0 as? TCPListener }.flatMap { $0.relays.values.map(read) }
         }
     }
 
