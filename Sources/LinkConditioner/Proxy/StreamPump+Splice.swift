@@ -133,6 +133,7 @@ extension StreamPump {
             count = value
         }
         let written: Int
+        prepareDestinationWrite()
         do {
             switch try destination.write(UnsafeRawBufferPointer(rebasing: target[0..<count])) {
             case .wouldBlock: written = 0
@@ -187,6 +188,7 @@ extension StreamPump {
     /// One splice from the pipe to the destination, counted as delivered.
     private func drainOnce(_ splice: StreamSplice) -> Outcome {
         let before = splice.pipedBytes
+        prepareDestinationWrite()
         let result: IOResult<Int>
         do {
             result = try splice.drain(to: destination)

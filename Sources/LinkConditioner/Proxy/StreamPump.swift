@@ -90,6 +90,12 @@ final class StreamPump {
     /// The loop's number (`ReadBuffer.numberAdmission`) of the last bytes this pump handed to the link with no
     /// stage to see them, 0 before any: which direction spoke last, for stages made later.
     private(set) var lastAdmission: UInt64 = 0
+    /// Whether the destination is to get TCP_NODELAY before its second write. Nagle's algorithm holds back only a
+    /// write made while earlier bytes are unacknowledged, so the first write never waits, and a connection that
+    /// writes its destination once (one request) or never saves the system call.
+    var noDelayBeforeSecondWrite = false
+    /// Whether a write to the destination was tried, for `noDelayBeforeSecondWrite`.
+    private var wroteDestination = false
     /// Rewrites bytes as they are read, before the link sees them; nil passes them through unchanged.
     var filter: StreamFilter?
     /// Decides when read bytes enter the link (Toxiproxy's toxics); nil hands them to the link at once.
@@ -389,9 +395,21 @@ final class StreamPump {
         _ = writeReleased()
     }
 
+    /// Sets TCP_NODELAY on the destination before its second write, when the relay asked for it.
+    func prepareDestinationWrite() {
+        guard noDelayBeforeSecondWrite else { return }
+        if wroteDestination {
+            try? destination.setNoDelay()
+            noDelayBeforeSecondWrite = false
+        } else {
+            wroteDestination = true
+        }
+    }
+
     /// Writes released bytes in order until the destination would block; the error that stopped it, if any.
     private func writeReleased() -> SystemError? {
         while deliverableBytes > 0 && destinationWritable {
+            prepareDestinationWrite()
             let chunk = chunks[chunks.startIndex]
             let length = min(chunk.count - headOffset, deliverableBytes)
             let offset = headOffset
@@ -516,6 +534,11 @@ final class StreamPump {
     /// Gives the direction's pipe (when it holds bytes) and stream position to a splice loop, which carries the
     /// sockets from now until it hands them back.
     func handOver() -> SpliceDirectionState {
+        // The splice loop writes without asking: the option Nagle would need later is set now.
+        if noDelayBeforeSecondWrite {
+            try? destination.setNoDelay()
+            noDelayBeforeSecondWrite = false
+        }
         deliveryAlarm?.cancel()
         batchAlarm?.cancel()
         let (pipe, pipedBytes) = splice?.handOver() ?? (nil, 0)

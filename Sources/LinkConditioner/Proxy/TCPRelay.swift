@@ -255,13 +255,13 @@ final class TCPRelay {
             return
         }
         upstream = socket
-        try? socket.setNoDelay()
         uplink?.close()
         downlink?.close()
         let buffer = host.options.connectionBuffer
         uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: buffer, readBuffer: readBuffer)
         downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: buffer, readBuffer: readBuffer)
         uplink.filter = uplinkFilter
+        uplink.noDelayBeforeSecondWrite = true
         if let stageSource {
             let seeds = stageSource.drawStageSeeds()
             stageSeeds = seeds
@@ -653,7 +653,8 @@ final class TCPRelay {
     var decisions: RelayDecisions {
         RelayDecisions(hasStages: uplink?.stage != nil, speaker: (uplink?.stage as? ToxicStage)?.turn.speaker,
                        clientInterest: clientRegistration.flatMap { loop.interest(of: $0) },
-                       modelledDirections: [uplink?.flow, downlink?.flow].filter { $0 != nil }.count)
+                       modelledDirections: [uplink?.flow, downlink?.flow].filter { $0 != nil }.count,
+                       upstreamNoDelay: upstream.flatMap { try? $0.isNoDelay() })
     }
 
     var bytesUp: Int { uplink?.bytesDelivered ?? 0 }
@@ -678,4 +679,6 @@ struct RelayDecisions: Sendable, Equatable {
     var clientInterest: UInt32?
     /// How many of its two directions have a flow in their link's model (none while the link shapes nothing).
     var modelledDirections: Int
+    /// Whether the upstream's socket has TCP_NODELAY, as the kernel reports it; nil without an upstream socket.
+    var upstreamNoDelay: Bool?
 }
