@@ -1,7 +1,8 @@
 /// One direction of a listener's link on the event loop: the TCP stream model plus the timer that drives it.
 ///
-/// Lives on the event loop thread. Pumps attach to it for a `StreamFlow`; the link tells a pump when its receiver
-/// released bytes and when send-buffer space it was waiting for has opened.
+/// Lives on the event loop thread. Pumps attach to it, and get a `StreamFlow` once their bytes need the model (at
+/// once while it shapes); the link tells a pump when its receiver released bytes and when send-buffer space it was
+/// waiting for has opened.
 ///
 /// Servicing is never re-entered: a pump told about its schedule may read, enqueue and so ask for service again,
 /// or close its connection (and another pump's). Such a request made during a pass is run as another pass after
