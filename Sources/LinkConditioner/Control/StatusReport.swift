@@ -93,7 +93,7 @@ public struct StatusReport: Codable, Sendable {
         public var connectionsAccepted: Int
         public var connectionsRefused: Int
         /// Of the accepted connections, those relayed untouched because their destination matched `exclude`
-        /// (proxy and exec listeners; absent from an older linkcond's answer).
+        /// (proxy listeners and exec's proxy mode; absent from an older linkcond's answer).
         public var connectionsExcluded: Int?
         /// Messages a DNS listener dropped as malformed.
         public var malformedMessages: Int

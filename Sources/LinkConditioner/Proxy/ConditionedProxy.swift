@@ -367,7 +367,8 @@ final class ProxyState {
             offline: conditions.offline?.rawValue,
             scenario: scenario.map { runner in
                 StatusReport.ScenarioState(name: runner.scenario.name, step: runner.currentStep?.line,
-                                           stepAppliedSeconds: runner.currentStepAppliedAt?.seconds, elapsedSeconds: runner.elapsed.seconds, repetitions: runner.repetitions,
+                                           stepAppliedSeconds: runner.currentStepAppliedAt?.seconds,
+                                           elapsedSeconds: runner.elapsed.seconds, repetitions: runner.repetitions,
                                            finished: runner.finished)
             },
             listeners: listeners.map { listener in
