@@ -367,6 +367,7 @@ final class ProxyState {
             offline: conditions.offline?.rawValue,
             scenario: scenario.map { runner in
                 StatusReport.ScenarioState(name: runner.scenario.name, step: runner.currentStep?.line,
+                                           stepAppliedSeconds: runner.currentStepAppliedAt?.seconds,
                                            elapsedSeconds: runner.elapsed.seconds, repetitions: runner.repetitions,
                                            finished: runner.finished)
             },
