@@ -58,8 +58,13 @@ struct StatusCommand: ParsableCommand {
             let handOvers = report.spliceHandOvers.map { ", \($0) handed over so far" } ?? ""
             lines.append("threads   main loop + \(spliceLoops) splice loop\(spliceLoops == 1 ? "" : "s") carrying \(carried) pass-through connection\(carried == 1 ? "" : "s")\(handOvers)")
         }
+        let excluded = report.listeners.reduce(0) { $0 + ($1.connectionsExcluded ?? 0) }
+        if excluded > 0 {
+            lines.append("exclude   \(excluded) connection\(excluded == 1 ? "" : "s") relayed untouched (destination in exclude)")
+        }
         if let scenario = report.scenario {
-            let step = scenario.step.map { "line \($0)" } ?? "not started"
+            let applied = scenario.stepAppliedSeconds.map { String(format: " (applied %.3f s into the repetition)", $0) } ?? ""
+            let step = scenario.step.map { "line \($0)\(applied)" } ?? "not started"
             lines.append("scenario  \(scenario.name.isEmpty ? "(inline)" : scenario.name), \(step), \(String(format: "%.1f", scenario.elapsedSeconds)) s in, repeated \(scenario.repetitions)×\(scenario.finished ? ", finished" : "")")
         }
         lines.append("")

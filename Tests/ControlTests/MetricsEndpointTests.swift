@@ -48,6 +48,7 @@ struct MetricsEndpointTests {
         let downlink = try #require(delivered.first { $0.labels["direction"] == "downlink" })
         #expect(downlink.value >= 32 * 1024, "\(text)")
         #expect(samples.contains { $0.name == "linkcond_connections_active" && $0.type == "gauge" && $0.value == 1 })
+        #expect(samples.contains { $0.name == "linkcond_connections_excluded_total" && $0.type == "counter" && $0.labels["listener"] == listener && $0.value == 0 })
         #expect(samples.contains { $0.name == "linkcond_link_queue_delay_seconds" && $0.labels["direction"] == "downlink" })
         let lateness = samples.filter { $0.name == "linkcond_delivery_lateness_seconds" && $0.labels["direction"] == "downlink" }
         #expect(Set(lateness.compactMap { $0.labels["quantile"] }) == ["0.5", "0.99", "1"], "\(text)")

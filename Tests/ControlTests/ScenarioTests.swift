@@ -72,9 +72,11 @@ struct ScenarioFormatTests {
     }
 }
 
-/// Scenario timing observed from outside the proxy.
+/// Scenarios played against a running proxy: what its runner applied, and when by its own clock.
 @Suite(.serialized)
 struct ScenarioPlaybackTests {
+    /// The runner applies each step at or after its time in every repetition, by its own clock, and while the
+    /// status names a step its setting is in force: round trips under the 150 ms step take at least 150 ms.
     @Test func stepsTakeEffectAtTheirTimesAndRepeat() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
@@ -83,26 +85,38 @@ struct ScenarioPlaybackTests {
         let scenario = try Scenario(parsing: "0s set uplink.delay = 0 ms\n0.4s set uplink.delay = 150 ms\n0.8s repeat\n")
         let client = try TestConnection.connect(port: proxy.port)
         defer { client.close() }
+        struct Observation { var line: Int; var appliedSeconds: Double; var repetition: Int; var delay: Duration; var roundTrip: Double }
+        /// Whether both steps were seen in two repetitions each.
+        func sawEachStepTwice(_ observations: [Observation]) -> Bool {
+            [1, 2].allSatisfy { line in Set(observations.filter { $0.line == line }.map(\.repetition)).count >= 2 }
+        }
 
-        let start = MonotonicClock().now()
         proxy.startScenario(scenario)
-        var samples: [(at: Double, rtt: Double)] = []
-        while secondsSince(start) < 2.0 && samples.count < 400 {
+        var observations: [Observation] = []
+        let start = MonotonicClock().now()
+        while !sawEachStepTwice(observations) && secondsSince(start) < 20 && observations.count < 2_000 {
+            let before = proxy.report().scenario
+            let delay = proxy.profile.uplink.delay
             let sent = MonotonicClock().now()
             try client.send([7])
             _ = try client.receive(exactly: 1)
-            samples.append((secondsSince(start) - secondsSince(sent), secondsSince(sent)))
+            let roundTrip = secondsSince(sent)
+            let after = proxy.report().scenario
+            // Kept only when no step was applied meanwhile, so the delay read and the round trip belong to the step.
+            if let before, let after, let line = before.step, let applied = before.stepAppliedSeconds, after.step == line,
+               after.repetitions == before.repetitions, after.stepAppliedSeconds == applied {
+                observations.append(Observation(line: line, appliedSeconds: applied, repetition: before.repetitions,
+                                                delay: delay, roundTrip: roundTrip))
+            }
             usleep(5_000)
         }
 
-        // A step takes effect no earlier than its time (the scenario starts after `start`) and, on a loaded
-        // machine, up to 100 ms late; samples within 100 ms of a change are left out. Without the delay a round
-        // trip is far below 100 ms; with it, never under 150 ms and less than 100 ms over.
-        func rtts(in range: ClosedRange<Double>) -> [Double] { samples.filter { range.contains($0.at) }.map(\.rtt) }
-        let fast = rtts(in: 0.0...0.3) + rtts(in: 0.9...1.1)
-        let slow = rtts(in: 0.5...0.7) + rtts(in: 1.3...1.5)
-        #expect(!fast.isEmpty && fast.allSatisfy { $0 < 0.1 }, "fast phase round trips: \(fast)")
-        #expect(!slow.isEmpty && slow.allSatisfy { $0 >= 0.1495 && $0 < 0.25 }, "slow phase round trips: \(slow)")
+        let first = observations.filter { $0.line == 1 }
+        let second = observations.filter { $0.line == 2 }
+        #expect(sawEachStepTwice(observations), "steps seen (line, repetition): \(observations.map { ($0.line, $0.repetition) })")
+        #expect(first.allSatisfy { $0.appliedSeconds >= 0 && $0.delay == .zero }, "\(first)")
+        #expect(second.allSatisfy { $0.appliedSeconds >= 0.4 && $0.delay == .milliseconds(150) }, "\(second)")
+        #expect(second.allSatisfy { $0.roundTrip >= 0.1495 }, "round trips under the 150 ms step: \(second.map(\.roundTrip))")
     }
 
     @Test func aRampMovesTheRateGradually() throws {

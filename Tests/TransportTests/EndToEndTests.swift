@@ -38,9 +38,9 @@ struct EndToEndTests {
         _ = try client.receive(exactly: 100)
         let elapsed = secondsSince(start)
 
-        // SYN up, SYN-ACK down, request up, response down: 4 × 25 ms.
+        // SYN up, SYN-ACK down, request up, response down: 4 × 25 ms, never less; how much later a busy machine
+        // delivers it is not the model's decision, so it is not bounded here.
         #expect(elapsed >= 0.0995, "first response after \(elapsed) s")
-        #expect(elapsed < 0.1 + 0.15, "first response after \(elapsed) s")
     }
 
     @Test func aHundredKilobyteFetchTakesTheRoundTripsSlowStartNeeds() throws {

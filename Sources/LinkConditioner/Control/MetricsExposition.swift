@@ -28,6 +28,8 @@ struct MetricsExposition {
         }
         perListener(listeners, "linkcond_connections_refused_total", .counter,
                     "Connections or flows refused (offline, a refusing profile, or a limit).") { Double($0.connectionsRefused) }
+        perListener(listeners, "linkcond_connections_excluded_total", .counter,
+                    "Connections relayed untouched because their destination matched exclude.") { Double($0.connectionsExcluded ?? 0) }
         perListener(listeners, "linkcond_malformed_messages_total", .counter, "Messages a DNS listener dropped as malformed.") {
             Double($0.malformedMessages)
         }

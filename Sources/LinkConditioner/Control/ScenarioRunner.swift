@@ -10,6 +10,9 @@ final class ScenarioRunner {
     private var nextIndex = 0
     private var timer: EventLoop.TimerID?
     private var activeRamp: (ramp: Ramp, start: Instant)?
+    /// When the step applied last was applied: the runner's clock reading on the loop, less the start of the
+    /// repetition it belongs to. Never below the step's time; the excess is how late the loop got to it.
+    private(set) var currentStepAppliedAt: Duration?
     private(set) var repetitions = 0
     private(set) var finished = false
 
@@ -65,6 +68,7 @@ final class ScenarioRunner {
         while nextIndex < scenario.steps.count, cycleStart + scenario.steps[nextIndex].at <= now {
             let step = scenario.steps[nextIndex]
             nextIndex += 1
+            currentStepAppliedAt = now - cycleStart
             activeRamp = nil
             if case .ramp(let ramp) = step.action {
                 activeRamp = (ramp, cycleStart + step.at)

@@ -4,6 +4,10 @@ public struct StatusReport: Codable, Sendable {
         public var name: String
         /// The scenario file line of the step applied last.
         public var step: Int?
+        /// When that step was applied, in seconds from the start of its repetition, as the scenario's own clock
+        /// read it on the event loop: at or after the step's time, later by however late the loop woke (absent
+        /// before the first step and from an older linkcond's answer).
+        public var stepAppliedSeconds: Double?
         public var elapsedSeconds: Double
         public var repetitions: Int
         public var finished: Bool
@@ -88,6 +92,9 @@ public struct StatusReport: Codable, Sendable {
         public var connectionsOnSpliceLoops: Int?
         public var connectionsAccepted: Int
         public var connectionsRefused: Int
+        /// Of the accepted connections, those relayed untouched because their destination matched `exclude`
+        /// (proxy listeners and exec's proxy mode; absent from an older linkcond's answer).
+        public var connectionsExcluded: Int?
         /// Messages a DNS listener dropped as malformed.
         public var malformedMessages: Int
         public var uplink: Direction
@@ -103,6 +110,7 @@ public struct StatusReport: Codable, Sendable {
             connectionsOnSpliceLoops = status.connectionsOnSpliceLoops
             connectionsAccepted = status.connectionsAccepted
             connectionsRefused = status.connectionsRefused
+            connectionsExcluded = status.connectionsExcluded
             malformedMessages = status.malformedMessages
             uplink = Direction(status.uplink, kernelDrops: status.uplinkKernelDrops, faultDrops: status.uplinkFaultDrops,
                                lateness: status.uplinkLateness, bitsPerSecond: uplinkBitsPerSecond,

@@ -29,6 +29,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     private var nextRelayID: UInt64 = 1
     private var connectionsAccepted = 0
     private var connectionsRefused = 0
+    private var connectionsExcluded = 0
     private var destinations = DestinationTally()
     /// The destination (`IP:port`) of each live relay, as the destination table counts it.
     private var relayDestinations: [UInt64: String] = [:]
@@ -92,6 +93,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
                                     destinations: destinations.report(live: relays.values.compactMap { relay in
                                         relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
                                     }))
+        status.connectionsExcluded = connectionsExcluded
         status.uplinkLateness = uplink.lateness
         status.downlinkLateness = downlink.lateness
         return status
@@ -129,7 +131,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
                              upstreamName: destinations.upstreamName(for: destination),
                              upstreamAddresses: [ExecNamespace.hostAddress(for: destination, dns: dns?.bound.address)])
         nextRelayID += 1
-        if !excluded { relay.stageSource = faults }
+        if excluded { connectionsExcluded += 1 } else { relay.stageSource = faults }
         relays[relay.id] = relay
         relayDestinations[relay.id] = destination.description
         logger.debug("exec: connection \(relay.id) from \(address) to \(destination)\(excluded ? " (excluded, unconditioned)" : "")")

@@ -65,6 +65,9 @@ public struct ListenerStatus: Sendable {
     public var connectionsOnSpliceLoops = 0
     public var connectionsAccepted: Int
     public var connectionsRefused: Int
+    /// Of the accepted connections, those relayed through the unconditioned link because their destination matched
+    /// `exclude` (proxy front ends and `exec`'s proxy mode): the decision, counted when it is made.
+    public var connectionsExcluded = 0
     public var uplink: LinkCounters
     public var downlink: LinkCounters
     /// Messages a protocol-aware listener (DNS) dropped as malformed: too short, badly framed or oversized.

@@ -52,7 +52,7 @@ public final class ConditionedProxy: Sendable {
                     log.conditionsChanged(state.value.conditions, at: loop.clock.now())
                 }
                 do {
-                    // A recording sees every byte, so nothing could be handed over: no splice loop is started.
+                    // A recording hears of every read and write on the main loop, so nothing is handed over: no splice loop.
                     if options.threads > 1 && options.recording == nil {
                         let spliceLoops = try SpliceLoops(count: options.threads - 1, mainLoop: loop, logger: logger)
                         state.value.spliceLoops = spliceLoops
@@ -374,6 +374,7 @@ final class ProxyState {
             offline: conditions.offline?.rawValue,
             scenario: scenario.map { runner in
                 StatusReport.ScenarioState(name: runner.scenario.name, step: runner.currentStep?.line,
+                                           stepAppliedSeconds: runner.currentStepAppliedAt?.seconds,
                                            elapsedSeconds: runner.elapsed.seconds, repetitions: runner.repetitions,
                                            finished: runner.finished)
             },

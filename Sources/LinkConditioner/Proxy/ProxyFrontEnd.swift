@@ -52,6 +52,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     private var nextID: UInt64 = 1
     private var connectionsAccepted = 0
     private var connectionsRefused = 0
+    private var connectionsExcluded = 0
     let faults: ListenerFaults
     var connectionFaults: ListenerFaults? { faults }
     /// Whether the captive portal has let traffic through (`online`, or a POST to its form).
@@ -87,6 +88,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         var status = ListenerStatus(kind: "proxy", address: localAddress, upstream: nil, activeConnections: sessions.count + relays.count,
                                     connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
                                     uplink: uplink.counters, downlink: downlink.counters)
+        status.connectionsExcluded = connectionsExcluded
         status.uplinkLateness = uplink.lateness
         status.downlinkLateness = downlink.lateness
         return status
@@ -161,7 +163,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
                              upstreamName: upstreamName, upstreamAddresses: addresses, handshake: handshake,
                              preloadedClientBytes: preloaded, preloadEndsStream: preloadEndsStream, uplinkFilter: filter,
                              clientRegistration: clientRegistration)
-        if !excluded { relay.stageSource = faults }
+        if excluded { connectionsExcluded += 1 } else { relay.stageSource = faults }
         relays[relay.id] = relay
         logger.debug("connection \(session.id) from \(session.clientAddress): \(upstreamName)\(excluded ? " (excluded, unconditioned)" : "")")
         relay.start(blackholed: !excluded && isBlackholed)

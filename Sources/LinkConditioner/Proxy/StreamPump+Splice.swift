@@ -10,12 +10,13 @@ extension StreamPump {
         case copy
     }
 
-    /// How this direction reads now. Splice needs a link that shapes nothing either way, no filter, no recording and only idle stages, nothing
-    /// held on the copying path or in the model (so order is kept), the handshake crossed and the source not
-    /// ended. With bytes already in the pipe, it stays on the path.
+    /// How this direction reads now. Splice needs a link that shapes nothing either way, no filter and only idle
+    /// stages, nothing held on the copying path or in the model (so order is kept), the handshake crossed and the
+    /// source not ended. With bytes already in the pipe, it stays on the path. A recording only needs the counts,
+    /// which each splice returns, so it splices too.
     func spliceDecision(at now: Instant) -> SpliceDecision {
         if let splice, splice.pipedBytes > 0 { return .splice }
-        guard stage?.isIdle ?? true, filter == nil, recording == nil, link.isPassThrough, !(splice?.isUnavailable ?? false),
+        guard stage?.isIdle ?? true, filter == nil, link.isPassThrough, !(splice?.isUnavailable ?? false),
               destinationReady, forwarding, !sourceEnded, flow.map({ now >= $0.opensAt }) ?? true else {
             // Copying from here on: an empty pipe goes back to the pool rather than wait with the connection.
             splice?.giveBack()
@@ -92,8 +93,8 @@ extension StreamPump {
                     splice.giveBack()
                     return finishIfDrained()
                 }
-            case .processed:
-                break
+            case .processed(let count):
+                recording?.read(count, at: now)
             }
         }
         scheduleResume()
@@ -132,6 +133,7 @@ extension StreamPump {
         case .processed(let value):
             count = value
         }
+        recording?.read(count, at: now)
         let written: Int
         prepareDestinationWrite()
         do {
@@ -145,6 +147,7 @@ extension StreamPump {
         if written > 0 {
             bytesDelivered += written
             link.countBypassed(written)
+            recording?.delivered(written, at: now)
         }
         if written < count {
             destinationWritable = false
@@ -201,6 +204,7 @@ extension StreamPump {
         case .processed(let written):
             bytesDelivered += written
             link.countBypassed(written)
+            recording?.delivered(written, at: link.loop.clock.now())
             if written < before { destinationWritable = false }
         }
         return .open
