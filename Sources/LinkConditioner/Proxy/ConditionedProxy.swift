@@ -155,6 +155,13 @@ public final class ConditionedProxy: Sendable {
     /// with it that a fault-free profile's connections make no stages, and how a client's socket is watched).
     func relayDecisions() -> [RelayDecisions] { eachTCPRelay(\.decisions) }
 
+    /// What the proxy front ends' relays decided for their open connections, read on the loop thread.
+    func frontEndRelayDecisions() -> [RelayDecisions] {
+        onLoop(or: []) { state in
+            state.listeners.compactMap { $0 as? ProxyFrontEnd }.flatMap { $0.relays.values.map(\.decisions) }
+        }
+    }
+
     /// A weak reference to each relay of the TCP listeners now, made on the loop thread: a test sees a relay freed
     /// once its connection ended.
     func relayReferences() -> [RelayReference] { eachTCPRelay(RelayReference.init) }

@@ -46,7 +46,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     private(set) var direct: DirectLinkHost!
     private(set) var profile: Profile
     private var sessions: [UInt64: ProxyClientSession] = [:]
-    private var relays: [UInt64: TCPRelay] = [:]
+    private(set) var relays: [UInt64: TCPRelay] = [:]
     private var clientHosts: [UInt64: String] = [:]
     private var connectionsByClient: [String: Int] = [:]
     private var nextID: UInt64 = 1

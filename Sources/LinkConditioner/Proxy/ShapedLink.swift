@@ -1,7 +1,8 @@
 /// One direction of a listener's link on the event loop: the TCP stream model plus the timer that drives it.
 ///
-/// Lives on the event loop thread. Pumps attach to it for a `StreamFlow`; the link tells a pump when its receiver
-/// released bytes and when send-buffer space it was waiting for has opened.
+/// Lives on the event loop thread. Pumps attach to it, and get a `StreamFlow` once their bytes need the model (at
+/// once while it shapes); the link tells a pump when its receiver released bytes and when send-buffer space it was
+/// waiting for has opened.
 ///
 /// Servicing is never re-entered: a pump told about its schedule may read, enqueue and so ask for service again,
 /// or close its connection (and another pump's). Such a request made during a pass is run as another pass after
@@ -11,7 +12,11 @@ final class ShapedLink {
     private(set) var model: StreamLink
     private let direction: KeyPath<Profile, DirectionProfile>
     private let reverse: KeyPath<Profile, DirectionProfile>
+    /// The pumps with a flow in the model, by flow.
     private var pumps: [ObjectIdentifier: StreamPump] = [:]
+    /// The pumps without one (made while the link shaped nothing, and no byte of theirs needed the model), each at
+    /// its `unmodelledIndex`, so adding and removing one costs no search and no hashing.
+    private var unmodelled: [StreamPump] = []
     private var waitingForQueue: [ObjectIdentifier: StreamPump] = [:]
     private lazy var serviceAlarm = DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in self?.service(at: now) }
     /// True while `service` runs its passes.
@@ -55,17 +60,41 @@ final class ShapedLink {
         return pair
     }
 
+    /// Takes `pump`, which has no flow yet, among this direction's pumps: a profile switch reaches it.
+    func attach(_ pump: StreamPump) {
+        pump.unmodelledIndex = unmodelled.count
+        unmodelled.append(pump)
+    }
+
     /// Gives `pump` a flow on this direction, opening when its side of `handshake` completed (see `makeFlow`).
-    func attach(_ pump: StreamPump, emulatingHandshake: Bool, handshake: HandshakeAttempts?) -> StreamFlow {
+    func makeFlow(for pump: StreamPump, emulatingHandshake: Bool, handshake: HandshakeAttempts?) -> StreamFlow {
+        forgetUnmodelled(pump)
         let flow = model.makeFlow(at: loop.clock.now(), emulatingHandshake: emulatingHandshake, handshake: handshake)
         pumps[ObjectIdentifier(flow)] = pump
         return flow
     }
 
-    func detach(_ flow: StreamFlow) {
+    /// Lets go of a closing pump, and of its flow if it has one.
+    func detach(_ pump: StreamPump) {
+        guard let flow = pump.flow else {
+            forgetUnmodelled(pump)
+            return
+        }
         pumps.removeValue(forKey: ObjectIdentifier(flow))
         waitingForQueue.removeValue(forKey: ObjectIdentifier(flow))
         model.remove(flow)
+    }
+
+    /// Removes `pump` from `unmodelled`, moving the last one into its place.
+    private func forgetUnmodelled(_ pump: StreamPump) {
+        let index = pump.unmodelledIndex
+        guard index >= 0 else { return }
+        let last = unmodelled.removeLast()
+        if last !== pump {
+            unmodelled[index] = last
+            last.unmodelledIndex = index
+        }
+        pump.unmodelledIndex = -1
     }
 
     func canAccept(_ flow: StreamFlow) -> Bool { model.canAccept(flow) }
@@ -89,6 +118,9 @@ final class ShapedLink {
     /// Counts bytes a pump moved past the model while the link was pass-through.
     func countBypassed(_ bytes: Int) { model.countSpliced(bytes) }
 
+    /// Counts bytes a pump without a flow let through at once, as the pass-through model would have released them.
+    func countReleasedAtOnce(_ bytes: Int) { model.countReleasedAtOnce(bytes) }
+
     /// Remembers that `pump` stopped reading because its flow's send buffer was full.
     func waitForQueueSpace(_ pump: StreamPump, flow: StreamFlow) {
         waitingForQueue[ObjectIdentifier(flow)] = pump
@@ -111,7 +143,8 @@ final class ShapedLink {
         model.update(profile: profile[keyPath: direction], reverse: profile[keyPath: reverse], settings: profile.tcp, now: now)
         currentDelay = profile[keyPath: direction].delay
         if !model.isPassThrough {
-            for pump in Array(pumps.values) where !pump.isClosed { pump.leaveSplice(at: now) }
+            // Leaving the splice path enqueues what a pipe holds, which gives an unmodelled pump its flow.
+            for pump in Array(pumps.values) + unmodelled where !pump.isClosed { pump.leaveSplice(at: now) }
         }
         service(at: now)
         if model.isPassThrough {
@@ -153,7 +186,7 @@ final class ShapedLink {
         }
         guard !waitingForQueue.isEmpty else { return }
         var reopened: [StreamPump] = []
-        for (key, pump) in waitingForQueue where model.canAccept(pump.flow) {
+        for (key, pump) in waitingForQueue where pump.flow.map(model.canAccept) ?? true {
             waitingForQueue.removeValue(forKey: key)
             reopened.append(pump)
         }
@@ -170,6 +203,8 @@ final class ShapedLink {
     func close() {
         serviceAlarm.cancel()
         pumps.removeAll()
+        for pump in unmodelled { pump.unmodelledIndex = -1 }
+        unmodelled.removeAll()
         waitingForQueue.removeAll()
     }
 }

@@ -17,12 +17,12 @@ extension StreamPump {
     func spliceDecision(at now: Instant) -> SpliceDecision {
         if let splice, splice.pipedBytes > 0 { return .splice }
         guard stage?.isIdle ?? true, filter == nil, link.isPassThrough, !(splice?.isUnavailable ?? false),
-              now >= flow.opensAt, destinationReady, forwarding, !sourceEnded else {
+              destinationReady, forwarding, !sourceEnded, flow.map({ now >= $0.opensAt }) ?? true else {
             // Copying from here on: an empty pipe goes back to the pool rather than wait with the connection.
             splice?.giveBack()
             return .copy
         }
-        guard heldBytes == 0, flow.pendingBytes == 0, flow.releasedBytes == 0 else { return .drainFirst }
+        guard heldBytes == 0, (flow?.pendingBytes ?? 0) == 0, (flow?.releasedBytes ?? 0) == 0 else { return .drainFirst }
         // A pipe, and the splice state that holds it, are made only once a burst proves long (`copyBurstStart`),
         // so a connection that never sends, or sends short messages, makes neither.
         return .splice
@@ -135,6 +135,7 @@ extension StreamPump {
         }
         recording?.read(count, at: now)
         let written: Int
+        prepareDestinationWrite()
         do {
             switch try destination.write(UnsafeRawBufferPointer(rebasing: target[0..<count])) {
             case .wouldBlock: written = 0
@@ -190,6 +191,7 @@ extension StreamPump {
     /// One splice from the pipe to the destination, counted as delivered.
     private func drainOnce(_ splice: StreamSplice) -> Outcome {
         let before = splice.pipedBytes
+        prepareDestinationWrite()
         let result: IOResult<Int>
         do {
             result = try splice.drain(to: destination)

@@ -29,7 +29,12 @@ final class StreamPump {
 
     unowned let relay: TCPRelay
     let link: ShapedLink
-    private(set) var flow: StreamFlow!
+    /// The direction's flow in the link's model; nil while the link shapes nothing and no byte of this direction
+    /// needed the model (`modelledFlow`): such a connection neither builds nor updates a TCP sender it would never
+    /// use. The link gives every pump one when a shaping profile takes over.
+    private(set) var flow: StreamFlow?
+    /// This pump's place in its link's list of pumps without a flow (`ShapedLink.unmodelled`); kept by the link.
+    var unmodelledIndex = -1
     let source: Socket
     let destination: Socket
     let capacity: Int
@@ -85,6 +90,12 @@ final class StreamPump {
     /// The loop's number (`ReadBuffer.numberAdmission`) of the last bytes this pump handed to the link with no
     /// stage to see them, 0 before any: which direction spoke last, for stages made later.
     private(set) var lastAdmission: UInt64 = 0
+    /// Whether the destination is to get TCP_NODELAY before its second write. Nagle's algorithm holds back only a
+    /// write made while earlier bytes are unacknowledged, so the first write never waits, and a connection that
+    /// writes its destination once (one request) or never saves the system call.
+    var noDelayBeforeSecondWrite = false
+    /// Whether a write to the destination was tried, for `noDelayBeforeSecondWrite`.
+    private var wroteDestination = false
     /// Rewrites bytes as they are read, before the link sees them; nil passes them through unchanged.
     var filter: StreamFilter?
     /// Decides when read bytes enter the link (Toxiproxy's toxics); nil hands them to the link at once.
@@ -104,7 +115,9 @@ final class StreamPump {
     private var endOfStream: (at: Instant, wait: Duration)?
     /// When the FIN may reach the destination: once the flow's side of the handshake opened (which the peer's
     /// first bytes may bring forward) and the waits have passed.
-    var endOfStreamDue: Instant? { endOfStream.map { max($0.at, flow.opensAt) + $0.wait } }
+    var endOfStreamDue: Instant? { endOfStream.map { max($0.at, opensAt) + $0.wait } }
+    /// When the flow's side of the handshake opens; a direction without a flow is open.
+    private var opensAt: Instant { flow?.opensAt ?? Instant(nanoseconds: .min) }
     /// How a stage's cut ends the connection once the bytes before it are written; nil for an ordinary end.
     private var cut: StreamEnd?
     /// True while `readAvailable` runs, so callbacks it triggers do not start a nested read.
@@ -129,7 +142,20 @@ final class StreamPump {
         self.destination = destination
         self.capacity = capacity
         self.takingSince = link.loop.clock.now()
-        self.flow = link.attach(self, emulatingHandshake: relay.emulatesHandshake, handshake: relay.handshakeAttempts)
+        if link.isPassThrough {
+            link.attach(self)
+        } else {
+            flow = link.makeFlow(for: self, emulatingHandshake: relay.emulatesHandshake, handshake: relay.handshakeAttempts)
+        }
+    }
+
+    /// The flow in the link's model, made now if the direction had none because its link shaped nothing when the
+    /// connection was made: its handshake completed then, so the flow opens at once.
+    func modelledFlow() -> StreamFlow {
+        if let flow { return flow }
+        let flow = link.makeFlow(for: self, emulatingHandshake: false, handshake: relay.handshakeAttempts)
+        self.flow = flow
+        return flow
     }
 
     /// The source's socket reported readiness (`events`, from epoll). A hang-up or an error means the end of
@@ -197,6 +223,7 @@ final class StreamPump {
                     return .open
                 }
             }
+            let flow = modelledFlow()
             guard link.canAccept(flow) else {
                 recording?.stall(.queue, at: now)
                 link.waitForQueueSpace(self, flow: flow)
@@ -276,13 +303,21 @@ final class StreamPump {
         }
         chunks.append(bytes)
         hold(bytes.count)
-        link.enqueue(bytes.count, on: flow, at: now)
+        if flow == nil && link.isPassThrough {
+            // Nothing of this direction is in the model, which would release the bytes at once: they are written
+            // now, as the model's release would have them written.
+            deliverableBytes += bytes.count
+            link.countReleasedAtOnce(bytes.count)
+            relay.pumpProgressed(self, outcome: writeDeliverable())
+            return
+        }
+        link.enqueue(bytes.count, on: modelledFlow(), at: now)
     }
 
     /// Hands `count` bytes a stage held back to the link, in the order they were read. Called by the stage.
     func forward(_ count: Int, at now: Instant) {
         guard !isClosed, count > 0 else { return }
-        link.enqueue(count, on: flow, written: readArrival ?? now, at: now)
+        link.enqueue(count, on: modelledFlow(), written: readArrival ?? now, at: now)
     }
 
     /// Counts `count` more bytes held, here and in the proxy's budget.
@@ -319,6 +354,7 @@ final class StreamPump {
     /// Collects the bytes the model has released by `now` and writes them, or holds them briefly while more are
     /// on their way (`WriteBatch`); the link reports the next release.
     func deliverDue(at now: Instant) -> Outcome {
+        guard let flow else { return writeDeliverable() }
         for change in flow.takeLossBlockChanges() { recording?.held(.loss, change.blocked, at: change.at) }
         let release = flow.takeRelease(at: now)
         if release.bytes > 0 && !hasReleased {
@@ -359,9 +395,21 @@ final class StreamPump {
         _ = writeReleased()
     }
 
+    /// Sets TCP_NODELAY on the destination before its second write, when the relay asked for it.
+    func prepareDestinationWrite() {
+        guard noDelayBeforeSecondWrite else { return }
+        if wroteDestination {
+            try? destination.setNoDelay()
+            noDelayBeforeSecondWrite = false
+        } else {
+            wroteDestination = true
+        }
+    }
+
     /// Writes released bytes in order until the destination would block; the error that stopped it, if any.
     private func writeReleased() -> SystemError? {
         while deliverableBytes > 0 && destinationWritable {
+            prepareDestinationWrite()
             let chunk = chunks[chunks.startIndex]
             let length = min(chunk.count - headOffset, deliverableBytes)
             let offset = headOffset
@@ -479,13 +527,18 @@ final class StreamPump {
         guard !isClosed, heldBytes == 0, deliverableBytes == 0 else { return false }
         if isFinished { return true }
         return !sourceEnded && cut == nil && (stage?.isIdle ?? true) && filter == nil && recording == nil
-            && link.isPassThrough && !(splice?.isUnavailable ?? false) && now >= flow.opensAt && destinationReady
-            && forwarding && flow.pendingBytes == 0 && flow.releasedBytes == 0
+            && link.isPassThrough && !(splice?.isUnavailable ?? false) && now >= opensAt && destinationReady
+            && forwarding && (flow?.pendingBytes ?? 0) == 0 && (flow?.releasedBytes ?? 0) == 0
     }
 
     /// Gives the direction's pipe (when it holds bytes) and stream position to a splice loop, which carries the
     /// sockets from now until it hands them back.
     func handOver() -> SpliceDirectionState {
+        // The splice loop writes without asking: the option Nagle would need later is set now.
+        if noDelayBeforeSecondWrite {
+            try? destination.setNoDelay()
+            noDelayBeforeSecondWrite = false
+        }
         deliveryAlarm?.cancel()
         batchAlarm?.cancel()
         let (pipe, pipedBytes) = splice?.handOver() ?? (nil, 0)
@@ -527,7 +580,7 @@ final class StreamPump {
         splice?.close()
         deliveryAlarm?.cancel()
         batchAlarm?.cancel()
-        link.detach(flow)
+        link.detach(self)
         link.budget?.release(heldBytes)
         link.budget?.forget(self)
         chunks.removeAll()

@@ -255,13 +255,13 @@ final class TCPRelay {
             return
         }
         upstream = socket
-        try? socket.setNoDelay()
         uplink?.close()
         downlink?.close()
         let buffer = host.options.connectionBuffer
         uplink = StreamPump(relay: self, link: host.uplink, source: client, destination: socket, capacity: buffer, readBuffer: readBuffer)
         downlink = StreamPump(relay: self, link: host.downlink, source: socket, destination: client, capacity: buffer, readBuffer: readBuffer)
         uplink.filter = uplinkFilter
+        uplink.noDelayBeforeSecondWrite = true
         if let stageSource {
             let seeds = stageSource.drawStageSeeds()
             stageSeeds = seeds
@@ -545,8 +545,8 @@ final class TCPRelay {
     /// The client's first bytes reached the server's side of the link: they carry the acknowledgement of its
     /// SYN-ACK, so a server still waiting for a lost final ACK may send.
     func firstBytesReleased(by pump: StreamPump, at now: Instant) {
-        guard pump === uplink, let downlink, !downlink.isClosed else { return }
-        if !downlink.link.open(downlink.flow, at: now) {
+        guard pump === uplink, let downlink, !downlink.isClosed, let flow = downlink.flow else { return }
+        if !downlink.link.open(flow, at: now) {
             logger.debug("connection \(id): the emulated server had dropped its handshake; resetting")
             close(reset: true)
         }
@@ -652,7 +652,9 @@ final class TCPRelay {
     /// What the relay decided for its connection so far, as a test sees it.
     var decisions: RelayDecisions {
         RelayDecisions(hasStages: uplink?.stage != nil, speaker: (uplink?.stage as? ToxicStage)?.turn.speaker,
-                       clientInterest: clientRegistration.flatMap { loop.interest(of: $0) })
+                       clientInterest: clientRegistration.flatMap { loop.interest(of: $0) },
+                       modelledDirections: [uplink?.flow, downlink?.flow].filter { $0 != nil }.count,
+                       upstreamNoDelay: upstream.flatMap { try? $0.isNoDelay() })
     }
 
     var bytesUp: Int { uplink?.bytesDelivered ?? 0 }
@@ -675,4 +677,8 @@ struct RelayDecisions: Sendable, Equatable {
     var speaker: ToxicStream?
     /// The epoll events the client's socket is watched for; nil while the main loop does not watch it.
     var clientInterest: UInt32?
+    /// How many of its two directions have a flow in their link's model (none while the link shapes nothing).
+    var modelledDirections: Int
+    /// Whether the upstream's socket has TCP_NODELAY, as the kernel reports it; nil without an upstream socket.
+    var upstreamNoDelay: Bool?
 }

@@ -98,6 +98,14 @@ public struct Socket: Hashable, Sendable {
         try setOption(Int32(IPPROTO_TCP), TCP_NODELAY, 1, name: "TCP_NODELAY")
     }
 
+    /// Whether Nagle's algorithm is disabled (TCP_NODELAY).
+    func isNoDelay() throws(SystemError) -> Bool {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = try syscall("getsockopt TCP_NODELAY") { getsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &value, &length) }
+        return value != 0
+    }
+
     /// Makes the next `close` send a reset instead of a FIN.
     func setResetOnClose() throws(SystemError) {
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)

@@ -166,6 +166,13 @@ public final class StreamLink {
         emulation.counters.bytesSpliced += bytes
     }
 
+    /// Counts `bytes` a pass-through link let through at once for a connection without a flow (a front end's reply)
+    /// as enqueued and delivered, as the model would have counted them.
+    public func countReleasedAtOnce(_ bytes: Int) {
+        emulation.counters.bytesEnqueued += bytes
+        emulation.counters.bytesDelivered += bytes
+    }
+
     /// Runs the emulation up to `now` and returns the flows whose receivers released bytes, or became blocked or
     /// unblocked behind a lost segment.
     public func advance(to now: Instant) -> [StreamFlow] {
