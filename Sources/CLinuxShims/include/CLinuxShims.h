@@ -146,12 +146,6 @@ static inline ssize_t clinux_send_nosignal(int fd, const void *buf, size_t len) 
     return send(fd, buf, len, MSG_NOSIGNAL);
 }
 
-/// Writes `count` buffers in order in one call without raising SIGPIPE.
-static inline ssize_t clinux_send_vectors_nosignal(int fd, const struct iovec *vectors, int count) {
-    struct msghdr header = { .msg_iov = (struct iovec *)vectors, .msg_iovlen = (size_t)count };
-    return sendmsg(fd, &header, MSG_NOSIGNAL);
-}
-
 /// Blocks SIGINT, SIGTERM and SIGPIPE in the calling thread (and the threads it starts later).
 static inline int clinux_block_signals(void) {
     sigset_t set;

@@ -1,3 +1,5 @@
+import DequeModule
+
 /// One direction of a relayed TCP connection: reads from a source socket, holds the bytes while the link model
 /// delays and paces them, and writes them to the destination in order.
 ///
@@ -32,7 +34,8 @@ final class StreamPump {
     let destination: Socket
     let capacity: Int
 
-    private var chunks = HeldChunks()
+    private var chunks = Deque<[UInt8]>()
+    private var headOffset = 0
     private(set) var heldBytes = 0
     /// Released bytes handed over for writing (written as the destination takes them).
     private var deliverableBytes = 0
@@ -44,10 +47,6 @@ final class StreamPump {
     private var stampsArrivals = false
     private var takingSince: Instant
     private var stalled = false
-    /// Whether the last read took all it asked for: a busy source, whose next read goes straight into storage of
-    /// its own (`readOwned`) rather than through the loop's buffer and a copy. A short connection's reads never
-    /// fill theirs, so they keep the shared buffer and allocate only what they read.
-    private var lastReadFilled = false
     /// While the bytes just read are handed on through an idle stage (one that holds nothing and passes them at
     /// once): when they reached the source socket. Bytes a stage held go to the link when it lets them go.
     private var readArrival: Instant?
@@ -208,18 +207,11 @@ final class StreamPump {
                 return .open
             }
             reads += 1
-            let size = min(room, scratch.bytes.count)
+            let target = UnsafeMutableRawBufferPointer(rebasing: scratch.bytes[0..<min(room, scratch.bytes.count)])
             let result: IOResult<Int>
             let arrival: Instant?
-            var bytes: [UInt8] = []
             do {
-                if lastReadFilled {
-                    (result, arrival, bytes) = try Self.readOwned(from: source, size: size)
-                } else {
-                    let target = UnsafeMutableRawBufferPointer(rebasing: scratch.bytes[0..<size])
-                    (result, arrival) = try source.readStamped(into: target)
-                    if case .processed(let count) = result { bytes = Array(UnsafeRawBufferPointer(rebasing: target[0..<count])) }
-                }
+                (result, arrival) = try source.readStamped(into: target)
             } catch {
                 return .failed(error)
             }
@@ -232,10 +224,10 @@ final class StreamPump {
                 sourceReachedEnd(at: now)
                 return finishIfDrained()
             case .processed(let count):
-                lastReadFilled = count == size
-                if count < min(size, Self.burstCopyLimit) && shortReadEmptiesSource { sourceReadable = false }
-                let reachedEnd = count < size && shortReadEndsSource
+                if count < min(target.count, Self.burstCopyLimit) && shortReadEmptiesSource { sourceReadable = false }
+                let reachedEnd = count < target.count && shortReadEndsSource
                 recording?.read(count, at: now)
+                var bytes = Array(UnsafeRawBufferPointer(rebasing: target[0..<count]))
                 var ended = false
                 if let filter { (bytes, ended) = filter.filter(bytes) }
                 if let stage {
@@ -270,20 +262,6 @@ final class StreamPump {
             }
         }
         return .open
-    }
-
-    /// Reads up to `size` bytes from `source` straight into an array of their own, sparing the copy out of the
-    /// loop's read buffer. A read that fills it keeps it; a shorter one is copied to an array of its size, so the
-    /// memory a pump holds stays what `heldBytes` counts.
-    static func readOwned(from source: Socket, size: Int) throws(SystemError) -> (IOResult<Int>, arrival: Instant?, bytes: [UInt8]) {
-        var outcome: Result<(IOResult<Int>, arrival: Instant?), SystemError> = .success((.wouldBlock, nil))
-        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-            outcome = Result { () throws(SystemError) in try source.readStamped(into: UnsafeMutableRawBufferPointer(buffer)) }
-            if case .success((.processed(let count), _)) = outcome { initialized = count } else { initialized = 0 }
-        }
-        let (result, arrival) = try outcome.get()
-        guard bytes.count < size else { return (result, arrival, bytes) }
-        return (result, arrival, bytes.withUnsafeBytes { Array($0) })
     }
 
     /// Queues bytes that did not come from the source (a front end's protocol reply) ahead of anything read later;
@@ -381,15 +359,16 @@ final class StreamPump {
         _ = writeReleased()
     }
 
-    /// Writes released bytes in order until the destination would block; the error that stopped it, if any. Each
-    /// call gathers the released bytes of several chunks (`HeldChunks`), so a release that spans the boundary
-    /// between two reads is one write, not two.
+    /// Writes released bytes in order until the destination would block; the error that stopped it, if any.
     private func writeReleased() -> SystemError? {
         while deliverableBytes > 0 && destinationWritable {
-            let (attempt, length) = chunks.withSlices(upTo: deliverableBytes) { slices in
-                let length = slices.reduce(0) { $0 + $1.count }
-                precondition(length > 0, "the pump released bytes it does not hold")
-                return (Result { () throws(SystemError) -> IOResult<Int> in try destination.write(gathering: slices) }, length)
+            let chunk = chunks[chunks.startIndex]
+            let length = min(chunk.count - headOffset, deliverableBytes)
+            let offset = headOffset
+            let attempt = chunk.withUnsafeBytes { raw in
+                Result { () throws(SystemError) -> IOResult<Int> in
+                    try destination.write(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + length)]))
+                }
             }
             let result: IOResult<Int>
             switch attempt {
@@ -400,12 +379,16 @@ final class StreamPump {
             case .wouldBlock:
                 destinationWritable = false
             case .processed(let written):
-                chunks.removeFirst(written)
+                headOffset += written
                 deliverableBytes -= written
                 heldBytes -= written
                 link.budget?.release(written)
                 bytesDelivered += written
                 recording?.delivered(written, at: link.loop.clock.now())
+                if headOffset == chunk.count {
+                    chunks.removeFirst()
+                    headOffset = 0
+                }
                 if written < length { destinationWritable = false }
             }
         }

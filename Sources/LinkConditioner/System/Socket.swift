@@ -88,21 +88,6 @@ public struct Socket: Hashable, Sendable {
         }
     }
 
-    /// Writes `buffers` in order in one call (sendmsg with a vector) without raising SIGPIPE; returns how many
-    /// bytes the kernel took. A single buffer is written as `write` writes it.
-    func write(gathering buffers: UnsafeBufferPointer<UnsafeRawBufferPointer>) throws(SystemError) -> IOResult<Int> {
-        if buffers.count == 1 { return try write(buffers[0]) }
-        let attempt = withUnsafeTemporaryAllocation(of: iovec.self, capacity: buffers.count) { vectors in
-            for (index, buffer) in buffers.enumerated() {
-                vectors[index] = iovec(iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress), iov_len: buffer.count)
-            }
-            return Result { () throws(SystemError) -> IOResult<Int> in
-                try nonBlockingSyscall("sendmsg") { clinux_send_vectors_nosignal(descriptor, vectors.baseAddress, Int32(buffers.count)) }
-            }
-        }
-        return try attempt.get()
-    }
-
     /// Half-closes the sending side: the peer reads end of stream after the data already sent.
     func shutdownWrite() throws(SystemError) {
         _ = try syscall("shutdown") { Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
