@@ -42,26 +42,36 @@ func shapedGroup() throws {
     let server = try startIperfServer(port: port)
     defer { server.stop() }
     let seconds = quick ? 2 : 8
-    /// Delivered rate and CPU seconds per gigabyte the relay used.
-    func relayed(_ start: () throws -> (PeerProcess, UInt16), client extra: [String] = []) -> (rate: Double?, cpu: Double?) {
-        var rates: [Double] = [], cpus: [Double] = []
+    /// Delivered rate, CPU seconds per gigabyte the relay used and, for linkcond, how late it wrote released bytes
+    /// (p50 and p99 of its own status).
+    func relayed(_ start: () throws -> (PeerProcess, UInt16, LinkcondPeer?), client extra: [String] = [])
+        -> (rate: Double?, cpu: Double?, lateness: (p50: Double?, p99: Double?)) {
+        var rates: [Double] = [], cpus: [Double] = [], p50s: [Double] = [], p99s: [Double] = []
         for _ in 0..<runs {
             do {
-                let (peer, relay) = try start()
+                let (peer, relay, linkcond) = try start()
                 defer { peer.stop() }
                 let before = peer.cpuSeconds()
                 let result = try runIperfClient(port: relay, seconds: seconds, omit: 1, extra: extra)
                 rates.append(result.receivedRate)
                 cpus.append((peer.cpuSeconds() - before) / (result.sentBytes / 1e9))
+                if let lateness = linkcond?.deliveryLateness("uplink") {
+                    p50s.append(lateness.p50)
+                    p99s.append(lateness.p99)
+                }
             } catch { print("   (a run failed: \(error))") }
         }
-        return (median(rates), median(cpus))
+        return (median(rates), median(cpus), (median(p50s), median(p99s)))
     }
-    let haproxy = relayed({ try startHAProxy(upstream: port, splice: false) }, client: ["-b", "1G"])
-    let splice = relayed({ try startHAProxy(upstream: port, splice: true) }, client: ["-b", "1G"])
+    func haproxyPeer(splice: Bool) throws -> (PeerProcess, UInt16, LinkcondPeer?) {
+        let (peer, port) = try startHAProxy(upstream: port, splice: splice)
+        return (peer, port, nil)
+    }
+    let haproxy = relayed({ try haproxyPeer(splice: false) }, client: ["-b", "1G"])
+    let splice = relayed({ try haproxyPeer(splice: true) }, client: ["-b", "1G"])
     // iperf3 `-b 1G` writes 128 KB blocks, so HAProxy wakes about once a millisecond; linkcond writes what its link
     // released at most 100 µs before. This row gives HAProxy that cadence (12.5 KB every 100 µs), for comparison only.
-    let cadence = relayed({ try startHAProxy(upstream: port, splice: false) }, client: ["-b", "1G", "-l", "12500", "--pacing-timer", "100"])
+    let cadence = relayed({ try haproxyPeer(splice: false) }, client: ["-b", "1G", "-l", "12500", "--pacing-timer", "100"])
     report.add("haproxy, iperf3 -b 1G: rate", haproxy.rate, "bit/s")
     report.add("haproxy, iperf3 -b 1G: CPU", haproxy.cpu, "s/GB")
     report.add("haproxy splice: CPU", splice.cpu, "s/GB")
@@ -74,7 +84,7 @@ func shapedGroup() throws {
                 ("rate + 10 ms, 4 MiB queue", "bandwidth = 1 Gbit/s\ndelay = 10 ms\nqueue = 4 MiB", true),
                 ("rate + 10 ms, default queue", "bandwidth = 1 Gbit/s\ndelay = 10 ms", false)]
     for (label, profile, shaperAccuracy) in rows {
-        let shaped = relayed({ let peer = try LinkcondPeer(profile: profile, upstream: port); return (peer.peer, peer.relayPort) })
+        let shaped = relayed({ let peer = try LinkcondPeer(profile: profile, upstream: port); return (peer.peer, peer.relayPort, peer) })
         let error = shaped.rate.map { ($0 / 1e9 - 1) * 100 }
         let delivered = shaped.rate.map { Report.format($0, "bit/s") + " delivered" }
         if shaperAccuracy {
@@ -86,6 +96,9 @@ func shapedGroup() throws {
         }
         report.add("linkcond \(label): CPU", shaped.cpu, "s/GB", versus: [("haproxy", haproxy.cpu), ("haproxy-splice", splice.cpu), ("haproxy at 100 µs", cadence.cpu)],
                    target: "≤ haproxy", met: shaped.cpu.flatMap { value in haproxy.cpu.map { value <= $0 } })
+        report.add("linkcond \(label): write lateness p50", shaped.lateness.p50, "s",
+                   note: "after the model released the bytes (status, uplink)")
+        report.add("linkcond \(label): write lateness p99", shaped.lateness.p99, "s")
     }
     measuring("kernel tbf rate 1gbit: rate error") {
         let link = try TbfLink(rate: "1gbit")

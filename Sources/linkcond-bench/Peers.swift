@@ -232,13 +232,14 @@ final class LinkcondPeer {
         return json["listeners"] as? [[String: Any]]
     }
 
-    /// linkcond's own delivery lateness on the TCP listener's `direction` (p99 and max, seconds): how long after the
-    /// model released them it wrote released bytes.
-    func deliveryLateness(_ direction: String) -> (p99: Double, max: Double)? {
+    /// linkcond's own delivery lateness on the TCP listener's `direction` (p50, p99 and max, seconds): how long
+    /// after the model released them it wrote released bytes.
+    func deliveryLateness(_ direction: String) -> (p50: Double, p99: Double, max: Double)? {
         guard let listener = statusListeners()?.first(where: { $0["kind"] as? String == "tcp" }),
               let lateness = (listener[direction] as? [String: Any])?["deliveryLateness"] as? [String: Any],
-              let p99 = lateness["p99Seconds"] as? Double, let max = lateness["maxSeconds"] as? Double else { return nil }
-        return (p99, max)
+              let p50 = lateness["p50Seconds"] as? Double, let p99 = lateness["p99Seconds"] as? Double,
+              let max = lateness["maxSeconds"] as? Double else { return nil }
+        return (p50, p99, max)
     }
 
     func udpKernelDrops() -> Double? {
