@@ -33,6 +33,40 @@ func connectedFrontEnd(
     }
 }
 
+/// An echo server, a TCP relay in front of it under `profile`, and one client connected through the relay.
+struct EchoRelay {
+    let echo: TestServer
+    let proxy: ConditionedProxy
+    let client: TestConnection
+
+    init(profile: Profile, options: ProxyOptions = ProxyOptions()) throws {
+        let echo = try TestServer.echo()
+        let proxy: ConditionedProxy
+        do {
+            proxy = try ConditionedProxy.inFront(of: echo.port, profile: profile, options: options)
+        } catch {
+            echo.stop()
+            throw error
+        }
+        do {
+            client = try TestConnection.connect(port: proxy.port, timeout: 30)
+        } catch {
+            proxy.stop()
+            echo.stop()
+            throw error
+        }
+        self.echo = echo
+        self.proxy = proxy
+    }
+
+    /// Closes the client, then stops the relay and the echo server.
+    func close() {
+        client.close()
+        proxy.stop()
+        echo.stop()
+    }
+}
+
 /// A profile with `delay` each way and nothing else.
 func delayProfile(_ delay: Duration, dnsDelay: Duration = .zero) -> Profile {
     var profile = Profile.none

@@ -36,12 +36,9 @@ struct SpliceTests {
     }
 
     @Test func shortMessagesCrossUnshapedByOneCopyWithoutTakingAPipe() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
-        defer { client.close() }
+        let relay = try EchoRelay(profile: .none)
+        defer { relay.close() }
+        let (proxy, client) = (relay.proxy, relay.client)
 
         var echoed: [[UInt8]] = []
         for round in 0..<20 {

@@ -19,12 +19,9 @@ struct UnmodelledFlowTests {
     }
 
     @Test func aConnectionOnAnUnshapedLinkModelsNeitherDirection() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
-        defer { client.close() }
+        let relay = try EchoRelay(profile: .none)
+        defer { relay.close() }
+        let (proxy, client) = (relay.proxy, relay.client)
 
         _ = try echoRoundTrip(client, byte: 1)
 
@@ -32,12 +29,9 @@ struct UnmodelledFlowTests {
     }
 
     @Test func aConnectionOnAShapedLinkModelsBothDirections() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: delayProfile(.milliseconds(1)))
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
-        defer { client.close() }
+        let relay = try EchoRelay(profile: delayProfile(.milliseconds(1)))
+        defer { relay.close() }
+        let (proxy, client) = (relay.proxy, relay.client)
 
         _ = try echoRoundTrip(client, byte: 1)
 
@@ -45,12 +39,9 @@ struct UnmodelledFlowTests {
     }
 
     @Test func aConnectionOpenedUnshapedIsDelayedOnceAShapingProfileTakesOver() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
-        defer { client.close() }
+        let relay = try EchoRelay(profile: .none)
+        defer { relay.close() }
+        let (proxy, client) = (relay.proxy, relay.client)
         _ = try echoRoundTrip(client, byte: 1)
 
         proxy.apply(delayProfile(.milliseconds(40)))

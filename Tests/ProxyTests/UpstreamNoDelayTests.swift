@@ -14,12 +14,9 @@ struct UpstreamNoDelayTests {
     }
 
     @Test func anUpstreamWrittenOnceKeepsNagleOn() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
-        defer { client.close() }
+        let relay = try EchoRelay(profile: .none)
+        defer { relay.close() }
+        let (proxy, client) = (relay.proxy, relay.client)
 
         try echoed(client, [1, 2, 3])
 
@@ -27,12 +24,9 @@ struct UpstreamNoDelayTests {
     }
 
     @Test func anUpstreamWrittenTwiceHasNoDelay() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
-        defer { client.close() }
+        let relay = try EchoRelay(profile: .none)
+        defer { relay.close() }
+        let (proxy, client) = (relay.proxy, relay.client)
 
         try echoed(client, [1, 2, 3])
         try echoed(client, [4, 5])
@@ -41,12 +35,9 @@ struct UpstreamNoDelayTests {
     }
 
     @Test func anUpstreamWrittenTwiceThroughTheModelHasNoDelay() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: delayProfile(.milliseconds(1)))
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
-        defer { client.close() }
+        let relay = try EchoRelay(profile: delayProfile(.milliseconds(1)))
+        defer { relay.close() }
+        let (proxy, client) = (relay.proxy, relay.client)
 
         try echoed(client, [1, 2, 3])
         try echoed(client, [4, 5])
