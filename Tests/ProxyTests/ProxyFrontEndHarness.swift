@@ -39,11 +39,11 @@ struct EchoRelay {
     let proxy: ConditionedProxy
     let client: TestConnection
 
-    init(profile: Profile, options: ProxyOptions = ProxyOptions()) throws {
+    init(profile: Profile) throws {
         let echo = try TestServer.echo()
         let proxy: ConditionedProxy
         do {
-            proxy = try ConditionedProxy.inFront(of: echo.port, profile: profile, options: options)
+            proxy = try ConditionedProxy.inFront(of: echo.port, profile: profile)
         } catch {
             echo.stop()
             throw error
