@@ -438,7 +438,7 @@ func delayGroup() throws {
     let echo = try TestServer.echo()
     defer { echo.stop() }
     // 200 samples a cell, so p99 is a p99 (two samples lie above it) rather than the single worst sample; the
-    // samples are staggered and in flight together, so a 10 s cell still takes 14 s.
+    // samples are staggered and in flight together, so a 10 s cell takes 4 s of sends plus its delay.
     var cells: [(Int, Int, Double)] = [(1, 200, 0.003), (10, 200, 0.003), (100, 200, 0.003), (1000, 200, 0.01)]
     if !quick { cells.append((10_000, 200, 0.02)) }
     let none = try LinkcondPeer(profile: "", upstream: echo.port)

@@ -278,12 +278,9 @@ struct TCPRelayTests {
     }
 
     @Test func bothRelayedSocketsHaveNagleOffOnceTheUpstreamWasWrittenTwice() throws {
-        let server = try TestServer.echo()
-        defer { server.stop() }
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
-        defer { proxy.stop() }
-        let client = try TestConnection.connect(port: proxy.port, timeout: 30)
-        defer { client.close() }
+        let relay = try EchoRelay(profile: .none)
+        defer { relay.close() }
+        let (server, proxy, client) = (relay.echo, relay.proxy, relay.client)
         // The upstream gets TCP_NODELAY before its second write (UpstreamNoDelayTests), the client from the listener.
         for byte: UInt8 in [7, 8] {
             try client.send([byte])

@@ -153,23 +153,21 @@ public final class ConditionedProxy: Sendable {
 
     /// What the plain TCP listeners' relays decided for their open connections, read on the loop thread (tests show
     /// with it that a fault-free profile's connections make no stages, and how a client's socket is watched).
-    func relayDecisions() -> [RelayDecisions] { eachTCPRelay(\.decisions) }
+    func relayDecisions() -> [RelayDecisions] { eachRelay(of: { ($0 as? TCPListener)?.relays }, \.decisions) }
 
     /// What the proxy front ends' relays decided for their open connections, read on the loop thread.
-    func frontEndRelayDecisions() -> [RelayDecisions] {
-        onLoop(or: []) { state in
-            state.listeners.compactMap { $0 as? ProxyFrontEnd }.flatMap { $0.relays.values.map(\.decisions) }
-        }
-    }
+    func frontEndRelayDecisions() -> [RelayDecisions] { eachRelay(of: { ($0 as? ProxyFrontEnd)?.relays }, \.decisions) }
 
     /// A weak reference to each relay of the TCP listeners now, made on the loop thread: a test sees a relay freed
     /// once its connection ended.
-    func relayReferences() -> [RelayReference] { eachTCPRelay(RelayReference.init) }
+    func relayReferences() -> [RelayReference] { eachRelay(of: { ($0 as? TCPListener)?.relays }, RelayReference.init) }
 
-    /// `read` of each open relay of the plain TCP listeners, on the loop thread.
-    private func eachTCPRelay<T: Sendable>(_ read: @escaping @Sendable (TCPRelay) -> T) -> [T] {
+    /// `read` of each open relay of the listeners whose relays `relays` gives (nil for other kinds), on the loop
+    /// thread.
+    private func eachRelay<T: Sendable>(of relays: @escaping @Sendable (ConditionedListener) -> [UInt64: TCPRelay]?,
+                                        _ read: @escaping @Sendable (TCPRelay) -> T) -> [T] {
         onLoop(or: []) { state in
-            state.listeners.compactMap { $0 as? TCPListener }.flatMap { $0.relays.values.map(read) }
+            state.listeners.flatMap { relays($0)?.values.map(read) ?? [] }
         }
     }
 
