@@ -141,24 +141,10 @@ struct ConditionedProxyAPITests {
         #expect(status.connectionsAccepted == 1)
     }
 
-    /// The cycles run in a child process of their own (an exit test), so every descriptor and thread counted there
-    /// is this test's, whatever other tests open meanwhile under a parallel `swift test`. The child writes what
-    /// outlived the proxies to its standard error, which comes back here.
-    @Test func stopLeavesNoDescriptorOrThreadBehindAcrossAHundredCycles() async throws {
-        let result = try await #require(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            for leftover in try ConditionedProxyAPITests.cycleAHundredProxies() {
-                FileHandle.standardError.write(Data("leftover: \(leftover)\n".utf8))
-            }
-        }
-        let leftovers = String(decoding: result.standardErrorContent, as: UTF8.self).split(separator: "\n")
-            .filter { $0.hasPrefix("leftover: ") }
-
-        #expect(leftovers.isEmpty, "\(leftovers)")
-    }
-
-    /// Starts and stops a hundred proxies, one in ten carrying a connection on its splice loop, and says what
-    /// outlived them. Counts the whole process, so it runs alone in an exit test's process.
-    private static func cycleAHundredProxies() throws -> [String] {
+    /// Counts the whole process's descriptors and threads, so the suite runs it with nothing else starting event
+    /// loops meanwhile (`--no-parallel`). An exit test's child process was tried instead, and under load it once
+    /// counted a descriptor of these kinds that no proxy had opened (most likely one libdispatch opens lazily).
+    @Test func stopLeavesNoDescriptorOrThreadBehindAcrossAHundredCycles() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
         let warmUp = try ConditionedProxy.inFront(of: echo.port, profile: .none)
@@ -199,20 +185,13 @@ struct ConditionedProxyAPITests {
             threadCount(named: "linkcond-loop") == 0 && threadCount(named: "linkcond-splice") == 0
         }
 
-        let loopDescriptorsAfter = eventLoopDescriptorCount()
-        let pipesAfter = pipeCount()
-        let socketsAfter = proxySockets(ports: proxyPorts, upstreamPort: echo.port)
-        let checks: [(holds: Bool, what: String)] = [
-            (seenWhileRunning.allSatisfy { $0 == 3 }, "proxy sockets seen while running: \(seenWhileRunning)"),
-            (onSpliceLoopsSeen.allSatisfy { $0 == 1 }, "connections on the splice loop before stop: \(onSpliceLoopsSeen)"),
-            (spliceLoopsSeen.allSatisfy { $0 == 1 }, "splice loop threads seen while running: \(spliceLoopsSeen)"),
-            (socketsAfter.isEmpty, "proxy sockets after stop: \(socketsAfter)"),
-            (loopDescriptorsAfter == loopDescriptorsBefore,
-             "epoll, timerfd and eventfd descriptors: \(loopDescriptorsBefore) before, \(loopDescriptorsAfter) after"),
-            (pipesAfter == pipesBefore, "splice pipes: \(pipesBefore) before, \(pipesAfter) after"),
-            (loopThreadsEnded, "\(threadCount(named: "linkcond-loop")) event loop and \(threadCount(named: "linkcond-splice")) splice loop threads still running"),
-        ]
-        return checks.filter { !$0.holds }.map(\.what)
+        #expect(seenWhileRunning.allSatisfy { $0 == 3 }, "proxy sockets seen while running: \(seenWhileRunning)")
+        #expect(onSpliceLoopsSeen.allSatisfy { $0 == 1 }, "connections on the splice loop before stop: \(onSpliceLoopsSeen)")
+        #expect(spliceLoopsSeen.allSatisfy { $0 == 1 }, "splice loop threads seen while running: \(spliceLoopsSeen)")
+        #expect(proxySockets(ports: proxyPorts, upstreamPort: echo.port).isEmpty)
+        #expect(eventLoopDescriptorCount() == loopDescriptorsBefore)
+        #expect(pipeCount() == pipesBefore, "splice pipes left open")
+        #expect(loopThreadsEnded, "\(threadCount(named: "linkcond-loop")) event loop and \(threadCount(named: "linkcond-splice")) splice loop threads still running")
     }
 
     @Test func methodsAfterStopAreHarmless() throws {
@@ -229,7 +208,7 @@ struct ConditionedProxyAPITests {
 
 /// This process's descriptors of the kinds only an event loop opens here (epoll, timerfd, eventfd), from /proc.
 ///
-/// Counted exactly, so nothing else in the process may start event loops meanwhile (an exit test's process).
+/// Counted exactly, so the suite must not start event loops elsewhere meanwhile (it runs with --no-parallel).
 func eventLoopDescriptorCount() -> Int {
     let kinds: Set<String> = ["anon_inode:[eventpoll]", "anon_inode:[timerfd]", "anon_inode:[eventfd]"]
     return descriptorTargets().filter { kinds.contains($0) }.count
