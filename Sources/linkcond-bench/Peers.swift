@@ -177,7 +177,9 @@ final class LinkcondPeer {
     /// Relays TCP (and UDP when `udp`) from a fresh port to `upstream`, conditioned by the profile `profileText`;
     /// with `proxyFrontEnd` also a SOCKS5/HTTP proxy front end. Returns once linkcond printed its ready lines.
     /// With `record`, linkcond writes its event log (`run --record`) to that path.
-    init(profile profileText: String, upstream: UInt16, udp: Bool = false, proxyFrontEnd: Bool = false, record: String? = nil) throws {
+    /// With `realtime`, its main loop runs in SCHED_FIFO (`run --realtime`).
+    init(profile profileText: String, upstream: UInt16, udp: Bool = false, proxyFrontEnd: Bool = false, record: String? = nil,
+         realtime: Bool = false) throws {
         guard let binary = LinkcondPeer.binary else {
             throw TestError("no linkcond binary next to linkcond-bench: build it with `swift build -c release` (scripts/bench does)")
         }
@@ -191,6 +193,7 @@ final class LinkcondPeer {
         let front = proxyFrontEnd ? freePort() : nil
         if let front { arguments += ["--proxy", "127.0.0.1:\(front)"] }
         if let record { arguments += ["--record", record] }
+        if realtime { arguments.append("--realtime") }
         if let threads = options.threads { arguments += ["--threads", "\(threads)"] }
         let output = Pipe()
         peer = try PeerProcess(name: "linkcond", path: binary, arguments: arguments, output: output)

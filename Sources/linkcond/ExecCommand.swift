@@ -60,6 +60,8 @@ struct ExecCommand: ParsableCommand {
 
     @OptionGroup var recordArguments: RecordArguments
 
+    @OptionGroup var realtimeArgument: RealtimeArgument
+
     @Flag(name: .shortAndLong, help: "Log every connection.")
     var verbose = false
 
@@ -124,10 +126,11 @@ struct ExecCommand: ParsableCommand {
         do {
             var options = ProxyOptions()
             options.recording = recordArguments.recording
+            options.realtimePriority = realtimeArgument.priority
             proxy = try ConditionedProxy(listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0), kind: .exec(settings))],
                                          profile: profile, options: options, logger: logger)
         } catch {
-            printError("linkcond exec: \(error)")
+            printError("linkcond exec: \(RealtimeArgument.explain(error))")
             launch.abandon()
             throw ExitStatus.runtimeFailure
         }

@@ -90,6 +90,8 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var recordArguments: RecordArguments
 
+    @OptionGroup var realtimeArgument: RealtimeArgument
+
     @Flag(name: .shortAndLong, help: "Log every connection.")
     var verbose = false
 
@@ -148,11 +150,12 @@ struct RunCommand: ParsableCommand {
                                    udpIdleTimeout: CommandLineDuration.parse(udpIdle)!)
         options.threads = threads.map { Self.threadCount($0)! } ?? ProxyOptions.threadsPerCore
         options.recording = recordArguments.recording
+        options.realtimePriority = realtimeArgument.priority
         let proxy: ConditionedProxy
         do {
             proxy = try ConditionedProxy(listeners: specs, profile: profile, options: options)
         } catch {
-            printError("linkcond: \(error)")
+            printError("linkcond: \(RealtimeArgument.explain(error))")
             throw ExitStatus.runtimeFailure
         }
         let logger = Logger(label: "linkcond")

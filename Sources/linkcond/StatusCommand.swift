@@ -53,10 +53,13 @@ struct StatusCommand: ParsableCommand {
         let state = report.offline.map { "OFFLINE (\($0))" } ?? "online"
         lines.append("profile   \(report.profile.isEmpty ? "(inline)" : report.profile): \(report.profileSummary)")
         lines.append("link      \(state)")
+        let realtime = report.mainLoopRealtimePriority.map { " at real-time priority \($0) (SCHED_FIFO)" } ?? ""
         if let spliceLoops = report.spliceLoops, spliceLoops > 0 {
             let carried = report.listeners.reduce(0) { $0 + ($1.connectionsOnSpliceLoops ?? 0) }
             let handOvers = report.spliceHandOvers.map { ", \($0) handed over so far" } ?? ""
-            lines.append("threads   main loop + \(spliceLoops) splice loop\(spliceLoops == 1 ? "" : "s") carrying \(carried) pass-through connection\(carried == 1 ? "" : "s")\(handOvers)")
+            lines.append("threads   main loop\(realtime) + \(spliceLoops) splice loop\(spliceLoops == 1 ? "" : "s") carrying \(carried) pass-through connection\(carried == 1 ? "" : "s")\(handOvers)")
+        } else if !realtime.isEmpty {
+            lines.append("threads   main loop\(realtime)")
         }
         let excluded = report.listeners.reduce(0) { $0 + ($1.connectionsExcluded ?? 0) }
         if excluded > 0 {

@@ -14,11 +14,11 @@ struct ControlCommandTests {
         let proxyPort: UInt16
         let controlURL: String
 
-        init(profile: String = "none") throws {
+        init(profile: String = "none", options: [String] = []) throws {
             echo = try TestServer.echo()
             socketPath = FileManager.default.temporaryDirectory.appendingPathComponent("lc-\(UUID().uuidString.prefix(8)).sock").path
             process = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)",
-                                           "--profile", profile, "--control", socketPath])
+                                           "--profile", profile, "--control", socketPath] + options)
             proxyPort = try process.readReadyPort()
             controlURL = try process.readLine()
         }

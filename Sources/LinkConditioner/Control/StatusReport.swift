@@ -139,6 +139,8 @@ public struct StatusReport: Codable, Sendable {
     /// Times a connection was handed to a splice loop since the start; one that comes back for a change of
     /// conditions and leaves again counts twice (absent from an older linkcond's answer).
     public var spliceHandOvers: Int?
+    /// The main loop's SCHED_FIFO priority when it runs in the real-time class (`run --realtime`); absent otherwise.
+    public var mainLoopRealtimePriority: Int?
 }
 
 extension StatusReport.Direction {

@@ -52,6 +52,11 @@ public final class ConditionedProxy: Sendable {
                     log.conditionsChanged(state.value.conditions, at: loop.clock.now())
                 }
                 do {
+                    if let priority = options.realtimePriority {
+                        do throws(SystemError) { try RealtimeScheduling.enterFIFO(priority: priority) } catch {
+                            throw RealtimeSchedulingRefused(priority: priority, cause: error)
+                        }
+                    }
                     // A recording hears of every read and write on the main loop, so nothing is handed over: no splice loop.
                     if options.threads > 1 && options.recording == nil {
                         let spliceLoops = try SpliceLoops(count: options.threads - 1, mainLoop: loop, logger: logger)
@@ -384,7 +389,8 @@ final class ProxyState {
             },
             splicePipesKept: listenerContext?.readBuffer.pipes.count ?? 0,
             spliceLoops: spliceLoops?.threads ?? 0,
-            spliceHandOvers: spliceLoops?.handOvers ?? 0)
+            spliceHandOvers: spliceLoops?.handOvers ?? 0,
+            mainLoopRealtimePriority: (try? RealtimeScheduling.currentPriority()).flatMap { $0 }.map(Int.init))
     }
 
     func close() {
@@ -439,6 +445,17 @@ final class LockedAnswer: @unchecked Sendable {
 public struct ProxyOptionError: Error, CustomStringConvertible, Sendable {
     public var description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// The kernel would not put the main loop in the real-time class `ProxyOptions.realtimePriority` asked for.
+public struct RealtimeSchedulingRefused: Error, CustomStringConvertible, Sendable {
+    public var priority: Int32
+    public var cause: SystemError
+
+    public var description: String {
+        "the kernel refused real-time priority \(priority) (SCHED_FIFO) for the event loop: \(cause.errno). It needs root, "
+            + "CAP_SYS_NICE (setcap cap_sys_nice+ep on the linkcond binary) or an RLIMIT_RTPRIO of at least \(priority) (ulimit -r)"
+    }
 }
 
 /// The control endpoint could not be started as asked.

@@ -22,6 +22,9 @@ public struct ProxyOptions: Sendable {
     /// connections by splice(2). One (the default for a proxy made in-process, such as a test suite's) keeps
     /// everything on the main loop, so its behaviour does not depend on the machine's cores; at least one.
     public var threads: Int = 1
+    /// SCHED_FIFO priority for the main loop, which shapes and times every delivery, so a loaded machine cannot hold
+    /// its wake-ups back; nil keeps the default scheduling class. Splice loops and every other thread keep the default.
+    public var realtimePriority: Int32?
 
     /// One event loop thread per online core: `linkcond run`'s default.
     public static var threadsPerCore: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
