@@ -22,6 +22,9 @@ public final class ConditionedProxy: Sendable {
     public init(listeners specs: [ListenerSpec], profile: Profile, options: ProxyOptions = ProxyOptions(),
                 logger: Logger = Logger(label: "linkcond")) throws {
         guard options.threads >= 1 else { throw ProxyOptionError("threads must be at least 1 (the main loop), not \(options.threads)") }
+        if let priority = options.realtimePriority, !(1...99).contains(priority) {
+            throw ProxyOptionError("realtimePriority must be a SCHED_FIFO priority from 1 to 99, not \(priority)")
+        }
         var resolved: [(ListenerSpec, SocketAddress, [SocketAddress])] = []
         for spec in specs {
             let listen = try spec.listen.resolve().first ?? SocketAddress(numericHost: "127.0.0.1", port: 0)!
