@@ -93,7 +93,7 @@ struct StatusCommand: ParsableCommand {
             ].joined(separator: " "))
         }
         lines += tcpLosses(report.listeners)
-        lines += lateDeliveries(report.listeners)
+        lines += lateDeliveries(report.listeners, realtime: report.mainLoopRealtimePriority != nil)
         for listener in report.listeners {
             guard let destinations = listener.destinations, !destinations.isEmpty else { continue }
             lines.append("")
@@ -139,7 +139,8 @@ struct StatusCommand: ParsableCommand {
 
     /// Listeners whose released TCP bytes reached their sockets late (p99 at `lateDeliveryShownFrom` or more):
     /// every delay linkcond emulated there was that much longer, because the machine kept it from waking in time.
-    static func lateDeliveries(_ listeners: [StatusReport.Listener]) -> [String] {
+    /// Unless the main loop already runs in the real-time class, the note says how to put it there.
+    static func lateDeliveries(_ listeners: [StatusReport.Listener], realtime: Bool) -> [String] {
         let late = listeners.filter {
             [$0.uplink.deliveryLateness, $0.downlink.deliveryLateness].contains { ($0?.p99Seconds ?? 0) >= lateDeliveryShownFrom }
         }
@@ -155,7 +156,12 @@ struct StatusCommand: ParsableCommand {
                           + figures.map { $0.leftPadded(10) }).joined(separator: " "))
         }
         lines.append("(released bytes reached their sockets this long after the link model released them: emulated delays")
-        lines.append(" there were that much longer, because the machine kept linkcond from waking in time)")
+        if realtime {
+            lines.append(" there were that much longer, because the machine kept linkcond from waking in time)")
+        } else {
+            lines.append(" there were that much longer, because the machine kept linkcond from waking in time;")
+            lines.append(" `linkcond run --realtime` keeps its loop ahead of other processes)")
+        }
         return lines
     }
 
