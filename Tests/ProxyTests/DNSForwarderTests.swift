@@ -35,18 +35,16 @@ struct DNSForwarderTests {
         let proxy = try forwarder(to: server, profile: delayed(300))
         defer { proxy.stop() }
 
-        let direct = try Dig.query("app.example.test", port: server.port, tcp: tcp)
         let through = try Dig.query("app.example.test", port: proxy.port, tcp: tcp)
 
         #expect(through.answers.count == 1)
         #expect(through.answers.first?.hasPrefix("app.example.test.") == true)
         #expect(through.answers.first?.hasSuffix("192.0.2.53") == true)
         // Never early: the query reached the server at least the delay after dig started, on this process's clock
-        // (dig's own query time is stamped by its threads, which a loaded machine can run late). Late by at most
-        // 400 ms beyond a direct query's own time, far less than the delay applied twice.
+        // (dig's own query time is stamped by its threads, which a loaded machine can run late). That the delay is
+        // paid once, not on the answer too, is the forwarder's decision (for UDP, DNSDelayDirectionTests').
         let forwarded = try #require(server.lastQueryAt.value)
         #expect(forwarded - through.launchedAt >= .milliseconds(300), "\(forwarded - through.launchedAt) for 300 ms asked")
-        #expect(through.queryTime <= direct.queryTime + .milliseconds(400), "\(through.queryTime) for 300 ms asked, direct \(direct.queryTime)")
     }
 
     @Test(.enabled(if: Dig.path != nil, "dig is not installed (apt-get install dnsutils)"))
@@ -56,13 +54,11 @@ struct DNSForwarderTests {
         let proxy = try forwarder(to: server, profile: try #require(Profile.builtIn(named: "high-latency-dns")))
         defer { proxy.stop() }
 
-        let direct = try Dig.query("slow.example.test", port: server.port)
         let through = try Dig.query("slow.example.test", port: proxy.port, seconds: 6)
 
         #expect(through.answers.count == 1)
         let forwarded = try #require(server.lastQueryAt.value)
         #expect(forwarded - through.launchedAt >= .seconds(3), "\(forwarded - through.launchedAt) for 3 s asked")
-        #expect(through.queryTime <= direct.queryTime + .milliseconds(3_100), "\(through.queryTime) for 3 s asked, direct \(direct.queryTime)")
     }
 
     @Test func queriesFromTwoClientsWithTheSameIDGetTheirOwnAnswers() throws {

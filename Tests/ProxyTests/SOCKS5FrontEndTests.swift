@@ -166,10 +166,16 @@ struct SOCKS5FrontEndTests {
         defer { client.close(); proxy.stop() }
         let start = MonotonicClock().now()
 
-        let received = client.readUntilClosed()
+        let ending = Result { try client.receive() }
+        let closedAfter = secondsSince(start)
 
-        #expect(received.isEmpty)
-        #expect(secondsSince(start) >= 0.25 && secondsSince(start) < 2)
+        // Closed (an end of stream, or a reset), not left open until the read's own 5 s time-out; never early.
+        // Nothing but the handshake timeout closes a silent client, so how late it came is the machine's.
+        switch ending {
+        case .success(let received): #expect(received.isEmpty, "\(received)")
+        case .failure(let error): #expect(!"\(error)".contains("temporarily unavailable"), "still open: \(error)")
+        }
+        #expect(closedAfter >= 0.25)
     }
 
     @Test func aConnectThatNeverCompletesIsAnsweredTTLExpiredOnceTheConnectTimeoutPasses() throws {

@@ -209,17 +209,17 @@ struct TCPRelayTests {
         let proxy = try ConditionedProxy.inFront(of: port, profile: .none)
         defer { proxy.stop() }
 
-        let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: proxy.port, timeout: 5)
         defer { client.close() }
         let outcome = Result { try client.receive() }
 
+        // Promptly: the reset comes from the refusal itself, as nothing else resets this client; a relay that held
+        // it instead would leave the read to time out ("temporarily unavailable").
         guard case .failure(let error) = outcome else {
             Issue.record("expected a reset, got \(outcome)")
             return
         }
-        #expect("\(error)".contains("reset"))
-        #expect(secondsSince(start) < 1)
+        #expect("\(error)".contains("reset"), "\(error)")
     }
 
     @Test func propagatesAnUpstreamResetToTheClient() throws {

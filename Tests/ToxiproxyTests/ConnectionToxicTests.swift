@@ -4,11 +4,12 @@ import LoopbackPeers
 import Testing
 
 /// The toxics that end or hold connections, on real loopback connections through the Toxiproxy API: timeout,
-/// reset_peer and slow_close. Timing: never early, late by at most `late`, from before `connect()`: a toxic's clock
-/// starts when linkcond accepts, which may come before `connect()` returns to a descheduled client.
+/// reset_peer and slow_close. Timing: never early, from before `connect()`: a toxic's clock starts when linkcond
+/// accepts, which may come before `connect()` returns to a descheduled client. How late a loaded machine lets the
+/// toxic act is not its decision and is not bounded; the ending itself says which decision was taken, as nothing
+/// else ends these connections before the client's read times out (20 s).
 @Suite(.serialized)
 struct ConnectionToxicTests {
-    let late = 0.5
 
     @Test func timeoutHoldsTheDataAndClosesAfterItsTimeout() throws {
         let received = LockedBox(0)
@@ -28,7 +29,7 @@ struct ConnectionToxicTests {
         let elapsed = secondsSince(start)
 
         #expect(answer.isEmpty, "end of stream")
-        #expect(elapsed >= 0.3 && elapsed < 0.3 + late, "\(elapsed)")
+        #expect(elapsed >= 0.3, "\(elapsed)")
         #expect(received.value == 0)
     }
 
@@ -87,7 +88,7 @@ struct ConnectionToxicTests {
         let elapsed = secondsSince(start)
 
         #expect(throws: (any Error).self) { try outcome.get() }
-        #expect(elapsed >= 0.2 && elapsed < 0.2 + late, "\(elapsed)")
+        #expect(elapsed >= 0.2, "\(elapsed)")
     }
 
     @Test func slowCloseDeliversDataAtOnceAndTheEndOfStreamLate() throws {
@@ -101,13 +102,12 @@ struct ConnectionToxicTests {
         let client = try TestConnection.connect(port: port)
         defer { client.close() }
         let data = try client.receive(exactly: 3)
-        let dataAt = secondsSince(start)
         let end = try client.receive()
         let endAt = secondsSince(start)
 
+        // That the data is not held with the end is the toxic's decision, pinned by SlowCloseToxicTests.
         #expect(data == Array("bye".utf8))
-        #expect(dataAt < 0.3)
         #expect(end.isEmpty)
-        #expect(endAt >= 0.3 && endAt < 0.3 + late, "\(endAt)")
+        #expect(endAt >= 0.3, "\(endAt)")
     }
 }

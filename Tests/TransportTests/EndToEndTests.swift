@@ -4,8 +4,9 @@ import LoopbackPeers
 import Testing
 
 /// The transport model through the real proxy on loopback. Timing is asserted never early against what the model
-/// decides (the proxy releases bytes when its timer fires, at or after the model's instant), and late by at most a
-/// generous bound for a loaded 2-core machine.
+/// decides (the proxy releases bytes when its timer fires, at or after the model's instant); how late a loaded
+/// machine delivers is not the model's decision, so what a late bound would guard is read from the proxy's
+/// counters or pinned by the model's own tests in virtual time.
 @Suite(.serialized)
 struct EndToEndTests {
     private static let twentyFiveEachWay = {
@@ -58,10 +59,10 @@ struct EndToEndTests {
         let elapsed = secondsSince(start)
 
         // Two round trips of handshake and request, then 70 segments in flights of 10, 20 and 40: the model says
-        // 244 ms (Linux over netem: 260 ms); size / rate + 2 round trips would be only 180 ms.
+        // 244 ms (Linux over netem: 260 ms); size / rate + 2 round trips would be only 180 ms. Never early; that the
+        // model takes no longer is pinned in virtual time by SlowStartTests and RealTCPReferenceTests.
         #expect(body.count == size)
         #expect(elapsed >= 0.243, "100 kB after \(elapsed) s")
-        #expect(elapsed < 0.244 + 0.25, "100 kB after \(elapsed) s")
     }
 
     @Test func aLossyLinkStillDeliversEveryByteInOrderBothWays() throws {
@@ -173,26 +174,29 @@ struct EndToEndTests {
         let elapsed = secondsSince(start)
 
         // The server's side opens when the answer to its second resent SYN-ACK arrives (20 ms + 1 s + 2 s + 20 ms +
-        // 20 ms after connect), and the banner crosses the downlink in 20 ms more.
+        // 20 ms after connect), and the banner crosses the downlink in 20 ms more: never early. When the side opens
+        // is the model's draw, asserted here; how late a busy machine then delivers the banner is not bounded.
         let established = try #require(attempts.serverEstablished)
         #expect(banner == Array("220 ready\r\n".utf8))
         #expect(established == .milliseconds(3_060))
         #expect(elapsed >= 3.08, "banner after \(elapsed) s")
-        #expect(elapsed < 3.6, "banner after \(elapsed) s")
         #expect(try #require(proxy.status().first).downlink.handshakeRetransmissions == 2)
     }
 
     /// Connects through the link whose first handshake loses the final ACK to `server`, runs `exchange`, and
-    /// returns what it received and the seconds since the connect.
-    private func throughLostFinalAck(to server: TestServer,
-                                     _ exchange: (TestConnection) throws -> [UInt8]) throws -> (bytes: [UInt8], elapsed: Double) {
+    /// returns what it received, the seconds since the connect, and the SYN-ACKs the server's side resent before it
+    /// opened (the model counts them when the side opens: none when the client's bytes opened it before the
+    /// server's timer first fired at 1 s, two when the timer's answers did at 3.06 s).
+    private func throughLostFinalAck(to server: TestServer, _ exchange: (TestConnection) throws -> [UInt8])
+        throws -> (bytes: [UInt8], elapsed: Double, synAcksResent: Int) {
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: Self.finalAckLost.profile)
         defer { proxy.stop() }
         let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: proxy.port)
         defer { client.close() }
         let bytes = try exchange(client)
-        return (bytes, secondsSince(start))
+        let elapsed = secondsSince(start)
+        return (bytes, elapsed, try #require(proxy.status().first).downlink.handshakeRetransmissions)
     }
 
     @Test func aServersEndOfStreamGoesOnceTheClientsBytesOpenedItsSide() throws {
@@ -203,16 +207,16 @@ struct EndToEndTests {
         }
         defer { server.stop() }
 
-        let (endOfStream, elapsed) = try throughLostFinalAck(to: server) { client in
+        let (endOfStream, elapsed, synAcksResent) = try throughLostFinalAck(to: server) { client in
             try client.send(Array("GET".utf8))
             return try client.receive()
         }
 
         // The server's FIN waits for its side to open: the request opens it at 60 ms, so the FIN arrives at 80 ms,
-        // not 20 ms after the 3.06 s its timer and the client's answers would take.
+        // not 20 ms after the 3.06 s its timer and the client's answers would take (which would resend two SYN-ACKs).
         #expect(endOfStream.isEmpty)
         #expect(elapsed >= 0.0795, "end of stream after \(elapsed) s")
-        #expect(elapsed < 2.5, "end of stream after \(elapsed) s")
+        #expect(synAcksResent == 0, "the server's side opened on its SYN-ACK timer, not on the client's request")
     }
 
     @Test func aClientsEndOfStreamOpensTheServerALostFinalAckHeld() throws {
@@ -223,31 +227,33 @@ struct EndToEndTests {
         }
         defer { server.stop() }
 
-        let (reply, elapsed) = try throughLostFinalAck(to: server) { client in
+        let (reply, elapsed, synAcksResent) = try throughLostFinalAck(to: server) { client in
             client.shutdownWrite()
             return try client.receive(exactly: 3)
         }
 
-        // The client's FIN carries the acknowledgement as data would (60 ms); the reply crosses down in 20 ms more.
+        // The client's FIN carries the acknowledgement as data would (60 ms), before the server's timer resends any
+        // SYN-ACK; the reply crosses down in 20 ms more.
         #expect(reply == Array("bye".utf8))
         #expect(elapsed >= 0.0795, "reply after \(elapsed) s")
-        #expect(elapsed < 2.5, "reply after \(elapsed) s")
+        #expect(synAcksResent == 0, "the server's side opened on its SYN-ACK timer, not on the client's FIN")
     }
 
     @Test func aClientFirstRequestOpensTheServerThatALostFinalAckHeld() throws {
         let server = try TestServer.echo()
         defer { server.stop() }
 
-        let (echoed, elapsed) = try throughLostFinalAck(to: server) { client in
+        let (echoed, elapsed, synAcksResent) = try throughLostFinalAck(to: server) { client in
             try client.send(Array("GET".utf8))
             return try client.receive(exactly: 3)
         }
 
         // The request carries the acknowledgement: 4 × 20 ms, plus a retransmission timeout or two if the 30 %
-        // uplink takes the request itself, far from the 3 s the server's timer would have taken.
+        // uplink takes the request itself, before the server's timer resends any SYN-ACK (at 1 s) and far from the
+        // 3 s its timer would have taken.
         #expect(echoed == Array("GET".utf8))
         #expect(elapsed >= 0.08, "echo after \(elapsed) s")
-        #expect(elapsed < 2.5, "echo after \(elapsed) s")
+        #expect(synAcksResent == 0, "the server's side opened on its SYN-ACK timer, not on the client's request")
     }
 
     @Test func aHandshakeLostForGoodCarriesNothingUntilTheLinkComesBack() throws {
@@ -298,14 +304,12 @@ struct EndToEndTests {
         proxy.apply(dead)
         try client.send([2])
         usleep(3_000_000)
-        let restored = MonotonicClock().now()
         proxy.apply(profile)
         let echoed = try client.receive(exactly: 1)
-        let elapsed = secondsSince(restored)
 
         // After 3 s of loss the sender's timer has backed off to several seconds; the switch restarts it at one
-        // RTO (srtt + 200 ms), so the byte crosses within about a quarter second, not after the backoff.
+        // RTO (srtt + 200 ms), so the byte crosses within about a quarter second, not after the backoff. That
+        // restart is the model's decision, pinned in virtual time by LossRecoveryTests; here the byte arrives.
         #expect(echoed == [2])
-        #expect(elapsed < 0.25 + 0.3, "echo \(elapsed) s after the link came back")
     }
 }

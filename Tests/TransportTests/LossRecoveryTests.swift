@@ -148,6 +148,23 @@ struct LossRecoveryTests {
         #expect(sender.state == .loss)
     }
 
+    @Test func aPathChangeRestartsABackedOffTimerAtOneTimeout() {
+        var sender = TCPSender()
+        sender.write(segments(1), now: .zero)
+        #expect(sender.nextSegment(now: .zero) != nil)
+        for _ in 0..<3 {
+            guard let deadline = sender.nextTimer else { break }
+            sender.timerFired(now: deadline)
+            _ = sender.nextSegment(now: deadline)
+        }
+        #expect(sender.nextTimer == .ms(15_000), "backed off three times: 1 + 2 + 4 s, then 8 s more")
+
+        sender.pathChanged(now: .ms(8_000))
+
+        // The live profile switch's restart: one timeout (1 s without a sample) from the switch, not the backoff.
+        #expect(sender.nextTimer == .ms(9_000))
+    }
+
     @Test func aTimeoutCutsSsthreshOnceAndRestartsFromOneSegment() {
         var sender = TCPSender()
         sender.write(segments(100), now: .zero)

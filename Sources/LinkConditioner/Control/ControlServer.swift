@@ -196,6 +196,9 @@ final class ControlServer: HTTPExchangeServer {
         connections.closed(connection)
     }
 
+    /// Why its connections ended so far.
+    var endings: ExchangeEndings { connections.endings }
+
     var loopForConnections: EventLoop { loop }
 
     func close() {
@@ -221,6 +224,8 @@ final class ControlConnection {
     /// Bytes of `pending` already written.
     private var written = 0
     private var timeout: EventLoop.TimerID?
+    /// Whether its exchange timeout passed, which closes it.
+    private(set) var timedOut = false
     /// Its place in the order its server accepted connections.
     var sequence = 0
 
@@ -243,17 +248,19 @@ final class ControlConnection {
             close()
             return
         }
-        timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in self?.timedOut() }
+        timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in self?.exchangeTimedOut() }
         service()
     }
 
-    private func timedOut() {
+    private func exchangeTimedOut() {
         timeout = nil
         switch phase {
         case .reading:
+            timedOut = true
             if reader.bytes.isEmpty { return close() }
             reply(.error(408, "no complete request within \(ControlServer.exchangeTimeout.seconds) s"))
         case .writing:
+            timedOut = true
             close()
         case .answering, .closed:
             break
@@ -300,7 +307,7 @@ final class ControlConnection {
         reader = HTTPRequestReader()
         pending = response.bytes
         if let timeout { loop.cancel(timeout) }
-        timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in self?.timedOut() }
+        timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in self?.exchangeTimedOut() }
         flush()
     }
 
@@ -347,4 +354,12 @@ struct WeakControlConnection {
     weak var connection: ControlConnection?
 
     init(_ connection: ControlConnection) { self.connection = connection }
+}
+
+extension ConditionedProxy {
+    /// Why the control endpoint's connections ended so far, read on the loop thread (tests show with it that a
+    /// silent client was closed by the exchange timeout, or displaced); nil without a control endpoint.
+    func controlEndings() -> ExchangeEndings? {
+        (try? attach { $0.control?.endings }) ?? nil
+    }
 }

@@ -15,6 +15,8 @@ final class ExchangeConnections {
     private var nextSequence = 0
     /// Whether a displaced client has been logged; once per server, so a slowloris flood logs one line.
     private var loggedDisplacement = false
+    /// Why connections ended so far, for the cases a client cannot tell apart by what it reads.
+    private(set) var endings = ExchangeEndings()
 
     init(limit: Int, acceptor: TCPAcceptor, logger: Logger, name: String) {
         self.limit = limit
@@ -36,6 +38,7 @@ final class ExchangeConnections {
                 loggedDisplacement = true
                 logger.warning("\(name): \(limit) connections open; closing the one waiting longest for its request to make room (logged once)")
             }
+            endings.displaced += 1
             oldest.close()
         } else {
             logger.warning("\(name): \(limit) connections answering; new ones wait until one closes")
@@ -45,6 +48,7 @@ final class ExchangeConnections {
 
     /// Forgets `connection`, and accepts again once within the limit.
     func closed(_ connection: ControlConnection) {
+        if connection.timedOut { endings.timedOut += 1 }
         connections.removeValue(forKey: connection.socket.descriptor)
         if connections.count <= limit { acceptor.hold(false) }
     }
@@ -52,4 +56,12 @@ final class ExchangeConnections {
     func closeAll() {
         for connection in Array(connections.values) { connection.close() }
     }
+}
+
+/// How many of an exchange server's connections ended for a reason a client sees only as a close.
+struct ExchangeEndings: Sendable, Equatable {
+    /// Closed because their exchange timeout passed (no complete request, or an answer left unread).
+    var timedOut = 0
+    /// Closed to make room for a newer client while waiting for their request.
+    var displaced = 0
 }

@@ -217,6 +217,7 @@ public final class ConditionedProxy: Sendable {
         return try attach { state in
             let server = try ControlServer(address: chosen.0, unixPath: chosen.1, token: token, state: state)
             state.onClose.append { server.close() }
+            state.control = server
             return server.displayAddress
         }
     }
@@ -274,6 +275,8 @@ final class ProxyState {
     var listenerContext: ListenerContext?
     /// The Toxiproxy API, when served.
     var toxiproxy: ToxiproxyServer?
+    /// The control endpoint, when served.
+    var control: ControlServer?
     /// The event log of `run --record`; nil when not recording.
     var recorder: EventLog?
     /// The splice loops pass-through TCP connections are handed to; nil with `threads` 1.

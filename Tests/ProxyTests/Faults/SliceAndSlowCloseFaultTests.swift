@@ -23,7 +23,7 @@ struct SliceAndSlowCloseFaultTests {
         let elapsed = secondsSince(start)
 
         #expect(reads.flatMap { $0 } == payload)
-        #expect(elapsed >= 0.38 && elapsed < 10, "\(elapsed) s for 19 pauses of 20 ms")
+        #expect(elapsed >= 0.38, "\(elapsed) s for 19 pauses of 20 ms")
     }
 
     @Test func theEndOfStreamArrivesNoEarlierThanTheCloseDelay() throws {
@@ -40,6 +40,6 @@ struct SliceAndSlowCloseFaultTests {
 
         #expect(data == Array("bye".utf8))
         #expect(end.isEmpty)
-        #expect(elapsed >= 0.5 && elapsed < 5.5, "end of stream after \(elapsed) s, the FIN having come with the data")
+        #expect(elapsed >= 0.5, "end of stream after \(elapsed) s, the FIN having come with the data")
     }
 }
