@@ -3,9 +3,9 @@ import Foundation
 import LoopbackPeers
 import Testing
 
-/// A proxy front end's session watches its client as the relay will, so the relay takes the registration over
-/// without an `epoll_ctl`, and passes on what the client reported that the session left unread: bytes and an end of
-/// stream sent with the request, or while its name was looked up, still cross.
+/// A proxy front end's session reads its client as soon as it is accepted, and watches it as the relay will, so the
+/// relay takes the registration over without an `epoll_ctl`; it passes on what the client reported that it left
+/// unread: bytes and an end of stream sent with the request, or while its name was looked up, still cross.
 @Suite(.serialized)
 struct SessionHandOverTests {
     private static let payload = Array("pipelined after the request".utf8)
@@ -33,6 +33,21 @@ struct SessionHandOverTests {
 
     private func connectRequest(_ port: UInt16) -> [UInt8] {
         Array("CONNECT 127.0.0.1:\(port) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8)
+    }
+
+    @Test func aSessionReadsItsClientAsSoonAsItIsAcceptedAndAClientThatHadSentNothingIsServedLater() throws {
+        let echo = try TestServer.echo()
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop(); echo.stop() }
+        let firstReadFoundNothing = waitUntil(seconds: 10) { proxy.relayCalls().sessionFirstReadsEmpty == 1 }
+
+        try client.send(socksRequest(echo.port))
+        try readSOCKSReplies(client)
+        try client.send([0x42])
+
+        #expect(firstReadFoundNothing, "no read was made at the accept, or it found bytes the client had not sent")
+        #expect(try client.receive(exactly: 1) == [0x42])
+        #expect(proxy.relayCalls().sessionFirstReads == 1)
     }
 
     @Test func aSOCKS5ConnectionRegistersItsTwoSocketsAndNothingMore() throws {

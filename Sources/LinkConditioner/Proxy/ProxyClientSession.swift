@@ -98,6 +98,11 @@ final class ProxyClientSession {
             return
         }
         setTimer(after: frontEnd.settings.handshakeTimeout) { [weak self] in self?.handshakeTimedOut() }
+        // A client usually sends its request as soon as its connect returns, long before the loop wakes to accept
+        // it: read it now rather than after a turn of the loop waiting for its edge.
+        frontEnd.readBuffer.calls.sessionFirstReads += 1
+        readAvailable()
+        if phase == .reading && received.isEmpty { frontEnd.readBuffer.calls.sessionFirstReadsEmpty += 1 }
     }
 
     private func event(_ events: UInt32) {
