@@ -1,7 +1,7 @@
 import Logging
 
-/// A listening stream socket (TCP, or Unix-domain for the control endpoint) on the event loop: accepts in batches
-/// and hands each client to its owner.
+/// A listening stream socket (TCP, or Unix-domain for the control endpoint) on the event loop: accepts one client a
+/// wake, or batches while clients arrive faster than that, and hands each client to its owner.
 ///
 /// Lives on the event loop thread. When accept fails (typically out of descriptors) it stops watching the socket
 /// for 100 ms instead of spinning on an event it cannot clear, and tries again until an accept succeeds. Clients

@@ -97,8 +97,9 @@ final class TCPRelay {
     private var clientRegistration: EventLoop.RegistrationID?
     /// Whether the client's registration asks for writable edges: from the first write to it that would block.
     private var clientWatchesWritable = false
-    /// Every event the client reported before the upstream accepted, or'ed: the uplink starts from them, so it
-    /// reads only a client that has sent something, and stops at a short read (`StreamPump.startReading`).
+    /// Every event the client reported before the upstream accepted (its front end's session's unread ones first),
+    /// or'ed: the uplink starts from them, so it reads only a client that has sent something, and stops at a short
+    /// read (`StreamPump.startReading`).
     private var clientEventsBeforeRelaying: UInt32 = 0
     private var upstreamRegistration: EventLoop.RegistrationID?
     /// This connection's number in the recording, when `run --record` records it.
