@@ -70,6 +70,37 @@ struct EventLoopRegistrationTests {
         try loop.submitAndWait { loop.deregister(registration!) }
     }
 
+    @Test func aRegistrationTransferredWithItsInterestKeepsItsKeyWithoutACallAndTellsTheNewOwnerOnlyLaterEdges() throws {
+        let (fds, loop) = try readableSocketAndLoop()
+        defer { loop.stopAndWait(); close(fds[0]); close(fds[1]) }
+        let first = SeenEvents()
+        let receiver = RecordingReceiver()
+        let descriptor = fds[0]
+        let interest = Epoll.readable | Epoll.edgeTriggered
+        nonisolated(unsafe) var registration: EventLoop.RegistrationID?
+        try loop.submitAndWait {
+            registration = try loop.register(descriptor, interest: interest) { first.record($0) }
+        }
+        try #require(first.arrived.wait(timeout: .now() + 10) == .success)
+
+        let (transferred, controls) = try loop.submitAndWait {
+            let before = loop.descriptorControls
+            let transferred = try loop.transfer(registration!, interest: interest, receiver: receiver)
+            return (transferred, loop.descriptorControls - before)
+        }
+        var byte: UInt8 = 0x43
+        #expect(write(fds[1], &byte, 1) == 1)
+
+        // The first byte's edge went to the first owner; the second byte's goes to the new one.
+        try #require(receiver.seen.arrived.wait(timeout: .now() + 10) == .success)
+        #expect(transferred == registration)
+        #expect(controls == 0)
+        try loop.submitAndWait {}
+        #expect(first.seen.count == 1)
+        #expect(receiver.seen.seen.count == 1)
+        try loop.submitAndWait { loop.deregister(transferred) }
+    }
+
     /// A receiver that records which descriptors reported events.
     private final class RecordingReceiver: EventReceiver, @unchecked Sendable {
         let seen = SeenEvents()

@@ -88,7 +88,12 @@ public final class EventLoop: @unchecked Sendable {
     private let deliveryLead = DeliveryLead.standard
     /// How many times the loop armed its timerfd: each is a syscall and, on a virtual machine, a host timer reprogram.
     private(set) var timerArms = 0
+    /// How many `epoll_ctl` calls (ADD, MOD, DEL) the loop made for its owners' descriptors.
+    private(set) var descriptorControls = 0
     private var running = true
+    /// How many times the loop has waited for events: handlers of one batch see the same number, and a handler can
+    /// tell whether its descriptor was also reported in the turn before (`TCPAcceptor`'s accept budget).
+    private(set) var turn: UInt64 = 0
     /// Set once by the loop thread before `start` returns, and read-only after that, so any thread may compare it.
     private var loopThread: ThreadIdentity?
 
@@ -232,6 +237,7 @@ public final class EventLoop: @unchecked Sendable {
         assertInLoop()
         let key = RegistrationID.key(number: nextRegistration, descriptor: descriptor)
         nextRegistration = RegistrationID.number(after: nextRegistration)
+        descriptorControls += 1
         try epoll.add(descriptor, events: interest, data: key)
         let index = Int(descriptor)
         if index >= registrations.count {
@@ -270,6 +276,7 @@ public final class EventLoop: @unchecked Sendable {
         registrations[id.descriptor] = nil
         let key = RegistrationID.key(number: nextRegistration, descriptor: descriptor)
         nextRegistration = RegistrationID.number(after: nextRegistration)
+        descriptorControls += 1
         do {
             try epoll.modify(descriptor, events: interest, data: key)
         } catch {
@@ -280,11 +287,26 @@ public final class EventLoop: @unchecked Sendable {
         return RegistrationID(key: key)
     }
 
+    /// Gives a registered descriptor a new owner, as `reregister` does, but without a system call when `interest` is
+    /// what it waits for already: the key stays (it still names the same open descriptor), so only edges after
+    /// this call reach `receiver`, and readiness the earlier owner was told of and left unused must be passed on by
+    /// it. With another interest, this is `reregister`, whose MOD reports the readiness again.
+    func transfer(_ id: RegistrationID, interest: UInt32, receiver: some EventReceiver) throws(SystemError) -> RegistrationID {
+        assertInLoop()
+        guard let registration = registration(forKey: id.key) else {
+            preconditionFailure("transfer of a descriptor that is not registered")
+        }
+        guard registration.interest == interest else { return try reregister(id, interest: interest, receiver: receiver) }
+        registrations[id.descriptor]!.owner = .receiver(receiver)
+        return id
+    }
+
     /// Changes the events a registration waits for; a no-op when they are unchanged.
     func setInterest(_ id: RegistrationID, _ interest: UInt32) {
         assertInLoop()
         guard let registration = registration(forKey: id.key), registration.interest != interest else { return }
         registrations[id.descriptor]!.interest = interest
+        descriptorControls += 1
         do {
             try epoll.modify(Int32(id.descriptor), events: interest, data: id.key)
         } catch {
@@ -306,7 +328,10 @@ public final class EventLoop: @unchecked Sendable {
         assertInLoop()
         guard registration(forKey: id.key) != nil else { return }
         registrations[id.descriptor] = nil
-        if !closing { try? epoll.remove(Int32(id.descriptor)) }
+        if !closing {
+            descriptorControls += 1
+            try? epoll.remove(Int32(id.descriptor))
+        }
     }
 
     /// Runs `action` on the loop thread at `deadline` (at once if it has passed). A `delivery` timer releases
@@ -367,6 +392,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         while running {
             let timeout = armTimer()
+            turn &+= 1
             let count: Int
             do {
                 count = try epoll.wait(events: events, data: data, capacity: Int32(capacity), timeoutMilliseconds: timeout)

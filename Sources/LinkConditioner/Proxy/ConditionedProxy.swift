@@ -159,6 +159,18 @@ public final class ConditionedProxy: Sendable {
         onLoop(or: RelayCallTally()) { $0.listenerContext?.readBuffer.calls ?? RelayCallTally() }
     }
 
+    /// The `epoll_ctl` calls the proxy's loop has made so far (tests show with it which a connection is spared).
+    func descriptorControls() -> Int { onLoop(or: 0) { $0.loop.descriptorControls } }
+
+    /// How the TCP listeners' and front ends' acceptors took their clients so far: wakes of the listening socket,
+    /// and accepts that found nobody waiting.
+    func acceptTally() -> (wakes: Int, emptyAccepts: Int) {
+        onLoop(or: (0, 0)) { state in
+            let acceptors = state.listeners.compactMap { ($0 as? TCPListener)?.acceptor ?? ($0 as? ProxyFrontEnd)?.acceptor }
+            return (acceptors.map(\.wakes).reduce(0, +), acceptors.map(\.emptyAccepts).reduce(0, +))
+        }
+    }
+
     /// What the plain TCP listeners' relays decided for their open connections, read on the loop thread (tests show
     /// with it that a fault-free profile's connections make no stages, and how a client's socket is watched).
     func relayDecisions() -> [RelayDecisions] { eachRelay(of: { ($0 as? TCPListener)?.relays }, \.decisions) }

@@ -33,7 +33,7 @@ public struct ProxyFrontEndSettings: Hashable, Sendable {
 /// then a `TCPRelay` takes it over. Every connection shares one uplink/downlink pair, as with `TCPListener`.
 final class ProxyFrontEnd: RelayHost, ConditionedListener {
     let loop: EventLoop
-    private let acceptor: TCPAcceptor
+    let acceptor: TCPAcceptor
     var localAddress: SocketAddress { acceptor.localAddress }
     let uplink: ShapedLink
     let downlink: ShapedLink
@@ -153,16 +153,16 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     }
 
     /// Takes a client whose request is complete from its session and relays it to `addresses`; the relay takes
-    /// over the session's registration of the client.
+    /// over the session's registration of the client, with the read events the session left unread.
     func relay(_ session: ProxyClientSession, to addresses: [SocketAddress], upstreamName: String, excluded: Bool,
                handshake: UpstreamHandshake, preloaded: [UInt8], preloadEndsStream: Bool, filter: StreamFilter?,
-               clientRegistration: EventLoop.RegistrationID?) {
+               clientRegistration: EventLoop.RegistrationID?, unreadClientEvents: UInt32) {
         sessions.removeValue(forKey: session.id)
         let host: RelayHost = excluded ? direct : self
         let relay = TCPRelay(id: session.id, host: host, client: session.client, clientAddress: session.clientAddress,
                              upstreamName: upstreamName, upstreamAddresses: addresses, handshake: handshake,
                              preloadedClientBytes: preloaded, preloadEndsStream: preloadEndsStream, uplinkFilter: filter,
-                             clientRegistration: clientRegistration)
+                             clientRegistration: clientRegistration, unreadClientEvents: unreadClientEvents)
         if excluded { connectionsExcluded += 1 } else { relay.stageSource = faults }
         relays[relay.id] = relay
         logger.debug("connection \(session.id) from \(session.clientAddress): \(upstreamName)\(excluded ? " (excluded, unconditioned)" : "")")

@@ -39,4 +39,8 @@ struct RelayCallTally: Sendable {
     /// Write calls of a proxy front end's own answers straight to its client, before a relay carries the
     /// connection (one that would block counts too).
     var sessionWrites = 0
+    /// Reads a proxy front end's session made of its client as soon as it was accepted, and those that found
+    /// nothing yet.
+    var sessionFirstReads = 0
+    var sessionFirstReadsEmpty = 0
 }

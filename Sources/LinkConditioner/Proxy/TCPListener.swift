@@ -46,7 +46,7 @@ public struct ProxyOptions: Sendable {
 /// Lives on the event loop thread.
 final class TCPListener: RelayHost, ConditionedListener {
     let loop: EventLoop
-    private let acceptor: TCPAcceptor
+    let acceptor: TCPAcceptor
     var localAddress: SocketAddress { acceptor.localAddress }
     let upstream: Endpoint
     /// The upstream as the user named it, spelled once here rather than for every connection.

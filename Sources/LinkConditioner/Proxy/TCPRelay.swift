@@ -92,12 +92,14 @@ final class TCPRelay {
     /// Why the front end gave up a connect it had not yet made (`abandonConnect`): the upstream socket is opened
     /// only to carry the failure reply, never connected.
     private var connectGivenUp: Errno?
-    /// The client's registration; one a front end's session handed over is taken over at `start`.
+    /// The client's registration; one a front end's session handed over is taken over at `start`, with the read
+    /// events the session was told of and left unread (`unreadClientEvents`).
     private var clientRegistration: EventLoop.RegistrationID?
     /// Whether the client's registration asks for writable edges: from the first write to it that would block.
     private var clientWatchesWritable = false
-    /// Every event the client reported before the upstream accepted, or'ed: the uplink starts from them, so it
-    /// reads only a client that has sent something, and stops at a short read (`StreamPump.startReading`).
+    /// Every event the client reported before the upstream accepted (its front end's session's unread ones first),
+    /// or'ed: the uplink starts from them, so it reads only a client that has sent something, and stops at a short
+    /// read (`StreamPump.startReading`).
     private var clientEventsBeforeRelaying: UInt32 = 0
     private var upstreamRegistration: EventLoop.RegistrationID?
     /// This connection's number in the recording, when `run --record` records it.
@@ -133,7 +135,7 @@ final class TCPRelay {
     init(id: UInt64, host: RelayHost, client: Socket, clientAddress: SocketAddress, upstreamName: String,
          upstreamAddresses: [SocketAddress], handshake: UpstreamHandshake? = nil,
          preloadedClientBytes: [UInt8] = [], preloadEndsStream: Bool = false, uplinkFilter: StreamFilter? = nil,
-         clientRegistration: EventLoop.RegistrationID? = nil) {
+         clientRegistration: EventLoop.RegistrationID? = nil, unreadClientEvents: UInt32 = 0) {
         precondition(!upstreamAddresses.isEmpty, "a relay needs at least one upstream address")
         self.id = id
         self.host = host
@@ -148,6 +150,7 @@ final class TCPRelay {
         self.preloadEndsStream = preloadEndsStream
         self.uplinkFilter = uplinkFilter
         self.clientRegistration = clientRegistration
+        self.clientEventsBeforeRelaying = unreadClientEvents
         self.state = .connecting
     }
 
@@ -161,7 +164,7 @@ final class TCPRelay {
         }
         do {
             if let handedOver = clientRegistration {
-                clientRegistration = try loop.reregister(handedOver, interest: Self.clientInterest, receiver: self)
+                clientRegistration = try loop.transfer(handedOver, interest: Self.clientInterest, receiver: self)
             } else {
                 clientRegistration = try loop.register(client.descriptor, interest: Self.clientInterest, receiver: self)
             }
@@ -227,8 +230,9 @@ final class TCPRelay {
     }
 
     private static let edgeInterest = Epoll.readable | Epoll.writable | Epoll.readHangUp | Epoll.priority | Epoll.edgeTriggered
-    /// The client's interest until a write to it would block (`destinationBlocked`).
-    private static let clientInterest = edgeInterest & ~Epoll.writable
+    /// The client's interest until a write to it would block (`destinationBlocked`); a front end's session watches
+    /// its client for the same, so the relay takes the registration over without an `epoll_ctl`.
+    static let clientInterest = edgeInterest & ~Epoll.writable
 
     /// A TCP socket for the upstream, noted with the pool as the loop's newest descriptor; when descriptors are
     /// exhausted, the kept splice pipes are closed and the socket tried once more, so kept pipes never cost a
