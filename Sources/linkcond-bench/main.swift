@@ -99,7 +99,7 @@ let loadAtStart = loadAverage()
 let startedAt = MonotonicClock().now()
 print("linkcond-bench: \(quick ? "quick" : "full") run, median of \(runs) run\(runs == 1 ? "" : "s"), loopback, "
       + "\(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadAtStart)")
-print(quick ? "expected length: under 60 s" : "expected length: about \(3 + runs * 2) min")
+print(quick ? "expected length: under 60 s" : "expected length: about \(6 + runs * 4) min")
 
 /// The median over `runs` runs of `body`; a run that throws is left out and its error noted.
 func medianOf(_ body: () throws -> Double) -> Double? {

@@ -32,6 +32,7 @@ struct RealtimeOptionTests {
 
         #expect(try JSONDecoder().decode(StatusReport.self, from: Data(json.stdout.utf8)).mainLoopRealtimePriority == nil)
         #expect(policies["linkcond-loop"] == [Self.normal], "\(policies)")
+        #expect(policies.values.allSatisfy { $0 == [Self.normal] }, "\(policies)")
     }
 
     @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import LinkConditioner
+@testable import LinkConditioner
 import LoopbackPeers
 import Testing
 
@@ -273,3 +273,20 @@ func runCurl(_ arguments: [String], timeout: Double = 60) throws -> CurlResult? 
 
 /// The digest of the body `TestHTTPOrigin` sends for `/bytes/size`.
 func originBodyDigest(size: Int) -> StreamDigest { Payload(size: size, seed: UInt64(size)).digest }
+
+extension ConditionedProxy {
+    /// Holds the proxy's event loop thread until the returned closure is called, so that what peers send meanwhile
+    /// waits in the kernel, as it does while the loop is busy on a loaded machine.
+    func holdLoop() -> @Sendable () -> Void {
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = try? self.attach { _ in
+                held.signal()
+                release.wait()
+            }
+        }
+        held.wait()
+        return { release.signal() }
+    }
+}

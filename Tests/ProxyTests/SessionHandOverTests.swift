@@ -50,6 +50,28 @@ struct SessionHandOverTests {
         #expect(proxy.relayCalls().sessionFirstReads == 1)
     }
 
+    @Test func aRequestSentBeforeTheAcceptIsReadByTheReadAtTheAccept() throws {
+        let echo = try TestServer.echo()
+        let proxy = try ConditionedProxy.frontEnd()
+        defer { proxy.stop(); echo.stop() }
+        let release = proxy.holdLoop()
+        let client: TestConnection
+        do {
+            client = try TestConnection.connect(port: proxy.port, timeout: 10)
+            try client.send(socksRequest(echo.port))
+        } catch {
+            release()
+            throw error
+        }
+        defer { client.close() }
+
+        release()
+        try readSOCKSReplies(client)
+
+        #expect(proxy.relayCalls().sessionFirstReads == 1)
+        #expect(proxy.relayCalls().sessionFirstReadsEmpty == 0, "the read at the accept found nothing of a request already sent")
+    }
+
     @Test func aSOCKS5ConnectionRegistersItsTwoSocketsAndNothingMore() throws {
         let controls = try descriptorControls(request: socksRequest, replyLength: 2 + 10)
 
@@ -73,7 +95,8 @@ struct SessionHandOverTests {
     }
 
     /// Sends `request` with the payload behind it and then the end of stream, and expects the reply `readReply`
-    /// reads, the payload echoed, and the upstream's end of stream.
+    /// reads, the payload echoed, and the upstream's end of stream; `separately`, the payload once the session
+    /// looks the destination's name up.
     private func expectPayloadAndEndOfStreamCross(request: (UInt16) -> [UInt8], readReply: (TestConnection) throws -> Void,
                                                   separately: Bool = false, profile: Profile = .none) throws {
         let echo = try TestServer.echo()
@@ -82,6 +105,7 @@ struct SessionHandOverTests {
 
         if separately {
             try client.send(request(echo.port))
+            #expect(waitUntil(seconds: 10) { proxy.sessionsResolving() == 1 }, "the session never started its lookup")
             try client.send(Self.payload)
         } else {
             try client.send(request(echo.port) + Self.payload)

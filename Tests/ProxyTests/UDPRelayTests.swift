@@ -46,21 +46,6 @@ struct UDPRelayTests {
         }
     }
 
-    /// Holds the proxy's event loop thread until the returned closure is called, so that datagrams sent meanwhile
-    /// wait in the kernel's receive buffer, as they do while the loop is busy on a loaded machine.
-    private func holdLoop(of proxy: ConditionedProxy) -> @Sendable () -> Void {
-        let held = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            _ = try? proxy.attach { _ in
-                held.signal()
-                release.wait()
-            }
-        }
-        held.wait()
-        return { release.signal() }
-    }
-
     @Test func echoKeepsEveryDatagramWhole() throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
@@ -92,7 +77,7 @@ struct UDPRelayTests {
         try client.send([0], to: proxy.port)
         #expect(client.receive()?.bytes == [0])
 
-        let release = holdLoop(of: proxy)
+        let release = proxy.holdLoop()
         try client.send([1], to: proxy.port)
         usleep(400_000)
         release()
@@ -114,7 +99,7 @@ struct UDPRelayTests {
         try client.send([0], to: proxy.port)
         #expect(client.receive()?.bytes == [0])
 
-        let release = holdLoop(of: proxy)
+        let release = proxy.holdLoop()
         for byte: UInt8 in 1...3 { try client.send([byte], to: proxy.port) }
         usleep(1_500_000)
         release()
@@ -238,7 +223,7 @@ struct UDPRelayTests {
         // 200 datagrams wait for the relay together: the 12-datagram queue takes what fits, the idle link's burst
         // credit sends one at once and one more is on the wire; the rest is dropped. Reading them takes time (ASan
         // took over 10 ms), and each 9.6 ms the link sends one datagram and the queue takes one more.
-        let release = holdLoop(of: proxy)
+        let release = proxy.holdLoop()
         for _ in 0..<200 { try client.send([UInt8](repeating: 9, count: 1200), to: proxy.port) }
         let released = MonotonicClock().now()
         release()
@@ -288,7 +273,7 @@ struct UDPRelayTests {
         defer { client.close(); proxy.stop() }
 
         // 2 MB in 1000 datagrams: ten times what the kernel's default receive buffer holds.
-        let release = holdLoop(of: proxy)
+        let release = proxy.holdLoop()
         for number in 0..<1000 { try client.send([UInt8](repeating: UInt8(truncatingIfNeeded: number), count: 2000), to: proxy.port) }
         release()
         waitUntil(seconds: 10) { status(proxy).uplink.datagramsEnqueued + status(proxy).uplinkKernelDrops == 1000 }
@@ -304,7 +289,7 @@ struct UDPRelayTests {
         defer { client.close(); proxy.stop() }
 
         // 40 MB while the loop is held: far more than even the enlarged receive buffer holds.
-        let release = holdLoop(of: proxy)
+        let release = proxy.holdLoop()
         var sent = 0
         for _ in 0..<20_000 {
             try client.send([UInt8](repeating: 5, count: 2000), to: proxy.port)
@@ -362,7 +347,7 @@ struct UDPRelayTests {
         let elapsed = secondsSince(start)
         // Held 250 ms from its arrival: due after 150 ms it leaves at least 100 ms late; a delay applied twice
         // would make it due after 300 ms, so less late than that.
-        let release = holdLoop(of: proxy)
+        let release = proxy.holdLoop()
         try client.send([3], to: proxy.port)
         usleep(250_000)
         release()
@@ -419,7 +404,7 @@ struct UDPRelayTests {
         let sent = (0..<300).map(numbered)
 
         // Held, so the relay finds the whole burst waiting and reads and sends it in batches.
-        let release = holdLoop(of: proxy)
+        let release = proxy.holdLoop()
         for bytes in sent { try client.send(bytes, to: proxy.port) }
         release()
         waitUntil(seconds: 10) { sink.datagrams.count == sent.count }
@@ -439,7 +424,7 @@ struct UDPRelayTests {
         defer { for client in clients { client.close() } }
         let sent = (0..<100).map(numbered)
 
-        let release = holdLoop(of: proxy)
+        let release = proxy.holdLoop()
         for bytes in sent {
             for client in clients { try client.send(bytes, to: proxy.port) }
         }

@@ -48,6 +48,12 @@ public final class ConditionedProxy: Sendable {
                 let (resolved, profile, options, logger) = pending.value
                 var context = ListenerContext(loop: loop, profile: profile, options: options,
                                               readBuffer: ReadBuffer(), logger: logger, bufferBudget: state.value.bufferBudget)
+                // Asked before anything is made, so a refusal leaves no file (a recording's) replaced.
+                if let priority = options.realtimePriority {
+                    do throws(SystemError) { try RealtimeScheduling.enterFIFO(priority: priority) } catch {
+                        throw RealtimeSchedulingRefused(priority: priority, cause: error)
+                    }
+                }
                 if let recording = options.recording {
                     let log = try EventLog(recording, loop: loop)
                     state.value.recorder = log
@@ -55,11 +61,6 @@ public final class ConditionedProxy: Sendable {
                     log.conditionsChanged(state.value.conditions, at: loop.clock.now())
                 }
                 do {
-                    if let priority = options.realtimePriority {
-                        do throws(SystemError) { try RealtimeScheduling.enterFIFO(priority: priority) } catch {
-                            throw RealtimeSchedulingRefused(priority: priority, cause: error)
-                        }
-                    }
                     // A recording hears of every read and write on the main loop, so nothing is handed over: no splice loop.
                     if options.threads > 1 && options.recording == nil {
                         let spliceLoops = try SpliceLoops(count: options.threads - 1, mainLoop: loop, logger: logger)
@@ -161,6 +162,11 @@ public final class ConditionedProxy: Sendable {
 
     /// The `epoll_ctl` calls the proxy's loop has made so far (tests show with it which a connection is spared).
     func descriptorControls() -> Int { onLoop(or: 0) { $0.loop.descriptorControls } }
+
+    /// Front-end sessions looking their destination's name up now, read on the loop thread.
+    func sessionsResolving() -> Int {
+        onLoop(or: 0) { state in state.listeners.compactMap { $0 as? ProxyFrontEnd }.map(\.sessionsResolving).reduce(0, +) }
+    }
 
     /// How the TCP listeners' and front ends' acceptors took their clients so far: wakes of the listening socket,
     /// and accepts that found nobody waiting.

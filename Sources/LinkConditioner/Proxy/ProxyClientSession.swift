@@ -52,6 +52,8 @@ final class ProxyClientSession {
     let client: Socket
     let clientAddress: SocketAddress
     private var phase = Phase.reading
+    /// Whether the destination's name is being looked up (a test sends bytes meanwhile).
+    var isResolving: Bool { phase == .resolving }
     private var dialect = Dialect.undetermined
     private var received: [UInt8] = []
     /// Bytes of `received` already used by the protocol.
@@ -69,6 +71,8 @@ final class ProxyClientSession {
     /// behind the bytes read, events while the destination is looked up): the relay that takes the client over
     /// starts from them, as no `epoll_ctl` reports them to it again.
     private var unreadEvents: UInt32 = 0
+    /// Set around the read made at accept, so the tally counts that read and whether it found the request there.
+    private var readingAtAccept = false
     private var registration: EventLoop.RegistrationID?
     private var timer: EventLoop.TimerID?
     private var loop: EventLoop { frontEnd.loop }
@@ -100,9 +104,9 @@ final class ProxyClientSession {
         setTimer(after: frontEnd.settings.handshakeTimeout) { [weak self] in self?.handshakeTimedOut() }
         // A client usually sends its request as soon as its connect returns, long before the loop wakes to accept
         // it: read it now rather than after a turn of the loop waiting for its edge.
-        frontEnd.readBuffer.calls.sessionFirstReads += 1
+        readingAtAccept = true
         readAvailable()
-        if phase == .reading && received.isEmpty { frontEnd.readBuffer.calls.sessionFirstReadsEmpty += 1 }
+        readingAtAccept = false
     }
 
     private func event(_ events: UInt32) {
@@ -139,6 +143,11 @@ final class ProxyClientSession {
             } catch {
                 close()
                 return
+            }
+            if readingAtAccept {
+                readingAtAccept = false
+                frontEnd.readBuffer.calls.sessionFirstReads += 1
+                if case .wouldBlock = result { frontEnd.readBuffer.calls.sessionFirstReadsEmpty += 1 }
             }
             switch result {
             case .wouldBlock:

@@ -46,6 +46,8 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     private(set) var direct: DirectLinkHost!
     private(set) var profile: Profile
     private var sessions: [UInt64: ProxyClientSession] = [:]
+    /// Sessions whose destination's name is being looked up.
+    var sessionsResolving: Int { sessions.values.filter(\.isResolving).count }
     private(set) var relays: [UInt64: TCPRelay] = [:]
     private var clientHosts: [UInt64: String] = [:]
     private var connectionsByClient: [String: Int] = [:]
