@@ -174,6 +174,14 @@ class ToxiproxyClientTests(unittest.TestCase):
         self.assertEqual(proxy.toxics(), {})
         self.round_trip(proxy.listen)
 
+    def test_a_destroyed_toxic_acts_no_more(self):
+        proxy = self.proxy_to(echo, "destroyed")
+        # A minute of latency: if it still acted, the round trip would run into the socket's 10 s timeout.
+        proxy.add_toxic(type="latency", name="minute", attributes={"latency": 60_000})
+        proxy.destroy_toxic("minute")
+        self.assertEqual(proxy.toxics(), {})
+        self.round_trip(proxy.listen)
+
     def test_toxicity_zero_leaves_connections_alone(self):
         proxy = self.proxy_to(echo, "toxicity")
         # A minute of latency: a toxic that acted would leave the round trip to the socket's 10 s timeout.
