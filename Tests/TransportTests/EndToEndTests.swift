@@ -186,7 +186,8 @@ struct EndToEndTests {
     /// Connects through the link whose first handshake loses the final ACK to `server`, runs `exchange`, and
     /// returns what it received, the seconds since the connect, and the SYN-ACKs the server's side resent before it
     /// opened (the model counts them when the side opens: none when the client's bytes opened it before the
-    /// server's timer first fired at 1 s, two when the timer's answers did at 3.06 s).
+    /// server's timer first fired at 1 s, one when a stalled machine sent them after that, two when the timer's
+    /// answers opened it at 3.06 s; so fewer than two tells the client's bytes from the timer).
     private func throughLostFinalAck(to server: TestServer, _ exchange: (TestConnection) throws -> [UInt8])
         throws -> (bytes: [UInt8], elapsed: Double, synAcksResent: Int) {
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: Self.finalAckLost.profile)
@@ -216,7 +217,7 @@ struct EndToEndTests {
         // not 20 ms after the 3.06 s its timer and the client's answers would take (which would resend two SYN-ACKs).
         #expect(endOfStream.isEmpty)
         #expect(elapsed >= 0.0795, "end of stream after \(elapsed) s")
-        #expect(synAcksResent == 0, "the server's side opened on its SYN-ACK timer, not on the client's request")
+        #expect(synAcksResent < 2, "the server's side opened on its SYN-ACK timer, not on the client's request")
     }
 
     @Test func aClientsEndOfStreamOpensTheServerALostFinalAckHeld() throws {
@@ -236,7 +237,7 @@ struct EndToEndTests {
         // SYN-ACK; the reply crosses down in 20 ms more.
         #expect(reply == Array("bye".utf8))
         #expect(elapsed >= 0.0795, "reply after \(elapsed) s")
-        #expect(synAcksResent == 0, "the server's side opened on its SYN-ACK timer, not on the client's FIN")
+        #expect(synAcksResent < 2, "the server's side opened on its SYN-ACK timer, not on the client's FIN")
     }
 
     @Test func aClientFirstRequestOpensTheServerThatALostFinalAckHeld() throws {
@@ -253,7 +254,7 @@ struct EndToEndTests {
         // 3 s its timer would have taken.
         #expect(echoed == Array("GET".utf8))
         #expect(elapsed >= 0.08, "echo after \(elapsed) s")
-        #expect(synAcksResent == 0, "the server's side opened on its SYN-ACK timer, not on the client's request")
+        #expect(synAcksResent < 2, "the server's side opened on its SYN-ACK timer, not on the client's request")
     }
 
     @Test func aHandshakeLostForGoodCarriesNothingUntilTheLinkComesBack() throws {
@@ -285,7 +286,7 @@ struct EndToEndTests {
         #expect(try #require(proxy.status().first).uplink.bytesDelivered == 3)
     }
 
-    @Test func bytesStuckBehindTotalLossArriveSoonAfterTheLinkComesBack() throws {
+    @Test func bytesStuckBehindTotalLossArriveAfterTheLinkComesBack() throws {
         let server = try TestServer.echo()
         defer { server.stop() }
         var profile = Profile.none
@@ -307,9 +308,7 @@ struct EndToEndTests {
         proxy.apply(profile)
         let echoed = try client.receive(exactly: 1)
 
-        // After 3 s of loss the sender's timer has backed off to several seconds; the switch restarts it at one
-        // RTO (srtt + 200 ms), so the byte crosses within about a quarter second, not after the backoff. That
-        // restart is the model's decision, pinned in virtual time by LossRecoveryTests; here the byte arrives.
+        // That the switch restarts the backed-off timer at one RTO is pinned in virtual time: ProfileSwitchTimerTests.
         #expect(echoed == [2])
     }
 }
