@@ -97,6 +97,12 @@ struct DescriptorExhaustionTests {
         let dnsPort = try #require(ready.first { $0.hasPrefix("ready dns") }.flatMap(Self.port(of:)))
 
         var held = try (0..<100).map { _ in try TestConnection.connect(port: relayPort, timeout: 5) }
+        // The DNS clients come once the relay's accepts have run linkcond out of descriptors: a listener takes one
+        // client a turn, so DNS clients arriving earlier would share the last free descriptors with the relay's.
+        let exhausted = waitUntil(seconds: 30) {
+            linkcond.stderrSoFar.split(separator: "\n").contains { $0.contains("accept on 127.0.0.1:\(relayPort)") && $0.contains("pausing") }
+        }
+        #expect(exhausted, "the relay's listener never ran out of descriptors: \(linkcond.stderrSoFar)")
         let dnsClients = try (0..<3).map { _ in try TestConnection.connect(port: dnsPort, timeout: 5) }
         usleep(200_000)
         let window = 2.0
