@@ -311,11 +311,3 @@ int clinux_set_realtime_fifo(int priority, int passed_on) {
     struct sched_param parameters = { .sched_priority = priority };
     return sched_setscheduler(0, SCHED_FIFO | (passed_on ? 0 : SCHED_RESET_ON_FORK), &parameters);
 }
-
-int clinux_realtime_priority(void) {
-    int policy = sched_getscheduler(0);
-    if (policy < 0) return -1;
-    if ((policy & ~SCHED_RESET_ON_FORK) != SCHED_FIFO) return 0;
-    struct sched_param parameters;
-    return sched_getparam(0, &parameters) == 0 ? parameters.sched_priority : -1;
-}

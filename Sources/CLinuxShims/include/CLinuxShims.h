@@ -133,8 +133,6 @@ int clinux_pipe_set_size(int fd, int size);
 /// Puts the calling thread in SCHED_FIFO at `priority`; threads and processes it starts later inherit it only when
 /// `passed_on` (else SCHED_RESET_ON_FORK). -1 with errno (EPERM without CAP_SYS_NICE or a high enough RLIMIT_RTPRIO).
 int clinux_set_realtime_fifo(int priority, int passed_on);
-/// The calling thread's SCHED_FIFO priority, 0 when it runs under another policy, -1 with errno on error.
-int clinux_realtime_priority(void);
 /// Bytes waiting to be read from a descriptor (FIONREAD); -1 with errno on error.
 /// The process's soft limit on open descriptors (RLIMIT_NOFILE); -1 when it cannot be read, or it is unlimited.
 static inline long clinux_open_files_limit(void) {

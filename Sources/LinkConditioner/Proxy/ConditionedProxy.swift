@@ -53,6 +53,7 @@ public final class ConditionedProxy: Sendable {
                     do throws(SystemError) { try RealtimeScheduling.enterFIFO(priority: priority) } catch {
                         throw RealtimeSchedulingRefused(priority: priority, cause: error)
                     }
+                    state.value.realtimePriority = priority
                 }
                 if let recording = options.recording {
                     let log = try EventLog(recording, loop: loop)
@@ -295,6 +296,9 @@ final class ProxyState {
     var toxiproxy: ToxiproxyServer?
     /// The control endpoint, when served.
     var control: ControlServer?
+    /// The SCHED_FIFO priority the loop thread entered at start (`ProxyOptions.realtimePriority`); nil in the
+    /// normal class.
+    var realtimePriority: Int32?
     /// The event log of `run --record`; nil when not recording.
     var recorder: EventLog?
     /// The splice loops pass-through TCP connections are handed to; nil with `threads` 1.
@@ -414,7 +418,7 @@ final class ProxyState {
             splicePipesKept: listenerContext?.readBuffer.pipes.count ?? 0,
             spliceLoops: spliceLoops?.threads ?? 0,
             spliceHandOvers: spliceLoops?.handOvers ?? 0,
-            mainLoopRealtimePriority: (try? RealtimeScheduling.currentPriority()).flatMap { $0 }.map(Int.init))
+            mainLoopRealtimePriority: realtimePriority.map(Int.init))
     }
 
     func close() {

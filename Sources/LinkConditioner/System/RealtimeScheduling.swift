@@ -11,10 +11,4 @@ public enum RealtimeScheduling {
     public static func enterFIFO(priority: Int32, passedOn: Bool = false) throws(SystemError) {
         _ = try syscall("sched_setscheduler(SCHED_FIFO, \(priority))") { clinux_set_realtime_fifo(priority, passedOn ? 1 : 0) }
     }
-
-    /// The calling thread's SCHED_FIFO priority, or nil under any other class.
-    public static func currentPriority() throws(SystemError) -> Int32? {
-        let priority = try syscall("sched_getscheduler") { clinux_realtime_priority() }
-        return priority > 0 ? priority : nil
-    }
 }
