@@ -180,6 +180,50 @@ struct RecordingReportTests {
         return try LinkcondProcess.run(["report", path, "-o", path + ".html"])
     }
 
+    @Test func aRunThatCannotBindLeavesAnEarlierRecordingOfThatNameAsItWas() throws {
+        let taken = try TestServer.echo()
+        defer { taken.stop() }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-\(UUID()).jsonl").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let earlier = "{\"v\":1,\"ev\":\"start\"}\n{\"t\":5,\"ev\":\"end\"}\n"
+        try earlier.write(toFile: path, atomically: true, encoding: .utf8)
+
+        let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:\(taken.port)", "--upstream", "127.0.0.1:9",
+                                              "--control", "127.0.0.1:0", "--record", path])
+
+        #expect(result.status == 1)
+        #expect(result.stderr.lowercased().contains("address already in use"), "stderr: \(result.stderr)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == earlier)
+    }
+
+    @Test func aRunThatCannotBindLeavesNoRecordingBehind() throws {
+        let taken = try TestServer.echo()
+        defer { taken.stop() }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-\(UUID()).jsonl").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+
+        let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:\(taken.port)", "--upstream", "127.0.0.1:9",
+                                              "--control", "127.0.0.1:0", "--record", path])
+
+        #expect(result.status == 1)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func aRecordingReplacesALongerEarlierFileOfThatName() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-\(UUID()).jsonl").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try String(repeating: "x", count: 1 << 20).write(toFile: path, atomically: false, encoding: .utf8)
+
+        let run = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
+                                       "--control", "127.0.0.1:0", "--record", path])
+        _ = try run.readLine()
+        #expect(try run.stop() == 0)
+
+        let replaced = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(!replaced.contains("x"))
+        #expect(try events(path).first?["ev"] as? String == "start")
+    }
+
     @Test func aRecordingCutShortMidLineIsRefusedNamingItsLastLine() throws {
         let result = try reportError("{\"v\":1,\"ev\":\"start\",\"wall\":\"x\"}\n{\"t\":5,\"ev\":\"open\",\"co")
         #expect(result.status == 2)

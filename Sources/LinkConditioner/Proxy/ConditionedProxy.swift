@@ -72,7 +72,10 @@ public final class ConditionedProxy: Sendable {
                     for (spec, address, upstream) in resolved {
                         state.value.listeners.append(try makeListener(spec, address: address, upstream: upstream, context: context))
                     }
+                    // Only a proxy that started replaces an earlier recording of that name.
+                    try state.value.recorder?.begin()
                 } catch {
+                    state.value.recorder?.abandon()
                     state.value.close()
                     throw error
                 }

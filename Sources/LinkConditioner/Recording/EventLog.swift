@@ -63,7 +63,8 @@ public final class EventLog: TrafficRecorder {
     private var flushTimerArmed = false
     private var closed = false
 
-    /// Creates the file at `options.path` (replacing it) and writes the header line.
+    /// Opens the file at `options.path` and buffers the header line; nothing is written, and an earlier file of that
+    /// name keeps its contents, until `begin` (or none of it, after `abandon`).
     init(_ options: RecordingOptions, loop: EventLoop, wallClock: Date = Date()) throws(SystemError) {
         self.loop = loop
         self.origin = loop.clock.now()
@@ -72,6 +73,16 @@ public final class EventLog: TrafficRecorder {
         let wall = ISO8601DateFormatter.string(from: wallClock, timeZone: .gmt,
                                                formatOptions: [.withInternetDateTime, .withFractionalSeconds])
         append("{\"v\":\(Self.version),\"ev\":\"start\",\"wall\":\(json(wall)),\"linkcond\":\(json(linkcondVersion)),\"limit\":\(limit),\"window_us\":\(Self.window.nanoseconds / 1000)}")
+    }
+
+    /// Replaces an earlier file of that name and starts writing, once the proxy has started. Loop thread.
+    func begin() throws(SystemError) { try writer.start() }
+
+    /// Gives the file up unwritten after a start that failed, removing it if opening made it. Loop thread.
+    func abandon() {
+        guard !closed else { return }
+        closed = true
+        writer.abandon()
     }
 
     private func micros(_ now: Instant) -> Int64 { (now - origin).nanoseconds / 1000 }
@@ -265,12 +276,21 @@ final class LogWriter: @unchecked Sendable {
     private var finished = false
     private var failure: SystemError?
 
+    /// Opens `path` without emptying it; the thread starts with `start`.
     init(path: String) throws(SystemError) {
-        file = try RecordFile(creating: path)
+        file = try RecordFile(opening: path)
+    }
+
+    /// Empties the file and starts the thread that writes it.
+    func start() throws(SystemError) {
+        try file.claim()
         let thread = Thread { [self] in run() }
         thread.name = "linkcond-record"
         thread.start()
     }
+
+    /// Closes the file unwritten, before `start`, removing it if opening made it.
+    func abandon() { file.abandon() }
 
     /// Bytes handed over and not yet written.
     var backlog: Int {

@@ -33,6 +33,8 @@ public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let badAddress = Errno(rawValue: EFAULT)
     /// EMFILE: the process ran out of file descriptors.
     public static let tooManyOpenFiles = Errno(rawValue: EMFILE)
+    /// EEXIST: a file of that name exists (an exclusive create).
+    public static let fileExists = Errno(rawValue: EEXIST)
     /// ENOENT: no such file or directory.
     public static let noSuchFile = Errno(rawValue: ENOENT)
     /// EIO: an input/output error (a UDP GSO message the device cannot segment).
