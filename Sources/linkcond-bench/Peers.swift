@@ -71,6 +71,19 @@ final class PeerProcess: @unchecked Sendable {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Times the process's threads went to sleep (voluntary context switches), every thread included: how often a
+    /// relay waited for something, so two relays' cadences can be compared.
+    func sleeps() -> Double {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.reduce(0) { total, task in
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8),
+                  let line = text.split(separator: "\n").first(where: { $0.hasPrefix("voluntary_ctxt_switches:") }),
+                  let count = line.split(separator: "\t").last.flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) })
+            else { return total }
+            return total + count
+        }
+    }
+
     /// Resident memory in bytes (VmRSS), every thread included.
     func residentBytes() -> Double? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),

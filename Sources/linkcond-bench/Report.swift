@@ -59,7 +59,7 @@ final class Report {
                 : value >= 1e6 ? String(format: "%.2f Mbit/s", value / 1e6) : String(format: "%.2f kbit/s", value / 1e3)
         case "s": value < 1e-3 ? String(format: "%.1f µs", value * 1e6) : String(format: "%.3f ms", value * 1e3)
         case "%": String(format: "%+.3f %%", value)
-        case "/s": String(format: "%.0f /s", value)
+        case "/s", "/GB": String(format: "%.0f %@", value, unit)
         case "": String(format: "%.4f", value)
         default: String(format: "%.3f %@", value, unit)
         }
