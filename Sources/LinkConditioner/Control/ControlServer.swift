@@ -77,6 +77,22 @@ enum SecretComparison {
     }
 }
 
+/// The `Host` values that name a loopback HTTP endpoint on `port`: `localhost:PORT`, `[::1]:PORT`, or an IPv4
+/// loopback address written as one (`127.x.y.z:PORT`). Any other value is a name a web page chose, which its
+/// attacker can point at 127.0.0.1 (DNS rebinding), including names such as `127.evil.example`.
+struct LoopbackHosts {
+    let port: UInt16
+    /// Values without the port, for clients that leave it out; none of them is a name an attacker can register.
+    var portless: Set<String> = []
+
+    /// Whether `host` (lowercased) names this endpoint.
+    func contains(_ host: String) -> Bool {
+        if portless.contains(host) || ["localhost:\(port)", "[::1]:\(port)"].contains(host) { return true }
+        guard host.hasPrefix("127."), let colon = host.lastIndex(of: ":"), host[host.index(after: colon)...] == "\(port)" else { return false }
+        return AddressBytes.parse(String(host[..<colon]))?.count == 4
+    }
+}
+
 /// The control endpoint: a small HTTP/1.1 server on the proxy's event loop that reads and steers its conditions.
 ///
 /// Lives on the event loop thread; started through `ConditionedProxy.serveControl`. One request per connection.
@@ -100,8 +116,8 @@ final class ControlServer: HTTPExchangeServer {
     private let token: String?
     private let unixPath: String?
     private let logger: Logger
-    /// Host values a request may carry (loopback TCP endpoints only); nil accepts any host.
-    private let acceptedHosts: Set<String>?
+    /// The `Host` values a request may carry (loopback TCP endpoints only); nil accepts any host.
+    private let acceptedHosts: LoopbackHosts?
     private let connections: ExchangeConnections
 
     init(address: SocketAddress, unixPath: String?, token: String?, state: ProxyState) throws(SystemError) {
@@ -113,7 +129,7 @@ final class ControlServer: HTTPExchangeServer {
         self.unixPath = unixPath
         displayAddress = unixPath ?? "http://\(self.address)"
         self.token = token
-        acceptedHosts = unixPath == nil && self.address.isLoopback ? Self.loopbackHosts(port: self.address.port) : nil
+        acceptedHosts = unixPath == nil && self.address.isLoopback ? LoopbackHosts(port: self.address.port) : nil
         api = ControlAPI(state: state)
         connections = ExchangeConnections(limit: Self.connectionLimit, acceptor: acceptor, logger: state.logger,
                                           name: "control endpoint")
@@ -123,11 +139,6 @@ final class ControlServer: HTTPExchangeServer {
             if let unixPath { Socket.removeSocketFile(unixPath) }
             throw error
         }
-    }
-
-    /// The `Host` values that name a loopback endpoint on `port`.
-    private static func loopbackHosts(port: UInt16) -> Set<String> {
-        ["localhost:\(port)", "127.0.0.1:\(port)", "[::1]:\(port)"]
     }
 
     private func accepted(_ client: Socket) {
@@ -155,7 +166,7 @@ final class ControlServer: HTTPExchangeServer {
     private func refusal(of request: HTTPRequest, needsToken: Bool = true) -> HTTPResponse? {
         if let acceptedHosts {
             let host = request.headers["host"]?.lowercased() ?? ""
-            guard acceptedHosts.contains(host) || isLoopbackLiteral(host) else {
+            guard acceptedHosts.contains(host) else {
                 return .error(403, "Host \"\(host.prefix(80))\" is not this control endpoint; expected localhost:\(address.port) or 127.0.0.1:\(address.port) (a web page trying DNS rebinding looks like this)")
             }
         }
@@ -184,12 +195,6 @@ final class ControlServer: HTTPExchangeServer {
             }
         }
         return nil
-    }
-
-    /// Whether `host` is `127.x.y.z:PORT` for this endpoint's port.
-    private func isLoopbackLiteral(_ host: String) -> Bool {
-        guard host.hasPrefix("127."), let colon = host.lastIndex(of: ":"), host[host.index(after: colon)...] == "\(address.port)" else { return false }
-        return AddressBytes.parse(String(host[..<colon]))?.count == 4
     }
 
     func connectionClosed(_ connection: ControlConnection) {
