@@ -2,15 +2,51 @@ import Glibc
 
 /// A file the event log is written to: created (or emptied) at open, mode 0644, written in whole buffers.
 ///
-/// Used by the recording's writer thread only, never by the event loop, so a slow disk cannot stall the loop.
+/// In a sticky directory every user can write to (/tmp), a symbolic link or an existing file that belongs to
+/// neither this user nor the directory's owner is refused: another user planted it, to have linkcond overwrite a
+/// file of this user's through the link, or to read the recording. That is the kernel's fs.protected_symlinks
+/// and fs.protected_regular rule, kept here for systems that turn them off. Used by the recording's writer thread
+/// only, never by the event loop, so a slow disk cannot stall the loop.
 final class RecordFile {
     private let descriptor: Int32
 
-    /// Creates `path`, replacing an earlier file of that name; throws with the path when it cannot.
+    /// Creates `path`, or empties the file there; throws with the path when it cannot or must not.
     init(creating path: String) throws(SystemError) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let sharedDirectoryOwner = Self.sharedDirectoryOwner(of: path)
+        var descriptor = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        if descriptor < 0 && Errno.current.rawValue == ELOOP {
+            var link = stat()
+            guard lstat(path, &link) == 0 else { throw SystemError("lstat \(path)", .current) }
+            if let owner = sharedDirectoryOwner, link.st_uid != getuid(), link.st_uid != owner {
+                throw SystemError("open \(path) (a symbolic link of user \(link.st_uid) in a directory every user can write to; not following it)", .permissionDenied)
+            }
+            descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        }
         guard descriptor >= 0 else { throw SystemError("open \(path)", .current) }
+        var file = stat()
+        guard fstat(descriptor, &file) == 0 else {
+            let error = Errno.current
+            _ = Glibc.close(descriptor)
+            throw SystemError("fstat \(path)", error)
+        }
+        if let owner = sharedDirectoryOwner, file.st_uid != getuid(), file.st_uid != owner {
+            _ = Glibc.close(descriptor)
+            throw SystemError("open \(path) (a file of user \(file.st_uid) in a directory every user can write to; not writing into it)", .permissionDenied)
+        }
+        if file.st_mode & S_IFMT == S_IFREG && ftruncate(descriptor, 0) != 0 {
+            let error = Errno.current
+            _ = Glibc.close(descriptor)
+            throw SystemError("truncate \(path)", error)
+        }
         self.descriptor = descriptor
+    }
+
+    /// The owner of the directory holding `path` when it is sticky and every user can write to it (/tmp), else nil.
+    private static func sharedDirectoryOwner(of path: String) -> uid_t? {
+        let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        var status = stat()
+        guard stat(directory, &status) == 0, status.st_mode & S_ISVTX != 0, status.st_mode & S_IWOTH != 0 else { return nil }
+        return status.st_uid
     }
 
     /// Writes every byte of `bytes`, retrying short writes and EINTR.
