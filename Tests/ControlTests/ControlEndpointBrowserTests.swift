@@ -48,7 +48,7 @@ struct ControlEndpointBrowserTests {
         }
         defer { site.stop() }
 
-        let dom = try runHeadless(Self.chromium!, url: "http://127.0.0.1:\(site.port)/")
+        let dom = try Self.runHeadless(Self.chromium!, url: "http://127.0.0.1:\(site.port)/")
 
         #expect(dom.contains("attempts done"), "the page's script did not run: \(dom.prefix(2000))")
         #expect(endpoint.proxy.conditions.offline == nil, "\(dom)")
@@ -100,14 +100,14 @@ struct ControlEndpointBrowserTests {
         }
         defer { site.stop() }
 
-        let dom = try runHeadless(Self.chromium!, url: "http://127.0.0.1:\(site.port)/")
+        let dom = try Self.runHeadless(Self.chromium!, url: "http://127.0.0.1:\(site.port)/")
 
         #expect(dom.contains("attempts done"), "the page's script did not run: \(dom.prefix(2000))")
         #expect(endpoint.proxy.status().count == 1, "a listener appeared: \(endpoint.proxy.status().map(\.address)) \(dom)")
     }
 
     /// Loads `url` in headless chromium and returns the DOM once the page settled (at most 60 s).
-    private func runHeadless(_ executable: String, url: String) throws -> String {
+    static func runHeadless(_ executable: String, url: String) throws -> String {
         let profile = FileManager.default.temporaryDirectory.appendingPathComponent("lc-chromium-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: profile) }
         let process = Process()

@@ -56,6 +56,47 @@ struct DashboardEndpointTests {
         #expect(endpoint.proxy.conditions.offline == .refuse)
     }
 
+    /// `linkcond dashboard --open` hands the browser a one-time ticket instead of the token; the page in a real
+    /// chromium trades it for the token and shows the profile, and the ticket is spent.
+    @Test(.enabled(if: ControlEndpointBrowserTests.chromium != nil, "needs chromium (apt-get install chromium)"))
+    func thePageTradesAOneTimeTicketForTheToken() throws {
+        let endpoint = try ControlEndpointUnderTest(token: Self.token)
+        defer { endpoint.stop() }
+        let issued = try endpoint.request("POST", "/dashboard/ticket")
+        let ticket = try #require(issued.components(separatedBy: "\r\n\r\n").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+
+        let dom = try ControlEndpointBrowserTests.runHeadless(ControlEndpointBrowserTests.chromium!,
+                                                              url: "http://127.0.0.1:\(endpoint.port)/#ticket=\(ticket)")
+        let again = try endpoint.raw("POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
+            + "Content-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)")
+
+        #expect(issued.hasPrefix("HTTP/1.1 200 "), "\(issued)")
+        #expect(dom.contains(#"<strong id="profile-name">edge</strong>"#), "\(dom.prefix(3000))")
+        #expect(again.hasPrefix("HTTP/1.1 403 "), "\(again)")
+    }
+
+    @Test func aTicketIsIssuedOnlyForTheTokenAndTradedOnlyFromTheEndpointsOwnOrigin() throws {
+        let endpoint = try ControlEndpointUnderTest(token: Self.token)
+        defer { endpoint.stop() }
+        let withoutToken = try endpoint.raw("POST /dashboard/ticket HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Length: 0\r\n\r\n")
+        let ticket = try #require(try endpoint.request("POST", "/dashboard/ticket").components(separatedBy: "\r\n\r\n").last?
+            .trimmingCharacters(in: .whitespacesAndNewlines))
+        let redeem = { (fields: String) in
+            try endpoint.raw("POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\n\(fields)Content-Type: text/x-linkcond\r\n"
+                + "Content-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)")
+        }
+
+        let fromAnotherPage = try redeem("Origin: http://127.0.0.1:1\r\n")
+        let wrongTicket = try endpoint.raw("POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
+            + "Content-Length: 64\r\n\r\n\(String(repeating: "0", count: 64))")
+        let fromItsPage = try redeem("Origin: http://127.0.0.1:\(endpoint.port)\r\n")
+
+        #expect(withoutToken.hasPrefix("HTTP/1.1 401 "), "\(withoutToken)")
+        #expect(fromAnotherPage.hasPrefix("HTTP/1.1 403 "), "\(fromAnotherPage)")
+        #expect(wrongTicket.hasPrefix("HTTP/1.1 403 "), "\(wrongTicket)")
+        #expect(fromItsPage.hasPrefix("HTTP/1.1 200 ") && fromItsPage.hasSuffix("\r\n\r\n\(Self.token)\n"), "\(fromItsPage)")
+    }
+
     @Test func aRequestFromTheEndpointsOwnOriginWithoutTheTokenIsRefused() throws {
         let endpoint = try ControlEndpointUnderTest(token: Self.token)
         defer { endpoint.stop() }

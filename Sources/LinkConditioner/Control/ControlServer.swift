@@ -119,6 +119,11 @@ final class ControlServer: HTTPExchangeServer {
     /// The `Host` values a request may carry (loopback TCP endpoints only); nil accepts any host.
     private let acceptedHosts: LoopbackHosts?
     private let connections: ExchangeConnections
+    /// The one-time tickets `linkcond dashboard --open` asked for and no page has traded yet, with when each expires.
+    private var tickets: [String: Instant] = [:]
+    /// How long a ticket may wait to be traded for the token, and how many may wait at once.
+    static let ticketLifetime = Duration.seconds(60)
+    static let ticketLimit = 16
 
     init(address: SocketAddress, unixPath: String?, token: String?, state: ProxyState) throws(SystemError) {
         loop = state.loop
@@ -153,12 +158,41 @@ final class ControlServer: HTTPExchangeServer {
     /// Refuses what a browser or a stranger could send, or hands the request to the API; `reply` runs on the loop.
     /// The dashboard's files need no token (they hold no secret) but pass every other check, and are served on a
     /// loopback TCP endpoint only, where a page can make same-origin requests.
+    ///
+    /// A browser's command line is readable by every user of the machine, so `linkcond dashboard --open` hands it a
+    /// one-time ticket instead of the token: `POST /dashboard/ticket` (with the token) makes one, and the page
+    /// trades it once for the token with `POST /dashboard/token` (the ticket as its body, no token), within
+    /// `ticketLifetime`.
     func respond(to request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
         if request.method == "GET", acceptedHosts != nil, let file = DashboardPage.file(at: request.path) {
             return reply(refusal(of: request, needsToken: false) ?? file)
         }
+        if request.method == "POST", request.path == "/dashboard/token", acceptedHosts != nil, let token {
+            return reply(refusal(of: request, needsToken: false) ?? redeem(ticket: request.bodyText, for: token))
+        }
         if let refusal = refusal(of: request) { return reply(refusal) }
+        if request.method == "POST", request.path == "/dashboard/ticket", acceptedHosts != nil, token != nil {
+            return reply(issueTicket())
+        }
         api.handle(request, reply: reply)
+    }
+
+    private func issueTicket() -> HTTPResponse {
+        let now = loop.clock.now()
+        tickets = tickets.filter { $0.value > now }
+        guard tickets.count < Self.ticketLimit else {
+            return .error(503, "\(Self.ticketLimit) dashboard tickets wait to be used; try again within \(Self.ticketLifetime.seconds) s")
+        }
+        let ticket = ControlToken.random()
+        tickets[ticket] = now + Self.ticketLifetime
+        return .text(ticket)
+    }
+
+    private func redeem(ticket: String, for token: String) -> HTTPResponse {
+        guard let expiry = tickets.removeValue(forKey: ticket), expiry > loop.clock.now() else {
+            return .error(403, "this dashboard ticket is unknown, used or expired; run \"linkcond dashboard --open\" again, or paste the token")
+        }
+        return .text(token)
     }
 
     /// Why `request` is refused, or nil. An `Origin` passes only when it is this endpoint's own origin: `http://`
