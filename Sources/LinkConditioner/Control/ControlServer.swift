@@ -162,13 +162,14 @@ final class ControlServer: HTTPExchangeServer {
     /// A browser's command line is readable by every user of the machine, so `linkcond dashboard --open` hands it a
     /// one-time ticket instead of the token: `POST /dashboard/ticket` (with the token) makes one, and the page
     /// trades it once for the token with `POST /dashboard/token` (the ticket as its body, no token), within
-    /// `ticketLifetime`.
-    func respond(to request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
+    /// `ticketLifetime`, from a connection of this user's (or root's): another user who read the ticket in the
+    /// browser's command line and raced it there gets no token, and voids the ticket.
+    func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void) {
         if request.method == "GET", acceptedHosts != nil, let file = DashboardPage.file(at: request.path) {
             return reply(refusal(of: request, needsToken: false) ?? file)
         }
         if request.method == "POST", request.path == "/dashboard/token", acceptedHosts != nil, let token {
-            return reply(refusal(of: request, needsToken: false) ?? redeem(ticket: request.bodyText, for: token))
+            return reply(refusal(of: request, needsToken: false) ?? redeem(ticket: request.bodyText, for: token, from: connection))
         }
         if let refusal = refusal(of: request) { return reply(refusal) }
         if request.method == "POST", request.path == "/dashboard/ticket", acceptedHosts != nil, token != nil {
@@ -188,9 +189,14 @@ final class ControlServer: HTTPExchangeServer {
         return .text(ticket)
     }
 
-    private func redeem(ticket: String, for token: String) -> HTTPResponse {
+    private func redeem(ticket: String, for token: String, from connection: ControlConnection) -> HTTPResponse {
         guard let expiry = tickets.removeValue(forKey: ticket), expiry > loop.clock.now() else {
             return .error(403, "this dashboard ticket is unknown, used or expired; run \"linkcond dashboard --open\" again, or paste the token")
+        }
+        let peer = connection.socket.localPeerUserID()
+        guard let peer, peer == CurrentUser.id || peer == 0 else {
+            logger.warning("control endpoint: \(peer.map { "user \($0)" } ?? "a client of unknown user") presented a dashboard ticket; it is void now")
+            return .error(403, "this dashboard ticket belongs to another user; it is void now")
         }
         return .text(token)
     }
@@ -334,7 +340,7 @@ final class ControlConnection {
                     phase = .answering
                     reader = HTTPRequestReader()
                     let connection = LoopBound(WeakControlConnection(self))
-                    server.respond(to: request) { response in connection.value.connection?.reply(response) }
+                    server.respond(to: request, from: self) { response in connection.value.connection?.reply(response) }
                 }
             }
         }
@@ -383,8 +389,8 @@ final class ControlConnection {
 /// Lives on the event loop thread.
 protocol HTTPExchangeServer: AnyObject {
     var loopForConnections: EventLoop { get }
-    /// Answers `request`; `reply` runs on the loop.
-    func respond(to request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void)
+    /// Answers `request`, which arrived on `connection`; `reply` runs on the loop.
+    func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void)
     func connectionClosed(_ connection: ControlConnection)
 }
 

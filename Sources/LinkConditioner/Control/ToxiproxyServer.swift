@@ -39,7 +39,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
         connections.admit(ControlConnection(socket: client, server: self))
     }
 
-    func respond(to request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
+    func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void) {
         if let refusal = refusal(of: request) { return reply(refusal.response) }
         api.handle(request, reply: reply)
     }
