@@ -8,8 +8,10 @@ struct DashboardCommand: ParsableCommand {
         commandName: "dashboard", abstract: "Print or open the URL of a running linkcond's dashboard.",
         discussion: """
             The URL carries the control token after "#token=": browsers never send that part to a server, and the \
-            page keeps the token for its tab only. Without --control the command looks for the one running \
-            linkcond whose control endpoint is on 127.0.0.1 (its token file in the private directory).
+            page keeps the token for its tab only. --open hands the browser a one-time ticket the page trades for \
+            the token instead, since a browser's command line is readable by every user of the machine. Without \
+            --control the command looks for the one running linkcond whose control endpoint is on 127.0.0.1 (its \
+            token file in the private directory).
 
             Examples:
               linkcond dashboard
@@ -44,9 +46,15 @@ struct DashboardCommand: ParsableCommand {
             }
             throw ExitStatus.runtimeFailure
         }
-        let url = "http://127.0.0.1:\(endpoint.port)/" + (token.map { "#token=\($0)" } ?? "")
-        print(url)
-        if open { Self.openInBrowser(url) }
+        let page = "http://127.0.0.1:\(endpoint.port)/"
+        print(page + (token.map { "#token=\($0)" } ?? ""))
+        guard open else { return }
+        guard token != nil else { return Self.openInBrowser(page) }
+        guard let ticket = try? ControlClient(address: address, token: token).send("POST", "/dashboard/ticket"), ticket.status == 200 else {
+            printError("linkcond: the running linkcond gave no dashboard ticket; open the URL above yourself (a browser's command line would show the token to every user of this machine)")
+            throw ExitStatus.runtimeFailure
+        }
+        Self.openInBrowser(page + "#ticket=" + ticket.body.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     /// The loopback endpoints whose token files this user's private directory holds, with their tokens.

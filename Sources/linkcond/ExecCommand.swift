@@ -43,8 +43,7 @@ struct ExecCommand: ParsableCommand {
     @Option(name: .long, help: "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free).")
     var control: String?
 
-    @Option(name: .customLong("control-token"), help: "Token the control endpoint requires (default: a random one, written to a private file the linkcond command reads).")
-    var controlToken: String?
+    @OptionGroup var controlToken: ServedControlToken
 
     @Option(name: .customLong("dns-upstream"), help: "Resolver the program's DNS lookups go to, HOST:PORT (default: the first nameserver in /etc/resolv.conf).")
     var dnsUpstream: String?
@@ -104,6 +103,7 @@ struct ExecCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "linkcond")
+        controlToken.warnIfOnTheCommandLine(logger)
         Namespaces.blockChildAndTerminationSignals()
         let launch: ExecLaunch
         do {
@@ -137,7 +137,7 @@ struct ExecCommand: ParsableCommand {
         var createdFiles: [String] = []
         do {
             let address = control.flatMap(ControlAddress.init(parsing:)) ?? .tcp(Endpoint(host: "127.0.0.1", port: 0))
-            let (line, tokenFile) = try proxy.serveLocalControl(at: address, token: controlToken, logger: logger)
+            let (line, tokenFile) = try proxy.serveLocalControl(at: address, token: controlToken.value, logger: logger)
             createdFiles += tokenFile.map { [$0] } ?? []
             printError("ready control \(line)")
         } catch {

@@ -85,8 +85,7 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("toxiproxy-config"), help: "Toxiproxy config file (a JSON array of proxies, as for POST /populate) to create at start; needs --toxiproxy.")
     var toxiproxyConfig: String?
 
-    @Option(name: .customLong("control-token"), help: "Token the control endpoint requires (default: a random one, written to a private file the linkcond command reads; required off loopback).")
-    var controlToken: String?
+    @OptionGroup var controlToken: ServedControlToken
 
     @OptionGroup var recordArguments: RecordArguments
 
@@ -111,7 +110,7 @@ struct RunCommand: ParsableCommand {
             guard let endpoint = Self.toxiproxyEndpoint(toxiproxy) else {
                 throw ValidationError("--toxiproxy \"\(toxiproxy)\": expected HOST or HOST:PORT, such as 127.0.0.1 or 127.0.0.1:8474.")
             }
-            if !ControlAddress.tcp(endpoint).isLocalOnly && (!allowRemote || (controlToken ?? "").isEmpty) {
+            if !ControlAddress.tcp(endpoint).isLocalOnly && (!allowRemote || controlToken.value == nil) {
                 throw ValidationError("--toxiproxy \"\(toxiproxy)\" is reachable from other hosts: add --allow-remote and --control-token TOKEN (clients then send \"Authorization: Bearer TOKEN\").")
             }
         }
@@ -159,6 +158,7 @@ struct RunCommand: ParsableCommand {
             throw ExitStatus.runtimeFailure
         }
         let logger = Logger(label: "linkcond")
+        controlToken.warnIfOnTheCommandLine(logger)
         var controlLines: [String] = []
         var createdFiles: [String] = []
         do {
@@ -174,7 +174,7 @@ struct RunCommand: ParsableCommand {
         if control == nil { proxy.serveUserDefaultControl(logger: logger) }
         if let toxiproxy, let endpoint = Self.toxiproxyEndpoint(toxiproxy) {
             do {
-                controlLines.insert("ready toxiproxy \(try proxy.serveToxiproxy(at: endpoint, token: controlToken))", at: 0)
+                controlLines.insert("ready toxiproxy \(try proxy.serveToxiproxy(at: endpoint, token: controlToken.value))", at: 0)
                 if let toxiproxyConfig {
                     let json = try Self.readToxiproxyConfig(toxiproxyConfig)
                     if let failure = proxy.populateToxiproxy(json) {
@@ -200,7 +200,7 @@ struct RunCommand: ParsableCommand {
     }
 
     private func serveControl(_ proxy: ConditionedProxy, at address: ControlAddress, logger: Logger) throws -> (String, String?) {
-        try proxy.serveLocalControl(at: address, token: controlToken, logger: logger)
+        try proxy.serveLocalControl(at: address, token: controlToken.value, logger: logger)
     }
 }
 

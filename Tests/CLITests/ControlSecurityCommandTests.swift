@@ -148,6 +148,45 @@ struct ControlSecurityCommandTests {
         #expect(use.stderr.contains("at most 1 MiB"), "\(use.stderr)")
     }
 
+    /// A command line is world-readable (`ps`, /proc/PID/cmdline), the environment is not: a token chosen by a
+    /// script reaches `run` through `LINKCOND_CONTROL_TOKEN` without other users of the machine seeing it.
+    @Test func runTakesTheTokenFromTheEnvironmentSoItStaysOffTheCommandLine() throws {
+        let runtime = try RuntimeDirectory()
+        let token = ControlToken.random()
+        let linkcond = try RunningLinkcond(["run", "--proxy", "127.0.0.1:0"],
+                                           environment: runtime.environment.merging(["LINKCOND_CONTROL_TOKEN": token]) { $1 })
+        _ = try linkcond.readLine()
+        let port = try #require(try linkcond.readLine().split(separator: ":").last.flatMap { UInt16($0) })
+
+        let commandLine = try String(contentsOfFile: "/proc/\(linkcond.process.processIdentifier)/cmdline", encoding: .utf8)
+        let withToken = try rawHTTP(port: port, "GET /version HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\n\r\n")
+        let withoutToken = try rawHTTP(port: port, "GET /version HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        _ = try linkcond.stop()
+
+        #expect(!commandLine.contains(token))
+        #expect(withToken.hasPrefix("HTTP/1.1 200 "), "\(withToken)")
+        #expect(withoutToken.hasPrefix("HTTP/1.1 401 "), "\(withoutToken)")
+        #expect(!FileManager.default.fileExists(atPath: runtime.privateDirectory + "/control-\(port).token"))
+    }
+
+    /// A token anyone on the machine can guess in a few tries guards nothing; an empty one locks everyone out.
+    @Test(arguments: [
+        (["--control-token", ""], [String: String]()),
+        (["--control-token", "short"], [:]),
+        ([], ["LINKCOND_CONTROL_TOKEN": "123456789012345"]),
+    ])
+    func aWeakTokenIsRefusedNamingWhereItCameFrom(_ options: [String], _ environment: [String: String]) throws {
+        let runtime = try RuntimeDirectory()
+
+        let result = try LinkcondProcess.run(["run", "--proxy", "127.0.0.1:0"] + options,
+                                             environment: runtime.environment.merging(environment) { $1 })
+
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(options.isEmpty ? "LINKCOND_CONTROL_TOKEN" : "--control-token"), "\(result.stderr)")
+        #expect(result.stderr.contains("at least 16 characters"), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
     @Test func aProxyOffLoopbackIsRefusedWithoutAllowRemote() throws {
         let result = try LinkcondProcess.run(["run", "--proxy", "0.0.0.0:0"])
 
@@ -162,7 +201,7 @@ struct ControlSecurityCommandTests {
         let runtime = try RuntimeDirectory()
         let linkcond = try RunningLinkcond(
             ["-c", "ulimit -n 48 && exec \"$0\" \"$@\"", LinkcondProcess.executable.path, "run", "--listen", "127.0.0.1:0",
-             "--upstream", "127.0.0.1:\(echo.port)", "--control", "127.0.0.1:0", "--control-token", "t"],
+             "--upstream", "127.0.0.1:\(echo.port)", "--control", "127.0.0.1:0", "--control-token", "token-of-the-test"],
             environment: runtime.environment, executable: URL(fileURLWithPath: "/bin/sh"))
         let relayPort = try #require(try linkcond.readLine().split(separator: " ")[2].split(separator: ":").last.flatMap { UInt16($0) })
         let controlPort = try #require(try linkcond.readLine().split(separator: ":").last.flatMap { UInt16($0) })
@@ -179,7 +218,7 @@ struct ControlSecurityCommandTests {
         held.removeAll()
         var recovered = ""
         for _ in 0..<200 where !recovered.hasPrefix("HTTP/1.1 200 ") {
-            recovered = (try? rawHTTP(port: controlPort, "GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(controlPort)\r\nAuthorization: Bearer t\r\n\r\n")) ?? ""
+            recovered = (try? rawHTTP(port: controlPort, "GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(controlPort)\r\nAuthorization: Bearer token-of-the-test\r\n\r\n")) ?? ""
             if !recovered.hasPrefix("HTTP/1.1 200 ") { usleep(50_000) }
         }
         _ = try linkcond.stop()

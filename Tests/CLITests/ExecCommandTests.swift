@@ -573,14 +573,14 @@ struct ExecCommandTests {
         let fetch = { (host: String, port: UInt16) in "curl -sS -m 10 -o /dev/null http://\(host):\(port)/" }
         let script = "\(fetch("198.18.0.2", small.port)); \(fetch("198.18.0.2", small.port)); \(fetch("files.test", large.port)); touch \(done); "
             + "until [ -e \(leave) ]; do sleep 0.02; done"
-        let running = try RunningLinkcond(["exec", "--mode", mode, "--control", socket, "--control-token", "t",
+        let running = try RunningLinkcond(["exec", "--mode", mode, "--control", socket, "--control-token", "token-of-the-test",
                                            "--dns-upstream", "127.0.0.1:\(resolver.port)", "--", "sh", "-c", script])
         defer { _ = FileManager.default.createFile(atPath: leave, contents: nil); _ = try? running.stop(signal: SIGTERM) }
         try ExecEnvironment.waitForFile(done)
 
-        let json = try LinkcondProcess.run(["status", "--json", "--control", socket, "--control-token", "t"])
-        let text = try LinkcondProcess.run(["status", "--control", socket, "--control-token", "t"])
-        let metrics = try ExecEnvironment.fetch("/metrics", control: socket, token: "t")
+        let json = try LinkcondProcess.run(["status", "--json", "--control", socket, "--control-token", "token-of-the-test"])
+        let text = try LinkcondProcess.run(["status", "--control", socket, "--control-token", "token-of-the-test"])
+        let metrics = try ExecEnvironment.fetch("/metrics", control: socket, token: "token-of-the-test")
 
         let report = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "status: \(json.stdout)")
         let listener = try #require((report["listeners"] as? [[String: Any]])?.first)

@@ -48,7 +48,7 @@ struct ControlEndpointBrowserTests {
         }
         defer { site.stop() }
 
-        let dom = try runHeadless(Self.chromium!, url: "http://127.0.0.1:\(site.port)/")
+        let dom = try Self.runHeadless(Self.chromium!, url: "http://127.0.0.1:\(site.port)/")
 
         #expect(dom.contains("attempts done"), "the page's script did not run: \(dom.prefix(2000))")
         #expect(endpoint.proxy.conditions.offline == nil, "\(dom)")
@@ -57,8 +57,57 @@ struct ControlEndpointBrowserTests {
         #expect(endpoint.proxy.report().scenario == nil)
     }
 
+    /// The page against the Toxiproxy API, which asks no token on loopback: JSON sent as no-cors `text/plain`, and
+    /// the classic form whose `text/plain` encoding spells a JSON body (`NAME=VALUE` with the `=` inside a string).
+    static func hostileToxiproxyPage(apiPort: UInt16) -> String {
+        let create = #"{"name":"planted","listen":"127.0.0.1:0","upstream":"127.0.0.1:9"}"#
+        return """
+        <!doctype html><html><body><iframe name="sink"></iframe>
+        <form id="form" method="POST" action="http://127.0.0.1:\(apiPort)/proxies" enctype="text/plain" target="sink">
+        <input type="hidden" name='{"name":"formed","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","x":"' value='"}'></form>
+        <script>
+        (async () => {
+          const base = "http://127.0.0.1:\(apiPort)";
+          const log = [];
+          const attempt = async (name, path, init) => {
+            try { const r = await fetch(base + path, init); log.push(name + ": " + r.status); } catch (e) { log.push(name + ": " + e); }
+          };
+          await attempt("create", "/proxies", { method: "POST", mode: "no-cors", headers: { "Content-Type": "text/plain" }, body: '\(create)' });
+          await attempt("populate", "/populate", { method: "POST", mode: "no-cors", body: '[\(create)]' });
+          await attempt("cors", "/proxies", { method: "POST", headers: { "Content-Type": "application/json" }, body: '\(create)' });
+          await attempt("read", "/proxies", {});
+          document.getElementById("form").submit();
+          await new Promise(resolve => setTimeout(resolve, 500));
+          document.body.insertAdjacentHTML("beforeend", "<pre>attempts done\\n" + log.join("\\n") + "</pre>");
+        })();
+        </script></body></html>
+        """
+    }
+
+    @Test(.enabled(if: chromium != nil, "needs chromium (apt-get install chromium)"))
+    func aPageInHeadlessChromiumCannotCreateToxiproxyProxies() throws {
+        let endpoint = try ControlEndpointUnderTest()
+        defer { endpoint.stop() }
+        let api = try endpoint.proxy.serveToxiproxy(at: Endpoint(host: "127.0.0.1", port: 0))
+        let apiPort = try #require(api.split(separator: ":").last.flatMap { UInt16($0) })
+        let page = Array(Self.hostileToxiproxyPage(apiPort: apiPort).utf8)
+        let site = try TestServer { connection in
+            defer { connection.close() }
+            var request: [UInt8] = []
+            while !request.contains(13), let chunk = try? connection.receive(), !chunk.isEmpty { request += chunk }
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(page.count)\r\nConnection: close\r\n\r\n"
+            try? connection.send(Array(head.utf8) + page)
+        }
+        defer { site.stop() }
+
+        let dom = try Self.runHeadless(Self.chromium!, url: "http://127.0.0.1:\(site.port)/")
+
+        #expect(dom.contains("attempts done"), "the page's script did not run: \(dom.prefix(2000))")
+        #expect(endpoint.proxy.status().count == 1, "a listener appeared: \(endpoint.proxy.status().map(\.address)) \(dom)")
+    }
+
     /// Loads `url` in headless chromium and returns the DOM once the page settled (at most 60 s).
-    private func runHeadless(_ executable: String, url: String) throws -> String {
+    static func runHeadless(_ executable: String, url: String) throws -> String {
         let profile = FileManager.default.temporaryDirectory.appendingPathComponent("lc-chromium-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: profile) }
         let process = Process()

@@ -217,6 +217,18 @@ struct ControlEndpointSecurityTests {
         #expect(endpoint.proxy.profile.name == "edge" && endpoint.proxy.profile.uplink.faults.connectStall == .zero)
     }
 
+    /// `--control ./notes.txt` (a slip of the keyboard) must not delete the file: only a stale socket is replaced.
+    @Test func aSocketPathNamingAFileThatIsNotASocketIsRefusedAndTheFileKept() throws {
+        let proxy = try ConditionedProxy.inFront(of: 9, profile: .none)
+        defer { proxy.stop() }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("lc-notes-\(UUID().uuidString.prefix(8)).txt").path
+        try "keep me\n".write(toFile: path, atomically: false, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+
+        #expect(throws: SystemError.self) { _ = try proxy.serveControl(at: .unix(path)) }
+        #expect(FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } == "keep me\n")
+    }
+
     @Test func aBodyOverOneMebibyteIsRefusedWith413BeforeItIsRead() throws {
         let endpoint = try ControlEndpointUnderTest()
         defer { endpoint.stop() }

@@ -56,6 +56,82 @@ struct DashboardEndpointTests {
         #expect(endpoint.proxy.conditions.offline == .refuse)
     }
 
+    /// `linkcond dashboard --open` hands the browser a one-time ticket instead of the token; the page in a real
+    /// chromium trades it for the token and shows the profile, and the ticket is spent.
+    @Test(.enabled(if: ControlEndpointBrowserTests.chromium != nil, "needs chromium (apt-get install chromium)"))
+    func thePageTradesAOneTimeTicketForTheToken() throws {
+        let endpoint = try ControlEndpointUnderTest(token: Self.token)
+        defer { endpoint.stop() }
+        let issued = try endpoint.request("POST", "/dashboard/ticket")
+        let ticket = try #require(issued.components(separatedBy: "\r\n\r\n").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+
+        let dom = try ControlEndpointBrowserTests.runHeadless(ControlEndpointBrowserTests.chromium!,
+                                                              url: "http://127.0.0.1:\(endpoint.port)/#ticket=\(ticket)")
+        let again = try endpoint.raw("POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
+            + "Content-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)")
+
+        #expect(issued.hasPrefix("HTTP/1.1 200 "), "\(issued)")
+        #expect(dom.contains(#"<strong id="profile-name">edge</strong>"#), "\(dom.prefix(3000))")
+        #expect(again.hasPrefix("HTTP/1.1 403 "), "\(again)")
+    }
+
+    @Test func aTicketIsIssuedOnlyForTheTokenAndTradedOnlyFromTheEndpointsOwnOrigin() throws {
+        let endpoint = try ControlEndpointUnderTest(token: Self.token)
+        defer { endpoint.stop() }
+        let withoutToken = try endpoint.raw("POST /dashboard/ticket HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Length: 0\r\n\r\n")
+        let ticket = try #require(try endpoint.request("POST", "/dashboard/ticket").components(separatedBy: "\r\n\r\n").last?
+            .trimmingCharacters(in: .whitespacesAndNewlines))
+        let redeem = { (fields: String) in
+            try endpoint.raw("POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\n\(fields)Content-Type: text/x-linkcond\r\n"
+                + "Content-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)")
+        }
+
+        let fromAnotherPage = try redeem("Origin: http://127.0.0.1:1\r\n")
+        let wrongTicket = try endpoint.raw("POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
+            + "Content-Length: 64\r\n\r\n\(String(repeating: "0", count: 64))")
+        let fromItsPage = try redeem("Origin: http://127.0.0.1:\(endpoint.port)\r\n")
+
+        #expect(withoutToken.hasPrefix("HTTP/1.1 401 "), "\(withoutToken)")
+        #expect(fromAnotherPage.hasPrefix("HTTP/1.1 403 "), "\(fromAnotherPage)")
+        #expect(wrongTicket.hasPrefix("HTTP/1.1 403 "), "\(wrongTicket)")
+        #expect(fromItsPage.hasPrefix("HTTP/1.1 200 ") && fromItsPage.hasSuffix("\r\n\r\n\(Self.token)\n"), "\(fromItsPage)")
+    }
+
+    /// The ticket crosses a browser's command line, which every user can read: another user who races the browser
+    /// to it gets no token, and the ticket is void for everyone after that.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv"))
+    func anotherUserRacingTheBrowserToATicketGetsNoTokenAndVoidsIt() throws {
+        let endpoint = try ControlEndpointUnderTest(token: Self.token)
+        defer { endpoint.stop() }
+        let ticket = try #require(try endpoint.request("POST", "/dashboard/ticket").components(separatedBy: "\r\n\r\n").last?
+            .trimmingCharacters(in: .whitespacesAndNewlines))
+        let redeem = "POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
+            + "Content-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)"
+        let script = """
+            import socket, sys
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10); s.sendall(sys.argv[2].encode())
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk: break
+                data += chunk
+            sys.stdout.write(data.decode())
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, "\(endpoint.port)", redeem]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let fromNobody = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let fromOwnerAfterwards = try endpoint.raw(redeem)
+
+        #expect(fromNobody.hasPrefix("HTTP/1.1 403 "), "\(fromNobody)")
+        #expect(!fromNobody.contains(Self.token))
+        #expect(fromOwnerAfterwards.hasPrefix("HTTP/1.1 403 "), "\(fromOwnerAfterwards)")
+    }
+
     @Test func aRequestFromTheEndpointsOwnOriginWithoutTheTokenIsRefused() throws {
         let endpoint = try ControlEndpointUnderTest(token: Self.token)
         defer { endpoint.stop() }

@@ -47,6 +47,37 @@ struct ProxyFrontEndSecurityTests {
         #expect(response.hasPrefix("HTTP/1.1 403 "), "\(response)")
     }
 
+    /// The Toxiproxy API asks no token on loopback and the control endpoint accepts a loopback `Host`: whoever may
+    /// use the proxy (other hosts with --allow-remote, every page of a browser pointed at it) must not reach them
+    /// through it, whichever way the loopback address is written.
+    @Test(arguments: ["GET http://127.0.0.1:API/proxies HTTP/1.1\r\nHost: 127.0.0.1:API",
+                      "CONNECT 127.0.0.1:API HTTP/1.1\r\nHost: 127.0.0.1:API",
+                      "GET http://[::ffff:127.0.0.1]:API/proxies HTTP/1.1\r\nHost: 127.0.0.1:API",
+                      "GET http://127.0.0.1:CONTROL/status HTTP/1.1\r\nHost: 127.0.0.1:CONTROL"])
+    func linkcondsOwnAPIsAreForbiddenThroughTheProxy(_ request: String) throws {
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
+        let api = try #require(try proxy.serveToxiproxy(at: Endpoint(host: "127.0.0.1", port: 0)).split(separator: ":").last)
+        let control = try #require(try proxy.serveControl(at: .tcp(Endpoint(host: "127.0.0.1", port: 0))).split(separator: ":").last)
+
+        try client.send(Array((request.replacingOccurrences(of: "API", with: String(api))
+            .replacingOccurrences(of: "CONTROL", with: String(control)) + "\r\n\r\n").utf8))
+        let response = client.readTextUntilClosed()
+
+        #expect(response.hasPrefix("HTTP/1.1 403 "), "\(response)")
+        #expect(response.contains("linkcond's own"), "\(response)")
+    }
+
+    @Test func aSOCKS5ConnectToTheToxiproxyAPIIsNotAllowed() throws {
+        let (proxy, client) = try connectedFrontEnd()
+        defer { client.close(); proxy.stop() }
+        let api = try #require(try proxy.serveToxiproxy(at: Endpoint(host: "127.0.0.1", port: 0)).split(separator: ":").last.flatMap { UInt16($0) })
+
+        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(name: "localhost", port: api))
+
+        #expect(reply == 0x02)
+    }
+
     @Test(arguments: ["content-length", "Transfer-Encoding", "keep-alive, Content-Length"])
     func aRequestNamingAFramingFieldInConnectionIsRefusedAndNothingReachesTheOrigin(_ connectionField: String) throws {
         let origin = try TestHTTPOrigin()

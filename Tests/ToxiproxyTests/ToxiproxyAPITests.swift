@@ -283,15 +283,21 @@ struct ToxiproxyAPITests {
         #expect((try api.send("GET", "/proxies").json as? [String: Any])?.isEmpty == true)
     }
 
-    @Test func aForeignHostIsRefused() throws {
+    /// A page on a name the attacker rebinds to 127.0.0.1 sends that name as `Host`; a name that merely starts
+    /// with `127.` and ends with the port is a name all the same.
+    @Test(arguments: ["rebind.example:PORT", "127.rebind.example:PORT", "127.0.0.1.rebind.example:PORT", "127.0.0.1:1"])
+    func aForeignHostIsRefusedAndChangesNothing(_ host: String) throws {
         let api = try ToxiproxyUnderTest()
         defer { api.stop() }
         let stream = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: api.port)!, timeout: .seconds(20))
         defer { stream.close() }
+        let body = #"{"name":"x","listen":"127.0.0.1:0","upstream":"127.0.0.1:9"}"#
 
-        try stream.write(Array("GET /proxies HTTP/1.1\r\nHost: rebind.example:\(api.port)\r\n\r\n".utf8))
+        try stream.write(Array(("POST /proxies HTTP/1.1\r\nHost: \(host.replacingOccurrences(of: "PORT", with: "\(api.port)"))\r\n"
+            + "User-Agent: \(ToxiproxyUnderTest.Client.go.rawValue)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8))
 
         #expect(String(decoding: try stream.readToEnd(), as: UTF8.self).hasPrefix("HTTP/1.1 403 "))
+        #expect((try api.send("GET", "/proxies").json as? [String: Any])?.isEmpty == true)
     }
 
     @Test func versionNamesTheCompatibleToxiproxyVersion() throws {

@@ -77,6 +77,22 @@ enum SecretComparison {
     }
 }
 
+/// The `Host` values that name a loopback HTTP endpoint on `port`: `localhost:PORT`, `[::1]:PORT`, or an IPv4
+/// loopback address written as one (`127.x.y.z:PORT`). Any other value is a name a web page chose, which its
+/// attacker can point at 127.0.0.1 (DNS rebinding), including names such as `127.evil.example`.
+struct LoopbackHosts {
+    let port: UInt16
+    /// Values without the port, for clients that leave it out; none of them is a name an attacker can register.
+    var portless: Set<String> = []
+
+    /// Whether `host` (lowercased) names this endpoint.
+    func contains(_ host: String) -> Bool {
+        if portless.contains(host) || ["localhost:\(port)", "[::1]:\(port)"].contains(host) { return true }
+        guard host.hasPrefix("127."), let colon = host.lastIndex(of: ":"), host[host.index(after: colon)...] == "\(port)" else { return false }
+        return AddressBytes.parse(String(host[..<colon]))?.count == 4
+    }
+}
+
 /// The control endpoint: a small HTTP/1.1 server on the proxy's event loop that reads and steers its conditions.
 ///
 /// Lives on the event loop thread; started through `ConditionedProxy.serveControl`. One request per connection.
@@ -100,9 +116,14 @@ final class ControlServer: HTTPExchangeServer {
     private let token: String?
     private let unixPath: String?
     private let logger: Logger
-    /// Host values a request may carry (loopback TCP endpoints only); nil accepts any host.
-    private let acceptedHosts: Set<String>?
+    /// The `Host` values a request may carry (loopback TCP endpoints only); nil accepts any host.
+    private let acceptedHosts: LoopbackHosts?
     private let connections: ExchangeConnections
+    /// The one-time tickets `linkcond dashboard --open` asked for and no page has traded yet, with when each expires.
+    private var tickets: [String: Instant] = [:]
+    /// How long a ticket may wait to be traded for the token, and how many may wait at once.
+    static let ticketLifetime = Duration.seconds(60)
+    static let ticketLimit = 16
 
     init(address: SocketAddress, unixPath: String?, token: String?, state: ProxyState) throws(SystemError) {
         loop = state.loop
@@ -113,7 +134,7 @@ final class ControlServer: HTTPExchangeServer {
         self.unixPath = unixPath
         displayAddress = unixPath ?? "http://\(self.address)"
         self.token = token
-        acceptedHosts = unixPath == nil && self.address.isLoopback ? Self.loopbackHosts(port: self.address.port) : nil
+        acceptedHosts = unixPath == nil && self.address.isLoopback ? LoopbackHosts(port: self.address.port) : nil
         api = ControlAPI(state: state)
         connections = ExchangeConnections(limit: Self.connectionLimit, acceptor: acceptor, logger: state.logger,
                                           name: "control endpoint")
@@ -123,11 +144,6 @@ final class ControlServer: HTTPExchangeServer {
             if let unixPath { Socket.removeSocketFile(unixPath) }
             throw error
         }
-    }
-
-    /// The `Host` values that name a loopback endpoint on `port`.
-    private static func loopbackHosts(port: UInt16) -> Set<String> {
-        ["localhost:\(port)", "127.0.0.1:\(port)", "[::1]:\(port)"]
     }
 
     private func accepted(_ client: Socket) {
@@ -142,12 +158,47 @@ final class ControlServer: HTTPExchangeServer {
     /// Refuses what a browser or a stranger could send, or hands the request to the API; `reply` runs on the loop.
     /// The dashboard's files need no token (they hold no secret) but pass every other check, and are served on a
     /// loopback TCP endpoint only, where a page can make same-origin requests.
-    func respond(to request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
+    ///
+    /// A browser's command line is readable by every user of the machine, so `linkcond dashboard --open` hands it a
+    /// one-time ticket instead of the token: `POST /dashboard/ticket` (with the token) makes one, and the page
+    /// trades it once for the token with `POST /dashboard/token` (the ticket as its body, no token), within
+    /// `ticketLifetime`, from a connection of this user's (or root's): another user who read the ticket in the
+    /// browser's command line and raced it there gets no token, and voids the ticket.
+    func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void) {
         if request.method == "GET", acceptedHosts != nil, let file = DashboardPage.file(at: request.path) {
             return reply(refusal(of: request, needsToken: false) ?? file)
         }
+        if request.method == "POST", request.path == "/dashboard/token", acceptedHosts != nil, let token {
+            return reply(refusal(of: request, needsToken: false) ?? redeem(ticket: request.bodyText, for: token, from: connection))
+        }
         if let refusal = refusal(of: request) { return reply(refusal) }
+        if request.method == "POST", request.path == "/dashboard/ticket", acceptedHosts != nil, token != nil {
+            return reply(issueTicket())
+        }
         api.handle(request, reply: reply)
+    }
+
+    private func issueTicket() -> HTTPResponse {
+        let now = loop.clock.now()
+        tickets = tickets.filter { $0.value > now }
+        guard tickets.count < Self.ticketLimit else {
+            return .error(503, "\(Self.ticketLimit) dashboard tickets wait to be used; try again within \(Self.ticketLifetime.seconds) s")
+        }
+        let ticket = ControlToken.random()
+        tickets[ticket] = now + Self.ticketLifetime
+        return .text(ticket)
+    }
+
+    private func redeem(ticket: String, for token: String, from connection: ControlConnection) -> HTTPResponse {
+        guard let expiry = tickets.removeValue(forKey: ticket), expiry > loop.clock.now() else {
+            return .error(403, "this dashboard ticket is unknown, used or expired; run \"linkcond dashboard --open\" again, or paste the token")
+        }
+        let peer = connection.socket.localPeerUserID()
+        guard let peer, peer == CurrentUser.id || peer == 0 else {
+            logger.warning("control endpoint: \(peer.map { "user \($0)" } ?? "a client of unknown user") presented a dashboard ticket; it is void now")
+            return .error(403, "this dashboard ticket belongs to another user; it is void now")
+        }
+        return .text(token)
     }
 
     /// Why `request` is refused, or nil. An `Origin` passes only when it is this endpoint's own origin: `http://`
@@ -155,7 +206,7 @@ final class ControlServer: HTTPExchangeServer {
     private func refusal(of request: HTTPRequest, needsToken: Bool = true) -> HTTPResponse? {
         if let acceptedHosts {
             let host = request.headers["host"]?.lowercased() ?? ""
-            guard acceptedHosts.contains(host) || isLoopbackLiteral(host) else {
+            guard acceptedHosts.contains(host) else {
                 return .error(403, "Host \"\(host.prefix(80))\" is not this control endpoint; expected localhost:\(address.port) or 127.0.0.1:\(address.port) (a web page trying DNS rebinding looks like this)")
             }
         }
@@ -184,12 +235,6 @@ final class ControlServer: HTTPExchangeServer {
             }
         }
         return nil
-    }
-
-    /// Whether `host` is `127.x.y.z:PORT` for this endpoint's port.
-    private func isLoopbackLiteral(_ host: String) -> Bool {
-        guard host.hasPrefix("127."), let colon = host.lastIndex(of: ":"), host[host.index(after: colon)...] == "\(address.port)" else { return false }
-        return AddressBytes.parse(String(host[..<colon]))?.count == 4
     }
 
     func connectionClosed(_ connection: ControlConnection) {
@@ -295,7 +340,7 @@ final class ControlConnection {
                     phase = .answering
                     reader = HTTPRequestReader()
                     let connection = LoopBound(WeakControlConnection(self))
-                    server.respond(to: request) { response in connection.value.connection?.reply(response) }
+                    server.respond(to: request, from: self) { response in connection.value.connection?.reply(response) }
                 }
             }
         }
@@ -344,8 +389,8 @@ final class ControlConnection {
 /// Lives on the event loop thread.
 protocol HTTPExchangeServer: AnyObject {
     var loopForConnections: EventLoop { get }
-    /// Answers `request`; `reply` runs on the loop.
-    func respond(to request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void)
+    /// Answers `request`, which arrived on `connection`; `reply` runs on the loop.
+    func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void)
     func connectionClosed(_ connection: ControlConnection)
 }
 

@@ -1,7 +1,8 @@
 /// The dashboard the control endpoint serves at `GET /`: a page, its style sheet and its script, built into the binary.
 ///
 /// The files hold no secret and are served without the token; the script asks for it (or takes it from the URL's
-/// `#token=` fragment, which browsers never send) and keeps it in the tab's sessionStorage. Everything the page does
+/// `#token=` fragment, which browsers never send, or trades the fragment's one-time `#ticket=` for it) and keeps it
+/// in the tab's sessionStorage. Everything the page does
 /// goes through the documented API with `Authorization: Bearer`, as same-origin requests. The Content-Security-Policy
 /// allows only these files and requests to this origin, no inline script, and no framing by another page.
 enum DashboardPage {
@@ -141,7 +142,19 @@ th, td { text-align: left; padding: 0.2em 0.6em; border-bottom: 1px solid var(--
   if (fragment.get("token")) {
     token = fragment.get("token");
     sessionStorage.setItem("linkcond-token", token);
-    history.replaceState(null, "", location.pathname);
+  }
+  history.replaceState(null, "", location.pathname);
+
+  // `linkcond dashboard --open` hands the browser a one-time ticket, traded here for the token once.
+  async function redeemTicket() {
+    const ticket = fragment.get("ticket");
+    if (!ticket) return;
+    try {
+      const response = await fetch("/dashboard/token", { method: "POST", headers: { "Content-Type": "text/x-linkcond" }, body: ticket, cache: "no-store" });
+      if (!response.ok) throw new Error((await response.text()).trim());
+      token = (await response.text()).trim();
+      sessionStorage.setItem("linkcond-token", token);
+    } catch (error) { say(error.message); }
   }
 
   const say = (text, ok) => { $("message").textContent = text; $("message").className = ok ? "ok" : ""; };
@@ -313,7 +326,7 @@ th, td { text-align: left; padding: 0.2em 0.6em; border-bottom: 1px solid var(--
   $("reset").onclick = () => act("POST", "/reset");
   $("stop-scenario").onclick = () => act("DELETE", "/scenario");
 
-  connect().then(poll);
+  redeemTicket().then(connect).then(poll);
 })();
 """#
 }

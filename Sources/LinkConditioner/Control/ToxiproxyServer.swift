@@ -14,7 +14,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
     private let api: ToxiproxyAPI
     private let token: String?
     private let logger: Logger
-    private let acceptedHosts: Set<String>?
+    private let acceptedHosts: LoopbackHosts?
     private let connections: ExchangeConnections
 
     init(address: SocketAddress, token: String?, state: ProxyState) throws(SystemError) {
@@ -24,7 +24,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
         self.address = acceptor.localAddress
         self.token = token
         let port = self.address.port
-        acceptedHosts = self.address.isLoopback ? ["localhost:\(port)", "127.0.0.1:\(port)", "[::1]:\(port)", "localhost", "127.0.0.1"] : nil
+        acceptedHosts = self.address.isLoopback ? LoopbackHosts(port: port, portless: ["localhost", "127.0.0.1"]) : nil
         api = ToxiproxyAPI(state: state)
         connections = ExchangeConnections(limit: ControlServer.connectionLimit, acceptor: acceptor, logger: state.logger,
                                           name: "Toxiproxy API")
@@ -39,7 +39,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
         connections.admit(ControlConnection(socket: client, server: self))
     }
 
-    func respond(to request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
+    func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void) {
         if let refusal = refusal(of: request) { return reply(refusal.response) }
         api.handle(request, reply: reply)
     }
@@ -47,7 +47,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
     private func refusal(of request: HTTPRequest) -> ToxiproxyError? {
         if let acceptedHosts {
             let host = request.headers["host"]?.lowercased() ?? ""
-            guard acceptedHosts.contains(host) || host.hasPrefix("127.") && host.hasSuffix(":\(address.port)") else {
+            guard acceptedHosts.contains(host) else {
                 return ToxiproxyError(message: "Host \"\(host.prefix(80))\" is not this Toxiproxy API; expected 127.0.0.1:\(address.port) or localhost:\(address.port) (a web page trying DNS rebinding looks like this)", status: 403)
             }
         }

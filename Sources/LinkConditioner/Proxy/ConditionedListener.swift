@@ -124,10 +124,32 @@ struct ListenerContext {
     var recorder: TrafficRecorder?
     /// Where plain TCP listeners hand pass-through connections; nil keeps them on the main loop.
     var spliceLoops: SpliceLoops?
+    /// The loopback ports of the proxy's own HTTP APIs, which its SOCKS5 and HTTP front ends do not relay to.
+    var ownAPIs: OwnAPIPorts
 
     /// The seeds of a listener's two directions: from the profile, so runs repeat, or fresh; never equal.
     var directionSeeds: (uplink: UInt64, downlink: UInt64) {
         StreamLink.directionSeeds(profileSeed: profile.seed ?? UInt64.random(in: 0...UInt64.max))
+    }
+}
+
+/// The loopback ports the proxy's own HTTP APIs listen on (the control endpoint, the Toxiproxy API).
+///
+/// Its SOCKS5 and HTTP front ends refuse to relay to them: the Toxiproxy API asks no token on loopback and the
+/// control endpoint takes a loopback `Host`, so whoever may use the proxy (other hosts with `--allow-remote`, every
+/// page of a browser pointed at it) would otherwise reach them as a local program. An API off loopback needs a
+/// token and is not listed. Lives on the event loop thread.
+final class OwnAPIPorts {
+    private(set) var ports: Set<UInt16> = []
+
+    /// Notes an API listening at `address`, when that is a loopback address.
+    func add(_ address: SocketAddress) {
+        if address.isLoopback { ports.insert(address.port) }
+    }
+
+    /// Whether `address` (any loopback address, also IPv4-mapped) reaches one of the APIs.
+    func contains(_ address: SocketAddress) -> Bool {
+        address.isLoopback && ports.contains(address.port)
     }
 }
 

@@ -47,7 +47,8 @@ public final class ConditionedProxy: Sendable {
             self.listeners = try loop.submitAndWait {
                 let (resolved, profile, options, logger) = pending.value
                 var context = ListenerContext(loop: loop, profile: profile, options: options,
-                                              readBuffer: ReadBuffer(), logger: logger, bufferBudget: state.value.bufferBudget)
+                                              readBuffer: ReadBuffer(), logger: logger, bufferBudget: state.value.bufferBudget,
+                                              ownAPIs: state.value.ownAPIs)
                 // Asked before anything is made, so a refusal leaves no file (a recording's) replaced.
                 if let priority = options.realtimePriority {
                     do throws(SystemError) { try RealtimeScheduling.enterFIFO(priority: priority) } catch {
@@ -240,6 +241,7 @@ public final class ConditionedProxy: Sendable {
             let server = try ControlServer(address: chosen.0, unixPath: chosen.1, token: token, state: state)
             state.onClose.append { server.close() }
             state.control = server
+            state.ownAPIs.add(server.address)
             return server.displayAddress
         }
     }
@@ -255,6 +257,7 @@ public final class ConditionedProxy: Sendable {
             let server = try ToxiproxyServer(address: address, token: address.isLoopback ? nil : token, state: state)
             state.onClose.insert({ server.close() }, at: 0)
             state.toxiproxy = server
+            state.ownAPIs.add(server.address)
             return server.displayAddress
         }
     }
@@ -299,6 +302,8 @@ final class ProxyState {
     var toxiproxy: ToxiproxyServer?
     /// The control endpoint, when served.
     var control: ControlServer?
+    /// The loopback ports of the control endpoint and the Toxiproxy API, which the proxy front ends do not relay to.
+    let ownAPIs = OwnAPIPorts()
     /// The SCHED_FIFO priority the loop thread entered at start (`ProxyOptions.realtimePriority`); nil in the
     /// normal class.
     var realtimePriority: Int32?

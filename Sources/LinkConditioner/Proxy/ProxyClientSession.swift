@@ -314,7 +314,7 @@ final class ProxyClientSession {
     private func connect(_ request: Request, to addresses: [SocketAddress], excluded: Bool) {
         if addresses.contains(where: frontEnd.isForbidden) {
             return fail(request, socks: .notAllowed,
-                        http: HTTPStatus(code: 403, reason: "Forbidden", explanation: "\(request.host):\(request.port) is this proxy itself"))
+                        http: HTTPStatus(code: 403, reason: "Forbidden", explanation: "\(request.host):\(request.port) is linkcond's own proxy, control endpoint or Toxiproxy API"))
         }
         guard output.isEmpty else {
             return fail(request, socks: .generalFailure, http: HTTPStatus.badRequest("the client is not reading"))

@@ -42,6 +42,8 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     let readBuffer: ReadBuffer
     let settings: ProxyFrontEndSettings
     let resolver: HostResolver
+    /// The loopback ports of linkcond's own control endpoint and Toxiproxy API, never relayed to.
+    private let ownAPIs: OwnAPIPorts
     /// The unconditioned link excluded destinations are relayed through.
     private(set) var direct: DirectLinkHost!
     private(set) var profile: Profile
@@ -70,6 +72,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         self.readBuffer = context.readBuffer
         self.logger = context.logger
         self.resolver = HostResolver(loop: context.loop)
+        self.ownAPIs = context.ownAPIs
         (uplink, downlink) = ShapedLink.pair(for: context)
         faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         uplink.listenerName = "proxy \(acceptor.localAddress)"
@@ -121,9 +124,11 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         return addresses.contains { address in patterns.contains { $0.matches(addressBytes: address.addressBytes) } }
     }
 
-    /// Whether `address` is this listener itself (or an unspecified address), which would relay in a loop. An
-    /// IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) counts as the IPv4 address it carries.
+    /// Whether `address` is this listener itself (or an unspecified address), which would relay in a loop, or one
+    /// of linkcond's own APIs on loopback (see `OwnAPIPorts`). An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`)
+    /// counts as the IPv4 address it carries.
     func isForbidden(_ address: SocketAddress) -> Bool {
+        if ownAPIs.contains(address) { return true }
         let bytes = address.canonicalAddressBytes
         if bytes.allSatisfy({ $0 == 0 }) { return true }
         guard address.port == localAddress.port else { return false }

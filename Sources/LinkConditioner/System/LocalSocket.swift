@@ -48,7 +48,13 @@ extension Socket {
             probe.close()
             throw SystemError("bind \(path)", .addressInUse)
         }
-        _ = unlink(path)
+        var existing = stat()
+        if lstat(path, &existing) == 0 {
+            guard existing.st_mode & S_IFMT == S_IFSOCK else {
+                throw SystemError("bind \(path) (not a socket: linkcond replaces only a socket nobody listens on)", Errno(rawValue: EEXIST))
+            }
+            _ = unlink(path)
+        }
         let socket = try stream(for: address)
         do {
             try address.withSockAddr { (pointer, length) throws(SystemError) in
