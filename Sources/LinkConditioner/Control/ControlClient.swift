@@ -28,12 +28,13 @@ public struct ControlClient: Sendable {
     }
 
     /// The token for `address`: `LINKCOND_CONTROL_TOKEN` if set, else the token file `linkcond run` wrote for a
-    /// loopback TCP endpoint in this user's private directory; nil for a Unix socket, which needs none.
+    /// loopback TCP endpoint in this user's private directory; nil for a Unix socket, which needs none, and for
+    /// another host, which must never be sent a local instance's token because its port number matches.
     public static func token(for address: ControlAddress) throws(PrivateFiles.Refusal) -> String? {
         if let environment = ProcessInfo.processInfo.environment["LINKCOND_CONTROL_TOKEN"], !environment.isEmpty {
             return environment
         }
-        guard case .tcp(let endpoint) = address else { return nil }
+        guard case .tcp(let endpoint) = address, address.isLocalOnly else { return nil }
         return try PrivateFiles.read(ControlAddress.tokenFile(port: endpoint.port))?.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 

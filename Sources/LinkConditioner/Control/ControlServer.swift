@@ -42,11 +42,12 @@ public enum ControlAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Whether only this machine can reach the address (loopback or a Unix socket).
+    /// Whether only this machine can reach the address: a Unix socket, `localhost`, or a loopback address written as
+    /// one (127.x.y.z, ::1). A name such as `127.evil.example` is not: DNS may resolve it anywhere.
     public var isLocalOnly: Bool {
         switch self {
         case .unix: true
-        case .tcp(let endpoint): ["127.0.0.1", "::1", "localhost"].contains(endpoint.host) || endpoint.host.hasPrefix("127.")
+        case .tcp(let endpoint): endpoint.host == "localhost" || AddressBytes.parse(endpoint.host).map(AddressBytes.isLoopback) == true
         }
     }
 }
