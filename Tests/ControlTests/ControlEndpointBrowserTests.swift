@@ -38,14 +38,7 @@ struct ControlEndpointBrowserTests {
     func aPageInHeadlessChromiumCannotChangeAnythingThroughTheControlPort() throws {
         let endpoint = try ControlEndpointUnderTest()
         defer { endpoint.stop() }
-        let page = Array(Self.hostilePage(controlPort: endpoint.port).utf8)
-        let site = try TestServer { connection in
-            defer { connection.close() }
-            var request: [UInt8] = []
-            while !request.contains(13), let chunk = try? connection.receive(), !chunk.isEmpty { request += chunk }
-            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(page.count)\r\nConnection: close\r\n\r\n"
-            try? connection.send(Array(head.utf8) + page)
-        }
+        let site = try Self.serving(Self.hostilePage(controlPort: endpoint.port))
         defer { site.stop() }
 
         let dom = try Self.runHeadless(Self.chromium!, url: "http://127.0.0.1:\(site.port)/")
@@ -55,6 +48,18 @@ struct ControlEndpointBrowserTests {
         #expect(endpoint.proxy.profile.name == "edge")
         #expect(endpoint.proxy.profile.downlink.delay == .milliseconds(400))
         #expect(endpoint.proxy.report().scenario == nil)
+    }
+
+    /// A web server on loopback that answers every request with `page`, as the attacker's site.
+    static func serving(_ page: String) throws -> TestServer {
+        let body = Array(page.utf8)
+        return try TestServer { connection in
+            defer { connection.close() }
+            var request: [UInt8] = []
+            while !request.contains(13), let chunk = try? connection.receive(), !chunk.isEmpty { request += chunk }
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+            try? connection.send(Array(head.utf8) + body)
+        }
     }
 
     /// The page against the Toxiproxy API, which asks no token on loopback: JSON sent as no-cors `text/plain`, and
@@ -90,14 +95,7 @@ struct ControlEndpointBrowserTests {
         defer { endpoint.stop() }
         let api = try endpoint.proxy.serveToxiproxy(at: Endpoint(host: "127.0.0.1", port: 0))
         let apiPort = try #require(api.split(separator: ":").last.flatMap { UInt16($0) })
-        let page = Array(Self.hostileToxiproxyPage(apiPort: apiPort).utf8)
-        let site = try TestServer { connection in
-            defer { connection.close() }
-            var request: [UInt8] = []
-            while !request.contains(13), let chunk = try? connection.receive(), !chunk.isEmpty { request += chunk }
-            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(page.count)\r\nConnection: close\r\n\r\n"
-            try? connection.send(Array(head.utf8) + page)
-        }
+        let site = try Self.serving(Self.hostileToxiproxyPage(apiPort: apiPort))
         defer { site.stop() }
 
         let dom = try Self.runHeadless(Self.chromium!, url: "http://127.0.0.1:\(site.port)/")
