@@ -9,7 +9,8 @@ struct ConventionTests {
     static let commands: [[String]] = [
         ["run"], ["exec"], ["use"], ["set"], ["status"], ["offline"], ["online"], ["reset"], ["scenario"], ["profiles"],
         ["profile"], ["profile", "show"], ["profile", "check"],
-        ["tc"], ["tc", "apply"], ["tc", "show"], ["tc", "clear"], ["tc", "run"], ["report"],
+        ["tc"], ["tc", "apply"], ["tc", "show"], ["tc", "clear"], ["tc", "run"], ["report"], ["dashboard"],
+        ["trace"], ["trace", "list"], ["trace", "generate"],
     ]
 
     @Test func versionPrintsTheVersionWrittenInVersionSwiftAndExitsZero() throws {
@@ -30,6 +31,26 @@ struct ConventionTests {
         let invocation = (["linkcond"] + command).joined(separator: " ")
         #expect(long.stdout.split(separator: "\n").contains { $0.contains(invocation) && $0.hasPrefix("  ") },
                 "no example line runs \(invocation): \(long.stdout)")
+    }
+
+    /// `commands` is every command and subcommand the help lists, so a new command cannot go without an example.
+    @Test func theCommandsCheckedAreEveryCommandTheHelpLists() throws {
+        var listed: [[String]] = []
+        var pending: [[String]] = [[]]
+        while let command = pending.popLast(), listed.count < 100 {
+            let help = try LinkcondProcess.run(command + ["--help"]).stdout
+            let section = help.components(separatedBy: "SUBCOMMANDS:\n").dropFirst().first ?? ""
+            for line in section.split(separator: "\n", omittingEmptySubsequences: false) {
+                guard line.hasPrefix("  "), !line.hasPrefix("   ") else {
+                    if line.isEmpty { break } else { continue }
+                }
+                guard let name = line.split(separator: " ").first.map(String.init), name != "help", name != "See" else { continue }
+                listed.append(command + [name])
+                pending.append(command + [name])
+            }
+        }
+
+        #expect(Set(listed) == Set(Self.commands), "listed by --help but not checked: \(Set(listed).subtracting(Self.commands))")
     }
 
     @Test func badUsageExitsTwoNamingTheOptionAndValue() throws {
