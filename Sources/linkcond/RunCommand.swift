@@ -64,7 +64,7 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Bytes held per connection and direction before the sender is pushed back (e.g. 4MiB; at most 1GiB).")
     var buffer: String = "4MiB"
 
-    @Option(name: .customLong("max-buffered"), help: "Bytes held across all TCP connections before every sender is pushed back (default 256MiB).")
+    @Option(name: .customLong("max-buffered"), help: "Bytes held across all TCP connections before every sender is pushed back (from 1MiB to 65536MiB).")
     var maxBuffered: String = "256MiB"
 
     @Option(name: .long, help: "Event loop threads: the main loop, which shapes, plus splice loops carrying pass-through TCP connections (default: one per core; 1 keeps everything on one thread).")

@@ -33,6 +33,15 @@ struct ConventionTests {
                 "no example line runs \(invocation): \(long.stdout)")
     }
 
+    /// An option's help says its default once: the parser appends "(default: VALUE)" to whatever the text says.
+    @Test(arguments: commands)
+    func helpStatesEachDefaultOnce(command: [String]) throws {
+        let help = try LinkcondProcess.run(command + ["--help"]).stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let repeated = try Regex(#"default:? ([^ ()]+?)\)?\.? \(default: \1\)"#)
+
+        #expect(help.firstMatch(of: repeated) == nil, "\(help)")
+    }
+
     /// `commands` is every command and subcommand the help lists, so a new command cannot go without an example.
     @Test func theCommandsCheckedAreEveryCommandTheHelpLists() throws {
         var listed: [[String]] = []
