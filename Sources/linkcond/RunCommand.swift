@@ -17,8 +17,10 @@ struct RunCommand: ParsableCommand {
             Examples:
               linkcond run --profile 3g
               linkcond run --listen 127.0.0.1:8080 --upstream 127.0.0.1:3000 --profile edge
-              linkcond run --udp-listen 127.0.0.1:5353 --udp-upstream 127.0.0.1:53 --profile 3g-lossy
-              linkcond run --profile edge --record app.jsonl    then: linkcond report app.jsonl
+              linkcond run --udp-listen 127.0.0.1:5353 --udp-upstream 127.0.0.1:53 \\
+                  --profile 3g-lossy
+              linkcond run --profile edge --record app.jsonl
+              linkcond report app.jsonl      (after the run: the recording as a page)
 
             --record writes one JSON event per line (reads and writes coalesced per 20 ms and direction); at \
             --record-limit the file is truncated: its beginning is kept and its last line says where it stopped.

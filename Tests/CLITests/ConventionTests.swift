@@ -33,6 +33,18 @@ struct ConventionTests {
                 "no example line runs \(invocation): \(long.stdout)")
     }
 
+    /// Examples fit the 80 columns help is wrapped to off a terminal: a wrapped one would start a line unindented,
+    /// and a user copying it would run half a command.
+    @Test(arguments: [[]] + commands)
+    func examplesFitEightyColumns(command: [String]) throws {
+        let help = try LinkcondProcess.run(command + ["--help"]).stdout
+        let examples = help.components(separatedBy: "Examples:\n").dropFirst().first?.components(separatedBy: "\n\n").first ?? ""
+
+        for line in examples.split(separator: "\n") {
+            #expect(line.hasPrefix("  "), "wrapped example line in \((["linkcond"] + command).joined(separator: " ")) --help: \(line)")
+        }
+    }
+
     /// An option's help says its default once: the parser appends "(default: VALUE)" to whatever the text says.
     @Test(arguments: commands)
     func helpStatesEachDefaultOnce(command: [String]) throws {
