@@ -98,6 +98,27 @@ struct ConventionTests {
         #expect(body == ["version": linkcondVersion])
     }
 
+    /// On an 80×24 terminal (a pty from util-linux's `script`) each redraw fits the screen, so none scrolls the
+    /// view away: the status of a relay with TCP losses and late deliveries is wider and taller than that.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "util-linux's script is not installed"))
+    func statusWatchOnASmallTerminalRedrawsWithinTheScreen() throws {
+        let instance = try ControlCommandTests.Instance(profile: "edge")
+        defer { instance.stop() }
+        let watch = "stty cols 80 rows 24; exec '\(LinkcondProcess.executable.path)' status --watch --count 2 --control '\(instance.socketPath)'"
+
+        let result = try LinkcondProcess.run(["-q", "-e", "-c", watch, "/dev/null"], executable: URL(fileURLWithPath: "/usr/bin/script"))
+
+        let clear = "\u{1B}[H\u{1B}[2J"
+        let redraws = result.stdout.components(separatedBy: clear).dropFirst()
+        #expect(result.status == 0 && redraws.count == 2, "\(result.stdout.debugDescription)")
+        for redraw in redraws {
+            let lines = redraw.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+            #expect(lines.count <= 23, "\(lines.count) lines on 24 rows: \(redraw)")
+            #expect(lines.allSatisfy { $0.count <= 80 }, "a line wider than 80 columns: \(redraw)")
+            #expect(lines.first?.hasPrefix("profile   edge:") == true, "\(redraw)")
+        }
+    }
+
     @Test func statusWatchIntoAPipeAppendsPlainLinesWithoutScreenControl() throws {
         let instance = try ControlCommandTests.Instance(profile: "edge")
         defer { instance.stop() }
