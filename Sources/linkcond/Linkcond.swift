@@ -10,10 +10,10 @@ struct Linkcond: ParsableCommand {
         abstract: "A network link conditioner: make apps under test see slow, lossy, far-away networks.",
         discussion: """
             Examples:
-              linkcond run --profile 3g          a local SOCKS5 and HTTP proxy on 3G
-              linkcond exec --profile 3g -- curl https://example.test/   one program, whole, on 3G
-              linkcond use edge                  switch the running one to Edge
-              linkcond profiles                  list the built-in profiles
+              linkcond run --profile 3g            a local SOCKS5 and HTTP proxy on 3G
+              linkcond exec --profile 3g -- ./app  one program, whole, on 3G
+              linkcond use edge                    switch the running one to Edge
+              linkcond profiles                    list the built-in profiles
 
             Exit status: 0 success, 1 runtime failure (address in use, no running linkcond, kernel refusal), \
             2 bad usage or bad input (an unknown option, a bad profile, scenario or value).

@@ -45,13 +45,15 @@ extension RunCommand {
     }
 
     /// Tells the user on stderr how to point apps at each proxy listener, and warns when one is reachable from other hosts.
+    /// The proxy variables are the lower-case ones: every client that reads proxy variables reads those, while curl
+    /// ignores an upper-case `HTTP_PROXY` (a CGI server sets that from a request's `Proxy:` field).
     func explainProxyFrontEnds(_ listeners: [BoundListener]) {
         for listener in listeners where listener.kind == "proxy" {
             let address = listener.address.description
             printError("""
                 linkcond: SOCKS5 and HTTP proxy on \(address); point an app at it with
                   ALL_PROXY=socks5h://\(address)   (names resolved by linkcond, paying dns.delay)
-                  HTTPS_PROXY=http://\(address) HTTP_PROXY=http://\(address)
+                  https_proxy=http://\(address) http_proxy=http://\(address)
                   curl --socks5-hostname \(address) URL   or   curl -x http://\(address) URL
                 """)
             if !listener.address.isLoopback {

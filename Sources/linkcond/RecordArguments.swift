@@ -6,7 +6,7 @@ struct RecordArguments: ParsableArguments {
     @Option(name: .long, help: "Record what crosses the link to FILE as JSON lines (linkcond report FILE turns it into a page).")
     var record: String?
 
-    @Option(name: .customLong("record-limit"), help: "Size at which the recording is truncated (its beginning kept, a last line saying so; default 100MiB).")
+    @Option(name: .customLong("record-limit"), help: "Size at which the recording is truncated (its beginning kept, a last line saying so; at least 4KiB).")
     var recordLimit: String = "100MiB"
 
     func validate() throws {

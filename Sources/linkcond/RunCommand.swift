@@ -17,8 +17,10 @@ struct RunCommand: ParsableCommand {
             Examples:
               linkcond run --profile 3g
               linkcond run --listen 127.0.0.1:8080 --upstream 127.0.0.1:3000 --profile edge
-              linkcond run --udp-listen 127.0.0.1:5353 --udp-upstream 127.0.0.1:53 --profile 3g-lossy
-              linkcond run --profile edge --record app.jsonl    then: linkcond report app.jsonl
+              linkcond run --udp-listen 127.0.0.1:5353 --udp-upstream 127.0.0.1:53 \\
+                  --profile 3g-lossy
+              linkcond run --profile edge --record app.jsonl
+              linkcond report app.jsonl      (after the run: the recording as a page)
 
             --record writes one JSON event per line (reads and writes coalesced per 20 ms and direction); at \
             --record-limit the file is truncated: its beginning is kept and its last line says where it stopped.
@@ -64,7 +66,7 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Bytes held per connection and direction before the sender is pushed back (e.g. 4MiB; at most 1GiB).")
     var buffer: String = "4MiB"
 
-    @Option(name: .customLong("max-buffered"), help: "Bytes held across all TCP connections before every sender is pushed back (default 256MiB).")
+    @Option(name: .customLong("max-buffered"), help: "Bytes held across all TCP connections before every sender is pushed back (from 1MiB to 65536MiB).")
     var maxBuffered: String = "256MiB"
 
     @Option(name: .long, help: "Event loop threads: the main loop, which shapes, plus splice loops carrying pass-through TCP connections (default: one per core; 1 keeps everything on one thread).")

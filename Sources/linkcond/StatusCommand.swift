@@ -7,8 +7,8 @@ struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status", abstract: "Show a running linkcond's profile, listeners and traffic.",
         discussion: """
-            With --watch on a terminal the view is redrawn in place; into a pipe or a file each refresh is \
-            appended as plain lines.
+            With --watch on a terminal the view is redrawn in place, cut to the terminal's size as top cuts its \
+            own; into a pipe or a file each refresh is appended whole, as plain lines.
 
             Examples:
               linkcond status
@@ -38,13 +38,32 @@ struct StatusCommand: ParsableCommand {
                     printError("linkcond: the status answer is not a status report")
                     throw ExitStatus.runtimeFailure
                 }
-                if watch && Terminal.isStandardOutput { print("\u{1B}[H\u{1B}[2J", terminator: "") }
-                print(Self.render(report), terminator: "")
+                if watch && Terminal.isStandardOutput {
+                    let view = Self.render(report)
+                    let fitted = Terminal.standardOutputSize.map { Self.fitted(view, rows: $0.rows, columns: $0.columns) } ?? view
+                    print("\u{1B}[H\u{1B}[2J" + fitted, terminator: "")
+                } else {
+                    print(Self.render(report), terminator: "")
+                }
             }
             fflush(nil)
             refreshes += 1
             if watch, count.map({ refreshes < $0 }) ?? true { Thread.sleep(forTimeInterval: 1) }
         } while watch && count.map({ refreshes < $0 }) ?? true
+    }
+
+    /// `view` cut to a terminal of `rows` by `columns`, as top cuts its view: lines end at the right edge instead of
+    /// wrapping, and the lines below the screen give way to one saying how many there are, so a redraw never
+    /// scrolls and the view stays in place.
+    static func fitted(_ view: String, rows: Int, columns: Int) -> String {
+        var lines = view.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if lines.last == "" { lines.removeLast() }
+        let height = max(1, rows - 1)
+        if lines.count > height {
+            let hidden = lines.count - height + 1
+            lines = Array(lines.prefix(height - 1)) + ["… \(hidden) more line\(hidden == 1 ? "" : "s") below (a taller terminal shows them)"]
+        }
+        return lines.map { String($0.prefix(max(1, columns))) }.joined(separator: "\n") + "\n"
     }
 
     /// The human-readable view: one block for the conditions, then a table of listeners.

@@ -6,12 +6,22 @@ struct TraceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "trace",
         abstract: "List or write the built-in capacity traces (mahimahi's format).",
+        discussion: """
+            Examples:
+              linkcond trace list
+              linkcond trace generate subway.down > subway.down
+            """,
         subcommands: [List.self, Generate.self]
     )
 
     /// `linkcond trace list`: the built-in traces and their average rates.
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the built-in traces.")
+        static let configuration = CommandConfiguration(
+            abstract: "List the built-in traces.",
+            discussion: """
+                Examples:
+                  linkcond trace list
+                """)
 
         func run() {
             for name in TraceModel.presetNames {
@@ -26,7 +36,13 @@ struct TraceCommand: ParsableCommand {
     struct Generate: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print a built-in trace in mahimahi's format.",
-            discussion: "With --seed or --duration, draws a new trace from the same model. profiles/traces/ holds the defaults."
+            discussion: """
+                With --seed or --duration, draws a new trace from the same model. profiles/traces/ holds the defaults.
+
+                Examples:
+                  linkcond trace generate subway.down > subway.down
+                  linkcond trace generate lte-driving.up --seed 7 --duration 30s
+                """
         )
 
         @Argument(help: ArgumentHelp("A built-in trace name (see `linkcond trace list`).", valueName: "name"))

@@ -74,7 +74,7 @@ final class RunningLinkcond: @unchecked Sendable {
         let box = stderrData
         let done = stderrDone
         Thread.detachNewThread {
-            box.data = handle.readDataToEndOfFile()
+            while case let chunk = handle.availableData, !chunk.isEmpty { box.append(chunk) }
             done.signal()
         }
     }
@@ -139,6 +139,7 @@ final class RunningLinkcond: @unchecked Sendable {
         return String(decoding: buffer + rest, as: UTF8.self)
     }
 
+    /// What the process wrote to stderr so far (all of it once it exited).
     var stderrText: String { String(decoding: stderrData.data, as: UTF8.self) }
 
     deinit {
@@ -153,6 +154,8 @@ final class LockedData: @unchecked Sendable {
         get { lock.lock(); defer { lock.unlock() }; return stored }
         set { lock.lock(); stored = newValue; lock.unlock() }
     }
+
+    func append(_ more: Data) { lock.lock(); stored.append(more); lock.unlock() }
 }
 
 struct CLITestError: Error, CustomStringConvertible {

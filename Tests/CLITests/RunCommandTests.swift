@@ -89,9 +89,44 @@ struct RunCommandTests {
         #expect(try client.receive(exactly: 4) == Array("ping".utf8))
         #expect(try linkcond.stop(signal: SIGTERM) == 0)
         #expect(linkcond.stderrText.contains("ALL_PROXY=socks5h://127.0.0.1:\(port)"))
-        #expect(linkcond.stderrText.contains("HTTPS_PROXY=http://127.0.0.1:\(port)"))
+        #expect(linkcond.stderrText.contains("https_proxy=http://127.0.0.1:\(port)"))
         #expect(linkcond.stderrText.contains("curl --socks5-hostname 127.0.0.1:\(port)"))
         #expect(!linkcond.stderrText.contains("open relay"))
+    }
+
+    /// The HTTP proxy variables the banner prints, set as a user copies them, take curl's plain-HTTP request
+    /// through the proxy: the captive portal answers it (302), where a request that went around the proxy would
+    /// find no host at all. curl reads only the lower-case `http_proxy`.
+    @Test func curlGivenTheBannersHTTPProxyVariablesFetchesThroughTheProxy() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-banner-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let profile = directory.appendingPathComponent("portal.profile")
+        try "captive-portal = redirect\n".write(to: profile, atomically: true, encoding: .utf8)
+        let linkcond = try RunningLinkcond(["run", "--profile", profile.path])
+        _ = try linkcond.readReadyPort()
+        let isVariables: (Substring) -> Bool = { line in line.contains("=http://") && !line.contains("curl") }
+        _ = waitUntil(seconds: 20) { linkcond.stderrText.split(separator: "\n").contains(where: isVariables) }
+        let line = try #require(linkcond.stderrText.split(separator: "\n").first(where: isVariables),
+                                "no HTTP proxy variables on stderr: \(linkcond.stderrText)")
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.lowercased().hasSuffix("_proxy") }
+        for assignment in line.split(separator: " ") {
+            let parts = assignment.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { environment[String(parts[0])] = String(parts[1]) }
+        }
+
+        let curl = Process()
+        let output = Pipe()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-s", "-m", "20", "-o", "/dev/null", "-w", "%{http_code}", "http://banner.linkcond.invalid/"]
+        curl.environment = environment
+        curl.standardOutput = output
+        try curl.run()
+        let code = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        curl.waitUntilExit()
+
+        #expect(code == "302", "curl with \(line.trimmingCharacters(in: .whitespaces)) answered \(code)")
+        #expect(try linkcond.stop(signal: SIGTERM) == 0)
     }
 
     @Test func warnsThatAProxyOffLoopbackIsAnOpenRelay() throws {

@@ -257,3 +257,25 @@ func threadCount(named name: String) -> Int {
         return comm?.trimmingCharacters(in: .whitespacesAndNewlines) == name
     }.count
 }
+
+/// The README's Swift example, word for word but for the upstream's port, so the API it shows keeps compiling and
+/// doing what its comments say.
+struct READMESwiftExampleTests {
+    @Test func checkoutSurvivesEdge() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy(
+            listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0),
+                                     upstream: Endpoint(host: "127.0.0.1", port: echo.port))],
+            profile: Profile.builtIn(named: "edge")!)
+        defer { proxy.stop() }
+        let port = proxy.listeners[0].address.port      // point the client under test here
+
+        proxy.goOffline()                                // the train enters the tunnel
+        proxy.goOnline()
+        try proxy.set([(key: "loss", value: "2 %")])
+        proxy.apply(try Profile.load("3g"))
+        #expect(proxy.status()[0].downlink.bytesDelivered >= 0)
+        #expect(port != 0)
+    }
+}

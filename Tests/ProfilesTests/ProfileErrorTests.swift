@@ -16,10 +16,27 @@ struct ProfileErrorTests {
     @Test func aBadUnitNamesFileLineTextAndWhatWasExpected() {
         let error = error("description = Edge\nbandwidth = 240 kbit/s\ndownlink.delay = 400 mss")
         #expect(error?.description
-            == #"edge.profile:3: "downlink.delay = 400 mss": expected a duration such as "400 ms" (units: µs, us, ms, s)"#)
+            == #"edge.profile:3: "downlink.delay = 400 mss": expected a duration such as "400 ms" (units: ns, µs, us, ms, s)"#)
         #expect(error?.file == "edge.profile")
         #expect(error?.line == 3)
         #expect(error?.text == "downlink.delay = 400 mss")
+    }
+
+    /// The units the README lists for durations and rates all parse, and a bad unit's error names each of them.
+    @Test func aBadUnitsErrorNamesEveryUnitTheREADMEDocuments() throws {
+        let durations = ["ns", "µs", "us", "ms", "s"]
+        let rates = ["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "kbps", "Mbps", "Gbps", "B/s", "KB/s", "MB/s", "GB/s"]
+        let durationError = try #require(error("delay = 5 mss")?.description)
+        let rateError = try #require(error("bandwidth = 5 Mbits")?.description)
+
+        for unit in durations {
+            #expect(error("delay = 5 \(unit)") == nil, "\(unit)")
+            #expect(durationError.contains(" \(unit),") || durationError.contains(" \(unit))"), "\(unit): \(durationError)")
+        }
+        for unit in rates {
+            #expect(error("bandwidth = 5 \(unit)") == nil, "\(unit)")
+            #expect(rateError.contains(" \(unit),") || rateError.contains(" \(unit))"), "\(unit): \(rateError)")
+        }
     }
 
     @Test func theOffendingTextLeavesOutTheComment() {
@@ -28,9 +45,9 @@ struct ProfileErrorTests {
 
     @Test func aNumberWithoutAUnitIsAnError() {
         let error = error("delay = 400")
-        #expect(error?.kind == .missingUnit(expected: #"a duration such as "400 ms" (units: µs, us, ms, s)"#))
+        #expect(error?.kind == .missingUnit(expected: #"a duration such as "400 ms" (units: ns, µs, us, ms, s)"#))
         #expect(error?.description
-            == #"edge.profile:1: "delay = 400": missing unit: expected a duration such as "400 ms" (units: µs, us, ms, s)"#)
+            == #"edge.profile:1: "delay = 400": missing unit: expected a duration such as "400 ms" (units: ns, µs, us, ms, s)"#)
     }
 
     @Test func zeroStillNeedsAUnit() {
@@ -45,7 +62,7 @@ struct ProfileErrorTests {
 
     @Test func anEmptyValueIsMissing() {
         #expect(error("delay =")?.description
-            == #"edge.profile:1: "delay =": missing value: expected a duration such as "400 ms" (units: µs, us, ms, s)"#)
+            == #"edge.profile:1: "delay =": missing value: expected a duration such as "400 ms" (units: ns, µs, us, ms, s)"#)
     }
 
     @Test func anUnknownKeySuggestsTheClosestKnownKey() {
@@ -84,7 +101,7 @@ struct ProfileErrorTests {
     }
 
     @Test func negativeValuesAreErrors() {
-        #expect(error("delay = -5 ms")?.kind == .negativeValue(expected: #"a duration such as "400 ms" (units: µs, us, ms, s)"#))
+        #expect(error("delay = -5 ms")?.kind == .negativeValue(expected: #"a duration such as "400 ms" (units: ns, µs, us, ms, s)"#))
         #expect(error("downlink.jitter = -1 ms")?.line == 1)
         #expect(error("seed = -3")?.kind == .negativeValue(expected: #"an unsigned integer such as "42", or "random""#))
         if case .negativeValue = error("loss = -1 %")?.kind {} else { Issue.record("negative loss accepted") }

@@ -44,5 +44,5 @@ struct ProfileRangeTests {
         #expect(error("queue", "1024 MiB") == nil)
     }
 
-    static let expectedRate = "a rate from 1 bit/s to 1000 Gbit/s, such as \"780 kbit/s\" or \"unlimited\" (units: bit/s, kbit/s, Mbit/s, Gbit/s, kbps, Mbps, Gbps, B/s, KB/s, MB/s)"
+    static let expectedRate = "a rate from 1 bit/s to 1000 Gbit/s, such as \"780 kbit/s\" or \"unlimited\" (units: bit/s, kbit/s, Mbit/s, Gbit/s, kbps, Mbps, Gbps, B/s, KB/s, MB/s, GB/s)"
 }

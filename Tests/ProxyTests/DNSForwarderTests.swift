@@ -98,6 +98,29 @@ struct DNSForwarderTests {
         #expect(received == ids)
     }
 
+    /// A listener's byte counts cover both transports: `dig +tcp` through a forwarder used to leave them at zero.
+    @Test func queriesAndAnswersOverTCPAreCountedAsOverUDP() throws {
+        let server = try DNSTestServer()
+        defer { server.stop() }
+        let proxy = try forwarder(to: server, profile: delayed(10))
+        defer { proxy.stop() }
+        let query = Self.query(id: 7, name: "counted.test")
+        let datagram = try TestDatagramSocket()
+        defer { datagram.close() }
+        try datagram.send(query, to: proxy.port)
+        let udpAnswer = try #require(datagram.receive())
+        let client = try TestConnection.connect(port: proxy.port, timeout: 5)
+        defer { client.close() }
+
+        try client.send(Self.framed(query))
+        let length = try client.receive(exactly: 2)
+        let tcpAnswer = try client.receive(exactly: Int(length[0]) << 8 | Int(length[1]))
+
+        let status = proxy.status()[0]
+        #expect(status.uplink.bytesDelivered == 2 * query.count)
+        #expect(status.downlink.bytesDelivered == udpAnswer.bytes.count + tcpAnswer.count)
+    }
+
     @Test func malformedMessagesAreCountedAndAGoodQueryIsStillAnswered() throws {
         let server = try DNSTestServer()
         defer { server.stop() }

@@ -36,7 +36,10 @@ check "the binary needs no Swift runtime library" bash -c "! ldd '$prefix/bin/li
 check "man finds the page through PATH" test "$(PATH="$prefix/bin:$PATH" man -w linkcond)" = "$prefix/share/man/man1/linkcond.1"
 check "the man page renders without warnings" test -z "$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$prefix/share/man/man1/linkcond.1" 2>&1 >/dev/null)"
 manual=$(MANWIDTH=200 man -l "$prefix/share/man/man1/linkcond.1" 2>/dev/null)
-for command in run use set status offline online reset scenario profiles profile tc; do
+# Every command the installed binary's help lists, so that a new command missing from the page fails here.
+commands=$("$prefix/bin/linkcond" --help | sed -n '/^SUBCOMMANDS:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p' | grep -vx help)
+check "the help lists the commands (got: $(echo $commands))" test "$(wc -w <<<"$commands")" -ge 15
+for command in $commands; do
     check "the man page describes linkcond $command" grep -qE "^ +$command( |$)" <<<"$manual"
 done
 completions=$(bash -c ". '$prefix/share/bash-completion/completions/linkcond'

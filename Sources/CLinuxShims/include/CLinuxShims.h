@@ -141,6 +141,14 @@ static inline long clinux_open_files_limit(void) {
     return (long)limit.rlim_cur;
 }
 static inline int clinux_readable_bytes(int fd) { int count = 0; return ioctl(fd, FIONREAD, &count) < 0 ? -1 : count; }
+/// The terminal's size on `fd` (TIOCGWINSZ) in rows and columns; -1 with errno when `fd` is not a terminal.
+static inline int clinux_window_size(int fd, unsigned short *rows, unsigned short *columns) {
+    struct winsize size;
+    if (ioctl(fd, TIOCGWINSZ, &size) < 0) return -1;
+    *rows = size.ws_row;
+    *columns = size.ws_col;
+    return 0;
+}
 
 static inline int clinux_fcntl_setfl(int fd, int flags) { return fcntl(fd, F_SETFL, flags); }
 static inline int clinux_fcntl_getfl(int fd) { return fcntl(fd, F_GETFL); }

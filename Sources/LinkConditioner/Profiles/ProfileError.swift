@@ -1,7 +1,7 @@
 /// A profile that could not be read, parsed or found, located by file and line so the user can fix it.
 ///
 /// Its description reads like a compiler diagnostic:
-/// `edge.profile:3: "downlink.delay = 400 mss": expected a duration such as "400 ms" (units: µs, us, ms, s)`.
+/// `edge.profile:3: "downlink.delay = 400 mss": expected a duration such as "400 ms" (units: ns, µs, us, ms, s)`.
 public struct ProfileError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong, independent of where.
     public enum Kind: Error, Hashable, Sendable {

@@ -58,9 +58,9 @@ enum ProfileValue {
 
     static let percentUnits: [Unit] = [Unit(symbol: "%", decimalExponent: 0)]
 
-    static let expectedDuration = "a duration such as \"400 ms\" (units: µs, us, ms, s)"
+    static let expectedDuration = "a duration such as \"400 ms\" (units: ns, µs, us, ms, s)"
     static let expectedRate =
-        "a rate such as \"780 kbit/s\" or \"unlimited\" (units: bit/s, kbit/s, Mbit/s, Gbit/s, kbps, Mbps, Gbps, B/s, KB/s, MB/s)"
+        "a rate such as \"780 kbit/s\" or \"unlimited\" (units: bit/s, kbit/s, Mbit/s, Gbit/s, kbps, Mbps, Gbps, B/s, KB/s, MB/s, GB/s)"
     static let expectedSize = "a size such as \"64 KiB\" or \"100 packets\" (units: B, KB, MB, KiB, MiB, packets)"
     static let expectedBurst = "a size such as \"15 KB\" or \"auto\" (units: B, KB, MB, KiB, MiB, packets)"
 

@@ -56,6 +56,10 @@ final class DNSForwarder: ConditionedListener {
     private var queriesRefused = 0
     private(set) var malformedMessages = 0
     let options: ProxyOptions
+    /// DNS message bytes of TCP queries sent upstream and of TCP answers passed back to their clients. UDP's are
+    /// counted by the links they cross; TCP's cross no link, so the status adds these to them.
+    private var tcpQueryBytes = 0
+    private var tcpAnswerBytes = 0
     /// Bytes the TCP connections hold now, and the most they ever held at once.
     private var tcpBufferedBytes = 0
     private var tcpBufferedPeak = 0
@@ -189,7 +193,8 @@ final class DNSForwarder: ConditionedListener {
         var status = ListenerStatus(kind: "dns", address: localAddress, upstream: upstreamAddress.description,
                                     activeConnections: connections.count + pending.count,
                                     connectionsAccepted: queriesReceived, connectionsRefused: queriesRefused,
-                                    uplink: queries.counters, downlink: answers.counters)
+                                    uplink: Self.adding(tcpQueryBytes, to: queries.counters),
+                                    downlink: Self.adding(tcpAnswerBytes, to: answers.counters))
         status.malformedMessages = malformedMessages
         status.streamBufferedBytes = tcpBufferedBytes
         status.streamBufferedPeak = tcpBufferedPeak
@@ -323,6 +328,20 @@ final class DNSForwarder: ConditionedListener {
 
     /// Counts a query a TCP connection forwards.
     func tcpQueryForwarded() { queriesReceived += 1 }
+
+    /// A TCP client's query of `bytes` (the DNS message) went upstream after its delay.
+    func tcpQuerySent(bytes: Int) { tcpQueryBytes += bytes }
+
+    /// An answer of `bytes` (the DNS message) was queued for its TCP client.
+    func tcpAnswerReturned(bytes: Int) { tcpAnswerBytes += bytes }
+
+    /// `counters` with `bytes` that crossed no link counted as handed over and delivered.
+    private static func adding(_ bytes: Int, to counters: LinkCounters) -> LinkCounters {
+        var counters = counters
+        counters.bytesEnqueued += bytes
+        counters.bytesDelivered += bytes
+        return counters
+    }
 
     /// The delay a TCP query waits before it is sent upstream.
     var queryDelay: Duration { profile.dnsDelay }

@@ -145,6 +145,7 @@ final class DNSTCPConnection {
             guard let self, !self.isClosed else { return }
             if let timer { self.timers.remove(timer) }
             self.toUpstream += framed
+            self.forwarder.tcpQuerySent(bytes: query.count)
             if self.upstreamConnected, let upstream = self.upstream { self.flush(&self.toUpstream, to: upstream) }
         }
         if let timer { timers.insert(timer) }
@@ -189,6 +190,7 @@ final class DNSTCPConnection {
                     lastProgress = loop.clock.now()
                     forwarder.recordLookup(client: clientAddress, answer: answer, askedAt: askedAt.removeFirst(), overTCP: true)
                     toClient += DNSFrameReader.framed(answer)
+                    forwarder.tcpAnswerReturned(bytes: answer.count)
                 case .message, .malformed, .oversized:
                     forwarder.countMalformed("a bad or unasked-for answer frame", from: forwarder.upstreamAddress)
                 }

@@ -1,7 +1,16 @@
+import CLinuxShims
 import Glibc
 
 /// Whether a standard stream is a terminal, so that screen control is sent only where a screen reads it.
 public enum Terminal {
     /// True when standard output is a terminal (`isatty(1)`); false for a pipe, a file or /dev/null.
     public static var isStandardOutput: Bool { isatty(STDOUT_FILENO) == 1 }
+
+    /// Standard output's terminal size (`TIOCGWINSZ`), or nil when it is no terminal or reports no size.
+    public static var standardOutputSize: (rows: Int, columns: Int)? {
+        var rows: UInt16 = 0
+        var columns: UInt16 = 0
+        guard clinux_window_size(STDOUT_FILENO, &rows, &columns) == 0, rows > 0, columns > 0 else { return nil }
+        return (Int(rows), Int(columns))
+    }
 }

@@ -51,7 +51,7 @@ public enum QueueDisciplineSetting: DirectionSetting {
         case "queue.discipline": "one of \(QueueManagement.disciplineNames.joined(separator: ", "))"
         case "queue.flows": "a whole number of flow queues from 1 to \(maximumFlows), such as \"1024\""
         case "queue.quantum": "a size from 1 B to 1 MiB, such as \"1514 B\""
-        default: "a duration above zero, such as \"5 ms\" (units: µs, us, ms, s)"
+        default: "a duration above zero, such as \"5 ms\" (units: ns, µs, us, ms, s)"
         }
     }
 
