@@ -57,6 +57,27 @@ struct ScenarioFormatTests {
         }
     }
 
+    /// A setting's own problem (unknown key, out of range, a missing trace file) reads as the profile format says
+    /// it, once, after the line: not "expected unknown key" nor "expected out of range: expected".
+    @Test func aBadSettingOrRampValueSaysWhatWasWrongOnce() {
+        let cases: [(String, String)] = [
+            ("0s set foo = 1\n", "subway.scenario:1: \"0s set foo = 1\": unknown key \"foo\";"),
+            ("0s set loss = 101 %\n", "subway.scenario:1: \"0s set loss = 101 %\": out of range: expected a percentage from 0 % to 100 %"),
+            ("0s ramp loss from 1 % to 200 % over 1s\n",
+             "subway.scenario:1: \"0s ramp loss from 1 % to 200 % over 1s\": out of range: expected a percentage"),
+            ("0s set delay = -5 ms\n", "subway.scenario:1: \"0s set delay = -5 ms\": negative value: expected a duration"),
+            ("0s set trace = /nonexistent/down\n", "subway.scenario:1: \"0s set trace = /nonexistent/down\": /nonexistent/down: no such trace file"),
+        ]
+        for (text, message) in cases {
+            do {
+                _ = try Scenario(parsing: text, name: "subway")
+                Issue.record("\(text) parsed")
+            } catch {
+                #expect(error.description.hasPrefix(message), "\(error)")
+            }
+        }
+    }
+
     @Test func everyShippedScenarioParsesAndMatchesItsFile() throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("profiles")

@@ -42,7 +42,7 @@ public struct Ramp: Sendable, Hashable {
         do {
             try scratch.set(key, to: text)
         } catch {
-            throw fail(error.expectation)
+            throw fail("").explained(by: error)
         }
         let direction = key.hasPrefix("uplink.") ? scratch.uplink : scratch.downlink
         switch field {

@@ -142,7 +142,7 @@ public struct Scenario: Sendable, Hashable {
                 do {
                     try scratch.set(parts[0], to: parts[1])
                 } catch {
-                    throw fail(error.expectation)
+                    throw fail("").explained(by: error)
                 }
                 settings.append(Setting(key: parts[0], value: parts[1]))
             }
@@ -202,12 +202,28 @@ public struct ScenarioError: Error, Sendable, Hashable, CustomStringConvertible 
     public var file: String
     public var line: Int?
     public var text: String?
-    public var expected: String
+    /// What was wrong and what was expected, as the message says it after the location and the text.
+    public var explanation: String
+
+    public init(file: String, line: Int?, text: String?, expected: String) {
+        self.file = file
+        self.line = line
+        self.text = text
+        explanation = "expected \(expected)"
+    }
 
     public var description: String {
         let location = line.map { "\(file):\($0)" } ?? file
-        if let text { return "\(location): \"\(text)\": expected \(expected)" }
-        return "\(location): expected \(expected)"
+        if let text { return "\(location): \"\(text)\": \(explanation)" }
+        return "\(location): \(explanation)"
+    }
+
+    /// This error's location and text with a setting's own explanation, which says what was wrong before what was
+    /// expected ("out of range: expected …", "unknown key …"), so neither is lost nor "expected" said twice.
+    func explained(by error: ProfileError) -> ScenarioError {
+        var explained = self
+        explained.explanation = error.explanation
+        return explained
     }
 }
 
@@ -231,12 +247,5 @@ extension Scenario {
         }
         let text = String(decoding: data, as: UTF8.self)
         return (try Scenario(contentsOfFile: nameOrPath), text)
-    }
-}
-
-extension ProfileError {
-    /// What was expected, without the leading "expected", for messages that add their own.
-    var expectation: String {
-        explanation.hasPrefix("expected ") ? String(explanation.dropFirst(9)) : explanation
     }
 }
