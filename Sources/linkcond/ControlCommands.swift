@@ -56,12 +56,11 @@ struct UseCommand: ParsableCommand {
     func run() throws {
         let body: String
         if profile.contains("/") || profile.hasSuffix(".profile") || FileManager.default.fileExists(atPath: profile) {
-            try checkSizeOrExit(profile, kind: "profile")
+            _ = try loadProfileOrExit(profile)
             guard let text = try? String(contentsOfFile: profile, encoding: .utf8) else {
                 printError("linkcond: cannot read \(profile)")
                 throw ExitStatus.badInput
             }
-            _ = try loadProfileOrExit(profile)
             body = text
         } else {
             body = profile
@@ -185,7 +184,6 @@ struct ScenarioCommand: ParsableCommand {
             _ = try control.perform("DELETE", "/scenario")
             return
         }
-        if FileManager.default.fileExists(atPath: file!) { try checkSizeOrExit(file!, kind: "scenario") }
         let (scenario, text) = try loadScenarioOrExit(file!)
         if check {
             print("ok \(file!): \(scenario.steps.count) steps")
@@ -204,12 +202,4 @@ func loadScenarioOrExit(_ nameOrPath: String) throws -> (Scenario, String) {
         printError("linkcond: \(error)")
         throw ExitStatus.badInput
     }
-}
-
-/// Refuses a file larger than the control endpoint accepts (1 MiB) before reading it, with exit status 2.
-func checkSizeOrExit(_ path: String, kind: String) throws {
-    let limit = 1 << 20
-    guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > limit else { return }
-    printError("linkcond: \(path) is \(size) bytes; a \(kind) may be at most 1 MiB (\(limit) bytes)")
-    throw ExitStatus.badInput
 }

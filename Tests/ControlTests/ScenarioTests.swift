@@ -78,6 +78,33 @@ struct ScenarioFormatTests {
         }
     }
 
+    @Test func aDirectoryOrAnEndlessDeviceIsRefusedAsWhatItIs() {
+        let folder = NSTemporaryDirectory()
+        let cases = [(folder, "is a directory, not a scenario file"),
+                     ("/dev/zero", "is larger than a scenario file may be: at most 1 MiB (1048576 bytes)")]
+        for (path, reason) in cases {
+            do {
+                _ = try Scenario.load(path)
+                Issue.record("\(path) loaded as a scenario")
+            } catch {
+                #expect(error.description == "\(path): \(reason)")
+            }
+        }
+    }
+
+    /// What `linkcond scenario --check <(…)` opens: a pipe, which gives its text only once.
+    @Test func aPipeIsReadOnce() throws {
+        let pipe = Pipe()
+        pipe.fileHandleForWriting.write(Data("0s lte\n10s edge\n".utf8))
+        try pipe.fileHandleForWriting.close()
+        defer { try? pipe.fileHandleForReading.close() }
+
+        let (scenario, text) = try Scenario.load("/dev/fd/\(pipe.fileHandleForReading.fileDescriptor)")
+
+        #expect(scenario.steps.count == 2)
+        #expect(text == "0s lte\n10s edge\n")
+    }
+
     @Test func everyShippedScenarioParsesAndMatchesItsFile() throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("profiles")

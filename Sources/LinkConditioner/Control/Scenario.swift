@@ -106,11 +106,13 @@ public struct Scenario: Sendable, Hashable {
 
     /// Reads a scenario file; its errors name the file's base name.
     public init(contentsOfFile path: String) throws(ScenarioError) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ScenarioError(file: path, line: nil, text: nil, expected: "a readable scenario file")
-        }
+        try self.init(text: try Self.text(ofFile: path), ofFile: path)
+    }
+
+    /// Parses `text`, read from the file at `path` (once: a pipe gives its text only once).
+    private init(text: String, ofFile path: String) throws(ScenarioError) {
         let base = URL(fileURLWithPath: path).lastPathComponent
-        try self.init(parsing: String(decoding: data, as: UTF8.self),
+        try self.init(parsing: text,
                       name: base.hasSuffix(".scenario") ? String(base.dropLast(9)) : base, file: base,
                       directory: URL(fileURLWithPath: path).deletingLastPathComponent().path)
     }
@@ -242,10 +244,18 @@ extension Scenario {
             throw ScenarioError(file: nameOrPath, line: nil, text: nil,
                                 expected: "a scenario file or one of: \(builtInNames.joined(separator: ", "))")
         }
-        guard let data = FileManager.default.contents(atPath: nameOrPath) else {
-            throw ScenarioError(file: nameOrPath, line: nil, text: nil, expected: "a readable scenario file")
+        let text = try text(ofFile: nameOrPath)
+        return (try Scenario(text: text, ofFile: nameOrPath), text)
+    }
+
+    /// A scenario file's text, read within `UserTextFile.limit`; errors name the path as given.
+    static func text(ofFile path: String) throws(ScenarioError) -> String {
+        switch UserTextFile.read(path) {
+        case .success(let text): return text
+        case .failure(let failure):
+            var error = ScenarioError(file: path, line: nil, text: nil, expected: "a scenario file")
+            error.explanation = failure.reason(for: "scenario")
+            throw error
         }
-        let text = String(decoding: data, as: UTF8.self)
-        return (try Scenario(contentsOfFile: nameOrPath), text)
     }
 }
