@@ -83,17 +83,25 @@ struct SetCommand: ParsableCommand {
     @Argument(help: "A profile key, such as downlink.delay or loss.")
     var key: String
 
-    @Argument(parsing: .remaining, help: "The value, such as \"300 ms\" or \"2 %\".")
+    /// Every word the options leave, so that a negative value such as `-5 ms` reaches the profile format, which says
+    /// what is wrong with it (`.remaining` took `-5` for an unknown option). `words` sorts out `--` and mistyped options.
+    @Argument(parsing: .allUnrecognized, help: "The value, such as \"300 ms\" or \"2 %\".")
     var value: [String]
 
     @OptionGroup var control: ControlOptions
 
+    /// The value's words without the `--` that may end the options.
+    private var words: [String] { value.filter { $0 != "--" } }
+
     func validate() throws {
-        if value.isEmpty { throw ValidationError("give a value after \(key), such as: linkcond set \(key) 300 ms") }
+        if let option = words.first(where: { $0.hasPrefix("--") }) {
+            throw ValidationError("unknown option \"\(option)\"; the options of set are --control and --control-token.")
+        }
+        if words.isEmpty { throw ValidationError("give a value after \(key), such as: linkcond set \(key) 300 ms") }
     }
 
     func run() throws {
-        let text = value.joined(separator: " ").trimmingCharacters(in: .whitespaces)
+        let text = words.joined(separator: " ").trimmingCharacters(in: .whitespaces)
         let cleaned = text.hasPrefix("=") ? String(text.dropFirst()).trimmingCharacters(in: .whitespaces) : text
         _ = try control.perform("POST", "/settings", body: "\(key) = \(cleaned)\n", quiet: true)
         print("\(key) = \(cleaned)")
