@@ -14,6 +14,7 @@ enum FuzzTargets {
         ("dns-tcp", DNSFramingTarget.run),
         ("trace", TraceFileTarget.run),
         ("ip-packet", IPPacketTarget.run),
+        ("recording", RecordingTarget.run),
     ]
 
     /// The variable that names the target, so that libFuzzer's child processes (`-fork`, `-jobs`) run the same one.
