@@ -189,7 +189,7 @@ struct RunCommand: ParsableCommand {
             }
         }
         let readyLines = (proxy.listeners.map(\.readyLine) + controlLines).map { $0 + "\n" }.joined()
-        FileHandle.standardOutput.write(Data(readyLines.utf8))
+        write(readyLines, to: .standardOutput)
         explainProxyFrontEnds(proxy.listeners)
         if let scenario { proxy.startScenario(scenario) }
         logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
