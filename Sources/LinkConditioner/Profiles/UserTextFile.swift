@@ -1,14 +1,14 @@
 import Foundation
 
-/// A small text file a user names on the command line (a profile, a scenario), read whole but never more than
+/// A small text file a user names on the command line (a profile, a scenario, a Toxiproxy config), read whole but never more than
 /// `limit` bytes, so a wrong path such as a log, `/dev/zero` or a 100 MB file is refused at once instead of being
 /// read into memory and parsed line by line. Pipes are read too (`--profile <(…)`).
-enum UserTextFile {
+public enum UserTextFile {
     /// The most bytes a profile or scenario file may hold: what the control endpoint accepts in one body.
-    static let limit = 1 << 20
+    public static let limit = 1 << 20
 
     /// Why a file could not be read, in words that follow its path.
-    enum Failure: Error, Hashable, Sendable {
+    public enum Failure: Error, Hashable, Sendable {
         case missing
         case directory
         case unreadable
@@ -16,7 +16,7 @@ enum UserTextFile {
         case notUTF8
 
         /// The failure for a file of `kind` ("profile", "scenario").
-        func reason(for kind: String) -> String {
+        public func reason(for kind: String) -> String {
             switch self {
             case .missing: "no such file"
             case .directory: "is a directory, not a \(kind) file"
@@ -28,7 +28,7 @@ enum UserTextFile {
     }
 
     /// The file's text, or why it cannot be had.
-    static func read(_ path: String) -> Result<String, Failure> {
+    public static func read(_ path: String) -> Result<String, Failure> {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return .failure(.missing) }
         if isDirectory.boolValue { return .failure(.directory) }
