@@ -67,6 +67,8 @@ struct ScenarioFormatTests {
              "subway.scenario:1: \"0s ramp loss from 1 % to 200 % over 1s\": out of range: expected a percentage"),
             ("0s set delay = -5 ms\n", "subway.scenario:1: \"0s set delay = -5 ms\": negative value: expected a duration"),
             ("0s set trace = /nonexistent/down\n", "subway.scenario:1: \"0s set trace = /nonexistent/down\": /nonexistent/down: no such trace file"),
+            ("0s ramp delay from 0 ms to 100 ms over 20 s\n",
+             "subway.scenario:1: \"0s ramp delay from 0 ms to 100 ms over 20 s\": expected one word after \"over\", a duration without a space such as \"20s\" (not \"20 s\")"),
         ]
         for (text, message) in cases {
             do {
