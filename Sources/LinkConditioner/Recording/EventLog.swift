@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Where `run --record` writes, and how much it may write.
 public struct RecordingOptions: Sendable {
@@ -63,12 +64,13 @@ public final class EventLog: TrafficRecorder {
     private var flushTimerArmed = false
     private var closed = false
 
-    /// Creates the file at `options.path` (replacing it) and writes the header line.
-    init(_ options: RecordingOptions, loop: EventLoop, wallClock: Date = Date()) throws(SystemError) {
+    /// Creates the file at `options.path` (replacing it) and writes the header line; a write that fails later (a
+    /// full disk) is logged on `logger` once, and the recording ends there.
+    init(_ options: RecordingOptions, loop: EventLoop, logger: Logger, wallClock: Date = Date()) throws(SystemError) {
         self.loop = loop
         self.origin = loop.clock.now()
         self.limit = options.limit
-        self.writer = try LogWriter(path: options.path)
+        self.writer = try LogWriter(path: options.path, logger: logger)
         let wall = ISO8601DateFormatter.string(from: wallClock, timeZone: .gmt,
                                                formatOptions: [.withInternetDateTime, .withFractionalSeconds])
         append("{\"v\":\(Self.version),\"ev\":\"start\",\"wall\":\(json(wall)),\"linkcond\":\(json(linkcondVersion)),\"limit\":\(limit),\"window_us\":\(Self.window.nanoseconds / 1000)}")
@@ -263,10 +265,16 @@ final class LogWriter: @unchecked Sendable {
     private var queuedBytes = 0
     private var finishing = false
     private var finished = false
+    /// Written and read by the writer thread only.
     private var failure: SystemError?
+    private var written = 0
+    private let path: String
+    private let logger: Logger
 
-    init(path: String) throws(SystemError) {
+    init(path: String, logger: Logger) throws(SystemError) {
         file = try RecordFile(creating: path)
+        self.path = path
+        self.logger = logger
         let thread = Thread { [self] in run() }
         thread.name = "linkcond-record"
         thread.start()
@@ -307,8 +315,10 @@ final class LogWriter: @unchecked Sendable {
             for batch in batches where failure == nil {
                 do {
                     try file.writeAll(batch)
+                    written += batch.count
                 } catch {
                     failure = error
+                    logger.error("recording \(path): \(error); the recording ends after its first \(written) bytes")
                 }
             }
             condition.lock()
