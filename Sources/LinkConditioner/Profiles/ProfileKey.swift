@@ -170,9 +170,15 @@ struct ProfileKey: Hashable, Sendable {
             let loss = try ProfileValue.percentage(text)
             return { $0.loss = loss }
         case .queue:
-            let size = try ProfileValue.size(text)
             let countsPackets = text.hasSuffix("packets") || text.hasSuffix("packet")
             let packetSize = ProfileValue.packetSize
+            let size: ByteCount
+            do {
+                size = try ProfileValue.size(text)
+            } catch .outOfRange {
+                throw .outOfRange(expected: ProfileValue.expectedQueue)
+            }
+            guard countsPackets || size.bytes >= packetSize else { throw .outOfRange(expected: ProfileValue.expectedQueue) }
             let queue = countsPackets ? ByteCount(bytes: max(size.bytes / packetSize, 1) * packetSize) : size
             return {
                 $0.queue = queue
