@@ -40,6 +40,8 @@ struct ScenarioFormatTests {
             ("0s lte\n10s nosuchprofile\n", "subway.scenario:2: \"10s nosuchprofile\": expected a profile name or path"),
             ("0s lte\n5s edge\n3s lte\n", "subway.scenario:3: \"3s lte\": expected times in increasing order"),
             ("soon lte\n", "subway.scenario:1: \"soon lte\": expected a time"),
+            ("0x10s lte\n", "subway.scenario:1: \"0x10s lte\": expected a time such as"),
+            ("1e3s lte\n", "subway.scenario:1: \"1e3s lte\": expected a time such as"),
             ("0s set downlink.delay = 4 parsecs\n", "subway.scenario:1: \"0s set downlink.delay = 4 parsecs\": expected a duration"),
             ("0s ramp bandwidth from 1 Mbit/s to 2 Mbit/s\n", "subway.scenario:1: \"0s ramp bandwidth from 1 Mbit/s to 2 Mbit/s\": expected ramp KEY"),
             ("0s lte\n5s set downlink.connect.stall = 5 s\n",

@@ -185,7 +185,10 @@ public struct Scenario: Sendable, Hashable {
     static func time(_ text: String) -> TimeReading {
         if text == "0" { return .time(.zero) }
         for (unit, scale) in [("ms", 1e-3), ("min", 60.0), ("s", 1.0), ("h", 3600.0)] where text.hasSuffix(unit) {
-            guard let value = Double(text.dropLast(unit.count)), value >= 0, value.isFinite else { return .notATime }
+            // Decimal digits and a point only: Double also reads "0x10" (16), "1e3", "+5" and "nan".
+            let number = text.dropLast(unit.count)
+            guard number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+                  let value = Double(number), value >= 0, value.isFinite else { return .notATime }
             let seconds = value * scale
             guard seconds <= longestTime.seconds else { return .outOfRange }
             return .time(.nanoseconds(Int64(roundingClamped: seconds * 1e9)))
