@@ -78,7 +78,9 @@ struct ProfileKey: Hashable, Sendable {
         if let key = byName[name] { return key }
         for side in [Side.uplink, .downlink] where name.hasPrefix(side.rawValue + ".") {
             let unprefixed = String(name.dropFirst(side.rawValue.count + 1))
-            if DirectionSettings.owner(of: unprefixed)?.isConnectionWide == true { throw .connectionWideKey(name, unprefixed: unprefixed) }
+            let connectionWide = DirectionSettings.owner(of: unprefixed)?.isConnectionWide == true
+                || byName[unprefixed].map { !$0.isDirectional } == true
+            if connectionWide { throw .connectionWideKey(name, unprefixed: unprefixed) }
         }
         throw .unknownKey(name, suggestion: .closest(to: name, among: allNames))
     }
