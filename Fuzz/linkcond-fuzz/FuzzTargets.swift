@@ -12,6 +12,9 @@ enum FuzzTargets {
         ("control-parse", ControlParseTarget.run),
         ("dns-message", DNSMessageTarget.run),
         ("dns-tcp", DNSFramingTarget.run),
+        ("trace", TraceFileTarget.run),
+        ("ip-packet", IPPacketTarget.run),
+        ("recording", RecordingTarget.run),
     ]
 
     /// The variable that names the target, so that libFuzzer's child processes (`-fork`, `-jobs`) run the same one.

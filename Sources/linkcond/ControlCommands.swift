@@ -56,12 +56,11 @@ struct UseCommand: ParsableCommand {
     func run() throws {
         let body: String
         if profile.contains("/") || profile.hasSuffix(".profile") || FileManager.default.fileExists(atPath: profile) {
-            try checkSizeOrExit(profile, kind: "profile")
+            _ = try loadProfileOrExit(profile)
             guard let text = try? String(contentsOfFile: profile, encoding: .utf8) else {
                 printError("linkcond: cannot read \(profile)")
                 throw ExitStatus.badInput
             }
-            _ = try loadProfileOrExit(profile)
             body = text
         } else {
             body = profile
@@ -84,17 +83,25 @@ struct SetCommand: ParsableCommand {
     @Argument(help: "A profile key, such as downlink.delay or loss.")
     var key: String
 
-    @Argument(parsing: .remaining, help: "The value, such as \"300 ms\" or \"2 %\".")
+    /// Every word the options leave, so that a negative value such as `-5 ms` reaches the profile format, which says
+    /// what is wrong with it (`.remaining` took `-5` for an unknown option). `words` sorts out `--` and mistyped options.
+    @Argument(parsing: .allUnrecognized, help: "The value, such as \"300 ms\" or \"2 %\".")
     var value: [String]
 
     @OptionGroup var control: ControlOptions
 
+    /// The value's words without the `--` that may end the options.
+    private var words: [String] { value.filter { $0 != "--" } }
+
     func validate() throws {
-        if value.isEmpty { throw ValidationError("give a value after \(key), such as: linkcond set \(key) 300 ms") }
+        if let option = words.first(where: { $0.hasPrefix("--") }) {
+            throw ValidationError("unknown option \"\(option)\"; the options of set are --control and --control-token.")
+        }
+        if words.isEmpty { throw ValidationError("give a value after \(key), such as: linkcond set \(key) 300 ms") }
     }
 
     func run() throws {
-        let text = value.joined(separator: " ").trimmingCharacters(in: .whitespaces)
+        let text = words.joined(separator: " ").trimmingCharacters(in: .whitespaces)
         let cleaned = text.hasPrefix("=") ? String(text.dropFirst()).trimmingCharacters(in: .whitespaces) : text
         _ = try control.perform("POST", "/settings", body: "\(key) = \(cleaned)\n", quiet: true)
         print("\(key) = \(cleaned)")
@@ -185,7 +192,6 @@ struct ScenarioCommand: ParsableCommand {
             _ = try control.perform("DELETE", "/scenario")
             return
         }
-        if FileManager.default.fileExists(atPath: file!) { try checkSizeOrExit(file!, kind: "scenario") }
         let (scenario, text) = try loadScenarioOrExit(file!)
         if check {
             print("ok \(file!): \(scenario.steps.count) steps")
@@ -204,12 +210,4 @@ func loadScenarioOrExit(_ nameOrPath: String) throws -> (Scenario, String) {
         printError("linkcond: \(error)")
         throw ExitStatus.badInput
     }
-}
-
-/// Refuses a file larger than the control endpoint accepts (1 MiB) before reading it, with exit status 2.
-func checkSizeOrExit(_ path: String, kind: String) throws {
-    let limit = 1 << 20
-    guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > limit else { return }
-    printError("linkcond: \(path) is \(size) bytes; a \(kind) may be at most 1 MiB (\(limit) bytes)")
-    throw ExitStatus.badInput
 }

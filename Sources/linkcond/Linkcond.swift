@@ -37,7 +37,7 @@ struct Linkcond: ParsableCommand {
             do {
                 arguments = try ToxiproxyServerPersonality.runArguments(for: arguments)
             } catch {
-                FileHandle.standardError.write(Data(((error.isHelp ? "" : "toxiproxy-server: ") + error.description + "\n").utf8))
+                write((error.isHelp ? "" : "toxiproxy-server: ") + error.description + "\n", to: .standardError)
                 Foundation.exit(error.isHelp ? 0 : 2)
             }
         }
@@ -49,7 +49,7 @@ struct Linkcond: ParsableCommand {
             if code == .validationFailure {
                 var message = fullMessage(for: error)
                 if message.hasPrefix("Error: ") { message = "linkcond: " + message.dropFirst("Error: ".count) }
-                FileHandle.standardError.write(Data((message + "\n").utf8))
+                write(message + "\n", to: .standardError)
                 Foundation.exit(2)
             }
             exit(withError: error)
@@ -65,5 +65,12 @@ enum ExitStatus {
 
 /// Writes one line to standard error, where all diagnostics go.
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
+    write(message + "\n", to: .standardError)
+}
+
+/// Writes `text` to standard output or error, losing it when nobody reads any more (`linkcond run | true`: EPIPE,
+/// since linkcond blocks SIGPIPE for its sockets) or the descriptor is closed, as `print` does. FileHandle's
+/// `write(_:)` traps on any error instead.
+func write(_ text: String, to handle: FileHandle) {
+    try? handle.write(contentsOf: Data(text.utf8))
 }

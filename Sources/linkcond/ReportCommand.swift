@@ -46,9 +46,9 @@ struct ReportCommand: ParsableCommand {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            FileHandle.standardOutput.write(try encoder.encode(report) + Data("\n".utf8))
+            write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n", to: .standardOutput)
         } else {
-            FileHandle.standardOutput.write(Data((report.summary + "page: \(page)\n").utf8))
+            write(report.summary + "page: \(page)\n", to: .standardOutput)
         }
     }
 }

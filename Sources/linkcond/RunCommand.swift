@@ -191,7 +191,7 @@ struct RunCommand: ParsableCommand {
             }
         }
         let readyLines = (proxy.listeners.map(\.readyLine) + controlLines).map { $0 + "\n" }.joined()
-        FileHandle.standardOutput.write(Data(readyLines.utf8))
+        write(readyLines, to: .standardOutput)
         explainProxyFrontEnds(proxy.listeners)
         if let scenario { proxy.startScenario(scenario) }
         logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
@@ -209,11 +209,10 @@ struct RunCommand: ParsableCommand {
 extension RunCommand {
     /// The bytes of a Toxiproxy config file (at most 1 MiB).
     static func readToxiproxyConfig(_ path: String) throws -> [UInt8] {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw ControlSetupError("cannot read the config file \(path)") }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: 1 << 20 + 1)) ?? Data()
-        guard data.count <= 1 << 20 else { throw ControlSetupError("config file \(path) is larger than 1 MiB") }
-        return Array(data)
+        switch UserTextFile.read(path) {
+        case .success(let text): return Array(text.utf8)
+        case .failure(let failure): throw ControlSetupError("config file \(path): \(failure.reason(for: "Toxiproxy config"))")
+        }
     }
 
     /// `--threads`: the main loop and up to 255 splice loops.

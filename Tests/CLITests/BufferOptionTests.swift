@@ -38,4 +38,12 @@ struct BufferOptionTests {
         #expect(result.status == 2)
         #expect(result.stderr.contains("--udp-idle"), "\(result.stderr)")
     }
+
+    /// The largest whole number of minutes: its seconds fit 64 bits no longer, and its `Duration` once trapped.
+    @Test func aUDPIdleTimeOfInt64MaxMinutesIsRefusedWithoutACrash() throws {
+        let result = try run(["--udp-idle", "9223372036854775807min"])
+
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("--udp-idle \"9223372036854775807min\": expected a duration from 1ms to 1440min"), "\(result.stderr)")
+    }
 }

@@ -66,6 +66,23 @@ struct ControlCommandTests {
         #expect(report.profileSummary.contains("300 ms"), "\(report.profileSummary)")
     }
 
+    /// `-5` is a value here, not an option: the profile format answers it, and the running profile is unchanged.
+    @Test func setANegativeValueIsRefusedAsNegativeAndChangesNothing() throws {
+        let instance = try Instance(profile: "3g")
+        defer { instance.stop() }
+
+        let bad = try instance.linkcond(["set", "downlink.delay", "-5", "ms"])
+        let typo = try instance.linkcond(["set", "downlink.delay", "5", "ms", "--contol", "x"])
+        let json = try instance.linkcond(["status", "--json"])
+
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("\"downlink.delay = -5 ms\": negative value: expected a duration"), "\(bad.stderr)")
+        #expect(typo.status == 2)
+        #expect(typo.stderr.contains("--contol"), "\(typo.stderr)")
+        let report = try JSONDecoder().decode(StatusReport.self, from: Data(json.stdout.utf8))
+        #expect(report.profileSummary.contains("100 ms delay"), "\(report.profileSummary)")
+    }
+
     @Test func setRefusesADirectionOnAConnectionWideFaultAndChangesNothing() throws {
         let instance = try Instance(profile: "3g")
         defer { instance.stop() }

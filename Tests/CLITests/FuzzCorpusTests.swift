@@ -23,7 +23,7 @@ import Testing
     }
 
     @Test func everyTargetHasASeedCorpus() {
-        #expect(Self.targets == ["control", "control-parse", "dns-message", "dns-tcp", "http-proxy", "profile", "scenario", "socks5"])
+        #expect(Self.targets == ["control", "control-parse", "dns-message", "dns-tcp", "http-proxy", "ip-packet", "profile", "recording", "scenario", "socks5", "trace"])
     }
 
     @Test(arguments: targets)

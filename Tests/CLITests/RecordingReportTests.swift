@@ -275,6 +275,20 @@ struct RecordingReportTests {
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self)
     }
+
+    /// A recording whose writes fail (a full disk) says so once, with the file and the error, instead of ending
+    /// silently with a file the report then calls cut short.
+    @Test func aRecordingOnAFullDiskLogsTheWriteErrorOnce() throws {
+        let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
+                                            "--control", "127.0.0.1:0", "--record", "/dev/full"])
+        _ = try linkcond.readReadyPort()
+
+        #expect(try linkcond.stop() == 0)
+        let errors = linkcond.stderrText.split(separator: "\n").filter { $0.contains("recording /dev/full") }
+        #expect(errors.count == 1, "\(linkcond.stderrText)")
+        #expect(errors.first?.contains("recording /dev/full: write: ") == true && errors.first?.contains("the recording ends after its first") == true,
+                "\(linkcond.stderrText)")
+    }
 }
 
 /// An HTTP/1.1 keep-alive server on 127.0.0.1 (Tests/record/http_upstream.py), stopped by closing its stdin.

@@ -44,6 +44,18 @@ struct ToxiproxyCommandTests {
         #expect(result.stdout.isEmpty)
     }
 
+    /// A config path that is a directory is named as one, where the API's JSON answer to an empty body ("EOF") was
+    /// printed before.
+    @Test func aConfigThatIsADirectoryIsNamedAsOne() throws {
+        let directory = FileManager.default.temporaryDirectory.path
+
+        let result = try LinkcondProcess.run(["run", "--toxiproxy", "127.0.0.1:0", "--toxiproxy-config", directory,
+                                              "--control", "127.0.0.1:0"])
+
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("config file \(directory): is a directory, not a Toxiproxy config file"), "\(result.stderr)")
+    }
+
     @Test func toxiproxyServerTakesTheServersFlagsAndItsConfigFile() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-toxiproxy-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

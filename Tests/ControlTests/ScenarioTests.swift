@@ -40,6 +40,8 @@ struct ScenarioFormatTests {
             ("0s lte\n10s nosuchprofile\n", "subway.scenario:2: \"10s nosuchprofile\": expected a profile name or path"),
             ("0s lte\n5s edge\n3s lte\n", "subway.scenario:3: \"3s lte\": expected times in increasing order"),
             ("soon lte\n", "subway.scenario:1: \"soon lte\": expected a time"),
+            ("0x10s lte\n", "subway.scenario:1: \"0x10s lte\": expected a time such as"),
+            ("1e3s lte\n", "subway.scenario:1: \"1e3s lte\": expected a time such as"),
             ("0s set downlink.delay = 4 parsecs\n", "subway.scenario:1: \"0s set downlink.delay = 4 parsecs\": expected a duration"),
             ("0s ramp bandwidth from 1 Mbit/s to 2 Mbit/s\n", "subway.scenario:1: \"0s ramp bandwidth from 1 Mbit/s to 2 Mbit/s\": expected ramp KEY"),
             ("0s lte\n5s set downlink.connect.stall = 5 s\n",
@@ -55,6 +57,56 @@ struct ScenarioFormatTests {
                 #expect(error.description.hasPrefix(message), "\(error)")
             }
         }
+    }
+
+    /// A setting's own problem (unknown key, out of range, a missing trace file) reads as the profile format says
+    /// it, once, after the line: not "expected unknown key" nor "expected out of range: expected".
+    @Test func aBadSettingOrRampValueSaysWhatWasWrongOnce() {
+        let cases: [(String, String)] = [
+            ("0s set foo = 1\n", "subway.scenario:1: \"0s set foo = 1\": unknown key \"foo\";"),
+            ("0s set loss = 101 %\n", "subway.scenario:1: \"0s set loss = 101 %\": out of range: expected a percentage from 0 % to 100 %"),
+            ("0s ramp loss from 1 % to 200 % over 1s\n",
+             "subway.scenario:1: \"0s ramp loss from 1 % to 200 % over 1s\": out of range: expected a percentage"),
+            ("0s set delay = -5 ms\n", "subway.scenario:1: \"0s set delay = -5 ms\": negative value: expected a duration"),
+            ("0s set trace = /nonexistent/down\n", "subway.scenario:1: \"0s set trace = /nonexistent/down\": /nonexistent/down: no such trace file"),
+            ("0s ramp delay from 0 ms to 100 ms over 20 s\n",
+             "subway.scenario:1: \"0s ramp delay from 0 ms to 100 ms over 20 s\": expected one word after \"over\", a duration without a space such as \"20s\" (not \"20 s\")"),
+        ]
+        for (text, message) in cases {
+            do {
+                _ = try Scenario(parsing: text, name: "subway")
+                Issue.record("\(text) parsed")
+            } catch {
+                #expect(error.description.hasPrefix(message), "\(error)")
+            }
+        }
+    }
+
+    @Test func aDirectoryOrAnEndlessDeviceIsRefusedAsWhatItIs() {
+        let folder = NSTemporaryDirectory()
+        let cases = [(folder, "is a directory, not a scenario file"),
+                     ("/dev/zero", "is larger than a scenario file may be: at most 1 MiB (1048576 bytes)")]
+        for (path, reason) in cases {
+            do {
+                _ = try Scenario.load(path)
+                Issue.record("\(path) loaded as a scenario")
+            } catch {
+                #expect(error.description == "\(path): \(reason)")
+            }
+        }
+    }
+
+    /// What `linkcond scenario --check <(…)` opens: a pipe, which gives its text only once.
+    @Test func aPipeIsReadOnce() throws {
+        let pipe = Pipe()
+        pipe.fileHandleForWriting.write(Data("0s lte\n10s edge\n".utf8))
+        try pipe.fileHandleForWriting.close()
+        defer { try? pipe.fileHandleForReading.close() }
+
+        let (scenario, text) = try Scenario.load("/dev/fd/\(pipe.fileHandleForReading.fileDescriptor)")
+
+        #expect(scenario.steps.count == 2)
+        #expect(text == "0s lte\n10s edge\n")
     }
 
     @Test func everyShippedScenarioParsesAndMatchesItsFile() throws {

@@ -91,6 +91,21 @@ struct FaultKeyTests {
         }
     }
 
+    /// The profile-wide keys of the format itself, not only the declared fault keys: `uplink.fault` once got
+    /// "unknown key; did you mean uplink.burst?".
+    @Test(arguments: [("uplink.fault", "reset"), ("downlink.seed", "42"), ("uplink.dns.delay", "100 ms"),
+                      ("downlink.tcp.congestion", "reno"), ("uplink.exclude", "10.0.0.0/8")])
+    func aProfileWideKeyWithADirectionNamesTheKeyToWrite(_ key: String, _ value: String) {
+        let unprefixed = String(key.drop { $0 != "." }.dropFirst())
+
+        do {
+            _ = try Profile(parsing: "\(key) = \(value)\n", file: "hotel.profile")
+            Issue.record("\(key) was accepted")
+        } catch {
+            #expect(error.kind == .connectionWideKey(key, unprefixed: unprefixed), "\(error)")
+        }
+    }
+
     @Test func setRefusesADirectionOnAConnectionWideKeyAndChangesNothing() {
         var profile = Profile.none
 

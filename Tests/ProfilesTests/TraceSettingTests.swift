@@ -47,6 +47,26 @@ struct TraceSettingTests {
         #expect(throws: ProfileError.self) { try Profile(parsing: "trace = lte-flying.down\n") }
     }
 
+    /// A path that exists but holds no trace (a directory, a device) is named as what it is, not as missing.
+    @Test func aDirectoryOrDeviceGivenAsTheTraceIsNamedAsSuch() throws {
+        let folder = try directory(with: ["cell.profile": "downlink.trace = ./traces\n"])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder + "/traces", withIntermediateDirectories: false)
+
+        #expect(throws: ProfileError.self) { try Profile(contentsOfFile: folder + "/cell.profile") }
+        do {
+            _ = try Profile(contentsOfFile: folder + "/cell.profile")
+        } catch {
+            #expect(error.description.hasSuffix("\"downlink.trace = ./traces\": ./traces: is a directory: expected a trace file (one millisecond timestamp per line)"), "\(error)")
+        }
+        do {
+            _ = try Profile(parsing: "uplink.trace = /dev/null\n")
+            Issue.record("/dev/null was taken as a trace")
+        } catch {
+            #expect(error.description == "1: \"uplink.trace = /dev/null\": /dev/null: is not a regular file: expected a trace file (one millisecond timestamp per line)", "\(error)")
+        }
+    }
+
     @Test func summaryNamesTheTraceOfOneDirection() throws {
         let profile = try Profile(parsing: "uplink.trace = lte-driving.up\n")
 

@@ -17,6 +17,10 @@ public struct Ramp: Sendable, Hashable {
     /// Parses `KEY from VALUE to VALUE over DURATION` (the words after `ramp`).
     init(parsing words: [String], fail: (String) -> ScenarioError) throws(ScenarioError) {
         let expected = "ramp KEY from VALUE to VALUE over DURATION, KEY one of bandwidth, delay, jitter, loss (optionally uplink./downlink.)"
+        if let overIndex = words.firstIndex(of: "over"), overIndex < words.count - 2 {
+            let written = words[(overIndex + 1)...].joined(separator: " ")
+            throw fail("one word after \"over\", a duration without a space such as \"20s\" (not \"\(written)\")")
+        }
         guard let fromIndex = words.firstIndex(of: "from"), let toIndex = words.firstIndex(of: "to"),
               let overIndex = words.firstIndex(of: "over"), fromIndex == 1, fromIndex < toIndex, toIndex < overIndex,
               overIndex == words.count - 2 else { throw fail(expected) }
@@ -42,7 +46,7 @@ public struct Ramp: Sendable, Hashable {
         do {
             try scratch.set(key, to: text)
         } catch {
-            throw fail(error.expectation)
+            throw fail("").explained(by: error)
         }
         let direction = key.hasPrefix("uplink.") ? scratch.uplink : scratch.downlink
         switch field {

@@ -106,11 +106,13 @@ public struct Scenario: Sendable, Hashable {
 
     /// Reads a scenario file; its errors name the file's base name.
     public init(contentsOfFile path: String) throws(ScenarioError) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ScenarioError(file: path, line: nil, text: nil, expected: "a readable scenario file")
-        }
+        try self.init(text: try Self.text(ofFile: path), ofFile: path)
+    }
+
+    /// Parses `text`, read from the file at `path` (once: a pipe gives its text only once).
+    private init(text: String, ofFile path: String) throws(ScenarioError) {
         let base = URL(fileURLWithPath: path).lastPathComponent
-        try self.init(parsing: String(decoding: data, as: UTF8.self),
+        try self.init(parsing: text,
                       name: base.hasSuffix(".scenario") ? String(base.dropLast(9)) : base, file: base,
                       directory: URL(fileURLWithPath: path).deletingLastPathComponent().path)
     }
@@ -142,7 +144,7 @@ public struct Scenario: Sendable, Hashable {
                 do {
                     try scratch.set(parts[0], to: parts[1])
                 } catch {
-                    throw fail(error.expectation)
+                    throw fail("").explained(by: error)
                 }
                 settings.append(Setting(key: parts[0], value: parts[1]))
             }
@@ -183,7 +185,10 @@ public struct Scenario: Sendable, Hashable {
     static func time(_ text: String) -> TimeReading {
         if text == "0" { return .time(.zero) }
         for (unit, scale) in [("ms", 1e-3), ("min", 60.0), ("s", 1.0), ("h", 3600.0)] where text.hasSuffix(unit) {
-            guard let value = Double(text.dropLast(unit.count)), value >= 0, value.isFinite else { return .notATime }
+            // Decimal digits and a point only: Double also reads "0x10" (16), "1e3", "+5" and "nan".
+            let number = text.dropLast(unit.count)
+            guard number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+                  let value = Double(number), value >= 0, value.isFinite else { return .notATime }
             let seconds = value * scale
             guard seconds <= longestTime.seconds else { return .outOfRange }
             return .time(.nanoseconds(Int64(roundingClamped: seconds * 1e9)))
@@ -202,12 +207,28 @@ public struct ScenarioError: Error, Sendable, Hashable, CustomStringConvertible 
     public var file: String
     public var line: Int?
     public var text: String?
-    public var expected: String
+    /// What was wrong and what was expected, as the message says it after the location and the text.
+    public var explanation: String
+
+    public init(file: String, line: Int?, text: String?, expected: String) {
+        self.file = file
+        self.line = line
+        self.text = text
+        explanation = "expected \(expected)"
+    }
 
     public var description: String {
         let location = line.map { "\(file):\($0)" } ?? file
-        if let text { return "\(location): \"\(text)\": expected \(expected)" }
-        return "\(location): expected \(expected)"
+        if let text { return "\(location): \"\(text)\": \(explanation)" }
+        return "\(location): \(explanation)"
+    }
+
+    /// This error's location and text with a setting's own explanation, which says what was wrong before what was
+    /// expected ("out of range: expected …", "unknown key …"), so neither is lost nor "expected" said twice.
+    func explained(by error: ProfileError) -> ScenarioError {
+        var explained = self
+        explained.explanation = error.explanation
+        return explained
     }
 }
 
@@ -226,17 +247,18 @@ extension Scenario {
             throw ScenarioError(file: nameOrPath, line: nil, text: nil,
                                 expected: "a scenario file or one of: \(builtInNames.joined(separator: ", "))")
         }
-        guard let data = FileManager.default.contents(atPath: nameOrPath) else {
-            throw ScenarioError(file: nameOrPath, line: nil, text: nil, expected: "a readable scenario file")
-        }
-        let text = String(decoding: data, as: UTF8.self)
-        return (try Scenario(contentsOfFile: nameOrPath), text)
+        let text = try text(ofFile: nameOrPath)
+        return (try Scenario(text: text, ofFile: nameOrPath), text)
     }
-}
 
-extension ProfileError {
-    /// What was expected, without the leading "expected", for messages that add their own.
-    var expectation: String {
-        explanation.hasPrefix("expected ") ? String(explanation.dropFirst(9)) : explanation
+    /// A scenario file's text, read within `UserTextFile.limit`; errors name the path as given.
+    static func text(ofFile path: String) throws(ScenarioError) -> String {
+        switch UserTextFile.read(path) {
+        case .success(let text): return text
+        case .failure(let failure):
+            var error = ScenarioError(file: path, line: nil, text: nil, expected: "a scenario file")
+            error.explanation = failure.reason(for: "scenario")
+            throw error
+        }
     }
 }

@@ -47,16 +47,10 @@ extension Profile {
     ///
     /// - Parameter path: The path as the user gave it; error messages repeat it as given.
     public init(contentsOfFile path: String) throws(ProfileError) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw ProfileError(file: path, kind: .unreadable(reason: "no such file"))
-        }
-        if isDirectory.boolValue { throw ProfileError(file: path, kind: .unreadable(reason: "is a directory, not a profile file")) }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ProfileError(file: path, kind: .unreadable(reason: "cannot be read (check its permissions)"))
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw ProfileError(file: path, kind: .unreadable(reason: "is not UTF-8 text"))
+        let text: String
+        switch UserTextFile.read(path) {
+        case .success(let contents): text = contents
+        case .failure(let failure): throw ProfileError(file: path, kind: .unreadable(reason: failure.reason(for: "profile")))
         }
         try self.init(parsing: text, name: Profile.name(ofFile: path), file: path)
     }

@@ -78,7 +78,9 @@ struct ProfileKey: Hashable, Sendable {
         if let key = byName[name] { return key }
         for side in [Side.uplink, .downlink] where name.hasPrefix(side.rawValue + ".") {
             let unprefixed = String(name.dropFirst(side.rawValue.count + 1))
-            if DirectionSettings.owner(of: unprefixed)?.isConnectionWide == true { throw .connectionWideKey(name, unprefixed: unprefixed) }
+            let connectionWide = DirectionSettings.owner(of: unprefixed)?.isConnectionWide == true
+                || byName[unprefixed].map { !$0.isDirectional } == true
+            if connectionWide { throw .connectionWideKey(name, unprefixed: unprefixed) }
         }
         throw .unknownKey(name, suggestion: .closest(to: name, among: allNames))
     }
@@ -170,9 +172,15 @@ struct ProfileKey: Hashable, Sendable {
             let loss = try ProfileValue.percentage(text)
             return { $0.loss = loss }
         case .queue:
-            let size = try ProfileValue.size(text)
             let countsPackets = text.hasSuffix("packets") || text.hasSuffix("packet")
             let packetSize = ProfileValue.packetSize
+            let size: ByteCount
+            do {
+                size = try ProfileValue.size(text)
+            } catch .outOfRange {
+                throw .outOfRange(expected: ProfileValue.expectedQueue)
+            }
+            guard countsPackets || size.bytes >= packetSize else { throw .outOfRange(expected: ProfileValue.expectedQueue) }
             let queue = countsPackets ? ByteCount(bytes: max(size.bytes / packetSize, 1) * packetSize) : size
             return {
                 $0.queue = queue

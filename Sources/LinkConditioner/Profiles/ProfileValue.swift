@@ -72,6 +72,10 @@ enum ProfileValue {
     /// The largest queue or burst: a gibibyte.
     static let largestSize: Double = 1024 * 1024 * 1024
 
+    /// A queue's range: below one packet a queue in bytes would drop every full-size packet, and a TCP connection
+    /// across it would retransmit forever without a byte arriving.
+    static let expectedQueue = ranged(expectedSize, "1500 B (one packet: a smaller queue drops every full-size packet) to 1024 MiB")
+
     /// `expected` with the accepted range put before its example, for out-of-range errors.
     private static func ranged(_ expected: String, _ range: String) -> String {
         guard let example = expected.firstRange(of: " such as ") else { return "\(expected) from \(range)" }

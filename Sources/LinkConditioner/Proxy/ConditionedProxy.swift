@@ -57,7 +57,7 @@ public final class ConditionedProxy: Sendable {
                     state.value.realtimePriority = priority
                 }
                 if let recording = options.recording {
-                    let log = try EventLog(recording, loop: loop)
+                    let log = try EventLog(recording, loop: loop, logger: logger)
                     state.value.recorder = log
                     context.recorder = log
                     log.conditionsChanged(state.value.conditions, at: loop.clock.now())

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Where `run --record` writes, and how much it may write.
 public struct RecordingOptions: Sendable {
@@ -64,12 +65,13 @@ public final class EventLog: TrafficRecorder {
     private var closed = false
 
     /// Opens the file at `options.path` and buffers the header line; nothing is written, and an earlier file of that
-    /// name keeps its contents, until `begin` (or none of it, after `abandon`).
-    init(_ options: RecordingOptions, loop: EventLoop, wallClock: Date = Date()) throws(SystemError) {
+    /// name keeps its contents, until `begin` (or none of it, after `abandon`). A write that fails later (a full
+    /// disk) is logged on `logger` once, and the recording ends there.
+    init(_ options: RecordingOptions, loop: EventLoop, logger: Logger, wallClock: Date = Date()) throws(SystemError) {
         self.loop = loop
         self.origin = loop.clock.now()
         self.limit = options.limit
-        self.writer = try LogWriter(path: options.path)
+        self.writer = try LogWriter(path: options.path, logger: logger)
         let wall = ISO8601DateFormatter.string(from: wallClock, timeZone: .gmt,
                                                formatOptions: [.withInternetDateTime, .withFractionalSeconds])
         append("{\"v\":\(Self.version),\"ev\":\"start\",\"wall\":\(json(wall)),\"linkcond\":\(json(linkcondVersion)),\"limit\":\(limit),\"window_us\":\(Self.window.nanoseconds / 1000)}")
@@ -274,11 +276,17 @@ final class LogWriter: @unchecked Sendable {
     private var queuedBytes = 0
     private var finishing = false
     private var finished = false
+    /// Written and read by the writer thread only.
     private var failure: SystemError?
+    private var written = 0
+    private let path: String
+    private let logger: Logger
 
     /// Opens `path` without emptying it; the thread starts with `start`.
-    init(path: String) throws(SystemError) {
+    init(path: String, logger: Logger) throws(SystemError) {
         file = try RecordFile(opening: path)
+        self.path = path
+        self.logger = logger
     }
 
     /// Empties the file and starts the thread that writes it.
@@ -327,8 +335,10 @@ final class LogWriter: @unchecked Sendable {
             for batch in batches where failure == nil {
                 do {
                     try file.writeAll(batch)
+                    written += batch.count
                 } catch {
                     failure = error
+                    logger.error("recording \(path): \(error); the recording ends after its first \(written) bytes")
                 }
             }
             condition.lock()

@@ -94,6 +94,11 @@ public struct Recording: Sendable {
         public var description: String
     }
 
+    /// The largest number an event may carry: 2⁴² µs is 50 days, and as many bytes in one 20 ms window is far
+    /// beyond any link. Numbers of a few million events summed stay far inside 64 bits, and a time, a byte count or
+    /// a connection number from a damaged file (negative, 1e300, Int64.max) is refused instead of trapping later.
+    public static let largestNumber: Int64 = 1 << 42
+
     /// Reads the recording at `path`.
     public init(contentsOf path: String) throws(Problem) {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -138,7 +143,11 @@ public struct Recording: Sendable {
                 guard let value = object[key] as? NSNumber else {
                     throw Problem(description: "\(file):\(number): \"\(event)\" event without a number \"\(key)\"")
                 }
-                return value.int64Value
+                let amount = value.doubleValue
+                guard amount >= 0, amount <= Double(Self.largestNumber), amount == amount.rounded(.towardZero) else {
+                    throw Problem(description: "\(file):\(number): \"\(key)\" is \(value): expected a whole number from 0 to \(Self.largestNumber)")
+                }
+                return Int64(amount)
             }
             let time = try int("t")
             end = max(end, time)
@@ -202,7 +211,7 @@ public struct Recording: Sendable {
             case "limit":
                 cutAt = time
             case "dropped":
-                droppedEvents += Int(try int("events"))
+                droppedEvents = min(droppedEvents + Int(try int("events")), Int(Self.largestNumber))
             case "end":
                 break
             default:

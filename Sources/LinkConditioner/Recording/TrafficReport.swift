@@ -119,7 +119,7 @@ public struct TrafficReport: Sendable, Codable {
             for stall in connection.stalls {
                 var total = totals[stall.cause] ?? StallTotal(cause: stall.cause, stalls: 0, time: 0, connections: [])
                 total.stalls += 1
-                total.time += max(0, (stall.end ?? end) - stall.start)
+                total.time = total.time.addingSaturating(max(0, (stall.end ?? end) - stall.start))
                 if total.connections.last != connection.id && total.connections.count < 20 { total.connections.append(connection.id) }
                 totals[stall.cause] = total
             }
@@ -209,7 +209,7 @@ public struct TrafficReport: Sendable, Codable {
         guard !chains.isEmpty else { return nil }
         chains.sort { $0.requests.count > $1.requests.count }
         let total = chains.reduce(0) { $0 + $1.requests.count }
-        let added = chains.flatMap(\.requests).reduce(Int64(0)) { $0 + recording.roundTrip(at: $1.start) }
+        let added = chains.flatMap(\.requests).reduce(Int64(0)) { $0.addingSaturating(recording.roundTrip(at: $1.start)) }
         let described = chains.prefix(5).map { "\($0.host): \($0.requests.count)" }.joined(separator: ", ")
         return Finding(rule: "dependent-round-trips", title: "Requests one after another",
                        threshold: "at least \(serialMinimum) requests to one host, each sent within \(ms(serialGap)) after the previous answer arrived and none while another was waiting",

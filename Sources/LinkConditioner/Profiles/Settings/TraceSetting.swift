@@ -28,9 +28,12 @@ public enum TraceSetting: DirectionSetting {
             return trace
         }
         let path = value.hasPrefix("/") || context.directory == nil ? value : context.directory! + "/" + value
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-        guard let size = attributes?[.size] as? Int, attributes?[.type] as? FileAttributeType == .typeRegular else {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
             throw .unreadable(reason: "\(value): no such trace file")
+        }
+        guard let size = attributes[.size] as? Int, attributes[.type] as? FileAttributeType == .typeRegular else {
+            let kind = attributes[.type] as? FileAttributeType == .typeDirectory ? "a directory" : "not a regular file"
+            throw .unreadable(reason: "\(value): is \(kind): expected a trace file (one millisecond timestamp per line)")
         }
         guard size <= maximumFileBytes else {
             throw .unreadable(reason: "\(value): the trace file is larger than \(maximumFileBytes / 1024 / 1024) MiB")
