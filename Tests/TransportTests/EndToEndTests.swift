@@ -92,7 +92,9 @@ struct EndToEndTests {
         let server = try TestServer.sending(payload)
         defer { server.stop() }
         var profile = Profile.none
-        profile.downlink = DirectionProfile(bandwidth: .mbps(50), delay: .milliseconds(5))
+        // A queue larger than the whole download can never overflow, so no data segment may be lost however the
+        // machine's load times the server's writes (with the default queue, slow start overshot it under load).
+        profile.downlink = DirectionProfile(bandwidth: .mbps(50), delay: .milliseconds(5), queue: ByteCount(bytes: 2 << 20))
         profile.uplink = DirectionProfile(delay: .milliseconds(5), loss: Percentage(10))
         profile.seed = 6
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)

@@ -133,13 +133,13 @@ int clinux_pipe_set_size(int fd, int size);
 /// Puts the calling thread in SCHED_FIFO at `priority`; threads and processes it starts later inherit it only when
 /// `passed_on` (else SCHED_RESET_ON_FORK). -1 with errno (EPERM without CAP_SYS_NICE or a high enough RLIMIT_RTPRIO).
 int clinux_set_realtime_fifo(int priority, int passed_on);
-/// Bytes waiting to be read from a descriptor (FIONREAD); -1 with errno on error.
 /// The process's soft limit on open descriptors (RLIMIT_NOFILE); -1 when it cannot be read, or it is unlimited.
 static inline long clinux_open_files_limit(void) {
     struct rlimit limit;
     if (getrlimit(RLIMIT_NOFILE, &limit) < 0 || limit.rlim_cur == RLIM_INFINITY) return -1;
     return (long)limit.rlim_cur;
 }
+/// Bytes waiting to be read from a descriptor (FIONREAD); -1 with errno on error.
 static inline int clinux_readable_bytes(int fd) { int count = 0; return ioctl(fd, FIONREAD, &count) < 0 ? -1 : count; }
 /// The terminal's size on `fd` (TIOCGWINSZ) in rows and columns; -1 with errno when `fd` is not a terminal.
 static inline int clinux_window_size(int fd, unsigned short *rows, unsigned short *columns) {
