@@ -173,6 +173,22 @@ struct CoDelTests {
         #expect(drops.map { $0.1.nanoseconds } == reference.drops.map { Int64($0.at) * 1_000_000 })
     }
 
+    @Test func aStandingQueueOfOneMaximumSizeFrameBehindTheHeadIsNeverDropped() {
+        // RFC 8289: no drop while the queue holds at most MAXPACKET bytes (1514) once the head has left, however
+        // long each packet stood. One 1514-byte frame arrives and one leaves every 10 ms, so each waits 10 ms.
+        var queue = CoDelQueue(limit: .packets(1000))
+        _ = queue.enqueue(LinkPacket(flow: 0, bytes: 1514, tag: 0, enqueuedAt: .zero), now: .zero)
+        var dropped: [LinkPacket] = []
+
+        for step in 1..<200 {
+            let now = Instant.ms(Double(step * 10))
+            _ = queue.enqueue(LinkPacket(flow: 0, bytes: 1514, tag: UInt64(step), enqueuedAt: now), now: now)
+            dropped += queue.dequeue(now: now).dropped
+        }
+
+        #expect(dropped.isEmpty)
+    }
+
     @Test func queueBelowTargetIsNeverDropped() {
         var queue = CoDelQueue(limit: .packets(1000))
         var dropped: [LinkPacket] = []
