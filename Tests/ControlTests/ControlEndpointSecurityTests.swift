@@ -110,6 +110,17 @@ struct ControlEndpointSecurityTests {
         #expect(endpoint.proxy.conditions.offline == .refuse)
     }
 
+    @Test func aHostInAnotherLetterCaseIsTheSameLoopbackHost() throws {
+        // Host names compare without regard to case (RFC 9110 section 4.2.3): `curl http://LocalHost:PORT/` is local.
+        let endpoint = try ControlEndpointUnderTest()
+        defer { endpoint.stop() }
+
+        let answer = try endpoint.request("POST", "/offline", host: "LocalHost:\(endpoint.port)")
+
+        #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer)")
+        #expect(endpoint.proxy.conditions.offline == .refuse)
+    }
+
     @Test(arguments: ["Origin: http://evil.example", "Origin: null", "Sec-Fetch-Site: cross-site"])
     func aRequestFromAWebPageIsRefusedAndChangesNothing(_ field: String) throws {
         let endpoint = try ControlEndpointUnderTest()

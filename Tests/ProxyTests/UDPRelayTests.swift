@@ -189,6 +189,22 @@ struct UDPRelayTests {
         #expect(status(proxy).connectionsRefused == 1)
     }
 
+    @Test func flowsBeyondTheListenersFlowLimitAreRefused() throws {
+        let echo = try TestDatagramServer()
+        defer { echo.stop() }
+        let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: .none, options: ProxyOptions(udpFlowLimit: 2))
+        defer { proxy.stop() }
+        let clients = try (0..<3).map { _ in try TestDatagramSocket(timeout: 2) }
+        defer { for client in clients { client.close() } }
+
+        for client in clients { try client.send([1], to: proxy.port) }
+        let answered = clients.filter { $0.receive() != nil }.count
+
+        #expect(answered == 2)
+        #expect(status(proxy).connectionsAccepted == 2)
+        #expect(status(proxy).connectionsRefused == 1)
+    }
+
     @Test func randomLossRateLiesWithinTheBinomialInterval() throws {
         let sink = try TestDatagramServer { _ in nil }
         defer { sink.stop() }

@@ -50,6 +50,22 @@ struct ConnectionToxicTests {
         #expect(after == Array("held".utf8))
     }
 
+    @Test func aToxicWithToxicityZeroNeverActsOnAConnection() throws {
+        let echo = try TestServer.echo()
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop(); echo.stop() }
+        let port = try api.createProxy("z", upstreamPort: echo.port)
+        _ = try api.send("POST", "/proxies/z/toxics", #"{"type":"limit_data","toxicity":0,"attributes":{"bytes":10}}"#)
+        let sent = (0..<1000).map { UInt8($0 % 251) }
+
+        let client = try TestConnection.connect(port: port, timeout: 10)
+        defer { client.close() }
+        try client.send(sent)
+        let answer = try client.receive(exactly: sent.count)
+
+        #expect(answer == sent)
+    }
+
     @Test func limitDataUpstreamClosesTheWholeConnectionAsToxiproxyDoes() throws {
         let received = LockedBox(0)
         let upstream = try TestServer { connection in

@@ -108,6 +108,49 @@ struct TimerAndWindowTests {
         #expect(sender.cwnd == grown)
     }
 
+    @Test func anIdleRestartAfterALossRaisesSsthreshToThreeQuartersOfTheWindow() throws {
+        // A timeout makes ssthresh finite; then whole flights, each ACKed 100 ms later, grow the window in
+        // congestion avoidance to twice that ssthresh, with everything written acknowledged.
+        var sender = TCPSender()
+        sender.write(segments(100), now: .zero)
+        let first = (0..<10).compactMap { _ in sender.nextSegment(now: .zero) }
+        sender.receive(TCPAck(cumulative: first[0].end, window: 1 << 20), now: .ms(100))
+        while sender.nextSegment(now: .ms(100)) != nil {}
+        let probeAt = try #require(sender.nextTimer)
+        sender.timerFired(now: probeAt)
+        _ = sender.nextSegment(now: probeAt)
+        let timeoutAt = try #require(sender.nextTimer)
+        sender.timerFired(now: timeoutAt)
+        let ssthreshAfterLoss = sender.ssthresh
+        #expect(sender.cwnd == 1)
+        var now = timeoutAt
+        var written = Int64(segments(100))
+        var acked = first[0].end
+        for _ in 0..<1_000 where !(sender.cwnd >= 2 * ssthreshAfterLoss && acked == written) {
+            if acked == written {
+                let more = segments(sender.cwnd)
+                sender.write(more, now: now)
+                written += Int64(more)
+            }
+            var flight: [TCPSegment] = []
+            while let segment = sender.nextSegment(now: now) { flight.append(segment) }
+            now = now + .milliseconds(100)
+            for segment in flight.sorted(by: { $0.end < $1.end }) where segment.end > acked {
+                sender.receive(TCPAck(cumulative: segment.end, window: 1 << 22), now: now)
+                acked = segment.end
+            }
+        }
+        let grown = sender.cwnd
+        try #require(grown >= 2 * ssthreshAfterLoss && acked == written, "the window grew to \(grown) only")
+        #expect(sender.ssthresh == ssthreshAfterLoss)
+
+        sender.write(segments(10), now: now + .seconds(3))
+
+        // tcp_cwnd_restart: ssthresh = max(ssthresh, tcp_current_ssthresh's (cwnd >> 1) + (cwnd >> 2)).
+        #expect(sender.ssthresh == (grown >> 1) + (grown >> 2))
+        #expect(sender.cwnd == 10)
+    }
+
     /// A sender that sent three flights of slow start, each ACKed a round trip (100 ms) later; last ACK at 1 s.
     private func grownSender(settings: TCPSettings) -> TCPSender {
         var sender = TCPSender(settings: settings)

@@ -147,6 +147,48 @@ struct CoDelTests {
         #expect(sent == referenceSent)
     }
 
+    @Test func aDroppingEpisodeWithinSixteenIntervalsOfTheLastResumesItsDropRate() throws {
+        // Overload for 600 ms, nothing for 1.7 s, overload again: the second episode's first drop comes about 12
+        // intervals after the first episode's last drop was due, so RFC 8289 resumes from count − lastcount.
+        var queue = CoDelQueue(limit: .packets(100_000))
+        var reference = RFC8289Reference()
+        var drops: [(UInt64, Instant)] = []
+        var tag: UInt64 = 0
+
+        for ms in 0..<3_100 {
+            let now = Instant.ms(Double(ms))
+            for _ in 0..<(ms < 600 || ms >= 2_300 ? 2 : 0) {
+                _ = queue.enqueue(LinkPacket(flow: 0, bytes: 1500, tag: tag, enqueuedAt: now), now: now)
+                reference.queue.append((tag, 1500, Double(ms)))
+                tag += 1
+            }
+            drops += queue.dequeue(now: now).dropped.map { ($0.tag, now) }
+            _ = reference.dequeue(Double(ms))
+        }
+
+        let second = drops.filter { $0.1 >= .ms(2_300) }
+        try #require(second.count >= 2 && drops.count > second.count + 5, "\(drops.count) drops, \(second.count) in the second episode")
+        #expect((second[1].1 - second[0].1) < .milliseconds(50), "the second episode restarted at count 1")
+        #expect(drops.map(\.0) == reference.drops.map(\.tag))
+        #expect(drops.map { $0.1.nanoseconds } == reference.drops.map { Int64($0.at) * 1_000_000 })
+    }
+
+    @Test func aStandingQueueOfOneMaximumSizeFrameBehindTheHeadIsNeverDropped() {
+        // RFC 8289: no drop while the queue holds at most MAXPACKET bytes (1514) once the head has left, however
+        // long each packet stood. One 1514-byte frame arrives and one leaves every 10 ms, so each waits 10 ms.
+        var queue = CoDelQueue(limit: .packets(1000))
+        _ = queue.enqueue(LinkPacket(flow: 0, bytes: 1514, tag: 0, enqueuedAt: .zero), now: .zero)
+        var dropped: [LinkPacket] = []
+
+        for step in 1..<200 {
+            let now = Instant.ms(Double(step * 10))
+            _ = queue.enqueue(LinkPacket(flow: 0, bytes: 1514, tag: UInt64(step), enqueuedAt: now), now: now)
+            dropped += queue.dequeue(now: now).dropped
+        }
+
+        #expect(dropped.isEmpty)
+    }
+
     @Test func queueBelowTargetIsNeverDropped() {
         var queue = CoDelQueue(limit: .packets(1000))
         var dropped: [LinkPacket] = []
