@@ -179,7 +179,7 @@ struct UDPRelayTests {
         defer { echo.stop() }
         let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: .none, options: ProxyOptions(udpFlowsPerClient: 2))
         defer { proxy.stop() }
-        let clients = try (0..<3).map { _ in try TestDatagramSocket(timeout: 0.3) }
+        let clients = try (0..<3).map { _ in try TestDatagramSocket(timeout: 2) }
         defer { for client in clients { client.close() } }
 
         for client in clients { try client.send([1], to: proxy.port) }
