@@ -149,9 +149,11 @@ struct ControlAPI {
     }
 
     /// The settings of a `key = value` body, checked by applying them to `snapshot`, with the result rendered.
+    /// A key set twice is refused as in a profile file, naming both lines: the body is one change, not a sequence.
     /// Runs on the worker thread.
     static func settings(from body: String, appliedTo snapshot: Profile) -> Parsed<([Scenario.Setting], Profile, String)> {
         var settings: [Scenario.Setting] = []
+        var firstLine: [String: Int] = [:]
         for (index, line) in body.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let text = line.trimmingCharacters(in: .whitespaces)
             if text.isEmpty || text.hasPrefix("#") { continue }
@@ -161,6 +163,14 @@ struct ControlAPI {
             }
             guard settings.count < settingsLimit else {
                 return .refused(.error(413, "more than \(settingsLimit) settings in one request; send a whole profile with PUT /profile instead"))
+            }
+            if let key = try? ProfileKey.named(parts[0]) {
+                if let earlier = firstLine[key.name] {
+                    let error = ProfileError(file: "request body", line: index + 1, text: text,
+                                             kind: .duplicateKey(key.name, firstLine: earlier))
+                    return .refused(.error(400, clipped(error).description))
+                }
+                firstLine[key.name] = index + 1
             }
             settings.append(Scenario.Setting(key: parts[0], value: parts[1]))
         }
