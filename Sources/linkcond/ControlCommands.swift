@@ -56,7 +56,13 @@ struct UseCommand: ParsableCommand {
     func run() throws {
         let body: String
         if profile.contains("/") || profile.hasSuffix(".profile") || FileManager.default.fileExists(atPath: profile) {
-            _ = try loadProfileOrExit(profile)
+            do {
+                // Checked here as the running linkcond will check it, so a refusal names this file, not the request.
+                _ = try Profile(contentsOfFile: profile, readsFiles: false)
+            } catch {
+                printError("linkcond: \(error)")
+                throw ExitStatus.badInput
+            }
             guard let text = try? String(contentsOfFile: profile, encoding: .utf8) else {
                 printError("linkcond: cannot read \(profile)")
                 throw ExitStatus.badInput

@@ -35,4 +35,51 @@ struct ControlBodyRefusalTests {
         #expect(both.body.contains("downlink.delay = 20 ms"), "\(both.body)")
         #expect(both.body.contains("uplink.delay = 10 ms"), "\(both.body)")
     }
+
+    /// A scenario whose `set` step names a trace file plays fine with `linkcond run --scenario`, but a running
+    /// linkcond reads no files: `linkcond scenario FILE` is refused naming the scenario and the step's line.
+    @Test func aScenarioSettingATraceFileIsRefusedAtItsFileAndLine() throws {
+        let instance = try ControlCommandTests.Instance()
+        defer { instance.stop() }
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try "1\n3\n".write(toFile: folder + "/tunnel.down", atomically: true, encoding: .utf8)
+        try "0s lte\n5s set downlink.trace = ./tunnel.down\n".write(toFile: folder + "/ride.scenario", atomically: true, encoding: .utf8)
+
+        let play = try instance.linkcond(["scenario", folder + "/ride.scenario"])
+        let status = try instance.linkcond(["status"])
+
+        #expect(play.status == 2)
+        #expect(play.stderr.contains("ride.scenario:2: \"5s set downlink.trace = ./tunnel.down\": expected a built-in trace"),
+                "\(play.stderr)")
+        #expect(play.stderr.contains("a running linkcond reads no files"), "\(play.stderr)")
+        #expect(!play.stderr.contains("request body"), "\(play.stderr)")
+        #expect(!status.stdout.contains("scenario  ride"), "\(status.stdout)")
+    }
+
+    /// `linkcond use FILE` checks the file as the running linkcond will, so a trace file is refused naming the
+    /// profile file and its line.
+    @Test func useOfAProfileSettingATraceFileIsRefusedAtItsFileAndLine() throws {
+        let instance = try ControlCommandTests.Instance(profile: "edge")
+        defer { instance.stop() }
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try "1\n3\n".write(toFile: folder + "/tunnel.down", atomically: true, encoding: .utf8)
+        try "delay = 5 ms\ndownlink.trace = ./tunnel.down\n".write(toFile: folder + "/tunnel.profile", atomically: true, encoding: .utf8)
+
+        let use = try instance.linkcond(["use", folder + "/tunnel.profile"])
+        let status = try instance.linkcond(["status"])
+
+        #expect(use.status == 2)
+        #expect(use.stderr.contains("tunnel.profile:2: \"downlink.trace = ./tunnel.down\": expected a built-in trace"),
+                "\(use.stderr)")
+        #expect(!use.stderr.contains("request body"), "\(use.stderr)")
+        #expect(status.stdout.contains("profile   edge:"), "\(status.stdout)")
+    }
+
+    private static func folder() throws -> String {
+        let folder = NSTemporaryDirectory() + "linkcond-refusal-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return folder
+    }
 }

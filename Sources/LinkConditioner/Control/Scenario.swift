@@ -45,7 +45,8 @@ public struct Scenario: Sendable, Hashable {
 
     /// Parses a scenario; errors name `file:line`, the text and what was expected. Profile names are resolved now,
     /// so a scenario that parses can always run. With `builtInProfilesOnly` (the control endpoint) a profile step
-    /// must name a built-in profile: no file is read.
+    /// must name a built-in profile and a `set` step a built-in trace: no file is read, and a step naming one is
+    /// refused at its line.
     ///
     /// `directory` is where the scenario file lives: relative trace paths in `set … trace = PATH` start there.
     public init(
@@ -142,7 +143,7 @@ public struct Scenario: Sendable, Hashable {
                     parts[1] = directory + "/" + parts[1]
                 }
                 do {
-                    try scratch.set(parts[0], to: parts[1])
+                    try scratch.set(parts[0], to: parts[1], readsFiles: !builtInProfilesOnly)
                 } catch {
                     throw fail("").explained(by: error)
                 }
