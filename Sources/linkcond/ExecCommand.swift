@@ -48,7 +48,8 @@ struct ExecCommand: ParsableCommand {
     @Option(name: .customLong("dns-upstream"), help: "Resolver the program's DNS lookups go to, HOST:PORT (default: the first nameserver in /etc/resolv.conf).")
     var dnsUpstream: String?
 
-    @Option(name: .long, help: "Ports whose 127.0.0.1:PORT inside reaches 127.0.0.1:PORT on the host, through the link (TCP and UDP), comma-separated or repeated.")
+    /// `.unconditionalSingleValue`, so that `--forward -5` is refused as a port rather than as a missing value.
+    @Option(name: .long, parsing: .unconditionalSingleValue, help: "Ports whose 127.0.0.1:PORT inside reaches 127.0.0.1:PORT on the host, through the link (TCP and UDP), comma-separated or repeated.")
     var forward: [String] = []
 
     @Option(name: .long, help: "Destinations whose packets bypass the link, added to the profile's exclude list: IPs and CIDR networks, comma-separated.")
@@ -68,6 +69,7 @@ struct ExecCommand: ParsableCommand {
     var program: [String] = []
 
     func validate() throws {
+        if forward.contains("--") { throw ValidationError("--forward: expected ports from 1 to 65535 before --, such as --forward 5432.") }
         guard !program.isEmpty else { throw ValidationError("no program given: linkcond exec [OPTIONS] -- PROGRAM [ARGUMENTS…]") }
         guard ExecNamespace.Mode(rawValue: mode) != nil else {
             throw ValidationError("--mode \"\(mode)\": expected auto, tun or proxy.")

@@ -27,6 +27,8 @@ struct NegativeOptionValueTests {
         Case(arguments: ["trace", "generate", "lte-driving.down", "--duration", "-5"],
              message: "--duration \"-5\": expected a duration up to 60 min"),
         Case(arguments: ["tc", "apply", "lo", "3g", "--port", "-1"], message: "--port \"-1\" is not a port number from 1 to 65535"),
+        Case(arguments: ["exec", "--forward", "-5", "--", "true"], message: "--forward \"-5\": expected ports from 1 to 65535"),
+        Case(arguments: ["exec", "--forward", "--", "true"], message: "--forward: expected ports from 1 to 65535 before --"),
     ]
 
     @Test(arguments: cases)
