@@ -48,7 +48,7 @@ struct UseCommand: ParsableCommand {
               linkcond use ./train.profile
             """)
 
-    @Argument(help: "Built-in profile name or path to a .profile file.")
+    @Argument(help: "Built-in profile name or path to a .profile file.", completion: .list(Profile.builtInNames))
     var profile: String
 
     @OptionGroup var control: ControlOptions
@@ -178,7 +178,7 @@ struct ScenarioCommand: ParsableCommand {
               linkcond scenario --stop
             """)
 
-    @Argument(help: "Path to a .scenario file, or the name of a shipped one.")
+    @Argument(help: "Path to a .scenario file, or the name of a shipped one.", completion: .list(Scenario.builtInNames))
     var file: String?
 
     @Flag(help: "Stop the scenario that is playing.")

@@ -34,10 +34,10 @@ struct ExecCommand: ParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "Built-in profile name or path to a .profile file.")
+    @Option(name: .long, help: "Built-in profile name or path to a .profile file.", completion: .list(Profile.builtInNames))
     var profile: String = "none"
 
-    @Option(name: .long, help: "Scenario file (or shipped scenario name) to play from the start.")
+    @Option(name: .long, help: "Scenario file (or shipped scenario name) to play from the start.", completion: .list(Scenario.builtInNames))
     var scenario: String?
 
     @Option(name: .long, help: "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free).")
@@ -55,7 +55,7 @@ struct ExecCommand: ParsableCommand {
     @Option(name: .long, help: "Destinations whose packets bypass the link, added to the profile's exclude list: IPs and CIDR networks, comma-separated.")
     var exclude: [String] = []
 
-    @Option(name: .long, help: "How the program's traffic leaves: auto (tun when /dev/net/tun opens, else proxy), tun (packets cross the link) or proxy (TCP and DNS through the proxy's TCP model).")
+    @Option(name: .long, help: "How the program's traffic leaves: auto (tun when /dev/net/tun opens, else proxy), tun (packets cross the link) or proxy (TCP and DNS through the proxy's TCP model).", completion: .list(ExecNamespace.Mode.allCases.map(\.rawValue)))
     var mode: String = "auto"
 
     @OptionGroup var recordArguments: RecordArguments

@@ -60,7 +60,7 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Destinations the proxy relays untouched, added to the profile's exclude list: host names, *.domains, IPs and CIDR networks, comma-separated.")
     var exclude: [String] = []
 
-    @Option(name: .long, help: "Built-in profile name or path to a .profile file.")
+    @Option(name: .long, help: "Built-in profile name or path to a .profile file.", completion: .list(Profile.builtInNames))
     var profile: String = "none"
 
     // The numeric options parse `.unconditional`: in `--buffer -5` the `-5` is the value, which `validate` refuses
@@ -77,7 +77,7 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("udp-idle"), parsing: .unconditional, help: "How long a UDP flow may carry no datagram before it is forgotten (e.g. 60s, 500ms, 5min).")
     var udpIdle: String = "60s"
 
-    @Option(name: .long, help: "Scenario file (or shipped scenario name) to play from the start.")
+    @Option(name: .long, help: "Scenario file (or shipped scenario name) to play from the start.", completion: .list(Scenario.builtInNames))
     var scenario: String?
 
     @Option(name: .long, help: "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free).")

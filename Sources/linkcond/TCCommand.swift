@@ -41,7 +41,7 @@ struct TCDeviceOptions: ParsableArguments {
 
 /// The profile and options that say what to apply, shared by `tc apply` and `tc run`.
 struct TCConditioningOptions: ParsableArguments {
-    @Argument(help: "Built-in profile name or path to a .profile file.")
+    @Argument(help: "Built-in profile name or path to a .profile file.", completion: .list(Profile.builtInNames))
     var profile: String
 
     @Flag(name: .long, help: "Apply only the bandwidth (htb) and say what was left out; for kernels without netem.")

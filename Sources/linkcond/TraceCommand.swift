@@ -45,7 +45,8 @@ struct TraceCommand: ParsableCommand {
                 """
         )
 
-        @Argument(help: ArgumentHelp("A built-in trace name (see `linkcond trace list`).", valueName: "name"))
+        @Argument(help: ArgumentHelp("A built-in trace name (see `linkcond trace list`).", valueName: "name"),
+                  completion: .list(TraceModel.presetNames))
         var name: String
 
         /// `--seed` and `--duration` parse `.unconditional`, so that `-1` is refused as their value says, not as a
