@@ -136,9 +136,14 @@ public struct Scenario: Sendable, Hashable {
             let body = text.dropFirst(3)
             var settings: [Setting] = []
             var scratch = Profile.none
+            // A step is one change, as a profile file is: a key set twice in it is refused, not won by the last.
+            var keys: Set<String> = []
             for assignment in body.split(separator: ";") {
                 var parts = assignment.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
                 guard parts.count == 2, !parts[0].isEmpty else { throw fail("set KEY = VALUE[; KEY = VALUE…]") }
+                if let key = try? ProfileKey.named(parts[0]), !keys.insert(key.name).inserted {
+                    throw fail("each key once in a step (\"\(key.name)\" is set twice; set each key once)")
+                }
                 if let directory, parts[0].hasSuffix("trace"), parts[1].contains("/"), !parts[1].hasPrefix("/") {
                     parts[1] = directory + "/" + parts[1]
                 }
