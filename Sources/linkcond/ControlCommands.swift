@@ -198,7 +198,8 @@ struct ScenarioCommand: ParsableCommand {
             _ = try control.perform("DELETE", "/scenario")
             return
         }
-        let (scenario, text) = try loadScenarioOrExit(file!)
+        // Played, it is checked as the running linkcond will check it, so a refusal names the file and line.
+        let (scenario, text) = try loadScenarioOrExit(file!, builtInProfilesOnly: !check)
         if check {
             print("ok \(file!): \(scenario.steps.count) steps")
             return
@@ -209,9 +210,9 @@ struct ScenarioCommand: ParsableCommand {
 }
 
 /// Loads a scenario by path or shipped name; a bad one is reported on stderr with exit status 2.
-func loadScenarioOrExit(_ nameOrPath: String) throws -> (Scenario, String) {
+func loadScenarioOrExit(_ nameOrPath: String, builtInProfilesOnly: Bool = false) throws -> (Scenario, String) {
     do {
-        return try Scenario.load(nameOrPath)
+        return try Scenario.load(nameOrPath, builtInProfilesOnly: builtInProfilesOnly)
     } catch {
         printError("linkcond: \(error)")
         throw ExitStatus.badInput

@@ -57,6 +57,23 @@ struct ControlBodyRefusalTests {
         #expect(!status.stdout.contains("scenario  ride"), "\(status.stdout)")
     }
 
+    /// A scenario file with another extension is named as it is, not as "NAME.scenario" (the name the running
+    /// linkcond is sent), because `linkcond scenario` checks it as the running linkcond will before sending it.
+    @Test func aScenarioFileIsNamedAsItIsWhenARunningInstanceWouldRefuseIt() throws {
+        let instance = try ControlCommandTests.Instance()
+        defer { instance.stop() }
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try "delay = 5 ms\n".write(toFile: folder + "/train.profile", atomically: true, encoding: .utf8)
+        try "0s lte\n5s ./train.profile\n".write(toFile: folder + "/ride.txt", atomically: true, encoding: .utf8)
+
+        let play = try instance.linkcond(["scenario", folder + "/ride.txt"])
+
+        #expect(play.status == 2)
+        #expect(play.stderr.contains("ride.txt:2: \"5s ./train.profile\": expected a built-in profile name"), "\(play.stderr)")
+        #expect(!play.stderr.contains("ride.txt.scenario"), "\(play.stderr)")
+    }
+
     /// `linkcond use FILE` checks the file as the running linkcond will, so a trace file is refused naming the
     /// profile file and its line.
     @Test func useOfAProfileSettingATraceFileIsRefusedAtItsFileAndLine() throws {

@@ -111,11 +111,12 @@ public struct Scenario: Sendable, Hashable {
     }
 
     /// Parses `text`, read from the file at `path` (once: a pipe gives its text only once).
-    private init(text: String, ofFile path: String) throws(ScenarioError) {
+    private init(text: String, ofFile path: String, builtInProfilesOnly: Bool = false) throws(ScenarioError) {
         let base = URL(fileURLWithPath: path).lastPathComponent
         try self.init(parsing: text,
                       name: base.hasSuffix(".scenario") ? String(base.dropLast(9)) : base, file: base,
-                      directory: URL(fileURLWithPath: path).deletingLastPathComponent().path)
+                      directory: URL(fileURLWithPath: path).deletingLastPathComponent().path,
+                      builtInProfilesOnly: builtInProfilesOnly)
     }
 
     private static func action(
@@ -243,8 +244,9 @@ extension Scenario {
     public static var builtInNames: [String] { BuiltInScenarioTexts.all.map(\.name) }
 
     /// Loads a scenario by path (anything with a `/` or ending in `.scenario`, or an existing file) or by the
-    /// name of a shipped one; returns it with its text.
-    public static func load(_ nameOrPath: String) throws(ScenarioError) -> (Scenario, String) {
+    /// name of a shipped one; returns it with its text. With `builtInProfilesOnly` a file is checked as a running
+    /// linkcond will check its text (see `init(parsing:…)`), so a refusal names the file rather than the request.
+    public static func load(_ nameOrPath: String, builtInProfilesOnly: Bool = false) throws(ScenarioError) -> (Scenario, String) {
         let isPath = nameOrPath.contains("/") || nameOrPath.hasSuffix(".scenario") || FileManager.default.fileExists(atPath: nameOrPath)
         if !isPath, let builtIn = BuiltInScenarioTexts.all.first(where: { $0.name == nameOrPath.lowercased() }) {
             return (try Scenario(parsing: builtIn.text + "\n", name: builtIn.name), builtIn.text + "\n")
@@ -254,7 +256,7 @@ extension Scenario {
                                 expected: "a scenario file or one of: \(builtInNames.joined(separator: ", "))")
         }
         let text = try text(ofFile: nameOrPath)
-        return (try Scenario(text: text, ofFile: nameOrPath), text)
+        return (try Scenario(text: text, ofFile: nameOrPath, builtInProfilesOnly: builtInProfilesOnly), text)
     }
 
     /// A scenario file's text, read within `UserTextFile.limit`; errors name the path as given.
