@@ -48,7 +48,7 @@ struct UseCommand: ParsableCommand {
               linkcond use ./train.profile
             """)
 
-    @Argument(help: "Built-in profile name or path to a .profile file.")
+    @Argument(help: "Built-in profile name or path to a .profile file.", completion: .list(Profile.builtInNames))
     var profile: String
 
     @OptionGroup var control: ControlOptions
@@ -56,7 +56,13 @@ struct UseCommand: ParsableCommand {
     func run() throws {
         let body: String
         if profile.contains("/") || profile.hasSuffix(".profile") || FileManager.default.fileExists(atPath: profile) {
-            _ = try loadProfileOrExit(profile)
+            do {
+                // Checked here as the running linkcond will check it, so a refusal names this file, not the request.
+                _ = try Profile(contentsOfFile: profile, readsFiles: false)
+            } catch {
+                printError("linkcond: \(error)")
+                throw ExitStatus.badInput
+            }
             guard let text = try? String(contentsOfFile: profile, encoding: .utf8) else {
                 printError("linkcond: cannot read \(profile)")
                 throw ExitStatus.badInput
@@ -172,7 +178,7 @@ struct ScenarioCommand: ParsableCommand {
               linkcond scenario --stop
             """)
 
-    @Argument(help: "Path to a .scenario file, or the name of a shipped one.")
+    @Argument(help: "Path to a .scenario file, or the name of a shipped one.", completion: .list(Scenario.builtInNames))
     var file: String?
 
     @Flag(help: "Stop the scenario that is playing.")
@@ -192,7 +198,8 @@ struct ScenarioCommand: ParsableCommand {
             _ = try control.perform("DELETE", "/scenario")
             return
         }
-        let (scenario, text) = try loadScenarioOrExit(file!)
+        // Played, it is checked as the running linkcond will check it, so a refusal names the file and line.
+        let (scenario, text) = try loadScenarioOrExit(file!, builtInProfilesOnly: !check)
         if check {
             print("ok \(file!): \(scenario.steps.count) steps")
             return
@@ -203,9 +210,9 @@ struct ScenarioCommand: ParsableCommand {
 }
 
 /// Loads a scenario by path or shipped name; a bad one is reported on stderr with exit status 2.
-func loadScenarioOrExit(_ nameOrPath: String) throws -> (Scenario, String) {
+func loadScenarioOrExit(_ nameOrPath: String, builtInProfilesOnly: Bool = false) throws -> (Scenario, String) {
     do {
-        return try Scenario.load(nameOrPath)
+        return try Scenario.load(nameOrPath, builtInProfilesOnly: builtInProfilesOnly)
     } catch {
         printError("linkcond: \(error)")
         throw ExitStatus.badInput

@@ -34,10 +34,10 @@ struct ExecCommand: ParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "Built-in profile name or path to a .profile file.")
+    @Option(name: .long, help: "Built-in profile name or path to a .profile file.", completion: .list(Profile.builtInNames))
     var profile: String = "none"
 
-    @Option(name: .long, help: "Scenario file (or shipped scenario name) to play from the start.")
+    @Option(name: .long, help: "Scenario file (or shipped scenario name) to play from the start.", completion: .list(Scenario.builtInNames))
     var scenario: String?
 
     @Option(name: .long, help: "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free).")
@@ -48,13 +48,14 @@ struct ExecCommand: ParsableCommand {
     @Option(name: .customLong("dns-upstream"), help: "Resolver the program's DNS lookups go to, HOST:PORT (default: the first nameserver in /etc/resolv.conf).")
     var dnsUpstream: String?
 
-    @Option(name: .long, help: "Ports whose 127.0.0.1:PORT inside reaches 127.0.0.1:PORT on the host, through the link (TCP and UDP), comma-separated or repeated.")
+    /// `.unconditionalSingleValue`, so that `--forward -5` is refused as a port rather than as a missing value.
+    @Option(name: .long, parsing: .unconditionalSingleValue, help: "Ports whose 127.0.0.1:PORT inside reaches 127.0.0.1:PORT on the host, through the link (TCP and UDP), comma-separated or repeated.")
     var forward: [String] = []
 
     @Option(name: .long, help: "Destinations whose packets bypass the link, added to the profile's exclude list: IPs and CIDR networks, comma-separated.")
     var exclude: [String] = []
 
-    @Option(name: .long, help: "How the program's traffic leaves: auto (tun when /dev/net/tun opens, else proxy), tun (packets cross the link) or proxy (TCP and DNS through the proxy's TCP model).")
+    @Option(name: .long, help: "How the program's traffic leaves: auto (tun when /dev/net/tun opens, else proxy), tun (packets cross the link) or proxy (TCP and DNS through the proxy's TCP model).", completion: .list(ExecNamespace.Mode.allCases.map(\.rawValue)))
     var mode: String = "auto"
 
     @OptionGroup var recordArguments: RecordArguments
@@ -68,6 +69,7 @@ struct ExecCommand: ParsableCommand {
     var program: [String] = []
 
     func validate() throws {
+        if forward.contains("--") { throw ValidationError("--forward: expected ports from 1 to 65535 before --, such as --forward 5432.") }
         guard !program.isEmpty else { throw ValidationError("no program given: linkcond exec [OPTIONS] -- PROGRAM [ARGUMENTS…]") }
         guard ExecNamespace.Mode(rawValue: mode) != nil else {
             throw ValidationError("--mode \"\(mode)\": expected auto, tun or proxy.")

@@ -26,7 +26,8 @@ struct ProfileCommand: ParsableCommand {
                 """
         )
 
-        @Argument(help: ArgumentHelp("A built-in profile name or the path to a .profile file.", valueName: "name-or-path"))
+        @Argument(help: ArgumentHelp("A built-in profile name or the path to a .profile file.", valueName: "name-or-path"),
+                  completion: .list(Profile.builtInNames))
         var profile: String
 
         func run() throws {
@@ -47,7 +48,7 @@ struct ProfileCommand: ParsableCommand {
                 """
         )
 
-        @Argument(help: ArgumentHelp("Paths to .profile files.", valueName: "path"))
+        @Argument(help: ArgumentHelp("Paths to .profile files.", valueName: "path"), completion: .file(extensions: ["profile"]))
         var paths: [String]
 
         func validate() throws {

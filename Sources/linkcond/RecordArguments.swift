@@ -6,7 +6,8 @@ struct RecordArguments: ParsableArguments {
     @Option(name: .long, help: "Record what crosses the link to FILE as JSON lines (linkcond report FILE turns it into a page).")
     var record: String?
 
-    @Option(name: .customLong("record-limit"), help: "Size at which the recording is truncated (its beginning kept, a last line saying so; at least 4KiB).")
+    /// `.unconditional`, so that `--record-limit -5` is refused as a size rather than as a missing value.
+    @Option(name: .customLong("record-limit"), parsing: .unconditional, help: "Size at which the recording is truncated (its beginning kept, a last line saying so; at least 4KiB).")
     var recordLimit: String = "100MiB"
 
     func validate() throws {

@@ -60,22 +60,24 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Destinations the proxy relays untouched, added to the profile's exclude list: host names, *.domains, IPs and CIDR networks, comma-separated.")
     var exclude: [String] = []
 
-    @Option(name: .long, help: "Built-in profile name or path to a .profile file.")
+    @Option(name: .long, help: "Built-in profile name or path to a .profile file.", completion: .list(Profile.builtInNames))
     var profile: String = "none"
 
-    @Option(name: .long, help: "Bytes held per connection and direction before the sender is pushed back (e.g. 4MiB; at most 1GiB).")
+    // The numeric options parse `.unconditional`: in `--buffer -5` the `-5` is the value, which `validate` refuses
+    // saying what is expected, rather than an unknown option leaving "missing value".
+    @Option(name: .long, parsing: .unconditional, help: "Bytes held per connection and direction before the sender is pushed back (e.g. 4MiB; at most 1GiB).")
     var buffer: String = "4MiB"
 
-    @Option(name: .customLong("max-buffered"), help: "Bytes held across all TCP connections before every sender is pushed back (from 1MiB to 65536MiB).")
+    @Option(name: .customLong("max-buffered"), parsing: .unconditional, help: "Bytes held across all TCP connections before every sender is pushed back (from 1MiB to 65536MiB).")
     var maxBuffered: String = "256MiB"
 
-    @Option(name: .long, help: "Event loop threads: the main loop, which shapes, plus splice loops carrying pass-through TCP connections (default: one per core; 1 keeps everything on one thread).")
+    @Option(name: .long, parsing: .unconditional, help: "Event loop threads: the main loop, which shapes, plus splice loops carrying pass-through TCP connections (default: one per core; 1 keeps everything on one thread).")
     var threads: String?
 
-    @Option(name: .customLong("udp-idle"), help: "How long a UDP flow may carry no datagram before it is forgotten (e.g. 60s, 500ms, 5min).")
+    @Option(name: .customLong("udp-idle"), parsing: .unconditional, help: "How long a UDP flow may carry no datagram before it is forgotten (e.g. 60s, 500ms, 5min).")
     var udpIdle: String = "60s"
 
-    @Option(name: .long, help: "Scenario file (or shipped scenario name) to play from the start.")
+    @Option(name: .long, help: "Scenario file (or shipped scenario name) to play from the start.", completion: .list(Scenario.builtInNames))
     var scenario: String?
 
     @Option(name: .long, help: "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free).")

@@ -22,7 +22,12 @@ struct StatusCommand: ParsableCommand {
     @Flag(help: "Refresh the view every second, like top (Ctrl-C to leave).")
     var watch = false
 
-    @Option(help: "With --watch: stop after this many refreshes.")
+    /// `.unconditional`, so that `--count -1` is refused as a count rather than as a missing value.
+    @Option(parsing: .unconditional, help: "With --watch: stop after this many refreshes (at least 1).",
+            transform: { text throws in
+                guard let count = Int(text), count >= 1 else { throw ValidationError("expected a whole number of refreshes of at least 1, such as 10.") }
+                return count
+            })
     var count: Int?
 
     @OptionGroup var control: ControlOptions

@@ -41,13 +41,14 @@ struct TCDeviceOptions: ParsableArguments {
 
 /// The profile and options that say what to apply, shared by `tc apply` and `tc run`.
 struct TCConditioningOptions: ParsableArguments {
-    @Argument(help: "Built-in profile name or path to a .profile file.")
+    @Argument(help: "Built-in profile name or path to a .profile file.", completion: .list(Profile.builtInNames))
     var profile: String
 
     @Flag(name: .long, help: "Apply only the bandwidth (htb) and say what was left out; for kernels without netem.")
     var rateOnly = false
 
-    @Option(name: .long, help: "Condition only TCP/UDP traffic with this source or destination port.")
+    /// `.unconditional`, so that `--port -1` is refused as a port rather than as a missing value.
+    @Option(name: .long, parsing: .unconditional, help: "Condition only TCP/UDP traffic with this source or destination port.")
     var port: String?
 
     @Option(name: .long, help: "Condition only traffic to and from this IPv4 host.")

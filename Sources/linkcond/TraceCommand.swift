@@ -45,13 +45,20 @@ struct TraceCommand: ParsableCommand {
                 """
         )
 
-        @Argument(help: ArgumentHelp("A built-in trace name (see `linkcond trace list`).", valueName: "name"))
+        @Argument(help: ArgumentHelp("A built-in trace name (see `linkcond trace list`).", valueName: "name"),
+                  completion: .list(TraceModel.presetNames))
         var name: String
 
-        @Option(help: "Seed for the model's random draws.")
+        /// `--seed` and `--duration` parse `.unconditional`, so that `-1` is refused as their value says, not as a
+        /// missing value.
+        @Option(parsing: .unconditional, help: "Seed for the model's random draws (a whole number from 0 to 2^64-1).",
+                transform: { text throws in
+                    guard let seed = UInt64(text) else { throw ValidationError("expected a whole number from 0 to \(UInt64.max), such as 7.") }
+                    return seed
+                })
         var seed: UInt64?
 
-        @Option(help: ArgumentHelp("How long the trace lasts: seconds, or with ms, s or min (\"90s\").", valueName: "duration"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("How long the trace lasts: seconds, or with ms, s or min (\"90s\").", valueName: "duration"))
         var duration: String?
 
         func validate() throws {

@@ -47,6 +47,8 @@ struct ScenarioFormatTests {
             ("0s lte\n5s set downlink.connect.stall = 5 s\n",
              "subway.scenario:2: \"5s set downlink.connect.stall = 5 s\": expected \"connect.stall = …\" without uplink. or downlink."),
             ("0s lte\n5s edge\nrepeat\n10s edge\n", "subway.scenario:4: \"10s edge\": expected nothing after \"repeat\""),
+            ("0s lte\n5s set delay = 1 ms; loss = 1 %; delay = 2 ms\n",
+             "subway.scenario:2: \"5s set delay = 1 ms; loss = 1 %; delay = 2 ms\": expected each key once in a step (\"delay\" is set twice"),
             ("# nothing\n", "subway.scenario: expected at least one step"),
         ]
         for (text, message) in cases {

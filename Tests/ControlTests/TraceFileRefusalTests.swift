@@ -2,8 +2,8 @@ import Foundation
 @testable import LinkConditioner
 import Testing
 
-/// The control endpoint reads no file for anyone: a trace given as a path is refused before any parsing, whatever
-/// the file holds, while built-in trace names still work.
+/// The control endpoint reads no file for anyone: a trace given as a path is refused unread at the line that writes
+/// it, however the body is laid out, while built-in trace names still work.
 @Suite struct TraceFileRefusalTests {
     private static let secretFile: String = {
         let path = NSTemporaryDirectory() + "linkcond-trace-refusal-\(getpid()).trace"
@@ -16,7 +16,9 @@ import Testing
 
         guard case .refused(let response) = outcome else { Issue.record("a trace path was accepted"); return }
         #expect(response.status == 400)
-        #expect(response.body.contains("built-in trace names only"))
+        #expect(response.body.contains("request body:1: \"downlink.trace = \(Self.secretFile)\": expected a built-in trace"),
+                "\(response.body)")
+        #expect(response.body.contains("a running linkcond reads no files"), "\(response.body)")
         #expect(!response.body.contains("secret-line"))
     }
 
@@ -28,11 +30,34 @@ import Testing
         #expect(!response.body.contains("secret-line"))
     }
 
-    @Test func aScenarioStepSettingATraceFileIsRefused() {
-        let outcome = ControlAPI.scenario(from: "0s lte\n5s set downlink.trace = \(Self.secretFile)\n", name: "x")
+    /// The refusal names the scenario and the step's line, as every other scenario error does.
+    @Test func aScenarioStepSettingATraceFileIsRefusedAtItsLine() {
+        let outcome = ControlAPI.scenario(from: "0s lte\n5s set downlink.trace = \(Self.secretFile)\n", name: "ride")
 
         guard case .refused(let response) = outcome else { Issue.record("a trace path was accepted"); return }
         #expect(response.status == 400)
+        #expect(response.body.hasPrefix("ride.scenario:2: \"5s set downlink.trace = "), "\(response.body)")
+        #expect(response.body.contains("a running linkcond reads no files"), "\(response.body)")
+    }
+
+    /// A trace path after another assignment in one `set` step is refused unread too.
+    @Test func aTraceFileAfterASemicolonInAScenarioStepIsRefusedUnread() {
+        let outcome = ControlAPI.scenario(from: "0s set delay = 1 ms; trace = \(Self.secretFile)\n", name: "x")
+
+        guard case .refused(let response) = outcome else { Issue.record("a trace path was accepted"); return }
+        #expect(response.status == 400)
+        #expect(!response.body.contains("secret-line"), "\(response.body)")
+        #expect(response.body.contains("a running linkcond reads no files"), "\(response.body)")
+    }
+
+    /// A profile body whose lines end in CR alone (which the profile format reads as line ends) is refused unread.
+    @Test func aTraceFileOnACarriageReturnLineIsRefusedUnread() {
+        let outcome = ControlAPI.profile(from: "description = x\rdownlink.trace = \(Self.secretFile)\n")
+
+        guard case .refused(let response) = outcome else { Issue.record("a trace path was accepted"); return }
+        #expect(response.status == 400)
+        #expect(!response.body.contains("secret-line"), "\(response.body)")
+        #expect(response.body.contains("request body:2:"), "\(response.body)")
     }
 
     @Test func aBuiltInTraceNameIsStillAccepted() throws {

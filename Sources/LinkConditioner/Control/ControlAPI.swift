@@ -5,7 +5,8 @@ import Foundation
 /// Plain-text bodies in the profile format, sent as `Content-Type: text/x-linkcond`; JSON where a machine reads the
 /// answer (`/status`). Bodies are parsed on a worker thread and the result is applied on the loop, so a large or
 /// hostile body never stalls the data path. Every change is validated whole before anything is applied, so a bad
-/// request changes nothing. The endpoint reads no files: a profile is sent as its text or named as a built-in.
+/// request changes nothing. The endpoint reads no files: a profile is sent as its text or named as a built-in, and a
+/// trace is named as a built-in (the parsers refuse a path at the line that writes it, before anything is read).
 ///
 /// | method and path        | body                                   | does                                  |
 /// |------------------------|----------------------------------------|---------------------------------------|
@@ -137,10 +138,9 @@ struct ControlAPI {
     static func profile(from body: String) -> Parsed<(Profile, String)> {
         let trimmed = body.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { return .refused(.error(400, "expected a built-in profile name or profile text in the body")) }
-        if let refusal = traceFileRefusal(in: body) { return .refused(refusal) }
         do {
             let profile = trimmed.contains("=") || trimmed.contains("\n")
-                ? try Profile(parsing: body, name: "inline", file: "request body")
+                ? try Profile(parsing: body, name: "inline", file: "request body", readsFiles: false)
                 : try Profile.namedBuiltIn(trimmed)
             return .parsed((profile, profile.rendered))
         } catch {
@@ -149,9 +149,11 @@ struct ControlAPI {
     }
 
     /// The settings of a `key = value` body, checked by applying them to `snapshot`, with the result rendered.
+    /// A key set twice is refused as in a profile file, naming both lines: the body is one change, not a sequence.
     /// Runs on the worker thread.
     static func settings(from body: String, appliedTo snapshot: Profile) -> Parsed<([Scenario.Setting], Profile, String)> {
         var settings: [Scenario.Setting] = []
+        var firstLine: [String: Int] = [:]
         for (index, line) in body.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let text = line.trimmingCharacters(in: .whitespaces)
             if text.isEmpty || text.hasPrefix("#") { continue }
@@ -162,35 +164,29 @@ struct ControlAPI {
             guard settings.count < settingsLimit else {
                 return .refused(.error(413, "more than \(settingsLimit) settings in one request; send a whole profile with PUT /profile instead"))
             }
+            if let key = try? ProfileKey.named(parts[0]) {
+                if let earlier = firstLine[key.name] {
+                    let error = ProfileError(file: "request body", line: index + 1, text: text,
+                                             kind: .duplicateKey(key.name, firstLine: earlier))
+                    return .refused(.error(400, clipped(error).description))
+                }
+                firstLine[key.name] = index + 1
+            }
             settings.append(Scenario.Setting(key: parts[0], value: parts[1]))
         }
         guard !settings.isEmpty else { return .refused(.error(400, "expected one or more \"key = value\" lines in the body")) }
-        if let refusal = traceFileRefusal(in: body) { return .refused(refusal) }
         var profile = snapshot
         do {
-            for setting in settings { try profile.set(setting.key, to: setting.value) }
+            for setting in settings { try profile.set(setting.key, to: setting.value, readsFiles: false) }
         } catch {
             return .refused(.error(400, clipped(error).description))
         }
         return .parsed((settings, profile, profile.rendered))
     }
 
-    /// A refusal when a line of `body` sets a trace to a file path: the endpoint reads no file on anyone's behalf
-    /// (a trace file's errors would echo its lines). Built-in trace names pass.
-    static func traceFileRefusal(in body: String) -> HTTPResponse? {
-        for (index, line) in body.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).hasSuffix("trace"),
-                  parts[1].contains("/") else { continue }
-            return .error(400, "request body:\(index + 1): the control endpoint takes built-in trace names only "
-                + "(linkcond trace list); a trace file is read by `linkcond run --profile FILE`")
-        }
-        return nil
-    }
-
-    /// A scenario whose profile steps name built-in profiles only. Runs on the worker thread.
+    /// A scenario whose profile steps name built-in profiles only, and whose `set` steps built-in traces only.
+    /// Runs on the worker thread.
     static func scenario(from body: String, name: String) -> Parsed<Scenario> {
-        if let refusal = traceFileRefusal(in: body) { return .refused(refusal) }
         do {
             return .parsed(try Scenario(parsing: body, name: String(name.prefix(100)), builtInProfilesOnly: true))
         } catch {

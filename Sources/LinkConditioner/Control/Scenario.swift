@@ -45,7 +45,8 @@ public struct Scenario: Sendable, Hashable {
 
     /// Parses a scenario; errors name `file:line`, the text and what was expected. Profile names are resolved now,
     /// so a scenario that parses can always run. With `builtInProfilesOnly` (the control endpoint) a profile step
-    /// must name a built-in profile: no file is read.
+    /// must name a built-in profile and a `set` step a built-in trace: no file is read, and a step naming one is
+    /// refused at its line.
     ///
     /// `directory` is where the scenario file lives: relative trace paths in `set … trace = PATH` start there.
     public init(
@@ -110,11 +111,12 @@ public struct Scenario: Sendable, Hashable {
     }
 
     /// Parses `text`, read from the file at `path` (once: a pipe gives its text only once).
-    private init(text: String, ofFile path: String) throws(ScenarioError) {
+    private init(text: String, ofFile path: String, builtInProfilesOnly: Bool = false) throws(ScenarioError) {
         let base = URL(fileURLWithPath: path).lastPathComponent
         try self.init(parsing: text,
                       name: base.hasSuffix(".scenario") ? String(base.dropLast(9)) : base, file: base,
-                      directory: URL(fileURLWithPath: path).deletingLastPathComponent().path)
+                      directory: URL(fileURLWithPath: path).deletingLastPathComponent().path,
+                      builtInProfilesOnly: builtInProfilesOnly)
     }
 
     private static func action(
@@ -135,14 +137,19 @@ public struct Scenario: Sendable, Hashable {
             let body = text.dropFirst(3)
             var settings: [Setting] = []
             var scratch = Profile.none
+            // A step is one change, as a profile file is: a key set twice in it is refused, not won by the last.
+            var keys: Set<String> = []
             for assignment in body.split(separator: ";") {
                 var parts = assignment.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
                 guard parts.count == 2, !parts[0].isEmpty else { throw fail("set KEY = VALUE[; KEY = VALUE…]") }
+                if let key = try? ProfileKey.named(parts[0]), !keys.insert(key.name).inserted {
+                    throw fail("each key once in a step (\"\(key.name)\" is set twice; set each key once)")
+                }
                 if let directory, parts[0].hasSuffix("trace"), parts[1].contains("/"), !parts[1].hasPrefix("/") {
                     parts[1] = directory + "/" + parts[1]
                 }
                 do {
-                    try scratch.set(parts[0], to: parts[1])
+                    try scratch.set(parts[0], to: parts[1], readsFiles: !builtInProfilesOnly)
                 } catch {
                     throw fail("").explained(by: error)
                 }
@@ -237,8 +244,9 @@ extension Scenario {
     public static var builtInNames: [String] { BuiltInScenarioTexts.all.map(\.name) }
 
     /// Loads a scenario by path (anything with a `/` or ending in `.scenario`, or an existing file) or by the
-    /// name of a shipped one; returns it with its text.
-    public static func load(_ nameOrPath: String) throws(ScenarioError) -> (Scenario, String) {
+    /// name of a shipped one; returns it with its text. With `builtInProfilesOnly` a file is checked as a running
+    /// linkcond will check its text (see `init(parsing:…)`), so a refusal names the file rather than the request.
+    public static func load(_ nameOrPath: String, builtInProfilesOnly: Bool = false) throws(ScenarioError) -> (Scenario, String) {
         let isPath = nameOrPath.contains("/") || nameOrPath.hasSuffix(".scenario") || FileManager.default.fileExists(atPath: nameOrPath)
         if !isPath, let builtIn = BuiltInScenarioTexts.all.first(where: { $0.name == nameOrPath.lowercased() }) {
             return (try Scenario(parsing: builtIn.text + "\n", name: builtIn.name), builtIn.text + "\n")
@@ -248,7 +256,7 @@ extension Scenario {
                                 expected: "a scenario file or one of: \(builtInNames.joined(separator: ", "))")
         }
         let text = try text(ofFile: nameOrPath)
-        return (try Scenario(text: text, ofFile: nameOrPath), text)
+        return (try Scenario(text: text, ofFile: nameOrPath, builtInProfilesOnly: builtInProfilesOnly), text)
     }
 
     /// A scenario file's text, read within `UserTextFile.limit`; errors name the path as given.

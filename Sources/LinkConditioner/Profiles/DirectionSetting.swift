@@ -33,8 +33,14 @@ public struct SettingContext: Sendable {
     /// The directory of the profile or scenario file, or nil for a setting given on its own (`linkcond set`),
     /// whose relative paths start from the working directory.
     public var directory: String?
+    /// Whether a value may name a file to read. False for text that came through the control endpoint, which
+    /// opens no file on a caller's behalf: a value naming one is refused where it is written, before any read.
+    public var readsFiles: Bool
 
-    public init(directory: String? = nil) { self.directory = directory }
+    public init(directory: String? = nil, readsFiles: Bool = true) {
+        self.directory = directory
+        self.readsFiles = readsFiles
+    }
 }
 
 /// The settings that declare themselves, in the order they render.

@@ -13,9 +13,10 @@ extension Profile {
     ///   - text: The file's contents.
     ///   - name: The profile's name (a built-in's name or the file's base name).
     ///   - file: The file as the user named it, for error messages; `nil` when there is none.
+    ///   - readsFiles: Whether a value may name a file to read (a trace); false for text sent to a running linkcond.
     /// - Throws: `ProfileError` for the first bad line, located by `file` and line number.
-    public init(parsing text: String, name: String = "", file: String? = nil) throws(ProfileError) {
-        let context = SettingContext(directory: file.map(Profile.directory(ofFile:)))
+    public init(parsing text: String, name: String = "", file: String? = nil, readsFiles: Bool = true) throws(ProfileError) {
+        let context = SettingContext(directory: file.map(Profile.directory(ofFile:)), readsFiles: readsFiles)
         var firstLine: [String: Int] = [:]
         var changes: [(key: ProfileKey, change: @Sendable (inout Profile) -> Void)] = []
         for (offset, rawLine) in ProfileLine.lines(of: text).enumerated() {
@@ -45,14 +46,17 @@ extension Profile {
 
     /// Reads and parses a profile file; its name is the file's base name without `.profile`.
     ///
-    /// - Parameter path: The path as the user gave it; error messages repeat it as given.
-    public init(contentsOfFile path: String) throws(ProfileError) {
+    /// - Parameters:
+    ///   - path: The path as the user gave it; error messages repeat it as given.
+    ///   - readsFiles: Whether the profile may name other files (traces); false to check it as a running linkcond
+    ///     will, which reads no files.
+    public init(contentsOfFile path: String, readsFiles: Bool = true) throws(ProfileError) {
         let text: String
         switch UserTextFile.read(path) {
         case .success(let contents): text = contents
         case .failure(let failure): throw ProfileError(file: path, kind: .unreadable(reason: failure.reason(for: "profile")))
         }
-        try self.init(parsing: text, name: Profile.name(ofFile: path), file: path)
+        try self.init(parsing: text, name: Profile.name(ofFile: path), file: path, readsFiles: readsFiles)
     }
 
     /// The directory holding `path`, for paths written relative to it (".") when `path` has none.
@@ -69,14 +73,16 @@ extension Profile {
 
     /// Applies one `key = value` setting, validated exactly as in a file; used for live changes.
     ///
-    /// An unprefixed link key such as `delay` sets both directions.
+    /// An unprefixed link key such as `delay` sets both directions. With `readsFiles` false a value naming a file
+    /// (a trace) is refused unread, as the control endpoint requires.
     /// - Throws: `ProfileError` without file or line; the profile is unchanged.
-    public mutating func set(_ key: String, to value: String) throws(ProfileError) {
+    public mutating func set(_ key: String, to value: String, readsFiles: Bool = true) throws(ProfileError) {
         let text = "\(key) = \(value)"
         do {
             let parsedKey = try ProfileKey.named(key.trimmingCharacters(in: .whitespaces))
             let trimmedValue = value.trimmingCharacters(in: .whitespaces)
-            let change = try parsedKey.change(for: ProfileLine.Value(text: trimmedValue, isQuoted: false))
+            let change = try parsedKey.change(for: ProfileLine.Value(text: trimmedValue, isQuoted: false),
+                                              context: SettingContext(readsFiles: readsFiles))
             change(&self)
         } catch {
             throw ProfileError(text: text, kind: error)

@@ -21,11 +21,15 @@ public enum TraceSetting: DirectionSetting {
         return { $0.trace = trace }
     }
 
-    /// The trace `value` names, read and validated.
+    /// The trace `value` names, read and validated; a path is refused unread where `context` reads no files.
     static func load(_ value: String, context: SettingContext) throws(ProfileError.Kind) -> DeliveryTrace {
         guard value.contains("/") else {
             guard let trace = DeliveryTrace.builtIn(named: value) else { throw .invalidValue(expected: expected(for: "trace")) }
             return trace
+        }
+        guard context.readsFiles else {
+            throw .invalidValue(expected: "a built-in trace (\(TraceModel.presetNames.joined(separator: ", "))): a running "
+                + "linkcond reads no files, so a trace file is read by `linkcond run --profile FILE` or `--scenario FILE`")
         }
         let path = value.hasPrefix("/") || context.directory == nil ? value : context.directory! + "/" + value
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
