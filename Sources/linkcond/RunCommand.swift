@@ -54,7 +54,7 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("proxy-user"), help: "USER:PASS every SOCKS5 and HTTP proxy client must give (recommended off loopback).")
     var proxyUser: String?
 
-    @Flag(name: .customLong("allow-remote"), help: "Let a --proxy (an open proxy: other hosts can relay through it to anywhere) or a --toxiproxy API (with --control-token) listen on a non-loopback address.")
+    @Flag(name: .customLong("allow-remote"), help: "Let a --proxy (an open proxy: other hosts can relay through it to anywhere), a --toxiproxy API (with --control-token) or the proxies a Toxiproxy client creates listen on a non-loopback address.")
     var allowRemote = false
 
     @Option(name: .long, help: "Destinations the proxy relays untouched, added to the profile's exclude list: host names, *.domains, IPs and CIDR networks, comma-separated.")
@@ -176,7 +176,7 @@ struct RunCommand: ParsableCommand {
         if control == nil { proxy.serveUserDefaultControl(logger: logger) }
         if let toxiproxy, let endpoint = Self.toxiproxyEndpoint(toxiproxy) {
             do {
-                controlLines.insert("ready toxiproxy \(try proxy.serveToxiproxy(at: endpoint, token: controlToken.value))", at: 0)
+                controlLines.insert("ready toxiproxy \(try proxy.serveToxiproxy(at: endpoint, token: controlToken.value, remoteListeners: allowRemote))", at: 0)
                 if let toxiproxyConfig {
                     let json = try Self.readToxiproxyConfig(toxiproxyConfig)
                     if let failure = proxy.populateToxiproxy(json) {

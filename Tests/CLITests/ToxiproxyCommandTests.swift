@@ -78,6 +78,34 @@ struct ToxiproxyCommandTests {
         #expect(answer.hasPrefix("HTTP/1.1 200 ") && answer.contains(#""upstream":"127.0.0.1:6379""#), "\(answer)")
     }
 
+    /// A config file is the API's client too: a proxy in it that would listen on every interface stops the start,
+    /// naming the proxy and the option that allows it, and nothing listens there.
+    @Test func aConfigProxyBeyondLoopbackNeedsAllowRemote() throws {
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-toxiproxy-open-\(getpid()).json")
+        try Data(#"[{"name":"redis","listen":"0.0.0.0:0","upstream":"127.0.0.1:6379"}]"#.utf8).write(to: config)
+        defer { try? FileManager.default.removeItem(at: config) }
+
+        let result = try LinkcondProcess.run(["run", "--toxiproxy", "127.0.0.1:0", "--toxiproxy-config", config.path,
+                                              "--control", "127.0.0.1:0"])
+
+        #expect(result.status == 1)
+        #expect(result.stderr.contains(#"config \#(config.path): proxy "redis": listen "0.0.0.0:0" is not a loopback address"#), "\(result.stderr)")
+        #expect(result.stderr.contains("--allow-remote"), "\(result.stderr)")
+    }
+
+    /// `--allow-remote` reaches the API: its proxies may then listen beyond loopback (created disabled, so that
+    /// this test listens on loopback only).
+    @Test func allowRemoteLetsTheAPIsProxiesListenBeyondLoopback() throws {
+        let linkcond = try RunningLinkcond(["run", "--toxiproxy", "127.0.0.1:0", "--allow-remote", "--control", "127.0.0.1:0"])
+        defer { _ = try? linkcond.stop(signal: SIGTERM) }
+        let apiPort = try #require(try linkcond.readLine().split(separator: ":").last.flatMap { UInt16($0) })
+
+        let created = try Self.request(apiPort, "POST", "/proxies",
+                                       #"{"name":"db","listen":"0.0.0.0:0","upstream":"127.0.0.1:9","enabled":false}"#)
+
+        #expect(created.hasPrefix("HTTP/1.1 201 "), "\(created)")
+    }
+
     @Test func toxiproxyServerRefusesAFlagItDoesNotKnow() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-toxiproxy-flag-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -94,5 +122,15 @@ struct ToxiproxyCommandTests {
         process.waitUntilExit()
 
         #expect(process.terminationStatus == 2)
+    }
+
+    /// One request to the Toxiproxy API on 127.0.0.1:`port`, as Go's client sends it; the whole answer.
+    static func request(_ port: UInt16, _ method: String, _ path: String, _ body: String = "", headers: [String] = []) throws -> String {
+        let stream = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: port)!, timeout: .seconds(20))
+        defer { stream.close() }
+        let head = ["\(method) \(path) HTTP/1.1", "Host: 127.0.0.1:\(port)", "User-Agent: Go-http-client/1.1",
+                    "Content-Length: \(body.utf8.count)"] + headers
+        try stream.write(Array((head.joined(separator: "\r\n") + "\r\n\r\n" + body).utf8))
+        return String(decoding: try stream.readToEnd(), as: UTF8.self)
     }
 }

@@ -91,6 +91,20 @@ struct ToxiproxyError: Error, Sendable {
     static let toxicExists = ToxiproxyError(message: "toxic already exists", status: 409)
     static let toxicNotFound = ToxiproxyError(message: "toxic not found", status: 404)
 
+    /// A proxy asked to listen at `address` (what `listen` resolved to) while the API lets proxies listen on
+    /// loopback only: 403, since the request is well formed but this server will not do it.
+    static func listenBeyondLoopback(proxy: String, listen: String, address: SocketAddress) -> ToxiproxyError {
+        let given = listen.prefix(80)
+        let resolved = address.description == given ? "" : " (\(address))"
+        let loopback = Endpoint(parsing: String(given)).map { "127.0.0.1:\($0.port)" } ?? "127.0.0.1:PORT"
+        return ToxiproxyError(
+            message: "proxy \"\(proxy.prefix(80))\": listen \"\(given)\"\(resolved) is not a loopback address, and this Toxiproxy API "
+                + "lets proxies listen on loopback only, so that other hosts cannot reach the upstream through them; "
+                + "listen on \(loopback) (or localhost), or start linkcond with --allow-remote (toxiproxy-server: "
+                + "-allow-remote) to let proxies listen beyond loopback",
+            status: 403)
+    }
+
     var json: JSONValue { .object([("error", .string(message)), ("status", .number(Double(status)))]) }
 
     var response: HTTPResponse { .toxiproxyJSON(json, status: status) }
