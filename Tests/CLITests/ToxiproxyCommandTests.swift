@@ -78,6 +78,36 @@ struct ToxiproxyCommandTests {
         #expect(answer.hasPrefix("HTTP/1.1 200 ") && answer.contains(#""upstream":"127.0.0.1:6379""#), "\(answer)")
     }
 
+    /// A Toxiproxy proxy is a TCP listener, and `status` says whose: `toxiproxy NAME` in the table, and in the
+    /// JSON its kind stays `tcp` with the proxy's name beside it.
+    @Test func statusNamesAToxiproxyProxysListener() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let socketPath = FileManager.default.temporaryDirectory.appendingPathComponent("lc-\(UUID().uuidString.prefix(8)).sock").path
+        let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)",
+                                            "--toxiproxy", "127.0.0.1:0", "--control", socketPath])
+        defer { _ = try? linkcond.stop(signal: SIGTERM) }
+        let tcpPort = try linkcond.readReadyPort()
+        let apiPort = try #require(try linkcond.readLine().split(separator: ":").last.flatMap { UInt16($0) })
+        let created = try Self.request(apiPort, "POST", "/proxies",
+                                       #"{"name":"redis-primary","listen":"127.0.0.1:0","upstream":"127.0.0.1:\#(echo.port)"}"#)
+        let proxyListen = try #require(created.split(separator: "\"").drop { $0 != "listen" }.dropFirst(2).first)
+
+        let text = try LinkcondProcess.run(["status", "--control", socketPath])
+        let json = try LinkcondProcess.run(["status", "--json", "--control", socketPath])
+
+        #expect(created.hasPrefix("HTTP/1.1 201 "), "\(created)")
+        let rows = text.stdout.split(separator: "\n")
+        #expect(rows.contains { $0.hasPrefix("toxiproxy redis-primary ") && $0.contains(" \(proxyListen) ") }, "\(text.stdout)")
+        #expect(rows.contains { $0.hasPrefix("tcp ") && $0.contains("127.0.0.1:\(tcpPort)") }, "\(text.stdout)")
+        let listeners = try JSONDecoder().decode(StatusReport.self, from: Data(json.stdout.utf8)).listeners
+        let proxy = try #require(listeners.first { $0.address == proxyListen })
+        #expect(proxy.kind == "tcp")
+        #expect(proxy.toxiproxy == "redis-primary")
+        #expect(listeners.first { $0.address == "127.0.0.1:\(tcpPort)" }?.toxiproxy == nil)
+        #expect(json.stdout.contains(#""toxiproxy" : "redis-primary""#), "\(json.stdout)")
+    }
+
     /// A config file is the API's client too: a proxy in it that would listen on every interface stops the start,
     /// naming the proxy and the option that allows it, and nothing listens there.
     @Test func aConfigProxyBeyondLoopbackNeedsAllowRemote() throws {

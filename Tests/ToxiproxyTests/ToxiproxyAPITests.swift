@@ -266,6 +266,7 @@ struct ToxiproxyAPITests {
 
         #expect(secondsSince(start) >= 0.8, "edge's 400 + 440 ms apply beneath the toxics")
         #expect(api.proxy.status().map(\.address.port) == [port])
+        #expect(api.proxy.status().map(\.toxiproxy) == ["seen"])
     }
 
     @Test(arguments: [
