@@ -113,7 +113,7 @@ struct RunCommand: ParsableCommand {
                 throw ValidationError("--toxiproxy \"\(toxiproxy)\": expected HOST or HOST:PORT, such as 127.0.0.1 or 127.0.0.1:8474.")
             }
             if !ControlAddress.tcp(endpoint).isLocalOnly && (!allowRemote || controlToken.value == nil) {
-                throw ValidationError("--toxiproxy \"\(toxiproxy)\" is reachable from other hosts: add --allow-remote and --control-token TOKEN (clients then send \"Authorization: Bearer TOKEN\").")
+                throw ValidationError("--toxiproxy \"\(toxiproxy)\" is reachable from other hosts: add --allow-remote and --control-token TOKEN, or the token in \(ServedControlToken.environmentName), which other users cannot read as they can a command line (clients then send \"Authorization: Bearer TOKEN\").")
             }
         }
         if toxiproxyConfig != nil && toxiproxy == nil {

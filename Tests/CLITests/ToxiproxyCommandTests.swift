@@ -136,6 +136,40 @@ struct ToxiproxyCommandTests {
         #expect(created.hasPrefix("HTTP/1.1 201 "), "\(created)")
     }
 
+    /// A token in `LINKCOND_CONTROL_TOKEN` serves `toxiproxy-server -host 0.0.0.0 -allow-remote` without putting
+    /// it on the command line, where every user reads it.
+    @Test func toxiproxyServerTakesItsTokenFromTheEnvironment() throws {
+        let (directory, server) = try Self.toxiproxyServerLink()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let token = ControlToken.random()
+
+        let linkcond = try RunningLinkcond(["-host", "0.0.0.0", "-port", "0", "-allow-remote"],
+                                           environment: ["LINKCOND_CONTROL_TOKEN": token], executable: server)
+        defer { _ = try? linkcond.stop(signal: SIGTERM) }
+        let line = try linkcond.readLine()
+        let port = try #require(line.split(separator: ":").last.flatMap { UInt16($0) })
+        let without = try Self.request(port, "GET", "/version")
+        let with = try Self.request(port, "GET", "/version", headers: ["Authorization: Bearer \(token)"])
+
+        #expect(line.hasPrefix("ready toxiproxy http://0.0.0.0:"), "\(line)")
+        #expect(without.hasPrefix("HTTP/1.1 401 "), "\(without)")
+        #expect(with.hasPrefix("HTTP/1.1 200 "), "\(with)")
+    }
+
+    /// Without a token `toxiproxy-server` off loopback says so in its own flags, naming the environment variable.
+    @Test func toxiproxyServerBeyondLoopbackWithoutATokenNamesTheEnvironmentVariable() throws {
+        let (directory, server) = try Self.toxiproxyServerLink()
+        defer { try? FileManager.default.removeItem(at: directory) }
+
+        let result = try LinkcondProcess.run(["-host", "0.0.0.0", "-port", "0", "-allow-remote"],
+                                             environment: ["LINKCOND_CONTROL_TOKEN": ""], executable: server)
+
+        #expect(result.status == 2)
+        #expect(result.stderr.hasPrefix("toxiproxy-server: -host 0.0.0.0 is reachable from other hosts"), "\(result.stderr)")
+        #expect(result.stderr.contains("LINKCOND_CONTROL_TOKEN"), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
     @Test func toxiproxyServerRefusesAFlagItDoesNotKnow() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-toxiproxy-flag-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -152,6 +186,15 @@ struct ToxiproxyCommandTests {
         process.waitUntilExit()
 
         #expect(process.terminationStatus == 2)
+    }
+
+    /// A `toxiproxy-server` symlink to the linkcond under test, in a fresh directory the caller removes.
+    static func toxiproxyServerLink() throws -> (directory: URL, server: URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-toxiproxy-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let server = directory.appendingPathComponent("toxiproxy-server")
+        try FileManager.default.createSymbolicLink(at: server, withDestinationURL: LinkcondProcess.executable)
+        return (directory, server)
     }
 
     /// One request to the Toxiproxy API on 127.0.0.1:`port`, as Go's client sends it; the whole answer.

@@ -63,7 +63,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
         if let token {
             let given = request.headers["authorization"] ?? ""
             guard given.hasPrefix("Bearer "), ControlToken.matches(String(given.dropFirst(7)), token) else {
-                return ToxiproxyError(message: "this Toxiproxy API listens beyond loopback and needs \"Authorization: Bearer TOKEN\" (the --control-token of linkcond run)", status: 401)
+                return ToxiproxyError(message: "this Toxiproxy API listens beyond loopback and needs \"Authorization: Bearer TOKEN\" (the token linkcond was given in LINKCOND_CONTROL_TOKEN or --control-token)", status: 401)
             }
         }
         return nil
