@@ -92,7 +92,8 @@ struct ToxiproxyError: Error, Sendable {
     static let toxicNotFound = ToxiproxyError(message: "toxic not found", status: 404)
 
     /// A proxy asked to listen at `address` (what `listen` resolved to) while the API lets proxies listen on
-    /// loopback only: 403, since the request is well formed but this server will not do it.
+    /// loopback only. A 400, as for any listen value Toxiproxy cannot use, not a 403: toxiproxy-python raises
+    /// only on 400, 404 and 409, and on a 403 would fail building a proxy from the error and lose its message.
     static func listenBeyondLoopback(proxy: String, listen: String, address: SocketAddress) -> ToxiproxyError {
         let given = listen.prefix(80)
         let resolved = address.description == given ? "" : " (\(address))"
@@ -102,7 +103,7 @@ struct ToxiproxyError: Error, Sendable {
                 + "lets proxies listen on loopback only, so that other hosts cannot reach the upstream through them; "
                 + "listen on \(loopback) (or localhost), or start linkcond with --allow-remote (toxiproxy-server: "
                 + "-allow-remote) to let proxies listen beyond loopback",
-            status: 403)
+            status: 400)
     }
 
     var json: JSONValue { .object([("error", .string(message)), ("status", .number(Double(status)))]) }
