@@ -54,7 +54,7 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("proxy-user"), help: "USER:PASS every SOCKS5 and HTTP proxy client must give (recommended off loopback).")
     var proxyUser: String?
 
-    @Flag(name: .customLong("allow-remote"), help: "Let a --proxy (an open proxy: other hosts can relay through it to anywhere) or a --toxiproxy API (with --control-token) listen on a non-loopback address.")
+    @Flag(name: .customLong("allow-remote"), help: "Let a --proxy (an open proxy: other hosts can relay through it to anywhere), a --toxiproxy API (with --control-token) or the proxies a Toxiproxy client creates listen on a non-loopback address.")
     var allowRemote = false
 
     @Option(name: .long, help: "Destinations the proxy relays untouched, added to the profile's exclude list: host names, *.domains, IPs and CIDR networks, comma-separated.")
@@ -115,7 +115,7 @@ struct RunCommand: ParsableCommand {
                 throw ValidationError("--toxiproxy \"\(toxiproxy)\": expected HOST or HOST:PORT, such as 127.0.0.1 or 127.0.0.1:8474.")
             }
             if !ControlAddress.tcp(endpoint).isLocalOnly && (!allowRemote || controlToken.value == nil) {
-                throw ValidationError("--toxiproxy \"\(toxiproxy)\" is reachable from other hosts: add --allow-remote and --control-token TOKEN (clients then send \"Authorization: Bearer TOKEN\").")
+                throw ValidationError("--toxiproxy \"\(toxiproxy)\" is reachable from other hosts: add --allow-remote and --control-token TOKEN, or the token in \(ServedControlToken.environmentName), which other users cannot read as they can a command line (clients then send \"Authorization: Bearer TOKEN\").")
             }
         }
         if toxiproxyConfig != nil && toxiproxy == nil {
@@ -178,7 +178,7 @@ struct RunCommand: ParsableCommand {
         if control == nil { proxy.serveUserDefaultControl(logger: logger) }
         if let toxiproxy, let endpoint = Self.toxiproxyEndpoint(toxiproxy) {
             do {
-                controlLines.insert("ready toxiproxy \(try proxy.serveToxiproxy(at: endpoint, token: controlToken.value))", at: 0)
+                controlLines.insert("ready toxiproxy \(try proxy.serveToxiproxy(at: endpoint, token: controlToken.value, remoteListeners: allowRemote))", at: 0)
                 if let toxiproxyConfig {
                     let json = try Self.readToxiproxyConfig(toxiproxyConfig)
                     if let failure = proxy.populateToxiproxy(json) {

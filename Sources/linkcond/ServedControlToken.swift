@@ -16,11 +16,11 @@ struct ServedControlToken: ParsableArguments {
     static let environmentName = "LINKCOND_CONTROL_TOKEN"
 
     /// The token to require, or nil to let a loopback endpoint make its own.
-    var value: String? { given ?? environment }
+    var value: String? { given ?? Self.environment }
 
     /// `LINKCOND_CONTROL_TOKEN` when set and not empty (the linkcond commands treat an empty one as unset too).
-    private var environment: String? {
-        ProcessInfo.processInfo.environment[Self.environmentName].flatMap { $0.isEmpty ? nil : $0 }
+    static var environment: String? {
+        ProcessInfo.processInfo.environment[environmentName].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     func validate() throws {

@@ -95,10 +95,11 @@ struct StatusCommand: ParsableCommand {
             lines.append("scenario  \(scenario.name.isEmpty ? "(inline)" : scenario.name), \(step), \(String(format: "%.1f", scenario.elapsedSeconds)) s in, repeated \(scenario.repetitions)×\(scenario.finished ? ", finished" : "")")
         }
         lines.append("")
-        lines.append("kind   listen                 upstream               conns  accepted  refused   ↑ rate       ↓ rate       ↑ bytes     ↓ bytes     ↑ queued  ↓ queued  lost  dropped  kernel drops")
+        let kindWidth = labelWidth(report.listeners, atLeast: 6)
+        lines.append("kind".padding(toLength: kindWidth, withPad: " ", startingAt: 0) + " listen                 upstream               conns  accepted  refused   ↑ rate       ↓ rate       ↑ bytes     ↓ bytes     ↑ queued  ↓ queued  lost  dropped  kernel drops")
         for listener in report.listeners {
             lines.append([
-                listener.kind.padding(toLength: 6, withPad: " ", startingAt: 0),
+                label(of: listener).padding(toLength: kindWidth, withPad: " ", startingAt: 0),
                 listener.address.padding(toLength: 22, withPad: " ", startingAt: 0),
                 (listener.upstream ?? "-").padding(toLength: 22, withPad: " ", startingAt: 0),
                 String(listener.activeConnections).leftPadded(5),
@@ -133,6 +134,18 @@ struct StatusCommand: ParsableCommand {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// What a listener is, as the tables name it: its kind, or `toxiproxy NAME` for the listener of a Toxiproxy
+    /// proxy (a long name cut at 24 characters, so that one name does not push the table off the screen).
+    static func label(of listener: StatusReport.Listener) -> String {
+        guard let name = listener.toxiproxy else { return listener.kind }
+        return "toxiproxy " + (name.count > 24 ? name.prefix(23) + "…" : name)
+    }
+
+    /// The width of a table's first column: `minimum`, or the longest label and one space.
+    static func labelWidth(_ listeners: [StatusReport.Listener], atLeast minimum: Int) -> Int {
+        listeners.reduce(minimum) { max($0, label(of: $1).count + 1) }
+    }
+
     /// What the TCP model lost per listener: data segments and ACKs by the direction they were lost on (an ACK of a
     /// download is lost on the uplink), and the SYNs and SYN-ACKs resent. Shown once there is any.
     static func tcpLosses(_ listeners: [StatusReport.Listener]) -> [String] {
@@ -141,10 +154,11 @@ struct StatusCommand: ParsableCommand {
                 + $0.uplink.handshakeRetransmissions + $0.downlink.handshakeRetransmissions > 0
         }
         guard !lossy.isEmpty else { return [] }
-        var lines = ["", "TCP losses  listen                 ↑ segments  ↓ segments  ↑ ACKs  ↓ ACKs  SYNs resent  SYN-ACKs resent"]
+        let width = labelWidth(lossy, atLeast: 11)
+        var lines = ["", "TCP losses".padding(toLength: width, withPad: " ", startingAt: 0) + " listen                 ↑ segments  ↓ segments  ↑ ACKs  ↓ ACKs  SYNs resent  SYN-ACKs resent"]
         for listener in lossy {
             lines.append([
-                listener.kind.padding(toLength: 11, withPad: " ", startingAt: 0),
+                label(of: listener).padding(toLength: width, withPad: " ", startingAt: 0),
                 listener.address.padding(toLength: 22, withPad: " ", startingAt: 0),
                 String(listener.uplink.segmentsLost).leftPadded(10),
                 String(listener.downlink.segmentsLost).leftPadded(11),
@@ -169,13 +183,14 @@ struct StatusCommand: ParsableCommand {
             [$0.uplink.deliveryLateness, $0.downlink.deliveryLateness].contains { ($0?.p99Seconds ?? 0) >= lateDeliveryShownFrom }
         }
         guard !late.isEmpty else { return [] }
-        var lines = ["", (["Late deliveries ", "listen".padding(toLength: 22, withPad: " ", startingAt: 0)]
+        let width = labelWidth(late, atLeast: 16)
+        var lines = ["", (["Late deliveries".padding(toLength: width, withPad: " ", startingAt: 0), "listen".padding(toLength: 22, withPad: " ", startingAt: 0)]
                           + ["↑ p99", "↑ max", "↓ p99", "↓ max"].map { $0.leftPadded(10) }).joined(separator: " ")]
         for listener in late {
             let figures = [listener.uplink.deliveryLateness, listener.downlink.deliveryLateness].flatMap { lateness in
                 [lateness.map { duration($0.p99Seconds) } ?? "-", lateness.map { duration($0.maxSeconds) } ?? "-"]
             }
-            lines.append(([listener.kind.padding(toLength: 16, withPad: " ", startingAt: 0),
+            lines.append(([label(of: listener).padding(toLength: width, withPad: " ", startingAt: 0),
                            listener.address.padding(toLength: 22, withPad: " ", startingAt: 0)]
                           + figures.map { $0.leftPadded(10) }).joined(separator: " "))
         }

@@ -1,11 +1,13 @@
 import Foundation
+import LinkConditioner
 
 /// `toxiproxy-server`: linkcond started under that name (a symlink) takes Toxiproxy server's flags, so scripts and
 /// containers that start `toxiproxy-server` run linkcond in its place.
 ///
 /// Go's flag syntax: `-host H`, `-host=H`, `--host H`. `-host` defaults to localhost and `-port` to 8474, as in
-/// Toxiproxy; `-config FILE` creates the file's proxies at start. Beyond loopback, add `-allow-remote` and
-/// `-token TOKEN` (linkcond's rule for a remotely reachable API; Toxiproxy has no such flags).
+/// Toxiproxy; `-config FILE` creates the file's proxies at start. Beyond loopback, add `-allow-remote` and a
+/// token, in `LINKCOND_CONTROL_TOKEN` as for `run` or with `-token TOKEN` (linkcond's rule for a remotely
+/// reachable API; Toxiproxy has no such flags). `-allow-remote` also lets the API's proxies listen beyond loopback.
 enum ToxiproxyServerPersonality {
     static let name = "toxiproxy-server"
 
@@ -19,6 +21,8 @@ enum ToxiproxyServerPersonality {
         var host = "localhost"
         var port = "8474"
         var extra: [String] = []
+        var token: String?
+        var allowRemote = false
         var index = 0
         func value(_ flag: String, inline: String?) throws(PersonalityError) -> String {
             if let inline { return inline }
@@ -36,8 +40,13 @@ enum ToxiproxyServerPersonality {
             case "host": host = try value("host", inline: inline)
             case "port": port = try value("port", inline: inline)
             case "config": extra += ["--toxiproxy-config", try value("config", inline: inline)]
-            case "token": extra += ["--control-token", try value("token", inline: inline)]
-            case "allow-remote": extra.append("--allow-remote")
+            case "token":
+                let given = try value("token", inline: inline)
+                token = given
+                extra += ["--control-token", given]
+            case "allow-remote":
+                allowRemote = true
+                extra.append("--allow-remote")
             case "version": return ["--version"]
             case "h", "help": throw PersonalityError(usage, isHelp: true)
             default:
@@ -46,7 +55,11 @@ enum ToxiproxyServerPersonality {
             index += 1
         }
         guard let portNumber = UInt16(port) else { throw PersonalityError("-port \"\(port)\" is not a port number") }
-        let address = host.contains(":") ? "[\(host)]:\(portNumber)" : "\(host):\(portNumber)"
+        let endpoint = Endpoint(host: host, port: portNumber)
+        if !ControlAddress.tcp(endpoint).isLocalOnly && (!allowRemote || (token ?? ServedControlToken.environment) == nil) {
+            throw PersonalityError("-host \(host) is reachable from other hosts: add -allow-remote and a token, in \(ServedControlToken.environmentName) (other users cannot read it) or with -token TOKEN (every user can read it in ps); clients then send \"Authorization: Bearer TOKEN\"")
+        }
+        let address = endpoint.description
         return ["run", "--toxiproxy", address] + extra
     }
 
@@ -55,8 +68,9 @@ enum ToxiproxyServerPersonality {
           -host string      Host for toxiproxy's API to listen on (default "localhost")
           -port string      Port for toxiproxy's API to listen on (default "8474")
           -config string    JSON file containing proxies to create on startup
-          -allow-remote     Let the API listen beyond loopback (needs -token)
-          -token string     Token every API request must carry as "Authorization: Bearer TOKEN" (beyond loopback)
+          -allow-remote     Let the API and its proxies listen beyond loopback (the API needs a token)
+          -token string     Token every API request must carry as "Authorization: Bearer TOKEN" (beyond loopback;
+                            default $LINKCOND_CONTROL_TOKEN, which other users cannot read as they can this flag)
           -version          Print the version and exit
         """
 }

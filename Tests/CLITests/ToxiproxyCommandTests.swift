@@ -78,6 +78,98 @@ struct ToxiproxyCommandTests {
         #expect(answer.hasPrefix("HTTP/1.1 200 ") && answer.contains(#""upstream":"127.0.0.1:6379""#), "\(answer)")
     }
 
+    /// A Toxiproxy proxy is a TCP listener, and `status` says whose: `toxiproxy NAME` in the table, and in the
+    /// JSON its kind stays `tcp` with the proxy's name beside it.
+    @Test func statusNamesAToxiproxyProxysListener() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let socketPath = FileManager.default.temporaryDirectory.appendingPathComponent("lc-\(UUID().uuidString.prefix(8)).sock").path
+        let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)",
+                                            "--toxiproxy", "127.0.0.1:0", "--control", socketPath])
+        defer { _ = try? linkcond.stop(signal: SIGTERM) }
+        let tcpPort = try linkcond.readReadyPort()
+        let apiPort = try #require(try linkcond.readLine().split(separator: ":").last.flatMap { UInt16($0) })
+        let created = try Self.request(apiPort, "POST", "/proxies",
+                                       #"{"name":"redis-primary","listen":"127.0.0.1:0","upstream":"127.0.0.1:\#(echo.port)"}"#)
+        let proxyListen = try #require(created.split(separator: "\"").drop { $0 != "listen" }.dropFirst(2).first)
+
+        let text = try LinkcondProcess.run(["status", "--control", socketPath])
+        let json = try LinkcondProcess.run(["status", "--json", "--control", socketPath])
+
+        #expect(created.hasPrefix("HTTP/1.1 201 "), "\(created)")
+        let rows = text.stdout.split(separator: "\n")
+        #expect(rows.contains { $0.hasPrefix("toxiproxy redis-primary ") && $0.contains(" \(proxyListen) ") }, "\(text.stdout)")
+        #expect(rows.contains { $0.hasPrefix("tcp ") && $0.contains("127.0.0.1:\(tcpPort)") }, "\(text.stdout)")
+        let listeners = try JSONDecoder().decode(StatusReport.self, from: Data(json.stdout.utf8)).listeners
+        let proxy = try #require(listeners.first { $0.address == proxyListen })
+        #expect(proxy.kind == "tcp")
+        #expect(proxy.toxiproxy == "redis-primary")
+        #expect(listeners.first { $0.address == "127.0.0.1:\(tcpPort)" }?.toxiproxy == nil)
+        #expect(json.stdout.contains(#""toxiproxy" : "redis-primary""#), "\(json.stdout)")
+    }
+
+    /// A config file is the API's client too: a proxy in it that would listen on every interface stops the start,
+    /// naming the proxy and the option that allows it, and nothing listens there.
+    @Test func aConfigProxyBeyondLoopbackNeedsAllowRemote() throws {
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-toxiproxy-open-\(getpid()).json")
+        try Data(#"[{"name":"redis","listen":"0.0.0.0:0","upstream":"127.0.0.1:6379"}]"#.utf8).write(to: config)
+        defer { try? FileManager.default.removeItem(at: config) }
+
+        let result = try LinkcondProcess.run(["run", "--toxiproxy", "127.0.0.1:0", "--toxiproxy-config", config.path,
+                                              "--control", "127.0.0.1:0"])
+
+        #expect(result.status == 1)
+        #expect(result.stderr.contains(#"config \#(config.path): proxy "redis": listen "0.0.0.0:0" is not a loopback address"#), "\(result.stderr)")
+        #expect(result.stderr.contains("--allow-remote"), "\(result.stderr)")
+    }
+
+    /// `--allow-remote` reaches the API: its proxies may then listen beyond loopback (created disabled, so that
+    /// this test listens on loopback only).
+    @Test func allowRemoteLetsTheAPIsProxiesListenBeyondLoopback() throws {
+        let linkcond = try RunningLinkcond(["run", "--toxiproxy", "127.0.0.1:0", "--allow-remote", "--control", "127.0.0.1:0"])
+        defer { _ = try? linkcond.stop(signal: SIGTERM) }
+        let apiPort = try #require(try linkcond.readLine().split(separator: ":").last.flatMap { UInt16($0) })
+
+        let created = try Self.request(apiPort, "POST", "/proxies",
+                                       #"{"name":"db","listen":"0.0.0.0:0","upstream":"127.0.0.1:9","enabled":false}"#)
+
+        #expect(created.hasPrefix("HTTP/1.1 201 "), "\(created)")
+    }
+
+    /// A token in `LINKCOND_CONTROL_TOKEN` serves `toxiproxy-server -host 0.0.0.0 -allow-remote` without putting
+    /// it on the command line, where every user reads it.
+    @Test func toxiproxyServerTakesItsTokenFromTheEnvironment() throws {
+        let (directory, server) = try Self.toxiproxyServerLink()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let token = ControlToken.random()
+
+        let linkcond = try RunningLinkcond(["-host", "0.0.0.0", "-port", "0", "-allow-remote"],
+                                           environment: ["LINKCOND_CONTROL_TOKEN": token], executable: server)
+        defer { _ = try? linkcond.stop(signal: SIGTERM) }
+        let line = try linkcond.readLine()
+        let port = try #require(line.split(separator: ":").last.flatMap { UInt16($0) })
+        let without = try Self.request(port, "GET", "/version")
+        let with = try Self.request(port, "GET", "/version", headers: ["Authorization: Bearer \(token)"])
+
+        #expect(line.hasPrefix("ready toxiproxy http://0.0.0.0:"), "\(line)")
+        #expect(without.hasPrefix("HTTP/1.1 401 "), "\(without)")
+        #expect(with.hasPrefix("HTTP/1.1 200 "), "\(with)")
+    }
+
+    /// Without a token `toxiproxy-server` off loopback says so in its own flags, naming the environment variable.
+    @Test func toxiproxyServerBeyondLoopbackWithoutATokenNamesTheEnvironmentVariable() throws {
+        let (directory, server) = try Self.toxiproxyServerLink()
+        defer { try? FileManager.default.removeItem(at: directory) }
+
+        let result = try LinkcondProcess.run(["-host", "0.0.0.0", "-port", "0", "-allow-remote"],
+                                             environment: ["LINKCOND_CONTROL_TOKEN": ""], executable: server)
+
+        #expect(result.status == 2)
+        #expect(result.stderr.hasPrefix("toxiproxy-server: -host 0.0.0.0 is reachable from other hosts"), "\(result.stderr)")
+        #expect(result.stderr.contains("LINKCOND_CONTROL_TOKEN"), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
     @Test func toxiproxyServerRefusesAFlagItDoesNotKnow() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-toxiproxy-flag-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -94,5 +186,24 @@ struct ToxiproxyCommandTests {
         process.waitUntilExit()
 
         #expect(process.terminationStatus == 2)
+    }
+
+    /// A `toxiproxy-server` symlink to the linkcond under test, in a fresh directory the caller removes.
+    static func toxiproxyServerLink() throws -> (directory: URL, server: URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-toxiproxy-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let server = directory.appendingPathComponent("toxiproxy-server")
+        try FileManager.default.createSymbolicLink(at: server, withDestinationURL: LinkcondProcess.executable)
+        return (directory, server)
+    }
+
+    /// One request to the Toxiproxy API on 127.0.0.1:`port`, as Go's client sends it; the whole answer.
+    static func request(_ port: UInt16, _ method: String, _ path: String, _ body: String = "", headers: [String] = []) throws -> String {
+        let stream = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: port)!, timeout: .seconds(20))
+        defer { stream.close() }
+        let head = ["\(method) \(path) HTTP/1.1", "Host: 127.0.0.1:\(port)", "User-Agent: Go-http-client/1.1",
+                    "Content-Length: \(body.utf8.count)"] + headers
+        try stream.write(Array((head.joined(separator: "\r\n") + "\r\n\r\n" + body).utf8))
+        return String(decoding: try stream.readToEnd(), as: UTF8.self)
     }
 }

@@ -266,6 +266,7 @@ struct ToxiproxyAPITests {
 
         #expect(secondsSince(start) >= 0.8, "edge's 400 + 440 ms apply beneath the toxics")
         #expect(api.proxy.status().map(\.address.port) == [port])
+        #expect(api.proxy.status().map(\.toxiproxy) == ["seen"])
     }
 
     @Test(arguments: [
@@ -298,6 +299,89 @@ struct ToxiproxyAPITests {
 
         #expect(String(decoding: try stream.readToEnd(), as: UTF8.self).hasPrefix("HTTP/1.1 403 "))
         #expect((try api.send("GET", "/proxies").json as? [String: Any])?.isEmpty == true)
+    }
+
+    /// Every interface, the IPv6 wildcard and another host's address: a loopback API's client (any local program,
+    /// no token) cannot open the upstream to the network, not even for a proxy created disabled.
+    @Test(arguments: [
+        (#"{"name":"db","listen":"0.0.0.0:0","upstream":"127.0.0.1:9"}"#, "0.0.0.0:0"),
+        (#"{"name":"db","listen":"[::]:0","upstream":"127.0.0.1:9"}"#, "[::]:0"),
+        (#"{"name":"db","listen":"198.18.0.1:0","upstream":"127.0.0.1:9"}"#, "198.18.0.1:0"),
+        (#"{"name":"db","listen":"0.0.0.0:0","upstream":"127.0.0.1:9","enabled":false}"#, "0.0.0.0:0"),
+    ])
+    func aListenerBeyondLoopbackIsRefusedAndCreatesNothing(_ body: String, _ listen: String) throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+
+        let (status, json) = try api.send("POST", "/proxies", body)
+
+        #expect(status == 400)
+        let error = try #require(errorShape(json))
+        #expect(error.status == 400)
+        #expect(error.error?.hasPrefix(#"proxy "db": listen "\#(listen)" is not a loopback address"#) == true, "\(error)")
+        #expect(error.error?.contains("--allow-remote") == true, "\(error)")
+        #expect((try api.send("GET", "/proxies").json as? [String: Any])?.isEmpty == true)
+        #expect(api.proxy.status().isEmpty)
+    }
+
+    @Test func anUpdateToAListenerBeyondLoopbackChangesNothing() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        let port = try api.createProxy("db", upstreamPort: 9)
+
+        let (status, json) = try api.send("PATCH", "/proxies/db", #"{"listen":"0.0.0.0:0"}"#)
+        let shown = try #require(try api.send("GET", "/proxies/db").json as? [String: Any])
+
+        #expect(status == 400)
+        #expect(errorShape(json)?.error?.hasPrefix(#"proxy "db": listen "0.0.0.0:0" is not a loopback address"#) == true, "\(String(describing: json))")
+        #expect(shown.string("listen") == "127.0.0.1:\(port)")
+        #expect(shown["enabled"] as? Bool == true)
+        #expect(api.proxy.status().map(\.address.port) == [port])
+    }
+
+    @Test func populateWithOneListenerBeyondLoopbackChangesNothing() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        let port = try api.createProxy("kept", upstreamPort: 9)
+
+        let (status, json) = try api.send("POST", "/populate", """
+            [{"name":"kept","listen":"127.0.0.1:0","upstream":"127.0.0.1:10"},
+             {"name":"open","listen":"0.0.0.0:0","upstream":"127.0.0.1:9"}]
+            """)
+
+        #expect(status == 400)
+        #expect((json as? [String: Any])?.string("error")?.hasPrefix(#"proxy "open": listen "0.0.0.0:0""#) == true, "\(String(describing: json))")
+        let all = try #require(try api.send("GET", "/proxies").json as? [String: [String: Any]])
+        #expect(Set(all.keys) == ["kept"])
+        #expect(all["kept"]?.string("upstream") == "127.0.0.1:9")
+        #expect(api.proxy.status().map(\.address.port) == [port])
+    }
+
+    /// `localhost` and an empty host are loopback: `:PORT` means 127.0.0.1 here, as for `--listen`, where
+    /// Toxiproxy would listen on every interface.
+    @Test(arguments: ["localhost:0", ":0", "127.0.0.2:0", "[::1]:0"])
+    func loopbackListenersAreAllowed(_ listen: String) throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+
+        let (status, json) = try api.send("POST", "/proxies", #"{"name":"local","listen":"\#(listen)","upstream":"127.0.0.1:9"}"#)
+
+        #expect(status == 201, "\(String(describing: json))")
+        let bound = try #require(api.proxy.status().first?.address)
+        #expect(bound.isLoopback)
+        if listen == ":0" { #expect((json as? [String: Any])?.string("listen") == "127.0.0.1:\(bound.port)") }
+    }
+
+    /// With `--allow-remote` the choice is made: a proxy may listen on every interface. It is created disabled,
+    /// so that the test itself listens on loopback only.
+    @Test func allowRemoteLetsAProxyListenBeyondLoopback() throws {
+        let api = try ToxiproxyUnderTest(remoteListeners: true)
+        defer { api.stop() }
+
+        let (status, json) = try api.send("POST", "/proxies", #"{"name":"db","listen":"0.0.0.0:0","upstream":"127.0.0.1:9","enabled":false}"#)
+
+        #expect(status == 201, "\(String(describing: json))")
+        #expect((json as? [String: Any])?.string("listen") == "0.0.0.0:0")
     }
 
     @Test func versionNamesTheCompatibleToxiproxyVersion() throws {

@@ -18,10 +18,11 @@ final class ToxiproxyUnderTest: Sendable {
         case browser = "Mozilla/5.0 (X11; Linux x86_64)"
     }
 
-    init(profile: Profile = .none, options: ProxyOptions = ProxyOptions()) throws {
+    /// `remoteListeners` lets the API's proxies listen beyond loopback, as `--allow-remote` does.
+    init(profile: Profile = .none, options: ProxyOptions = ProxyOptions(), remoteListeners: Bool = false) throws {
         proxy = try ConditionedProxy(listeners: [], profile: profile, options: options)
         do {
-            let served = try proxy.serveToxiproxy(at: Endpoint(host: "127.0.0.1", port: 0))
+            let served = try proxy.serveToxiproxy(at: Endpoint(host: "127.0.0.1", port: 0), remoteListeners: remoteListeners)
             port = try #require(served.split(separator: ":").last.flatMap { UInt16($0) })
         } catch {
             proxy.stop()

@@ -162,6 +162,13 @@ class ToxiproxyClientTests(unittest.TestCase):
             proxy.destroy_toxic("absent")
         self.assertEqual(proxy.toxics(), {})
 
+    def test_a_listener_beyond_loopback_is_refused_with_the_reason(self):
+        with self.assertRaises(InvalidToxic) as refused:
+            self.server.create(upstream="127.0.0.1:1", name="open", listen="0.0.0.0:0")
+        self.assertIn(b'listen \\"0.0.0.0:0\\" is not a loopback address', refused.exception.args[0])
+        self.assertIn(b"--allow-remote", refused.exception.args[0])
+        self.assertNotIn("open", self.server.proxies())
+
     def test_latency_delays_the_answer_never_early(self):
         proxy = self.proxy_to(echo, "latency")
         proxy.add_toxic(type="latency", stream="downstream", attributes={"latency": 150})

@@ -120,11 +120,8 @@ final class ControlServer: HTTPExchangeServer {
     /// The `Host` values a request may carry (loopback TCP endpoints only); nil accepts any host.
     private let acceptedHosts: LoopbackHosts?
     private let connections: ExchangeConnections
-    /// The one-time tickets `linkcond dashboard --open` asked for and no page has traded yet, with when each expires.
-    private var tickets: [String: Instant] = [:]
-    /// How long a ticket may wait to be traded for the token, and how many may wait at once.
-    static let ticketLifetime = Duration.seconds(60)
-    static let ticketLimit = 16
+    /// The one-time tickets `linkcond dashboard --open` asked for and no page has traded yet.
+    private var tickets = DashboardTickets()
 
     init(address: SocketAddress, unixPath: String?, token: String?, state: ProxyState) throws(SystemError) {
         loop = state.loop
@@ -163,7 +160,7 @@ final class ControlServer: HTTPExchangeServer {
     /// A browser's command line is readable by every user of the machine, so `linkcond dashboard --open` hands it a
     /// one-time ticket instead of the token: `POST /dashboard/ticket` (with the token) makes one, and the page
     /// trades it once for the token with `POST /dashboard/token` (the ticket as its body, no token), within
-    /// `ticketLifetime`, from a connection of this user's (or root's): another user who read the ticket in the
+    /// `DashboardTickets.lifetime`, from a connection of this user's (or root's): another user who read the ticket in the
     /// browser's command line and raced it there gets no token, and voids the ticket.
     func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void) {
         if request.method == "GET", acceptedHosts != nil, let file = DashboardPage.file(at: request.path) {
@@ -180,18 +177,14 @@ final class ControlServer: HTTPExchangeServer {
     }
 
     private func issueTicket() -> HTTPResponse {
-        let now = loop.clock.now()
-        tickets = tickets.filter { $0.value > now }
-        guard tickets.count < Self.ticketLimit else {
-            return .error(503, "\(Self.ticketLimit) dashboard tickets wait to be used; try again within \(Self.ticketLifetime.seconds) s")
+        guard let ticket = tickets.issue(now: loop.clock.now()) else {
+            return .error(503, "\(DashboardTickets.limit) dashboard tickets wait to be used; try again within \(DashboardTickets.lifetime.seconds) s")
         }
-        let ticket = ControlToken.random()
-        tickets[ticket] = now + Self.ticketLifetime
         return .text(ticket)
     }
 
     private func redeem(ticket: String, for token: String, from connection: ControlConnection) -> HTTPResponse {
-        guard let expiry = tickets.removeValue(forKey: ticket), expiry > loop.clock.now() else {
+        guard tickets.redeem(ticket, now: loop.clock.now()) else {
             return .error(403, "this dashboard ticket is unknown, used or expired; run \"linkcond dashboard --open\" again, or paste the token")
         }
         let peer = connection.socket.localPeerUserID()

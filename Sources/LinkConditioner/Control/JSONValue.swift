@@ -91,6 +91,21 @@ struct ToxiproxyError: Error, Sendable {
     static let toxicExists = ToxiproxyError(message: "toxic already exists", status: 409)
     static let toxicNotFound = ToxiproxyError(message: "toxic not found", status: 404)
 
+    /// A proxy asked to listen at `address` (what `listen` resolved to) while the API lets proxies listen on
+    /// loopback only. A 400, as for any listen value Toxiproxy cannot use, not a 403: toxiproxy-python raises
+    /// only on 400, 404 and 409, and on a 403 would fail building a proxy from the error and lose its message.
+    static func listenBeyondLoopback(proxy: String, listen: String, address: SocketAddress) -> ToxiproxyError {
+        let given = listen.prefix(80)
+        let resolved = address.description == given ? "" : " (\(address))"
+        let loopback = Endpoint(parsing: String(given)).map { "127.0.0.1:\($0.port)" } ?? "127.0.0.1:PORT"
+        return ToxiproxyError(
+            message: "proxy \"\(proxy.prefix(80))\": listen \"\(given)\"\(resolved) is not a loopback address, and this Toxiproxy API "
+                + "lets proxies listen on loopback only, so that other hosts cannot reach the upstream through them; "
+                + "listen on \(loopback) (or localhost), or start linkcond with --allow-remote (toxiproxy-server: "
+                + "-allow-remote) to let proxies listen beyond loopback",
+            status: 400)
+    }
+
     var json: JSONValue { .object([("error", .string(message)), ("status", .number(Double(status)))]) }
 
     var response: HTTPResponse { .toxiproxyJSON(json, status: status) }

@@ -101,6 +101,9 @@ public struct StatusReport: Codable, Sendable {
         public var downlink: Direction
         /// Traffic by destination, busiest first (kind `exec`); nil for listeners that keep no such table.
         public var destinations: [Destination]?
+        /// The name of the Toxiproxy proxy a `tcp` listener serves (its kind stays `tcp`, which it is); absent for
+        /// every other listener and from an older linkcond's answer.
+        public var toxiproxy: String?
 
         init(_ status: ListenerStatus, uplinkBitsPerSecond: Double, downlinkBitsPerSecond: Double, conditions: Profile) {
             kind = status.kind
@@ -119,6 +122,7 @@ public struct StatusReport: Codable, Sendable {
                                  lateness: status.downlinkLateness, bitsPerSecond: downlinkBitsPerSecond,
                                  bandwidth: conditions.downlink.bandwidth)
             destinations = status.destinations
+            toxiproxy = status.toxiproxy
         }
     }
 

@@ -16,6 +16,10 @@ import Foundation
 ///
 /// Bodies are parsed and addresses resolved on a worker thread; changes are applied on the event loop thread,
 /// validated whole first, so a bad request changes nothing. Lives on the event loop thread.
+///
+/// A proxy listens on loopback only unless `remoteListeners`: a listener beyond loopback hands its upstream to
+/// every host that reaches the machine, and the API's loopback clients (any local program, no token) must not
+/// make that choice for the user.
 final class ToxiproxyAPI {
     /// The Toxiproxy version whose API this one follows.
     static let compatibleVersion = "2.12.0"
@@ -26,12 +30,15 @@ final class ToxiproxyAPI {
 
     private unowned let state: ProxyState
     private let worker: BodyParsingWorker
+    /// Whether a proxy may listen beyond loopback (`--allow-remote`, or an API itself served beyond loopback).
+    private let remoteListeners: Bool
     private var proxies: [String: ToxiproxyProxy] = [:]
     /// Names in creation order, for stable listings.
     private var order: [String] = []
 
-    init(state: ProxyState) {
+    init(state: ProxyState, remoteListeners: Bool) {
         self.state = state
+        self.remoteListeners = remoteListeners
         worker = BodyParsingWorker(loop: state.loop)
     }
 
@@ -109,10 +116,18 @@ final class ToxiproxyAPI {
         return .success(result)
     }
 
-    /// Resolves the addresses of a proxy to be enabled; blocks on DNS, so it runs on the worker.
-    static func resolve(_ request: ProxyRequest) -> Result<ProxyRequest, ToxiproxyError> {
-        guard request.enabled else { return .success(request) }
+    /// Resolves the addresses of a proxy to be enabled, refusing a listen address beyond loopback unless
+    /// `remoteListeners`; blocks on DNS, so it runs on the worker. A disabled proxy binds nothing: its listen
+    /// address is checked now when written as an IP address, and when it is enabled when written as a name.
+    static func resolve(_ request: ProxyRequest, remoteListeners: Bool) -> Result<ProxyRequest, ToxiproxyError> {
         let listenText = request.listen.isEmpty ? "127.0.0.1:0" : request.listen
+        guard request.enabled else {
+            let literal = Endpoint(parsing: listenText).flatMap { SocketAddress(numericHost: $0.host, port: $0.port) }
+            if let literal, !remoteListeners, !literal.isLoopback {
+                return .failure(.listenBeyondLoopback(proxy: request.name, listen: listenText, address: literal))
+            }
+            return .success(request)
+        }
         guard let listen = Endpoint(parsing: listenText) else {
             return .failure(.badRequestBody("listen \"\(listenText.prefix(80))\" is not HOST:PORT"))
         }
@@ -120,8 +135,12 @@ final class ToxiproxyAPI {
             return .failure(.badRequestBody("upstream \"\(request.upstream.prefix(80))\" is not HOST:PORT"))
         }
         do {
+            let address = try listen.resolve()[0]
+            if !remoteListeners && !address.isLoopback {
+                return .failure(.listenBeyondLoopback(proxy: request.name, listen: listenText, address: address))
+            }
             var request = request
-            request.resolved = ResolvedAddresses(listen: try listen.resolve()[0], upstream: upstream, upstreamAddresses: try upstream.resolve())
+            request.resolved = ResolvedAddresses(listen: address, upstream: upstream, upstreamAddresses: try upstream.resolve())
             return .success(request)
         } catch {
             return .failure(.badRequestBody("\(error)"))
@@ -130,8 +149,9 @@ final class ToxiproxyAPI {
 
     private func create(_ body: [UInt8], reply: @escaping (HTTPResponse) -> Void) {
         let defaults = ProxyRequest(name: "", listen: "", upstream: "", enabled: true)
+        let remoteListeners = self.remoteListeners
         worker.parse({
-            JSONValue.parse(body).flatMap { Self.proxyRequest($0, defaults: defaults) }.flatMap(Self.resolve)
+            JSONValue.parse(body).flatMap { Self.proxyRequest($0, defaults: defaults) }.flatMap({ Self.resolve($0, remoteListeners: remoteListeners) })
         }) { [weak self] outcome in
             guard let self else { return }
             switch outcome {
@@ -184,6 +204,7 @@ final class ToxiproxyAPI {
     }
 
     private func populate(_ body: [UInt8], reply: @escaping (HTTPResponse) -> Void) {
+        let remoteListeners = self.remoteListeners
         worker.parse({ () -> Result<[ProxyRequest], ToxiproxyError> in
             JSONValue.parse(body).flatMap { value in
                 guard case .array(let items) = value else { return .failure(.badRequestBody("expected a JSON array of proxies")) }
@@ -191,7 +212,7 @@ final class ToxiproxyAPI {
                 var requests: [ProxyRequest] = []
                 for (index, item) in items.enumerated() {
                     let defaults = ProxyRequest(name: "", listen: "", upstream: "", enabled: true)
-                    switch Self.proxyRequest(item, defaults: defaults, position: " at proxy \(index + 1)").flatMap(Self.resolve) {
+                    switch Self.proxyRequest(item, defaults: defaults, position: " at proxy \(index + 1)").flatMap({ Self.resolve($0, remoteListeners: remoteListeners) }) {
                     case .failure(let error): return .failure(error)
                     case .success(let request):
                         if requests.contains(where: { $0.name == request.name }) {
@@ -246,11 +267,12 @@ final class ToxiproxyAPI {
         case "POST", "PATCH":
             let current = ProxyRequest(name: name, listen: proxy.listen, upstream: proxy.upstream, enabled: proxy.enabled)
             let body = request.body
+            let remoteListeners = self.remoteListeners
             worker.parse({
                 JSONValue.parse(body).flatMap { Self.proxyRequest($0, defaults: current) }.flatMap { update in
                     var update = update
                     update.name = current.name
-                    return Self.resolve(update)
+                    return Self.resolve(update, remoteListeners: remoteListeners)
                 }
             }) { [weak self, weak proxy] outcome in
                 guard let self, let proxy, self.proxies[name] === proxy else { return reply(ToxiproxyError.proxyNotFound.response) }
@@ -281,7 +303,8 @@ final class ToxiproxyAPI {
     private func reset(reply: @escaping (HTTPResponse) -> Void) {
         let disabled = order.compactMap { proxies[$0] }.filter { !$0.enabled }
             .map { ProxyRequest(name: $0.name, listen: $0.listen, upstream: $0.upstream, enabled: true) }
-        worker.parse({ disabled.map(Self.resolve) }) { [weak self] outcomes in
+        let remoteListeners = self.remoteListeners
+        worker.parse({ disabled.map { Self.resolve($0, remoteListeners: remoteListeners) } }) { [weak self] outcomes in
             guard let self else { return }
             for name in self.order {
                 guard let proxy = self.proxies[name] else { continue }

@@ -36,6 +36,7 @@ final class ToxiproxyProxy {
         context.profile = state.conditions.effective
         let listener = try TCPListener(address: address, upstream: endpoint, upstreamAddresses: upstreamAddresses, context: context)
         listener.stageSource = ToxiproxyStages(proxy: self, faults: listener.faults)
+        listener.toxiproxyName = name
         self.listener = listener
         listen = listener.localAddress.description
         state.listeners.append(listener)

@@ -6,7 +6,7 @@ import Logging
 /// programs reach it, and what a browser could send is refused before any route runs: a `Host` that is not this
 /// loopback endpoint (DNS rebinding), any `Origin` or cross-site `Sec-Fetch-Site` (a web page), a `Mozilla/`
 /// user agent (Toxiproxy's own rule), and CORS preflights. Off loopback a token is required
-/// (`Authorization: Bearer TOKEN`).
+/// (`Authorization: Bearer TOKEN`). Its proxies listen on loopback only unless `remoteListeners` (see `ToxiproxyAPI`).
 final class ToxiproxyServer: HTTPExchangeServer {
     let address: SocketAddress
     private let loop: EventLoop
@@ -17,7 +17,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
     private let acceptedHosts: LoopbackHosts?
     private let connections: ExchangeConnections
 
-    init(address: SocketAddress, token: String?, state: ProxyState) throws(SystemError) {
+    init(address: SocketAddress, token: String?, remoteListeners: Bool, state: ProxyState) throws(SystemError) {
         loop = state.loop
         logger = state.logger
         acceptor = try TCPAcceptor(address: address, loop: state.loop, logger: state.logger)
@@ -25,7 +25,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
         self.token = token
         let port = self.address.port
         acceptedHosts = self.address.isLoopback ? LoopbackHosts(port: port, portless: ["localhost", "127.0.0.1"]) : nil
-        api = ToxiproxyAPI(state: state)
+        api = ToxiproxyAPI(state: state, remoteListeners: remoteListeners)
         connections = ExchangeConnections(limit: ControlServer.connectionLimit, acceptor: acceptor, logger: state.logger,
                                           name: "Toxiproxy API")
         try acceptor.start { [weak self] client, _ in self?.accepted(client) }
@@ -63,7 +63,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
         if let token {
             let given = request.headers["authorization"] ?? ""
             guard given.hasPrefix("Bearer "), ControlToken.matches(String(given.dropFirst(7)), token) else {
-                return ToxiproxyError(message: "this Toxiproxy API listens beyond loopback and needs \"Authorization: Bearer TOKEN\" (the --control-token of linkcond run)", status: 401)
+                return ToxiproxyError(message: "this Toxiproxy API listens beyond loopback and needs \"Authorization: Bearer TOKEN\" (the token linkcond was given in LINKCOND_CONTROL_TOKEN or --control-token)", status: 401)
             }
         }
         return nil

@@ -89,6 +89,8 @@ public struct ListenerStatus: Sendable {
     public var downlinkLateness = LatenessHistogram()
     /// Traffic by destination (an exec'd program's); nil for listeners that keep no such table.
     public var destinations: [StatusReport.Destination]?
+    /// The name of the Toxiproxy proxy a `tcp` listener serves; nil for every other listener.
+    public var toxiproxy: String?
 }
 
 /// A listener of any kind, as the proxy drives it. Lives on the event loop thread.

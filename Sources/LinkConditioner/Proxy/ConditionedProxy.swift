@@ -247,14 +247,17 @@ public final class ConditionedProxy: Sendable {
     }
 
     /// Serves the Toxiproxy-compatible API at `address` (port 0 picks one). On loopback no token is asked, as
-    /// Toxiproxy's clients send none; beyond loopback a `token` is required. Returns `http://HOST:PORT`.
-    public func serveToxiproxy(at endpoint: Endpoint, token: String? = nil) throws -> String {
+    /// Toxiproxy's clients send none; beyond loopback a `token` is required. Its proxies may listen beyond loopback
+    /// only with `remoteListeners` (`--allow-remote`) or when the API itself is served beyond loopback, which took
+    /// the same choice. Returns `http://HOST:PORT`.
+    public func serveToxiproxy(at endpoint: Endpoint, token: String? = nil, remoteListeners: Bool = false) throws -> String {
         let address = try endpoint.resolve()[0]
         if !address.isLoopback && (token ?? "").isEmpty {
             throw ControlSetupError("a Toxiproxy API reachable from other hosts needs --allow-remote and --control-token")
         }
         return try attach { state in
-            let server = try ToxiproxyServer(address: address, token: address.isLoopback ? nil : token, state: state)
+            let server = try ToxiproxyServer(address: address, token: address.isLoopback ? nil : token,
+                                             remoteListeners: remoteListeners || !address.isLoopback, state: state)
             state.onClose.insert({ server.close() }, at: 0)
             state.toxiproxy = server
             state.ownAPIs.add(server.address)
@@ -263,14 +266,18 @@ public final class ConditionedProxy: Sendable {
     }
 
     /// Creates the proxies of a Toxiproxy config file's JSON (the body of `POST /populate`) on the served API, and
-    /// waits for them. Returns nil when every proxy listens, or the API's error message.
+    /// waits for them. Returns nil when every proxy listens, or the message of the API's `{"error"}` answer.
     public func populateToxiproxy(_ json: [UInt8]) -> String? {
         let state = self.state
         let answer = LockedAnswer()
         let submitted = loop.execute {
             guard let server = state.value.toxiproxy else { return answer.set("the Toxiproxy API is not served") }
             server.populate(json) { response in
-                answer.set(response.status == 201 ? nil : response.body.trimmingCharacters(in: .whitespacesAndNewlines))
+                guard response.status != 201 else { return answer.set(nil) }
+                if case .success(let body) = JSONValue.parse(Array(response.body.utf8)), case .string(let message)? = body["error"] {
+                    return answer.set(message)
+                }
+                answer.set(response.body.trimmingCharacters(in: .whitespacesAndNewlines))
             }
         }
         guard submitted else { return "linkcond is stopping" }

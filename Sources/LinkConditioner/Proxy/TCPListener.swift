@@ -71,6 +71,8 @@ final class TCPListener: RelayHost, ConditionedListener {
     /// Where pass-through connections are handed over; nil for listeners whose connections stay on the main loop
     /// (a Toxiproxy proxy's, whose toxics may change at any time).
     var spliceLoops: SpliceLoops?
+    /// The name of the Toxiproxy proxy this listener serves, for `status`; nil for `--listen` listeners.
+    var toxiproxyName: String?
 
     /// Binds and listens on `address`, and starts accepting.
     init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext) throws(SystemError) {
@@ -108,6 +110,7 @@ final class TCPListener: RelayHost, ConditionedListener {
                                     activeConnections: relays.count, connectionsAccepted: connectionsAccepted,
                                     connectionsRefused: connectionsRefused, uplink: uplink.counters, downlink: downlink.counters)
         status.connectionsOnSpliceLoops = onSpliceLoops
+        status.toxiproxy = toxiproxyName
         status.uplinkLateness = uplink.lateness
         status.downlinkLateness = downlink.lateness
         return status
