@@ -3,6 +3,7 @@ import LinkConditioner
 import Testing
 
 /// The profiles shipped in `profiles/`, their built-in copies, and finding them by name or path.
+@Suite(.timeLimit(.minutes(5)))
 struct BuiltInProfileTests {
     /// The repository's `profiles/` folder, found from this file's own path.
     static let folder = URL(fileURLWithPath: #filePath)

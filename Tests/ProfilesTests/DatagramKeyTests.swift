@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// The datagram keys: loss model, Gilbert-Elliott parameters, duplication and reordering.
+@Suite(.timeLimit(.minutes(5)))
 struct DatagramKeyTests {
     @Test func unprefixedKeysSetBothDirections() throws {
         let profile = try Profile(parsing: """

@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// The `exclude` key: destinations a proxy front end relays untouched.
+@Suite(.timeLimit(.minutes(5)))
 struct ExcludeKeyTests {
     @Test func parsesHostsDomainsAddressesAndNetworks() throws {
         let profile = try Profile(parsing: "exclude = 10.0.0.0/8, api.internal, ::1, *.corp.example\n")

@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// The connection-fault keys parse, render back, and refuse bad values with the file's line before anything applies.
+@Suite(.timeLimit(.minutes(5)))
 struct FaultKeyTests {
     private let text = """
         cut.after = 64 KiB

@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// What a bad profile reports: the file and line, the offending text, and what was expected.
+@Suite(.timeLimit(.minutes(5)))
 struct ProfileErrorTests {
     /// The error that parsing `text` as `edge.profile` throws.
     private func error(_ text: String) -> ProfileError? {

@@ -4,6 +4,7 @@ import Testing
 
 /// Reading a profile file: a wrong path (a device, a huge file) is refused at once with what it is, and a pipe is
 /// read like a file.
+@Suite(.timeLimit(.minutes(5)))
 struct ProfileFileReadingTests {
     @Test func aFileOverOneMebibyteIsRefusedEvenWhenItIsAllComments() throws {
         let path = NSTemporaryDirectory() + "linkcond-huge-\(UUID().uuidString).profile"

@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// How a profile file's lines become a `Profile`.
+@Suite(.timeLimit(.minutes(5)))
 struct ProfileParsingTests {
     @Test func readsTheBriefsExample() throws {
         let profile = try Profile(parsing: """

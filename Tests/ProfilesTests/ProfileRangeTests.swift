@@ -3,6 +3,7 @@ import Testing
 
 /// Values beyond what a link can mean are refused at parse time with the accepted range, before they reach the
 /// engine.
+@Suite(.timeLimit(.minutes(5)))
 struct ProfileRangeTests {
     private func error(_ key: String, _ value: String) -> ProfileError? {
         var profile = Profile.none

@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// Writing a profile back in the file format, and its one-line summary.
+@Suite(.timeLimit(.minutes(5)))
 struct ProfileRenderingTests {
     @Test func rendersEveryKeyWithBothDirectionsExplicit() throws {
         let edge = try #require(Profile.builtIn(named: "edge"))

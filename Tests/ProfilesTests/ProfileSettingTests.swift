@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// Applying one `key = value` to an existing profile, as `linkcond set KEY VALUE` will.
+@Suite(.timeLimit(.minutes(5)))
 struct ProfileSettingTests {
     @Test func anUnprefixedSettingChangesBothDirections() throws {
         let profile = try Profile.builtIn(named: "3g")!.setting("delay", to: "150 ms")

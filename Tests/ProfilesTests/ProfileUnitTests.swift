@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// The units each kind of value accepts, and what they are worth.
+@Suite(.timeLimit(.minutes(5)))
 struct ProfileUnitTests {
     private func downlink(_ line: String) throws -> DirectionProfile {
         try Profile(parsing: line).downlink

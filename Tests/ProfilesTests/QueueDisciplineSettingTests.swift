@@ -1,6 +1,7 @@
 import Testing
 import LinkConditioner
 
+@Suite(.timeLimit(.minutes(5)))
 struct QueueDisciplineSettingTests {
     @Test func fifoByBytesIsTheDefault() throws {
         let profile = try Profile(parsing: "queue = 64 KiB\n")

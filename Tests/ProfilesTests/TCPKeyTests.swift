@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// The `tcp.*` keys: congestion control, initial window and slow start after idle of the emulated senders.
+@Suite(.timeLimit(.minutes(5)))
 struct TCPKeyTests {
     @Test func theDefaultsAreLinuxs() {
         let tcp = Profile().tcp

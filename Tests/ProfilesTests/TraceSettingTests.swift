@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import LinkConditioner
 
+@Suite(.timeLimit(.minutes(5)))
 struct TraceSettingTests {
     /// A directory holding `files`, removed by the caller.
     private func directory(with files: [String: String]) throws -> String {

@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// Datagram flows on a link direction: tail drop, outcomes in delivery order.
+@Suite(.timeLimit(.minutes(5)))
 struct DatagramLinkTests {
     @Test func anUnimpairedLinkDeliversEachDatagramAtOnceAndInOrder() {
         let link = DatagramLink(profile: DirectionProfile(), seed: 1)

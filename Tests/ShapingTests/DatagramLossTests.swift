@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// Independent random loss of datagrams.
+@Suite(.timeLimit(.minutes(5)))
 struct DatagramLossTests {
     @Test func randomLossRateLiesWithinTheBinomialInterval() {
         let profile = DirectionProfile(delay: .milliseconds(20), loss: Percentage(3))

@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// Datagram duplication.
+@Suite(.timeLimit(.minutes(5)))
 struct DuplicationTests {
     @Test func duplicationRateLiesWithinTheBinomialInterval() {
         let profile = DirectionProfile(delay: .milliseconds(5), duplicate: Percentage(5))

@@ -3,6 +3,7 @@ import Testing
 
 /// The link model given values far outside what the profile format accepts (a profile built in code): it
 /// saturates at the end of time instead of trapping.
+@Suite(.timeLimit(.minutes(5)))
 struct ExtremeValueTests {
     @Test func aTenthOfAMicrobitPerSecondHoldsOneHundredKilobytesWithoutTrapping() {
         let link = StreamLink(side: .acceptor, profile: DirectionProfile(bandwidth: BitRate(bitsPerSecond: 0.0000001)),

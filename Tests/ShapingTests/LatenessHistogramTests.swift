@@ -2,6 +2,7 @@
 import Testing
 
 /// The lateness histogram's quantiles: never below the true figure, at most a quarter above it.
+@Suite(.timeLimit(.minutes(5)))
 struct LatenessHistogramTests {
     @Test func anEmptyHistogramHasNoQuantile() {
         #expect(LatenessHistogram().quantile(0.99) == nil)

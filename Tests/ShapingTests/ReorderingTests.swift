@@ -2,6 +2,7 @@ import LinkConditioner
 import Testing
 
 /// Datagram reordering by holding some datagrams back.
+@Suite(.timeLimit(.minutes(5)))
 struct ReorderingTests {
     @Test func reorderRateLiesWithinTheBinomialInterval() {
         let profile = DirectionProfile(delay: .milliseconds(20), reorder: Percentage(5))

@@ -3,6 +3,7 @@ import Testing
 
 /// ACKs cross the reverse direction and take its loss, as on a real link: a lost ACK is covered by the next one,
 /// which is cumulative and repeats the receiver's SACK blocks.
+@Suite(.timeLimit(.minutes(5)))
 struct AckLossTests {
     @Test func aDownlinkFlowsAcksAreLostAtTheUplinksLossRateWithoutAnyRepairOrTimeout() {
         let link = StreamLink(side: .acceptor, profile: DirectionProfile(delay: .milliseconds(50)),

@@ -8,6 +8,7 @@ private func losses(_ decisions: [Bool]) -> () -> Bool {
 }
 
 /// A lost SYN or SYN-ACK is repaired by Linux's 1, 2, 4 … s timers, so the first response is late by whole seconds.
+@Suite(.timeLimit(.minutes(5)))
 struct HandshakeLossTests {
     private let up = Duration.milliseconds(20)
     private let down = Duration.milliseconds(30)
@@ -217,6 +218,7 @@ struct HandshakeLossTests {
 
 /// The client's ACK of the SYN-ACK is lost with the uplink's loss: a server that speaks first waits for its
 /// SYN-ACK timer and the client's answer to the resent SYN-ACK, and the client's first bytes open it at once.
+@Suite(.timeLimit(.minutes(5)))
 struct FinalAckLossTests {
     private let up = Duration.milliseconds(20)
     private let down = Duration.milliseconds(30)

@@ -3,6 +3,7 @@ import Testing
 
 /// The handshake's round trip: the connecting side may send once the SYN-ACK is back, the accepting side once
 /// the final ACK has arrived, so a first request/response takes two round trips.
+@Suite(.timeLimit(.minutes(5)))
 struct HandshakeTests {
     private let profile = linkProfile(down: nil, up: nil, downDelay: .milliseconds(30), upDelay: .milliseconds(20))
 

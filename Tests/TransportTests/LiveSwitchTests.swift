@@ -2,6 +2,7 @@
 import Testing
 
 /// A live profile switch on a stream link: what the new queue has no room for is a loss for its flow.
+@Suite(.timeLimit(.minutes(5)))
 struct LiveSwitchTests {
     @Test func segmentsAShrunkQueueRefusesCountAsLostAndTheStreamStillArrivesWhole() {
         let slow = DirectionProfile(bandwidth: .mbps(1), delay: .milliseconds(10))
@@ -31,6 +32,7 @@ struct LiveSwitchTests {
 
 /// `burst` means the same for TCP streams and datagrams: left unset (`auto`), an idle link sends one segment or
 /// 1 ms of its rate at once, whichever is larger.
+@Suite(.timeLimit(.minutes(5)))
 struct BurstDefaultTests {
     @Test func anUnsetBurstIsTheSameAutomaticBurstForStreamsAndDatagrams() {
         let profile = DirectionProfile(bandwidth: .mbps(10))

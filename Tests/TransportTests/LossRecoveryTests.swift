@@ -3,6 +3,7 @@ import Testing
 
 /// How the emulated sender repairs losses: fast recovery within about a round trip when later segments get
 /// through, a tail loss probe when none follow, and a retransmission timeout with backoff when nothing gets through.
+@Suite(.timeLimit(.minutes(5)))
 struct LossRecoveryTests {
     private let oneWay = Duration.milliseconds(50)
 
@@ -203,6 +204,7 @@ struct LossRecoveryTests {
 }
 
 /// Loss models apply to stream segments as they do to datagrams.
+@Suite(.timeLimit(.minutes(5)))
 struct StreamLossModelTests {
     @Test func burstyGilbertElliottLossHitsSegmentsAndEveryByteStillArrives() {
         var forward = DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(10), lossModel: .gilbertElliott)
@@ -231,6 +233,7 @@ struct StreamLossModelTests {
 
 /// What a tail loss probe's ACK says: a D-SACK means the probed segment had arrived (nothing to cut); an ACK
 /// beyond the probe without one means the probe repaired a loss, which cuts the window by β.
+@Suite(.timeLimit(.minutes(5)))
 struct TailLossProbeTests {
     /// Two segments sent at 0; the first ACKed at 100 ms (srtt 100 ms, rto 300 ms); the probe for the second
     /// fires at 400 ms and resends it.

@@ -7,6 +7,7 @@ import Testing
 /// changes, the write batching's `nextRelease` bound, and the link's counters at the end. The expected values were
 /// taken from the model as it stood before its hot path was reworked (56bb5d8); any departure, arrival, loss, ACK,
 /// window or timer that moves changes them.
+@Suite(.timeLimit(.minutes(5)))
 struct ModelDecisionDigestTests {
     /// FNV-1a over 64-bit words, in the order they were added.
     private struct Digest {

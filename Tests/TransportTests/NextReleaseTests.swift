@@ -3,6 +3,7 @@ import Testing
 
 /// What the link tells a pump about a flow's next release, which decides whether the pump holds released bytes
 /// to write them together: nothing once nothing is on its way, and never later than the real next release.
+@Suite(.timeLimit(.minutes(5)))
 struct NextReleaseTests {
     /// A 1 Gbit/s link whose bucket holds one segment, so segments leave one by one from the start.
     private func gigabit(oneWay: Duration) -> StreamLink {

@@ -3,6 +3,7 @@ import Testing
 
 /// What a live profile switch does to a flow's retransmission timer on its link, in virtual time: the flow
 /// retries one timeout after the switch rather than waiting out the backoff the old path made it build up.
+@Suite(.timeLimit(.minutes(5)))
 struct ProfileSwitchTimerTests {
     @Test func aProfileSwitchRestartsAFlowsBackedOffRetransmissionTimerAtOneTimeout() throws {
         let alive = DirectionProfile(delay: .milliseconds(10))

@@ -4,6 +4,7 @@ import Testing
 /// The bottleneck's queue discipline shapes what TCP flows see: a drop-tail FIFO lets a bulk download build a
 /// standing queue that every other flow waits behind; CoDel drops until the queue's sojourn time is near its 5 ms
 /// target; fq_codel also serves a sparse flow ahead of the bulk one.
+@Suite(.timeLimit(.minutes(5)))
 struct QueueDisciplineTests {
     /// How long a 2 kB reply takes behind a bulk download that has run for 10 s, at 10 Mbit/s, 10 ms each way.
     private func replyLatency(behind discipline: any NamedQueueDiscipline.Type) -> Duration {
@@ -56,6 +57,7 @@ struct QueueDisciplineTests {
 }
 
 /// A trace replaces the constant rate for TCP flows as it does for datagrams.
+@Suite(.timeLimit(.minutes(5)))
 struct StreamTraceTests {
     @Test func aStreamOverATraceOfOneOpportunityPerMillisecondMovesAboutTwelveMegabitsPerSecond() throws {
         var forward = DirectionProfile(delay: .milliseconds(10))

@@ -2,6 +2,7 @@
 import Testing
 
 /// RACK's loss detection and reorder timer as Linux 6.1 runs them (net/ipv4/tcp_recovery.c), at HZ = 250.
+@Suite(.timeLimit(.minutes(5)))
 struct RACKTests {
     /// A sender with segments 0, 1 and 2 sent at 0, 10 and 20 ms and more data waiting.
     private func staggeredSender() -> (TCPSender, [TCPSegment]) {

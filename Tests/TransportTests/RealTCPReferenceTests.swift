@@ -5,6 +5,7 @@ import Testing
 /// qemu; medians of 3), computed in virtual time so the results do not depend on the machine. Targets are the
 /// issue's: time to last byte within ±20 %, bulk throughput within ±25 %. The model counts payload bytes where
 /// netem counts 1514-byte frames per 1448-byte segment, so it runs about 4.5 % faster on rate-bound cells.
+@Suite(.timeLimit(.minutes(5)))
 struct RealTCPReferenceTests {
     static let tenMegabit = linkProfile(down: .mbps(10), up: .mbps(10), downDelay: .milliseconds(25), upDelay: .milliseconds(25))
     static let lte = linkProfile(down: .mbps(50), up: .mbps(10), downDelay: .milliseconds(50), upDelay: .milliseconds(65))

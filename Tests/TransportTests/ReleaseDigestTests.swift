@@ -3,6 +3,7 @@ import Testing
 
 /// The model's decisions pinned: a digest of every release (flow, instant, bytes) for five profiles, recorded
 /// from the model as it stands, so work on its hot path or on what observes it must leave them bit-identical.
+@Suite(.timeLimit(.minutes(5)))
 struct ReleaseDigestTests {
     /// FNV-1a over the releases, in the order they happened.
     private struct ReleaseDigest {

@@ -3,6 +3,7 @@ import Testing
 
 /// Connections share a direction's one bottleneck as TCP flows share a router: through the queue and their own
 /// congestion control, not by a scheduler of linkcond's.
+@Suite(.timeLimit(.minutes(5)))
 struct SharingTests {
     @Test func twoBulkFlowsThroughOneQueueEachGetAboutHalfTheRate() {
         let link = modelLink(oneWay: .milliseconds(20), bandwidth: .mbps(10), seed: 5)

@@ -2,6 +2,7 @@
 import Testing
 
 /// Slow start from the initial window, as a Linux sender does it: the window doubles every round trip.
+@Suite(.timeLimit(.minutes(5)))
 struct SlowStartTests {
     @Test func theWindowDoublesEachRoundTripFromTenSegments() {
         let link = modelLink(oneWay: .milliseconds(50))
@@ -58,6 +59,7 @@ struct SlowStartTests {
 /// The path holds 86 segments (10 Mbit/s × 100 ms) plus a 600 kB queue (414 segments): slow start alone doubles
 /// past 500 and overflows it. Once flights merge (cwnd 160 and more), a round's first ACKs see the standing
 /// queue, and HyStart stops there.
+@Suite(.timeLimit(.minutes(5)))
 struct HyStartTests {
     @Test func cubicLeavesSlowStartWhenTheQueueDelayGrowsAndLosesNothing() {
         let link = modelLink(oneWay: .milliseconds(50), bandwidth: .mbps(10), queue: ByteCount(bytes: 600_000))

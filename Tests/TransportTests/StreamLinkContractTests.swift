@@ -3,6 +3,7 @@ import Testing
 
 /// What the relay relies on from a stream link, whatever TCP does inside it: every byte exactly once and in
 /// order, across live profile switches and with other flows coming and going.
+@Suite(.timeLimit(.minutes(5)))
 struct StreamLinkContractTests {
     private func link(_ profile: DirectionProfile, seed: UInt64 = 1) -> StreamLink {
         StreamLink(side: .acceptor, profile: profile, reverse: DirectionProfile(delay: profile.delay),

@@ -3,6 +3,7 @@ import Testing
 
 /// The retransmission timer's arithmetic (RFC 6298 with Linux's 200 ms floor on the variance term), CUBIC's window
 /// curve, and restart after idle.
+@Suite(.timeLimit(.minutes(5)))
 struct TimerAndWindowTests {
     @Test func theFirstSampleSetsSrttAndHalfOfItAsRttvar() {
         var timer = RetransmissionTimer()

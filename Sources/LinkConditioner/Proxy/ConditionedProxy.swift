@@ -103,6 +103,11 @@ public final class ConditionedProxy: Sendable {
     /// Timers the proxy's loop holds now, neither run nor cancelled.
     var liveTimers: Int { onLoop(or: 0) { $0.loop.liveTimers } }
 
+    /// Each DNS listener's `lastTCPQueryWait`, in listener order (nil for other listeners).
+    var lastDNSTCPQueryWaits: [Duration?] {
+        onLoop(or: []) { $0.listeners.map { ($0 as? DNSForwarder)?.lastTCPQueryWait } }
+    }
+
     /// The profile the user chose (offline lays over it without changing it).
     public var profile: Profile { conditions.profile }
 

@@ -60,6 +60,9 @@ final class DNSForwarder: ConditionedListener {
     /// counted by the links they cross; TCP's cross no link, so the status adds these to them.
     private var tcpQueryBytes = 0
     private var tcpAnswerBytes = 0
+    /// The wait the last TCP query sent upstream was given: `dns.delay`, once. Tests read it (a wall-clock measure
+    /// of the same thing would depend on the machine's speed).
+    private(set) var lastTCPQueryWait: Duration?
     /// Bytes the TCP connections hold now, and the most they ever held at once.
     private var tcpBufferedBytes = 0
     private var tcpBufferedPeak = 0
@@ -329,8 +332,12 @@ final class DNSForwarder: ConditionedListener {
     /// Counts a query a TCP connection forwards.
     func tcpQueryForwarded() { queriesReceived += 1 }
 
-    /// A TCP client's query of `bytes` (the DNS message) went upstream after its delay.
-    func tcpQuerySent(bytes: Int) { tcpQueryBytes += bytes }
+    /// A TCP client's query of `bytes` (the DNS message) went upstream, `waited` after it was read: the wait its
+    /// connection scheduled, not a clock reading.
+    func tcpQuerySent(bytes: Int, waited: Duration) {
+        tcpQueryBytes += bytes
+        lastTCPQueryWait = waited
+    }
 
     /// An answer of `bytes` (the DNS message) was queued for its TCP client.
     func tcpAnswerReturned(bytes: Int) { tcpAnswerBytes += bytes }

@@ -137,15 +137,17 @@ final class DNSTCPConnection {
         let framed = DNSFrameReader.framed(query)
         outstanding.append(framed.count)
         outstandingBytes += framed.count
-        lastProgress = loop.clock.now()
-        askedAt.append(lastProgress)
+        let readAt = loop.clock.now()
+        lastProgress = readAt
+        askedAt.append(readAt)
         forwarder.tcpQueryForwarded()
+        let sendAt = readAt + forwarder.queryDelay
         var timer: EventLoop.TimerID?
-        timer = loop.schedule(at: loop.clock.now() + forwarder.queryDelay) { [weak self] in
+        timer = loop.schedule(at: sendAt) { [weak self] in
             guard let self, !self.isClosed else { return }
             if let timer { self.timers.remove(timer) }
             self.toUpstream += framed
-            self.forwarder.tcpQuerySent(bytes: query.count)
+            self.forwarder.tcpQuerySent(bytes: query.count, waited: sendAt - readAt)
             if self.upstreamConnected, let upstream = self.upstream { self.flush(&self.toUpstream, to: upstream) }
         }
         if let timer { timers.insert(timer) }
