@@ -15,6 +15,12 @@ struct ServedControlToken: ParsableArguments {
     static let minimumLength = 16
     static let environmentName = "LINKCOND_CONTROL_TOKEN"
 
+    /// The option as the user typed it: `-token` when linkcond runs as `toxiproxy-server`, whose flags stand for
+    /// `run`'s, so a diagnostic names a flag the user knows.
+    static var optionName: String {
+        ToxiproxyServerPersonality.isInvoked(as: CommandLine.arguments.first) ? "-token" : "--control-token"
+    }
+
     /// The token to require, or nil to let a loopback endpoint make its own.
     var value: String? { given ?? Self.environment }
 
@@ -25,12 +31,12 @@ struct ServedControlToken: ParsableArguments {
 
     func validate() throws {
         guard let token = value, token.count < Self.minimumLength else { return }
-        throw ValidationError("\(given != nil ? "--control-token" : Self.environmentName) is \(token.count) characters; a control token needs at least \(Self.minimumLength) characters, since anyone on this machine can try short ones (make one with \"openssl rand -hex 32\").")
+        throw ValidationError("\(given != nil ? Self.optionName : Self.environmentName) is \(token.count) characters; a control token needs at least \(Self.minimumLength) characters, since anyone on this machine can try short ones (make one with \"openssl rand -hex 32\").")
     }
 
     /// Says once at start that a token given on the command line is readable by every user of the machine.
     func warnIfOnTheCommandLine(_ logger: Logger) {
         guard given != nil else { return }
-        logger.warning("--control-token on the command line is readable by every user of this machine (ps, /proc/PID/cmdline); pass it in \(Self.environmentName) instead")
+        logger.warning("\(Self.optionName) on the command line is readable by every user of this machine (ps, /proc/PID/cmdline); pass it in \(Self.environmentName) instead")
     }
 }

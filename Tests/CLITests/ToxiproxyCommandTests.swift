@@ -156,6 +156,36 @@ struct ToxiproxyCommandTests {
         #expect(with.hasPrefix("HTTP/1.1 200 "), "\(with)")
     }
 
+    /// `toxiproxy-server -token` warns that every user reads the token, naming the flag the user typed, not the
+    /// `run` option it stands for.
+    @Test func toxiproxyServerWarnsAboutATokenOnItsCommandLineByItsOwnFlag() throws {
+        let (directory, server) = try Self.toxiproxyServerLink()
+        defer { try? FileManager.default.removeItem(at: directory) }
+
+        let linkcond = try RunningLinkcond(["-host", "127.0.0.1", "-port", "0", "-token", ControlToken.random()],
+                                           environment: ["LINKCOND_CONTROL_TOKEN": ""], executable: server)
+        let line = try linkcond.readLine()
+        let status = try linkcond.stop(signal: SIGTERM)
+
+        #expect(line.hasPrefix("ready toxiproxy http://127.0.0.1:"), "\(line)")
+        #expect(status == 0)
+        #expect(linkcond.stderrText.contains("-token on the command line is readable by every user"), "\(linkcond.stderrText)")
+        #expect(!linkcond.stderrText.contains("--control-token"), "\(linkcond.stderrText)")
+    }
+
+    @Test func toxiproxyServerRefusesAShortTokenByItsOwnFlag() throws {
+        let (directory, server) = try Self.toxiproxyServerLink()
+        defer { try? FileManager.default.removeItem(at: directory) }
+
+        let result = try LinkcondProcess.run(["-host", "127.0.0.1", "-port", "0", "-token=short"],
+                                             environment: ["LINKCOND_CONTROL_TOKEN": ""], executable: server)
+
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("-token is 5 characters"), "\(result.stderr)")
+        #expect(!result.stderr.contains("--control-token"), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
     /// Without a token `toxiproxy-server` off loopback says so in its own flags, naming the environment variable.
     @Test func toxiproxyServerBeyondLoopbackWithoutATokenNamesTheEnvironmentVariable() throws {
         let (directory, server) = try Self.toxiproxyServerLink()

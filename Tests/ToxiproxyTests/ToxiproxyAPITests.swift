@@ -239,6 +239,50 @@ struct ToxiproxyAPITests {
         #expect((shown["toxics"] as? [Any])?.isEmpty == true)
     }
 
+    /// A disabled proxy whose listen host resolves beyond loopback refuses the whole reset: no proxy is enabled
+    /// and every toxic stays. `0` is a name to the creation check (not an IP address as written) and 0.0.0.0 to
+    /// the resolver (glibc reads it as inet_aton does), so no DNS is involved.
+    @Test func aResetRefusedForAListenerBeyondLoopbackChangesNothing() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        _ = try api.send("POST", "/proxies", #"{"name":"kept","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","enabled":false}"#)
+        _ = try api.send("POST", "/proxies/kept/toxics", #"{"name":"slow","type":"latency"}"#)
+        let created = try api.send("POST", "/proxies", #"{"name":"open","listen":"0:0","upstream":"127.0.0.1:9","enabled":false}"#)
+
+        let (status, json) = try api.send("POST", "/reset")
+        let all = try #require(try api.send("GET", "/proxies").json as? [String: [String: Any]])
+
+        #expect(created.status == 201, "\(String(describing: created.json))")
+        #expect(status == 400)
+        #expect(errorShape(json)?.error?.hasPrefix(#"proxy "open": listen "0:0" (0.0.0.0:0) is not a loopback address"#) == true, "\(String(describing: json))")
+        #expect(all["kept"]?["enabled"] as? Bool == false)
+        #expect((all["kept"]?["toxics"] as? [[String: Any]])?.map { $0["name"] as? String } == ["slow"])
+        #expect(all["open"]?["enabled"] as? Bool == false)
+        #expect(api.proxy.status().isEmpty)
+    }
+
+    /// A listen address taken since its proxy was disabled is found only by binding: the proxies the reset already
+    /// enabled are disabled again, with the listen address they had, and every toxic stays.
+    @Test func aResetThatCannotBindUndoesWhatItEnabled() throws {
+        let holder = try TestServer.echo()
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop(); holder.stop() }
+        _ = try api.send("POST", "/proxies", #"{"name":"first","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","enabled":false}"#)
+        _ = try api.send("POST", "/proxies/first/toxics", #"{"name":"slow","type":"latency"}"#)
+        _ = try api.send("POST", "/proxies", #"{"name":"taken","listen":"127.0.0.1:\#(holder.port)","upstream":"127.0.0.1:9","enabled":false}"#)
+
+        let (status, json) = try api.send("POST", "/reset")
+        let all = try #require(try api.send("GET", "/proxies").json as? [String: [String: Any]])
+
+        #expect(status == 500)
+        #expect(errorShape(json)?.error?.contains("in use") == true, "\(String(describing: json))")
+        #expect(all["first"]?["enabled"] as? Bool == false)
+        #expect(all["first"]?.string("listen") == "127.0.0.1:0")
+        #expect((all["first"]?["toxics"] as? [[String: Any]])?.map { $0["name"] as? String } == ["slow"])
+        #expect(all["taken"]?["enabled"] as? Bool == false)
+        #expect(api.proxy.status().isEmpty)
+    }
+
     @Test func deletedProxyStopsListening() throws {
         let api = try ToxiproxyUnderTest()
         defer { api.stop() }

@@ -300,23 +300,49 @@ final class ToxiproxyAPI {
         return nil
     }
 
+    /// Toxiproxy's reset, all or nothing: every disabled proxy is checked first (its addresses resolved, a listen
+    /// address beyond loopback refused), then each is enabled, and only then are the toxics removed. A listener
+    /// that cannot bind (its address taken since the proxy was disabled) is found only by trying: the proxies this
+    /// request already enabled are stopped again, so a refused reset leaves every proxy and toxic as it was.
+    /// (Toxiproxy stops at the failing proxy, the earlier ones enabled and their toxics gone.) The worker is one
+    /// serial queue, so no other request's change lands between the check and the change.
     private func reset(reply: @escaping (HTTPResponse) -> Void) {
         let disabled = order.compactMap { proxies[$0] }.filter { !$0.enabled }
             .map { ProxyRequest(name: $0.name, listen: $0.listen, upstream: $0.upstream, enabled: true) }
         let remoteListeners = self.remoteListeners
-        worker.parse({ disabled.map { Self.resolve($0, remoteListeners: remoteListeners) } }) { [weak self] outcomes in
+        worker.parse({ () -> Result<[ProxyRequest], ToxiproxyError> in
+            var requests: [ProxyRequest] = []
+            for request in disabled {
+                switch Self.resolve(request, remoteListeners: remoteListeners) {
+                case .failure(let error): return .failure(error)
+                case .success(let request): requests.append(request)
+                }
+            }
+            return .success(requests)
+        }) { [weak self] outcome in
             guard let self else { return }
+            let requests: [ProxyRequest]
+            switch outcome {
+            case .failure(let error): return reply(error.response)
+            case .success(let resolved): requests = resolved
+            }
+            var started: [(proxy: ToxiproxyProxy, listen: String)] = []
+            for request in requests {
+                guard let proxy = self.proxies[request.name], !proxy.enabled else { continue }
+                let listen = proxy.listen
+                if let error = self.start(proxy, request.resolved) {
+                    for (proxy, listen) in started {
+                        proxy.stop(state: self.state)
+                        proxy.listen = listen
+                        self.state.logger.info("toxiproxy: reset refused, proxy \(proxy.name) disabled again")
+                    }
+                    return reply(error.response)
+                }
+                started.append((proxy, listen))
+            }
             for name in self.order {
                 guard let proxy = self.proxies[name] else { continue }
                 for chain in proxy.chains.values { chain.removeAll() }
-            }
-            for outcome in outcomes {
-                switch outcome {
-                case .failure(let error): return reply(error.response)
-                case .success(let request):
-                    guard let proxy = self.proxies[request.name], !proxy.enabled else { continue }
-                    if let error = self.start(proxy, request.resolved) { return reply(error.response) }
-                }
             }
             reply(HTTPResponse(status: 204, body: ""))
         }
