@@ -10,9 +10,6 @@ from typing import Iterator
 
 import pytest
 
-pytest_plugins = ["pytester"]
-
-
 class _Echo(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         while True:

@@ -7,7 +7,7 @@ import pytest
 
 def test_factory_instances_are_stopped_and_their_stderr_reported(pytester: pytest.Pytester, echo_server: str) -> None:
     pytester.makepyfile(f"""
-        import os, signal
+        import time
 
         started = []
 
@@ -21,7 +21,11 @@ def test_factory_instances_are_stopped_and_their_stderr_reported(pytester: pytes
             assert [link.exit_status for link in started] == [0, 0]
 
         def test_fails(linkcond_factory):
-            linkcond_factory(profile="lte", upstreams=["{echo_server}"])
+            link = linkcond_factory(profile="lte", upstreams=["{echo_server}"])
+            for _ in range(600):  # its "profile lte" line, read by the client's stderr thread: at most 60 s
+                if "profile lte" in link.stderr:
+                    break
+                time.sleep(0.1)
             assert False, "the test's own failure"
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
