@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -370,5 +371,32 @@ func TestExecReturnsTheProgramsStatusAndOutput(t *testing.T) {
 	result, err = linkcond.Exec(ctx, "none", []string{"cat"}, linkcond.ExecOptions{Stdin: strings.NewReader("piped\n")})
 	if err != nil || result.Status != 0 || string(result.Stdout) != "piped\n" {
 		t.Fatalf("with stdin: %d %q, %v", result.Status, result.Stdout, err)
+	}
+}
+
+func fakeLinkcond(t *testing.T, script string) string {
+	path := t.TempDir() + "/fake-linkcond"
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestOutputThatIsNotReadyLinesIsNoParseError(t *testing.T) {
+	binary := fakeLinkcond(t, "echo 'something else'; echo 'ready'; echo 'linkcond: broke' >&2; exit 1")
+	_, err := linkcond.Start(testContext(t), linkcond.Options{Profile: "3g", Proxy: true, Binary: binary})
+	var startError *linkcond.StartError
+	if !errors.As(err, &startError) || startError.ExitStatus != 1 || !strings.Contains(startError.Stderr, "linkcond: broke") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestAStartThatNeverSaysReadyIsStopped(t *testing.T) {
+	binary := fakeLinkcond(t, "echo 'waiting' >&2; exec sleep 600")
+	_, err := linkcond.Start(testContext(t), linkcond.Options{Profile: "3g", Proxy: true, Binary: binary, StartTimeout: time.Second})
+	var startError *linkcond.StartError
+	if !errors.As(err, &startError) || startError.ExitStatus != -1 || !strings.Contains(startError.Stderr, "waiting") ||
+		!strings.Contains(err.Error(), `no "ready control" line within 1s`) {
+		t.Fatalf("%v", err)
 	}
 }

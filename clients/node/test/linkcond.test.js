@@ -6,6 +6,9 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import net from "node:net";
+import { chmod, mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { after, before, describe, it } from "node:test";
 
 import { ApiError, LinkcondError, StartError, exec, start } from "../index.js";
@@ -79,6 +82,14 @@ function getThroughProxy(proxyUrl, url) {
     });
     request.on("error", reject);
   });
+}
+
+/** A shell script standing in for linkcond; resolves to its path. */
+async function fakeLinkcond(script) {
+  const file = path.join(await mkdtemp(path.join(tmpdir(), "fake-linkcond-")), "linkcond");
+  await writeFile(file, `#!/bin/sh\n${script}\n`);
+  await chmod(file, 0o755);
+  return file;
 }
 
 async function withLink(options, body) {
@@ -215,6 +226,27 @@ describe("linkcond client", { timeout: TIMEOUT }, () => {
     await assert.rejects(start({ profile: "3g", proxy: true, binary: "/nonexistent/linkcond" }), /is not an executable file/);
     await assert.rejects(start({ profile: "3g", proxy: true, env: { PATH: "/nonexistent" } }), /LINKCOND_BINARY/);
     await assert.rejects(start({ profile: "3g" }), TypeError);
+  });
+
+  it("reports output that is not ready lines as linkcond's failure, not a parse error", async () => {
+    const binary = await fakeLinkcond("echo 'something else'; echo 'ready'; echo 'linkcond: broke' >&2; exit 1");
+    await assert.rejects(start({ profile: "3g", proxy: true, binary }), (error) => {
+      assert.ok(error instanceof StartError);
+      assert.equal(error.status, 1);
+      assert.match(error.stderr, /linkcond: broke/);
+      return true;
+    });
+  });
+
+  it("stops a start that never says ready", async () => {
+    const binary = await fakeLinkcond("echo 'waiting' >&2; exec sleep 600");
+    await assert.rejects(start({ profile: "3g", proxy: true, binary, startTimeout: 1000 }), (error) => {
+      assert.ok(error instanceof StartError);
+      assert.equal(error.status, null);
+      assert.match(error.message, /no "ready control" line within 1000 ms/);
+      assert.match(error.stderr, /waiting/);
+      return true;
+    });
   });
 
   it("says so when asked after stop", async () => {

@@ -139,6 +139,30 @@ def test_a_failed_start_raises_with_stderr_and_status(echo_server: str) -> None:
         Linkcond(profile="no-such-profile", proxy=True)
 
 
+def fake_linkcond(directory: "os.PathLike[str]", script: str) -> str:
+    path = os.path.join(str(directory), "fake-linkcond")
+    with open(path, "w") as file:
+        file.write("#!/bin/sh\n" + script + "\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+def test_output_that_is_not_ready_lines_is_no_parse_error(tmp_path: "os.PathLike[str]") -> None:
+    binary = fake_linkcond(tmp_path, "echo 'something else'; echo 'ready'; echo 'linkcond: broke' >&2; exit 1")
+    with pytest.raises(StartError) as failed:
+        Linkcond(profile="3g", proxy=True, binary=binary)
+    assert failed.value.status == 1
+    assert "linkcond: broke" in failed.value.stderr
+
+
+def test_a_start_that_never_says_ready_is_stopped(tmp_path: "os.PathLike[str]") -> None:
+    binary = fake_linkcond(tmp_path, "echo 'waiting' >&2; exec sleep 600")
+    with pytest.raises(StartError, match="no \"ready control\" line within 1 s") as failed:
+        Linkcond(profile="3g", proxy=True, binary=binary, start_timeout=1)
+    assert failed.value.status is None
+    assert "waiting" in failed.value.stderr
+
+
 def test_a_missing_binary_is_named(tmp_path: "os.PathLike[str]") -> None:
     with pytest.raises(LinkcondError, match="no-linkcond' is not an executable file"):
         Linkcond(profile="3g", proxy=True, binary=os.path.join(str(tmp_path), "no-linkcond"))
