@@ -277,16 +277,25 @@ struct RecordingReportTests {
     }
 
     /// A recording whose writes fail (a full disk) says so once, with the file and the error, instead of ending
-    /// silently with a file the report then calls cut short.
-    @Test func aRecordingOnAFullDiskLogsTheWriteErrorOnce() throws {
-        let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
-                                            "--control", "127.0.0.1:0", "--record", "/dev/full"])
+    /// silently with a file the report then calls cut short. The disk is a full tmpfs of one page, mounted in a
+    /// mount namespace of the test's own, so nothing outside sees it.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"), "needs root and unshare to mount a tmpfs"))
+    func aRecordingOnAFullDiskLogsTheWriteErrorOnce() throws {
+        let disk = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-full-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: disk) }
+        let path = disk + "/app.jsonl"
+        let fill = #"mount -t tmpfs -o size=4k,mode=0700 tmpfs "$1" && { cat /dev/zero > "$1/fill" 2>/dev/null; shift; exec "$@"; }"#
+        let linkcond = try RunningLinkcond(["--mount", "--propagation", "private", "sh", "-c", fill, "sh", disk,
+                                            LinkcondProcess.executable.path, "run", "--listen", "127.0.0.1:0",
+                                            "--upstream", "127.0.0.1:9", "--control", "127.0.0.1:0", "--record", path],
+                                           executable: URL(fileURLWithPath: "/usr/bin/unshare"))
         _ = try linkcond.readReadyPort()
 
         #expect(try linkcond.stop() == 0)
-        let errors = linkcond.stderrText.split(separator: "\n").filter { $0.contains("recording /dev/full") }
+        let errors = linkcond.stderrText.split(separator: "\n").filter { $0.contains("recording \(path)") }
         #expect(errors.count == 1, "\(linkcond.stderrText)")
-        #expect(errors.first?.contains("recording /dev/full: write: ") == true && errors.first?.contains("the recording ends after its first") == true,
+        #expect(errors.first?.contains("recording \(path): write: ") == true && errors.first?.contains("the recording ends after its first") == true,
                 "\(linkcond.stderrText)")
     }
 }
