@@ -224,10 +224,29 @@ struct RecordingReportTests {
         #expect(try events(path).first?["ev"] as? String == "start")
     }
 
-    @Test func aRecordingCutShortMidLineIsRefusedNamingItsLastLine() throws {
-        let result = try reportError("{\"v\":1,\"ev\":\"start\",\"wall\":\"x\"}\n{\"t\":5,\"ev\":\"open\",\"co")
+    /// A recording cut off mid-line (a full disk, a kill) is reported from its complete lines, with a warning
+    /// naming the file and the cut line, and exit status 0.
+    @Test func aRecordingCutShortMidLineIsReportedFromItsCompleteLinesWithAWarning() throws {
+        let result = try reportError("{\"v\":1,\"ev\":\"start\",\"wall\":\"x\"}\n"
+                                     + "{\"t\":5,\"ev\":\"open\",\"conn\":1,\"listener\":\"l\",\"client\":\"c\",\"dest\":\"198.18.0.1:80\"}\n"
+                                     + "{\"t\":9,\"ev\":\"close\",\"co")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains(".jsonl:3: the last line is cut short"), "\(result.stderr)")
+        #expect(result.stdout.contains("1 connections"), "\(result.stdout)")
+    }
+
+    /// Only the last line may be cut: a damaged line with complete lines after it is still refused.
+    @Test func aDamagedLineBeforeTheLastIsRefusedNamingIt() throws {
+        let result = try reportError("{\"v\":1,\"ev\":\"start\",\"wall\":\"x\"}\n{\"t\":5,\"ev\":\"op\n{\"t\":9,\"ev\":\"end\"}\n")
         #expect(result.status == 2)
-        #expect(result.stderr.contains(".jsonl:2: the last line is cut short"), "\(result.stderr)")
+        #expect(result.stderr.contains(".jsonl:2: not a JSON object"), "\(result.stderr)")
+    }
+
+    /// A file whose only line is cut has no complete start line: it is not a recording.
+    @Test func aRecordingCutInsideItsFirstLineIsRefused() throws {
+        let result = try reportError("{\"v\":1,\"ev\":\"sta")
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(".jsonl:1: "), "\(result.stderr)")
     }
 
     @Test func aRecordingOfAnotherFormatVersionIsRefused() throws {
