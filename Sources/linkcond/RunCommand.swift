@@ -141,11 +141,7 @@ struct RunCommand: ParsableCommand {
     func run() throws {
         let profile = try loadProfileOrExit(profile)
         let scenario = try scenario.map { try loadScenarioOrExit($0).0 }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = verbose ? .debug : .info
-            return handler
-        }
+        LoggingSystem.bootstrap { label in TerminalLogHandler(label: label, level: verbose ? .debug : .info) }
         TerminationSignals.block()
         let specs = listenerSpecs
         var options = ProxyOptions(connectionBuffer: CommandLineByteSize.parse(buffer)!,
