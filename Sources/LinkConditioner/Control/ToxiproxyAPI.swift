@@ -174,21 +174,22 @@ final class ToxiproxyAPI {
         let seed = state.conditions.profile.seed.map { $0 ^ Self.nameHash(request.name) }
         let proxy = ToxiproxyProxy(name: request.name, listen: request.listen.isEmpty ? "127.0.0.1:0" : request.listen,
                                    upstream: request.upstream, loop: state.loop, seed: seed ?? UInt64.random(in: 0...UInt64.max))
-        if let error = start(proxy, request.resolved) { return .failure(error) }
+        if let error = start(proxy, request.resolved, listen: proxy.listen, upstream: proxy.upstream) { return .failure(error) }
         proxies[request.name] = proxy
         order.append(request.name)
         return .success(proxy)
     }
 
-    /// Starts `proxy` at `resolved`; a listen failure is Toxiproxy's 500 with the reason.
-    private func start(_ proxy: ToxiproxyProxy, _ resolved: ResolvedAddresses?) -> ToxiproxyError? {
+    /// Starts `proxy` at `resolved` (nothing when it is to stay disabled), its listen address written as `listen`
+    /// and its upstream as `upstream`; a listen failure is Toxiproxy's 500 with the reason, and changes nothing.
+    private func start(_ proxy: ToxiproxyProxy, _ resolved: ResolvedAddresses?, listen: String, upstream: String) -> ToxiproxyError? {
         guard let resolved else { return nil }
         do {
-            try proxy.start(address: resolved.listen, upstream: resolved.upstream, upstreamAddresses: resolved.upstreamAddresses, state: state)
+            try proxy.start(at: resolved, upstream: upstream, state: state)
             state.logger.info("toxiproxy: proxy \(proxy.name) listening on \(proxy.listen), upstream \(proxy.upstream)")
             return nil
         } catch {
-            return ToxiproxyError(message: "listen tcp \(proxy.listen): \(error)", status: 500)
+            return ToxiproxyError(message: "listen tcp \(listen): \(error)", status: 500)
         }
     }
 
@@ -288,16 +289,19 @@ final class ToxiproxyAPI {
         }
     }
 
-    /// Toxiproxy's update: a new listen or upstream restarts the listener; `enabled` starts or stops it.
+    /// Toxiproxy's update: a new listen or upstream restarts the listener; `enabled` starts or stops it. A listener
+    /// that cannot bind refuses the update whole: the proxy keeps its listen address, upstream and enabled state.
     private func update(_ proxy: ToxiproxyProxy, to update: ProxyRequest) -> ToxiproxyError? {
-        if update.listen != proxy.listen || update.upstream != proxy.upstream {
+        let listen = update.listen.isEmpty ? "127.0.0.1:0" : update.listen
+        let moved = listen != proxy.listen || update.upstream != proxy.upstream
+        guard update.enabled else {
             proxy.stop(state: state)
-            proxy.listen = update.listen.isEmpty ? "127.0.0.1:0" : update.listen
+            proxy.listen = listen
             proxy.upstream = update.upstream
+            return nil
         }
-        if update.enabled && !proxy.enabled { return start(proxy, update.resolved) }
-        if !update.enabled { proxy.stop(state: state) }
-        return nil
+        guard moved || !proxy.enabled else { return nil }
+        return start(proxy, update.resolved, listen: listen, upstream: update.upstream)
     }
 
     /// Toxiproxy's reset, all or nothing: every disabled proxy is checked first (its addresses resolved, a listen
@@ -330,7 +334,7 @@ final class ToxiproxyAPI {
             for request in requests {
                 guard let proxy = self.proxies[request.name], !proxy.enabled else { continue }
                 let listen = proxy.listen
-                if let error = self.start(proxy, request.resolved) {
+                if let error = self.start(proxy, request.resolved, listen: proxy.listen, upstream: proxy.upstream) {
                     for (proxy, listen) in started {
                         proxy.stop(state: self.state)
                         proxy.listen = listen
