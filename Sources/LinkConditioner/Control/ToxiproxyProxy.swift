@@ -75,9 +75,23 @@ final class ToxiproxyProxy {
         self.listener = nil
     }
 
-    var json: JSONValue {
-        .object([("name", .string(name)), ("listen", .string(listen)), ("upstream", .string(upstream)),
-                 ("enabled", .bool(enabled)), ("toxics", .array(toxics.map(\.json)))])
+    /// What the API shows of it, copied as values so another thread can render it.
+    var listing: Listing { Listing(name: name, listen: listen, upstream: upstream, enabled: enabled, toxics: toxics) }
+
+    var json: JSONValue { listing.json }
+
+    /// A proxy as the API shows it, a value any thread may render: the worker renders a listing of every proxy.
+    struct Listing: Sendable {
+        var name: String
+        var listen: String
+        var upstream: String
+        var enabled: Bool
+        var toxics: [ToxicDefinition]
+
+        var json: JSONValue {
+            .object([("name", .string(name)), ("listen", .string(listen)), ("upstream", .string(upstream)),
+                     ("enabled", .bool(enabled)), ("toxics", .array(toxics.map(\.json)))])
+        }
     }
 }
 
