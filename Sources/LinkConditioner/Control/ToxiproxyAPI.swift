@@ -42,7 +42,8 @@ final class ToxiproxyAPI {
     static let addressTextLimit = 300
 
     private unowned let state: ProxyState
-    private let worker: BodyParsingWorker
+    /// Parses bodies and renders listings, one at a time.
+    let worker: BodyParsingWorker
     /// Whether a proxy may listen beyond loopback (`--allow-remote`, or an API itself served beyond loopback).
     private let remoteListeners: Bool
     private var proxies: [String: ToxiproxyProxy] = [:]
