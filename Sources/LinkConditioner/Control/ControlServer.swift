@@ -250,7 +250,8 @@ final class ControlServer: HTTPExchangeServer {
 /// One control client: reads a request (bounded in size and time), answers it, closes.
 ///
 /// Lives on the event loop thread. The request must arrive within `exchangeTimeout`, and the answer must be read
-/// within another; a client that never reads its answer is closed then, holding one answer's bytes meanwhile.
+/// within another; a client that never reads its answer is closed then, holding one answer's bytes meanwhile, or
+/// sooner when newer answers need the room (`ExchangeConnections.answerBytesLimit`). Nothing after the request is read.
 final class ControlConnection {
     private enum Phase { case reading, answering, writing, closed }
 
@@ -267,6 +268,10 @@ final class ControlConnection {
     private(set) var timedOut = false
     /// Its place in the order its server accepted connections.
     var sequence = 0
+    /// Its place in the order its server's answers began to wait for their clients.
+    var answerOrder = 0
+    /// The connections it is one of, told when its answer waits for the client to read it; set when admitted.
+    weak var peers: ExchangeConnections?
 
     init(socket: Socket, server: HTTPExchangeServer) {
         self.socket = socket
@@ -277,6 +282,9 @@ final class ControlConnection {
 
     /// Whether its request has not fully arrived yet.
     var isWaitingForRequest: Bool { phase == .reading }
+
+    /// The bytes of the answer it holds while its client has not read all of it; 0 before it answers.
+    var heldAnswerBytes: Int { phase == .writing ? pending.count : 0 }
 
     func start() {
         do {
@@ -348,6 +356,7 @@ final class ControlConnection {
         if let timeout { loop.cancel(timeout) }
         timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in self?.exchangeTimedOut() }
         flush()
+        if phase == .writing { peers?.holdsAnswer(self) }
     }
 
     private func flush() {

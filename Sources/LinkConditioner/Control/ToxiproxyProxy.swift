@@ -29,17 +29,39 @@ final class ToxiproxyProxy {
 
     func toxic(named name: String) -> ToxicDefinition? { toxics.first { $0.name == name } }
 
-    /// Starts listening at `address` and relaying to `upstreamAddresses`; adds the listener to `state`.
-    func start(address: SocketAddress, upstream endpoint: Endpoint, upstreamAddresses: [SocketAddress],
-               state: ProxyState) throws(SystemError) {
-        guard listener == nil, var context = state.listenerContext else { return }
+    /// Listens at `resolved.listen` and relays to its upstream, named `upstream` as the request wrote it, in place of
+    /// the listener it has; adds the new listener to `state`. The new socket is bound before the old listener closes,
+    /// so a refused move (the address in use) leaves the proxy as it was: same listener, address and upstream. Only a
+    /// restart on the very address it holds must close first, the kernel taking one listener per address; should
+    /// that rebind fail, the old listener is rebound.
+    func start(at resolved: ToxiproxyAPI.ResolvedAddresses, upstream: String, state: ProxyState) throws(SystemError) {
+        guard var context = state.listenerContext else { return }
         context.profile = state.conditions.effective
-        let listener = try TCPListener(address: address, upstream: endpoint, upstreamAddresses: upstreamAddresses, context: context)
-        listener.stageSource = ToxiproxyStages(proxy: self, faults: listener.faults)
-        listener.toxiproxyName = name
-        self.listener = listener
-        listen = listener.localAddress.description
-        state.listeners.append(listener)
+        let previous = listener
+        if let previous, previous.localAddress == resolved.listen { stop(state: state) }
+        let started: TCPListener
+        do {
+            started = try TCPListener(address: resolved.listen, upstream: resolved.upstream, upstreamAddresses: resolved.upstreamAddresses,
+                                      context: context)
+        } catch {
+            if let previous, listener == nil {
+                install(try? TCPListener(address: previous.localAddress, upstream: previous.upstream,
+                                         upstreamAddresses: previous.upstreamAddresses, context: context), state: state)
+            }
+            throw error
+        }
+        stop(state: state)
+        install(started, state: state)
+        self.upstream = upstream
+    }
+
+    private func install(_ started: TCPListener?, state: ProxyState) {
+        guard let started else { return }
+        started.stageSource = ToxiproxyStages(proxy: self, faults: started.faults)
+        started.toxiproxyName = name
+        listener = started
+        listen = started.localAddress.description
+        state.listeners.append(started)
     }
 
     /// The seeds of a new connection's stages.
@@ -53,9 +75,23 @@ final class ToxiproxyProxy {
         self.listener = nil
     }
 
-    var json: JSONValue {
-        .object([("name", .string(name)), ("listen", .string(listen)), ("upstream", .string(upstream)),
-                 ("enabled", .bool(enabled)), ("toxics", .array(toxics.map(\.json)))])
+    /// What the API shows of it, copied as values so another thread can render it.
+    var listing: Listing { Listing(name: name, listen: listen, upstream: upstream, enabled: enabled, toxics: toxics) }
+
+    var json: JSONValue { listing.json }
+
+    /// A proxy as the API shows it, a value any thread may render: the worker renders a listing of every proxy.
+    struct Listing: Sendable {
+        var name: String
+        var listen: String
+        var upstream: String
+        var enabled: Bool
+        var toxics: [ToxicDefinition]
+
+        var json: JSONValue {
+            .object([("name", .string(name)), ("listen", .string(listen)), ("upstream", .string(upstream)),
+                     ("enabled", .bool(enabled)), ("toxics", .array(toxics.map(\.json)))])
+        }
     }
 }
 

@@ -11,7 +11,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
     let address: SocketAddress
     private let loop: EventLoop
     private let acceptor: TCPAcceptor
-    private let api: ToxiproxyAPI
+    let api: ToxiproxyAPI
     private let token: String?
     private let logger: Logger
     private let acceptedHosts: LoopbackHosts?
