@@ -39,6 +39,9 @@ final class ToxiproxyServer: HTTPExchangeServer {
         connections = ExchangeConnections(limit: ControlServer.connectionLimit, acceptor: acceptor, logger: state.logger,
                                           name: "Toxiproxy API")
         try acceptor.start { [weak self] client, _ in self?.accepted(client) }
+        if clients == .everyLocalUser && token == nil {
+            logger.warning("Toxiproxy API on \(self.address) serves every user of this machine: any of them may change your proxies and create relays that run as user \(CurrentUser.id)")
+        }
     }
 
     var displayAddress: String { "http://\(address)" }
@@ -71,7 +74,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
             loggedStranger = true
             logger.warning("Toxiproxy API: refused \(client) (only user \(CurrentUser.id) and root are served; logged once)")
         }
-        let allow = (controlToken != nil ? "send linkcond's control token as \"Authorization: Bearer TOKEN\" (from the file linkcond names on stderr), or " : "")
+        let allow = (controlToken != nil ? "send linkcond's control token as \"Authorization: Bearer TOKEN\" (the one it was given, or the one in the file it names on stderr), or " : "")
             + "start linkcond with --toxiproxy-allow-other-users (toxiproxy-server: -allow-other-users)"
         let who = client == .linkcondItself ? "this connection comes through \(client), which relays any user"
                                             : "this connection belongs to \(client)"
