@@ -114,7 +114,9 @@ struct OtherUserCommandTests {
         let direct = try Self.request(controlPort, "POST", "/dashboard/token", try Self.ticket(controlPort),
                                                        headers: ["Content-Type: text/x-linkcond"], host: "127.0.0.1:\(controlPort)")
 
-        #expect(throughRelay.hasPrefix("HTTP/1.1 403 ") && throughRelay.contains("linkcond's own relays"), "\(throughRelay)")
+        // Closing such a connection unanswered (a check for loops through linkcond's own sockets) also keeps the token.
+        #expect((throughRelay.hasPrefix("HTTP/1.1 403 ") && throughRelay.contains("linkcond's own relays")) || throughRelay.isEmpty,
+                "\(throughRelay)")
         #expect(!throughRelay.contains(Self.token))
         #expect(direct.hasPrefix("HTTP/1.1 200 ") && direct.contains(Self.token), "\(direct)")
     }
