@@ -161,7 +161,8 @@ final class ControlServer: HTTPExchangeServer {
     /// one-time ticket instead of the token: `POST /dashboard/ticket` (with the token) makes one, and the page
     /// trades it once for the token with `POST /dashboard/token` (the ticket as its body, no token), within
     /// `DashboardTickets.lifetime`, from a connection of this user's (or root's): another user who read the ticket in the
-    /// browser's command line and raced it there gets no token, and voids the ticket.
+    /// browser's command line and raced it there gets no token, and voids the ticket; so does a client that reaches
+    /// the endpoint through one of linkcond's own relays, whose socket the kernel lists as this user's.
     func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void) {
         if request.method == "GET", acceptedHosts != nil, let file = DashboardPage.file(at: request.path) {
             return reply(refusal(of: request, needsToken: false) ?? file)
@@ -187,10 +188,12 @@ final class ControlServer: HTTPExchangeServer {
         guard tickets.redeem(ticket, now: loop.clock.now()) else {
             return .error(403, "this dashboard ticket is unknown, used or expired; run \"linkcond dashboard --open\" again, or paste the token")
         }
-        let peer = connection.socket.localPeerUserID()
-        guard let peer, peer == CurrentUser.id || peer == 0 else {
-            logger.warning("control endpoint: \(peer.map { "user \($0)" } ?? "a client of unknown user") presented a dashboard ticket; it is void now")
-            return .error(403, "this dashboard ticket belongs to another user; it is void now")
+        let client = connection.socket.localClient()
+        guard client.isOwner else {
+            logger.warning("control endpoint: \(client) presented a dashboard ticket; it is void now")
+            return .error(403, client == .linkcondItself
+                ? "this dashboard ticket came through one of linkcond's own relays, which relay any user; it is void now"
+                : "this dashboard ticket belongs to another user; it is void now")
         }
         return .text(token)
     }
