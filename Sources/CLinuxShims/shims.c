@@ -123,6 +123,7 @@ int clinux_send_datagrams(int fd, const void *payload, const struct sockaddr_sto
 #include <spawn.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
+#include <poll.h>
 #include <net/if.h>
 #include <linux/if_tun.h>
 
@@ -132,6 +133,7 @@ int clinux_setns(int fd, int nstype) { return setns(fd, nstype); }
 int clinux_clone_newuser(void) { return CLONE_NEWUSER; }
 int clinux_clone_newnet(void) { return CLONE_NEWNET; }
 int clinux_clone_newns(void) { return CLONE_NEWNS; }
+int clinux_clone_newpid(void) { return CLONE_NEWPID; }
 
 int clinux_tun_open(const char *name) {
     int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
@@ -273,6 +275,32 @@ int clinux_wait_signal_or_child(int *from_terminal) {
 }
 
 int clinux_die_with_parent(void) { return prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); }
+
+int clinux_fork(void) { return fork(); }
+
+int clinux_die_with_parent_holding(int lifeline) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return -1;
+    struct pollfd watch = { .fd = lifeline, .events = POLLIN, .revents = 0 };
+    int ready;
+    do { ready = poll(&watch, 1, 0); } while (ready < 0 && errno == EINTR);
+    if (ready < 0) return -1;
+    if (ready > 0) { errno = ESRCH; return -1; }
+    return 0;
+}
+
+int clinux_mount_proc(void) {
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) return -1;
+    return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+}
+
+int clinux_reap_any_child(int *status) {
+    int raw = 0;
+    int pid;
+    do { pid = waitpid(-1, &raw, WNOHANG); } while (pid < 0 && errno == EINTR);
+    if (pid <= 0) return pid;
+    *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : WIFSIGNALED(raw) ? 128 + WTERMSIG(raw) : -1;
+    return pid;
+}
 
 ssize_t clinux_recv_stamped(int fd, void *buffer, size_t length, int64_t *arrival_ns) {
     union { char bytes[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } control;

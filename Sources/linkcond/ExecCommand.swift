@@ -13,7 +13,9 @@ struct ExecCommand: ParsableCommand {
             The program runs in its own network namespace: every TCP connection, UDP datagram and DNS lookup it \
             makes to anything but its own loopback crosses the link as IP packets, so its own kernel TCP sees \
             the emulated network. No proxy settings are needed. Standard input, output and error are the \
-            program's; linkcond's messages, and the line "ready control URL", go to stderr.
+            program's; linkcond's messages, and the line "ready control URL", go to stderr. The program runs in \
+            a PID namespace of its own, under a small init: when it exits, or linkcond ends in any way (SIGKILL \
+            included), everything it started ends with it; /proc inside shows only those processes.
 
             Examples:
               linkcond exec --profile 3g -- curl -O http://example.test/file

@@ -388,15 +388,46 @@ struct ExecCommandTests {
         #expect(running.remainingStdout().contains("got-term"))
     }
 
-    @Test func theProgramDoesNotOutliveAKilledLinkcond() throws {
-        let running = try RunningLinkcond(["exec", "--control", "127.0.0.1:0", "--", "sh", "-c", "echo $$; exec sleep 60"])
-        let pid = try #require(Int32(try running.readLine(timeout: 30)))
+    /// The program (a shell) and its child (a `sleep` it waits for) are found by a marker in their command lines,
+    /// on the host's /proc: inside, they have pids of their own namespace. As uid 65534, the namespaces are built
+    /// in a user namespace.
+    @Test(arguments: [SIGTERM, SIGKILL], [false, true])
+    func nothingTheProgramStartedOutlivesLinkcondEndedBy(signal: Int32, unprivileged: Bool) throws {
+        var command = [LinkcondProcess.executable.path]
+        if unprivileged {
+            guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+                  ExecEnvironment.isReachable(command[0], byUser: 65534) else {
+                print("skipped: needs root, setpriv and a binary uid 65534 can run")
+                return
+            }
+            command = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command
+        }
+        let marker = "300.\(UInt32.random(in: 100_000...999_999))"
+        let running = try RunningLinkcond(Array(command.dropFirst()) + ["exec", "--control", "127.0.0.1:0", "--", "sh", "-c",
+                                                                        "sleep \(marker); echo the sleep ended"],
+                                          environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/tmp"],
+                                          executable: URL(fileURLWithPath: command[0]))
+        defer { for pid in ExecEnvironment.processes(withArgument: marker).keys { kill(pid, SIGKILL) } }
+        #expect(waitUntil(seconds: 30) { ExecEnvironment.processes(withArgument: marker).values.contains("sleep") },
+                "the program's sleep did not start: \(running.stderrText)")
 
-        _ = try? running.stop(signal: SIGKILL, timeout: 10)
-        let deadline = Date().addingTimeInterval(20)
-        while kill(pid, 0) == 0 && Date() < deadline { usleep(20_000) }
+        let status = try? running.stop(signal: signal, timeout: 20)
+        let gone = waitUntil(seconds: 20) { ExecEnvironment.processes(withArgument: marker).isEmpty }
 
-        #expect(kill(pid, 0) != 0, "the program (pid \(pid)) still runs after linkcond was killed")
+        #expect(gone, "still running after linkcond ended by signal \(signal): \(ExecEnvironment.processes(withArgument: marker))")
+        // SIGTERM is passed on to the shell, which it ends: linkcond reports the shell's status.
+        if signal == SIGTERM { #expect(status == 128 + SIGTERM) }
+    }
+
+    @Test func theProgramSeesOnlyItsOwnProcessesAndIsNotTheNamespacesInit() throws {
+        let result = try LinkcondProcess.run(["exec", "--control", "127.0.0.1:0", "--", "sh", "-c",
+                                              "echo $$; ls /proc | grep -c '^[0-9]'"])
+
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        // The shell is pid 2 under the namespace's init; /proc lists the init, the shell, ls and grep.
+        #expect(lines.first == "2", "the program's pid: \(result.stdout)")
+        #expect(lines.count == 2 && (Int(lines[1]) ?? 99) <= 4, "processes in /proc: \(result.stdout)")
     }
 
     @Test(arguments: ExecEnvironment.modes)
@@ -708,6 +739,18 @@ enum ExecEnvironment {
             usleep(100_000)
         }
         throw CLITestError("no live connection within \(timeout) s")
+    }
+
+    /// The live (not zombie) processes with `argument` in one of their command-line arguments, as the host sees
+    /// them (linkcond and its helpers included): each pid with its program's name.
+    static func processes(withArgument argument: String) -> [pid_t: String] {
+        var found: [pid_t: String] = [:]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = pid_t(entry), let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+            let arguments = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            if arguments.contains(where: { $0.contains(argument) }) { found[pid] = arguments[0] }
+        }
+        return found
     }
 
     /// Helpers still running, linkcond's temporary files, and the network namespaces processes hold.

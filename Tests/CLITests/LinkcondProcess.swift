@@ -70,11 +70,19 @@ final class RunningLinkcond: @unchecked Sendable {
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
-        let handle = stderr.fileHandleForReading
+        let fd = stderr.fileHandleForReading.fileDescriptor
         let box = stderrData
         let done = stderrDone
+        // read(2) rather than FileHandle.availableData, which traps on EINTR: a SIGCHLD can interrupt the read
+        // when a process the program left behind keeps the pipe open after linkcond exited.
         Thread.detachNewThread {
-            while case let chunk = handle.availableData, !chunk.isEmpty { box.append(chunk) }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(fd, &chunk, chunk.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                box.append(Data(chunk[0..<count]))
+            }
             done.signal()
         }
     }

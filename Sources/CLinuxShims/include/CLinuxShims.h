@@ -187,6 +187,7 @@ int clinux_setns(int fd, int nstype);
 int clinux_clone_newuser(void);
 int clinux_clone_newnet(void);
 int clinux_clone_newns(void);
+int clinux_clone_newpid(void);
 /// Opens /dev/net/tun and attaches it to a new TUN interface `name` (IFF_TUN | IFF_NO_PI); -1 with errno.
 int clinux_tun_open(const char *name);
 /// Makes every mount private, then bind-mounts a file holding `text` over `target` (the file is unlinked at
@@ -212,6 +213,18 @@ int clinux_block_child_signal(void);
 int clinux_wait_signal_or_child(int *from_terminal);
 /// Has the kernel SIGKILL the calling process when its parent thread ends (PR_SET_PDEATHSIG; kept across exec).
 int clinux_die_with_parent(void);
+/// fork(2): 0 in the child, the child's pid in the parent, -1 with errno.
+int clinux_fork(void);
+/// `clinux_die_with_parent`, for a child forked by a parent that holds the write end of the pipe whose read end is
+/// `lifeline` (the child's copy of the write end closed): fails with ESRCH when the parent already ended, which the
+/// parent-death signal, set only now, would never report.
+int clinux_die_with_parent_holding(int lifeline);
+/// Mounts a new proc file system over /proc, showing the caller's PID namespace, after making every mount of the
+/// caller's mount namespace private so that the mount stays in it.
+int clinux_mount_proc(void);
+/// waitpid(-1, WNOHANG): the pid of a child that ended (its status in `*status`: the exit status or 128+signal),
+/// 0 when none has, -1 with errno (ECHILD: no child left).
+int clinux_reap_any_child(int *status);
 static inline int clinux_kill(int pid, int sig) { return kill(pid, sig); }
 static inline int clinux_dup_cloexec(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 3); }
 static inline int clinux_clear_cloexec(int fd) { return fcntl(fd, F_SETFD, 0); }

@@ -1,5 +1,6 @@
-/// A program started by `linkcond exec` in its own namespaces, from linkcond's side: the helper process (which
-/// becomes the program), the descriptors it handed over, and its exit.
+/// A program started by `linkcond exec` in its own namespaces, from linkcond's side: the helper process (which runs
+/// the program in a PID namespace of its own and exits with its status), the descriptors it handed over, and its
+/// exit.
 ///
 /// Made and driven on the command's main thread; SIGINT, SIGTERM and SIGCHLD must be blocked in every thread
 /// before any starts (`Namespaces.blockChildAndTerminationSignals`).

@@ -14,8 +14,10 @@
 //     socket, both opened in the namespace on its loopback; everything else routed out of `lc0` is dropped, so a
 //     send fails at once with EPERM ("Operation not permitted"). linkcond relays the redirected connections
 //     through the proxy's TCP model.
-// Then it bind-mounts a resolv.conf naming 198.18.0.2 over /etc/resolv.conf, sends the descriptors to linkcond over
-// a Unix socket (SCM_RIGHTS), waits for "go", and executes the program.
+// Then it bind-mounts a resolv.conf naming 198.18.0.2 over /etc/resolv.conf, unshares a PID namespace (last: the
+// configuration programs it runs must not become the namespace's init), sends the descriptors to linkcond over a
+// Unix socket (SCM_RIGHTS), waits for "go", and runs the program under the namespace's init (`ProgramTree`), so
+// that nothing the program starts outlives linkcond.
 
 /// Addresses and names shared by the helper and linkcond's packet path.
 public enum ExecNamespace {
@@ -75,8 +77,9 @@ public enum ExecNamespace {
     }
 
     /// Runs the helper: `__exec-namespace SOCKET CONGESTION FORWARDS MODE -- PROGRAM ARGS…`, FORWARDS being ports
-    /// joined by commas or `-`. Never returns: it executes the program, or exits 1 after telling linkcond what
-    /// failed (126/127 when the program cannot run).
+    /// joined by commas or `-`. Never returns: it runs the program in a PID namespace of its own (`ProgramTree`)
+    /// and exits with its status, or exits 1 after telling linkcond what failed (126/127 when the program cannot
+    /// run).
     public static func runHelper(_ arguments: [String]) -> Never {
         guard arguments.count >= 6, let socket = Int32(arguments[0]), arguments[4] == "--",
               let forwards = parseForwards(arguments[2]), let mode = Mode(rawValue: arguments[3]) else {
@@ -87,6 +90,11 @@ public enum ExecNamespace {
         do {
             try Namespaces.dieWithParent()
             let plumbing = try build(mode: mode, congestion: arguments[1], forwards: forwards)
+            do {
+                try Namespaces.unshare(.pid)
+            } catch {
+                throw SetupFailure(description: "cannot create a PID namespace (\(error)), which ends everything the program starts with linkcond: the kernel needs CONFIG_PID_NS, and user.max_pid_namespaces > 0")
+            }
             try Namespaces.send(Array(plumbing.message.utf8), descriptors: plumbing.descriptors, over: socket)
             plumbing.descriptors.forEach(Namespaces.close)
         } catch {
@@ -95,13 +103,7 @@ public enum ExecNamespace {
         }
         guard let (go, _) = try? Namespaces.receive(over: socket), go == Array("go".utf8) else { Namespaces.exit(1) }
         Namespaces.close(socket)
-        let failure = Namespaces.execute(program)
-        if failure == .noSuchFile {
-            Namespaces.writeErrorLine("linkcond: \(program[0]): command not found")
-            Namespaces.exit(127)
-        }
-        Namespaces.writeErrorLine("linkcond: \(program[0]): \(failure)")
-        Namespaces.exit(126)
+        ProgramTree.run(program)
     }
 
     /// A step of the set-up that failed, said in the user's words.

@@ -106,21 +106,50 @@ enum HTTPProxy {
         let lines = text.components(separatedBy: "\r\n")
         let requestLine = lines[0].split(separator: " ", omittingEmptySubsequences: false)
         guard requestLine.count == 3, !requestLine[0].isEmpty, !requestLine[1].isEmpty,
-              requestLine[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "-" || $0 == "_") }) else {
-            return .malformed("expected a request line such as \"GET http://example.com/ HTTP/1.1\"")
+              requestLine[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "-" || $0 == "_") }),
+              requestLine.allSatisfy({ $0.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F } }) else {
+            return .malformed("expected a request line such as \"GET http://example.com/ HTTP/1.1\", without control characters")
         }
         var fields: [(String, String)] = []
         for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
-                  !line.hasPrefix(" "), !line.hasPrefix("\t"),
-                  line[..<colon].allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
-                return .malformed("malformed header field \"\(line.prefix(60))\"")
+            guard let field = field(line[...]) else {
+                return .malformed("malformed header field \"\(escaped(line.prefix(60)))\": expected NAME: VALUE, the name a token and neither holding control characters")
             }
-            fields.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            fields.append(field)
         }
         let head = HTTPRequestHead(method: String(requestLine[0]), target: String(requestLine[1]),
                                    version: String(requestLine[2]), fields: fields)
         return .head(head, length: length)
+    }
+
+    /// A field line's name and value (trimmed), nil unless it is `token ":" value` (RFC 9110 section 5) with no
+    /// control character but HTAB in the value: a name with a control character or a value with a lone CR or a NUL
+    /// could be read differently by the origin (request smuggling).
+    static func field(_ line: Substring) -> (name: String, value: String)? {
+        guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
+              line[..<colon].utf8.allSatisfy(isTokenByte), line[line.index(after: colon)...].utf8.allSatisfy(isFieldValueByte) else {
+            return nil
+        }
+        return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+    }
+
+    /// Whether `byte` may appear in a token (RFC 9110 section 5.6.2's tchar): a letter, a digit or one of !#$%&'*+-.^_`|~.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"): true
+        default: tokenPunctuation.contains(byte)
+        }
+    }
+
+    private static let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)
+
+    /// Whether `byte` may appear in a field value: visible characters, space, HTAB, and obs-text (0x80 and up).
+    static func isFieldValueByte(_ byte: UInt8) -> Bool { byte == 9 || (byte >= 0x20 && byte != 0x7F) }
+
+    /// `text` with control characters written as escapes, for an explanation sent back or logged.
+    static func escaped(_ text: Substring) -> String {
+        String(text.unicodeScalars.flatMap { $0.value < 0x20 || $0.value == 0x7F ? Array($0.escaped(asASCII: true).unicodeScalars) : [$0] }
+            .map(Character.init))
     }
 
     /// The index of the first LF not preceded by CR, which RFC 9112 lets a server refuse; linkcond does, at once,
@@ -209,8 +238,10 @@ enum HTTPProxy {
             return .success(.chunked)
         }
         guard let first = lengths.first else { return .success(.none) }
-        guard lengths.allSatisfy({ $0 == first }), first.allSatisfy(\.isASCII), let length = Int(first), length >= 0 else {
-            return .failure(FramingError("invalid Content-Length"))
+        // Digits only (RFC 9110 section 8.6): Int would also read "+4" and "-0", which an origin may not.
+        guard lengths.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+              let length = Int(first) else {
+            return .failure(FramingError("invalid Content-Length \"\(escaped(first.prefix(40)))\": expected decimal digits only"))
         }
         return .success(length == 0 ? .none : .length(length))
     }
@@ -270,14 +301,18 @@ enum HTTPProxy {
 }
 
 /// Rewrites each request a client sends on a forwarding connection to origin-form, passing bodies through unchanged;
-/// ends the stream at a request for another origin, a CONNECT, or a malformed request. Lives on the event loop thread.
+/// ends the stream at a request for another origin, a CONNECT, or a malformed request or body framing. A chunk-size
+/// or trailer line is forwarded only once it is whole and valid (RFC 9112 section 7.1: hex digits, extensions,
+/// CRLF), and chunk data must be followed by CRLF, so the origin never reads a body's end elsewhere than linkcond
+/// did. Lives on the event loop thread.
 final class HTTPRequestRewriter: StreamFilter {
     private enum State {
         case head
         case fixed(remaining: Int)
         case chunkSize
         case chunkData(remaining: Int)
-        case chunkDataEnd(remaining: Int)
+        /// The CRLF after a chunk's data: `awaiting` is the byte expected next.
+        case chunkDataEnd(awaiting: UInt8)
         case trailer
         case stopped
     }
@@ -285,6 +320,10 @@ final class HTTPRequestRewriter: StreamFilter {
     let origin: HTTPOrigin
     private var state = State.head
     private var pending: [UInt8] = []
+    /// Requests forwarded whole (head and body) so far.
+    private(set) var requestsForwarded = 0
+    /// Why the stream was stopped at malformed framing; nil while it runs or when it stopped for another reason.
+    private(set) var malformation: String?
     private static let lineLimit = 8 * 1024
 
     init(origin: HTTPOrigin) { self.origin = origin }
@@ -294,6 +333,9 @@ final class HTTPRequestRewriter: StreamFilter {
         if case .stopped = state { return true }
         return false
     }
+
+    /// Why the first request must be refused (400) rather than forwarded: its head or body framing is malformed.
+    var firstRequestMalformation: String? { requestsForwarded == 0 ? malformation : nil }
 
     func filter(_ input: [UInt8]) -> (bytes: [UInt8], ended: Bool) {
         var bytes = input
@@ -308,12 +350,14 @@ final class HTTPRequestRewriter: StreamFilter {
                 pending.append(contentsOf: bytes[index...])
                 index = bytes.count
                 guard let end = HTTPProxy.firstHeadEnd(in: pending[...], from: searchFrom) else {
-                    if pending.count > HTTPProxy.headLimit || HTTPProxy.firstBareLineFeed(in: pending[...]) != nil { stop() }
+                    if pending.count > HTTPProxy.headLimit || HTTPProxy.firstBareLineFeed(in: pending[...]) != nil {
+                        stop(malformed: "a request head too large or with a bare LF")
+                    }
                     continue
                 }
                 let rest = Array(pending[(end + 4)...])
                 guard case .head(let head, _) = HTTPProxy.parseHead(pending[..<(end + 4)]) else {
-                    stop()
+                    stop(malformed: "a malformed request head")
                     continue
                 }
                 pending = []
@@ -325,47 +369,98 @@ final class HTTPRequestRewriter: StreamFilter {
                 }
                 output += HTTPProxy.rewritten(head, origin: origin, path: path)
                 switch framing {
-                case .none: state = .head
+                case .none: requestEnded()
                 case .length(let length): state = .fixed(remaining: length)
                 case .chunked: state = .chunkSize
                 }
                 bytes = rest
                 index = 0
-            case .fixed(let remaining), .chunkData(let remaining), .chunkDataEnd(let remaining):
+            case .fixed(let remaining), .chunkData(let remaining):
                 let taken = min(remaining, bytes.count - index)
                 output += bytes[index..<(index + taken)]
                 index += taken
                 let left = remaining - taken
-                switch state {
-                case .fixed: state = left == 0 ? .head : .fixed(remaining: left)
-                case .chunkData: state = left == 0 ? .chunkDataEnd(remaining: 2) : .chunkData(remaining: left)
-                default: state = left == 0 ? .chunkSize : .chunkDataEnd(remaining: left)
+                if case .fixed = state {
+                    if left == 0 { requestEnded() } else { state = .fixed(remaining: left) }
+                } else {
+                    state = left == 0 ? .chunkDataEnd(awaiting: 13) : .chunkData(remaining: left)
                 }
+            case .chunkDataEnd(let awaiting):
+                guard bytes[index] == awaiting else {
+                    stop(malformed: "chunk data not followed by CRLF")
+                    continue
+                }
+                output.append(awaiting)
+                index += 1
+                state = awaiting == 13 ? .chunkDataEnd(awaiting: 10) : .chunkSize
             case .chunkSize, .trailer:
                 let byte = bytes[index]
                 index += 1
-                output.append(byte)
                 pending.append(byte)
-                if pending.count > Self.lineLimit { stop(); continue }
+                if pending.count > Self.lineLimit {
+                    stop(malformed: "a chunk line longer than \(Self.lineLimit) bytes")
+                    continue
+                }
                 guard byte == 10 else { continue }
-                let line = String(decoding: pending, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                let line = pending
                 pending = []
                 if case .trailer = state {
-                    if line.isEmpty { state = .head }
+                    guard let isLast = Self.trailerLine(line[...]) else {
+                        stop(malformed: "a malformed trailer field")
+                        continue
+                    }
+                    output += line
+                    if isLast { requestEnded() }
                     continue
                 }
-                guard let size = Int(line.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0 else {
-                    stop()
+                guard let size = Self.chunkSize(line[...]) else {
+                    stop(malformed: "a malformed chunk size line \"\(HTTPProxy.escaped(String(decoding: line.prefix(40), as: UTF8.self)[...]))\": expected hex digits and CRLF")
                     continue
                 }
+                output += line
                 state = size == 0 ? .trailer : .chunkData(remaining: size)
             }
         }
         return (output, hasStopped)
     }
 
-    private func stop() {
+    /// The size a chunk-size line announces (RFC 9112 section 7.1: `1*HEXDIG [ BWS ";" extensions ] CRLF`), nil
+    /// when the line is malformed: a sign, no digit, a size too large, a bare LF, or a control character.
+    static func chunkSize(_ line: ArraySlice<UInt8>) -> Int? {
+        guard line.count >= 3, line[line.endIndex - 2] == 13, line[line.endIndex - 1] == 10 else { return nil }
+        let content = line.dropLast(2)
+        let digits = content.prefix { isHexDigit($0) }
+        guard !digits.isEmpty, digits.count <= 15 else { return nil }
+        let extensions = content.dropFirst(digits.count).drop { $0 == 32 || $0 == 9 }
+        guard extensions.isEmpty ? digits.count == content.count : extensions.first == UInt8(ascii: ";"),
+              extensions.allSatisfy(HTTPProxy.isFieldValueByte) else { return nil }
+        return Int(String(decoding: digits, as: UTF8.self), radix: 16)
+    }
+
+    /// Whether a trailer line (through its LF) ends the message (the empty line), nil when it is malformed.
+    static func trailerLine(_ line: ArraySlice<UInt8>) -> Bool? {
+        guard line.count >= 2, line[line.endIndex - 2] == 13 else { return nil }
+        if line.count == 2 { return true }
+        guard let text = String(validating: line.dropLast(2), as: UTF8.self), HTTPProxy.field(text[...]) != nil else { return nil }
+        return false
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        default: false
+        }
+    }
+
+    private func requestEnded() {
+        requestsForwarded += 1
+        state = .head
+    }
+
+    /// Ends the stream; `malformed` says why when the client's framing was at fault.
+    private func stop(malformed: String? = nil) {
         state = .stopped
         pending = []
+        malformation = malformed
     }
 }

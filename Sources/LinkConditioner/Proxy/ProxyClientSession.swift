@@ -30,19 +30,20 @@ final class ProxyClientSession {
     private enum Request {
         case socks5(SOCKS5.Destination)
         case httpTunnel(HTTPOrigin)
-        case httpForward(HTTPOrigin)
+        /// An absolute-form request, rewritten for the origin as far as it arrived: `rewrite` goes on with the rest.
+        case httpForward(HTTPOrigin, rewrite: HTTPRequestRewriter, rewritten: (bytes: [UInt8], ended: Bool))
 
         var host: String {
             switch self {
             case .socks5(let destination): destination.host
-            case .httpTunnel(let origin), .httpForward(let origin): origin.host
+            case .httpTunnel(let origin), .httpForward(let origin, _, _): origin.host
             }
         }
 
         var port: UInt16 {
             switch self {
             case .socks5(let destination): destination.port
-            case .httpTunnel(let origin), .httpForward(let origin): origin.port
+            case .httpTunnel(let origin), .httpForward(let origin, _, _): origin.port
             }
         }
     }
@@ -233,7 +234,12 @@ final class ProxyClientSession {
                     return resolve(.httpTunnel(origin))
                 case .forward(let origin):
                     if let portal = frontEnd.activePortal { return answerAsPortal(head, host: origin.host, style: portal) }
-                    return resolve(.httpForward(origin))
+                    // The body that came with the head is checked now: a malformed framing is refused before any
+                    // byte of the request reaches the origin.
+                    let rewriter = HTTPRequestRewriter(origin: origin)
+                    let rewritten = rewriter.filter(Array(received[consumed...]))
+                    if let why = rewriter.firstRequestMalformation { return finish(HTTPProxy.response(.badRequest(why))) }
+                    return resolve(.httpForward(origin, rewrite: rewriter, rewritten: rewritten))
                 }
             }
         case .portal(let host, let style):
@@ -272,8 +278,9 @@ final class ProxyClientSession {
             return connect(request, to: [numeric], excluded: excludedByName || frontEnd.isExcluded(addresses: [numeric]))
         }
         let session = LoopBound(WeakSession(self))
+        let pending = LoopBound(request)
         let started = frontEnd.resolver.lookup(Endpoint(host: request.host, port: request.port)) { answer in
-            session.value.session?.resolved(request, answer, excludedByName: excludedByName)
+            session.value.session?.resolved(pending.value, answer, excludedByName: excludedByName)
         }
         guard started else {
             frontEnd.logger.warning("connection \(id): too many name lookups waiting; refusing \(request.host)")
@@ -331,10 +338,9 @@ final class ProxyClientSession {
         switch request {
         case .socks5: style = .socks5
         case .httpTunnel: style = .httpTunnel
-        case .httpForward(let origin):
+        case .httpForward(_, let rewriter, let rewritten):
             style = .httpForward
-            let rewriter = HTTPRequestRewriter(origin: origin)
-            (preloaded, endsStream) = rewriter.filter(rest)
+            (preloaded, endsStream) = rewritten
             filter = rewriter
         }
         phase = .done

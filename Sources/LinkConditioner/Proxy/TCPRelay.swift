@@ -396,7 +396,12 @@ final class TCPRelay {
     private func clientEvent(_ events: UInt32) {
         if state == .connecting || state == .blackholed { clientEventsBeforeRelaying |= events }
         switch state {
-        case .blackholed, .hung:
+        case .blackholed:
+            // A half-close (FIN) is held with the bytes before it and delivered after them once the link is back, as
+            // a blackholed network's retransmissions would; only a client gone for good (a reset) ends the wait.
+            if events & (Epoll.hangUp | Epoll.error) != 0 { close(reset: true) }
+            return
+        case .hung:
             // What the client sent before leaving was never relayed: the stream is cut, so it is reset.
             if events & (Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 { close(reset: true) }
             return

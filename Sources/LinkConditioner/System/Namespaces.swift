@@ -11,6 +11,8 @@ public enum Namespaces {
         public static let user = Kinds(rawValue: clinux_clone_newuser())
         public static let network = Kinds(rawValue: clinux_clone_newnet())
         public static let mount = Kinds(rawValue: clinux_clone_newns())
+        /// Moves the caller's later children, not the caller, into a new PID namespace; the first is its init.
+        public static let pid = Kinds(rawValue: clinux_clone_newpid())
     }
 
     /// Moves the calling process into new namespaces of `kinds` (unshare). A process with threads cannot take a
@@ -161,6 +163,37 @@ public enum Namespaces {
     /// Makes the kernel kill the calling process (and the program it becomes) if linkcond dies first.
     public static func dieWithParent() throws(SystemError) {
         _ = try syscall("prctl PR_SET_PDEATHSIG") { clinux_die_with_parent() }
+    }
+
+    /// Forks the calling process, which must have a single thread: 0 in the child, the child's pid in the parent.
+    public static func fork() throws(SystemError) -> Int32 {
+        try syscall("fork") { clinux_fork() }
+    }
+
+    /// A pipe whose ends are close-on-exec: the write end held by a parent tells a child, by closing, that the
+    /// parent ended (`dieWithParent(holding:)`).
+    public static func lifeline() throws(SystemError) -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [-1, -1]
+        _ = try syscall("pipe") { clinux_pipe_nonblocking(&fds) }
+        return (fds[0], fds[1])
+    }
+
+    /// `dieWithParent` for a forked child whose parent holds the write end of `lifeline` (the child closed its
+    /// copy): throws ESRCH when the parent ended before the signal was set.
+    public static func dieWithParent(holding lifeline: Int32) throws(SystemError) {
+        _ = try syscall("prctl PR_SET_PDEATHSIG") { clinux_die_with_parent_holding(lifeline) }
+    }
+
+    /// Mounts a proc file system for the caller's PID namespace over /proc, in the caller's own mount namespace.
+    public static func mountProcessFilesystem() throws(SystemError) {
+        _ = try syscall("mount proc on /proc") { clinux_mount_proc() }
+    }
+
+    /// A child that ended, with its exit status (128+N for signal N); nil while every child runs on, or none is left.
+    public static func reapAnyChild() -> (pid: Int32, status: Int32)? {
+        var status: Int32 = 0
+        let pid = clinux_reap_any_child(&status)
+        return pid > 0 ? (pid, status) : nil
     }
 
     public static let childSignal = SIGCHLD
