@@ -135,9 +135,9 @@ final class ControlServer: HTTPExchangeServer {
         acceptedHosts = unixPath == nil && self.address.isLoopback ? LoopbackHosts(port: self.address.port) : nil
         api = ControlAPI(state: state)
         connections = ExchangeConnections(limit: Self.connectionLimit, acceptor: acceptor, logger: state.logger,
-                                          name: "control endpoint")
+                                          name: "control endpoint", reserve: state.descriptorReserve)
         do {
-            try acceptor.start { [weak self] client, _ in self?.accepted(client) }
+            try acceptor.start(shortage: .serve(state.descriptorReserve)) { [weak self] client, _ in self?.accepted(client) }
         } catch {
             if let unixPath { Socket.removeSocketFile(unixPath) }
             throw error

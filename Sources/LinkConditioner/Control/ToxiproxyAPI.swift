@@ -180,13 +180,16 @@ final class ToxiproxyAPI {
         return .success(proxy)
     }
 
-    /// Starts `proxy` at `resolved`; a listen failure is Toxiproxy's 500 with the reason.
+    /// Starts `proxy` at `resolved`; a listen failure is Toxiproxy's 500 with the reason, an address that would
+    /// reach linkcond itself (`OwnListenerRefusal`) a 400 that says which.
     private func start(_ proxy: ToxiproxyProxy, _ resolved: ResolvedAddresses?) -> ToxiproxyError? {
         guard let resolved else { return nil }
         do {
             try proxy.start(address: resolved.listen, upstream: resolved.upstream, upstreamAddresses: resolved.upstreamAddresses, state: state)
             state.logger.info("toxiproxy: proxy \(proxy.name) listening on \(proxy.listen), upstream \(proxy.upstream)")
             return nil
+        } catch let refusal as OwnListenerRefusal {
+            return ToxiproxyError(message: refusal.description, status: 400)
         } catch {
             return ToxiproxyError(message: "listen tcp \(proxy.listen): \(error)", status: 500)
         }

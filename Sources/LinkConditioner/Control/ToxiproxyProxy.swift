@@ -29,17 +29,18 @@ final class ToxiproxyProxy {
 
     func toxic(named name: String) -> ToxicDefinition? { toxics.first { $0.name == name } }
 
-    /// Starts listening at `address` and relaying to `upstreamAddresses`; adds the listener to `state`.
+    /// Starts listening at `address` and relaying to `upstreamAddresses`; adds the listener to `state`, which
+    /// refuses it (`OwnListenerRefusal`) when it would reach linkcond itself.
     func start(address: SocketAddress, upstream endpoint: Endpoint, upstreamAddresses: [SocketAddress],
-               state: ProxyState) throws(SystemError) {
+               state: ProxyState) throws {
         guard listener == nil, var context = state.listenerContext else { return }
         context.profile = state.conditions.effective
         let listener = try TCPListener(address: address, upstream: endpoint, upstreamAddresses: upstreamAddresses, context: context)
         listener.stageSource = ToxiproxyStages(proxy: self, faults: listener.faults)
         listener.toxiproxyName = name
+        try state.add(listener)
         self.listener = listener
         listen = listener.localAddress.description
-        state.listeners.append(listener)
     }
 
     /// The seeds of a new connection's stages.

@@ -27,8 +27,8 @@ final class ToxiproxyServer: HTTPExchangeServer {
         acceptedHosts = self.address.isLoopback ? LoopbackHosts(port: port, portless: ["localhost", "127.0.0.1"]) : nil
         api = ToxiproxyAPI(state: state, remoteListeners: remoteListeners)
         connections = ExchangeConnections(limit: ControlServer.connectionLimit, acceptor: acceptor, logger: state.logger,
-                                          name: "Toxiproxy API")
-        try acceptor.start { [weak self] client, _ in self?.accepted(client) }
+                                          name: "Toxiproxy API", reserve: state.descriptorReserve)
+        try acceptor.start(shortage: .serve(state.descriptorReserve)) { [weak self] client, _ in self?.accepted(client) }
     }
 
     var displayAddress: String { "http://\(address)" }
