@@ -170,7 +170,8 @@ struct ScenarioCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scenario", abstract: "Play a scenario file on a running linkcond, or check one.",
         discussion: """
-            A scenario is a timeline of "TIME ACTION" lines; see the README. "--stop" stops the one playing.
+            A scenario is a timeline of "TIME ACTION" lines; see docs/guides/scenarios.md. \
+            "--stop" stops the one playing.
 
             Examples:
               linkcond scenario subway

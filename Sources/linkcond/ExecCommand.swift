@@ -99,11 +99,7 @@ struct ExecCommand: ParsableCommand {
         }
         let profile = try loadProfileOrExit(profile)
         let scenario = try scenario.map { try loadScenarioOrExit($0).0 }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = verbose ? .debug : .notice
-            return handler
-        }
+        LoggingSystem.bootstrap { label in TerminalLogHandler(label: label, level: verbose ? .debug : .notice) }
         let logger = Logger(label: "linkcond")
         controlToken.warnIfOnTheCommandLine(logger)
         Namespaces.blockChildAndTerminationSignals()

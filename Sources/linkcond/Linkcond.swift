@@ -63,9 +63,10 @@ enum ExitStatus {
     static let badInput = ExitCode(2)
 }
 
-/// Writes one line to standard error, where all diagnostics go.
+/// Writes one line to standard error, where all diagnostics go. Messages carry paths, names and file contents
+/// from others, so its control characters are shown escaped (`TerminalText`): a newline in it cannot start a line.
 func printError(_ message: String) {
-    write(message + "\n", to: .standardError)
+    write(TerminalText.escaped(message) + "\n", to: .standardError)
 }
 
 /// Writes `text` to standard output or error, losing it when nobody reads any more (`linkcond run | true`: EPIPE,

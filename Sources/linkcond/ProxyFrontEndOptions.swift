@@ -50,12 +50,12 @@ extension RunCommand {
     func explainProxyFrontEnds(_ listeners: [BoundListener]) {
         for listener in listeners where listener.kind == "proxy" {
             let address = listener.address.description
-            printError("""
-                linkcond: SOCKS5 and HTTP proxy on \(address); point an app at it with
-                  ALL_PROXY=socks5h://\(address)   (names resolved by linkcond, paying dns.delay)
-                  https_proxy=http://\(address) http_proxy=http://\(address)
-                  curl --socks5-hostname \(address) URL   or   curl -x http://\(address) URL
-                """)
+            for line in [
+                "linkcond: SOCKS5 and HTTP proxy on \(address); point an app at it with",
+                "  ALL_PROXY=socks5h://\(address)   (names resolved by linkcond, paying dns.delay)",
+                "  https_proxy=http://\(address) http_proxy=http://\(address)",
+                "  curl --socks5-hostname \(address) URL   or   curl -x http://\(address) URL",
+            ] { printError(line) }
             if !listener.address.isLoopback {
                 printError("linkcond: warning: the proxy on \(address) is reachable from other hosts and relays to anywhere (an open relay)"
                     + (proxyUser == nil ? "; give --proxy-user USER:PASS or listen on 127.0.0.1" : ""))

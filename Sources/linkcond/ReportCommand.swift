@@ -15,6 +15,9 @@ struct ReportCommand: ParsableCommand {
               linkcond report app.jsonl -o app.html
               linkcond report app.jsonl --json
 
+            A recording whose last line is cut short (the disk filled, linkcond was killed) is reported from the \
+            lines before it, with a warning on stderr naming that line; a damaged line anywhere else is refused.
+
             Exit status: 0 success, 1 when the page cannot be written, 2 when FILE is not a recording this \
             linkcond reads (the error names file:line).
             """
@@ -36,6 +39,9 @@ struct ReportCommand: ParsableCommand {
         } catch {
             printError("linkcond: \(error)")
             throw ExitStatus.badInput
+        }
+        if let cut = recording.cutLine {
+            printError("linkcond: warning: \(file):\(cut): the last line is cut short (the recording was interrupted before it was written out: a full disk, a kill); the report covers the \(cut - 1) lines before it")
         }
         let report = TrafficReport(recording)
         let page = output ?? (file.hasSuffix(".jsonl") ? String(file.dropLast(6)) : file) + ".html"

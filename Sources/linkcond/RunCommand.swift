@@ -86,6 +86,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Serve Toxiproxy 2.12's HTTP API at HOST[:PORT] (port 8474 when only a host is given); its proxies are linkcond TCP listeners.")
     var toxiproxy: String?
 
+    @Flag(name: .customLong("toxiproxy-allow-other-users"), help: "Let programs of every user on this machine drive the --toxiproxy API without the control token, as Toxiproxy does (by default only yours and root's are served; its relays run as you).")
+    var toxiproxyAllowOtherUsers = false
+
     @Option(name: .customLong("toxiproxy-config"), help: "Toxiproxy config file (a JSON array of proxies, as for POST /populate) to create at start; needs --toxiproxy.")
     var toxiproxyConfig: String?
 
@@ -118,6 +121,9 @@ struct RunCommand: ParsableCommand {
                 throw ValidationError("--toxiproxy \"\(toxiproxy)\" is reachable from other hosts: add --allow-remote and --control-token TOKEN, or the token in \(ServedControlToken.environmentName), which other users cannot read as they can a command line (clients then send \"Authorization: Bearer TOKEN\").")
             }
         }
+        if toxiproxyAllowOtherUsers && toxiproxy == nil {
+            throw ValidationError("--toxiproxy-allow-other-users needs --toxiproxy HOST[:PORT], the API it opens to other users.")
+        }
         if toxiproxyConfig != nil && toxiproxy == nil {
             throw ValidationError("--toxiproxy-config needs --toxiproxy HOST[:PORT] to serve the proxies it names.")
         }
@@ -141,11 +147,7 @@ struct RunCommand: ParsableCommand {
     func run() throws {
         let profile = try loadProfileOrExit(profile)
         let scenario = try scenario.map { try loadScenarioOrExit($0).0 }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = verbose ? .debug : .info
-            return handler
-        }
+        LoggingSystem.bootstrap { label in TerminalLogHandler(label: label, level: verbose ? .debug : .info) }
         TerminationSignals.block()
         let specs = listenerSpecs
         var options = ProxyOptions(connectionBuffer: CommandLineByteSize.parse(buffer)!,
@@ -178,7 +180,9 @@ struct RunCommand: ParsableCommand {
         if control == nil { proxy.serveUserDefaultControl(logger: logger) }
         if let toxiproxy, let endpoint = Self.toxiproxyEndpoint(toxiproxy) {
             do {
-                controlLines.insert("ready toxiproxy \(try proxy.serveToxiproxy(at: endpoint, token: controlToken.value, remoteListeners: allowRemote))", at: 0)
+                let served = try proxy.serveToxiproxy(at: endpoint, token: controlToken.value, remoteListeners: allowRemote,
+                                                      clients: toxiproxyAllowOtherUsers ? .everyLocalUser : .ownerOnly)
+                controlLines.insert("ready toxiproxy \(served)", at: 0)
                 if let toxiproxyConfig {
                     let json = try Self.readToxiproxyConfig(toxiproxyConfig)
                     if let failure = proxy.populateToxiproxy(json) {

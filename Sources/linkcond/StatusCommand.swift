@@ -71,7 +71,8 @@ struct StatusCommand: ParsableCommand {
         return lines.map { String($0.prefix(max(1, columns))) }.joined(separator: "\n") + "\n"
     }
 
-    /// The human-readable view: one block for the conditions, then a table of listeners.
+    /// The human-readable view: one block for the conditions, then a table of listeners. Names come from others
+    /// (Toxiproxy clients, programs under exec), so every line's control characters are shown escaped.
     static func render(_ report: StatusReport) -> String {
         var lines: [String] = []
         let state = report.offline.map { "OFFLINE (\($0))" } ?? "online"
@@ -131,7 +132,7 @@ struct StatusCommand: ParsableCommand {
                               bytes(row.bytesDown).leftPadded(11)].joined(separator: " "))
             }
         }
-        return lines.joined(separator: "\n") + "\n"
+        return TerminalText.lines(lines) + "\n"
     }
 
     /// What a listener is, as the tables name it: its kind, or `toxiproxy NAME` for the listener of a Toxiproxy

@@ -8,6 +8,7 @@ import LinkConditioner
 /// Toxiproxy; `-config FILE` creates the file's proxies at start. Beyond loopback, add `-allow-remote` and a
 /// token, in `LINKCOND_CONTROL_TOKEN` as for `run` or with `-token TOKEN` (linkcond's rule for a remotely
 /// reachable API; Toxiproxy has no such flags). `-allow-remote` also lets the API's proxies listen beyond loopback.
+/// On loopback only the user's own programs (and root's) are served, unless `-allow-other-users`.
 enum ToxiproxyServerPersonality {
     static let name = "toxiproxy-server"
 
@@ -47,6 +48,8 @@ enum ToxiproxyServerPersonality {
             case "allow-remote":
                 allowRemote = true
                 extra.append("--allow-remote")
+            case "allow-other-users":
+                extra.append("--toxiproxy-allow-other-users")
             case "version": return ["--version"]
             case "h", "help": throw PersonalityError(usage, isHelp: true)
             default:
@@ -69,6 +72,9 @@ enum ToxiproxyServerPersonality {
           -port string      Port for toxiproxy's API to listen on (default "8474")
           -config string    JSON file containing proxies to create on startup
           -allow-remote     Let the API and its proxies listen beyond loopback (the API needs a token)
+          -allow-other-users
+                            Serve programs of every local user, as Toxiproxy does (default: only yours and
+                            root's, and clients that send the control token)
           -token string     Token every API request must carry as "Authorization: Bearer TOKEN" (beyond loopback;
                             default $LINKCOND_CONTROL_TOKEN, which other users cannot read as they can this flag)
           -version          Print the version and exit

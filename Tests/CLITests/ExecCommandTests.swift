@@ -537,6 +537,22 @@ struct ExecCommandTests {
         #expect(lines.last == "0", "forwarding: \(lines)")
     }
 
+    /// A host that forwards (a container engine turns `ip_forward` on) does not make the program's namespace forward:
+    /// a new namespace copies the host's IPv4 settings, so linkcond turns forwarding off in it.
+    @Test(.enabled(if: getuid() == 0, "setting the host's forwarding needs root"), arguments: ExecEnvironment.modes)
+    func theProgramsNamespaceForwardsNothingWhenTheHostForwards(mode: String) throws {
+        let settings = ["/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"]
+        let saved = try settings.map { try String(contentsOfFile: $0, encoding: .utf8) }
+        defer { for (path, value) in zip(settings, saved) { try? value.write(toFile: path, atomically: false, encoding: .utf8) } }
+        for path in settings { try "1\n".write(toFile: path, atomically: false, encoding: .utf8) }
+
+        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--control", "127.0.0.1:0", "--",
+                                              "sh", "-c", "cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding"])
+
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout == "0\n0\n", "forwarding inside (IPv4, IPv6): \(result.stdout)")
+    }
+
     /// A client that honours no proxy variable and links no libc dynamically crosses the link like any other.
     @Test(.enabled(if: ExecEnvironment.staticCompiler != nil, "gcc with a static libc is not installed"), arguments: ExecEnvironment.modes)
     func aStaticallyLinkedClientCrossesTheLink(mode: String) throws {

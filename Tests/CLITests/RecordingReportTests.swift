@@ -224,10 +224,29 @@ struct RecordingReportTests {
         #expect(try events(path).first?["ev"] as? String == "start")
     }
 
-    @Test func aRecordingCutShortMidLineIsRefusedNamingItsLastLine() throws {
-        let result = try reportError("{\"v\":1,\"ev\":\"start\",\"wall\":\"x\"}\n{\"t\":5,\"ev\":\"open\",\"co")
+    /// A recording cut off mid-line (a full disk, a kill) is reported from its complete lines, with a warning
+    /// naming the file and the cut line, and exit status 0.
+    @Test func aRecordingCutShortMidLineIsReportedFromItsCompleteLinesWithAWarning() throws {
+        let result = try reportError("{\"v\":1,\"ev\":\"start\",\"wall\":\"x\"}\n"
+                                     + "{\"t\":5,\"ev\":\"open\",\"conn\":1,\"listener\":\"l\",\"client\":\"c\",\"dest\":\"198.18.0.1:80\"}\n"
+                                     + "{\"t\":9,\"ev\":\"close\",\"co")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains(".jsonl:3: the last line is cut short"), "\(result.stderr)")
+        #expect(result.stdout.contains("1 connections"), "\(result.stdout)")
+    }
+
+    /// Only the last line may be cut: a damaged line with complete lines after it is still refused.
+    @Test func aDamagedLineBeforeTheLastIsRefusedNamingIt() throws {
+        let result = try reportError("{\"v\":1,\"ev\":\"start\",\"wall\":\"x\"}\n{\"t\":5,\"ev\":\"op\n{\"t\":9,\"ev\":\"end\"}\n")
         #expect(result.status == 2)
-        #expect(result.stderr.contains(".jsonl:2: the last line is cut short"), "\(result.stderr)")
+        #expect(result.stderr.contains(".jsonl:2: not a JSON object"), "\(result.stderr)")
+    }
+
+    /// A file whose only line is cut has no complete start line: it is not a recording.
+    @Test func aRecordingCutInsideItsFirstLineIsRefused() throws {
+        let result = try reportError("{\"v\":1,\"ev\":\"sta")
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(".jsonl:1: "), "\(result.stderr)")
     }
 
     @Test func aRecordingOfAnotherFormatVersionIsRefused() throws {
@@ -277,16 +296,25 @@ struct RecordingReportTests {
     }
 
     /// A recording whose writes fail (a full disk) says so once, with the file and the error, instead of ending
-    /// silently with a file the report then calls cut short.
-    @Test func aRecordingOnAFullDiskLogsTheWriteErrorOnce() throws {
-        let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
-                                            "--control", "127.0.0.1:0", "--record", "/dev/full"])
+    /// silently with a file the report then calls cut short. The disk is a full tmpfs of one page, mounted in a
+    /// mount namespace of the test's own, so nothing outside sees it.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"), "needs root and unshare to mount a tmpfs"))
+    func aRecordingOnAFullDiskLogsTheWriteErrorOnce() throws {
+        let disk = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-full-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: disk) }
+        let path = disk + "/app.jsonl"
+        let fill = #"mount -t tmpfs -o size=4k,mode=0700 tmpfs "$1" && { cat /dev/zero > "$1/fill" 2>/dev/null; shift; exec "$@"; }"#
+        let linkcond = try RunningLinkcond(["--mount", "--propagation", "private", "sh", "-c", fill, "sh", disk,
+                                            LinkcondProcess.executable.path, "run", "--listen", "127.0.0.1:0",
+                                            "--upstream", "127.0.0.1:9", "--control", "127.0.0.1:0", "--record", path],
+                                           executable: URL(fileURLWithPath: "/usr/bin/unshare"))
         _ = try linkcond.readReadyPort()
 
         #expect(try linkcond.stop() == 0)
-        let errors = linkcond.stderrText.split(separator: "\n").filter { $0.contains("recording /dev/full") }
+        let errors = linkcond.stderrText.split(separator: "\n").filter { $0.contains("recording \(path)") }
         #expect(errors.count == 1, "\(linkcond.stderrText)")
-        #expect(errors.first?.contains("recording /dev/full: write: ") == true && errors.first?.contains("the recording ends after its first") == true,
+        #expect(errors.first?.contains("recording \(path): write: ") == true && errors.first?.contains("the recording ends after its first") == true,
                 "\(linkcond.stderrText)")
     }
 }

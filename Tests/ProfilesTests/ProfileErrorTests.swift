@@ -23,7 +23,7 @@ struct ProfileErrorTests {
         #expect(error?.text == "downlink.delay = 400 mss")
     }
 
-    /// The units the README lists for durations and rates all parse, and a bad unit's error names each of them.
+    /// The units docs/reference/profiles.md lists for durations and rates all parse; a bad unit's error names each.
     @Test func aBadUnitsErrorNamesEveryUnitTheREADMEDocuments() throws {
         let durations = ["ns", "µs", "us", "ms", "s"]
         let rates = ["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "kbps", "Mbps", "Gbps", "B/s", "KB/s", "MB/s", "GB/s"]

@@ -35,7 +35,7 @@ struct RecordFileTests {
         try FileManager.default.createSymbolicLink(atPath: planted, withDestinationPath: victim)
         #expect(lchown(planted, Self.stranger, Self.stranger) == 0)
 
-        #expect(throws: SystemError.self) { _ = try RecordFile(opening: planted) }
+        #expect(throws: RecordFile.Refusal.self) { _ = try RecordFile(opening: planted) }
         #expect(contents(victim) == "precious\n")
     }
 
@@ -46,7 +46,7 @@ struct RecordFileTests {
         #expect(chown(planted, Self.stranger, Self.stranger) == 0)
         #expect(chmod(planted, 0o666) == 0)
 
-        #expect(throws: SystemError.self) { _ = try RecordFile(opening: planted) }
+        #expect(throws: RecordFile.Refusal.self) { _ = try RecordFile(opening: planted) }
         #expect(contents(planted) == "theirs\n")
     }
 

@@ -4,7 +4,8 @@ import Foundation
 ///
 /// Plain-text bodies in the profile format, sent as `Content-Type: text/x-linkcond`; JSON where a machine reads the
 /// answer (`/status`). Bodies are parsed on a worker thread and the result is applied on the loop, so a large or
-/// hostile body never stalls the data path. Every change is validated whole before anything is applied, so a bad
+/// hostile body never stalls the data path; the reports (`/status`, `/metrics`, `/connections`) are copied on the loop
+/// as values and rendered on the worker, since a thousand listeners make a long text. Every change is validated whole before anything is applied, so a bad
 /// request changes nothing. The endpoint reads no files: a profile is sent as its text or named as a built-in, and a
 /// trace is named as a built-in (the parsers refuse a path at the line that writes it, before anything is read).
 ///
@@ -42,11 +43,14 @@ struct ControlAPI {
         let body = request.bodyText
         switch (request.method, request.path) {
         case ("GET", "/status"):
-            reply(status())
+            let report = state.report()
+            worker.parse({ Self.status(report) }, then: reply)
         case ("GET", "/metrics"):
-            reply(metrics())
+            let report = state.report()
+            worker.parse({ Self.metrics(report) }, then: reply)
         case ("GET", "/connections"):
-            reply(connections())
+            let entries = state.listeners.flatMap { $0.connectionEntries() }
+            worker.parse({ Self.connections(entries) }, then: reply)
         case ("GET", "/catalog"):
             reply(Self.catalog)
         case ("GET", "/version"):
@@ -126,10 +130,11 @@ struct ControlAPI {
         }
     }
 
-    private func status() -> HTTPResponse {
+    /// `report` as the JSON of `GET /status`. Runs on the worker thread.
+    static func status(_ report: StatusReport) -> HTTPResponse {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        guard let data = try? encoder.encode(state.report()) else { return .error(500, "status could not be encoded") }
+        guard let data = try? encoder.encode(report) else { return .error(500, "status could not be encoded") }
         return .json(String(decoding: data, as: UTF8.self))
     }
 

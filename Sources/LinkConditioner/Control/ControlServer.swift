@@ -120,6 +120,8 @@ final class ControlServer: HTTPExchangeServer {
     /// The `Host` values a request may carry (loopback TCP endpoints only); nil accepts any host.
     private let acceptedHosts: LoopbackHosts?
     private let connections: ExchangeConnections
+    /// Lends a descriptor for reading the kernel's socket table while the process has none left.
+    private let descriptorReserve: DescriptorReserve
     /// The one-time tickets `linkcond dashboard --open` asked for and no page has traded yet.
     private var tickets = DashboardTickets()
 
@@ -134,6 +136,7 @@ final class ControlServer: HTTPExchangeServer {
         self.token = token
         acceptedHosts = unixPath == nil && self.address.isLoopback ? LoopbackHosts(port: self.address.port) : nil
         api = ControlAPI(state: state)
+        descriptorReserve = state.descriptorReserve
         connections = ExchangeConnections(limit: Self.connectionLimit, acceptor: acceptor, logger: state.logger,
                                           name: "control endpoint", reserve: state.descriptorReserve)
         do {
@@ -161,7 +164,8 @@ final class ControlServer: HTTPExchangeServer {
     /// one-time ticket instead of the token: `POST /dashboard/ticket` (with the token) makes one, and the page
     /// trades it once for the token with `POST /dashboard/token` (the ticket as its body, no token), within
     /// `DashboardTickets.lifetime`, from a connection of this user's (or root's): another user who read the ticket in the
-    /// browser's command line and raced it there gets no token, and voids the ticket.
+    /// browser's command line and raced it there gets no token, and voids the ticket; so does a client that reaches
+    /// the endpoint through one of linkcond's own relays, whose socket the kernel lists as this user's.
     func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void) {
         if request.method == "GET", acceptedHosts != nil, let file = DashboardPage.file(at: request.path) {
             return reply(refusal(of: request, needsToken: false) ?? file)
@@ -187,10 +191,12 @@ final class ControlServer: HTTPExchangeServer {
         guard tickets.redeem(ticket, now: loop.clock.now()) else {
             return .error(403, "this dashboard ticket is unknown, used or expired; run \"linkcond dashboard --open\" again, or paste the token")
         }
-        let peer = connection.socket.localPeerUserID()
-        guard let peer, peer == CurrentUser.id || peer == 0 else {
-            logger.warning("control endpoint: \(peer.map { "user \($0)" } ?? "a client of unknown user") presented a dashboard ticket; it is void now")
-            return .error(403, "this dashboard ticket belongs to another user; it is void now")
+        let client = descriptorReserve.lending { connection.socket.localClient() }
+        guard client.isOwner else {
+            logger.warning("control endpoint: \(client) presented a dashboard ticket; it is void now")
+            return .error(403, client == .linkcondItself
+                ? "this dashboard ticket came through one of linkcond's own relays, which relay any user; it is void now"
+                : "this dashboard ticket belongs to another user; it is void now")
         }
         return .text(token)
     }
@@ -250,7 +256,8 @@ final class ControlServer: HTTPExchangeServer {
 /// One control client: reads a request (bounded in size and time), answers it, closes.
 ///
 /// Lives on the event loop thread. The request must arrive within `exchangeTimeout`, and the answer must be read
-/// within another; a client that never reads its answer is closed then, holding one answer's bytes meanwhile.
+/// within another; a client that never reads its answer is closed then, holding one answer's bytes meanwhile, or
+/// sooner when newer answers need the room (`ExchangeConnections.answerBytesLimit`). Nothing after the request is read.
 final class ControlConnection {
     private enum Phase { case reading, answering, writing, closed }
 
@@ -267,6 +274,10 @@ final class ControlConnection {
     private(set) var timedOut = false
     /// Its place in the order its server accepted connections.
     var sequence = 0
+    /// Its place in the order its server's answers began to wait for their clients.
+    var answerOrder = 0
+    /// The connections it is one of, told when its answer waits for the client to read it; set when admitted.
+    weak var peers: ExchangeConnections?
 
     init(socket: Socket, server: HTTPExchangeServer) {
         self.socket = socket
@@ -277,6 +288,9 @@ final class ControlConnection {
 
     /// Whether its request has not fully arrived yet.
     var isWaitingForRequest: Bool { phase == .reading }
+
+    /// The bytes of the answer it holds while its client has not read all of it; 0 before it answers.
+    var heldAnswerBytes: Int { phase == .writing ? pending.count : 0 }
 
     func start() {
         do {
@@ -348,6 +362,7 @@ final class ControlConnection {
         if let timeout { loop.cancel(timeout) }
         timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in self?.exchangeTimedOut() }
         flush()
+        if phase == .writing { peers?.holdsAnswer(self) }
     }
 
     private func flush() {

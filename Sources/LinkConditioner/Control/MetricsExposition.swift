@@ -160,12 +160,14 @@ struct MetricsExposition {
 
 /// The answers of the routes the dashboard reads besides `/status`.
 extension ControlAPI {
-    func metrics() -> HTTPResponse {
-        HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: MetricsExposition(state.report()).text)
+    /// `report` in the exposition format. Runs on the worker thread.
+    static func metrics(_ report: StatusReport) -> HTTPResponse {
+        HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: MetricsExposition(report).text)
     }
 
-    func connections() -> HTTPResponse {
-        let all = state.listeners.flatMap { $0.connectionEntries() }.sorted { ($0.listener, $0.id, $0.client) < ($1.listener, $1.id, $1.client) }
+    /// The first `ConnectionList.limit` of `entries` in order, with their count. Runs on the worker thread.
+    static func connections(_ entries: [ConnectionEntry]) -> HTTPResponse {
+        let all = entries.sorted { ($0.listener, $0.id, $0.client) < ($1.listener, $1.id, $1.client) }
         return Self.encoded(ConnectionList(total: all.count, connections: Array(all.prefix(ConnectionList.limit))))
     }
 

@@ -15,7 +15,14 @@ import Foundation
 /// | POST /reset                              | 204: every proxy enabled, every toxic removed      |
 ///
 /// Bodies are parsed and addresses resolved on a worker thread; changes are applied on the event loop thread,
-/// validated whole first, so a bad request changes nothing. Lives on the event loop thread.
+/// validated whole first, so a bad request changes nothing. Answers that list many proxies (`GET /proxies`,
+/// `POST /populate`) are copied on the loop as values and rendered on the worker, so a listing of megabytes never
+/// stalls a relay. Lives on the event loop thread.
+///
+/// Limits, each refused with Toxiproxy's error shape, status 400 and a message naming it: at most `proxyLimit`
+/// proxies, `toxicLimit` toxics per proxy, names of 256 bytes and addresses of `addressTextLimit` bytes. With them the
+/// longest listing is about 16 MB (every name and address made of characters JSON escapes), where a thousand proxies
+/// of 64 toxics listed 6.8 MB in the common case.
 ///
 /// A proxy listens on loopback only unless `remoteListeners`: a listener beyond loopback hands its upstream to
 /// every host that reaches the machine, and the API's loopback clients (any local program, no token) must not
@@ -23,13 +30,20 @@ import Foundation
 final class ToxiproxyAPI {
     /// The Toxiproxy version whose API this one follows.
     static let compatibleVersion = "2.12.0"
-    /// The most proxies one API serves, so a client cannot exhaust descriptors with listeners.
-    static let proxyLimit = 1000
-    /// The most toxics one proxy holds; each live connection keeps state for every one.
-    static let toxicLimit = 64
+    /// The most proxies one API serves: many more than a test suite names services (Testcontainers' Toxiproxy module
+    /// reserves 32 ports), few enough that their listeners take a small share of the descriptors and a listing of them
+    /// all stays a few megabytes.
+    static let proxyLimit = 256
+    /// The most toxics one proxy holds: a test stacks a handful (latency, bandwidth, a timeout, each way), and every
+    /// live connection keeps state for every one.
+    static let toxicLimit = 32
+    /// The longest listen or upstream text: a DNS name (253 bytes) in brackets with a colon and a port fits. A disabled
+    /// proxy keeps its addresses unresolved, so without it a listing could repeat a megabyte per proxy.
+    static let addressTextLimit = 300
 
     private unowned let state: ProxyState
-    private let worker: BodyParsingWorker
+    /// Parses bodies and renders listings, one at a time.
+    let worker: BodyParsingWorker
     /// Whether a proxy may listen beyond loopback (`--allow-remote`, or an API itself served beyond loopback).
     private let remoteListeners: Bool
     private var proxies: [String: ToxiproxyProxy] = [:]
@@ -51,7 +65,8 @@ final class ToxiproxyAPI {
         case ("POST", 1, "reset"):
             reset(reply: reply)
         case ("GET", 1, "proxies"):
-            reply(.toxiproxyJSON(.object(order.compactMap { name in proxies[name].map { (name, $0.json) } })))
+            let listings = order.compactMap { proxies[$0]?.listing }
+            render(reply: reply) { .object(listings.map { ($0.name, $0.json) }) }
         case ("POST", 1, "proxies"):
             create(request.body, reply: reply)
         case ("POST", 1, "populate"):
@@ -113,6 +128,9 @@ final class ToxiproxyAPI {
         guard result.name.utf8.count <= 256, !result.name.contains("/") else {
             return .failure(.badRequestBody("a proxy name is at most 256 bytes and has no \"/\""))
         }
+        for (key, text) in [("listen", result.listen), ("upstream", result.upstream)] where text.utf8.count > addressTextLimit {
+            return .failure(.badRequestBody("\"\(key)\" is \(text.utf8.count) bytes; an address (HOST:PORT) is at most \(addressTextLimit)"))
+        }
         return .success(result)
     }
 
@@ -166,32 +184,42 @@ final class ToxiproxyAPI {
         }
     }
 
+    /// Answers with the JSON `body` makes, made and rendered on the worker from values copied on the loop: a
+    /// listing of every proxy can be megabytes. Called on the loop thread; `reply` runs on it.
+    private func render(status: Int = 200, reply: @escaping (HTTPResponse) -> Void, _ body: @escaping @Sendable () -> JSONValue) {
+        worker.parse({ HTTPResponse.toxiproxyJSON(body(), status: status) }, then: reply)
+    }
+
+    /// The refusal of a proxy beyond `proxyLimit`.
+    static func proxyLimitReached(_ name: String) -> ToxiproxyError {
+        ToxiproxyError(message: "linkcond serves at most \(proxyLimit) proxies; delete one before creating \"\(name.prefix(80))\"", status: 400)
+    }
+
     /// Makes the proxy `request` describes and starts it when enabled; nothing is kept when it cannot listen.
     private func add(_ request: ProxyRequest) -> Result<ToxiproxyProxy, ToxiproxyError> {
-        guard proxies.count < Self.proxyLimit else {
-            return .failure(ToxiproxyError(message: "at most \(Self.proxyLimit) proxies", status: 400))
-        }
+        guard proxies.count < Self.proxyLimit else { return .failure(Self.proxyLimitReached(request.name)) }
         let seed = state.conditions.profile.seed.map { $0 ^ Self.nameHash(request.name) }
         let proxy = ToxiproxyProxy(name: request.name, listen: request.listen.isEmpty ? "127.0.0.1:0" : request.listen,
                                    upstream: request.upstream, loop: state.loop, seed: seed ?? UInt64.random(in: 0...UInt64.max))
-        if let error = start(proxy, request.resolved) { return .failure(error) }
+        if let error = start(proxy, request.resolved, listen: proxy.listen, upstream: proxy.upstream) { return .failure(error) }
         proxies[request.name] = proxy
         order.append(request.name)
         return .success(proxy)
     }
 
-    /// Starts `proxy` at `resolved`; a listen failure is Toxiproxy's 500 with the reason, an address that would
-    /// reach linkcond itself (`OwnListenerRefusal`) a 400 that says which.
-    private func start(_ proxy: ToxiproxyProxy, _ resolved: ResolvedAddresses?) -> ToxiproxyError? {
+    /// Starts `proxy` at `resolved` (nothing when it is to stay disabled), its listen address written as `listen`
+    /// and its upstream as `upstream`; a listen failure is Toxiproxy's 500 with the reason, an address that
+    /// would reach linkcond itself (`OwnListenerRefusal`) a 400 that says which; either changes nothing.
+    private func start(_ proxy: ToxiproxyProxy, _ resolved: ResolvedAddresses?, listen: String, upstream: String) -> ToxiproxyError? {
         guard let resolved else { return nil }
         do {
-            try proxy.start(address: resolved.listen, upstream: resolved.upstream, upstreamAddresses: resolved.upstreamAddresses, state: state)
+            try proxy.start(at: resolved, upstream: upstream, state: state)
             state.logger.info("toxiproxy: proxy \(proxy.name) listening on \(proxy.listen), upstream \(proxy.upstream)")
             return nil
         } catch let refusal as OwnListenerRefusal {
             return ToxiproxyError(message: refusal.description, status: 400)
         } catch {
-            return ToxiproxyError(message: "listen tcp \(proxy.listen): \(error)", status: 500)
+            return ToxiproxyError(message: "listen tcp \(listen): \(error)", status: 500)
         }
     }
 
@@ -211,7 +239,9 @@ final class ToxiproxyAPI {
         worker.parse({ () -> Result<[ProxyRequest], ToxiproxyError> in
             JSONValue.parse(body).flatMap { value in
                 guard case .array(let items) = value else { return .failure(.badRequestBody("expected a JSON array of proxies")) }
-                guard items.count <= Self.proxyLimit else { return .failure(.badRequestBody("at most \(Self.proxyLimit) proxies")) }
+                guard items.count <= Self.proxyLimit else {
+                    return .failure(ToxiproxyError(message: "linkcond serves at most \(Self.proxyLimit) proxies; the list has \(items.count)", status: 400))
+                }
                 var requests: [ProxyRequest] = []
                 for (index, item) in items.enumerated() {
                     let defaults = ProxyRequest(name: "", listen: "", upstream: "", enabled: true)
@@ -234,6 +264,12 @@ final class ToxiproxyAPI {
                 if case .object(let members) = json { json = .object(members + [("proxies", .array([]))]) }
                 reply(.toxiproxyJSON(json, status: error.status))
             case .success(let requests):
+                let added = Set(requests.map(\.name)).subtracting(self.proxies.keys)
+                if self.proxies.count + added.count > Self.proxyLimit {
+                    let error = Self.proxyLimitReached(added.sorted()[0])
+                    return reply(.toxiproxyJSON(.object([("error", .string(error.message)), ("status", .number(Double(error.status))),
+                                                         ("proxies", .array([]))]), status: error.status))
+                }
                 var populated: [ToxiproxyProxy] = []
                 for request in requests {
                     if let existing = self.proxies[request.name] {
@@ -245,13 +281,17 @@ final class ToxiproxyAPI {
                     }
                     switch self.add(request) {
                     case .failure(let error):
-                        return reply(.toxiproxyJSON(.object([("error", .string(error.message)), ("status", .number(Double(error.status))),
-                                                             ("proxies", .array(populated.map(\.json)))]), status: error.status))
+                        let listings = populated.map(\.listing)
+                        return self.render(status: error.status, reply: reply) {
+                            .object([("error", .string(error.message)), ("status", .number(Double(error.status))),
+                                     ("proxies", .array(listings.map(\.json)))])
+                        }
                     case .success(let proxy):
                         populated.append(proxy)
                     }
                 }
-                reply(.toxiproxyJSON(.object([("proxies", .array(populated.map(\.json)))]), status: 201))
+                let listings = populated.map(\.listing)
+                self.render(status: 201, reply: reply) { .object([("proxies", .array(listings.map(\.json)))]) }
             }
         }
     }
@@ -291,16 +331,19 @@ final class ToxiproxyAPI {
         }
     }
 
-    /// Toxiproxy's update: a new listen or upstream restarts the listener; `enabled` starts or stops it.
+    /// Toxiproxy's update: a new listen or upstream restarts the listener; `enabled` starts or stops it. A listener
+    /// that cannot bind refuses the update whole: the proxy keeps its listen address, upstream and enabled state.
     private func update(_ proxy: ToxiproxyProxy, to update: ProxyRequest) -> ToxiproxyError? {
-        if update.listen != proxy.listen || update.upstream != proxy.upstream {
+        let listen = update.listen.isEmpty ? "127.0.0.1:0" : update.listen
+        let moved = listen != proxy.listen || update.upstream != proxy.upstream
+        guard update.enabled else {
             proxy.stop(state: state)
-            proxy.listen = update.listen.isEmpty ? "127.0.0.1:0" : update.listen
+            proxy.listen = listen
             proxy.upstream = update.upstream
+            return nil
         }
-        if update.enabled && !proxy.enabled { return start(proxy, update.resolved) }
-        if !update.enabled { proxy.stop(state: state) }
-        return nil
+        guard moved || !proxy.enabled else { return nil }
+        return start(proxy, update.resolved, listen: listen, upstream: update.upstream)
     }
 
     /// Toxiproxy's reset, all or nothing: every disabled proxy is checked first (its addresses resolved, a listen
@@ -333,7 +376,7 @@ final class ToxiproxyAPI {
             for request in requests {
                 guard let proxy = self.proxies[request.name], !proxy.enabled else { continue }
                 let listen = proxy.listen
-                if let error = self.start(proxy, request.resolved) {
+                if let error = self.start(proxy, request.resolved, listen: proxy.listen, upstream: proxy.upstream) {
                     for (proxy, listen) in started {
                         proxy.stop(state: self.state)
                         proxy.listen = listen
@@ -367,7 +410,7 @@ final class ToxiproxyAPI {
                 case .success(let toxic):
                     guard proxy.toxic(named: toxic.name) == nil else { return reply(ToxiproxyError.toxicExists.response) }
                     guard proxy.toxics.count < Self.toxicLimit else {
-                        return reply(ToxiproxyError(message: "at most \(Self.toxicLimit) toxics per proxy", status: 400).response)
+                        return reply(ToxiproxyError(message: "proxy \"\(proxyName.prefix(80))\" has \(Self.toxicLimit) toxics, the most linkcond keeps per proxy; delete one before adding \"\(toxic.name.prefix(80))\"", status: 400).response)
                     }
                     proxy.chains[toxic.stream]!.append(toxic)
                     reply(.toxiproxyJSON(toxic.json))

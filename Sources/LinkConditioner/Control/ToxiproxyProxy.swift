@@ -29,18 +29,45 @@ final class ToxiproxyProxy {
 
     func toxic(named name: String) -> ToxicDefinition? { toxics.first { $0.name == name } }
 
-    /// Starts listening at `address` and relaying to `upstreamAddresses`; adds the listener to `state`, which
-    /// refuses it (`OwnListenerRefusal`) when it would reach linkcond itself.
-    func start(address: SocketAddress, upstream endpoint: Endpoint, upstreamAddresses: [SocketAddress],
-               state: ProxyState) throws {
-        guard listener == nil, var context = state.listenerContext else { return }
+    /// Listens at `resolved.listen` and relays to its upstream, named `upstream` as the request wrote it, in place of
+    /// the listener it has; adds the new listener to `state`. The new socket is bound before the old listener closes,
+    /// so a refused move (the address in use) leaves the proxy as it was: same listener, address and upstream. Only a
+    /// restart on the very address it holds must close first, the kernel taking one listener per address; should
+    /// that rebind fail, the old listener is rebound. A listener that would reach linkcond itself is refused
+    /// (`OwnListenerRefusal`) the same way.
+    func start(at resolved: ToxiproxyAPI.ResolvedAddresses, upstream: String, state: ProxyState) throws {
+        guard var context = state.listenerContext else { return }
         context.profile = state.conditions.effective
-        let listener = try TCPListener(address: address, upstream: endpoint, upstreamAddresses: upstreamAddresses, context: context)
-        listener.stageSource = ToxiproxyStages(proxy: self, faults: listener.faults)
-        listener.toxiproxyName = name
-        try state.add(listener)
-        self.listener = listener
-        listen = listener.localAddress.description
+        let previous = listener
+        if let previous, previous.localAddress == resolved.listen { stop(state: state) }
+        let started: TCPListener
+        do {
+            started = try TCPListener(address: resolved.listen, upstream: resolved.upstream, upstreamAddresses: resolved.upstreamAddresses,
+                                      context: context)
+            started.toxiproxyName = name
+            if let refusal = state.ownListeners.refusal(adding: started.addresses) {
+                started.close()
+                throw refusal
+            }
+        } catch {
+            if let previous, listener == nil {
+                install(try? TCPListener(address: previous.localAddress, upstream: previous.upstream,
+                                         upstreamAddresses: previous.upstreamAddresses, context: context), state: state)
+            }
+            throw error
+        }
+        stop(state: state)
+        install(started, state: state)
+        self.upstream = upstream
+    }
+
+    private func install(_ started: TCPListener?, state: ProxyState) {
+        guard let started else { return }
+        started.stageSource = ToxiproxyStages(proxy: self, faults: started.faults)
+        started.toxiproxyName = name
+        listener = started
+        listen = started.localAddress.description
+        state.listeners.append(started)
     }
 
     /// The seeds of a new connection's stages.
@@ -54,9 +81,23 @@ final class ToxiproxyProxy {
         self.listener = nil
     }
 
-    var json: JSONValue {
-        .object([("name", .string(name)), ("listen", .string(listen)), ("upstream", .string(upstream)),
-                 ("enabled", .bool(enabled)), ("toxics", .array(toxics.map(\.json)))])
+    /// What the API shows of it, copied as values so another thread can render it.
+    var listing: Listing { Listing(name: name, listen: listen, upstream: upstream, enabled: enabled, toxics: toxics) }
+
+    var json: JSONValue { listing.json }
+
+    /// A proxy as the API shows it, a value any thread may render: the worker renders a listing of every proxy.
+    struct Listing: Sendable {
+        var name: String
+        var listen: String
+        var upstream: String
+        var enabled: Bool
+        var toxics: [ToxicDefinition]
+
+        var json: JSONValue {
+            .object([("name", .string(name)), ("listen", .string(listen)), ("upstream", .string(upstream)),
+                     ("enabled", .bool(enabled)), ("toxics", .array(toxics.map(\.json)))])
+        }
     }
 }
 

@@ -2,22 +2,32 @@ import Logging
 
 /// Serves the Toxiproxy-compatible API over HTTP/1.1 on the proxy's event loop, one request per connection.
 ///
-/// Lives on the event loop thread. Toxiproxy's clients send no token, so on loopback none is asked: only local
-/// programs reach it, and what a browser could send is refused before any route runs: a `Host` that is not this
-/// loopback endpoint (DNS rebinding), any `Origin` or cross-site `Sec-Fetch-Site` (a web page), a `Mozilla/`
-/// user agent (Toxiproxy's own rule), and CORS preflights. Off loopback a token is required
-/// (`Authorization: Bearer TOKEN`). Its proxies listen on loopback only unless `remoteListeners` (see `ToxiproxyAPI`).
+/// Lives on the event loop thread. Toxiproxy's clients send no token, so on loopback none is asked; the kernel
+/// says instead whose program is at the other end, and only linkcond's own user and root are served (unless
+/// `ToxiproxyClients.everyLocalUser`), or a client that sends the control token. What a browser could send is
+/// refused before any route runs: a `Host` that is not this loopback endpoint (DNS rebinding), any `Origin` or
+/// cross-site `Sec-Fetch-Site` (a web page), a `Mozilla/` user agent (Toxiproxy's own rule), and CORS preflights.
+/// Off loopback a token is required (`Authorization: Bearer TOKEN`). Its proxies listen on loopback only unless
+/// `remoteListeners` (see `ToxiproxyAPI`).
 final class ToxiproxyServer: HTTPExchangeServer {
     let address: SocketAddress
     private let loop: EventLoop
     private let acceptor: TCPAcceptor
-    private let api: ToxiproxyAPI
+    let api: ToxiproxyAPI
     private let token: String?
     private let logger: Logger
     private let acceptedHosts: LoopbackHosts?
     private let connections: ExchangeConnections
+    private let clients: ToxiproxyClients
+    /// Where the control endpoint's token is found, which also lets another user's client in.
+    private unowned let state: ProxyState
+    /// Whether a refused other user has been logged; once per server, so a flood logs one line.
+    private var loggedStranger = false
 
-    init(address: SocketAddress, token: String?, remoteListeners: Bool, state: ProxyState) throws(SystemError) {
+    init(address: SocketAddress, token: String?, remoteListeners: Bool, clients: ToxiproxyClients,
+         state: ProxyState) throws(SystemError) {
+        self.clients = clients
+        self.state = state
         loop = state.loop
         logger = state.logger
         acceptor = try TCPAcceptor(address: address, loop: state.loop, logger: state.logger)
@@ -29,6 +39,9 @@ final class ToxiproxyServer: HTTPExchangeServer {
         connections = ExchangeConnections(limit: ControlServer.connectionLimit, acceptor: acceptor, logger: state.logger,
                                           name: "Toxiproxy API", reserve: state.descriptorReserve)
         try acceptor.start(shortage: .serve(state.descriptorReserve)) { [weak self] client, _ in self?.accepted(client) }
+        if clients == .everyLocalUser && token == nil {
+            logger.warning("Toxiproxy API on \(self.address) serves every user of this machine: any of them may change your proxies and create relays that run as user \(CurrentUser.id)")
+        }
     }
 
     var displayAddress: String { "http://\(address)" }
@@ -40,8 +53,32 @@ final class ToxiproxyServer: HTTPExchangeServer {
     }
 
     func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void) {
-        if let refusal = refusal(of: request) { return reply(refusal.response) }
+        if let refusal = refusal(of: request) ?? strangerRefusal(of: request, on: connection) { return reply(refusal.response) }
         api.handle(request, reply: reply)
+    }
+
+    /// Why a loopback client that is not a program of linkcond's user (or root) is refused, or nil: the API runs
+    /// relays as linkcond's user and holds the owner's proxies, which no other user may list, change or delete.
+    /// The control token lets a client in, as does `ToxiproxyClients.everyLocalUser`. Beyond loopback the token
+    /// was required already. Reads the kernel's socket table, after every cheaper check passed.
+    private func strangerRefusal(of request: HTTPRequest, on connection: ControlConnection) -> ToxiproxyError? {
+        guard token == nil, clients == .ownerOnly else { return nil }
+        let controlToken = state.controlToken
+        if let controlToken, let given = request.headers["authorization"], given.hasPrefix("Bearer "),
+           ControlToken.matches(String(given.dropFirst(7)), controlToken) {
+            return nil
+        }
+        let client = state.descriptorReserve.lending { connection.socket.localClient() }
+        if client.isOwner { return nil }
+        if !loggedStranger {
+            loggedStranger = true
+            logger.warning("Toxiproxy API: refused \(client) (only user \(CurrentUser.id) and root are served; logged once)")
+        }
+        let allow = (controlToken != nil ? "send linkcond's control token as \"Authorization: Bearer TOKEN\" (the one it was given, or the one in the file it names on stderr), or " : "")
+            + "start linkcond with --toxiproxy-allow-other-users (toxiproxy-server: -allow-other-users)"
+        let who = client == .linkcondItself ? "this connection comes through \(client), which relays any user"
+                                            : "this connection belongs to \(client)"
+        return ToxiproxyError(message: "this Toxiproxy API serves only programs of user \(CurrentUser.id), who started linkcond, and root; \(who). To allow it, \(allow)", status: 403)
     }
 
     private func refusal(of request: HTTPRequest) -> ToxiproxyError? {
@@ -83,4 +120,12 @@ final class ToxiproxyServer: HTTPExchangeServer {
         api.close()
         connections.closeAll()
     }
+}
+
+/// Which local programs the loopback Toxiproxy API serves without a token.
+public enum ToxiproxyClients: Sendable {
+    /// Programs of linkcond's own user and root; another user's need the control token.
+    case ownerOnly
+    /// Every program on the machine, as Toxiproxy itself does (`--toxiproxy-allow-other-users`).
+    case everyLocalUser
 }

@@ -130,6 +130,7 @@ public enum ExecNamespace {
             try Namespaces.writeFile("/proc/self/uid_map", "0 \(uid) 1")
             try Namespaces.writeFile("/proc/self/gid_map", "0 \(gid) 1")
         }
+        try forwardNothing()
         var tunRefusal: String?
         if mode != .proxy {
             var programTun: Int32?
@@ -239,6 +240,17 @@ public enum ExecNamespace {
         try runNft(rules, purpose: "--forward")
         for device in ["all", "lc0"] {
             try Namespaces.writeFile("/proc/sys/net/ipv4/conf/\(device)/route_localnet", "1")
+        }
+    }
+
+    /// Turns IP forwarding off in the program's namespace. A new namespace copies the host's IPv4 settings, and a
+    /// host running a container engine forwards, so the namespace would route between its interfaces.
+    private static func forwardNothing() throws {
+        do {
+            try Namespaces.writeFile("/proc/sys/net/ipv4/ip_forward", "0")
+            try Namespaces.writeFile("/proc/sys/net/ipv6/conf/all/forwarding", "0")
+        } catch {
+            throw SetupFailure(description: "cannot turn IP forwarding off in the program's namespace (\(error))")
         }
     }
 

@@ -250,6 +250,7 @@ public final class ConditionedProxy: Sendable {
             }
             state.onClose.append { server.close() }
             state.control = server
+            if let token { state.controlToken = token }
             return server.displayAddress
         }
     }
@@ -257,15 +258,17 @@ public final class ConditionedProxy: Sendable {
     /// Serves the Toxiproxy-compatible API at `address` (port 0 picks one). On loopback no token is asked, as
     /// Toxiproxy's clients send none; beyond loopback a `token` is required. Its proxies may listen beyond loopback
     /// only with `remoteListeners` (`--allow-remote`) or when the API itself is served beyond loopback, which took
-    /// the same choice. Returns `http://HOST:PORT`.
-    public func serveToxiproxy(at endpoint: Endpoint, token: String? = nil, remoteListeners: Bool = false) throws -> String {
+    /// the same choice. On loopback, `clients` says whose programs are served without the control token.
+    /// Returns `http://HOST:PORT`.
+    public func serveToxiproxy(at endpoint: Endpoint, token: String? = nil, remoteListeners: Bool = false,
+                               clients: ToxiproxyClients = .ownerOnly) throws -> String {
         let address = try endpoint.resolve()[0]
         if !address.isLoopback && (token ?? "").isEmpty {
             throw ControlSetupError("a Toxiproxy API reachable from other hosts needs --allow-remote and --control-token")
         }
         return try attach { state in
             let server = try ToxiproxyServer(address: address, token: address.isLoopback ? nil : token,
-                                             remoteListeners: remoteListeners || !address.isLoopback, state: state)
+                                             remoteListeners: remoteListeners || !address.isLoopback, clients: clients, state: state)
             if let refusal = state.ownListeners.refusal(adding: ProxyState.apiAddresses("Toxiproxy API", server.address)) {
                 server.close()
                 throw refusal
@@ -335,6 +338,9 @@ final class ProxyState {
     let descriptorReserve = DescriptorReserve(capacity: 1 + ProxyState.reservedForAPIs)
     /// Connections the control endpoint and the Toxiproxy API can serve at once when descriptors are exhausted.
     static let reservedForAPIs = 8
+    /// The token of the control endpoint, when it asks one; a client of the Toxiproxy API that sends it is served
+    /// whatever its user.
+    var controlToken: String?
     /// The SCHED_FIFO priority the loop thread entered at start (`ProxyOptions.realtimePriority`); nil in the
     /// normal class.
     var realtimePriority: Int32?

@@ -54,6 +54,9 @@ final class ProxyClientSession {
     private var phase = Phase.reading
     /// Whether the destination's name is being looked up (a test sends bytes meanwhile).
     var isResolving: Bool { phase == .resolving }
+    /// Whether closing it loses no request in progress: its request has not fully arrived, or its final answer is
+    /// out already. The front end displaces the oldest of these to make room for a new client.
+    var isDisplaceable: Bool { phase == .reading || phase == .finishing }
     private var dialect = Dialect.undetermined
     private var received: [UInt8] = []
     /// Bytes of `received` already used by the protocol.
@@ -408,6 +411,13 @@ final class ProxyClientSession {
     }
 
     /// Closes the client (unless a relay owns it) and tells the front end.
+    /// Resets the client (no TIME_WAIT left behind for a flood) and closes, to make room for a newer client.
+    func displace() {
+        guard phase != .done else { return }
+        try? client.setResetOnClose()
+        close()
+    }
+
     func close() {
         guard phase != .done else { return }
         phase = .done

@@ -10,7 +10,8 @@ public struct ProxyFrontEndSettings: Hashable, Sendable {
     public var handshakeTimeout: Duration
     /// How long a name lookup may take before the client is told it timed out.
     public var lookupTimeout: Duration
-    /// Connections (handshaking or relaying) one client address may hold at once; more are reset.
+    /// Connections (handshaking or relaying) one client address may hold at once. Beyond it, a new connection
+    /// displaces that address's connection that has waited longest for its request; when none is waiting, it is reset.
     public var connectionsPerClient: Int
     /// How long a connect to the destination may take (after the uplink delay) before the client is told it timed out.
     public var connectTimeout: Duration
@@ -58,6 +59,8 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     private var connectionsRefused = 0
     private var connectionsExcluded = 0
     private var connectionsLooped = 0
+    /// Whether a displaced client has been logged; once per listener, so a flood of silent clients logs one line.
+    private var loggedDisplacement = false
     let faults: ListenerFaults
     var connectionFaults: ListenerFaults? { faults }
     /// Whether the captive portal has let traffic through (`online`, or a POST to its form).
@@ -142,7 +145,12 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     }
 
     /// Starts a session for a new client, or resets it while the profile refuses connections or the client
-    /// already holds its share.
+    /// already holds its share with no connection waiting for its request.
+    ///
+    /// Every local program connects from 127.0.0.1, so the share of one client address is shared by all of them:
+    /// a program holding it with silent connections would lock every other one out. A new connection therefore
+    /// displaces the connection of that address that has waited longest for its request (as the control endpoint
+    /// does), and a program that sends its request at once gets through any number of silent ones.
     private func accepted(_ client: Socket, from address: SocketAddress) {
         if let ownListeners, ownListeners.isOwnUpstream(address) {
             connectionsLooped += 1
@@ -153,9 +161,10 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
             return
         }
         let clientHost = address.host
-        if profile.fault == .refuse || connectionsByClient[clientHost, default: 0] >= settings.connectionsPerClient {
+        let full = connectionsByClient[clientHost, default: 0] >= settings.connectionsPerClient
+        if profile.fault == .refuse || (full && !displaceLongestWaiting(from: clientHost)) {
             if profile.fault != .refuse {
-                logger.warning("client \(clientHost) already holds \(settings.connectionsPerClient) connections; resetting a new one")
+                logger.warning("client \(clientHost) already holds \(settings.connectionsPerClient) connections past their request; resetting a new one")
             }
             connectionsRefused += 1
             try? client.setResetOnClose()
@@ -170,6 +179,19 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         let session = ProxyClientSession(id: id, frontEnd: self, client: client, clientAddress: address)
         sessions[id] = session
         session.start()
+    }
+
+    /// Resets the session of `clientHost` that has waited longest for its request (the lowest id: ids follow
+    /// accept order) to make room for a new connection; false when none of its connections is displaceable.
+    private func displaceLongestWaiting(from clientHost: String) -> Bool {
+        let oldest = sessions.values.filter { $0.isDisplaceable && clientHosts[$0.id] == clientHost }.min { $0.id < $1.id }
+        guard let oldest else { return false }
+        if !loggedDisplacement {
+            loggedDisplacement = true
+            logger.warning("client \(clientHost) holds \(settings.connectionsPerClient) connections; resetting the one waiting longest for its request to make room (logged once)")
+        }
+        oldest.displace()
+        return true
     }
 
     /// Takes a client whose request is complete from its session and relays it to `addresses`; the relay takes

@@ -67,7 +67,7 @@ public final class EventLog: TrafficRecorder {
     /// Opens the file at `options.path` and buffers the header line; nothing is written, and an earlier file of that
     /// name keeps its contents, until `begin` (or none of it, after `abandon`). A write that fails later (a full
     /// disk) is logged on `logger` once, and the recording ends there.
-    init(_ options: RecordingOptions, loop: EventLoop, logger: Logger, wallClock: Date = Date()) throws(SystemError) {
+    init(_ options: RecordingOptions, loop: EventLoop, logger: Logger, wallClock: Date = Date()) throws(RecordFile.Refusal) {
         self.loop = loop
         self.origin = loop.clock.now()
         self.limit = options.limit
@@ -283,7 +283,7 @@ final class LogWriter: @unchecked Sendable {
     private let logger: Logger
 
     /// Opens `path` without emptying it; the thread starts with `start`.
-    init(path: String, logger: Logger) throws(SystemError) {
+    init(path: String, logger: Logger) throws(RecordFile.Refusal) {
         file = try RecordFile(opening: path)
         self.path = path
         self.logger = logger

@@ -88,6 +88,9 @@ public struct Recording: Sendable {
     public var cutAt: Int64?
     /// Events the recorder dropped because the disk fell behind.
     public var droppedEvents = 0
+    /// The number of the file's last line when it is cut short (a full disk or a kill stopped the writer mid-line):
+    /// every line before it was read, it was not. Only the last line may be cut; a damaged line before it is refused.
+    public var cutLine: Int?
 
     /// Why a file is not a recording this version can read; says file:line and what was expected.
     public struct Problem: Error, CustomStringConvertible, Sendable {
@@ -122,8 +125,12 @@ public struct Recording: Sendable {
             let number = index + 1
             let isLast = index == lines.count - 1
             guard let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any] else {
+                if isLast && !endsWithNewline && index > 0 {
+                    cutLine = number
+                    break
+                }
                 if isLast && !endsWithNewline {
-                    throw Problem(description: "\(file):\(number): the last line is cut short (the recording was interrupted before it was written out); remove that line to read the rest")
+                    throw Problem(description: "\(file):1: the first line is cut short: the recording was interrupted before it began")
                 }
                 throw Problem(description: "\(file):\(number): not a JSON object; expected one event per line as linkcond run --record writes them")
             }

@@ -340,7 +340,7 @@ public struct TrafficReport: Sendable, Codable {
         }.sorted { $0.connections > $1.connections }
     }
 
-    /// The plain-text summary `linkcond report` prints.
+    /// The plain-text summary `linkcond report` prints, its fields' control characters escaped for the terminal.
     public var summary: String {
         var lines = ["recording from \(wallClock): \(Self.ms(duration)), \(connectionCount) connections, \(bytesUp) bytes up, \(bytesDown) bytes down, \(lookups) DNS lookups"]
         if flowCount > 0 { lines.append("udp: \(flowCount) flows, \(datagramsUp) datagrams up, \(datagramsDown) down") }
@@ -362,6 +362,6 @@ public struct TrafficReport: Sendable, Codable {
         for host in hosts.prefix(10) {
             lines.append("host \(host.host): \(host.connections) connections, \(host.bytesUp) B up, \(host.bytesDown) B down, first byte \(host.medianTimeToFirstByte.map(Self.ms) ?? "-") (median), \(host.lookups) lookups")
         }
-        return lines.joined(separator: "\n") + "\n"
+        return TerminalText.lines(lines) + "\n"
     }
 }

@@ -26,7 +26,7 @@ extension Socket {
     static func datagram(connectedTo address: SocketAddress) throws(SystemError) -> Socket {
         let socket = try udp(family: address.family)
         do {
-            _ = try socket.connect(to: address)
+            _ = try socket.startConnect(to: address)
         } catch {
             socket.close()
             throw error

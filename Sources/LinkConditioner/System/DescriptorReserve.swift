@@ -39,6 +39,15 @@ final class DescriptorReserve {
         return true
     }
 
+    /// Runs `body`, which opens a descriptor for a moment (a read of the kernel's socket table), with one of the
+    /// reserve's given up for it, so it succeeds while the process is out of descriptors; the reserve takes it back
+    /// after. The loop thread opens nothing else meanwhile.
+    func lending<T>(_ body: () -> T) -> T {
+        let lent = release()
+        defer { if lent { refill() } }
+        return body()
+    }
+
     /// Accepts one client of `listener` on a placeholder's descriptor and closes it at once, then takes the
     /// placeholder back: `.processed` with the client's address, `.wouldBlock` when nobody waits, nil when the
     /// reserve is empty or the accept failed anyway.

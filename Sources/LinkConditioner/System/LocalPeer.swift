@@ -30,6 +30,18 @@ extension Socket {
         return nil
     }
 
+    /// Who holds the other end of this accepted TCP connection, for the endpoints that serve only linkcond's own
+    /// user (and root): one of linkcond's own sockets (see `OwnConnections`) is told apart first, as the kernel
+    /// lists it as linkcond's user's whoever it relays. Reads the socket table; see `localPeerUserID`.
+    func localClient() -> LocalClient {
+        if let local = try? localAddress(), let peer = try? peerAddress(),
+           OwnConnections.shared.contains(local: peer, remote: local) {
+            return .linkcondItself
+        }
+        guard let user = localPeerUserID() else { return .unknown }
+        return user == CurrentUser.id || user == 0 ? .owner(user) : .otherUser(user)
+    }
+
     /// `address` as the socket table writes it: each 32-bit word of the address as the host stores it, in hex,
     /// then `:` and the port in hex (`0100007F:1F90` for 127.0.0.1:8080 on a little-endian machine).
     private static func tableForm(of address: SocketAddress) -> Substring {
@@ -60,5 +72,32 @@ extension Socket {
             text += buffer[..<got]
         }
         return String(decoding: text, as: UTF8.self)
+    }
+}
+
+/// The other end of a connection to an endpoint that serves only linkcond's own user, as the kernel tells it.
+enum LocalClient: Equatable, CustomStringConvertible {
+    /// A program of linkcond's own user, or of root: served.
+    case owner(UInt32)
+    /// A program of another user.
+    case otherUser(UInt32)
+    /// One of linkcond's own sockets: a relay or proxy whose upstream is this endpoint, relaying whoever reached it.
+    case linkcondItself
+    /// Not in this network namespace's socket table: another host, or a client already gone.
+    case unknown
+
+    var isOwner: Bool {
+        if case .owner = self { return true }
+        return false
+    }
+
+    /// Who the client is, for a log line or a refusal.
+    var description: String {
+        switch self {
+        case .owner(let user): "user \(user)"
+        case .otherUser(let user): "user \(user)"
+        case .linkcondItself: "one of linkcond's own relays (a relay or proxy whose upstream is this endpoint)"
+        case .unknown: "a client of unknown user"
+        }
     }
 }

@@ -42,9 +42,17 @@ public struct Socket: Hashable, Sendable {
         }
     }
 
-    /// Starts a non-blocking connect; true when it completed at once, false when it is in progress (wait for writability).
-    /// EINPROGRESS is the usual answer, so it is a result: no error (nor its message) is made for it.
+    /// Starts a non-blocking TCP connect; true when it completed at once, false when it is in progress (wait for
+    /// writability). EINPROGRESS is the usual answer, so it is a result: no error (nor its message) is made for it.
+    /// The socket is noted in `OwnConnections` until it closes.
     func connect(to address: SocketAddress) throws(SystemError) -> Bool {
+        let completed = try startConnect(to: address)
+        if let local = try? localAddress() { OwnConnections.shared.add(descriptor, local: local, remote: address) }
+        return completed
+    }
+
+    /// `connect(2)` alone, for a UDP socket too; true when it completed at once.
+    func startConnect(to address: SocketAddress) throws(SystemError) -> Bool {
         let result = try address.withSockAddr { (pointer, length) throws(SystemError) in
             try nonBlockingSyscall("connect \(address)", pending: .inProgress) { Glibc.connect(descriptor, pointer, length) }
         }
@@ -143,6 +151,7 @@ public struct Socket: Hashable, Sendable {
 
     /// Closes the descriptor. Errors from close are not actionable for a socket and are ignored.
     func close() {
+        OwnConnections.shared.remove(descriptor)
         _ = Glibc.close(descriptor)
     }
 }

@@ -1,0 +1,3 @@
+module linkcond
+
+go 1.19
