@@ -4,8 +4,9 @@ import LinkConditioner
 import LoopbackPeers
 import Testing
 
-/// `linkcond run` out of file descriptors (`ulimit -n 64`): listeners pause accepting instead of spinning, say so
-/// once per episode, and serve again once descriptors are free.
+/// `linkcond run` out of file descriptors (`ulimit -n 64`): data listeners close new clients at once on a reserve
+/// descriptor instead of leaving them queued (or spinning), say so once per episode, the control endpoint and the
+/// Toxiproxy API still answer, and everything serves again once descriptors are free.
 @Suite(.serialized)
 struct DescriptorExhaustionTests {
     /// A `linkcond run` started by a shell that lowered its descriptor limit first.
@@ -75,7 +76,7 @@ struct DescriptorExhaustionTests {
         line.split(separator: " ").dropFirst(2).first?.split(separator: ":").last.flatMap { UInt16($0) }
     }
 
-    @Test func theDNSForwarderPausesAcceptingWhileDescriptorsAreExhaustedAndServesOnceTheyAreFree() throws {
+    @Test func theDNSForwarderClosesClientsWhileDescriptorsAreExhaustedAndServesOnceTheyAreFree() throws {
         let upstreamConnections = LockedBox(0)
         let upstream = try TestServer { connection in
             upstreamConnections.mutate { $0 += 1 }
@@ -100,10 +101,14 @@ struct DescriptorExhaustionTests {
         // The DNS clients come once the relay's accepts have run linkcond out of descriptors: a listener takes one
         // client a turn, so DNS clients arriving earlier would share the last free descriptors with the relay's.
         let exhausted = waitUntil(seconds: 30) {
-            linkcond.stderrSoFar.split(separator: "\n").contains { $0.contains("accept on 127.0.0.1:\(relayPort)") && $0.contains("pausing") }
+            linkcond.stderrSoFar.split(separator: "\n").contains { $0.contains("accept on 127.0.0.1:\(relayPort)") && $0.contains("closing new connections") }
         }
         #expect(exhausted, "the relay's listener never ran out of descriptors: \(linkcond.stderrSoFar)")
         let dnsClients = try (0..<3).map { _ in try TestConnection.connect(port: dnsPort, timeout: 5) }
+        // Each is accepted on the reserve descriptor and closed at once: none waits in the kernel's queue.
+        let endings = dnsClients.map { client in
+            do { return "closed after \(try client.drain().count) bytes" } catch { return "\(error)" }
+        }
         usleep(200_000)
         let window = 2.0
         let cpuBefore = linkcond.cpuSeconds
@@ -112,23 +117,29 @@ struct DescriptorExhaustionTests {
         let connectedWhileExhausted = upstreamConnections.value
         held.forEach { $0.close() }
         held.removeAll()
-        let deadline = Date().addingTimeInterval(10)
-        while upstreamConnections.value < 3 && Date() < deadline { usleep(10_000) }
-        let connectedAfterRelease = upstreamConnections.value
         dnsClients.forEach { $0.close() }
+        var laterClients: [TestConnection] = []
+        let deadline = Date().addingTimeInterval(10)
+        while upstreamConnections.value < 3 && Date() < deadline {
+            if let client = try? TestConnection.connect(port: dnsPort, timeout: 5) { laterClients.append(client) }
+            usleep(50_000)
+        }
+        let connectedAfterRelease = upstreamConnections.value
+        laterClients.forEach { $0.close() }
         stderr = linkcond.stop()
 
         #expect(cpuUsed < window / 2, "linkcond used \(cpuUsed) s of CPU in \(window) s while out of descriptors")
         #expect(connectedWhileExhausted == 0)
+        #expect(endings.allSatisfy { $0.hasPrefix("closed") || $0.contains("reset") }, "\(endings)")
         #expect(connectedAfterRelease >= 3, "only \(connectedAfterRelease) DNS connections reached the upstream after descriptors were freed")
         let dnsLines = stderr.split(separator: "\n").filter { $0.contains("accept on 127.0.0.1:\(dnsPort)") }
-        let pauses = dnsLines.filter { $0.contains("pausing") }
+        let pauses = dnsLines.filter { $0.contains("closing new connections") }
         let resumes = dnsLines.filter { $0.contains("accepting again") }
         // One line when an episode starts and one when it ends, however many attempts failed in between. Freeing
         // the descriptors may start a short second episode while the backlogs drain, still open when linkcond stops.
         #expect(!pauses.isEmpty && !resumes.isEmpty && pauses.count <= resumes.count + 1, "\(dnsLines)")
         let firstAttempts = resumes.first?.split(separator: " ").reversed().dropFirst(2).first.flatMap { Int($0) } ?? 0
-        #expect(firstAttempts >= 2, "the first episode logged once for \(firstAttempts) failed attempts: \(dnsLines)")
+        #expect(firstAttempts >= 3, "the first episode logged once for \(firstAttempts) failed attempts: \(dnsLines)")
     }
 
     @Test func theTCPRelayGivesUpItsKeptSplicePipesWhenDescriptorsRunOut() throws {
@@ -172,5 +183,40 @@ struct DescriptorExhaustionTests {
         #expect(keptAfterEchoes, "no pipe kept after the echoes")
         #expect(released, "no kept pipe was closed when descriptors ran out: \(stderr)")
         #expect(servedAgain)
+    }
+
+    /// Relays hold every descriptor but the reserve: a new relay client is closed at once (not left in the kernel's
+    /// queue), and the Toxiproxy API and the control endpoint still answer, again and again.
+    @Test func theControlEndpointAndTheToxiproxyAPIAnswerWhileRelaysHoldEveryDescriptor() throws {
+        let profile = try ExecEnvironment.profileFile("fault = blackhole\n")
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+        let linkcond = try LimitedLinkcond(descriptorLimit: 64, arguments: [
+            "run", "--profile", profile, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
+            "--toxiproxy", "127.0.0.1:0", "--control", "127.0.0.1:0",
+        ])
+        var stderr = ""
+        defer { if stderr.isEmpty { _ = linkcond.stop() } }
+        let ready = try linkcond.readyLines()
+        let relayPort = try #require(ready.first { $0.hasPrefix("ready tcp") }.flatMap(Self.port(of:)))
+        let apiPort = try #require(ready.first { $0.hasPrefix("ready toxiproxy") }.flatMap(Self.port(of:)))
+        let control = try #require(ready.first { $0.hasPrefix("ready control") }?.split(separator: " ").last.map(String.init))
+
+        let held = try (0..<100).map { _ in try TestConnection.connect(port: relayPort, timeout: 5) }
+        defer { held.forEach { $0.close() } }
+        let exhausted = waitUntil(seconds: 30) { linkcond.stderrSoFar.contains("accept on 127.0.0.1:\(relayPort)") }
+        let late = try TestConnection.connect(port: relayPort, timeout: 10)
+        let lateEnding: String
+        do { lateEnding = "closed after \(try late.drain().count) bytes" } catch { lateEnding = "\(error)" }
+        late.close()
+        let versions = try (0..<20).map { _ in try SelfLoopTests.request(port: apiPort, "GET", "/version").status }
+        let statuses = try (0..<5).map { _ in try LinkcondProcess.run(["status", "--json", "--control", control]) }
+        stderr = linkcond.stop()
+
+        #expect(exhausted, "the relay never ran out of descriptors: \(stderr)")
+        #expect(lateEnding.hasPrefix("closed") || lateEnding.contains("reset"), "\(lateEnding)")
+        #expect(versions.allSatisfy { $0 == 200 }, "\(versions)")
+        #expect(statuses.allSatisfy { $0.status == 0 }, "\(statuses.map(\.stderr))")
+        let turnedAway = statuses.last.map { SelfLoopTests.listenerCounts("connectionsTurnedAway", in: $0.stdout).reduce(0, +) } ?? 0
+        #expect(turnedAway >= 1, "\(statuses.last?.stdout ?? "")")
     }
 }

@@ -120,6 +120,8 @@ final class ControlServer: HTTPExchangeServer {
     /// The `Host` values a request may carry (loopback TCP endpoints only); nil accepts any host.
     private let acceptedHosts: LoopbackHosts?
     private let connections: ExchangeConnections
+    /// Lends a descriptor for reading the kernel's socket table while the process has none left.
+    private let descriptorReserve: DescriptorReserve
     /// The one-time tickets `linkcond dashboard --open` asked for and no page has traded yet.
     private var tickets = DashboardTickets()
 
@@ -134,10 +136,11 @@ final class ControlServer: HTTPExchangeServer {
         self.token = token
         acceptedHosts = unixPath == nil && self.address.isLoopback ? LoopbackHosts(port: self.address.port) : nil
         api = ControlAPI(state: state)
+        descriptorReserve = state.descriptorReserve
         connections = ExchangeConnections(limit: Self.connectionLimit, acceptor: acceptor, logger: state.logger,
-                                          name: "control endpoint")
+                                          name: "control endpoint", reserve: state.descriptorReserve)
         do {
-            try acceptor.start { [weak self] client, _ in self?.accepted(client) }
+            try acceptor.start(shortage: .serve(state.descriptorReserve)) { [weak self] client, _ in self?.accepted(client) }
         } catch {
             if let unixPath { Socket.removeSocketFile(unixPath) }
             throw error
@@ -188,7 +191,7 @@ final class ControlServer: HTTPExchangeServer {
         guard tickets.redeem(ticket, now: loop.clock.now()) else {
             return .error(403, "this dashboard ticket is unknown, used or expired; run \"linkcond dashboard --open\" again, or paste the token")
         }
-        let client = connection.socket.localClient()
+        let client = descriptorReserve.lending { connection.socket.localClient() }
         guard client.isOwner else {
             logger.warning("control endpoint: \(client) presented a dashboard ticket; it is void now")
             return .error(403, client == .linkcondItself

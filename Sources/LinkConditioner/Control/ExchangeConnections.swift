@@ -19,6 +19,9 @@ final class ExchangeConnections {
     private let acceptor: TCPAcceptor
     private let logger: Logger
     private let name: String
+    /// The descriptors the acceptor may serve a client on when the process has none left; refilled as
+    /// connections close.
+    private let reserve: DescriptorReserve?
     private var connections: [Int32: ControlConnection] = [:]
     private var nextSequence = 0
     /// The order in which answers began, for closing the longest-waiting one first.
@@ -30,8 +33,9 @@ final class ExchangeConnections {
     /// Why connections ended so far, for the cases a client cannot tell apart by what it reads.
     private(set) var endings = ExchangeEndings()
 
-    init(limit: Int, acceptor: TCPAcceptor, logger: Logger, name: String) {
+    init(limit: Int, acceptor: TCPAcceptor, logger: Logger, name: String, reserve: DescriptorReserve? = nil) {
         self.limit = limit
+        self.reserve = reserve
         self.acceptor = acceptor
         self.logger = logger
         self.name = name
@@ -79,11 +83,13 @@ final class ExchangeConnections {
         }
     }
 
-    /// Forgets `connection`, and accepts again once within the limit.
+    /// Forgets `connection` (its socket already closed), and accepts again once within the limit.
     func closed(_ connection: ControlConnection) {
         if connection.timedOut { endings.timedOut += 1 }
         connections.removeValue(forKey: connection.socket.descriptor)
         if connections.count <= limit { acceptor.hold(false) }
+        // The connection's socket is closed already: a descriptor it was served on goes back to the reserve.
+        if reserve?.isShort == true { reserve?.refill() }
     }
 
     func closeAll() {

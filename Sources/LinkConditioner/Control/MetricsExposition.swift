@@ -30,6 +30,12 @@ struct MetricsExposition {
                     "Connections or flows refused (offline, a refusing profile, or a limit).") { Double($0.connectionsRefused) }
         perListener(listeners, "linkcond_connections_excluded_total", .counter,
                     "Connections relayed untouched because their destination matched exclude.") { Double($0.connectionsExcluded ?? 0) }
+        perListener(listeners, "linkcond_connections_looped_total", .counter,
+                    "Connections closed at accept because they came from linkcond's own upstream connection (a relay loop).") {
+            Double($0.connectionsLooped ?? 0)
+        }
+        perListener(listeners, "linkcond_connections_turned_away_total", .counter,
+                    "Connections closed at accept because linkcond was out of file descriptors.") { Double($0.connectionsTurnedAway ?? 0) }
         perListener(listeners, "linkcond_malformed_messages_total", .counter, "Messages a DNS listener dropped as malformed.") {
             Double($0.malformedMessages)
         }

@@ -95,6 +95,12 @@ public struct StatusReport: Codable, Sendable {
         /// Of the accepted connections, those relayed untouched because their destination matched `exclude`
         /// (proxy listeners and exec's proxy mode; absent from an older linkcond's answer).
         public var connectionsExcluded: Int?
+        /// Connections closed at accept because they came from one of linkcond's own upstream connections (a relay
+        /// loop); absent from an older linkcond's answer.
+        public var connectionsLooped: Int?
+        /// Connections closed at accept because the process was out of descriptors; absent from an older
+        /// linkcond's answer.
+        public var connectionsTurnedAway: Int?
         /// Messages a DNS listener dropped as malformed.
         public var malformedMessages: Int
         public var uplink: Direction
@@ -114,6 +120,8 @@ public struct StatusReport: Codable, Sendable {
             connectionsAccepted = status.connectionsAccepted
             connectionsRefused = status.connectionsRefused
             connectionsExcluded = status.connectionsExcluded
+            connectionsLooped = status.connectionsLooped
+            connectionsTurnedAway = status.connectionsTurnedAway
             malformedMessages = status.malformedMessages
             uplink = Direction(status.uplink, kernelDrops: status.uplinkKernelDrops, faultDrops: status.uplinkFaultDrops,
                                lateness: status.uplinkLateness, bitsPerSecond: uplinkBitsPerSecond,

@@ -208,13 +208,16 @@ final class ToxiproxyAPI {
     }
 
     /// Starts `proxy` at `resolved` (nothing when it is to stay disabled), its listen address written as `listen`
-    /// and its upstream as `upstream`; a listen failure is Toxiproxy's 500 with the reason, and changes nothing.
+    /// and its upstream as `upstream`; a listen failure is Toxiproxy's 500 with the reason, an address that
+    /// would reach linkcond itself (`OwnListenerRefusal`) a 400 that says which; either changes nothing.
     private func start(_ proxy: ToxiproxyProxy, _ resolved: ResolvedAddresses?, listen: String, upstream: String) -> ToxiproxyError? {
         guard let resolved else { return nil }
         do {
             try proxy.start(at: resolved, upstream: upstream, state: state)
             state.logger.info("toxiproxy: proxy \(proxy.name) listening on \(proxy.listen), upstream \(proxy.upstream)")
             return nil
+        } catch let refusal as OwnListenerRefusal {
+            return ToxiproxyError(message: refusal.description, status: 400)
         } catch {
             return ToxiproxyError(message: "listen tcp \(listen): \(error)", status: 500)
         }

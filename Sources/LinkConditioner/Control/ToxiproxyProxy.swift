@@ -33,8 +33,9 @@ final class ToxiproxyProxy {
     /// the listener it has; adds the new listener to `state`. The new socket is bound before the old listener closes,
     /// so a refused move (the address in use) leaves the proxy as it was: same listener, address and upstream. Only a
     /// restart on the very address it holds must close first, the kernel taking one listener per address; should
-    /// that rebind fail, the old listener is rebound.
-    func start(at resolved: ToxiproxyAPI.ResolvedAddresses, upstream: String, state: ProxyState) throws(SystemError) {
+    /// that rebind fail, the old listener is rebound. A listener that would reach linkcond itself is refused
+    /// (`OwnListenerRefusal`) the same way.
+    func start(at resolved: ToxiproxyAPI.ResolvedAddresses, upstream: String, state: ProxyState) throws {
         guard var context = state.listenerContext else { return }
         context.profile = state.conditions.effective
         let previous = listener
@@ -43,6 +44,11 @@ final class ToxiproxyProxy {
         do {
             started = try TCPListener(address: resolved.listen, upstream: resolved.upstream, upstreamAddresses: resolved.upstreamAddresses,
                                       context: context)
+            started.toxiproxyName = name
+            if let refusal = state.ownListeners.refusal(adding: started.addresses) {
+                started.close()
+                throw refusal
+            }
         } catch {
             if let previous, listener == nil {
                 install(try? TCPListener(address: previous.localAddress, upstream: previous.upstream,

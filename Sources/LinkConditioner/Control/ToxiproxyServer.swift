@@ -37,8 +37,8 @@ final class ToxiproxyServer: HTTPExchangeServer {
         acceptedHosts = self.address.isLoopback ? LoopbackHosts(port: port, portless: ["localhost", "127.0.0.1"]) : nil
         api = ToxiproxyAPI(state: state, remoteListeners: remoteListeners)
         connections = ExchangeConnections(limit: ControlServer.connectionLimit, acceptor: acceptor, logger: state.logger,
-                                          name: "Toxiproxy API")
-        try acceptor.start { [weak self] client, _ in self?.accepted(client) }
+                                          name: "Toxiproxy API", reserve: state.descriptorReserve)
+        try acceptor.start(shortage: .serve(state.descriptorReserve)) { [weak self] client, _ in self?.accepted(client) }
         if clients == .everyLocalUser && token == nil {
             logger.warning("Toxiproxy API on \(self.address) serves every user of this machine: any of them may change your proxies and create relays that run as user \(CurrentUser.id)")
         }
@@ -68,7 +68,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
            ControlToken.matches(String(given.dropFirst(7)), controlToken) {
             return nil
         }
-        let client = connection.socket.localClient()
+        let client = state.descriptorReserve.lending { connection.socket.localClient() }
         if client.isOwner { return nil }
         if !loggedStranger {
             loggedStranger = true

@@ -91,6 +91,12 @@ public struct ListenerStatus: Sendable {
     public var destinations: [StatusReport.Destination]?
     /// The name of the Toxiproxy proxy a `tcp` listener serves; nil for every other listener.
     public var toxiproxy: String?
+    /// Connections closed at accept because they came from one of linkcond's own upstream connections: a relay
+    /// loop (TCP listeners and proxy front ends).
+    public var connectionsLooped = 0
+    /// Connections closed at accept because the process was out of descriptors (TCP listeners, proxy front ends and
+    /// DNS over TCP), so none waited in the kernel's queue.
+    public var connectionsTurnedAway = 0
 }
 
 /// A listener of any kind, as the proxy drives it. Lives on the event loop thread.
@@ -107,10 +113,15 @@ protocol ConditionedListener: AnyObject {
     func close()
     /// The user said `online`: a captive portal lets traffic through.
     func cameOnline()
+    /// What it listens on in linkcond's network namespace and where it relays, for `OwnListeners`.
+    var addresses: ListenerAddresses { get }
 }
 
 extension ConditionedListener {
     func cameOnline() {}
+
+    /// A listener with no socket in linkcond's namespace (an exec'd program's, which listens in its own).
+    var addresses: ListenerAddresses { ListenerAddresses(name: "\(bound.kind) listener", role: .commandLine) }
 }
 
 /// What every listener is built from. Lives on the event loop thread.
@@ -126,32 +137,14 @@ struct ListenerContext {
     var recorder: TrafficRecorder?
     /// Where plain TCP listeners hand pass-through connections; nil keeps them on the main loop.
     var spliceLoops: SpliceLoops?
-    /// The loopback ports of the proxy's own HTTP APIs, which its SOCKS5 and HTTP front ends do not relay to.
-    var ownAPIs: OwnAPIPorts
+    /// Every address the proxy listens on: no relay reaches one (see `OwnListeners`).
+    var ownListeners: OwnListeners
+    /// Descriptors kept for when the process runs out, so listeners still drain their queues.
+    var descriptorReserve: DescriptorReserve
 
     /// The seeds of a listener's two directions: from the profile, so runs repeat, or fresh; never equal.
     var directionSeeds: (uplink: UInt64, downlink: UInt64) {
         StreamLink.directionSeeds(profileSeed: profile.seed ?? UInt64.random(in: 0...UInt64.max))
-    }
-}
-
-/// The loopback ports the proxy's own HTTP APIs listen on (the control endpoint, the Toxiproxy API).
-///
-/// Its SOCKS5 and HTTP front ends refuse to relay to them: the Toxiproxy API asks no token on loopback and the
-/// control endpoint takes a loopback `Host`, so whoever may use the proxy (other hosts with `--allow-remote`, every
-/// page of a browser pointed at it) would otherwise reach them as a local program. An API off loopback needs a
-/// token and is not listed. Lives on the event loop thread.
-final class OwnAPIPorts {
-    private(set) var ports: Set<UInt16> = []
-
-    /// Notes an API listening at `address`, when that is a loopback address.
-    func add(_ address: SocketAddress) {
-        if address.isLoopback { ports.insert(address.port) }
-    }
-
-    /// Whether `address` (any loopback address, also IPv4-mapped) reaches one of the APIs.
-    func contains(_ address: SocketAddress) -> Bool {
-        address.isLoopback && ports.contains(address.port)
     }
 }
 

@@ -48,7 +48,7 @@ public final class ConditionedProxy: Sendable {
                 let (resolved, profile, options, logger) = pending.value
                 var context = ListenerContext(loop: loop, profile: profile, options: options,
                                               readBuffer: ReadBuffer(), logger: logger, bufferBudget: state.value.bufferBudget,
-                                              ownAPIs: state.value.ownAPIs)
+                                              ownListeners: state.value.ownListeners, descriptorReserve: state.value.descriptorReserve)
                 // Asked before anything is made, so a refusal leaves no file (a recording's) replaced.
                 if let priority = options.realtimePriority {
                     do throws(SystemError) { try RealtimeScheduling.enterFIFO(priority: priority) } catch {
@@ -71,7 +71,7 @@ public final class ConditionedProxy: Sendable {
                     }
                     state.value.listenerContext = context
                     for (spec, address, upstream) in resolved {
-                        state.value.listeners.append(try makeListener(spec, address: address, upstream: upstream, context: context))
+                        try state.value.add(try makeListener(spec, address: address, upstream: upstream, context: context))
                     }
                     // Only a proxy that started replaces an earlier recording of that name.
                     try state.value.recorder?.begin()
@@ -244,10 +244,13 @@ public final class ConditionedProxy: Sendable {
         let chosen = (socketAddress, unixPath)
         return try attach { state in
             let server = try ControlServer(address: chosen.0, unixPath: chosen.1, token: token, state: state)
+            if let refusal = state.ownListeners.refusal(adding: ProxyState.apiAddresses("control endpoint", server.address)) {
+                server.close()
+                throw refusal
+            }
             state.onClose.append { server.close() }
             state.control = server
             if let token { state.controlToken = token }
-            state.ownAPIs.add(server.address)
             return server.displayAddress
         }
     }
@@ -266,9 +269,12 @@ public final class ConditionedProxy: Sendable {
         return try attach { state in
             let server = try ToxiproxyServer(address: address, token: address.isLoopback ? nil : token,
                                              remoteListeners: remoteListeners || !address.isLoopback, clients: clients, state: state)
+            if let refusal = state.ownListeners.refusal(adding: ProxyState.apiAddresses("Toxiproxy API", server.address)) {
+                server.close()
+                throw refusal
+            }
             state.onClose.insert({ server.close() }, at: 0)
             state.toxiproxy = server
-            state.ownAPIs.add(server.address)
             return server.displayAddress
         }
     }
@@ -303,7 +309,10 @@ public final class ConditionedProxy: Sendable {
 final class ProxyState {
     let loop: EventLoop
     let logger: Logger
-    var listeners: [ConditionedListener] = []
+    /// Every listener; add one with `add`, which refuses one that would reach linkcond itself.
+    var listeners: [ConditionedListener] = [] {
+        didSet { ownListeners.changed() }
+    }
     private(set) var conditions: LiveConditions
     private(set) var scenario: ScenarioRunner?
     private var rateMeter: RateMeter?
@@ -314,14 +323,24 @@ final class ProxyState {
     /// What listeners added while running (Toxiproxy proxies) are built from.
     var listenerContext: ListenerContext?
     /// The Toxiproxy API, when served.
-    var toxiproxy: ToxiproxyServer?
+    var toxiproxy: ToxiproxyServer? {
+        didSet { ownListeners.changed() }
+    }
     /// The control endpoint, when served.
-    var control: ControlServer?
+    var control: ControlServer? {
+        didSet { ownListeners.changed() }
+    }
+    /// Every address the proxy listens on (listeners, the control endpoint, the Toxiproxy API), which no relay,
+    /// proxy or front end may reach.
+    let ownListeners = OwnListeners()
+    /// Descriptors kept for when the process runs out: one lets data listeners turn clients away instead of
+    /// leaving them queued, the others let the control endpoint and the Toxiproxy API answer.
+    let descriptorReserve = DescriptorReserve(capacity: 1 + ProxyState.reservedForAPIs)
+    /// Connections the control endpoint and the Toxiproxy API can serve at once when descriptors are exhausted.
+    static let reservedForAPIs = 8
     /// The token of the control endpoint, when it asks one; a client of the Toxiproxy API that sends it is served
     /// whatever its user.
     var controlToken: String?
-    /// The loopback ports of the control endpoint and the Toxiproxy API, which the proxy front ends do not relay to.
-    let ownAPIs = OwnAPIPorts()
     /// The SCHED_FIFO priority the loop thread entered at start (`ProxyOptions.realtimePriority`); nil in the
     /// normal class.
     var realtimePriority: Int32?
@@ -338,6 +357,25 @@ final class ProxyState {
         self.bufferBudget = bufferBudget
         self.conditions = LiveConditions(profile: profile)
         applied = profile
+        ownListeners.listAll = { [unowned self] in
+            self.listeners.map(\.addresses)
+                + [self.control.map { Self.apiAddresses("control endpoint", $0.address) },
+                   self.toxiproxy.map { Self.apiAddresses("Toxiproxy API", $0.address) }].compactMap { $0 }
+        }
+    }
+
+    /// The addresses of the control endpoint or the Toxiproxy API listening at `address` (none on a Unix socket).
+    static func apiAddresses(_ name: String, _ address: SocketAddress) -> ListenerAddresses {
+        ListenerAddresses(name: name, role: .api, listening: address.isInternet ? [TransportAddress(transport: .tcp, address: address)] : [])
+    }
+
+    /// Adds `listener`, or closes it and throws when it would reach linkcond itself (see `OwnListeners.refusal`).
+    func add(_ listener: ConditionedListener) throws(OwnListenerRefusal) {
+        if let refusal = ownListeners.refusal(adding: listener.addresses) {
+            listener.close()
+            throw refusal
+        }
+        listeners.append(listener)
     }
 
     func setProfile(_ profile: Profile) {
@@ -461,6 +499,7 @@ final class ProxyState {
         recorder?.close()
         recorder = nil
         listenerContext?.readBuffer.pipes.release()
+        descriptorReserve.close()
     }
 }
 

@@ -36,6 +36,8 @@ final class DNSForwarder: ConditionedListener {
     var onAnswer: ((DNSSummary) -> Void)?
     let localAddress: SocketAddress
     let upstreamAddress: SocketAddress
+    /// Whether the UDP socket queries arrive on was opened in an exec'd program's namespace, not linkcond's.
+    private let queriesAdopted: Bool
     private(set) var profile: Profile
     private let udpSocket: Socket
     private let acceptor: TCPAcceptor
@@ -114,6 +116,7 @@ final class DNSForwarder: ConditionedListener {
         self.upstreamSocket = upstreamSocket
         self.localAddress = localAddress
         self.upstreamAddress = upstreamAddress
+        self.queriesAdopted = adoptedQueries != nil
         self.loop = context.loop
         self.logger = context.logger
         self.readBuffer = context.readBuffer
@@ -129,7 +132,9 @@ final class DNSForwarder: ConditionedListener {
             let interest = Epoll.readable | Epoll.edgeTriggered
             registrations.append(try loop.register(udpSocket.descriptor, interest: interest) { [weak self] _ in self?.receiveQueries() })
             registrations.append(try loop.register(upstreamSocket.descriptor, interest: interest) { [weak self] _ in self?.receiveAnswers() })
-            try acceptor.start { [weak self] client, address in self?.accepted(client, from: address) }
+            try acceptor.start(shortage: .turnAway(context.descriptorReserve)) { [weak self] client, address in
+                self?.accepted(client, from: address)
+            }
         } catch {
             close()
             throw error
@@ -192,6 +197,14 @@ final class DNSForwarder: ConditionedListener {
 
     var bound: BoundListener { BoundListener(kind: "dns", address: localAddress, upstream: upstreamAddress.description) }
 
+    /// Its TCP listener, and its UDP one unless an exec'd program's namespace holds that; its upstream over both.
+    var addresses: ListenerAddresses {
+        ListenerAddresses(name: "DNS forwarder", role: .commandLine,
+                          listening: (queriesAdopted ? [] : [TransportAddress(transport: .udp, address: localAddress)])
+                              + [TransportAddress(transport: .tcp, address: localAddress)],
+                          upstreams: [.udp, .tcp].map { TransportAddress(transport: $0, address: upstreamAddress) })
+    }
+
     func status() -> ListenerStatus {
         var status = ListenerStatus(kind: "dns", address: localAddress, upstream: upstreamAddress.description,
                                     activeConnections: connections.count + pending.count,
@@ -199,6 +212,7 @@ final class DNSForwarder: ConditionedListener {
                                     uplink: Self.adding(tcpQueryBytes, to: queries.counters),
                                     downlink: Self.adding(tcpAnswerBytes, to: answers.counters))
         status.malformedMessages = malformedMessages
+        status.connectionsTurnedAway = acceptor.turnedAway
         status.streamBufferedBytes = tcpBufferedBytes
         status.streamBufferedPeak = tcpBufferedPeak
         status.uplinkLateness = queries.model.lateness

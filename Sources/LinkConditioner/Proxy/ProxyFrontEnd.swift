@@ -43,8 +43,8 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     let readBuffer: ReadBuffer
     let settings: ProxyFrontEndSettings
     let resolver: HostResolver
-    /// The loopback ports of linkcond's own control endpoint and Toxiproxy API, never relayed to.
-    private let ownAPIs: OwnAPIPorts
+    /// Every address linkcond listens on, never relayed to.
+    let ownListeners: OwnListeners?
     /// The unconditioned link excluded destinations are relayed through.
     private(set) var direct: DirectLinkHost!
     private(set) var profile: Profile
@@ -58,6 +58,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     private var connectionsAccepted = 0
     private var connectionsRefused = 0
     private var connectionsExcluded = 0
+    private var connectionsLooped = 0
     /// Whether a displaced client has been logged; once per listener, so a flood of silent clients logs one line.
     private var loggedDisplacement = false
     let faults: ListenerFaults
@@ -75,13 +76,14 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         self.readBuffer = context.readBuffer
         self.logger = context.logger
         self.resolver = HostResolver(loop: context.loop)
-        self.ownAPIs = context.ownAPIs
+        self.ownListeners = context.ownListeners
         (uplink, downlink) = ShapedLink.pair(for: context)
         faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         uplink.listenerName = "proxy \(acceptor.localAddress)"
         direct = DirectLinkHost(owner: self)
         do {
-            try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: context.logger)) { [weak self] client, address in
+            try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: context.logger),
+                               shortage: .turnAway(context.descriptorReserve)) { [weak self] client, address in
                 self?.accepted(client, from: address)
             }
         } catch {
@@ -92,11 +94,17 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
 
     var bound: BoundListener { BoundListener(kind: "proxy", address: localAddress, upstream: nil) }
 
+    var addresses: ListenerAddresses {
+        ListenerAddresses(name: "proxy front end", role: .commandLine, listening: [TransportAddress(transport: .tcp, address: localAddress)])
+    }
+
     func status() -> ListenerStatus {
         var status = ListenerStatus(kind: "proxy", address: localAddress, upstream: nil, activeConnections: sessions.count + relays.count,
                                     connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
                                     uplink: uplink.counters, downlink: downlink.counters)
         status.connectionsExcluded = connectionsExcluded
+        status.connectionsLooped = connectionsLooped
+        status.connectionsTurnedAway = acceptor.turnedAway
         status.uplinkLateness = uplink.lateness
         status.downlinkLateness = downlink.lateness
         return status
@@ -127,16 +135,13 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         return addresses.contains { address in patterns.contains { $0.matches(addressBytes: address.addressBytes) } }
     }
 
-    /// Whether `address` is this listener itself (or an unspecified address), which would relay in a loop, or one
-    /// of linkcond's own APIs on loopback (see `OwnAPIPorts`). An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`)
-    /// counts as the IPv4 address it carries.
+    /// Whether `address` is one of linkcond's own listeners (this one, a relay, DNS, the control endpoint, the
+    /// Toxiproxy API), in any spelling that reaches it (see `OwnListeners.reaches`), or an unspecified address:
+    /// relaying there would loop, or hand whoever may use the proxy (other hosts with `--allow-remote`, every page
+    /// of a browser pointed at it) linkcond's own APIs as a local program.
     func isForbidden(_ address: SocketAddress) -> Bool {
-        if ownAPIs.contains(address) { return true }
-        let bytes = address.canonicalAddressBytes
-        if bytes.allSatisfy({ $0 == 0 }) { return true }
-        guard address.port == localAddress.port else { return false }
-        let listening = localAddress.canonicalAddressBytes
-        return bytes == listening || listening.allSatisfy { $0 == 0 } || address.isLoopback
+        if address.canonicalAddressBytes.allSatisfy({ $0 == 0 }) { return true }
+        return ownListeners?.listener(reachedBy: address) != nil
     }
 
     /// Starts a session for a new client, or resets it while the profile refuses connections or the client
@@ -147,6 +152,14 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     /// displaces the connection of that address that has waited longest for its request (as the control endpoint
     /// does), and a program that sends its request at once gets through any number of silent ones.
     private func accepted(_ client: Socket, from address: SocketAddress) {
+        if let ownListeners, ownListeners.isOwnUpstream(address) {
+            connectionsLooped += 1
+            if connectionsLooped == 1 {
+                logger.warning("proxy \(localAddress): connection from \(address) is linkcond's own upstream connection (a relay loop); closed. Later ones are counted in status (connectionsLooped), not logged")
+            }
+            client.close()
+            return
+        }
         let clientHost = address.host
         let full = connectionsByClient[clientHost, default: 0] >= settings.connectionsPerClient
         if profile.fault == .refuse || (full && !displaceLongestWaiting(from: clientHost)) {
@@ -275,6 +288,7 @@ final class DirectLinkHost: RelayHost {
     var logger: Logger { owner.logger }
     var options: ProxyOptions { owner.options }
     var readBuffer: ReadBuffer { owner.readBuffer }
+    var ownListeners: OwnListeners? { owner.ownListeners }
     func relayClosed(_ relay: TCPRelay) { owner.relayClosed(relay) }
 
     func close() {

@@ -3,10 +3,23 @@ import Logging
 /// A listening stream socket (TCP, or Unix-domain for the control endpoint) on the event loop: accepts one client a
 /// wake, or batches while clients arrive faster than that, and hands each client to its owner.
 ///
-/// Lives on the event loop thread. When accept fails (typically out of descriptors) it stops watching the socket
-/// for 100 ms instead of spinning on an event it cannot clear, and tries again until an accept succeeds. Clients
-/// already accepted are served meanwhile. One episode logs twice: when it starts and when it ends.
+/// Lives on the event loop thread. When the process is out of descriptors, a data listener keeps draining its
+/// queue with a descriptor of the reserve, closing each client at once (`ShortageAnswer.turnAway`), and the control
+/// endpoint and the Toxiproxy API take one from the reserve to serve the client (`.serve`). When that cannot be
+/// done (the reserve is empty, or accept failed for another reason) it stops watching the socket for 100 ms instead
+/// of spinning on an event it cannot clear, and tries again until an accept succeeds. Clients already accepted are
+/// served meanwhile. One episode logs twice: when it starts and when it ends.
 final class TCPAcceptor {
+    /// What an acceptor does with waiting clients while the process is out of descriptors.
+    enum ShortageAnswer {
+        /// Accepts each with a reserve descriptor and closes it at once, so none waits in the kernel's queue for
+        /// a connection linkcond could not relay (data listeners).
+        case turnAway(DescriptorReserve)
+        /// Gives up a reserve descriptor and serves the client on it; the owner refills the reserve once the
+        /// connection closed (the control endpoint and the Toxiproxy API, which must always answer).
+        case serve(DescriptorReserve)
+    }
+
     let localAddress: SocketAddress
     private let socket: Socket
     private let loop: EventLoop
@@ -17,6 +30,9 @@ final class TCPAcceptor {
     private var held = false
     private var onClient: ((Socket, SocketAddress) -> Void)?
     private var onFailure: (() -> Bool)?
+    private var shortage: ShortageAnswer?
+    /// Clients closed at accept because the process was out of descriptors (`ShortageAnswer.turnAway`).
+    private(set) var turnedAway = 0
     /// Accepts that failed since the last one that succeeded: nonzero during an episode.
     private(set) var failedAttempts = 0
     /// Wakes of the listener that accepted, and accepts among them that found nobody waiting (each a system call
@@ -53,10 +69,13 @@ final class TCPAcceptor {
 
     /// Starts accepting; `onClient` owns each accepted socket (capture the owner weakly), and `onFailure` runs
     /// when an accept fails, to give up descriptors the owner can spare (true when it did, and the accept is
-    /// tried again at once). Closes the socket when it cannot be watched.
-    func start(onFailure: (() -> Bool)? = nil, _ onClient: @escaping (Socket, SocketAddress) -> Void) throws(SystemError) {
+    /// tried again at once), and `shortage` says what is done when none is left. Closes the socket when it cannot
+    /// be watched.
+    func start(onFailure: (() -> Bool)? = nil, shortage: ShortageAnswer? = nil,
+               _ onClient: @escaping (Socket, SocketAddress) -> Void) throws(SystemError) {
         self.onClient = onClient
         self.onFailure = onFailure
+        self.shortage = shortage
         do {
             registration = try loop.register(socket.descriptor, interest: Epoll.readable) { [weak self] _ in
                 self?.acceptPending()
@@ -76,6 +95,8 @@ final class TCPAcceptor {
         wakes += 1
         let limit = loop.turn == lastAcceptTurn &+ 1 ? Self.batch : 1
         lastAcceptTurn = loop.turn
+        // A data listener takes a new client only after the reserve got back what was given up.
+        if case .turnAway(let reserve)? = shortage, reserve.isShort { reserve.refill() }
         var acceptedCount = 0
         while acceptedCount < limit {
             let accepted: IOResult<(Socket, SocketAddress)>
@@ -85,6 +106,10 @@ final class TCPAcceptor {
                 // Descriptors the owner gave up let this accept be tried again at once, but only once per turn.
                 if !freedDescriptors, onFailure?() == true {
                     freedDescriptors = true
+                    continue
+                }
+                if error.isDescriptorShortage, let answered = answerShortage(error, limit: limit - acceptedCount) {
+                    if answered { return }
                     continue
                 }
                 if failedAttempts == 0 {
@@ -103,6 +128,45 @@ final class TCPAcceptor {
             acceptedCount += 1
             onClient?(client, address)
             if held { return }
+        }
+    }
+
+    /// Answers waiting clients with the reserve while the process is out of descriptors: turns away up to `limit`
+    /// of them (true: this wake is done), or serves one (false: accept the next as usual). Nil when the reserve is
+    /// empty, and the acceptor pauses.
+    private func answerShortage(_ error: SystemError, limit: Int) -> Bool? {
+        switch shortage {
+        case .turnAway(let reserve)?:
+            var closed = 0
+            while closed < limit {
+                switch reserve.acceptAndClose(socket) {
+                case nil:
+                    return closed > 0 ? true : nil
+                case .wouldBlock?:
+                    return true
+                case .processed?:
+                    if failedAttempts == 0 {
+                        logger.error("accept on \(localAddress): \(error); closing new connections at once until descriptors are free")
+                    }
+                    failedAttempts += 1
+                    turnedAway += 1
+                    closed += 1
+                }
+            }
+            return true
+        case .serve(let reserve)?:
+            guard reserve.release(), case .processed(let (client, address))? = try? socket.accept() else {
+                reserve.refill()
+                return nil
+            }
+            if failedAttempts == 0 {
+                logger.error("accept on \(localAddress): \(error); serving on a reserved descriptor")
+            }
+            failedAttempts += 1
+            onClient?(client, address)
+            return true
+        case nil:
+            return nil
         }
     }
 

@@ -63,6 +63,8 @@ final class TCPListener: RelayHost, ConditionedListener {
     private var nextRelayID: UInt64 = 1
     private(set) var connectionsAccepted = 0
     private(set) var connectionsRefused = 0
+    private(set) var connectionsLooped = 0
+    let ownListeners: OwnListeners?
     /// Where each new connection's stages come from (a Toxiproxy proxy's toxics); nil gives it the profile's
     /// faults alone.
     var stageSource: StageSource?
@@ -85,17 +87,26 @@ final class TCPListener: RelayHost, ConditionedListener {
         self.options = context.options
         self.readBuffer = context.readBuffer
         self.logger = context.logger
+        self.ownListeners = context.ownListeners
         (uplink, downlink) = ShapedLink.pair(for: context)
         faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         uplink.listenerName = "tcp \(acceptor.localAddress)"
         // Unowned, not weak: the listener owns the acceptor and closes it before going, and a weak reference would
         // give the listener a side table that slows the unowned retain each of its relays makes to reach it.
-        try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: context.logger)) { [unowned self] client, address in
+        try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: context.logger),
+                           shortage: .turnAway(context.descriptorReserve)) { [unowned self] client, address in
             self.accepted(client, from: address)
         }
     }
 
     var bound: BoundListener { BoundListener(kind: "tcp", address: localAddress, upstream: upstream.description) }
+
+    var addresses: ListenerAddresses {
+        ListenerAddresses(name: toxiproxyName.map { "Toxiproxy proxy \"\($0)\"" } ?? "tcp relay",
+                          role: toxiproxyName == nil ? .commandLine : .toxiproxy,
+                          listening: [TransportAddress(transport: .tcp, address: localAddress)],
+                          upstreams: upstreamAddresses.map { TransportAddress(transport: .tcp, address: $0) })
+    }
 
     /// The listener's figures, with what splice loops delivered for its connections counted first.
     func status() -> ListenerStatus {
@@ -110,6 +121,8 @@ final class TCPListener: RelayHost, ConditionedListener {
                                     activeConnections: relays.count, connectionsAccepted: connectionsAccepted,
                                     connectionsRefused: connectionsRefused, uplink: uplink.counters, downlink: downlink.counters)
         status.connectionsOnSpliceLoops = onSpliceLoops
+        status.connectionsLooped = connectionsLooped
+        status.connectionsTurnedAway = acceptor.turnedAway
         status.toxiproxy = toxiproxyName
         status.uplinkLateness = uplink.lateness
         status.downlinkLateness = downlink.lateness
@@ -121,8 +134,17 @@ final class TCPListener: RelayHost, ConditionedListener {
         profile.fault == .blackhole || profile.uplink.loss.percent >= 100 || profile.downlink.loss.percent >= 100
     }
 
-    /// Relays a new client, or resets it at once while the profile refuses connections.
+    /// Relays a new client, or resets it at once while the profile refuses connections. A client that is one of
+    /// linkcond's own upstream connections (a loop through relays pointing at each other) is closed at once.
     private func accepted(_ client: Socket, from address: SocketAddress) {
+        if let ownListeners, ownListeners.isOwnUpstream(address) {
+            connectionsLooped += 1
+            if connectionsLooped == 1 {
+                logger.warning("tcp \(localAddress): connection from \(address) is linkcond's own upstream connection (a relay loop); closed. Later ones are counted in status (connectionsLooped), not logged")
+            }
+            client.close()
+            return
+        }
         if profile.fault == .refuse {
             connectionsRefused += 1
             try? client.setResetOnClose()

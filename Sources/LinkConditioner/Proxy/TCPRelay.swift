@@ -15,10 +15,14 @@ protocol RelayHost: AnyObject {
     /// Where pass-through connections are handed to be carried by splice(2) on other cores; nil keeps every
     /// connection on the main loop.
     var spliceLoops: SpliceLoops? { get }
+    /// Every address linkcond listens on, told of upstream connections that could come back to one (a loop);
+    /// nil for a host whose upstreams never reach linkcond's namespace (an exec'd program's).
+    var ownListeners: OwnListeners? { get }
     func relayClosed(_ relay: TCPRelay)
 }
 
 extension RelayHost {
+    var ownListeners: OwnListeners? { nil }
     /// A host without faults of its own: an excluded destination's direct link.
     var connectionFaults: ListenerFaults? { nil }
     /// A host whose connections all stay on the main loop.
@@ -102,6 +106,9 @@ final class TCPRelay {
     /// read (`StreamPump.startReading`).
     private var clientEventsBeforeRelaying: UInt32 = 0
     private var upstreamRegistration: EventLoop.RegistrationID?
+    /// The upstream connection's local address, noted with `OwnListeners` because its port is one linkcond listens
+    /// on: a client arriving from it is this relay coming back (a loop).
+    private var notedUpstreamLocal: SocketAddress?
     /// This connection's number in the recording, when `run --record` records it.
     private var recordedID: UInt64?
     /// Who closed first, for the recording: the side whose stream ended or failed first.
@@ -297,7 +304,9 @@ final class TCPRelay {
         }
         do {
             upstreamRegistration = try loop.register(socket.descriptor, interest: Self.edgeInterest, receiver: self)
-            if try socket.connect(to: address) { upstreamConnected(events: 0) }
+            let connected = try socket.connect(to: address)
+            notedUpstreamLocal = host.ownListeners?.noteUpstream(socket, to: address)
+            if connected { upstreamConnected(events: 0) }
         } catch {
             upstreamFailed(address: address, error.errno)
             return
@@ -347,6 +356,7 @@ final class TCPRelay {
             logger.debug("connection \(id): upstream \(address): \(error); trying the next address")
             if let registration = upstreamRegistration { loop.deregister(registration) }
             upstreamRegistration = nil
+            forgetUpstreamLocal()
             upstream.close()
             self.upstream = nil
             upstreamAttempt += 1
@@ -654,8 +664,15 @@ final class TCPRelay {
             if let upstream { try? upstream.setResetOnClose() }
         }
         client.close()
+        forgetUpstreamLocal()
         upstream?.close()
         host.relayClosed(self)
+    }
+
+    private func forgetUpstreamLocal() {
+        guard let notedUpstreamLocal else { return }
+        host.ownListeners?.forgetUpstream(notedUpstreamLocal)
+        self.notedUpstreamLocal = nil
     }
 
     /// What the relay decided for its connection so far, as a test sees it.

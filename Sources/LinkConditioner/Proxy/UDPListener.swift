@@ -85,6 +85,11 @@ final class UDPListener: ConditionedListener {
 
     var bound: BoundListener { BoundListener(kind: "udp", address: localAddress, upstream: upstream.description) }
 
+    var addresses: ListenerAddresses {
+        ListenerAddresses(name: "udp relay", role: .commandLine, listening: [TransportAddress(transport: .udp, address: localAddress)],
+                          upstreams: [TransportAddress(transport: .udp, address: upstreamAddress)])
+    }
+
     func connectionEntries() -> [ConnectionEntry] {
         flows.keys.map { ConnectionEntry(id: 0, listener: localAddress.description, client: $0.description,
                                          upstream: upstream.description, state: "flow") }
