@@ -109,6 +109,13 @@ public final class TestConnection: @unchecked Sendable {
     public func shutdownWrite() { Glibc.shutdown(fd, Int32(SHUT_WR)) }
 
     public func close() { Glibc.close(fd) }
+
+    /// Closes with a reset (SO_LINGER 0) instead of a FIN: the peer learns at once that the client is gone for good.
+    public func closeWithReset() {
+        var option = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+        Glibc.close(fd)
+    }
 }
 
 public struct TestError: Error, CustomStringConvertible {

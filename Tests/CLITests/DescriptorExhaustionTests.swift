@@ -115,7 +115,8 @@ struct DescriptorExhaustionTests {
         usleep(UInt32(window * 1e6))
         let cpuUsed = linkcond.cpuSeconds - cpuBefore
         let connectedWhileExhausted = upstreamConnections.value
-        held.forEach { $0.close() }
+        // A reset, not a FIN: a blackholed connection whose client only closed its side is held until online.
+        held.forEach { $0.closeWithReset() }
         held.removeAll()
         dnsClients.forEach { $0.close() }
         var laterClients: [TestConnection] = []
@@ -140,6 +141,38 @@ struct DescriptorExhaustionTests {
         #expect(!pauses.isEmpty && !resumes.isEmpty && pauses.count <= resumes.count + 1, "\(dnsLines)")
         let firstAttempts = resumes.first?.split(separator: " ").reversed().dropFirst(2).first.flatMap { Int($0) } ?? 0
         #expect(firstAttempts >= 3, "the first episode logged once for \(firstAttempts) failed attempts: \(dnsLines)")
+    }
+
+    /// Under `blackhole`, a client that sent its request and closed its side is held until `online`; when an
+    /// accept finds descriptors exhausted, those held clients are reset first, since they may be gone for good.
+    @Test func theRelayResetsHeldClientsThatClosedTheirSideWhenDescriptorsRunOut() throws {
+        let upstream = try TestServer.echo()
+        defer { upstream.stop() }
+        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("lc-blackhole-\(UUID().uuidString.prefix(8)).profile")
+        try "fault = blackhole\n".write(to: profile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: profile) }
+        let linkcond = try LimitedLinkcond(descriptorLimit: 64, arguments: [
+            "run", "--profile", profile.path, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
+            "--control", "127.0.0.1:0",
+        ])
+        defer { _ = linkcond.stop() }
+        let relayPort = try #require(try linkcond.readyLines().first { $0.hasPrefix("ready tcp") }.flatMap(Self.port(of:)))
+        let finished = try (0..<20).map { _ in try TestConnection.connect(port: relayPort, timeout: 5) }
+        defer { finished.forEach { $0.close() } }
+        for client in finished {
+            try client.send(Array("request".utf8))
+            client.shutdownWrite()
+        }
+
+        var held: [TestConnection] = []
+        defer { held.forEach { $0.close() } }
+        let gaveUp = waitUntil(seconds: 30) {
+            if held.count < 100, let client = try? TestConnection.connect(port: relayPort, timeout: 5) { held.append(client) }
+            return linkcond.stderrSoFar.contains("whose clients had closed their side")
+        }
+
+        #expect(gaveUp, "no held client was given up: \(linkcond.stderrSoFar)")
+        #expect((try? finished[0].receive()) == nil, "the first client that closed its side was not reset")
     }
 
     @Test func theTCPRelayGivesUpItsKeptSplicePipesWhenDescriptorsRunOut() throws {

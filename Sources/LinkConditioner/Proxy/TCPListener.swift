@@ -93,7 +93,8 @@ final class TCPListener: RelayHost, ConditionedListener {
         uplink.listenerName = "tcp \(acceptor.localAddress)"
         // Unowned, not weak: the listener owns the acceptor and closes it before going, and a weak reference would
         // give the listener a side table that slows the unowned retain each of its relays makes to reach it.
-        try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: context.logger),
+        let givePipesUp = readBuffer.pipes.shortageHandler(logger: context.logger)
+        try acceptor.start(onFailure: { [unowned self] in givePipesUp() || self.giveUpFinishedClients() },
                            shortage: .turnAway(context.descriptorReserve)) { [unowned self] client, address in
             self.accepted(client, from: address)
         }
@@ -158,6 +159,17 @@ final class TCPListener: RelayHost, ConditionedListener {
         relay.stageSource = stageSource ?? faults
         relays[relay.id] = relay
         relay.start(blackholed: isBlackholed)
+    }
+
+    /// Resets the blackholed connections whose clients closed their side, when an accept finds descriptors
+    /// exhausted: a client that closed may be gone for good, and holding it would keep the descriptor until
+    /// `online`. True when any went.
+    private func giveUpFinishedClients() -> Bool {
+        let finished = relays.values.filter(\.holdsFinishedClient)
+        guard !finished.isEmpty else { return false }
+        logger.notice("tcp \(localAddress): descriptors exhausted: reset \(finished.count) blackholed connections whose clients had closed their side; what they sent is lost")
+        finished.forEach { $0.giveUpFinishedClient() }
+        return true
     }
 
     func relayClosed(_ relay: TCPRelay) {

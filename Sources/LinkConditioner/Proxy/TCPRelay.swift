@@ -227,6 +227,16 @@ final class TCPRelay {
         if let recordedID { host.uplink.recorder?.stall(recordedID, .up, cause: .fault, ended: ended, at: loop.clock.now()) }
     }
 
+    /// Whether the relay holds, blackholed, a client that has closed its side: the first connection to give up
+    /// when descriptors run out, since its client may be gone for good.
+    var holdsFinishedClient: Bool { state == .blackholed && clientEventsBeforeRelaying & Epoll.readHangUp != 0 }
+
+    /// Resets a held client that has closed its side; its request is lost. Does nothing to any other relay.
+    func giveUpFinishedClient() {
+        guard holdsFinishedClient else { return }
+        close(reset: true)
+    }
+
     /// Leaves the blackhole: connects upstream and starts relaying what the client sent meanwhile.
     func release() {
         guard state == .blackholed else { return }
