@@ -89,6 +89,9 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .customLong("toxiproxy-allow-other-users"), help: "Let programs of every user on this machine drive the --toxiproxy API without the control token, as Toxiproxy does (by default only yours and root's are served; its relays run as you).")
     var toxiproxyAllowOtherUsers = false
 
+    @Flag(name: .customLong("toxiproxy-without-token"), help: "Serve a --toxiproxy API beyond loopback without a token, as Toxiproxy does (for a container, whose network is the boundary): anyone who reaches it can make linkcond connect anywhere it can reach. Needs --allow-remote.")
+    var toxiproxyWithoutToken = false
+
     @Option(name: .customLong("toxiproxy-config"), help: "Toxiproxy config file (a JSON array of proxies, as for POST /populate) to create at start; needs --toxiproxy.")
     var toxiproxyConfig: String?
 
@@ -117,12 +120,15 @@ struct RunCommand: ParsableCommand {
             guard let endpoint = Self.toxiproxyEndpoint(toxiproxy) else {
                 throw ValidationError("--toxiproxy \"\(toxiproxy)\": expected HOST or HOST:PORT, such as 127.0.0.1 or 127.0.0.1:8474.")
             }
-            if !ControlAddress.tcp(endpoint).isLocalOnly && (!allowRemote || controlToken.value == nil) {
+            if !ControlAddress.tcp(endpoint).isLocalOnly && (!allowRemote || (controlToken.value == nil && !toxiproxyWithoutToken)) {
                 throw ValidationError("--toxiproxy \"\(toxiproxy)\" is reachable from other hosts: add --allow-remote and --control-token TOKEN, or the token in \(ServedControlToken.environmentName), which other users cannot read as they can a command line (clients then send \"Authorization: Bearer TOKEN\").")
             }
         }
         if toxiproxyAllowOtherUsers && toxiproxy == nil {
             throw ValidationError("--toxiproxy-allow-other-users needs --toxiproxy HOST[:PORT], the API it opens to other users.")
+        }
+        if toxiproxyWithoutToken && (toxiproxy == nil || !allowRemote) {
+            throw ValidationError("--toxiproxy-without-token serves a --toxiproxy API beyond loopback with no token: it needs --toxiproxy HOST[:PORT] and --allow-remote.")
         }
         if toxiproxyConfig != nil && toxiproxy == nil {
             throw ValidationError("--toxiproxy-config needs --toxiproxy HOST[:PORT] to serve the proxies it names.")
@@ -180,9 +186,14 @@ struct RunCommand: ParsableCommand {
         if control == nil { proxy.serveUserDefaultControl(logger: logger) }
         if let toxiproxy, let endpoint = Self.toxiproxyEndpoint(toxiproxy) {
             do {
-                let served = try proxy.serveToxiproxy(at: endpoint, token: controlToken.value, remoteListeners: allowRemote,
-                                                      clients: toxiproxyAllowOtherUsers ? .everyLocalUser : .ownerOnly)
+                let token = toxiproxyWithoutToken ? nil : controlToken.value
+                let served = try proxy.serveToxiproxy(at: endpoint, token: token, remoteListeners: allowRemote,
+                                                      clients: toxiproxyAllowOtherUsers ? .everyLocalUser : .ownerOnly,
+                                                      requiresTokenBeyondLoopback: !toxiproxyWithoutToken)
                 controlLines.insert("ready toxiproxy \(served)", at: 0)
+                if toxiproxyWithoutToken && !ControlAddress.tcp(endpoint).isLocalOnly {
+                    logger.warning("the Toxiproxy API at \(served) asks no token: anyone who reaches it (in a container, anyone who reaches its published port) can make linkcond connect anywhere it can reach; publish it to loopback only (-p 127.0.0.1:8474:8474)")
+                }
                 if let toxiproxyConfig {
                     let json = try Self.readToxiproxyConfig(toxiproxyConfig)
                     if let failure = proxy.populateToxiproxy(json) {
