@@ -15,10 +15,20 @@ release_date() {
     date -u -d "${line#*>  }" +%Y-%m-%d
 }
 
-# Builds the release binary with the Swift runtime linked in (it then needs no Swift toolchain to run) and
-# prints its path. Build output goes to stderr.
+# Builds the release binary with the Swift runtime and libnl linked in (it then needs no Swift toolchain and no
+# libnl package to run, only glibc and libstdc++) and prints its path. Build output goes to stderr.
+# libnl: the linker takes the first libnl-3 it finds along -L, so a directory holding only Debian's static
+# libnl-3.a and libnl-route-3.a (libnl-3-dev, libnl-route-3-dev) makes it link those instead of the .so files.
 build_release_binary() {
-    swift build --package-path "$repo" -c release --static-swift-stdlib --product linkcond >&2
+    local static="$repo/.build/static-libs" library name
+    mkdir -p "$static"
+    for name in libnl-3.a libnl-route-3.a; do
+        library=$(gcc -print-file-name="$name" 2>/dev/null || true)
+        [ -f "$library" ] || library=/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/$name
+        [ -f "$library" ] || { echo "package: $name is missing (apt-get install libnl-3-dev libnl-route-3-dev)" >&2; return 1; }
+        ln -sf "$library" "$static/$name"
+    done
+    swift build --package-path "$repo" -c release --static-swift-stdlib --product linkcond -Xlinker -L"$static" >&2
     echo "$repo/.build/release/linkcond"
 }
 
