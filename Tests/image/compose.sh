@@ -31,11 +31,11 @@ api_port=$(free_port)
 proxy_port=$(free_port)
 project_dir="$test_work/project"
 mkdir -p "$project_dir"
-block "compose.yaml:" | sed -e "s#image: docker.io/library/nginx:1.27-alpine#image: $upstream_image#" \
+block "<!-- file compose.yaml" | sed -e "s#image: docker.io/library/nginx:1.27-alpine#image: $upstream_image#" \
     -e "s#image: linkcond:latest#image: ${LINKCOND_IMAGE:-localhost/linkcond:latest}#" \
     -e "s#127.0.0.1:8474:8474#127.0.0.1:$api_port:8474#" -e "s#127.0.0.1:8666:8666#127.0.0.1:$proxy_port:8666#" \
     > "$project_dir/compose.yaml"
-block "toxiproxy.json:" > "$project_dir/toxiproxy.json"
+block "<!-- file toxiproxy.json" > "$project_dir/toxiproxy.json"
 grep -q "$upstream_image" "$project_dir/compose.yaml" && grep -q "$api_port" "$project_dir/compose.yaml" \
     || fail "the guide's compose block no longer has the web image or the ports this test replaces"
 chmod 644 "$project_dir/toxiproxy.json"
