@@ -16,7 +16,7 @@ started=$(date +%s)
 command -v podman-compose >/dev/null || skip "podman-compose is not installed (apt-get install podman-compose)"
 image_prerequisites
 if [ "$(podman info --format '{{.Host.NetworkBackend}}')" = cni ] \
-    && ! ls /usr/lib/cni/dnsname /usr/libexec/cni/dnsname /opt/cni/bin/dnsname >/dev/null 2>&1; then
+    && [ ! -x /usr/lib/cni/dnsname ] && [ ! -x /usr/libexec/cni/dnsname ] && [ ! -x /opt/cni/bin/dnsname ]; then
     skip "podman's CNI networks resolve no service names without the dnsname plugin (apt-get install golang-github-containernetworking-plugin-dnsname)"
 fi
 image_linkcond
