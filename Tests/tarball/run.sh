@@ -39,7 +39,11 @@ cp "$tarball" "$root/tmp/linkcond.tar.gz"
 cp "$repo/Tests/tarball/inside.sh" "$root/tmp/inside.sh"
 
 # The checks, in a new network namespace with only loopback: the proxied transfer cannot reach anything else.
+# The root is bind-mounted on itself first so that / is a mount point inside, as on a booted system or in a
+# container: linkcond exec makes / private before it bind-mounts its resolv.conf, which fails (EINVAL) on a
+# directory that is not a mount point.
 status=0
-unshare --mount --net --fork chroot "$root" /bin/bash /tmp/inside.sh "$version" || status=$?
+unshare --mount --net --fork /bin/sh -c 'mount --bind "$1" "$1" && exec chroot "$1" /bin/bash /tmp/inside.sh "$2"' \
+    sh "$root" "$version" || status=$?
 echo "tarball: took $(($(date +%s) - started)) s"
 exit "$status"
