@@ -116,6 +116,9 @@ struct RunCommand: ParsableCommand {
         where Endpoint(parsing: text) == nil {
             throw ValidationError("\"\(text)\" is not HOST:PORT (IPv6 in brackets: [::1]:8080).")
         }
+        if toxiproxyWithoutToken && (toxiproxy == nil || !allowRemote) {
+            throw ValidationError("--toxiproxy-without-token serves a --toxiproxy API beyond loopback with no token: it needs --toxiproxy HOST[:PORT] and --allow-remote.")
+        }
         if let toxiproxy {
             guard let endpoint = Self.toxiproxyEndpoint(toxiproxy) else {
                 throw ValidationError("--toxiproxy \"\(toxiproxy)\": expected HOST or HOST:PORT, such as 127.0.0.1 or 127.0.0.1:8474.")
@@ -126,9 +129,6 @@ struct RunCommand: ParsableCommand {
         }
         if toxiproxyAllowOtherUsers && toxiproxy == nil {
             throw ValidationError("--toxiproxy-allow-other-users needs --toxiproxy HOST[:PORT], the API it opens to other users.")
-        }
-        if toxiproxyWithoutToken && (toxiproxy == nil || !allowRemote) {
-            throw ValidationError("--toxiproxy-without-token serves a --toxiproxy API beyond loopback with no token: it needs --toxiproxy HOST[:PORT] and --allow-remote.")
         }
         if toxiproxyConfig != nil && toxiproxy == nil {
             throw ValidationError("--toxiproxy-config needs --toxiproxy HOST[:PORT] to serve the proxies it names.")
