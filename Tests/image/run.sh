@@ -3,7 +3,7 @@
 # Toxiproxy's API, and Toxiproxy's Python client drives it through a published 127.0.0.1 port (a proxy to an
 # upstream container on the test's podman network, a latency toxic, disable/enable, reset); it prints its warning
 # at start; `podman exec C linkcond use edge` steers it; LINKCOND_CONTROL_TOKEN opens the control endpoint on
-# 7474 with that token; `run …` passes through to the CLI; Testcontainers for Python starts it through podman's
+# 7474 with that token; `run …` and `exec …` pass through to the CLI; Testcontainers for Python starts it through podman's
 # Docker-compatible socket, creates a proxy, adds a toxic and stops it.
 #
 #   Tests/image/run.sh       LINKCOND_IMAGE=NAME uses that image; otherwise scripts/package --image builds it
@@ -95,6 +95,16 @@ done
 check "podman run IMAGE run --profile 3g … passes through to linkcond run and relays under 3g" \
     bash -c "python3 -c 'import urllib.request,sys,time; t=time.monotonic(); b=urllib.request.urlopen(sys.argv[1], timeout=60).read(); e=time.monotonic()-t; assert b==open(sys.argv[2],\"rb\").read(), \"bytes differ\"; assert e>=1.2, f\"{e:.3f} s: early for 100 kB under 3g\"' http://$relay/page.bin '$test_work/upstream/www/page.bin'"
 podman rm -f -t 2 "$container-run" >/dev/null
+
+# linkcond exec in the container (proxy mode: no /dev/net/tun there), with the test's busybox mounted in as the
+# program: it fetches the page from the upstream container across the link.
+expected_sum=$(md5sum < "$test_work/upstream/www/page.bin" | cut -d' ' -f1)
+exec_output=$(timeout 120 podman run --rm --label "$label" --network "$network" -v "$test_work/upstream/busybox:/bin/busybox:ro" \
+    "$linkcond_image" exec --profile 3g -- /bin/busybox sh -c "/bin/busybox wget -q -O - http://$upstream_ip:80/page.bin | /bin/busybox md5sum" \
+    2> "$test_work/exec.log") || true
+check "podman run IMAGE exec --profile 3g -- PROGRAM runs the program under linkcond exec: the page arrives whole" \
+    test "${exec_output%% *}" = "$expected_sum"
+[ "${exec_output%% *}" = "$expected_sum" ] || cat "$test_work/exec.log"
 
 # Testcontainers for Python through podman's Docker-compatible socket; its reaper (Ryuk) cannot be pulled.
 socket="$test_work/podman.sock"

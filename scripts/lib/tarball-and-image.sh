@@ -2,8 +2,8 @@
 #
 # The tarball is a prefix (bin/, share/) under one top directory, so `tar -xzf FILE -C ~/.local
 # --strip-components=1` (or -C /usr/local) installs it. The image is built FROM scratch out of that tarball: the
-# binary, the shared libraries ldd lists for it and the loader, /etc/passwd with a non-root user, /tmp. Nothing
-# is pulled, so it builds offline.
+# binary, ip and nft for linkcond exec, the shared libraries ldd lists for them and the loader, /etc/passwd with a
+# non-root user, /tmp. Nothing is pulled, so it builds offline.
 
 # The tarball's name for this machine's architecture: linux-x86_64, linux-aarch64.
 tarball_name() {
@@ -60,11 +60,22 @@ build_image() {
     mkdir -p "$root/usr" "$root/tmp" "$root/etc" "$context/home"
     tar -xzf "$tarball" -C "$root/usr" --strip-components=1
     rm -rf "$root/usr/share/bash-completion" "$root/usr/share/zsh" "$root/usr/share/fish"
-    # What the binary needs at run time, at the paths it was linked against: each library ldd resolves, and the
-    # loader named in the binary (its PT_INTERP), copied as files (not the host's symbolic links).
+    # `linkcond exec` runs iproute2's ip and nftables' nft in the program's namespace: this machine's, if it has
+    # them (apt-get install iproute2 nftables), else exec in the image says they are missing.
+    local tool
+    for tool in ip nft; do
+        if [ -x "/usr/sbin/$tool" ]; then
+            install -D -m 755 "$(readlink -f "/usr/sbin/$tool")" "$root/usr/sbin/$tool"
+        else
+            echo "package: /usr/sbin/$tool is missing here (apt-get install iproute2 nftables); linkcond exec will not run in the image" >&2
+        fi
+    done
+    # What the binaries need at run time, at the paths they were linked against: each library ldd resolves, and
+    # the loader named in the binary (its PT_INTERP), copied as files (not the host's symbolic links).
     while read -r library; do
         install -D -m 755 "$(readlink -f "$library")" "$root$library"
-    done < <(ldd "$root/usr/bin/linkcond" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p')
+    done < <(for tool in "$root"/usr/bin/linkcond "$root"/usr/sbin/*; do [ -e "$tool" ] && ldd "$tool"; done \
+        | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p' | sort -u)
     chmod 1777 "$root/tmp"
     printf 'root:x:0:0:root:/root:/sbin/nologin\nlinkcond:x:65532:65532:linkcond:/home/linkcond:/sbin/nologin\n' > "$root/etc/passwd"
     printf 'root:x:0:\nlinkcond:x:65532:\n' > "$root/etc/group"
@@ -73,7 +84,7 @@ build_image() {
 FROM scratch
 COPY root/ /
 COPY --chown=65532:65532 home/ /home/linkcond/
-ENV PATH=/usr/bin LINKCOND_CONTROL=http://127.0.0.1:7474
+ENV PATH=/usr/bin:/usr/sbin LINKCOND_CONTROL=http://127.0.0.1:7474
 USER linkcond
 WORKDIR /home/linkcond
 EXPOSE 8474 7474
