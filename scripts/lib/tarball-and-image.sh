@@ -95,8 +95,13 @@ ENTRYPOINT ["/usr/bin/linkcond", "container-entrypoint"]
 CMD ["-host=0.0.0.0"]
 EOF
     echo "package: podman build linkcond:$version (FROM scratch, $(du -sh "$root" | cut -f1))" >&2
-    podman build --quiet --pull=never --timestamp "$(date -u -d "$(release_date)" +%s)" \
-        -t "linkcond:$version" -t linkcond:latest "$context" >&2
+    local previous built
+    previous=$(podman image inspect --format '{{.Id}}' "linkcond:$version" 2>/dev/null || true)
+    built=$(podman build --quiet --pull=never --timestamp "$(date -u -d "$(release_date)" +%s)" \
+        -t "linkcond:$version" -t linkcond:latest "$context")
+    # The image this build replaced has lost its tags: remove it rather than leave it dangling (unless a
+    # container still uses it).
+    if [ -n "$previous" ] && [ "$previous" != "$built" ]; then podman rmi "$previous" >/dev/null 2>&1 || true; fi
     mkdir -p "$output"
     rm -f "$output/linkcond-$version.oci.tar"
     podman save --quiet --format oci-archive -o "$output/linkcond-$version.oci.tar" "linkcond:$version" >&2
