@@ -89,7 +89,7 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .customLong("toxiproxy-allow-other-users"), help: "Let programs of every user on this machine drive the --toxiproxy API without the control token, as Toxiproxy does (by default only yours and root's are served; its relays run as you).")
     var toxiproxyAllowOtherUsers = false
 
-    @Flag(name: .customLong("toxiproxy-without-token"), help: "Serve a --toxiproxy API beyond loopback without a token, as Toxiproxy does (for a container, whose network is the boundary): anyone who reaches it can make linkcond connect anywhere it can reach. Needs --allow-remote.")
+    @Flag(name: .customLong("toxiproxy-without-token"), help: "Serve a --toxiproxy API beyond loopback without a token, as Toxiproxy does (for a container, whose network is the boundary): anyone who reaches it, any local user too, can make linkcond connect anywhere it can reach. Needs --allow-remote.")
     var toxiproxyWithoutToken = false
 
     @Option(name: .customLong("toxiproxy-config"), help: "Toxiproxy config file (a JSON array of proxies, as for POST /populate) to create at start; needs --toxiproxy.")
@@ -187,8 +187,10 @@ struct RunCommand: ParsableCommand {
         if let toxiproxy, let endpoint = Self.toxiproxyEndpoint(toxiproxy) {
             do {
                 let token = toxiproxyWithoutToken ? nil : controlToken.value
+                // An API without a token beyond loopback serves whoever reaches it (in a container, clients behind
+                // the published port, whose user no socket table here names): every local user among them.
                 let served = try proxy.serveToxiproxy(at: endpoint, token: token, remoteListeners: allowRemote,
-                                                      clients: toxiproxyAllowOtherUsers ? .everyLocalUser : .ownerOnly,
+                                                      clients: toxiproxyAllowOtherUsers || toxiproxyWithoutToken ? .everyLocalUser : .ownerOnly,
                                                       requiresTokenBeyondLoopback: !toxiproxyWithoutToken)
                 controlLines.insert("ready toxiproxy \(served)", at: 0)
                 if toxiproxyWithoutToken && !ControlAddress.tcp(endpoint).isLocalOnly {

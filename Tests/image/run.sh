@@ -97,9 +97,11 @@ check "podman run IMAGE run --profile 3g … passes through to linkcond run and 
 podman rm -f -t 2 "$container-run" >/dev/null
 
 # linkcond exec in the container (proxy mode: no /dev/net/tun there), with the test's busybox mounted in as the
-# program: it fetches the page from the upstream container across the link.
+# program: it fetches the page from the upstream container across the link. exec sets the program's namespace's
+# sysctls (IP forwarding off), and a container's /proc/sys is read-only unless unmasked, as the guide says.
 expected_sum=$(md5sum < "$test_work/upstream/www/page.bin" | cut -d' ' -f1)
-exec_output=$(timeout 120 podman run --rm --label "$label" --network "$network" -v "$test_work/upstream/busybox:/bin/busybox:ro" \
+exec_output=$(timeout 120 podman run --rm --label "$label" --network "$network" --security-opt unmask=/proc/sys \
+    -v "$test_work/upstream/busybox:/bin/busybox:ro" \
     "$linkcond_image" exec --profile 3g -- /bin/busybox sh -c "/bin/busybox wget -q -O - http://$upstream_ip:80/page.bin | /bin/busybox md5sum" \
     2> "$test_work/exec.log") || true
 check "podman run IMAGE exec --profile 3g -- PROGRAM runs the program under linkcond exec: the page arrives whole" \
