@@ -40,6 +40,14 @@ struct Linkcond: ParsableCommand {
                 write((error.isHelp ? "" : "toxiproxy-server: ") + error.description + "\n", to: .standardError)
                 Foundation.exit(error.isHelp ? 0 : 2)
             }
+        } else if arguments.first == ContainerEntrypoint.command {
+            do {
+                arguments = try ContainerEntrypoint.runArguments(for: Array(arguments.dropFirst()),
+                                                                 environment: ProcessInfo.processInfo.environment)
+            } catch {
+                write((error.isHelp ? "" : "linkcond container: ") + error.description + "\n", to: .standardError)
+                Foundation.exit(error.isHelp ? 0 : 2)
+            }
         }
         do {
             var command = try parseAsRoot(arguments)

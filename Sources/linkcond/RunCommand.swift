@@ -89,6 +89,9 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .customLong("toxiproxy-allow-other-users"), help: "Let programs of every user on this machine drive the --toxiproxy API without the control token, as Toxiproxy does (by default only yours and root's are served; its relays run as you).")
     var toxiproxyAllowOtherUsers = false
 
+    @Flag(name: .customLong("toxiproxy-without-token"), help: "Serve a --toxiproxy API beyond loopback without a token, as Toxiproxy does (for a container, whose network is the boundary): anyone who reaches it, any local user too, can make linkcond connect anywhere it can reach. Needs --allow-remote.")
+    var toxiproxyWithoutToken = false
+
     @Option(name: .customLong("toxiproxy-config"), help: "Toxiproxy config file (a JSON array of proxies, as for POST /populate) to create at start; needs --toxiproxy.")
     var toxiproxyConfig: String?
 
@@ -113,11 +116,14 @@ struct RunCommand: ParsableCommand {
         where Endpoint(parsing: text) == nil {
             throw ValidationError("\"\(text)\" is not HOST:PORT (IPv6 in brackets: [::1]:8080).")
         }
+        if toxiproxyWithoutToken && (toxiproxy == nil || !allowRemote) {
+            throw ValidationError("--toxiproxy-without-token serves a --toxiproxy API beyond loopback with no token: it needs --toxiproxy HOST[:PORT] and --allow-remote.")
+        }
         if let toxiproxy {
             guard let endpoint = Self.toxiproxyEndpoint(toxiproxy) else {
                 throw ValidationError("--toxiproxy \"\(toxiproxy)\": expected HOST or HOST:PORT, such as 127.0.0.1 or 127.0.0.1:8474.")
             }
-            if !ControlAddress.tcp(endpoint).isLocalOnly && (!allowRemote || controlToken.value == nil) {
+            if !ControlAddress.tcp(endpoint).isLocalOnly && (!allowRemote || (controlToken.value == nil && !toxiproxyWithoutToken)) {
                 throw ValidationError("--toxiproxy \"\(toxiproxy)\" is reachable from other hosts: add --allow-remote and --control-token TOKEN, or the token in \(ServedControlToken.environmentName), which other users cannot read as they can a command line (clients then send \"Authorization: Bearer TOKEN\").")
             }
         }
@@ -180,9 +186,16 @@ struct RunCommand: ParsableCommand {
         if control == nil { proxy.serveUserDefaultControl(logger: logger) }
         if let toxiproxy, let endpoint = Self.toxiproxyEndpoint(toxiproxy) {
             do {
-                let served = try proxy.serveToxiproxy(at: endpoint, token: controlToken.value, remoteListeners: allowRemote,
-                                                      clients: toxiproxyAllowOtherUsers ? .everyLocalUser : .ownerOnly)
+                let token = toxiproxyWithoutToken ? nil : controlToken.value
+                // An API without a token beyond loopback serves whoever reaches it (in a container, clients behind
+                // the published port, whose user no socket table here names): every local user among them.
+                let served = try proxy.serveToxiproxy(at: endpoint, token: token, remoteListeners: allowRemote,
+                                                      clients: toxiproxyAllowOtherUsers || toxiproxyWithoutToken ? .everyLocalUser : .ownerOnly,
+                                                      requiresTokenBeyondLoopback: !toxiproxyWithoutToken)
                 controlLines.insert("ready toxiproxy \(served)", at: 0)
+                if toxiproxyWithoutToken && !ControlAddress.tcp(endpoint).isLocalOnly {
+                    logger.warning("the Toxiproxy API at \(served) asks no token: anyone who reaches it (in a container, anyone who reaches its published port) can make linkcond connect anywhere it can reach; publish it to loopback only (-p 127.0.0.1:8474:8474)")
+                }
                 if let toxiproxyConfig {
                     let json = try Self.readToxiproxyConfig(toxiproxyConfig)
                     if let failure = proxy.populateToxiproxy(json) {

@@ -17,13 +17,22 @@ enum ToxiproxyServerPersonality {
         program.map { ($0 as NSString).lastPathComponent == name } ?? false
     }
 
-    /// The `linkcond run` arguments Toxiproxy server's `flags` stand for, or a usage error.
-    static func runArguments(for flags: [String]) throws(PersonalityError) -> [String] {
-        var host = "localhost"
-        var port = "8474"
-        var extra: [String] = []
+    /// Toxiproxy server's flags as given: `-host`, `-port`, `-config`, `-token`, `-allow-remote`,
+    /// `-allow-other-users`, `-version`.
+    struct Flags {
+        var host: String
+        var port: UInt16 = 8474
+        var config: String?
         var token: String?
         var allowRemote = false
+        var allowOtherUsers = false
+        var version = false
+    }
+
+    /// Parses Go's flag syntax (`-host H`, `-host=H`, `--host H`); `-host` defaults to `defaultHost`.
+    static func parse(_ flags: [String], defaultHost: String = "localhost") throws(PersonalityError) -> Flags {
+        var parsed = Flags(host: defaultHost)
+        var port = "8474"
         var index = 0
         func value(_ flag: String, inline: String?) throws(PersonalityError) -> String {
             if let inline { return inline }
@@ -38,19 +47,15 @@ enum ToxiproxyServerPersonality {
             let parts = body.split(separator: "=", maxSplits: 1).map(String.init)
             let inline = parts.count == 2 ? parts[1] : nil
             switch parts[0] {
-            case "host": host = try value("host", inline: inline)
+            case "host": parsed.host = try value("host", inline: inline)
             case "port": port = try value("port", inline: inline)
-            case "config": extra += ["--toxiproxy-config", try value("config", inline: inline)]
-            case "token":
-                let given = try value("token", inline: inline)
-                token = given
-                extra += ["--control-token", given]
-            case "allow-remote":
-                allowRemote = true
-                extra.append("--allow-remote")
-            case "allow-other-users":
-                extra.append("--toxiproxy-allow-other-users")
-            case "version": return ["--version"]
+            case "config": parsed.config = try value("config", inline: inline)
+            case "token": parsed.token = try value("token", inline: inline)
+            case "allow-remote": parsed.allowRemote = true
+            case "allow-other-users": parsed.allowOtherUsers = true
+            case "version":
+                parsed.version = true
+                return parsed
             case "h", "help": throw PersonalityError(usage, isHelp: true)
             default:
                 throw PersonalityError("flag provided but not supported by linkcond's toxiproxy-server: -\(parts[0])\n\(usage)")
@@ -58,12 +63,19 @@ enum ToxiproxyServerPersonality {
             index += 1
         }
         guard let portNumber = UInt16(port) else { throw PersonalityError("-port \"\(port)\" is not a port number") }
-        let endpoint = Endpoint(host: host, port: portNumber)
-        if !ControlAddress.tcp(endpoint).isLocalOnly && (!allowRemote || (token ?? ServedControlToken.environment) == nil) {
-            throw PersonalityError("-host \(host) is reachable from other hosts: add -allow-remote and a token, in \(ServedControlToken.environmentName) (other users cannot read it) or with -token TOKEN (every user can read it in ps); clients then send \"Authorization: Bearer TOKEN\"")
+        parsed.port = portNumber
+        return parsed
+    }
+
+    /// The `linkcond run` arguments Toxiproxy server's `flags` stand for, or a usage error.
+    static func runArguments(for flags: [String]) throws(PersonalityError) -> [String] {
+        let parsed = try parse(flags)
+        if parsed.version { return ["--version"] }
+        let endpoint = Endpoint(host: parsed.host, port: parsed.port)
+        if !ControlAddress.tcp(endpoint).isLocalOnly && (!parsed.allowRemote || (parsed.token ?? ServedControlToken.environment) == nil) {
+            throw PersonalityError("-host \(parsed.host) is reachable from other hosts: add -allow-remote and a token, in \(ServedControlToken.environmentName) (other users cannot read it) or with -token TOKEN (every user can read it in ps); clients then send \"Authorization: Bearer TOKEN\"")
         }
-        let address = endpoint.description
-        return ["run", "--toxiproxy", address] + extra
+        return ["run", "--toxiproxy", endpoint.description] + parsed.runOptions
     }
 
     static let usage = """
@@ -89,5 +101,13 @@ struct PersonalityError: Error, CustomStringConvertible {
     init(_ description: String, isHelp: Bool = false) {
         self.description = description
         self.isHelp = isHelp
+    }
+}
+
+extension ToxiproxyServerPersonality.Flags {
+    /// The `linkcond run` options for `-config`, `-token`, `-allow-remote` and `-allow-other-users`.
+    var runOptions: [String] {
+        (config.map { ["--toxiproxy-config", $0] } ?? []) + (token.map { ["--control-token", $0] } ?? [])
+            + (allowRemote ? ["--allow-remote"] : []) + (allowOtherUsers ? ["--toxiproxy-allow-other-users"] : [])
     }
 }

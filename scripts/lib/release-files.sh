@@ -15,10 +15,25 @@ release_date() {
     date -u -d "${line#*>  }" +%Y-%m-%d
 }
 
-# Builds the release binary with the Swift runtime linked in (it then needs no Swift toolchain to run) and
-# prints its path. Build output goes to stderr.
+# Builds the release binary with the Swift runtime and libnl linked in (it then needs no Swift toolchain and no
+# libnl package to run, only glibc and libstdc++) and prints its path. Build output goes to stderr.
+# libnl: SwiftPM links what pkg-config's libnl-route-3.0 says, with -L/usr/lib/ARCH first, where the linker would
+# take the .so files. So pkg-config is pointed at .pc files of our own whose -L is a directory holding only
+# Debian's static libnl-3.a and libnl-route-3.a (from libnl-3-dev and libnl-route-3-dev).
 build_release_binary() {
-    swift build --package-path "$repo" -c release --static-swift-stdlib --product linkcond >&2
+    local static="$repo/.build/static-libnl" library name
+    mkdir -p "$static"
+    for name in libnl-3.a libnl-route-3.a; do
+        library=$(gcc -print-file-name="$name" 2>/dev/null || true)
+        [ -f "$library" ] || library=/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/$name
+        [ -f "$library" ] || { echo "package: $name is missing (apt-get install libnl-3-dev libnl-route-3-dev)" >&2; return 1; }
+        ln -sf "$(readlink -f "$library")" "$static/$name"
+    done
+    printf 'Name: libnl\nDescription: libnl, static\nVersion: 3\nLibs: -L%s -lnl-3 -lpthread -lm\nCflags: -I/usr/include/libnl3\n' \
+        "$static" > "$static/libnl-3.0.pc"
+    printf 'Name: libnl-route\nDescription: libnl-route, static\nVersion: 3\nRequires: libnl-3.0\nLibs: -L%s -lnl-route-3\nCflags: -I/usr/include/libnl3\n' \
+        "$static" > "$static/libnl-route-3.0.pc"
+    PKG_CONFIG_PATH="$static" swift build --package-path "$repo" -c release --static-swift-stdlib --product linkcond >&2
     echo "$repo/.build/release/linkcond"
 }
 

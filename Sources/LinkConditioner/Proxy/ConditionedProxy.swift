@@ -259,11 +259,12 @@ public final class ConditionedProxy: Sendable {
     /// Toxiproxy's clients send none; beyond loopback a `token` is required. Its proxies may listen beyond loopback
     /// only with `remoteListeners` (`--allow-remote`) or when the API itself is served beyond loopback, which took
     /// the same choice. On loopback, `clients` says whose programs are served without the control token.
-    /// Returns `http://HOST:PORT`.
+    /// `requiresTokenBeyondLoopback: false` serves it beyond loopback without one, as Toxiproxy does
+    /// (`--toxiproxy-without-token`, for a container whose network is the boundary). Returns `http://HOST:PORT`.
     public func serveToxiproxy(at endpoint: Endpoint, token: String? = nil, remoteListeners: Bool = false,
-                               clients: ToxiproxyClients = .ownerOnly) throws -> String {
+                               clients: ToxiproxyClients = .ownerOnly, requiresTokenBeyondLoopback: Bool = true) throws -> String {
         let address = try endpoint.resolve()[0]
-        if !address.isLoopback && (token ?? "").isEmpty {
+        if !address.isLoopback && requiresTokenBeyondLoopback && (token ?? "").isEmpty {
             throw ControlSetupError("a Toxiproxy API reachable from other hosts needs --allow-remote and --control-token")
         }
         return try attach { state in
