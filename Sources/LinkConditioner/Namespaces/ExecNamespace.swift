@@ -247,12 +247,15 @@ public enum ExecNamespace {
 
     /// Turns IP forwarding off in the program's namespace. A new namespace copies the host's IPv4 settings, and a
     /// host running a container engine forwards, so the namespace would route between its interfaces.
+    /// Where /proc/sys cannot be written (a container's is read-only) but forwarding is off already, that is enough.
     private static func forwardNothing() throws {
-        do {
-            try Namespaces.writeFile("/proc/sys/net/ipv4/ip_forward", "0")
-            try Namespaces.writeFile("/proc/sys/net/ipv6/conf/all/forwarding", "0")
-        } catch {
-            throw SetupFailure(description: "cannot turn IP forwarding off in the program's namespace (\(error))")
+        for path in ["/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"] {
+            do {
+                try Namespaces.writeFile(path, "0")
+            } catch {
+                guard Namespaces.readLine(path) != "0" else { continue }
+                throw SetupFailure(description: "cannot turn IP forwarding off in the program's namespace: \(path): \(error). In a container, /proc/sys is read-only: run it with --security-opt unmask=/proc/sys (podman), --security-opt systempaths=unconfined (Docker)")
+            }
         }
     }
 
