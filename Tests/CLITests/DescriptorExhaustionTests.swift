@@ -72,6 +72,13 @@ struct DescriptorExhaustionTests {
         }
     }
 
+    /// A profile file that holds every new connection (`fault = blackhole`); the caller removes it.
+    private static func blackholeProfile() throws -> URL {
+        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("lc-blackhole-\(UUID().uuidString.prefix(8)).profile")
+        try "fault = blackhole\n".write(to: profile, atomically: true, encoding: .utf8)
+        return profile
+    }
+
     private static func port(of line: String) -> UInt16? {
         line.split(separator: " ").dropFirst(2).first?.split(separator: ":").last.flatMap { UInt16($0) }
     }
@@ -84,8 +91,7 @@ struct DescriptorExhaustionTests {
             connection.close()
         }
         defer { upstream.stop() }
-        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("lc-blackhole-\(UUID().uuidString.prefix(8)).profile")
-        try "fault = blackhole\n".write(to: profile, atomically: true, encoding: .utf8)
+        let profile = try Self.blackholeProfile()
         defer { try? FileManager.default.removeItem(at: profile) }
         let linkcond = try LimitedLinkcond(descriptorLimit: 64, arguments: [
             "run", "--profile", profile.path, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
@@ -148,8 +154,7 @@ struct DescriptorExhaustionTests {
     @Test func theRelayResetsHeldClientsThatClosedTheirSideWhenDescriptorsRunOut() throws {
         let upstream = try TestServer.echo()
         defer { upstream.stop() }
-        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("lc-blackhole-\(UUID().uuidString.prefix(8)).profile")
-        try "fault = blackhole\n".write(to: profile, atomically: true, encoding: .utf8)
+        let profile = try Self.blackholeProfile()
         defer { try? FileManager.default.removeItem(at: profile) }
         let linkcond = try LimitedLinkcond(descriptorLimit: 64, arguments: [
             "run", "--profile", profile.path, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",

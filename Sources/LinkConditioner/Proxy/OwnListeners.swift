@@ -1,3 +1,5 @@
+import Logging
+
 /// The transport a listener takes connections or datagrams on; addresses of different transports never meet.
 enum ListeningTransport: Hashable, Sendable {
     case tcp
@@ -158,6 +160,19 @@ final class OwnListeners {
     /// Whether a client connecting from `peer` is one of linkcond's own upstream connections: a loop.
     func isOwnUpstream(_ peer: SocketAddress) -> Bool {
         !upstreamLocals.isEmpty && upstreamLocals.contains(peer)
+    }
+
+    /// Closes `client` when it is one of linkcond's own upstream connections (a loop through relays pointing at
+    /// each other), counting it in `looped` and logging the first for `listener`; true when it did.
+    func closeIfLooped(_ client: Socket, from peer: SocketAddress, at listener: String, looped: inout Int,
+                       logger: Logger) -> Bool {
+        guard isOwnUpstream(peer) else { return false }
+        looped += 1
+        if looped == 1 {
+            logger.warning("\(listener): connection from \(peer) is linkcond's own upstream connection (a relay loop); closed. Later ones are counted in status (connectionsLooped), not logged")
+        }
+        client.close()
+        return true
     }
 }
 

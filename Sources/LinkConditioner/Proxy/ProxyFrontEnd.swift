@@ -152,12 +152,8 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     /// displaces the connection of that address that has waited longest for its request (as the control endpoint
     /// does), and a program that sends its request at once gets through any number of silent ones.
     private func accepted(_ client: Socket, from address: SocketAddress) {
-        if let ownListeners, ownListeners.isOwnUpstream(address) {
-            connectionsLooped += 1
-            if connectionsLooped == 1 {
-                logger.warning("proxy \(localAddress): connection from \(address) is linkcond's own upstream connection (a relay loop); closed. Later ones are counted in status (connectionsLooped), not logged")
-            }
-            client.close()
+        if let ownListeners, ownListeners.closeIfLooped(client, from: address, at: "proxy \(localAddress)",
+                                                         looped: &connectionsLooped, logger: logger) {
             return
         }
         let clientHost = address.host

@@ -138,12 +138,8 @@ final class TCPListener: RelayHost, ConditionedListener {
     /// Relays a new client, or resets it at once while the profile refuses connections. A client that is one of
     /// linkcond's own upstream connections (a loop through relays pointing at each other) is closed at once.
     private func accepted(_ client: Socket, from address: SocketAddress) {
-        if let ownListeners, ownListeners.isOwnUpstream(address) {
-            connectionsLooped += 1
-            if connectionsLooped == 1 {
-                logger.warning("tcp \(localAddress): connection from \(address) is linkcond's own upstream connection (a relay loop); closed. Later ones are counted in status (connectionsLooped), not logged")
-            }
-            client.close()
+        if let ownListeners, ownListeners.closeIfLooped(client, from: address, at: "tcp \(localAddress)",
+                                                         looped: &connectionsLooped, logger: logger) {
             return
         }
         if profile.fault == .refuse {
