@@ -68,12 +68,18 @@ struct OpenAPIDocumentTests {
                                                      ControlRoute("DELETE", "/b")])
     }
 
-    /// The route table gates the API's dispatch: a method the path does not take is 405, an unknown path 404.
+    /// The route table gates the API's dispatch: a method the path does not take is 405 with the `Allow` field
+    /// RFC 9110 requires (schemathesis found it missing), an unknown path 404.
     @Test func aRequestOutsideTheTableIsRefused() {
         func request(_ method: String, _ path: String) -> HTTPRequest {
             HTTPRequest(method: method, path: path, query: [:], headers: [:], body: [])
         }
-        #expect(ControlAPI.unrouted(request("PATCH", "/status")).status == 405)
+        let refused = ControlAPI.unrouted(request("TRACE", "/profile"))
+        #expect(refused.status == 405)
+        #expect(refused.extraHeaders.map { "\($0.name): \($0.value)" } == ["Allow: GET, PUT, POST, PATCH"])
+        #expect(ControlAPI.unrouted(request("TRACE", "/dashboard.js")).status == 405)
         #expect(ControlAPI.unrouted(request("GET", "/nowhere")).status == 404)
+        #expect(ControlAPI.unrouted(request("GET", "/nowhere")).extraHeaders.isEmpty)
+        #expect(ControlAPI.unrouted(request("GET", "/")).status == 404, "the dashboard is not served here (a Unix socket)")
     }
 }

@@ -140,13 +140,17 @@ struct ControlAPI {
         }
     }
 
-    /// The answer to a request no route serves: 405 for a known path, else 404.
+    /// The answer to a request no route serves: 405 for a path the endpoint knows, with the `Allow` field RFC 9110
+    /// requires, else 404 (also for a route this endpoint does not serve, such as the dashboard on a Unix socket).
     static func unrouted(_ request: HTTPRequest) -> HTTPResponse {
+        let allowed = ControlRoute.methods(allowedOn: request.path)
+        guard allowed.isEmpty || allowed.contains(request.method) else {
+            var response = HTTPResponse.error(405, "\(request.method.prefix(20)) is not allowed on \(request.path); it takes \(allowed.joined(separator: ", "))")
+            response.extraHeaders = [("Allow", allowed.joined(separator: ", "))]
+            return response
+        }
         var known: [String] = []
         for route in routes where !known.contains(route.path) { known.append(route.path) }
-        if known.contains(request.path) {
-            return .error(405, "\(request.method.prefix(20)) is not allowed on \(request.path)")
-        }
         return .error(404, "no such endpoint \(request.path.prefix(80)); endpoints: \(known.joined(separator: ", "))")
     }
 
@@ -266,6 +270,11 @@ struct ControlRoute: Hashable, Sendable, CustomStringConvertible {
     }
 
     var description: String { "\(method) \(path)" }
+
+    /// The methods the endpoint serves on `path`, in the table's order; empty for a path it does not know.
+    static func methods(allowedOn path: String) -> [String] {
+        ControlServer.routes.filter { $0.path == path }.map(\.method)
+    }
 }
 
 /// A body parsed on the worker, or the answer that refuses it.

@@ -229,7 +229,10 @@ final class ControlServer: HTTPExchangeServer {
             return .error(403, "requests from web pages (Sec-Fetch-Site: \(site.prefix(20))) are refused")
         }
         if request.method == "OPTIONS" {
-            return .error(405, "the control endpoint answers no cross-origin (CORS) requests")
+            var response = HTTPResponse.error(405, "the control endpoint answers no cross-origin (CORS) requests")
+            let allowed = ControlRoute.methods(allowedOn: request.path)
+            if !allowed.isEmpty { response.extraHeaders = [("Allow", allowed.joined(separator: ", "))] }
+            return response
         }
         if needsToken, let token {
             let given = request.headers["authorization"] ?? ""
