@@ -80,16 +80,19 @@ cat <&3 >/dev/null &
 pids+=($!)
 echo "openapi: linkcond $control relaying $listen to the echo server on $echo_port"
 
+# In the background, so that a signal runs the trap at once and the trap stops schemathesis too.
 status=0
 (
     cd "$work"
     seed=()
     [ -z "${OPENAPI_SEED:-}" ] || seed=(--seed "$OPENAPI_SEED")
-    "$venv/bin/schemathesis" run "$repo/docs/reference/control-api.yaml" --url "$control" \
+    exec "$venv/bin/schemathesis" run "$repo/docs/reference/control-api.yaml" --url "$control" \
         --header "Authorization: Bearer $token" --max-examples "$examples" --workers 2 \
         --checks all --exclude-checks positive_data_acceptance,use_after_free,ensure_resource_availability \
         --generation-database none --no-color --suppress-health-check all "${seed[@]}"
-) || status=$?
+) &
+pids+=($!)
+wait "$!" || status=$?
 
 # linkcond survived: still running, answering /status, taking changes, and relaying once set back to no conditions
 # (schemathesis may have left it offline, in a scenario, or in a profile that drops everything).
