@@ -25,6 +25,9 @@ import Foundation
 /// | PUT /scenario          | scenario text (built-in profile names) | starts it                             |
 /// | DELETE /scenario       |                                        | stops it                              |
 ///
+/// `routes` lists these, with the aliases POST /profile, PATCH /profile (as POST /settings) and POST /scenario;
+/// `docs/reference/control-api.yaml` describes the same routes, and a test holds the two together.
+///
 /// Lives on the event loop thread.
 struct ControlAPI {
     unowned let state: ProxyState
@@ -38,8 +41,20 @@ struct ControlAPI {
         worker = BodyParsingWorker(loop: state.loop)
     }
 
+    /// Every method and path `handle` serves; any other request is refused before its switch, so a case missing
+    /// here is never reached.
+    static let routes: [ControlRoute] = [
+        ControlRoute("GET", "/status"), ControlRoute("GET", "/version"), ControlRoute("GET", "/metrics"),
+        ControlRoute("GET", "/connections"), ControlRoute("GET", "/catalog"),
+        ControlRoute("GET", "/profile"), ControlRoute("PUT", "/profile"), ControlRoute("POST", "/profile"),
+        ControlRoute("POST", "/settings"), ControlRoute("PATCH", "/profile"),
+        ControlRoute("POST", "/offline"), ControlRoute("POST", "/online"), ControlRoute("POST", "/reset"),
+        ControlRoute("PUT", "/scenario"), ControlRoute("POST", "/scenario"), ControlRoute("DELETE", "/scenario"),
+    ]
+
     /// Answers `request`, at once or once its body is parsed; `reply` runs on the loop thread.
     func handle(_ request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
+        guard Self.routes.contains(ControlRoute(request.method, request.path)) else { return reply(Self.unrouted(request)) }
         let body = request.bodyText
         switch (request.method, request.path) {
         case ("GET", "/status"):
@@ -121,13 +136,22 @@ struct ControlAPI {
             state.stopScenario()
             reply(.text(running ? "scenario stopped" : "no scenario was running"))
         default:
-            let known = ["/status", "/version", "/profile", "/settings", "/offline", "/online", "/reset", "/scenario", "/metrics",
-                         "/connections", "/catalog"]
-            if known.contains(request.path) {
-                return reply(.error(405, "\(request.method) is not allowed on \(request.path)"))
-            }
-            reply(.error(404, "no such endpoint \(request.path.prefix(80)); endpoints: \(known.joined(separator: ", "))"))
+            reply(Self.unrouted(request))
         }
+    }
+
+    /// The answer to a request no route serves: 405 for a path the endpoint knows, with the `Allow` field RFC 9110
+    /// requires, else 404 (also for a route this endpoint does not serve, such as the dashboard on a Unix socket).
+    static func unrouted(_ request: HTTPRequest) -> HTTPResponse {
+        let allowed = ControlRoute.methods(allowedOn: request.path)
+        guard allowed.isEmpty || allowed.contains(request.method) else {
+            var response = HTTPResponse.error(405, "\(request.method.prefix(20)) is not allowed on \(request.path); it takes \(allowed.joined(separator: ", "))")
+            response.extraHeaders = [("Allow", allowed.joined(separator: ", "))]
+            return response
+        }
+        var known: [String] = []
+        for route in routes where !known.contains(route.path) { known.append(route.path) }
+        return .error(404, "no such endpoint \(request.path.prefix(80)); endpoints: \(known.joined(separator: ", "))")
     }
 
     /// `report` as the JSON of `GET /status`. Runs on the worker thread.
@@ -232,6 +256,24 @@ extension Profile {
         let near = ranked.filter { NameSuggestion.editDistance(asked, $0) <= max(2, asked.count / 2) }
         let closest = (near.isEmpty ? Array(ranked) : near).compactMap { key in builtInNames.first { $0.lowercased() == key } }
         throw ProfileError(kind: .unknownProfile(name, closest: closest))
+    }
+}
+
+/// One method and path the control endpoint serves.
+struct ControlRoute: Hashable, Sendable, CustomStringConvertible {
+    var method: String
+    var path: String
+
+    init(_ method: String, _ path: String) {
+        self.method = method
+        self.path = path
+    }
+
+    var description: String { "\(method) \(path)" }
+
+    /// The methods the endpoint serves on `path`, in the table's order; empty for a path it does not know.
+    static func methods(allowedOn path: String) -> [String] {
+        ControlServer.routes.filter { $0.path == path }.map(\.method)
     }
 }
 

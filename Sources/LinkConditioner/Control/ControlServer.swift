@@ -125,6 +125,14 @@ final class ControlServer: HTTPExchangeServer {
     /// The one-time tickets `linkcond dashboard --open` asked for and no page has traded yet.
     private var tickets = DashboardTickets()
 
+    /// The route that makes a dashboard ticket, and the one that trades it for the token.
+    static let ticketRoute = ControlRoute("POST", "/dashboard/ticket")
+    static let tokenRoute = ControlRoute("POST", "/dashboard/token")
+    /// Every method and path the endpoint serves: the dashboard's files and tickets, answered here, and the API's.
+    /// `docs/reference/control-api.yaml` describes the same routes, and a test holds the two together.
+    static let routes = DashboardPage.files.keys.sorted().map { ControlRoute("GET", $0) } + [ticketRoute, tokenRoute]
+        + ControlAPI.routes
+
     init(address: SocketAddress, unixPath: String?, token: String?, state: ProxyState) throws(SystemError) {
         loop = state.loop
         logger = state.logger
@@ -170,11 +178,12 @@ final class ControlServer: HTTPExchangeServer {
         if request.method == "GET", acceptedHosts != nil, let file = DashboardPage.file(at: request.path) {
             return reply(refusal(of: request, needsToken: false) ?? file)
         }
-        if request.method == "POST", request.path == "/dashboard/token", acceptedHosts != nil, let token {
+        let route = ControlRoute(request.method, request.path)
+        if route == Self.tokenRoute, acceptedHosts != nil, let token {
             return reply(refusal(of: request, needsToken: false) ?? redeem(ticket: request.bodyText, for: token, from: connection))
         }
         if let refusal = refusal(of: request) { return reply(refusal) }
-        if request.method == "POST", request.path == "/dashboard/ticket", acceptedHosts != nil, token != nil {
+        if route == Self.ticketRoute, acceptedHosts != nil, token != nil {
             return reply(issueTicket())
         }
         api.handle(request, reply: reply)
@@ -220,7 +229,10 @@ final class ControlServer: HTTPExchangeServer {
             return .error(403, "requests from web pages (Sec-Fetch-Site: \(site.prefix(20))) are refused")
         }
         if request.method == "OPTIONS" {
-            return .error(405, "the control endpoint answers no cross-origin (CORS) requests")
+            var response = HTTPResponse.error(405, "the control endpoint answers no cross-origin (CORS) requests")
+            let allowed = ControlRoute.methods(allowedOn: request.path)
+            if !allowed.isEmpty { response.extraHeaders = [("Allow", allowed.joined(separator: ", "))] }
+            return response
         }
         if needsToken, let token {
             let given = request.headers["authorization"] ?? ""

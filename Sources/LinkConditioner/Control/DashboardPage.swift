@@ -15,15 +15,17 @@ enum DashboardPage {
         ("Cross-Origin-Resource-Policy", "same-origin"),
     ]
 
+    /// The dashboard's files by path: media type and text.
+    static let files: [String: (type: String, body: String)] = [
+        "/": ("text/html; charset=utf-8", html),
+        "/index.html": ("text/html; charset=utf-8", html),
+        "/dashboard.css": ("text/css; charset=utf-8", css),
+        "/dashboard.js": ("text/javascript; charset=utf-8", script),
+    ]
+
     /// The file at `path`, or nil when the path is not one of the dashboard's.
     static func file(at path: String) -> HTTPResponse? {
-        let (type, body): (String, String)
-        switch path {
-        case "/", "/index.html": (type, body) = ("text/html; charset=utf-8", html)
-        case "/dashboard.css": (type, body) = ("text/css; charset=utf-8", css)
-        case "/dashboard.js": (type, body) = ("text/javascript; charset=utf-8", script)
-        default: return nil
-        }
+        guard let (type, body) = files[path] else { return nil }
         return HTTPResponse(status: 200, contentType: type, body: body, extraHeaders: headers)
     }
 
