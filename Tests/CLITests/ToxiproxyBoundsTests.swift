@@ -71,8 +71,12 @@ struct ToxiproxyBoundsTests {
 
         #expect(after.status == 200)
         #expect(after.text == before.text)
-        // 24 listings held are 84 MB; the bound holds five, plus what rendering them leaves allocated.
-        #expect(grown < 40 << 20, "resident memory grew by \(grown >> 20) MiB")
+        #expect(linkcond.stderrText.contains("closing the one waiting longest to make room"), "\(linkcond.stderrText)")
+        // 24 listings held are 84 MB; the bound holds five, plus what rendering them leaves allocated. The address
+        // sanitizer keeps freed memory in quarantine, so its resident size says nothing of the bound.
+        if ProcessInfo.processInfo.environment["ASAN_OPTIONS"] == nil {
+            #expect(grown < 40 << 20, "resident memory grew by \(grown >> 20) MiB")
+        }
     }
 }
 

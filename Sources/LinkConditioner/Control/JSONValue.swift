@@ -68,12 +68,19 @@ enum JSONValue: Decodable, Equatable, Sendable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case "<", ">", "&": out += String(format: "\\u%04x", scalar.value)
+            case "<", ">", "&": out += unicodeEscape(scalar)
             default:
-                if scalar.value < 0x20 { out += String(format: "\\u%04x", scalar.value) } else { out.unicodeScalars.append(scalar) }
+                if scalar.value < 0x20 { out += unicodeEscape(scalar) } else { out.unicodeScalars.append(scalar) }
             }
         }
         return out + "\""
+    }
+
+    /// `\uXXXX` in lower-case hex, for a scalar below U+10000; without `String(format:)`, which costs a
+    /// Foundation formatter per character in a listing of escaped names.
+    private static func unicodeEscape(_ scalar: Unicode.Scalar) -> String {
+        let hex = String(scalar.value, radix: 16)
+        return "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
     }
 }
 

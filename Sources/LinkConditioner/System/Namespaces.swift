@@ -115,8 +115,9 @@ public enum Namespaces {
         _ = bytes.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
     }
 
-    /// Ends the process at once with `status`.
-    public static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
+    /// Ends the process at once with `status` (`_exit`): the helper and the init it forks run no exit handlers,
+    /// which belong to the process they were forked from (a leak checker's cannot work inside a PID namespace).
+    public static func exit(_ status: Int32) -> Never { Glibc._exit(status) }
 
     /// The path of the running executable, to start it again as the namespace helper.
     public static let selfExecutable = "/proc/self/exe"
