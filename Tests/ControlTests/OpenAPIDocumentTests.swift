@@ -2,11 +2,16 @@ import Foundation
 @testable import LinkConditioner
 import Testing
 
-/// `docs/reference/control-api.yaml` describes exactly the routes the control endpoint serves: every route in the
-/// code's table is documented, and every documented operation is in the table.
+/// `docs/reference/control-api.yaml` describes exactly the routes the control endpoint serves, and
+/// `docs/reference/toxiproxy-api.yaml` exactly those of the Toxiproxy API: every route in the code's table is
+/// documented, and every documented operation is in the table. One reader of `paths:` serves both documents.
 struct OpenAPIDocumentTests {
-    static let document = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("docs/reference/control-api.yaml")
+    static func document(_ name: String) -> URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/reference/\(name)")
+    }
+
+    static let document = document("control-api.yaml")
 
     /// The operations under the document's `paths:`, read line by line: a path is a key indented two spaces, an
     /// operation an HTTP method indented four beneath it. Enough for this document, which keeps to that layout.
@@ -35,16 +40,41 @@ struct OpenAPIDocumentTests {
         return routes
     }
 
-    @Test func everyRouteIsDocumentedAndEveryDocumentedRouteIsServed() throws {
-        let documented = Self.documentedRoutes(in: try String(contentsOf: Self.document, encoding: .utf8))
-        let served = ControlServer.routes
-        #expect(documented.count > 10, "read too few operations from \(Self.document.path); has its layout changed?")
-        #expect(Set(documented).count == documented.count, "an operation is documented twice: \(documented)")
-        #expect(Set(served).count == served.count, "a route is in the table twice: \(served)")
+    /// Fails unless the operations of `document` and the route table `served` are the same, each once.
+    static func expectSameRoutes(_ document: URL, _ served: [ControlRoute], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let documented = Self.documentedRoutes(in: try String(contentsOf: document, encoding: .utf8))
+        let name = document.lastPathComponent
+        #expect(documented.count > 10, "read too few operations from \(document.path); has its layout changed?", sourceLocation: sourceLocation)
+        #expect(Set(documented).count == documented.count, "an operation is documented twice: \(documented)", sourceLocation: sourceLocation)
+        #expect(Set(served).count == served.count, "a route is in the table twice: \(served)", sourceLocation: sourceLocation)
         let undocumented = served.filter { !documented.contains($0) }
-        #expect(undocumented.isEmpty, "served but missing from control-api.yaml: \(undocumented)")
+        #expect(undocumented.isEmpty, "served but missing from \(name): \(undocumented)", sourceLocation: sourceLocation)
         let unserved = documented.filter { !served.contains($0) }
-        #expect(unserved.isEmpty, "in control-api.yaml but not in the route table: \(unserved)")
+        #expect(unserved.isEmpty, "in \(name) but not in the route table: \(unserved)", sourceLocation: sourceLocation)
+    }
+
+    @Test func everyRouteIsDocumentedAndEveryDocumentedRouteIsServed() throws {
+        try Self.expectSameRoutes(Self.document, ControlServer.routes)
+    }
+
+    @Test func everyToxiproxyRouteIsDocumentedAndEveryDocumentedRouteIsServed() throws {
+        try Self.expectSameRoutes(Self.document("toxiproxy-api.yaml"), ToxiproxyAPI.routes)
+    }
+
+    /// The Toxiproxy API's table gates its dispatch the same way: a path segment matches `{proxy}` or `{toxic}`,
+    /// a method the path does not take is 405 with `Allow`, an unknown path Toxiproxy's 404.
+    @Test func aToxiproxyRequestOutsideTheTableIsRefused() {
+        #expect(ToxiproxyAPI.unrouted("GET", "/proxies/a%2Fb/toxics/x") == nil)
+        #expect(ToxiproxyAPI.unrouted("PATCH", "/proxies/redis") == nil)
+        let refused = ToxiproxyAPI.unrouted("PUT", "/proxies/redis/toxics")
+        #expect(refused?.status == 405)
+        #expect(refused?.extraHeaders.map { "\($0.name): \($0.value)" } == ["Allow: GET, POST"])
+        #expect(refused?.contentType == "application/json")
+        #expect(ToxiproxyAPI.unrouted("DELETE", "/version")?.status == 405)
+        #expect(ToxiproxyAPI.unrouted("GET", "/proxies/redis/toxics/x/y")?.status == 404)
+        #expect(ToxiproxyAPI.unrouted("GET", "/metrics")?.status == 404)
+        #expect(ToxiproxyAPI.unrouted("GET", "/")?.status == 404)
+        #expect(ToxiproxyAPI.methods(allowedOn: "/proxies/x/toxics/y") == ["GET", "POST", "PATCH", "DELETE"])
     }
 
     @Test func theReaderFindsOperationsAndIgnoresEverythingElse() {

@@ -9,55 +9,14 @@
 #   OPENAPI_SEED=N                         repeat a run (schemathesis prints the seed it used)
 #
 # Exits 77 when PyPI cannot be reached to install schemathesis. The virtual environment is kept under /tmp (or
-# SCHEMATHESIS_VENV) between runs, as Tests/toxiproxy/run.sh keeps its own.
+# SCHEMATHESIS_VENV) between runs, as Tests/toxiproxy/run.sh keeps its own. Tests/openapi/lib.sh holds what this
+# script shares with Tests/openapi/toxiproxy.sh.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-repo=$PWD
-linkcond="${LINKCOND:-$repo/.build/debug/linkcond}"
-[ -x "$linkcond" ] || swift build --product linkcond
-version=4.32.5
-venv="${SCHEMATHESIS_VENV:-${TMPDIR:-/tmp}/linkcond-schemathesis-venv}"
-examples="${OPENAPI_MAX_EXAMPLES:-1000}"
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    local pid
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q " $version\$"; then
-    if ! python3 -c 'import urllib.request; urllib.request.urlopen("https://pypi.org/simple/schemathesis/", timeout=15)' 2>/dev/null; then
-        echo "openapi: skipped: PyPI (https://pypi.org) cannot be reached to install schemathesis $version" >&2
-        exit 77
-    fi
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$version"
-fi
-python="$venv/bin/python"
+name=openapi
+source "$(dirname "$0")/lib.sh"
 
 # A loopback echo server as the relay's upstream, so the data path is a real one.
-cat >"$work/echo.py" <<'EOF'
-import socket, socketserver, sys
-class Echo(socketserver.BaseRequestHandler):
-    def handle(self):
-        while data := self.request.recv(65536):
-            self.request.sendall(data)
-server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Echo)
-server.daemon_threads = True
-print(server.server_address[1], flush=True)
-server.serve_forever()
-EOF
-"$python" -u "$work/echo.py" >"$work/echo.port" &
-pids+=($!)
-for _ in $(seq 100); do [ -s "$work/echo.port" ] && break; sleep 0.1; done
-echo_port=$(head -1 "$work/echo.port")
+openapi_start_echo
 
 token=$("$python" -c 'import secrets; print(secrets.token_hex(32))')
 mkfifo "$work/ready"
@@ -80,19 +39,8 @@ cat <&3 >/dev/null &
 pids+=($!)
 echo "openapi: linkcond $control relaying $listen to the echo server on $echo_port"
 
-# In the background, so that a signal runs the trap at once and the trap stops schemathesis too.
-status=0
-(
-    cd "$work"
-    seed=()
-    [ -z "${OPENAPI_SEED:-}" ] || seed=(--seed "$OPENAPI_SEED")
-    exec "$venv/bin/schemathesis" run "$repo/docs/reference/control-api.yaml" --url "$control" \
-        --header "Authorization: Bearer $token" --max-examples "$examples" --workers 2 \
-        --checks all --exclude-checks positive_data_acceptance,use_after_free,ensure_resource_availability \
-        --generation-database none --no-color --suppress-health-check all "${seed[@]}"
-) &
-pids+=($!)
-wait "$!" || status=$?
+openapi_schemathesis "$repo/docs/reference/control-api.yaml" "$control" --header "Authorization: Bearer $token" \
+    --checks all --exclude-checks positive_data_acceptance,use_after_free,ensure_resource_availability
 
 # linkcond survived: still running, answering /status, taking changes, and relaying once set back to no conditions
 # (schemathesis may have left it offline, in a scenario, or in a profile that drops everything).

@@ -56,9 +56,55 @@ final class ToxiproxyAPI {
         worker = BodyParsingWorker(loop: state.loop)
     }
 
+    /// Every method and path pattern `handle` serves, `{proxy}` and `{toxic}` standing for one path segment; any
+    /// other request is refused before its switch (404, or 405 with `Allow`), so a case missing here is never
+    /// reached. docs/reference/toxiproxy-api.yaml is tested against it.
+    static let routes: [ControlRoute] = [
+        ControlRoute("GET", "/version"), ControlRoute("POST", "/reset"),
+        ControlRoute("GET", "/proxies"), ControlRoute("POST", "/proxies"), ControlRoute("POST", "/populate"),
+        ControlRoute("GET", "/proxies/{proxy}"), ControlRoute("POST", "/proxies/{proxy}"),
+        ControlRoute("PATCH", "/proxies/{proxy}"), ControlRoute("DELETE", "/proxies/{proxy}"),
+        ControlRoute("GET", "/proxies/{proxy}/toxics"), ControlRoute("POST", "/proxies/{proxy}/toxics"),
+        ControlRoute("GET", "/proxies/{proxy}/toxics/{toxic}"), ControlRoute("POST", "/proxies/{proxy}/toxics/{toxic}"),
+        ControlRoute("PATCH", "/proxies/{proxy}/toxics/{toxic}"), ControlRoute("DELETE", "/proxies/{proxy}/toxics/{toxic}"),
+    ]
+
+    /// The pattern in `routes` that the path segments `parts` match, or nil.
+    static func pattern(matching parts: [String]) -> String? {
+        var seen: Set<String> = []
+        for route in routes where seen.insert(route.path).inserted {
+            let segments = route.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+            if segments.count == parts.count, zip(segments, parts).allSatisfy({ $0.hasPrefix("{") || $0 == $1 }) { return route.path }
+        }
+        return nil
+    }
+
+    /// The segments of `path` after its leading "/", percent-decoded.
+    static func segments(of path: String) -> [String] {
+        path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { String($0).removingPercentEncoding ?? String($0) }
+    }
+
+    /// The methods `routes` serves on `path`, in the table's order; empty for a path it does not know.
+    static func methods(allowedOn path: String) -> [String] {
+        guard let pattern = pattern(matching: segments(of: path)) else { return [] }
+        return routes.filter { $0.path == pattern }.map(\.method)
+    }
+
+    /// The refusal of a request outside `routes`, or nil when the table serves it: Toxiproxy's 404 for an unknown
+    /// path, 405 with the `Allow` field RFC 9110 requires for a method the path does not take.
+    static func unrouted(_ method: String, _ path: String) -> HTTPResponse? {
+        let allowed = methods(allowedOn: path)
+        guard !allowed.isEmpty else { return ToxiproxyError(message: "404 page not found", status: 404).response }
+        guard !allowed.contains(method) else { return nil }
+        var response = ToxiproxyError(message: "\(method.prefix(20)) is not allowed on \(path.prefix(80)); it takes \(allowed.joined(separator: ", "))", status: 405).response
+        response.extraHeaders = [("Allow", allowed.joined(separator: ", "))]
+        return response
+    }
+
     /// Answers `request`; `reply` runs on the loop thread.
     func handle(_ request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
-        let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { String($0).removingPercentEncoding ?? String($0) }
+        if let refusal = Self.unrouted(request.method, request.path) { return reply(refusal) }
+        let parts = Self.segments(of: request.path)
         switch (request.method, parts.count, parts.first ?? "") {
         case ("GET", 1, "version"):
             reply(.toxiproxyJSON(.object([("version", .string(Self.compatibleVersion)), ("linkcond", .string(linkcondVersion))])))
@@ -78,9 +124,7 @@ final class ToxiproxyAPI {
         case (_, 4, "proxies") where parts[2] == "toxics":
             toxicRoute(request, proxyName: parts[1], toxicName: parts[3], reply: reply)
         default:
-            let known = parts.count == 1 && ["version", "reset", "proxies", "populate"].contains(parts[0])
-            reply(known ? ToxiproxyError(message: "\(request.method) is not allowed on \(request.path.prefix(80))", status: 405).response
-                        : ToxiproxyError(message: "404 page not found", status: 404).response)
+            reply(ToxiproxyError(message: "404 page not found", status: 404).response)
         }
     }
 

@@ -53,7 +53,12 @@ final class ToxiproxyServer: HTTPExchangeServer {
     }
 
     func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void) {
-        if let refusal = refusal(of: request) ?? strangerRefusal(of: request, on: connection) { return reply(refusal.response) }
+        if let refusal = refusal(of: request) ?? strangerRefusal(of: request, on: connection) {
+            var response = refusal.response
+            let allowed = ToxiproxyAPI.methods(allowedOn: request.path)
+            if refusal.status == 405, !allowed.isEmpty { response.extraHeaders = [("Allow", allowed.joined(separator: ", "))] }
+            return reply(response)
+        }
         api.handle(request, reply: reply)
     }
 
