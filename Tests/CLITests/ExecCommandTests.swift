@@ -440,7 +440,7 @@ struct ExecCommandTests {
         }
 
         let after = ExecEnvironment.leftovers()
-        #expect(after.helpers == 0, "namespace helpers still running")
+        #expect(after.helpers.subtracting(before.helpers).isEmpty, "namespace helpers still running: \(after.helpers)")
         #expect(after.files.subtracting(before.files).isEmpty, "files left: \(after.files.subtracting(before.files))")
         #expect(after.namespaces.subtracting(before.namespaces).count <= 1,
                 "network namespaces that outlived their runs: \(after.namespaces.subtracting(before.namespaces))")
@@ -754,14 +754,18 @@ enum ExecEnvironment {
     }
 
     /// Helpers still running, linkcond's temporary files, and the network namespaces processes hold.
-    static func leftovers() -> (helpers: Int, files: Set<String>, namespaces: Set<String>) {
+    /// The namespace helpers of this build's binary now running (their pids), and what exec leaves in /tmp and
+    /// the namespaces processes hold. Helpers of another linkcond on the machine are not counted.
+    static func leftovers() -> (helpers: Set<String>, files: Set<String>, namespaces: Set<String>) {
         let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.filter { Int($0) != nil } ?? []
-        var helpers = 0
+        let binary = LinkcondProcess.executable.resolvingSymlinksInPath().path
+        var helpers = Set<String>()
         var namespaces = Set<String>()
         for pid in processes {
             if let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
-               String(decoding: cmdline, as: UTF8.self).contains(ExecNamespace.helperCommand) {
-                helpers += 1
+               String(decoding: cmdline, as: UTF8.self).contains(ExecNamespace.helperCommand),
+               (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) == binary {
+                helpers.insert(pid)
             }
             if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net") {
                 namespaces.insert(target)
