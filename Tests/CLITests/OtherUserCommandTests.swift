@@ -147,32 +147,11 @@ struct OtherUserCommandTests {
 
 /// A client of another user: python3 run as uid 65534 through setpriv, sending one HTTP request to 127.0.0.1.
 enum OtherUser {
-    static let script = """
-        import socket, sys
-        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
-        s.sendall(sys.argv[2].encode())
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk: break
-            data += chunk
-        sys.stdout.write(data.decode())
-        """
-
     /// Sends one request to 127.0.0.1:`port` as uid 65534 and returns the whole answer.
     static func send(port: UInt16, _ method: String, _ path: String, body: String = "", host: String? = nil,
                      headers: [String] = []) throws -> String {
         let head = ["\(method) \(path) HTTP/1.1", "Host: \(host ?? "127.0.0.1:\(port)")", "User-Agent: python-urllib/3.11",
                     "Content-Length: \(body.utf8.count)"] + headers
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, "\(port)",
-                             head.joined(separator: "\r\n") + "\r\n\r\n" + body]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return answer
+        return try exchangeAsAnotherUser(port: port, head.joined(separator: "\r\n") + "\r\n\r\n" + body)
     }
 }

@@ -107,24 +107,7 @@ struct DashboardEndpointTests {
             .trimmingCharacters(in: .whitespacesAndNewlines))
         let redeem = "POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
             + "Content-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)"
-        let script = """
-            import socket, sys
-            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10); s.sendall(sys.argv[2].encode())
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk: break
-                data += chunk
-            sys.stdout.write(data.decode())
-            """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, "\(endpoint.port)", redeem]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let fromNobody = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let fromNobody = try exchangeAsAnotherUser(port: endpoint.port, redeem)
         let fromOwnerAfterwards = try endpoint.raw(redeem)
 
         #expect(fromNobody.hasPrefix("HTTP/1.1 403 "), "\(fromNobody)")
