@@ -5,6 +5,7 @@ import Logging
 /// A control endpoint client's request, arriving in reads of any size: `HTTPRequestReader` as `ControlConnection`
 /// feeds it every read, then the complete request through `ControlAPI` on a proxy without listeners, on its
 /// event loop thread, so that bodies (profiles, settings, scenarios) reach their parsers as they do in production.
+/// Each request gets a fresh proxy state, closed after its answer as a stopping proxy closes it.
 enum ControlRequestTarget {
     static let loop: EventLoop = {
         do {
@@ -42,7 +43,7 @@ enum ControlRequestTarget {
                 bufferBudget: BufferBudget(limit: 1 << 20, loop: loop))
             ControlAPI(state: state).handle(request) { response in
                 _ = response.bytes.count
-                state.stopScenario()
+                state.close()
                 answered.signal()
             }
         }

@@ -69,4 +69,7 @@ final class DescriptorReserve {
         for descriptor in held { _ = Glibc.close(descriptor) }
         held.removeAll()
     }
+
+    /// A reserve its owner dropped without closing still gives its descriptors back.
+    deinit { close() }
 }
