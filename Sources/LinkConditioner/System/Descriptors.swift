@@ -93,7 +93,7 @@ struct Wakeup: Sendable {
 }
 
 /// The monotonic clock the event loop and link model run on.
-public struct MonotonicClock: LinkClock {
+public struct MonotonicClock: Sendable {
     public init() {}
 
     public func now() -> Instant { Instant(nanoseconds: clinux_monotonic_ns()) }
