@@ -57,10 +57,6 @@ struct DeadlineTimer {
         _ = try syscall("timerfd_settime") { clinux_timerfd_set_absolute(descriptor, max(deadline.nanoseconds, 1)) }
     }
 
-    func disarm() throws(SystemError) {
-        _ = try syscall("timerfd_settime") { clinux_timerfd_set_absolute(descriptor, 0) }
-    }
-
     /// Consumes the expiration count so the descriptor stops being readable.
     func acknowledge() {
         var count: UInt64 = 0
@@ -121,7 +117,4 @@ public enum TerminationSignals {
 
     /// Waits until SIGINT or SIGTERM arrives; returns its number.
     public static func wait() -> Int32 { clinux_wait_termination_signal() }
-
-    /// Ignores SIGPIPE process-wide so a closed peer is an error, not a crash.
-    public static func ignoreBrokenPipe() { clinux_ignore_sigpipe() }
 }
