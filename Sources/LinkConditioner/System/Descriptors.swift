@@ -101,6 +101,9 @@ struct ThreadIdentity: Equatable, Sendable {
 
     static var current: ThreadIdentity { ThreadIdentity(thread: pthread_self()) }
 
+    /// The calling thread's kernel id, as /proc/self/task lists it.
+    static var currentKernelID: Int32 { clinux_gettid() }
+
     static func == (lhs: ThreadIdentity, rhs: ThreadIdentity) -> Bool { pthread_equal(lhs.thread, rhs.thread) != 0 }
 
     /// Names the calling thread as `ps` and /proc show it (its first 15 bytes: the kernel keeps no more).
