@@ -323,6 +323,19 @@ ssize_t clinux_recv_stamped(int fd, void *buffer, size_t length, int64_t *arriva
     return count;
 }
 
+int clinux_gettid(void) {
+    return gettid();
+}
+
+#include <sys/syscall.h>
+#include <linux/kcmp.h>
+
+int clinux_same_open_file(int a, int b) {
+    pid_t pid = getpid();
+    long order = syscall(SYS_kcmp, pid, pid, KCMP_FILE, a, b);
+    return order < 0 ? -1 : order == 0;
+}
+
 int clinux_pipe_nonblocking(int fds[2]) {
     return pipe2(fds, O_NONBLOCK | O_CLOEXEC);
 }

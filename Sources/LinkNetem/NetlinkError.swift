@@ -18,10 +18,6 @@ public struct NetlinkError: Error, Equatable, CustomStringConvertible, Sendable 
     public var isPermissionDenied: Bool { code == NLE_PERM }
     /// NLE_OBJ_NOTFOUND (ENOENT): no such object, or no such qdisc kind in this kernel.
     public var isNotFound: Bool { code == NLE_OBJ_NOTFOUND }
-    /// NLE_EXIST (EEXIST): the object is already there.
-    public var alreadyExists: Bool { code == NLE_EXIST }
-    /// NLE_NODEV (ENODEV): the network device vanished.
-    public var isNoDevice: Bool { code == NLE_NODEV }
 
     public var description: String {
         let reason = String(cString: nl_geterror(code))

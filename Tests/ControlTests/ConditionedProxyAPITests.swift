@@ -141,59 +141,6 @@ struct ConditionedProxyAPITests {
         #expect(status.connectionsAccepted == 1)
     }
 
-    /// Counts the whole process's descriptors and threads, so the suite runs it with nothing else starting event
-    /// loops meanwhile (`--no-parallel`). An exit test's child process was tried instead, and under load it once
-    /// counted a descriptor of these kinds that no proxy had opened (most likely one libdispatch opens lazily).
-    @Test func stopLeavesNoDescriptorOrThreadBehindAcrossAHundredCycles() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let warmUp = try ConditionedProxy.inFront(of: echo.port, profile: .none)
-        warmUp.stop()
-        let loopDescriptorsBefore = eventLoopDescriptorCount()
-        let pipesBefore = pipeCount()
-        var proxyPorts: Set<UInt16> = []
-        var seenWhileRunning: [Int] = []
-
-        var spliceLoopsSeen: [Int] = []
-        var onSpliceLoopsSeen: [Int] = []
-        var options = ProxyOptions()
-        options.threads = 2
-
-        for cycle in 0..<100 {
-            // A stopped loop's thread may still be exiting when stop returns; the count is of this proxy's own.
-            _ = waitUntil(seconds: 5) { threadCount(named: "linkcond-splice") == 0 }
-            let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none, options: options)
-            proxyPorts.insert(proxy.port)
-            spliceLoopsSeen.append(threadCount(named: "linkcond-splice"))
-            if cycle % 10 == 0 {
-                let client = try TestConnection.connect(port: proxy.port)
-                // Enough to be handed to the splice loop, which then holds the connection when the proxy stops.
-                let block = [UInt8](repeating: 1, count: 256 << 10)
-                try client.send(block)
-                _ = try client.receive(exactly: block.count)
-                _ = waitUntil(seconds: 10) { proxy.status()[0].connectionsOnSpliceLoops == 1 }
-                onSpliceLoopsSeen.append(proxy.status()[0].connectionsOnSpliceLoops)
-                // The listener, the accepted client and the upstream socket: proof that the census sees them.
-                seenWhileRunning.append(proxySockets(ports: [proxy.port], upstreamPort: echo.port).count)
-                proxy.stop()
-                client.close()
-            } else {
-                proxy.stop()
-            }
-        }
-        let loopThreadsEnded = waitUntil(seconds: 5) {
-            threadCount(named: "linkcond-loop") == 0 && threadCount(named: "linkcond-splice") == 0
-        }
-
-        #expect(seenWhileRunning.allSatisfy { $0 == 3 }, "proxy sockets seen while running: \(seenWhileRunning)")
-        #expect(onSpliceLoopsSeen.allSatisfy { $0 == 1 }, "connections on the splice loop before stop: \(onSpliceLoopsSeen)")
-        #expect(spliceLoopsSeen.allSatisfy { $0 == 1 }, "splice loop threads seen while running: \(spliceLoopsSeen)")
-        #expect(proxySockets(ports: proxyPorts, upstreamPort: echo.port).isEmpty)
-        #expect(eventLoopDescriptorCount() == loopDescriptorsBefore)
-        #expect(pipeCount() == pipesBefore, "splice pipes left open")
-        #expect(loopThreadsEnded, "\(threadCount(named: "linkcond-loop")) event loop and \(threadCount(named: "linkcond-splice")) splice loop threads still running")
-    }
-
     @Test func methodsAfterStopAreHarmless() throws {
         let proxy = try ConditionedProxy.inFront(of: 9, profile: .none)
         proxy.stop()
@@ -204,58 +151,6 @@ struct ConditionedProxyAPITests {
 
         #expect(proxy.status().isEmpty)
     }
-}
-
-/// This process's descriptors of the kinds only an event loop opens here (epoll, timerfd, eventfd), from /proc.
-///
-/// Counted exactly, so the suite must not start event loops elsewhere meanwhile (it runs with --no-parallel).
-func eventLoopDescriptorCount() -> Int {
-    let kinds: Set<String> = ["anon_inode:[eventpoll]", "anon_inode:[timerfd]", "anon_inode:[eventfd]"]
-    return descriptorTargets().filter { kinds.contains($0) }.count
-}
-
-/// This process's pipes (splice pipes, when nothing else here opens any meanwhile), from /proc.
-func pipeCount() -> Int {
-    descriptorTargets().filter { $0.hasPrefix("pipe:") }.count
-}
-
-/// This process's TCP sockets that belong to a proxy: bound to one of `ports` (its listener and accepted clients)
-/// or connected to `upstreamPort` (its upstream connections). Sockets are matched to /proc/net/tcp by inode, so
-/// descriptors that other threads open or close meanwhile cannot be mistaken for them.
-func proxySockets(ports: Set<UInt16>, upstreamPort: UInt16) -> [String] {
-    let inodes = Set(descriptorTargets().compactMap { target -> String? in
-        guard target.hasPrefix("socket:[") else { return nil }
-        return String(target.dropFirst(8).dropLast())
-    })
-    var found: [String] = []
-    for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
-        // Read to the end: the table is generated as it is read and is longer than one page.
-        guard let data = FileHandle(forReadingAtPath: table)?.readDataToEndOfFile() else { continue }
-        let text = String(decoding: data, as: UTF8.self)
-        for line in text.split(separator: "\n").dropFirst() {
-            let fields = line.split(separator: " ")
-            guard fields.count > 9, inodes.contains(String(fields[9])),
-                  let local = fields[1].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) }),
-                  let remote = fields[2].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) }) else { continue }
-            if ports.contains(local) || remote == upstreamPort { found.append(String(line)) }
-        }
-    }
-    return found
-}
-
-/// What each open descriptor of this process refers to ("socket:[1234]", "anon_inode:[eventpoll]", a path).
-func descriptorTargets() -> [String] {
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-    return names.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }
-}
-
-/// Threads of this process with the given name, from /proc.
-func threadCount(named name: String) -> Int {
-    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-    return tasks.filter { task in
-        let comm = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
-        return comm?.trimmingCharacters(in: .whitespacesAndNewlines) == name
-    }.count
 }
 
 /// The README's Swift example, word for word but for the upstream's port, so the API it shows keeps compiling and

@@ -1,5 +1,6 @@
 # Sourced by scripts/install and scripts/package: builds linkcond for installing and generates the files that
-# go with it (man page, shell completions), so that an install and the .deb carry the same things.
+# go with it (shell completions; the man page is committed in docs/reference), so that an install and the .deb
+# carry the same things. scripts/generate-docs sources it to regenerate the man page.
 # Expects $repo to be the repository's root.
 
 # The version, read from the one place it is written.
@@ -37,7 +38,8 @@ build_release_binary() {
     echo "$repo/.build/release/linkcond"
 }
 
-# Writes linkcond.1 into $1 with swift-argument-parser's generate-manual plugin. The plugin builds the
+# Writes linkcond.1 into $1 with swift-argument-parser's generate-manual plugin (scripts/generate-docs; packaging
+# uses the committed docs/reference/linkcond.1). The plugin builds the
 # package's products in debug mode (the help text is the same in every mode) and reads the built tool's help.
 # generate-manual leaves the blank lines of multi-paragraph discussions in, which mdoc warns about; each
 # becomes a paragraph break (.Pp).
@@ -45,6 +47,11 @@ generate_manual() {
     local output=$1
     (cd "$repo" && swift package plugin generate-manual --configuration debug --date "$(release_date)" >&2)
     sed 's/^$/.Pp/' "$repo/.build/plugins/GenerateManual/outputs/linkcond/linkcond.1" > "$output/linkcond.1"
+}
+
+# Copies the committed man page into directory $1, where packaging collects the files it installs.
+copy_manual() {
+    install -m 644 "$repo/docs/reference/linkcond.1" "$1/linkcond.1"
 }
 
 # Writes the bash, zsh and fish completion scripts of binary $1 into directory $2, named as each shell

@@ -11,7 +11,7 @@ tarball_name() {
 }
 
 # Writes $1/linkcond-VERSION-linux-ARCH.tar.gz ($2: the version, $3: the built binary, $4: a directory with the
-# generated man page and completions) and prints its path.
+# man page and generated completions) and prints its path.
 write_tarball() {
     local output=$1 version=$2 binary=$3 generated=$4
     local name top work
@@ -120,8 +120,7 @@ package_tarball_and_image() {
     echo "package: building linkcond $version (release, Swift runtime and libnl linked in)" >&2
     binary=$(build_release_binary)
     generated=$(mktemp -d -p "$package_work")
-    echo "package: generating the man page (swift-argument-parser's generate-manual plugin)" >&2
-    generate_manual "$generated"
+    copy_manual "$generated"
     generate_completions "$binary" "$generated"
     tarball=$(write_tarball "$output" "$version" "$binary" "$generated")
     echo "package: $(basename "$tarball"): $(ldd "$binary" | grep -c '=>') shared libraries (ldd): $(ldd "$binary" | sed -n 's/^[[:space:]]*\([^ ]*\) =>.*/\1/p' | tr '\n' ' ')" >&2

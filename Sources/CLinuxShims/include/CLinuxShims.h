@@ -71,6 +71,11 @@ static inline int clinux_errno(void) { return errno; }
 
 /// Names the calling thread (the kernel keeps 15 bytes); prctl is variadic, which Swift cannot call.
 static inline int clinux_name_current_thread(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
+/// The calling thread's kernel id, as /proc/self/task lists it (defined in shims.c: gettid needs _GNU_SOURCE).
+int clinux_gettid(void);
+/// Whether descriptors `a` and `b` of this process refer to the same open file (kcmp KCMP_FILE): 1 or 0, or -1
+/// with errno (ENOSYS on a kernel without kcmp). Lets a leak check tell one epoll or eventfd from another.
+int clinux_same_open_file(int a, int b);
 static inline void clinux_set_errno(int value) { errno = value; }
 
 static inline int clinux_socket_nonblocking(int domain, int type) {

@@ -96,6 +96,8 @@ public final class EventLoop: @unchecked Sendable {
     private(set) var turn: UInt64 = 0
     /// Set once by the loop thread before `start` returns, and read-only after that, so any thread may compare it.
     private var loopThread: ThreadIdentity?
+    /// The loop thread's kernel thread id (its /proc/self/task entry), set with `loopThread`; 0 before `start`.
+    package private(set) var kernelThreadID: Int32 = 0
 
     /// Work queued from any thread; `abandon`, when set, tells a waiting caller the work will never run.
     private struct PendingWork {
@@ -111,6 +113,9 @@ public final class EventLoop: @unchecked Sendable {
 
     private static let wakeupKey: UInt64 = 0
     private static let timerKey: UInt64 = 1
+
+    /// The descriptors the loop opened for itself (epoll, timerfd, eventfd), which `stopAndWait` closes.
+    package var ownDescriptors: [Int32] { [epoll.descriptor, timer.descriptor, wakeup.descriptor] }
 
     public init() throws {
         epoll = try Epoll()
@@ -134,6 +139,7 @@ public final class EventLoop: @unchecked Sendable {
         let thread = Thread { [self] in
             ThreadIdentity.nameCurrent(name)
             loopThread = ThreadIdentity.current
+            kernelThreadID = ThreadIdentity.currentKernelID
             identified.signal()
             run()
             finished.signal()

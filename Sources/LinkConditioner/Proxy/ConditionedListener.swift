@@ -155,12 +155,6 @@ extension StreamLink {
     }
 }
 
-/// A listener kind this build cannot serve.
-public struct UnsupportedListener: Error, CustomStringConvertible, Sendable {
-    public var kind: String
-    public var description: String { "\(kind) listeners are not available in this build" }
-}
-
 /// Builds the listener for `spec`, bound to `address`; `upstream` holds what `spec`'s upstream resolved to.
 func makeListener(_ spec: ListenerSpec, address: SocketAddress, upstream: [SocketAddress],
                   context: ListenerContext) throws -> ConditionedListener {

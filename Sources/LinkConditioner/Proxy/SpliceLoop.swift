@@ -62,7 +62,7 @@ struct HandedOverConnection {
 /// (it only posts to it through `ended`), so the two cannot deadlock. The public calls are made on the main loop
 /// thread; everything they reach runs on the splice loop's own thread.
 final class SpliceLoop: Sendable {
-    private let loop: EventLoop
+    let loop: EventLoop
     private let state: LoopBound<SpliceLoopState>
 
     /// Starts the loop's thread, named `linkcond-splice` (Linux keeps 15 characters of a thread's name).
@@ -96,6 +96,9 @@ final class SpliceLoop: Sendable {
         let recalled = try? loop.submitAndWait { LoopBound(state.value.recall(ticket)) }
         return recalled?.value
     }
+
+    /// The pool every pipe this loop splices through comes from; it belongs to the loop's thread.
+    var pipes: SplicePipePool { state.value.pipes }
 
     /// Ends the thread after closing the pipes it kept. Connections must have been recalled first.
     func stop() {

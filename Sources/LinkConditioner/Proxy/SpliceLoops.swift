@@ -6,7 +6,7 @@ import Logging
 /// so the listener's connection list, counters and descriptors are settled there.
 final class SpliceLoops {
     private let mainLoop: EventLoop
-    private let loops: [SpliceLoop]
+    let loops: [SpliceLoop]
     /// Relays on a splice loop now, by ticket, with the index of the loop carrying them.
     private var carried: [UInt64: (relay: TCPRelay, loop: Int)] = [:]
     /// Connections each loop carries, to hand the next one to the least loaded.

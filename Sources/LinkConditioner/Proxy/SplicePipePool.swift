@@ -20,6 +20,11 @@ final class SplicePipePool {
 
     private var idle: [SplicePipe] = []
 
+    /// Pipes this pool opened, and pipes closed through it. A pipe a splice loop's pool opened may be closed through
+    /// the main loop's pool after a recall, so what a proxy still holds is the sum over all its pools.
+    private(set) var pipesOpened = 0
+    private(set) var pipesClosed = 0
+
     /// A pool of at most `most` pipes, fewer for a small descriptor limit (unlimited when nil).
     convenience init(descriptorLimit: Int? = openDescriptorLimit, keepingAtMost most: Int = 32) {
         self.init(limit: min(most, (descriptorLimit ?? Int.max) / 32), crowdedFrom: descriptorLimit.map { $0 - $0 / 8 } ?? Int.max)
@@ -36,7 +41,9 @@ final class SplicePipePool {
     /// A pipe of `size` bytes asked: a kept one when there is one, else a new one.
     func take(size: Int) throws(SystemError) -> SplicePipe {
         if let pipe = idle.popLast() { return pipe }
-        return try SplicePipe.open(size: size)
+        let pipe = try SplicePipe.open(size: size)
+        pipesOpened += 1
+        return pipe
     }
 
     /// Records a descriptor the loop just opened: how crowded the descriptor table is.
@@ -51,15 +58,21 @@ final class SplicePipePool {
     func give(_ pipe: SplicePipe, knownEmpty: Bool = false) {
         guard idle.count < limit, Int(max(pipe.readEnd, pipe.writeEnd, lastOpened)) < crowdedFrom,
               knownEmpty || pipe.isEmpty else {
-            pipe.close()
+            discard(pipe)
             return
         }
         idle.append(pipe)
     }
 
+    /// Closes `pipe`, which holds bytes no one will read or is not to be kept.
+    func discard(_ pipe: SplicePipe) {
+        pipe.close()
+        pipesClosed += 1
+    }
+
     /// Closes every kept pipe: the loop is stopping.
     func release() {
-        for pipe in idle { pipe.close() }
+        for pipe in idle { discard(pipe) }
         idle.removeAll()
     }
 

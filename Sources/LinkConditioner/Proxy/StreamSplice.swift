@@ -110,7 +110,7 @@ final class StreamSplice {
     /// Gives the pipe back to the pool when it is empty, and closes it when bytes are left in it.
     func close() {
         if let pipe {
-            if pipedBytes == 0 { pool.give(pipe, knownEmpty: true) } else { pipe.close() }
+            if pipedBytes == 0 { pool.give(pipe, knownEmpty: true) } else { pool.discard(pipe) }
         }
         pipe = nil
         pipedBytes = 0

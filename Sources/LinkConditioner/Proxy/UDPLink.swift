@@ -153,9 +153,6 @@ final class DatagramPump {
         deliveryAlarm.arm(at: flow.nextDeliveryTime)
     }
 
-    /// Datagrams held for the link now.
-    var heldCount: Int { held.count }
-
     func close() {
         deliveryAlarm.cancel()
         link.detach(flow)

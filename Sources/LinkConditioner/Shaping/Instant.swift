@@ -48,21 +48,3 @@ extension Duration {
     /// The duration in seconds as a floating-point number.
     public var seconds: Double { Double(nanoseconds) / 1e9 }
 }
-
-/// A source of the current time, injected so that the link model can be tested with a manual clock.
-public protocol LinkClock: Sendable {
-    func now() -> Instant
-}
-
-/// A clock moved by hand, for deterministic tests of the link model.
-public final class ManualClock: LinkClock, @unchecked Sendable {
-    private var current: Instant
-
-    public init(_ start: Instant = .zero) { current = start }
-
-    public func now() -> Instant { current }
-
-    public func advance(by duration: Duration) { current = current + duration }
-
-    public func set(_ instant: Instant) { current = instant }
-}

@@ -46,14 +46,6 @@ extension Socket {
         }
     }
 
-    /// The receive buffer the kernel granted, in bytes (twice what was asked, bookkeeping included).
-    func receiveBufferSize() throws(SystemError) -> Int {
-        var value: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        _ = try syscall("getsockopt SO_RCVBUF") { getsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &value, &length) }
-        return Int(value)
-    }
-
     /// Asks the kernel to attach its count of datagrams dropped on this socket (a full receive buffer) to each
     /// datagram received after a drop (SO_RXQ_OVFL); `DatagramBatch` reads it.
     func reportKernelDrops() throws(SystemError) {

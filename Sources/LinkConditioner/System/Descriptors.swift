@@ -57,10 +57,6 @@ struct DeadlineTimer {
         _ = try syscall("timerfd_settime") { clinux_timerfd_set_absolute(descriptor, max(deadline.nanoseconds, 1)) }
     }
 
-    func disarm() throws(SystemError) {
-        _ = try syscall("timerfd_settime") { clinux_timerfd_set_absolute(descriptor, 0) }
-    }
-
     /// Consumes the expiration count so the descriptor stops being readable.
     func acknowledge() {
         var count: UInt64 = 0
@@ -93,7 +89,7 @@ struct Wakeup: Sendable {
 }
 
 /// The monotonic clock the event loop and link model run on.
-public struct MonotonicClock: LinkClock {
+public struct MonotonicClock: Sendable {
     public init() {}
 
     public func now() -> Instant { Instant(nanoseconds: clinux_monotonic_ns()) }
@@ -104,6 +100,9 @@ struct ThreadIdentity: Equatable, Sendable {
     private let thread: pthread_t
 
     static var current: ThreadIdentity { ThreadIdentity(thread: pthread_self()) }
+
+    /// The calling thread's kernel id, as /proc/self/task lists it.
+    static var currentKernelID: Int32 { clinux_gettid() }
 
     static func == (lhs: ThreadIdentity, rhs: ThreadIdentity) -> Bool { pthread_equal(lhs.thread, rhs.thread) != 0 }
 
@@ -121,7 +120,4 @@ public enum TerminationSignals {
 
     /// Waits until SIGINT or SIGTERM arrives; returns its number.
     public static func wait() -> Int32 { clinux_wait_termination_signal() }
-
-    /// Ignores SIGPIPE process-wide so a closed peer is an error, not a crash.
-    public static func ignoreBrokenPipe() { clinux_ignore_sigpipe() }
 }

@@ -61,9 +61,6 @@ public enum Namespaces {
         return String(decoding: buffer.prefix(count), as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
     }
 
-    /// Whether `path` exists and the caller may open it for reading and writing.
-    public static func canReadAndWrite(_ path: String) -> Bool { access(path, R_OK | W_OK) == 0 }
-
     public static var effectiveUserID: UInt32 { geteuid() }
     public static var effectiveGroupID: UInt32 { getegid() }
 
