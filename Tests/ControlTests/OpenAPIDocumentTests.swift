@@ -4,7 +4,8 @@ import Testing
 
 /// `docs/reference/control-api.yaml` describes exactly the routes the control endpoint serves, and
 /// `docs/reference/toxiproxy-api.yaml` exactly those of the Toxiproxy API: every route in the code's table is
-/// documented, and every documented operation is in the table. One reader of `paths:` serves both documents.
+/// documented, and every documented operation is in the table, needing a token and taking a body as the table says.
+/// One reader of `paths:` serves both documents.
 struct OpenAPIDocumentTests {
     static func document(_ name: String) -> URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
