@@ -4,7 +4,8 @@ import Testing
 
 /// `docs/reference/control-api.yaml` describes exactly the routes the control endpoint serves, and
 /// `docs/reference/toxiproxy-api.yaml` exactly those of the Toxiproxy API: every route in the code's table is
-/// documented, and every documented operation is in the table. One reader of `paths:` serves both documents.
+/// documented, and every documented operation is in the table, needing a token and taking a body as the table says.
+/// One reader of `paths:` serves both documents.
 struct OpenAPIDocumentTests {
     static func document(_ name: String) -> URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -13,18 +14,29 @@ struct OpenAPIDocumentTests {
 
     static let document = document("control-api.yaml")
 
+    /// One operation of a document: its method and path, whether it needs no token (`security: []`), and whether
+    /// it takes a body (`requestBody`).
+    struct Operation: Equatable {
+        var route: ControlRoute
+        var open = false
+        var body = false
+    }
+
     /// The operations under the document's `paths:`, read line by line: a path is a key indented two spaces, an
-    /// operation an HTTP method indented four beneath it. Enough for this document, which keeps to that layout.
-    static func documentedRoutes(in text: String) -> [ControlRoute] {
+    /// operation an HTTP method indented four beneath it, and its fields are indented six. Enough for these
+    /// documents, which keep to that layout.
+    static func documentedOperations(in text: String) -> [Operation] {
         let methods: Set<String> = ["get", "put", "post", "delete", "patch", "head", "options", "trace"]
-        var routes: [ControlRoute] = []
+        var operations: [Operation] = []
         var inPaths = false
+        var inOperation = false
         var path: String?
         for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
             if line.hasPrefix("#") || line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
             if !line.hasPrefix(" ") {
                 inPaths = line.hasPrefix("paths:")
                 path = nil
+                inOperation = false
                 continue
             }
             guard inPaths else { continue }
@@ -32,12 +44,25 @@ struct OpenAPIDocumentTests {
                 var key = line.dropFirst(2).dropLast()
                 if key.hasPrefix("\""), key.hasSuffix("\""), key.count >= 2 { key = key.dropFirst().dropLast() }
                 path = String(key)
-            } else if let path, line.hasPrefix("    "), !line.hasPrefix("     "), line.hasSuffix(":"),
-                      methods.contains(String(line.dropFirst(4).dropLast())) {
-                routes.append(ControlRoute(String(line.dropFirst(4).dropLast()).uppercased(), path))
+                inOperation = false
+            } else if line.hasPrefix("    "), !line.hasPrefix("     ") {
+                inOperation = false
+                if let path, line.hasSuffix(":"), methods.contains(String(line.dropFirst(4).dropLast())) {
+                    operations.append(Operation(route: ControlRoute(String(line.dropFirst(4).dropLast()).uppercased(), path)))
+                    inOperation = true
+                }
+            } else if inOperation, line.hasPrefix("      "), !line.hasPrefix("       ") {
+                let field = line.dropFirst(6)
+                if field == "security: []" { operations[operations.count - 1].open = true }
+                if field.hasPrefix("requestBody:") { operations[operations.count - 1].body = true }
             }
         }
-        return routes
+        return operations
+    }
+
+    /// The methods and paths of `documentedOperations(in:)`.
+    static func documentedRoutes(in text: String) -> [ControlRoute] {
+        documentedOperations(in: text).map(\.route)
     }
 
     /// Fails unless the operations of `document` and the route table `served` are the same, each once.
@@ -54,11 +79,31 @@ struct OpenAPIDocumentTests {
     }
 
     @Test func everyRouteIsDocumentedAndEveryDocumentedRouteIsServed() throws {
-        try Self.expectSameRoutes(Self.document, ControlServer.routes)
+        try Self.expectSameRoutes(Self.document, ControlServer.routes.map(\.route))
+    }
+
+    /// The document says which operations need no token and which take a body, as the table does.
+    @Test func everyOperationNeedsATokenAndTakesABodyAsTheTableSays() throws {
+        let documented = Self.documentedOperations(in: try String(contentsOf: Self.document, encoding: .utf8))
+        for entry in ControlServer.routes {
+            let operation = documented.first { $0.route == entry.route }
+            let hasBody = if case .text = entry.body { true } else { false }
+            #expect(operation?.open == (entry.access == .open), "\(entry.route): security")
+            #expect(operation?.body == hasBody, "\(entry.route): requestBody")
+        }
+    }
+
+    @Test func everyToxiproxyOperationTakesABodyAsTheTableSays() throws {
+        let documented = Self.documentedOperations(in: try String(contentsOf: Self.document("toxiproxy-api.yaml"), encoding: .utf8))
+        for entry in ToxiproxyAPI.routes {
+            let operation = documented.first { $0.route == entry.route }
+            #expect(operation?.body == (entry.body == .json), "\(entry.route): requestBody")
+            #expect(operation?.open == false, "\(entry.route): the Toxiproxy API has no per-route security")
+        }
     }
 
     @Test func everyToxiproxyRouteIsDocumentedAndEveryDocumentedRouteIsServed() throws {
-        try Self.expectSameRoutes(Self.document("toxiproxy-api.yaml"), ToxiproxyAPI.routes)
+        try Self.expectSameRoutes(Self.document("toxiproxy-api.yaml"), ToxiproxyAPI.routes.map(\.route))
     }
 
     /// The Toxiproxy API's table gates its dispatch the same way: a path segment matches `{proxy}` or `{toxic}`,
@@ -86,16 +131,22 @@ struct OpenAPIDocumentTests {
                   responses:
                     "200": {description: x}
                 post:
+                  security: []
                   parameters:
                     - name: get
+                  requestBody: {$ref: x}
               "/b":
+                parameters:
+                  requestBody: {$ref: y}
                 delete:
             components:
               schemas:
                 put:
             """
-        #expect(Self.documentedRoutes(in: text) == [ControlRoute("GET", "/a"), ControlRoute("POST", "/a"),
-                                                     ControlRoute("DELETE", "/b")])
+        #expect(Self.documentedOperations(in: text) == [
+            Operation(route: ControlRoute("GET", "/a")), Operation(route: ControlRoute("POST", "/a"), open: true, body: true),
+            Operation(route: ControlRoute("DELETE", "/b")),
+        ])
     }
 
     /// The route table gates the API's dispatch: a method the path does not take is 405 with the `Allow` field
@@ -104,12 +155,12 @@ struct OpenAPIDocumentTests {
         func request(_ method: String, _ path: String) -> HTTPRequest {
             HTTPRequest(method: method, path: path, query: [:], headers: [:], body: [])
         }
-        let refused = ControlAPI.unrouted(request("TRACE", "/profile"))
+        let refused = ControlServer.unrouted(request("TRACE", "/profile"))
         #expect(refused.status == 405)
         #expect(refused.extraHeaders.map { "\($0.name): \($0.value)" } == ["Allow: GET, PUT, POST, PATCH"])
-        #expect(ControlAPI.unrouted(request("TRACE", "/dashboard.js")).status == 405)
-        #expect(ControlAPI.unrouted(request("GET", "/nowhere")).status == 404)
-        #expect(ControlAPI.unrouted(request("GET", "/nowhere")).extraHeaders.isEmpty)
-        #expect(ControlAPI.unrouted(request("GET", "/")).status == 404, "the dashboard is not served here (a Unix socket)")
+        #expect(ControlServer.unrouted(request("TRACE", "/dashboard.js")).status == 405)
+        #expect(ControlServer.unrouted(request("GET", "/nowhere")).status == 404)
+        #expect(ControlServer.unrouted(request("GET", "/nowhere")).extraHeaders.isEmpty)
+        #expect(ControlServer.unrouted(request("GET", "/")).status == 404, "the dashboard is not served here (a Unix socket)")
     }
 }

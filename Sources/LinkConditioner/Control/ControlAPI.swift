@@ -9,24 +9,8 @@ import Foundation
 /// request changes nothing. The endpoint reads no files: a profile is sent as its text or named as a built-in, and a
 /// trace is named as a built-in (the parsers refuse a path at the line that writes it, before anything is read).
 ///
-/// | method and path        | body                                   | does                                  |
-/// |------------------------|----------------------------------------|---------------------------------------|
-/// | GET /status            |                                        | JSON `StatusReport`                   |
-/// | GET /version           |                                        | JSON `{"version": "…"}`               |
-/// | GET /metrics           |                                        | Prometheus text exposition format     |
-/// | GET /connections       |                                        | JSON `ConnectionList`                 |
-/// | GET /catalog           |                                        | JSON: built-in profiles and scenarios |
-/// | GET /profile           |                                        | the current profile, fully resolved   |
-/// | PUT /profile           | a built-in profile name, or its text   | switches to it (stops a scenario)     |
-/// | POST /settings         | `key = value` lines                    | changes those settings                |
-/// | POST /offline          | empty, `refuse` or `blackhole`         | airplane mode                         |
-/// | POST /online           |                                        | ends airplane mode                    |
-/// | POST /reset            |                                        | resets every live connection          |
-/// | PUT /scenario          | scenario text (built-in profile names) | starts it                             |
-/// | DELETE /scenario       |                                        | stops it                              |
-///
-/// `routes` lists these, with the aliases POST /profile, PATCH /profile (as POST /settings) and POST /scenario;
-/// `docs/reference/control-api.yaml` describes the same routes, and a test holds the two together.
+/// `ControlServer.routes` (ControlRoutes.swift) lists the routes with the method of this type that answers each;
+/// the routes table of docs/reference/control-api.md is rendered from it, and a test holds control-api.yaml to it.
 ///
 /// Lives on the event loop thread.
 struct ControlAPI {
@@ -41,117 +25,136 @@ struct ControlAPI {
         worker = BodyParsingWorker(loop: state.loop)
     }
 
-    /// Every method and path `handle` serves; any other request is refused before its switch, so a case missing
-    /// here is never reached.
-    static let routes: [ControlRoute] = [
-        ControlRoute("GET", "/status"), ControlRoute("GET", "/version"), ControlRoute("GET", "/metrics"),
-        ControlRoute("GET", "/connections"), ControlRoute("GET", "/catalog"),
-        ControlRoute("GET", "/profile"), ControlRoute("PUT", "/profile"), ControlRoute("POST", "/profile"),
-        ControlRoute("POST", "/settings"), ControlRoute("PATCH", "/profile"),
-        ControlRoute("POST", "/offline"), ControlRoute("POST", "/online"), ControlRoute("POST", "/reset"),
-        ControlRoute("PUT", "/scenario"), ControlRoute("POST", "/scenario"), ControlRoute("DELETE", "/scenario"),
-    ]
-
-    /// Answers `request`, at once or once its body is parsed; `reply` runs on the loop thread.
+    /// Answers `request` through its route in `ControlServer.routes` if the API serves it, else with the endpoint's
+    /// 404 or 405: the endpoint's dispatch without its checks, which the `control` fuzz target drives.
     func handle(_ request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
-        guard Self.routes.contains(ControlRoute(request.method, request.path)) else { return reply(Self.unrouted(request)) }
-        let body = request.bodyText
-        switch (request.method, request.path) {
-        case ("GET", "/status"):
-            let report = state.report()
-            worker.parse({ Self.status(report) }, then: reply)
-        case ("GET", "/metrics"):
-            let report = state.report()
-            worker.parse({ Self.metrics(report) }, then: reply)
-        case ("GET", "/connections"):
-            let entries = state.listeners.flatMap { $0.connectionEntries() }
-            worker.parse({ Self.connections(entries) }, then: reply)
-        case ("GET", "/catalog"):
-            reply(Self.catalog)
-        case ("GET", "/version"):
-            reply(.json("{\"version\": \"\(linkcondVersion)\"}\n"))
-        case ("GET", "/profile"):
-            reply(.text(state.conditions.profile.rendered))
-        case ("PUT", "/profile"), ("POST", "/profile"):
-            worker.parse({ Self.profile(from: body) }) { [weak state] outcome in
-                guard let state else { return }
-                switch outcome {
-                case .parsed(let (profile, rendered)):
-                    state.stopScenario()
-                    state.setProfile(profile)
-                    reply(.text(rendered))
-                case .refused(let response):
-                    reply(response)
-                }
+        let entry = ControlServer.routes.first { $0.route == ControlRoute(request.method, request.path) }
+        guard let entry, case .api(let handler) = entry.handler else { return reply(ControlServer.unrouted(request)) }
+        handler(self, ControlExchange(request: request, reply: reply))
+    }
+
+    /// `GET /status`: the report, copied on the loop and rendered on the worker.
+    func status(_ exchange: ControlExchange) {
+        let report = state.report()
+        worker.parse({ Self.status(report) }, then: exchange.reply)
+    }
+
+    /// `GET /metrics`: the report in Prometheus' text format, rendered on the worker.
+    func metrics(_ exchange: ControlExchange) {
+        let report = state.report()
+        worker.parse({ Self.metrics(report) }, then: exchange.reply)
+    }
+
+    /// `GET /connections`: the live connections, listed on the worker.
+    func connections(_ exchange: ControlExchange) {
+        let entries = state.listeners.flatMap { $0.connectionEntries() }
+        worker.parse({ Self.connections(entries) }, then: exchange.reply)
+    }
+
+    /// `GET /catalog`: the built-in profiles and scenarios.
+    func catalog(_ exchange: ControlExchange) {
+        exchange.reply(Self.catalog)
+    }
+
+    /// `GET /version`.
+    func version(_ exchange: ControlExchange) {
+        exchange.reply(.json("{\"version\": \"\(linkcondVersion)\"}\n"))
+    }
+
+    /// `GET /profile`: the current profile, rendered.
+    func currentProfile(_ exchange: ControlExchange) {
+        exchange.reply(.text(state.conditions.profile.rendered))
+    }
+
+    /// `PUT /profile` (and `POST /profile`): switches to a built-in profile or the profile text of the body, and
+    /// stops a scenario.
+    func switchProfile(_ exchange: ControlExchange) {
+        let body = exchange.request.bodyText
+        let reply = exchange.reply
+        worker.parse({ Self.profile(from: body) }) { [weak state] outcome in
+            guard let state else { return }
+            switch outcome {
+            case .parsed(let (profile, rendered)):
+                state.stopScenario()
+                state.setProfile(profile)
+                reply(.text(rendered))
+            case .refused(let response):
+                reply(response)
             }
-        case ("POST", "/settings"), ("PATCH", "/profile"):
-            let snapshot = state.conditions.profile
-            worker.parse({ Self.settings(from: body, appliedTo: snapshot) }) { [weak state] outcome in
-                guard let state else { return }
-                switch outcome {
-                case .parsed(let (settings, profile, rendered)):
-                    do throws(ProfileError) {
-                        if state.conditions.profile == snapshot {
-                            state.setProfile(profile)
-                            reply(.text(rendered))
-                        } else {
-                            try state.applySettings(settings)
-                            reply(.text(state.conditions.profile.rendered))
-                        }
-                    } catch {
-                        reply(.error(400, Self.clipped(error).description))
-                    }
-                case .refused(let response):
-                    reply(response)
-                }
-            }
-        case ("POST", "/offline"):
-            let word = body.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let mode = word.isEmpty ? .refuse : OfflineMode(rawValue: word) else {
-                return reply(.error(400, "\"\(word.prefix(40))\": expected an empty body, \"refuse\" or \"blackhole\""))
-            }
-            state.setOffline(mode)
-            reply(.text("offline (\(mode.rawValue))"))
-        case ("POST", "/online"):
-            state.setOffline(nil)
-            reply(.text("online"))
-        case ("POST", "/reset"):
-            let count = state.listeners.reduce(0) { $0 + $1.status().activeConnections }
-            state.resetConnections()
-            reply(.text("reset \(count) connection\(count == 1 ? "" : "s")"))
-        case ("PUT", "/scenario"), ("POST", "/scenario"):
-            let name = request.query["name"] ?? ""
-            worker.parse({ Self.scenario(from: body, name: name) }) { [weak state] outcome in
-                guard let state else { return }
-                switch outcome {
-                case .parsed(let scenario):
-                    state.startScenario(scenario)
-                    reply(.text("scenario \(scenario.name.isEmpty ? "(inline)" : scenario.name) started: \(scenario.steps.count) steps"))
-                case .refused(let response):
-                    reply(response)
-                }
-            }
-        case ("DELETE", "/scenario"):
-            let running = state.scenario != nil
-            state.stopScenario()
-            reply(.text(running ? "scenario stopped" : "no scenario was running"))
-        default:
-            reply(Self.unrouted(request))
         }
     }
 
-    /// The answer to a request no route serves: 405 for a path the endpoint knows, with the `Allow` field RFC 9110
-    /// requires, else 404 (also for a route this endpoint does not serve, such as the dashboard on a Unix socket).
-    static func unrouted(_ request: HTTPRequest) -> HTTPResponse {
-        let allowed = ControlRoute.methods(allowedOn: request.path)
-        guard allowed.isEmpty || allowed.contains(request.method) else {
-            var response = HTTPResponse.error(405, "\(request.method.prefix(20)) is not allowed on \(request.path); it takes \(allowed.joined(separator: ", "))")
-            response.extraHeaders = [("Allow", allowed.joined(separator: ", "))]
-            return response
+    /// `POST /settings` (and `PATCH /profile`): changes the settings of the body's `key = value` lines, all or none.
+    func changeSettings(_ exchange: ControlExchange) {
+        let body = exchange.request.bodyText
+        let reply = exchange.reply
+        let snapshot = state.conditions.profile
+        worker.parse({ Self.settings(from: body, appliedTo: snapshot) }) { [weak state] outcome in
+            guard let state else { return }
+            switch outcome {
+            case .parsed(let (settings, profile, rendered)):
+                do throws(ProfileError) {
+                    if state.conditions.profile == snapshot {
+                        state.setProfile(profile)
+                        reply(.text(rendered))
+                    } else {
+                        try state.applySettings(settings)
+                        reply(.text(state.conditions.profile.rendered))
+                    }
+                } catch {
+                    reply(.error(400, Self.clipped(error).description))
+                }
+            case .refused(let response):
+                reply(response)
+            }
         }
-        var known: [String] = []
-        for route in routes where !known.contains(route.path) { known.append(route.path) }
-        return .error(404, "no such endpoint \(request.path.prefix(80)); endpoints: \(known.joined(separator: ", "))")
+    }
+
+    /// `POST /offline`: airplane mode, `refuse` (the default) or `blackhole`.
+    func goOffline(_ exchange: ControlExchange) {
+        let word = exchange.request.bodyText.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let mode = word.isEmpty ? .refuse : OfflineMode(rawValue: word) else {
+            return exchange.reply(.error(400, "\"\(word.prefix(40))\": expected an empty body, \"refuse\" or \"blackhole\""))
+        }
+        state.setOffline(mode)
+        exchange.reply(.text("offline (\(mode.rawValue))"))
+    }
+
+    /// `POST /online`: ends airplane mode.
+    func goOnline(_ exchange: ControlExchange) {
+        state.setOffline(nil)
+        exchange.reply(.text("online"))
+    }
+
+    /// `POST /reset`: resets every live connection.
+    func resetConnections(_ exchange: ControlExchange) {
+        let count = state.listeners.reduce(0) { $0 + $1.status().activeConnections }
+        state.resetConnections()
+        exchange.reply(.text("reset \(count) connection\(count == 1 ? "" : "s")"))
+    }
+
+    /// `PUT /scenario` (and `POST /scenario`): starts the body's scenario, named by the query's `name`.
+    func startScenario(_ exchange: ControlExchange) {
+        let body = exchange.request.bodyText
+        let name = exchange.request.query["name"] ?? ""
+        let reply = exchange.reply
+        worker.parse({ Self.scenario(from: body, name: name) }) { [weak state] outcome in
+            guard let state else { return }
+            switch outcome {
+            case .parsed(let scenario):
+                state.startScenario(scenario)
+                reply(.text("scenario \(scenario.name.isEmpty ? "(inline)" : scenario.name) started: \(scenario.steps.count) steps"))
+            case .refused(let response):
+                reply(response)
+            }
+        }
+    }
+
+    /// `DELETE /scenario`: stops the running scenario, if any.
+    func stopScenario(_ exchange: ControlExchange) {
+        let running = state.scenario != nil
+        state.stopScenario()
+        exchange.reply(.text(running ? "scenario stopped" : "no scenario was running"))
     }
 
     /// `report` as the JSON of `GET /status`. Runs on the worker thread.
@@ -256,24 +259,6 @@ extension Profile {
         let near = ranked.filter { NameSuggestion.editDistance(asked, $0) <= max(2, asked.count / 2) }
         let closest = (near.isEmpty ? Array(ranked) : near).compactMap { key in builtInNames.first { $0.lowercased() == key } }
         throw ProfileError(kind: .unknownProfile(name, closest: closest))
-    }
-}
-
-/// One method and path the control endpoint serves.
-struct ControlRoute: Hashable, Sendable, CustomStringConvertible {
-    var method: String
-    var path: String
-
-    init(_ method: String, _ path: String) {
-        self.method = method
-        self.path = path
-    }
-
-    var description: String { "\(method) \(path)" }
-
-    /// The methods the endpoint serves on `path`, in the table's order; empty for a path it does not know.
-    static func methods(allowedOn path: String) -> [String] {
-        ControlServer.routes.filter { $0.path == path }.map(\.method)
     }
 }
 

@@ -113,7 +113,8 @@ final class ControlServer: HTTPExchangeServer {
     let displayAddress: String
     private let loop: EventLoop
     private let acceptor: TCPAcceptor
-    private let api: ControlAPI
+    /// Answers the API's routes (`routes` names which of its methods answers each).
+    let api: ControlAPI
     private let token: String?
     private let unixPath: String?
     private let logger: Logger
@@ -124,14 +125,6 @@ final class ControlServer: HTTPExchangeServer {
     private let descriptorReserve: DescriptorReserve
     /// The one-time tickets `linkcond dashboard --open` asked for and no page has traded yet.
     private var tickets = DashboardTickets()
-
-    /// The route that makes a dashboard ticket, and the one that trades it for the token.
-    static let ticketRoute = ControlRoute("POST", "/dashboard/ticket")
-    static let tokenRoute = ControlRoute("POST", "/dashboard/token")
-    /// Every method and path the endpoint serves: the dashboard's files and tickets, answered here, and the API's.
-    /// `docs/reference/control-api.yaml` describes the same routes, and a test holds the two together.
-    static let routes = DashboardPage.files.keys.sorted().map { ControlRoute("GET", $0) } + [ticketRoute, tokenRoute]
-        + ControlAPI.routes
 
     init(address: SocketAddress, unixPath: String?, token: String?, state: ProxyState) throws(SystemError) {
         loop = state.loop
@@ -164,7 +157,15 @@ final class ControlServer: HTTPExchangeServer {
         connections.admit(ControlConnection(socket: client, server: self))
     }
 
-    /// Refuses what a browser or a stranger could send, or hands the request to the API; `reply` runs on the loop.
+    /// Whether the dashboard's routes are served here: on a loopback TCP endpoint, where a page can make
+    /// same-origin requests (and whose `Host` is checked).
+    var servesPages: Bool { acceptedHosts != nil }
+
+    /// Whether requests need a token here (the dashboard's tickets stand in for it).
+    var hasToken: Bool { token != nil }
+
+    /// Refuses what a browser or a stranger could send, or hands the request to its route in `routes`; `reply` runs
+    /// on the loop. A request no route serves here passes the same checks, then gets 404 or 405 (`unrouted`).
     /// The dashboard's files need no token (they hold no secret) but pass every other check, and are served on a
     /// loopback TCP endpoint only, where a page can make same-origin requests.
     ///
@@ -175,25 +176,32 @@ final class ControlServer: HTTPExchangeServer {
     /// browser's command line and raced it there gets no token, and voids the ticket; so does a client that reaches
     /// the endpoint through one of linkcond's own relays, whose socket the kernel lists as this user's.
     func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void) {
-        if request.method == "GET", acceptedHosts != nil, let file = DashboardPage.file(at: request.path) {
-            return reply(refusal(of: request, needsToken: false) ?? file)
+        guard let entry = route(request.method, request.path) else { return reply(refusal(of: request) ?? Self.unrouted(request)) }
+        if let refusal = refusal(of: request, needsToken: entry.access == .token) { return reply(refusal) }
+        let exchange = ControlExchange(request: request, reply: reply)
+        switch entry.handler {
+        case .api(let handler): handler(api, exchange)
+        case .endpoint(let handler): handler(self, exchange, connection)
         }
-        let route = ControlRoute(request.method, request.path)
-        if route == Self.tokenRoute, acceptedHosts != nil, let token {
-            return reply(refusal(of: request, needsToken: false) ?? redeem(ticket: request.bodyText, for: token, from: connection))
-        }
-        if let refusal = refusal(of: request) { return reply(refusal) }
-        if route == Self.ticketRoute, acceptedHosts != nil, token != nil {
-            return reply(issueTicket())
-        }
-        api.handle(request, reply: reply)
     }
 
-    private func issueTicket() -> HTTPResponse {
+    /// One of the dashboard's files (`DashboardPage.files`).
+    func dashboardFile(_ exchange: ControlExchange) {
+        exchange.reply(DashboardPage.file(at: exchange.request.path) ?? Self.unrouted(exchange.request))
+    }
+
+    /// `POST /dashboard/ticket`: a one-time ticket for the page to trade for the token.
+    func issueTicket(_ exchange: ControlExchange) {
         guard let ticket = tickets.issue(now: loop.clock.now()) else {
-            return .error(503, "\(DashboardTickets.limit) dashboard tickets wait to be used; try again within \(DashboardTickets.lifetime.seconds) s")
+            return exchange.reply(.error(503, "\(DashboardTickets.limit) dashboard tickets wait to be used; try again within \(DashboardTickets.lifetime.seconds) s"))
         }
-        return .text(ticket)
+        exchange.reply(.text(ticket))
+    }
+
+    /// `POST /dashboard/token`: the token for the ticket in the body, once, to a connection of this user's.
+    func redeemTicket(_ exchange: ControlExchange, from connection: ControlConnection) {
+        guard let token else { return exchange.reply(Self.unrouted(exchange.request)) }
+        exchange.reply(redeem(ticket: exchange.request.bodyText, for: token, from: connection))
     }
 
     private func redeem(ticket: String, for token: String, from connection: ControlConnection) -> HTTPResponse {

@@ -3,16 +3,7 @@ import Foundation
 /// Toxiproxy 2.12's HTTP API over linkcond's listeners: the routes of its `api.go`, with its JSON shapes, error
 /// shape `{"error","status"}` and status codes, so its client libraries drive linkcond unchanged.
 ///
-/// | method and path                          | answer                                             |
-/// |------------------------------------------|----------------------------------------------------|
-/// | GET /version                             | `{"version": "2.12.0", "linkcond": "…"}`           |
-/// | GET /proxies                             | every proxy by name                                |
-/// | POST /proxies                            | 201 and the proxy; 409 if the name exists          |
-/// | POST /populate                           | 201 `{"proxies": […]}`: replace the different ones |
-/// | GET, POST, PATCH, DELETE /proxies/NAME   | show, merge listen/upstream/enabled, remove (204)  |
-/// | GET, POST /proxies/NAME/toxics           | list, add (200)                                    |
-/// | GET, POST, PATCH, DELETE …/toxics/TOXIC  | show, merge attributes and toxicity, remove (204)  |
-/// | POST /reset                              | 204: every proxy enabled, every toxic removed      |
+/// `routes` (ToxiproxyRoutes.swift) lists its routes with the method of this type that answers each.
 ///
 /// Bodies are parsed and addresses resolved on a worker thread; changes are applied on the event loop thread,
 /// validated whole first, so a bad request changes nothing. Answers that list many proxies (`GET /proxies`,
@@ -56,76 +47,15 @@ final class ToxiproxyAPI {
         worker = BodyParsingWorker(loop: state.loop)
     }
 
-    /// Every method and path pattern `handle` serves, `{proxy}` and `{toxic}` standing for one path segment; any
-    /// other request is refused before its switch (404, or 405 with `Allow`), so a case missing here is never
-    /// reached. docs/reference/toxiproxy-api.yaml is tested against it.
-    static let routes: [ControlRoute] = [
-        ControlRoute("GET", "/version"), ControlRoute("POST", "/reset"),
-        ControlRoute("GET", "/proxies"), ControlRoute("POST", "/proxies"), ControlRoute("POST", "/populate"),
-        ControlRoute("GET", "/proxies/{proxy}"), ControlRoute("POST", "/proxies/{proxy}"),
-        ControlRoute("PATCH", "/proxies/{proxy}"), ControlRoute("DELETE", "/proxies/{proxy}"),
-        ControlRoute("GET", "/proxies/{proxy}/toxics"), ControlRoute("POST", "/proxies/{proxy}/toxics"),
-        ControlRoute("GET", "/proxies/{proxy}/toxics/{toxic}"), ControlRoute("POST", "/proxies/{proxy}/toxics/{toxic}"),
-        ControlRoute("PATCH", "/proxies/{proxy}/toxics/{toxic}"), ControlRoute("DELETE", "/proxies/{proxy}/toxics/{toxic}"),
-    ]
-
-    /// The pattern in `routes` that the path segments `parts` match, or nil.
-    static func pattern(matching parts: [String]) -> String? {
-        var seen: Set<String> = []
-        for route in routes where seen.insert(route.path).inserted {
-            let segments = route.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-            if segments.count == parts.count, zip(segments, parts).allSatisfy({ $0.hasPrefix("{") || $0 == $1 }) { return route.path }
-        }
-        return nil
+    /// `GET /version`: the Toxiproxy version this API follows, and linkcond's.
+    func version(_ exchange: ToxiproxyExchange) {
+        exchange.reply(.toxiproxyJSON(.object([("version", .string(Self.compatibleVersion)), ("linkcond", .string(linkcondVersion))])))
     }
 
-    /// The segments of `path` after its leading "/", percent-decoded.
-    static func segments(of path: String) -> [String] {
-        path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { String($0).removingPercentEncoding ?? String($0) }
-    }
-
-    /// The methods `routes` serves on `path`, in the table's order; empty for a path it does not know.
-    static func methods(allowedOn path: String) -> [String] {
-        guard let pattern = pattern(matching: segments(of: path)) else { return [] }
-        return routes.filter { $0.path == pattern }.map(\.method)
-    }
-
-    /// The refusal of a request outside `routes`, or nil when the table serves it: Toxiproxy's 404 for an unknown
-    /// path, 405 with the `Allow` field RFC 9110 requires for a method the path does not take.
-    static func unrouted(_ method: String, _ path: String) -> HTTPResponse? {
-        let allowed = methods(allowedOn: path)
-        guard !allowed.isEmpty else { return ToxiproxyError(message: "404 page not found", status: 404).response }
-        guard !allowed.contains(method) else { return nil }
-        var response = ToxiproxyError(message: "\(method.prefix(20)) is not allowed on \(path.prefix(80)); it takes \(allowed.joined(separator: ", "))", status: 405).response
-        response.extraHeaders = [("Allow", allowed.joined(separator: ", "))]
-        return response
-    }
-
-    /// Answers `request`; `reply` runs on the loop thread.
-    func handle(_ request: HTTPRequest, reply: @escaping (HTTPResponse) -> Void) {
-        if let refusal = Self.unrouted(request.method, request.path) { return reply(refusal) }
-        let parts = Self.segments(of: request.path)
-        switch (request.method, parts.count, parts.first ?? "") {
-        case ("GET", 1, "version"):
-            reply(.toxiproxyJSON(.object([("version", .string(Self.compatibleVersion)), ("linkcond", .string(linkcondVersion))])))
-        case ("POST", 1, "reset"):
-            reset(reply: reply)
-        case ("GET", 1, "proxies"):
-            let listings = order.compactMap { proxies[$0]?.listing }
-            render(reply: reply) { .object(listings.map { ($0.name, $0.json) }) }
-        case ("POST", 1, "proxies"):
-            create(request.body, reply: reply)
-        case ("POST", 1, "populate"):
-            populate(request.body, reply: reply)
-        case (_, 2, "proxies"):
-            proxyRoute(request, name: parts[1], reply: reply)
-        case (_, 3, "proxies") where parts[2] == "toxics":
-            toxicsRoute(request, proxyName: parts[1], reply: reply)
-        case (_, 4, "proxies") where parts[2] == "toxics":
-            toxicRoute(request, proxyName: parts[1], toxicName: parts[3], reply: reply)
-        default:
-            reply(ToxiproxyError(message: "404 page not found", status: 404).response)
-        }
+    /// `GET /proxies`: every proxy by name, in creation order.
+    func listProxies(_ exchange: ToxiproxyExchange) {
+        let listings = order.compactMap { proxies[$0]?.listing }
+        render(reply: exchange.reply) { .object(listings.map { ($0.name, $0.json) }) }
     }
 
     func close() {
@@ -209,7 +139,10 @@ final class ToxiproxyAPI {
         }
     }
 
-    private func create(_ body: [UInt8], reply: @escaping (HTTPResponse) -> Void) {
+    /// `POST /proxies`: creates a proxy (201), or 409 if the name exists.
+    func createProxy(_ exchange: ToxiproxyExchange) {
+        let body = exchange.request.body
+        let reply = exchange.reply
         let defaults = ProxyRequest(name: "", listen: "", upstream: "", enabled: true)
         let remoteListeners = self.remoteListeners
         worker.parse({
@@ -278,7 +211,10 @@ final class ToxiproxyAPI {
         order.removeAll { $0 == name }
     }
 
-    private func populate(_ body: [UInt8], reply: @escaping (HTTPResponse) -> Void) {
+    /// `POST /populate`: creates the proxies of the body's list, replacing those whose addresses differ (201).
+    func populate(_ exchange: ToxiproxyExchange) {
+        let body = exchange.request.body
+        let reply = exchange.reply
         let remoteListeners = self.remoteListeners
         worker.parse({ () -> Result<[ProxyRequest], ToxiproxyError> in
             JSONValue.parse(body).flatMap { value in
@@ -340,38 +276,50 @@ final class ToxiproxyAPI {
         }
     }
 
-    private func proxyRoute(_ request: HTTPRequest, name: String, reply: @escaping (HTTPResponse) -> Void) {
-        guard let proxy = proxies[name] else {
-            return reply(["GET", "POST", "PATCH", "DELETE"].contains(request.method)
-                         ? ToxiproxyError.proxyNotFound.response : ToxiproxyError(message: "method not allowed", status: 405).response)
+    /// The proxy an exchange's path names, or nil once it has answered Toxiproxy's 404 for it.
+    private func proxy(of exchange: ToxiproxyExchange) -> ToxiproxyProxy? {
+        guard let proxy = proxies[exchange.proxyName] else {
+            exchange.reply(ToxiproxyError.proxyNotFound.response)
+            return nil
         }
-        switch request.method {
-        case "GET":
-            reply(.toxiproxyJSON(proxy.json))
-        case "DELETE":
-            remove(name)
-            reply(HTTPResponse(status: 204, body: ""))
-        case "POST", "PATCH":
-            let current = ProxyRequest(name: name, listen: proxy.listen, upstream: proxy.upstream, enabled: proxy.enabled)
-            let body = request.body
-            let remoteListeners = self.remoteListeners
-            worker.parse({
-                JSONValue.parse(body).flatMap { Self.proxyRequest($0, defaults: current) }.flatMap { update in
-                    var update = update
-                    update.name = current.name
-                    return Self.resolve(update, remoteListeners: remoteListeners)
-                }
-            }) { [weak self, weak proxy] outcome in
-                guard let self, let proxy, self.proxies[name] === proxy else { return reply(ToxiproxyError.proxyNotFound.response) }
-                switch outcome {
-                case .failure(let error): reply(error.response)
-                case .success(let update):
-                    if let error = self.update(proxy, to: update) { return reply(error.response) }
-                    reply(.toxiproxyJSON(proxy.json))
-                }
+        return proxy
+    }
+
+    /// `GET /proxies/{proxy}`.
+    func showProxy(_ exchange: ToxiproxyExchange) {
+        guard let proxy = proxy(of: exchange) else { return }
+        exchange.reply(.toxiproxyJSON(proxy.json))
+    }
+
+    /// `DELETE /proxies/{proxy}` (204).
+    func deleteProxy(_ exchange: ToxiproxyExchange) {
+        guard proxy(of: exchange) != nil else { return }
+        remove(exchange.proxyName)
+        exchange.reply(HTTPResponse(status: 204, body: ""))
+    }
+
+    /// `POST` or `PATCH /proxies/{proxy}`: merges the body's listen, upstream and enabled into the proxy.
+    func updateProxy(_ exchange: ToxiproxyExchange) {
+        guard let proxy = proxy(of: exchange) else { return }
+        let name = exchange.proxyName
+        let reply = exchange.reply
+        let current = ProxyRequest(name: name, listen: proxy.listen, upstream: proxy.upstream, enabled: proxy.enabled)
+        let body = exchange.request.body
+        let remoteListeners = self.remoteListeners
+        worker.parse({
+            JSONValue.parse(body).flatMap { Self.proxyRequest($0, defaults: current) }.flatMap { update in
+                var update = update
+                update.name = current.name
+                return Self.resolve(update, remoteListeners: remoteListeners)
             }
-        default:
-            reply(ToxiproxyError(message: "method not allowed", status: 405).response)
+        }) { [weak self, weak proxy] outcome in
+            guard let self, let proxy, self.proxies[name] === proxy else { return reply(ToxiproxyError.proxyNotFound.response) }
+            switch outcome {
+            case .failure(let error): reply(error.response)
+            case .success(let update):
+                if let error = self.update(proxy, to: update) { return reply(error.response) }
+                reply(.toxiproxyJSON(proxy.json))
+            }
         }
     }
 
@@ -390,13 +338,16 @@ final class ToxiproxyAPI {
         return start(proxy, update.resolved, listen: listen, upstream: update.upstream)
     }
 
+    /// `POST /reset` (204): every proxy enabled, every toxic removed.
+    ///
     /// Toxiproxy's reset, all or nothing: every disabled proxy is checked first (its addresses resolved, a listen
     /// address beyond loopback refused), then each is enabled, and only then are the toxics removed. A listener
     /// that cannot bind (its address taken since the proxy was disabled) is found only by trying: the proxies this
     /// request already enabled are stopped again, so a refused reset leaves every proxy and toxic as it was.
     /// (Toxiproxy stops at the failing proxy, the earlier ones enabled and their toxics gone.) The worker is one
     /// serial queue, so no other request's change lands between the check and the change.
-    private func reset(reply: @escaping (HTTPResponse) -> Void) {
+    func reset(_ exchange: ToxiproxyExchange) {
+        let reply = exchange.reply
         let disabled = order.compactMap { proxies[$0] }.filter { !$0.enabled }
             .map { ProxyRequest(name: $0.name, listen: $0.listen, upstream: $0.upstream, enabled: true) }
         let remoteListeners = self.remoteListeners
@@ -440,55 +391,73 @@ final class ToxiproxyAPI {
 
     // MARK: toxics
 
-    private func toxicsRoute(_ request: HTTPRequest, proxyName: String, reply: @escaping (HTTPResponse) -> Void) {
-        guard let proxy = proxies[proxyName] else { return reply(ToxiproxyError.proxyNotFound.response) }
-        switch request.method {
-        case "GET":
-            reply(.toxiproxyJSON(.array(proxy.toxics.map(\.json))))
-        case "POST":
-            let body = request.body
-            worker.parse({ JSONValue.parse(body).flatMap(ToxicDefinition.parsing) }) { [weak self, weak proxy] outcome in
-                guard let self, let proxy, self.proxies[proxyName] === proxy else { return reply(ToxiproxyError.proxyNotFound.response) }
-                switch outcome {
-                case .failure(let error): reply(error.response)
-                case .success(let toxic):
-                    guard proxy.toxic(named: toxic.name) == nil else { return reply(ToxiproxyError.toxicExists.response) }
-                    guard proxy.toxics.count < Self.toxicLimit else {
-                        return reply(ToxiproxyError(message: "proxy \"\(proxyName.prefix(80))\" has \(Self.toxicLimit) toxics, the most linkcond keeps per proxy; delete one before adding \"\(toxic.name.prefix(80))\"", status: 400).response)
-                    }
-                    proxy.chains[toxic.stream]!.append(toxic)
-                    reply(.toxiproxyJSON(toxic.json))
+    /// `GET /proxies/{proxy}/toxics`: the proxy's toxics, upstream ones first.
+    func listToxics(_ exchange: ToxiproxyExchange) {
+        guard let proxy = proxy(of: exchange) else { return }
+        exchange.reply(.toxiproxyJSON(.array(proxy.toxics.map(\.json))))
+    }
+
+    /// `POST /proxies/{proxy}/toxics`: adds the body's toxic (200), or 409 if the name exists.
+    func addToxic(_ exchange: ToxiproxyExchange) {
+        guard let proxy = proxy(of: exchange) else { return }
+        let proxyName = exchange.proxyName
+        let reply = exchange.reply
+        let body = exchange.request.body
+        worker.parse({ JSONValue.parse(body).flatMap(ToxicDefinition.parsing) }) { [weak self, weak proxy] outcome in
+            guard let self, let proxy, self.proxies[proxyName] === proxy else { return reply(ToxiproxyError.proxyNotFound.response) }
+            switch outcome {
+            case .failure(let error): reply(error.response)
+            case .success(let toxic):
+                guard proxy.toxic(named: toxic.name) == nil else { return reply(ToxiproxyError.toxicExists.response) }
+                guard proxy.toxics.count < Self.toxicLimit else {
+                    return reply(ToxiproxyError(message: "proxy \"\(proxyName.prefix(80))\" has \(Self.toxicLimit) toxics, the most linkcond keeps per proxy; delete one before adding \"\(toxic.name.prefix(80))\"", status: 400).response)
                 }
+                proxy.chains[toxic.stream]!.append(toxic)
+                reply(.toxiproxyJSON(toxic.json))
             }
-        default:
-            reply(ToxiproxyError(message: "method not allowed", status: 405).response)
         }
     }
 
-    private func toxicRoute(_ request: HTTPRequest, proxyName: String, toxicName: String, reply: @escaping (HTTPResponse) -> Void) {
-        guard let proxy = proxies[proxyName] else { return reply(ToxiproxyError.proxyNotFound.response) }
-        guard let toxic = proxy.toxic(named: toxicName) else { return reply(ToxiproxyError.toxicNotFound.response) }
-        switch request.method {
-        case "GET":
-            reply(.toxiproxyJSON(toxic.json))
-        case "DELETE":
-            proxy.chains[toxic.stream]!.remove(named: toxicName)
-            reply(HTTPResponse(status: 204, body: ""))
-        case "POST", "PATCH":
-            let body = request.body
-            worker.parse({ JSONValue.parse(body).flatMap { toxic.updated(with: $0) } }) { [weak self, weak proxy] outcome in
-                guard let self, let proxy, self.proxies[proxyName] === proxy, proxy.toxic(named: toxicName) != nil else {
-                    return reply(ToxiproxyError.toxicNotFound.response)
-                }
-                switch outcome {
-                case .failure(let error): reply(error.response)
-                case .success(let updated):
-                    proxy.chains[updated.stream]!.replace(updated)
-                    reply(.toxiproxyJSON(updated.json))
-                }
+    /// The proxy and toxic an exchange's path names, or nil once it has answered Toxiproxy's 404 for either.
+    private func toxic(of exchange: ToxiproxyExchange) -> (ToxiproxyProxy, ToxicDefinition)? {
+        guard let proxy = proxy(of: exchange) else { return nil }
+        guard let toxic = proxy.toxic(named: exchange.toxicName) else {
+            exchange.reply(ToxiproxyError.toxicNotFound.response)
+            return nil
+        }
+        return (proxy, toxic)
+    }
+
+    /// `GET /proxies/{proxy}/toxics/{toxic}`.
+    func showToxic(_ exchange: ToxiproxyExchange) {
+        guard let (_, toxic) = toxic(of: exchange) else { return }
+        exchange.reply(.toxiproxyJSON(toxic.json))
+    }
+
+    /// `DELETE /proxies/{proxy}/toxics/{toxic}` (204).
+    func deleteToxic(_ exchange: ToxiproxyExchange) {
+        guard let (proxy, toxic) = toxic(of: exchange) else { return }
+        proxy.chains[toxic.stream]!.remove(named: exchange.toxicName)
+        exchange.reply(HTTPResponse(status: 204, body: ""))
+    }
+
+    /// `POST` or `PATCH /proxies/{proxy}/toxics/{toxic}`: merges the body's attributes and toxicity into the toxic.
+    func updateToxic(_ exchange: ToxiproxyExchange) {
+        guard let (proxy, toxic) = toxic(of: exchange) else { return }
+        let proxyName = exchange.proxyName
+        let toxicName = exchange.toxicName
+        let reply = exchange.reply
+        let body = exchange.request.body
+        worker.parse({ JSONValue.parse(body).flatMap { toxic.updated(with: $0) } }) { [weak self, weak proxy] outcome in
+            guard let self, let proxy, self.proxies[proxyName] === proxy, proxy.toxic(named: toxicName) != nil else {
+                return reply(ToxiproxyError.toxicNotFound.response)
             }
-        default:
-            reply(ToxiproxyError(message: "method not allowed", status: 405).response)
+            switch outcome {
+            case .failure(let error): reply(error.response)
+            case .success(let updated):
+                proxy.chains[updated.stream]!.replace(updated)
+                reply(.toxiproxyJSON(updated.json))
+            }
         }
     }
 }

@@ -124,7 +124,7 @@ private final class ToxiproxyStages: StageSource {
 extension ToxicDefinition {
     var json: JSONValue {
         let attributes = kind.attributeLimits.map { ($0.key, JSONValue.number(Double(attribute($0.key)))) }
-        return .object([("name", .string(name)), ("type", .string(kind.rawValue)), ("stream", .string(stream.rawValue)),
+        return .object([("name", .string(name)), ("type", .string(kind.name)), ("stream", .string(stream.rawValue)),
                         ("toxicity", .number(toxicity)), ("attributes", .object(attributes))])
     }
 
@@ -151,7 +151,7 @@ extension ToxicDefinition {
         case .string(let text)?: if !text.isEmpty { name = text }
         default: return .failure(.badRequestBody("\"name\" must be a string"))
         }
-        guard let kind = ToxicKind(rawValue: typeName) else { return .failure(.invalidToxicType) }
+        guard let kind = ToxicKind.named(typeName) else { return .failure(.invalidToxicType) }
         guard name.utf8.count <= 256 else { return .failure(.badRequestBody("a toxic name is at most 256 bytes")) }
         let definition = ToxicDefinition(name: name, kind: kind, stream: stream, toxicity: 1, attributes: [:])
         return definition.updated(with: body)
@@ -174,7 +174,7 @@ extension ToxicDefinition {
             for (key, value) in members {
                 guard let limit = kind.attributeLimits.first(where: { $0.key == key })?.maximum else { continue }
                 guard case .number(let number) = value, number == number.rounded(), number >= 0, number <= Double(limit) else {
-                    return .failure(.badRequestBody("\(kind.rawValue) attribute \"\(key)\" must be a whole number from 0 to \(limit), got \(value.rendered.prefix(40))"))
+                    return .failure(.badRequestBody("\(kind.name) attribute \"\(key)\" must be a whole number from 0 to \(limit), got \(value.rendered.prefix(40))"))
                 }
                 result.attributes[key] = Int64(number)
             }

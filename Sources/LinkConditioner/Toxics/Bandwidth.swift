@@ -33,3 +33,9 @@ final class BandwidthToxic: ToxicEffect {
         .nanoseconds(Int64(bytes) * 1_000_000_000 / bytesPerSecond)
     }
 }
+
+extension ToxicKind {
+    static let bandwidth = ToxicKind("bandwidth", attributes: [("rate", 1_000_000_000)]) { toxic, _ in
+        BandwidthToxic(kilobytesPerSecond: toxic.attribute("rate"))
+    }
+}

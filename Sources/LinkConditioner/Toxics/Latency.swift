@@ -18,3 +18,9 @@ final class LatencyToxic: ToxicEffect {
         for index in pieces.indices { pieces[index].due = pieces[index].due + delay }
     }
 }
+
+extension ToxicKind {
+    static let latency = ToxicKind("latency", attributes: [("latency", longestMilliseconds), ("jitter", longestMilliseconds)]) { toxic, random in
+        LatencyToxic(latency: .milliseconds(toxic.attribute("latency")), jitter: .milliseconds(toxic.attribute("jitter")), random: random)
+    }
+}

@@ -13,3 +13,9 @@ final class LimitDataToxic: ToxicEffect {
         return (kept, passed >= bytes)
     }
 }
+
+extension ToxicKind {
+    static let limitData = ToxicKind("limit_data", attributes: [("bytes", 1 << 50)]) { toxic, _ in
+        LimitDataToxic(bytes: toxic.attribute("bytes"))
+    }
+}

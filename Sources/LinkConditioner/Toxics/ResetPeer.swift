@@ -26,3 +26,9 @@ final class ResetPeerToxic: ToxicEffect {
         timer = nil
     }
 }
+
+extension ToxicKind {
+    static let resetPeer = ToxicKind("reset_peer", attributes: [("timeout", longestMilliseconds)]) { toxic, _ in
+        ResetPeerToxic(timeout: .milliseconds(toxic.attribute("timeout")))
+    }
+}

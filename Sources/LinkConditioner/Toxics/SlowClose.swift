@@ -6,3 +6,9 @@ final class SlowCloseToxic: ToxicEffect {
 
     var endOfStreamDelay: Duration { delay }
 }
+
+extension ToxicKind {
+    static let slowClose = ToxicKind("slow_close", attributes: [("delay", longestMilliseconds)]) { toxic, _ in
+        SlowCloseToxic(delay: .milliseconds(toxic.attribute("delay")))
+    }
+}

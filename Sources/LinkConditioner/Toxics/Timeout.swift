@@ -23,3 +23,9 @@ final class TimeoutToxic: ToxicEffect {
         timer = nil
     }
 }
+
+extension ToxicKind {
+    static let timeout = ToxicKind("timeout", attributes: [("timeout", longestMilliseconds)]) { toxic, _ in
+        TimeoutToxic(timeout: .milliseconds(toxic.attribute("timeout")))
+    }
+}

@@ -20,58 +20,46 @@ struct ToxicDefinition: Sendable, Equatable {
     func attribute(_ key: String) -> Int64 { attributes[key] ?? 0 }
 
     /// A fresh per-connection effect for one direction of one connection.
-    func makeEffect(random: SeededRandom) -> ToxicEffect {
-        switch kind {
-        case .latency: LatencyToxic(latency: .milliseconds(attribute("latency")), jitter: .milliseconds(attribute("jitter")), random: random)
-        case .bandwidth: BandwidthToxic(kilobytesPerSecond: attribute("rate"))
-        case .slowClose: SlowCloseToxic(delay: .milliseconds(attribute("delay")))
-        case .timeout: TimeoutToxic(timeout: .milliseconds(attribute("timeout")))
-        case .resetPeer: ResetPeerToxic(timeout: .milliseconds(attribute("timeout")))
-        case .slicer: SlicerToxic(averageSize: Int(attribute("average_size")), sizeVariation: Int(attribute("size_variation")),
-                                  delay: .microseconds(attribute("delay")), random: random)
-        case .limitData: LimitDataToxic(bytes: attribute("bytes"))
-        }
-    }
+    func makeEffect(random: SeededRandom) -> ToxicEffect { kind.makeEffect(self, random) }
 }
 
-/// The toxic types linkcond implements, with Toxiproxy's names, attributes and the largest value each accepts.
-enum ToxicKind: String, Sendable, CaseIterable {
-    case latency
-    case bandwidth
-    case slowClose = "slow_close"
-    case timeout
-    case resetPeer = "reset_peer"
-    case slicer
-    case limitData = "limit_data"
+/// A toxic type the API takes: its Toxiproxy name, its attributes with the largest value each accepts (the smallest
+/// is 0), what makes attributes inconsistent, and how a connection's effect is made.
+///
+/// Each toxic's file registers its type next to its effect (`ToxicKind.latency` in Latency.swift), and `all` lists
+/// them, one line each: a new toxic is its file, that line and its test.
+struct ToxicKind: Sendable, Equatable {
+    /// Toxiproxy's name of the type, as a request's `"type"` gives it.
+    let name: String
+    /// Each attribute with the largest value it may take, in the order listings show them.
+    let attributeLimits: [(key: String, maximum: Int64)]
+    /// Why attributes cannot be used together, or nil when they can.
+    private let check: @Sendable ([String: Int64]) -> String?
+    /// A fresh effect for one direction of one connection, from the toxic's attributes.
+    let makeEffect: @Sendable (ToxicDefinition, SeededRandom) -> ToxicEffect
+
+    init(_ name: String, attributes: [(key: String, maximum: Int64)],
+         inconsistency: @escaping @Sendable ([String: Int64]) -> String? = { _ in nil },
+         makeEffect: @escaping @Sendable (ToxicDefinition, SeededRandom) -> ToxicEffect) {
+        self.name = name
+        attributeLimits = attributes
+        check = inconsistency
+        self.makeEffect = makeEffect
+    }
+
+    /// Every toxic type linkcond implements, Toxiproxy's seven.
+    static let all: [ToxicKind] = [.latency, .bandwidth, .slowClose, .timeout, .resetPeer, .slicer, .limitData]
+
+    /// The type Toxiproxy calls `name`, or nil.
+    static func named(_ name: String) -> ToxicKind? { all.first { $0.name == name } }
 
     /// A week in milliseconds: the longest delay or timeout accepted.
     static let longestMilliseconds: Int64 = 7 * 24 * 3600 * 1000
 
-    /// Each attribute with the largest value it may take (the smallest is 0).
-    var attributeLimits: [(key: String, maximum: Int64)] {
-        switch self {
-        case .latency: [("latency", Self.longestMilliseconds), ("jitter", Self.longestMilliseconds)]
-        case .bandwidth: [("rate", 1_000_000_000)]
-        case .slowClose: [("delay", Self.longestMilliseconds)]
-        case .timeout, .resetPeer: [("timeout", Self.longestMilliseconds)]
-        case .slicer: [("average_size", 1 << 30), ("size_variation", 1 << 30), ("delay", Self.longestMilliseconds * 1000)]
-        case .limitData: [("bytes", 1 << 50)]
-        }
-    }
-
     /// Why `attributes` cannot be used together, or nil when they can.
-    func inconsistency(_ attributes: [String: Int64]) -> String? {
-        switch self {
-        case .slicer:
-            let average = attributes["average_size"] ?? 0
-            let variation = attributes["size_variation"] ?? 0
-            if average < 1 { return "slicer: average_size must be at least 1 byte" }
-            if variation >= average { return "slicer: size_variation (\(variation)) must be less than average_size (\(average))" }
-            return nil
-        default:
-            return nil
-        }
-    }
+    func inconsistency(_ attributes: [String: Int64]) -> String? { check(attributes) }
+
+    static func == (left: ToxicKind, right: ToxicKind) -> Bool { left.name == right.name }
 }
 
 /// What one toxic does to one direction of one connection, with its own state. Lives on the event loop thread.
