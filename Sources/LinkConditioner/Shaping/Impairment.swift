@@ -65,6 +65,7 @@ public struct ImpairmentPipeline: Sendable {
     /// duplicated, delayed, and perhaps held back behind later ones.
     public static let datagramKinds: [any Impairment.Type] = [
         DatagramLoss.self, GilbertElliottLoss.self, Duplication.self, PropagationDelay.self, Reordering.self,
+        Corruption.self,
     ]
 
     private var stages: [any Impairment]
