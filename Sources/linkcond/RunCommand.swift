@@ -214,6 +214,7 @@ struct RunCommand: ParsableCommand {
         explainProxyFrontEnds(proxy.listeners)
         if let scenario { proxy.startScenario(scenario) }
         logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
+        noteDatagramOnlyKeys(of: profile, on: specs, logger)
         let signal = TerminationSignals.wait()
         logger.info("signal \(signal): closing every connection")
         proxy.stop()
@@ -250,6 +251,14 @@ extension RunCommand {
         guard !host.isEmpty, !host.contains("/"), !host.contains(" ") else { return nil }
         if host.contains(":") && !text.hasPrefix("[") { return nil }
         return Endpoint(host: host, port: 8474)
+    }
+
+    /// Tells the user that the profile's datagram-only keys (such as `corrupt`) do nothing when every listener relays
+    /// TCP streams, which take no datagram impairment.
+    private func noteDatagramOnlyKeys(of profile: Profile, on specs: [ListenerSpec], _ logger: Logger) {
+        let keys = DirectionSettings.datagramOnlyKeys(profile)
+        guard !keys.isEmpty, !specs.isEmpty, specs.allSatisfy({ if case .tcp = $0.kind { true } else { false } }) else { return }
+        logger.notice("\(keys.joined(separator: ", ")) act on datagrams only: the TCP listeners here ignore them")
     }
 
     /// Every listener the options ask for, in the order their ready lines are printed.

@@ -50,6 +50,7 @@ type Direction struct {
 	KernelDrops              int       `json:"kernelDrops"`
 	FaultDrops               int       `json:"faultDrops"`
 	Duplicates               int       `json:"duplicates"`
+	DatagramsCorrupted       int       `json:"datagramsCorrupted,omitempty"`
 	BitsPerSecond            float64   `json:"bitsPerSecond"`
 	QueueDelaySeconds        *float64  `json:"queueDelaySeconds,omitempty"`
 	DeliveryLateness         *Lateness `json:"deliveryLateness,omitempty"`

@@ -40,6 +40,7 @@ export interface DirectionStatus {
   kernelDrops: number;
   faultDrops: number;
   duplicates: number;
+  datagramsCorrupted?: number;
   bitsPerSecond: number;
   queueDelaySeconds?: number;
   deliveryLateness?: { writes: number; p50Seconds: number; p99Seconds: number; maxSeconds: number; sumSeconds: number };

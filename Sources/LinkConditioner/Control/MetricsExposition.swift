@@ -71,6 +71,8 @@ struct MetricsExposition {
         perDirection(listeners, "linkcond_link_datagrams_duplicated_total", .counter, "Extra copies of duplicated datagrams.") {
             Double($0.duplicates)
         }
+        perDirection(listeners, "linkcond_link_datagrams_corrupted_total", .counter,
+                     "Datagrams delivered with one payload bit flipped.") { Double($0.datagramsCorrupted ?? 0) }
         perDirection(listeners, "linkcond_kernel_dropped_datagrams_total", .counter,
                      "Datagrams the kernel dropped at linkcond's full receive buffer: loss no profile asked for.") {
             Double($0.kernelDrops)

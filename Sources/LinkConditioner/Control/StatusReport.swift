@@ -33,6 +33,8 @@ public struct StatusReport: Codable, Sendable {
         /// Datagrams a connection fault (a blocked port, a cut flow) kept from crossing (UDP listeners).
         public var faultDrops: Int
         public var duplicates: Int
+        /// Datagrams delivered with one payload bit flipped (`corrupt`); absent from an older linkcond's answer.
+        public var datagramsCorrupted: Int?
         /// Delivered payload over the last second.
         public var bitsPerSecond: Double
         /// How long a byte arriving now waits in the queue before the link's rate lets it through; nil when the
@@ -169,6 +171,7 @@ extension StatusReport.Direction {
         self.kernelDrops = kernelDrops
         self.faultDrops = faultDrops
         duplicates = counters.duplicates
+        datagramsCorrupted = counters.datagramsCorrupted
         self.bitsPerSecond = bitsPerSecond
         queueDelaySeconds = Self.queueDelay(queuedBytes: counters.queuedBytes, bandwidth: bandwidth)
         deliveryLateness = StatusReport.Lateness(lateness)

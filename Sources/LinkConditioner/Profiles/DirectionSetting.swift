@@ -22,10 +22,13 @@ public protocol DirectionSetting: Sendable {
     /// Whether the setting concerns a whole connection rather than one direction (a connect stall, blocked ports,
     /// a captive portal): its keys take no `uplink.`/`downlink.` prefix and are read from the uplink.
     static var isConnectionWide: Bool { get }
+    /// Whether the setting acts on datagrams alone (UDP, DNS, exec's packets), so a TCP-only listener ignores it.
+    static var isDatagramOnly: Bool { get }
 }
 
 extension DirectionSetting {
     public static var isConnectionWide: Bool { false }
+    public static var isDatagramOnly: Bool { false }
 }
 
 /// Where a setting's value was written, for values that name files (a trace next to its profile).
@@ -46,8 +49,8 @@ public struct SettingContext: Sendable {
 /// The settings that declare themselves, in the order they render.
 public enum DirectionSettings {
     public static let all: [any DirectionSetting.Type] = [
-        BurstLossSetting.self, DuplicationSetting.self, ReorderSetting.self, QueueDisciplineSetting.self, TraceSetting.self,
-    ] + FaultSettings.directionSettings
+        BurstLossSetting.self, DuplicationSetting.self, ReorderSetting.self,
+    ] + probabilitySettings + [QueueDisciplineSetting.self, TraceSetting.self] + FaultSettings.directionSettings
 
     /// The setting that owns unprefixed `key`, if any.
     static func owner(of key: String) -> (any DirectionSetting.Type)? {
@@ -78,6 +81,15 @@ public enum DirectionSettings {
     /// Every key, across settings, that the kernel backend cannot program for `direction`.
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] {
         all.flatMap { $0.kernelUnsupported(direction) }
+    }
+
+    /// Every datagram-only key `profile` sets, prefixed by its direction as in `kernelUnsupported`: what a
+    /// listener that carries no datagrams ignores.
+    public static func datagramOnlyKeys(_ profile: Profile) -> [String] {
+        let datagramOnly = all.filter { $0.isDatagramOnly }
+        return [("uplink", profile.uplink), ("downlink", profile.downlink)].flatMap { side, direction in
+            datagramOnly.flatMap { $0.rendered(direction) }.map { "\(side).\($0.key)" }
+        }
     }
 
     /// Every key `profile` sets that the kernel backend cannot program, as the user would write it: prefixed by

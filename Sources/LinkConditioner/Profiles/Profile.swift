@@ -23,6 +23,8 @@ public struct DirectionProfile: Hashable, Sendable {
     public var duplicate: Percentage = .zero
     /// Probability that a datagram is held back behind later ones (by `Reordering.holdBack(delay:)`).
     public var reorder: Percentage = .zero
+    /// The probabilities of the datagram impairments that declare themselves (`ProbabilityImpairment`).
+    public var declaredImpairments = DeclaredImpairments()
     /// Whether `queue` was given in packets (`queue = 100 packets`): the bottleneck then counts packets.
     public var queueCountsPackets = false
     /// The bottleneck's queue discipline (`queue.discipline` and its parameters).

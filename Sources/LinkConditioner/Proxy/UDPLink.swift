@@ -144,8 +144,9 @@ final class DatagramPump {
         link.outbox?.hold()
         defer { link.outbox?.release() }
         for outcome in flow.takeDeliverableDatagrams(at: now) {
-            guard let datagram = held.removeValue(forKey: outcome.index) else { continue }
+            guard var datagram = held.removeValue(forKey: outcome.index) else { continue }
             if outcome.copies == 0 { lost?() }
+            if let bit = outcome.flippedBit, bit / 8 < datagram.bytes.count { datagram.bytes[bit / 8] ^= 0x80 >> UInt8(bit % 8) }
             for _ in 0..<outcome.copies where !send(datagram.bytes, datagram.destination) {
                 sendFailures += 1
             }

@@ -8,11 +8,14 @@ public struct DatagramDelivery: Hashable, Sendable {
     public var size: Int
     /// How many times to deliver it: 1 normally, 2 when duplicated, 0 when the link lost it (free its bytes).
     public var copies: Int
+    /// The payload bit to flip before sending, counted from the first byte's most significant bit; nil for none.
+    public var flippedBit: Int?
 
-    public init(index: UInt64, size: Int, copies: Int) {
+    public init(index: UInt64, size: Int, copies: Int, flippedBit: Int? = nil) {
         self.index = index
         self.size = size
         self.copies = copies
+        self.flippedBit = flippedBit
     }
 }
 

@@ -11,6 +11,10 @@ public struct SegmentFate: Hashable, Sendable {
     public var lossCause: LossCause?
     /// How many copies of the datagram the receiver gets (2 when the link duplicated it).
     public var copies: Int
+    /// The datagram's payload bytes, for effects on its content (0 where only its timing matters).
+    public var payloadBytes = 0
+    /// The payload bit the link flips, counted from the first byte's most significant bit; nil leaves it intact.
+    public var flippedBit: Int?
 
     /// The fate of a datagram whose last byte left the bottleneck at `departure`: delivered then, once.
     public init(departure: Instant) {
@@ -18,6 +22,12 @@ public struct SegmentFate: Hashable, Sendable {
         self.lost = false
         self.lossCause = nil
         self.copies = 1
+    }
+
+    /// The fate of a datagram of `payloadBytes` bytes whose last byte left the bottleneck at `departure`.
+    public init(departure: Instant, payloadBytes: Int) {
+        self.init(departure: departure)
+        self.payloadBytes = payloadBytes
     }
 
     /// Marks a datagram dropped by `cause`: it is never delivered.
@@ -55,6 +65,7 @@ public struct ImpairmentPipeline: Sendable {
     /// duplicated, delayed, and perhaps held back behind later ones.
     public static let datagramKinds: [any Impairment.Type] = [
         DatagramLoss.self, GilbertElliottLoss.self, Duplication.self, PropagationDelay.self, Reordering.self,
+        Corruption.self,
     ]
 
     private var stages: [any Impairment]

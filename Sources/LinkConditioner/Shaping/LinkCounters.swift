@@ -35,6 +35,8 @@ public struct LinkCounters: Hashable, Sendable {
     public var burstLosses = 0
     /// Extra copies of duplicated datagrams.
     public var duplicates = 0
+    /// Datagrams delivered with one payload bit flipped (each copy of a duplicated one carries the flip).
+    public var datagramsCorrupted = 0
     /// Datagrams CoDel dropped as they left the queue, for standing in it longer than its target.
     public var codelDrops = 0
 

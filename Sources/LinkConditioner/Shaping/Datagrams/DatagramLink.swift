@@ -169,7 +169,7 @@ public final class DatagramLink {
                 schedule(DatagramDelivery(index: packet.tag, size: packet.bytes, copies: 0), flow: packet.flow, at: at)
             case let .departed(packet, at):
                 tally.counters.queuedBytes -= packet.bytes
-                var fate = SegmentFate(departure: at)
+                var fate = SegmentFate(departure: at, payloadBytes: packet.bytes)
                 if !pipeline.isEmpty { pipeline.apply(to: &fate, random: &random) }
                 tally.counters.transmissions += 1
                 if fate.lost {
@@ -177,7 +177,9 @@ public final class DatagramLink {
                     schedule(DatagramDelivery(index: packet.tag, size: packet.bytes, copies: 0), flow: packet.flow, at: at)
                 } else {
                     tally.counters.duplicates += fate.copies - 1
-                    schedule(DatagramDelivery(index: packet.tag, size: packet.bytes, copies: fate.copies),
+                    if fate.flippedBit != nil { tally.counters.datagramsCorrupted += 1 }
+                    schedule(DatagramDelivery(index: packet.tag, size: packet.bytes, copies: fate.copies,
+                                              flippedBit: fate.flippedBit),
                              flow: packet.flow, at: fate.deliverAt)
                 }
             }

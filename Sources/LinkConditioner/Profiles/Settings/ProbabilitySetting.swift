@@ -1,0 +1,26 @@
+/// The profile key of a `ProbabilityImpairment`: its `name`, with a percentage, for both directions or with an
+/// `uplink.`/`downlink.` prefix. One exists for every such impairment in `ImpairmentPipeline.datagramKinds`
+/// (`DirectionSettings.probabilitySettings`), so the impairment's registration there is all the settings need.
+public enum ProbabilitySetting<Kind: ProbabilityImpairment>: PercentageSetting {
+    public static var key: String { Kind.name }
+    public static var summaryWord: String { Kind.outcome }
+    public static var field: KeyPath<DirectionProfile, Percentage> { \.declaredImpairments[DeclaredImpairments.Kind(Kind.self)] }
+
+    public static func setting(_ probability: Percentage) -> @Sendable (inout DirectionProfile) -> Void {
+        { $0.declaredImpairments[Kind.self] = probability }
+    }
+
+    /// Which keys concern datagrams alone: a TCP-only listener is told that it ignores them.
+    public static var isDatagramOnly: Bool { true }
+}
+
+extension DirectionSettings {
+    /// A `ProbabilitySetting` for each probability impairment the datagram pipeline runs, in the pipeline's order.
+    static var probabilitySettings: [any DirectionSetting.Type] {
+        ImpairmentPipeline.datagramKinds.compactMap { kind in (kind as? any ProbabilityImpairment.Type).map { setting(for: $0) } }
+    }
+
+    private static func setting<Kind: ProbabilityImpairment>(for kind: Kind.Type) -> any DirectionSetting.Type {
+        ProbabilitySetting<Kind>.self
+    }
+}
