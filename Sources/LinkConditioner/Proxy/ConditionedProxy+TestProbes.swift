@@ -1,0 +1,63 @@
+/// What tests read of a running proxy on its loop thread: timers, system calls, relays' decisions. Nothing in the
+/// product calls these; tests reach them through `@testable import`.
+extension ConditionedProxy {
+    /// Timers the proxy's loop holds now, neither run nor cancelled.
+    var liveTimers: Int { onLoop(or: 0) { $0.loop.liveTimers } }
+
+    /// Each DNS listener's `lastTCPQueryWait`, in listener order (nil for other listeners).
+    var lastDNSTCPQueryWaits: [Duration?] {
+        onLoop(or: []) { $0.listeners.map { ($0 as? DNSForwarder)?.lastTCPQueryWait } }
+    }
+
+    /// The system calls the main loop's relays spent that a short connection can do without, read on the loop
+    /// thread (tests show with it which calls a connection is spared).
+    func relayCalls() -> RelayCallTally {
+        onLoop(or: RelayCallTally()) { $0.listenerContext?.readBuffer.calls ?? RelayCallTally() }
+    }
+
+    /// The `epoll_ctl` calls the proxy's loop has made so far (tests show with it which a connection is spared).
+    func descriptorControls() -> Int { onLoop(or: 0) { $0.loop.descriptorControls } }
+
+    /// Front-end sessions looking their destination's name up now, read on the loop thread.
+    func sessionsResolving() -> Int {
+        onLoop(or: 0) { state in state.listeners.compactMap { $0 as? ProxyFrontEnd }.map(\.sessionsResolving).reduce(0, +) }
+    }
+
+    /// How the TCP listeners' and front ends' acceptors took their clients so far: wakes of the listening socket,
+    /// and accepts that found nobody waiting.
+    func acceptTally() -> (wakes: Int, emptyAccepts: Int) {
+        onLoop(or: (0, 0)) { state in
+            let acceptors = state.listeners.compactMap { ($0 as? TCPListener)?.acceptor ?? ($0 as? ProxyFrontEnd)?.acceptor }
+            return (acceptors.map(\.wakes).reduce(0, +), acceptors.map(\.emptyAccepts).reduce(0, +))
+        }
+    }
+
+    /// What the plain TCP listeners' relays decided for their open connections, read on the loop thread (tests show
+    /// with it that a fault-free profile's connections make no stages, and how a client's socket is watched).
+    func relayDecisions() -> [RelayDecisions] { eachRelay(of: { ($0 as? TCPListener)?.relays }, \.decisions) }
+
+    /// What the proxy front ends' relays decided for their open connections, read on the loop thread.
+    func frontEndRelayDecisions() -> [RelayDecisions] { eachRelay(of: { ($0 as? ProxyFrontEnd)?.relays }, \.decisions) }
+
+    /// A weak reference to each relay of the TCP listeners now, made on the loop thread: a test sees a relay freed
+    /// once its connection ended.
+    func relayReferences() -> [RelayReference] { eachRelay(of: { ($0 as? TCPListener)?.relays }, RelayReference.init) }
+
+    /// `read` of each open relay of the listeners whose relays `relays` gives (nil for other kinds), on the loop
+    /// thread.
+    private func eachRelay<T: Sendable>(of relays: @escaping @Sendable (ConditionedListener) -> [UInt64: TCPRelay]?,
+                                        _ read: @escaping @Sendable (TCPRelay) -> T) -> [T] {
+        onLoop(or: []) { state in
+            state.listeners.flatMap { relays($0)?.values.map(read) ?? [] }
+        }
+    }
+}
+
+/// A relay held weakly, handed to a test: once the relay is freed it reads nil from any thread.
+struct RelayReference: @unchecked Sendable {
+    private(set) weak var relay: TCPRelay?
+
+    init(_ relay: TCPRelay) { self.relay = relay }
+
+    var isFreed: Bool { relay == nil }
+}
