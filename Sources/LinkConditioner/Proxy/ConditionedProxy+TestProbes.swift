@@ -61,3 +61,27 @@ struct RelayReference: @unchecked Sendable {
 
     var isFreed: Bool { relay == nil }
 }
+
+extension TCPRelay {
+    /// What the relay decided for its connection so far, as a test sees it.
+    var decisions: RelayDecisions {
+        RelayDecisions(hasStages: uplink?.stage != nil, speaker: (uplink?.stage as? ToxicStage)?.turn.speaker,
+                       clientInterest: clientRegistration.flatMap { loop.interest(of: $0) },
+                       modelledDirections: [uplink?.flow, downlink?.flow].filter { $0 != nil }.count,
+                       upstreamNoDelay: upstream.flatMap { try? $0.isNoDelay() })
+    }
+}
+
+/// What a relay decided for its connection, as a test sees it.
+struct RelayDecisions: Sendable, Equatable {
+    /// Whether its pumps hold stages (faults, toxics).
+    var hasStages: Bool
+    /// The direction its stages say sent last; nil before either did.
+    var speaker: ToxicStream?
+    /// The epoll events the client's socket is watched for; nil while the main loop does not watch it.
+    var clientInterest: UInt32?
+    /// How many of its two directions have a flow in their link's model (none while the link shapes nothing).
+    var modelledDirections: Int
+    /// Whether the upstream's socket has TCP_NODELAY, as the kernel reports it; nil without an upstream socket.
+    var upstreamNoDelay: Bool?
+}
