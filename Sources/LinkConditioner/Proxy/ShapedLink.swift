@@ -19,10 +19,14 @@ final class ShapedLink {
     private var unmodelled: [StreamPump] = []
     private var waitingForQueue: [ObjectIdentifier: StreamPump] = [:]
     private lazy var serviceAlarm = DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in self?.service(at: now) }
-    /// True while `service` runs its passes.
-    private var isServicing = false
-    /// The latest instant a request made during a pass asked service for; nil when none did.
-    private var requestedDuringPass: Instant?
+    /// Whether `service` runs its passes now.
+    private enum Servicing {
+        case idle
+        /// Passes run; `requested` is the latest instant a request made during one asked service for, nil when
+        /// none did.
+        case passing(requested: Instant?)
+    }
+    private var servicing = Servicing.idle
 
     /// Passes one `service` call runs for requests made during its passes before it leaves the rest to the timer,
     /// so pumps that keep reading cannot hold the loop.
@@ -155,25 +159,25 @@ final class ShapedLink {
     /// Runs the serialiser up to `now`, tells pumps what changed, and re-arms the service timer. Called during a
     /// pass (from a pump it notified), it only asks for one more pass.
     func service(at now: Instant) {
-        if isServicing {
-            requestedDuringPass = max(requestedDuringPass ?? now, now)
+        if case .passing(let requested) = servicing {
+            servicing = .passing(requested: max(requested ?? now, now))
             return
         }
-        isServicing = true
+        servicing = .passing(requested: nil)
         var passAt = now
         var passes = 0
         while true {
             runPass(at: passAt)
             passes += 1
-            guard let requested = requestedDuringPass else { break }
-            requestedDuringPass = nil
+            guard case .passing(let requested?) = servicing else { break }
+            servicing = .passing(requested: nil)
             if passes == Self.passesPerService {
                 serviceAlarm.arm(at: requested)
                 break
             }
             passAt = requested
         }
-        isServicing = false
+        servicing = .idle
         serviceAlarm.arm(at: model.nextServiceTime)
     }
 

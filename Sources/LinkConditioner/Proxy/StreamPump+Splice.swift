@@ -17,7 +17,7 @@ extension StreamPump {
     func spliceDecision(at now: Instant) -> SpliceDecision {
         if let splice, splice.pipedBytes > 0 { return .splice }
         guard stage?.isIdle ?? true, filter == nil, link.isPassThrough, !(splice?.isUnavailable ?? false),
-              destinationReady, forwarding, !sourceEnded, flow.map({ now >= $0.opensAt }) ?? true else {
+              destinationState.isConnected, forwarding, !sourceEnded, flow.map({ now >= $0.opensAt }) ?? true else {
             // Copying from here on: an empty pipe goes back to the pool rather than wait with the connection.
             splice?.giveBack()
             return .copy
@@ -47,22 +47,19 @@ extension StreamPump {
         while moves < Self.readsPerTurn * 2 {
             moves += 1
             if let splice, splice.pipedBytes > 0 {
-                guard destinationWritable else { return .open }
-                switch drainOnce(splice) {
-                case .failed(let error): return .failed(error)
-                case .finished, .open, .cut: break
-                }
-                if isClosed || !destinationWritable { return .open }
+                guard case .writable = destinationState else { return .open }
+                if let error = drainOnce(splice) { return .failed(error) }
+                guard case .writable = destinationState else { return .open }
                 continue
             }
-            guard sourceReadable, !sourceEnded, forwarding, link.isPassThrough, stage?.isIdle ?? true else { return finishIfDrained() }
+            guard sourceReadable, link.isPassThrough, stage?.isIdle ?? true else { return finishIfDrained() }
             let splice: StreamSplice
             if let held = self.splice, held.holdsPipe {
                 splice = held
             } else if copiedFullRead, let prepared = preparedSplice() {
                 splice = prepared
             } else {
-                guard destinationWritable else { return .open }
+                guard case .writable = destinationState else { return .open }
                 switch copyBurstStart(into: scratch, at: now) {
                 case .filledRead: copiedFullRead = true
                 case .readShort: break
@@ -81,7 +78,7 @@ extension StreamPump {
                 // An empty pipe that takes nothing means the source is empty; a part-full one may just lack a
                 // free slot, so the source stays marked readable until the pipe drains.
                 if splice.pipedBytes == 0 {
-                    sourceReadable = false
+                    sourceState.drain()
                     scratch.calls.emptyReads += 1
                     splice.giveBack()
                     return .open
@@ -94,7 +91,7 @@ extension StreamPump {
                     return finishIfDrained()
                 }
             case .processed(let count):
-                recording?.read(count, at: now)
+                observer?.read(direction, count, at: now)
             }
         }
         scheduleResume()
@@ -123,7 +120,7 @@ extension StreamPump {
         let count: Int
         switch read {
         case .wouldBlock:
-            sourceReadable = false
+            sourceState.drain()
             scratch.calls.emptyReads += 1
             return .stopped(.open)
         case .processed(0):
@@ -133,7 +130,7 @@ extension StreamPump {
         case .processed(let value):
             count = value
         }
-        recording?.read(count, at: now)
+        observer?.read(direction, count, at: now)
         let written: Int
         prepareDestinationWrite()
         do {
@@ -147,19 +144,23 @@ extension StreamPump {
         if written > 0 {
             bytesDelivered += written
             link.countBypassed(written)
-            recording?.delivered(written, at: now)
+            observer?.delivered(direction, written, at: now)
         }
         if written < count {
-            destinationWritable = false
+            destinationState = .blocked
             return .stopped(keep(UnsafeRawBufferPointer(rebasing: target[written..<count]), at: now))
         }
         if count == target.count { return .filledRead }
-        if shortReadEndsSource {
+        switch shortRead {
+        case .endsSource:
             sourceReachedEnd(at: now)
             return .stopped(finishIfDrained())
+        case .readAgain, .readAgainAfterHangUp:
+            return .readShort
+        case .emptiesSource:
+            break
         }
-        guard shortReadEmptiesSource else { return .readShort }
-        sourceReadable = false
+        sourceState.drain()
         return .stopped(finishIfDrained())
     }
 
@@ -174,54 +175,111 @@ extension StreamPump {
                 return .failed(error)
             }
         }
-        if stashed < bytes.count { inject(Array(bytes[stashed...]), endOfStream: false, at: now) }
-        return .open
+        guard stashed < bytes.count else { return .open }
+        return inject(Array(bytes[stashed...]), endOfStream: false, at: now) ?? .open
     }
 
     /// Writes what the pipe holds to the destination (the destination became writable), then finishes if the
     /// source has ended.
     func drainPipe() -> Outcome {
         guard let splice else { return .open }
-        while splice.pipedBytes > 0 && destinationWritable && !isClosed {
-            if case .failed(let error) = drainOnce(splice) { return .failed(error) }
+        while splice.pipedBytes > 0, case .writable = destinationState {
+            if let error = drainOnce(splice) { return .failed(error) }
         }
         return finishIfDrained()
     }
 
-    /// One splice from the pipe to the destination, counted as delivered.
-    private func drainOnce(_ splice: StreamSplice) -> Outcome {
+    /// One splice from the pipe to the destination, counted as delivered; the error that stopped it, if any.
+    private func drainOnce(_ splice: StreamSplice) -> SystemError? {
         let before = splice.pipedBytes
         prepareDestinationWrite()
         let result: IOResult<Int>
         do {
             result = try splice.drain(to: destination)
         } catch {
-            return .failed(error)
+            return error
         }
         switch result {
         case .wouldBlock:
-            destinationWritable = false
+            destinationState = .blocked
         case .processed(let written):
             bytesDelivered += written
             link.countBypassed(written)
-            recording?.delivered(written, at: link.loop.clock.now())
-            if written < before { destinationWritable = false }
+            observer?.delivered(direction, written, at: link.loop.clock.now())
+            if written < before { destinationState = .blocked }
         }
-        return .open
+        return nil
     }
 
     /// Leaves the splice path: the bytes still in the pipe are copied out and queued on the link ahead of
-    /// anything read later, so the profile now in force sees them and none is lost or reordered.
+    /// anything read later, so the profile now in force sees them and none is lost or reordered. Called by the
+    /// link and the stages when what the bytes need changes; the relay hears what it did.
     func leaveSplice(at now: Instant) {
-        guard let splice, splice.pipedBytes > 0, !isClosed else { return }
+        guard let relay, let outcome = leavingSplice(at: now) else { return }
+        relay.pumpProgressed(self, outcome: outcome)
+    }
+
+    /// `leaveSplice`, returning what the copied-out bytes did; nil when there were none, or the link took them.
+    func leavingSplice(at now: Instant) -> Outcome? {
+        guard let splice, splice.pipedBytes > 0, !isClosed else { return nil }
         let bytes: [UInt8]
         do {
             bytes = try splice.takeBack()
         } catch {
-            relay.pumpProgressed(self, outcome: .failed(error))
-            return
+            return .failed(error)
         }
         splice.giveBack()
-        inject(bytes, endOfStream: false, at: now)
+        return inject(bytes, endOfStream: false, at: now)
+    }
+
+    /// Whether a splice loop may carry this direction: it has finished, or nothing needs to see its bytes (the
+    /// splice path's conditions) and nothing of it is held in user space or in the model.
+    func canLeaveMainLoop(at now: Instant) -> Bool {
+        guard !isClosed, heldBytes == 0, deliverableBytes == 0 else { return false }
+        if isFinished { return true }
+        return !sourceEnded && (stage?.isIdle ?? true) && filter == nil && observer == nil
+            && link.isPassThrough && !(splice?.isUnavailable ?? false) && now >= opensAt && destinationState.isConnected
+            && forwarding && (flow?.pendingBytes ?? 0) == 0 && (flow?.releasedBytes ?? 0) == 0
+    }
+
+    /// Gives the direction's pipe (when it holds bytes) and stream position to a splice loop, which carries the
+    /// sockets from now until it hands them back.
+    func handOver() -> SpliceDirectionState {
+        // The splice loop writes without asking: the option Nagle would need later is set now.
+        if noDelay != .untouched {
+            try? destination.setNoDelay()
+            noDelay = .untouched
+        }
+        deliveryAlarm?.cancel()
+        batchAlarm?.cancel()
+        let (pipe, pipedBytes) = splice?.handOver() ?? (nil, 0)
+        return SpliceDirectionState(pipe: pipe, pipedBytes: pipedBytes, sourceEnded: sourceEnded, finished: isFinished)
+    }
+
+    /// Carries the direction again from where a splice loop left it: bytes its pipe still holds go first, and an
+    /// end of stream it read but could not forward yet crosses the link from now.
+    func resume(from state: SpliceDirectionState, at now: Instant) {
+        if state.finished && !isFinished {
+            let cause = if case .ended(let earlier) = sourceState { earlier.cause } else { EndCause.decided }
+            sourceState = .ended(EndOfStream(at: now, wait: .zero, cause: cause))
+            destinationState = .finished
+        } else if state.sourceEnded && !sourceEnded {
+            endOfStream(at: now, cause: .decided)
+        }
+        if let pipe = state.pipe {
+            let splice = self.splice ?? StreamSplice(pool: pipes)
+            self.splice = splice
+            splice.adopt(pipe, holding: state.pipedBytes)
+        }
+        sourceState.becameReadable()
+        shortRead = shortRead.afterSpliceLoop
+        if case .blocked = destinationState { destinationState = .writable }
+    }
+
+    /// Counts `count` bytes a splice loop delivered for this direction, here and in the link's counters.
+    func countSpliced(_ count: Int) {
+        guard count > 0 else { return }
+        bytesDelivered += count
+        link.countBypassed(count)
     }
 }

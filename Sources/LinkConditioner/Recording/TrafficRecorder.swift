@@ -68,48 +68,6 @@ struct RecordedLookup {
     var transport = "udp"
 }
 
-/// One direction of one recorded connection, as its pump reports it. Remembers the stall it reported, so a pump
-/// that asks again while still stalled writes one line, not one per attempt. Event loop thread.
-struct PumpRecording {
-    let recorder: TrafficRecorder
-    let connection: UInt64
-    let direction: RecordedDirection
-    private var stalledFor: StallCause?
-    /// The `held` causes now in force: 1 for loss, 2 for a fault.
-    private var heldBy: UInt8 = 0
-
-    init(recorder: TrafficRecorder, connection: UInt64, direction: RecordedDirection) {
-        self.recorder = recorder
-        self.connection = connection
-        self.direction = direction
-    }
-
-    func read(_ count: Int, at now: Instant) { recorder.bytesRead(connection, direction, count: count, at: now) }
-
-    func delivered(_ count: Int, at now: Instant) { recorder.bytesDelivered(connection, direction, count: count, at: now) }
-
-    mutating func stall(_ cause: StallCause, at now: Instant) {
-        guard stalledFor == nil else { return }
-        stalledFor = cause
-        recorder.stall(connection, direction, cause: cause, ended: false, at: now)
-    }
-
-    mutating func resume(at now: Instant) {
-        guard let cause = stalledFor else { return }
-        stalledFor = nil
-        recorder.stall(connection, direction, cause: cause, ended: true, at: now)
-    }
-
-    /// Notes that a fault stage or a lost segment now holds this direction's bytes (`cause` is `fault` or `loss`),
-    /// kept apart from the queue stall above so the two may overlap; one line per change, not per attempt.
-    mutating func held(_ cause: StallCause, _ holding: Bool, at now: Instant) {
-        let flag: UInt8 = cause == .loss ? 1 : 2
-        guard (heldBy & flag != 0) != holding else { return }
-        heldBy ^= flag
-        recorder.stall(connection, direction, cause: cause, ended: !holding, at: now)
-    }
-}
-
 extension RecordedLookup {
     /// The lookup `answer` completes for `client`, after the client waited `delay`.
     init(client: String, answer: [UInt8], delay: Duration) {
