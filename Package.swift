@@ -16,9 +16,17 @@ let package = Package(
     targets: [
         .target(name: "CLinuxShims"),
         .target(
+            name: "LinkModel",
+            dependencies: [
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
+        .target(
             name: "LinkConditioner",
             dependencies: [
                 "CLinuxShims",
+                "LinkModel",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),

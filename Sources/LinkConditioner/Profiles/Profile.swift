@@ -1,43 +1,32 @@
-/// What one direction of a link does to the data crossing it.
+/// What one direction of a link does to the data crossing it: the shape the link model reads, and the
+/// connection faults the composition applies.
 ///
 /// A `nil` bandwidth is unlimited; zero delay, jitter and loss are no impairment.
 public struct DirectionProfile: Hashable, Sendable {
-    /// The bottleneck rate, in payload bits per second; `nil` is unlimited.
-    public var bandwidth: BitRate?
-    /// One-way propagation delay added to every byte.
-    public var delay: Duration = .zero
-    /// Random variation added to `delay`, uniform in ±jitter (never reorders a TCP stream).
-    public var jitter: Duration = .zero
-    /// Probability that a packet (a datagram, or a TCP segment on the emulated path) is lost.
-    public var loss: Percentage = .zero
-    /// The link's buffer: bytes that may wait behind the bandwidth cap before senders are pushed back.
-    public var queue: ByteCount = DirectionProfile.defaultQueue
-    /// How many bytes the token bucket lets through at line speed after an idle period.
-    public var burst: ByteCount?
-    /// How packets are lost: independently at `loss`, or in bursts by the Gilbert-Elliott model (datagrams and
-    /// TCP segments alike).
-    public var lossModel: LossModel = .random
-    /// The Gilbert-Elliott model's parameters, used when `lossModel` is `.gilbertElliott`.
-    public var gilbertElliott = GilbertElliottParameters()
-    /// Probability that a datagram is delivered twice.
-    public var duplicate: Percentage = .zero
-    /// Probability that a datagram is held back behind later ones (by `Reordering.holdBack(delay:)`).
-    public var reorder: Percentage = .zero
-    /// Whether `queue` was given in packets (`queue = 100 packets`): the bottleneck then counts packets.
-    public var queueCountsPackets = false
-    /// The bottleneck's queue discipline (`queue.discipline` and its parameters).
-    public var queueManagement = QueueManagement()
-    /// A capacity trace that replaces `bandwidth` (`trace`), or nil.
-    public var trace: DeliveryTrace?
+    /// The bottleneck and the impairments, as the link model takes them.
+    public var shape = DirectionShape()
     /// Connection faults: cuts, slow close, slicing, slow first byte, connect stall, blocked ports, captive portal.
     public var faults = FaultSettings()
 
-    /// The bottleneck's queue limit: `queue` in bytes, or in packets when given in packets.
-    public var queueLimit: QueueLimit {
-        queueCountsPackets ? .packets(max(queue.bytes / ProfileValue.packetSize, 1)) : .bytes(queue.bytes)
-    }
+    // The shape's parameters, read and set through the profile as profile code always has (see `DirectionShape`).
+    public var bandwidth: BitRate? { get { shape.bandwidth } set { shape.bandwidth = newValue } }
+    public var delay: Duration { get { shape.delay } set { shape.delay = newValue } }
+    public var jitter: Duration { get { shape.jitter } set { shape.jitter = newValue } }
+    public var loss: Percentage { get { shape.loss } set { shape.loss = newValue } }
+    public var queue: ByteCount { get { shape.queue } set { shape.queue = newValue } }
+    public var burst: ByteCount? { get { shape.burst } set { shape.burst = newValue } }
+    public var lossModel: LossModel { get { shape.lossModel } set { shape.lossModel = newValue } }
+    public var gilbertElliott: GilbertElliottParameters { get { shape.gilbertElliott } set { shape.gilbertElliott = newValue } }
+    public var duplicate: Percentage { get { shape.duplicate } set { shape.duplicate = newValue } }
+    public var reorder: Percentage { get { shape.reorder } set { shape.reorder = newValue } }
+    public var queueCountsPackets: Bool { get { shape.queueCountsPackets } set { shape.queueCountsPackets = newValue } }
+    public var queueManagement: QueueManagement { get { shape.queueManagement } set { shape.queueManagement = newValue } }
+    public var trace: DeliveryTrace? { get { shape.trace } set { shape.trace = newValue } }
 
-    public static let defaultQueue = ByteCount.kib(256)
+    /// The bottleneck's queue limit: `queue` in bytes, or in packets when given in packets.
+    public var queueLimit: QueueLimit { shape.queueLimit }
+
+    public static let defaultQueue = DirectionShape.defaultQueue
 
     public init(
         bandwidth: BitRate? = nil, delay: Duration = .zero, jitter: Duration = .zero,
@@ -45,16 +34,9 @@ public struct DirectionProfile: Hashable, Sendable {
         lossModel: LossModel = .random, gilbertElliott: GilbertElliottParameters = GilbertElliottParameters(),
         duplicate: Percentage = .zero, reorder: Percentage = .zero
     ) {
-        self.bandwidth = bandwidth
-        self.delay = delay
-        self.jitter = jitter
-        self.loss = loss
-        self.queue = queue
-        self.burst = burst
-        self.lossModel = lossModel
-        self.gilbertElliott = gilbertElliott
-        self.duplicate = duplicate
-        self.reorder = reorder
+        shape = DirectionShape(
+            bandwidth: bandwidth, delay: delay, jitter: jitter, loss: loss, queue: queue, burst: burst,
+            lossModel: lossModel, gilbertElliott: gilbertElliott, duplicate: duplicate, reorder: reorder)
     }
 }
 

@@ -7,7 +7,7 @@
 /// 1 440 000 bit/s and every rendered value parses back to the same number.
 enum ProfileValue {
     /// The size of one packet, in bytes, for queues and bursts given in `packets` (an Ethernet MTU).
-    static let packetSize = 1500
+    static let packetSize = DirectionShape.packetSize
 
     /// A unit: how its number becomes the base quantity (nanoseconds, bit/s, bytes or percent).
     struct Unit {

@@ -52,7 +52,7 @@ public struct GilbertElliottLoss: Impairment {
         self.parameters = parameters
     }
 
-    public init?(profile: DirectionProfile) {
+    public init?(profile: DirectionShape) {
         guard profile.lossModel == .gilbertElliott else { return nil }
         self.init(parameters: profile.gilbertElliott)
     }

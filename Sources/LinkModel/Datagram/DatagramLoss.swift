@@ -8,7 +8,7 @@ public struct DatagramLoss: Impairment {
         self.probability = probability
     }
 
-    public init?(profile: DirectionProfile) {
+    public init?(profile: DirectionShape) {
         guard profile.lossModel == .random, profile.loss.probability > 0 else { return nil }
         self.init(probability: profile.loss.probability)
     }

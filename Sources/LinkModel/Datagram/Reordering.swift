@@ -20,7 +20,7 @@ public struct Reordering: Impairment {
         self.holdBack = holdBack
     }
 
-    public init?(profile: DirectionProfile) {
+    public init?(profile: DirectionShape) {
         guard profile.reorder.probability > 0 else { return nil }
         self.init(probability: profile.reorder.probability, holdBack: Self.holdBack(delay: profile.delay))
     }

@@ -91,7 +91,7 @@ public final class StreamLink {
     }
 
     /// Creates a direction carrying `profile`, whose ACKs come back over `reverse`; `seed` drives every draw.
-    public init(side: Side, profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, seed: UInt64) {
+    public init(side: Side, profile: DirectionShape, reverse: DirectionShape, settings: TCPSettings, seed: UInt64) {
         emulation = Emulation(side: side, profile: profile, reverse: reverse, settings: settings, seed: seed)
     }
 
@@ -99,7 +99,7 @@ public final class StreamLink {
     /// apply to what is serialised from now on, `settings` to connections opened from now on. Senders backed off
     /// by a dead path (100 % loss) retry within one timeout. A link that now emulates nothing opens every side
     /// still waiting for its handshake, as such a link would have completed it.
-    public func update(profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, now: Instant) {
+    public func update(profile: DirectionShape, reverse: DirectionShape, settings: TCPSettings, now: Instant) {
         emulation.update(profile: profile, reverse: reverse, settings: settings, now: now)
     }
 
@@ -215,7 +215,7 @@ extension StreamLink {
     /// run-time exclusivity check per access; flows' states come in `inout`, once per event.
     struct Emulation {
         let side: Side
-        private(set) var profile: DirectionProfile
+        private(set) var profile: DirectionShape
         /// `emulatesNothing`, kept as the profile changes: the class reads it for every pump's read, and reading a
         /// computed property of the emulation through the class copied the whole emulation.
         private(set) var isPassThrough = false
@@ -266,7 +266,7 @@ extension StreamLink {
         /// Mixed into the seed for the handshake's draws, so they shift neither the segments' nor the ACKs' draws.
         private static let handshakeSeedSalt: UInt64 = 0x5A_5EED_0000_5A5A
 
-        init(side: Side, profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, seed: UInt64) {
+        init(side: Side, profile: DirectionShape, reverse: DirectionShape, settings: TCPSettings, seed: UInt64) {
             self.side = side
             self.profile = profile
             self.reverseDelay = reverse.delay
@@ -290,7 +290,7 @@ extension StreamLink {
             leastDelayNanoseconds = max(0, (profile.delay - profile.jitter).nanoseconds)
         }
 
-        mutating func update(profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, now: Instant) {
+        mutating func update(profile: DirectionShape, reverse: DirectionShape, settings: TCPSettings, now: Instant) {
             run(until: now)
             latestEvent = max(latestEvent, now)
             let old = self.profile

@@ -9,7 +9,7 @@ public struct Duplication: Impairment {
         self.probability = probability
     }
 
-    public init?(profile: DirectionProfile) {
+    public init?(profile: DirectionShape) {
         guard profile.duplicate.probability > 0 else { return nil }
         self.init(probability: profile.duplicate.probability)
     }

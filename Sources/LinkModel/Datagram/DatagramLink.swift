@@ -18,7 +18,7 @@
 /// Pure: every call takes `now`, and random draws come from the seed. Lives on the event loop thread; not
 /// thread-safe.
 public final class DatagramLink {
-    private var profile: DirectionProfile
+    private var profile: DirectionShape
     private var pipeline: ImpairmentPipeline
     private var random: SeededRandom
     private var bottleneck: Bottleneck
@@ -33,7 +33,7 @@ public final class DatagramLink {
     private var latest = Instant(nanoseconds: .min)
 
     /// A direction shaped by `profile`; `seed` drives every random draw.
-    public init(profile: DirectionProfile, seed: UInt64) {
+    public init(profile: DirectionShape, seed: UInt64) {
         self.profile = profile
         pipeline = ImpairmentPipeline(profile: profile, kinds: ImpairmentPipeline.datagramKinds)
         random = SeededRandom(seed: seed)
@@ -43,13 +43,13 @@ public final class DatagramLink {
         isPassThrough = Self.passesThrough(profile, pipeline)
     }
 
-    private static func passesThrough(_ profile: DirectionProfile, _ pipeline: ImpairmentPipeline) -> Bool {
+    private static func passesThrough(_ profile: DirectionShape, _ pipeline: ImpairmentPipeline) -> Bool {
         profile.bandwidth == nil && profile.trace == nil && pipeline.isEmpty && profile.queueManagement.isFIFO
     }
 
     /// Live profile switch at `now`: queued datagrams keep their order; a new discipline or limit takes them over
     /// (dropping what it has no room for), a new rate or trace applies from the next datagram on.
-    public func update(profile newProfile: DirectionProfile, now: Instant) {
+    public func update(profile newProfile: DirectionShape, now: Instant) {
         latest = max(latest, now)
         let old = profile
         profile = newProfile

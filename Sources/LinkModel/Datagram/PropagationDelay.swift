@@ -11,7 +11,7 @@ public struct PropagationDelay: Impairment {
         self.jitter = jitter
     }
 
-    public init?(profile: DirectionProfile) {
+    public init?(profile: DirectionShape) {
         guard profile.delay > .zero || profile.jitter > .zero else { return nil }
         self.init(delay: profile.delay, jitter: profile.jitter)
     }

@@ -83,9 +83,9 @@ public final class StreamFlow {
     public var opensAt: Instant { model.opensAt }
     var sender: TCPSender { model.sender }
     /// Bytes the receiver released in order and the proxy has not taken yet.
-    var releasedBytes: Int { model.releasedBytes }
+    package var releasedBytes: Int { model.releasedBytes }
     /// Bytes written to the flow and not yet released to the receiver (sender's buffer and the network).
-    var pendingBytes: Int { model.pendingBytes }
+    package var pendingBytes: Int { model.pendingBytes }
 
     /// Removes and returns how many bytes the receiver has released to the application by `now`.
     public func takeDeliverable(at now: Instant) -> Int {

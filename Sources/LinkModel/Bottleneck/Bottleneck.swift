@@ -156,7 +156,7 @@ public struct Bottleneck {
     }
 }
 
-extension DirectionProfile {
+extension DirectionShape {
     /// The serialiser this direction asks for, the same for TCP streams and datagrams: its trace, else its rate
     /// with its burst (`auto`, nil: `automaticBurst`), else unlimited.
     public func makeSerializer() -> any Serializer {

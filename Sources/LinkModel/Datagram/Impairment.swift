@@ -43,7 +43,7 @@ public enum LossCause: Hashable, Sendable {
 /// decisions.
 public protocol Impairment: Sendable {
     /// The impairment `profile` asks for, or nil when the profile leaves this effect off.
-    init?(profile: DirectionProfile)
+    init?(profile: DirectionShape)
 
     /// Decides this impairment's share of `segment`'s fate.
     mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom)
@@ -60,7 +60,7 @@ public struct ImpairmentPipeline: Sendable {
     private var stages: [any Impairment]
 
     /// The stages of `kinds` that `profile` turns on, in the order of `kinds`.
-    public init(profile: DirectionProfile, kinds: [any Impairment.Type] = datagramKinds) {
+    public init(profile: DirectionShape, kinds: [any Impairment.Type] = datagramKinds) {
         stages = kinds.compactMap { $0.init(profile: profile) }
     }
 
