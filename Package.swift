@@ -23,10 +23,15 @@ let package = Package(
             ]
         ),
         .target(
+            name: "LinkSystem",
+            dependencies: ["CLinuxShims", "LinkModel", .product(name: "HeapModule", package: "swift-collections")]
+        ),
+        .target(
             name: "LinkConditioner",
             dependencies: [
                 "CLinuxShims",
                 "LinkModel",
+                "LinkSystem",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,3 +1,5 @@
+import LinkModel
+
 /// When the event loop's timerfd should fire: at the earliest deadline, but no sooner than `spacing` after timers
 /// last ran, so deadlines a few microseconds apart share one wake-up, late by at most `spacing` and never early.
 ///
@@ -5,11 +7,11 @@
 /// of the loop in timerfd_settime on a virtual machine, where each arm reprograms the host's timer. The link model
 /// computes every event at its own instant, so a late wake-up shifts a delivery by at most `spacing` and never
 /// changes a rate. Lives on the event loop thread.
-struct TimerWakeSpacing {
+package struct TimerWakeSpacing {
     /// 50 µs: half the 0.1 ms delay-precision target.
-    static let standard = TimerWakeSpacing(spacing: .microseconds(50))
+    package static let standard = TimerWakeSpacing(spacing: .microseconds(50))
 
-    let spacing: Duration
+    package let spacing: Duration
     private(set) var lastRun = Instant(nanoseconds: .min)
 
     /// Timers ran at `now`.

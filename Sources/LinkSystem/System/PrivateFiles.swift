@@ -92,7 +92,7 @@ public enum PrivateFiles {
 extension Socket {
     /// The user id of the process at the other end of a connected Unix-domain socket (`SO_PEERCRED`, whose
     /// `struct ucred` is pid, uid, gid).
-    func peerUserID() throws(SystemError) -> UInt32 {
+    package func peerUserID() throws(SystemError) -> UInt32 {
         var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
         var length = socklen_t(MemoryLayout.size(ofValue: credentials))
         _ = try syscall("getsockopt SO_PEERCRED") { getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) }

@@ -1,5 +1,6 @@
 import CLinuxShims
 import Glibc
+import LinkModel
 
 extension Socket {
     /// Opens a non-blocking UDP socket for `family` (`AF_INET` or `AF_INET6`).
@@ -8,7 +9,7 @@ extension Socket {
     }
 
     /// Opens a non-blocking UDP socket bound to `address` (port 0 picks a free port).
-    static func datagram(boundTo address: SocketAddress) throws(SystemError) -> Socket {
+    package static func datagram(boundTo address: SocketAddress) throws(SystemError) -> Socket {
         let socket = try udp(family: address.family)
         do {
             if address.isIPv6 { try socket.setOption(Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1, name: "IPV6_V6ONLY") }
@@ -23,7 +24,7 @@ extension Socket {
     }
 
     /// Opens a non-blocking UDP socket connected to `address`: it sends there and receives only from there.
-    static func datagram(connectedTo address: SocketAddress) throws(SystemError) -> Socket {
+    package static func datagram(connectedTo address: SocketAddress) throws(SystemError) -> Socket {
         let socket = try udp(family: address.family)
         do {
             _ = try socket.startConnect(to: address)
@@ -38,7 +39,7 @@ extension Socket {
     /// kernel instead of being dropped while the loop is busy. Tries SO_RCVBUFFORCE first, which lifts the
     /// `net.core.rmem_max` cap for root (CAP_NET_ADMIN); otherwise SO_RCVBUF, which the kernel caps at rmem_max.
     /// Failing both leaves the default buffer: the socket still works, and its drops are counted.
-    func enlargeReceiveBuffer(to bytes: Int32) {
+    package func enlargeReceiveBuffer(to bytes: Int32) {
         do {
             try setOption(SOL_SOCKET, SO_RCVBUFFORCE, bytes, name: "SO_RCVBUFFORCE")
         } catch {
@@ -56,12 +57,12 @@ extension Socket {
 
     /// Asks the kernel to attach its count of datagrams dropped on this socket (a full receive buffer) to each
     /// datagram received after a drop (SO_RXQ_OVFL); `DatagramBatch` reads it.
-    func reportKernelDrops() throws(SystemError) {
+    package func reportKernelDrops() throws(SystemError) {
         try setOption(SOL_SOCKET, SO_RXQ_OVFL, 1, name: "SO_RXQ_OVFL")
     }
 
     /// Receives as many datagrams as `batch` holds, or as are waiting, with one `recvmmsg`; returns how many.
-    func receiveDatagrams(into batch: DatagramBatch) throws(SystemError) -> IOResult<Int> {
+    package func receiveDatagrams(into batch: DatagramBatch) throws(SystemError) -> IOResult<Int> {
         try batch.receive(from: descriptor)
     }
 
@@ -70,12 +71,12 @@ extension Socket {
     /// kernel cuts up (UDP GSO); the receiver still gets every datagram whole. `.wouldBlock` and a thrown error are
     /// about the first message: datagram `start` and, segmenting, the rest of its run (`batch.firstMessageLength`
     /// datagrams), none of which was sent.
-    func sendDatagrams(_ batch: DatagramSendBatch, from start: Int, segmenting: Bool) throws(SystemError) -> IOResult<Int> {
+    package func sendDatagrams(_ batch: DatagramSendBatch, from start: Int, segmenting: Bool) throws(SystemError) -> IOResult<Int> {
         try batch.send(on: descriptor, from: start, segmenting: segmenting)
     }
 
     /// Receives one datagram into `buffer`; returns its length (cut to the buffer) and its sender.
-    func receiveDatagram(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<(Int, SocketAddress)> {
+    package func receiveDatagram(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<(Int, SocketAddress)> {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = try withUnsafeMutablePointer(to: &storage) { (pointer) throws(SystemError) -> IOResult<Int> in
@@ -90,7 +91,7 @@ extension Socket {
     }
 
     /// Sends `buffer` as one datagram to `address`; `.wouldBlock` when the socket's send buffer is full.
-    func sendDatagram(_ buffer: UnsafeRawBufferPointer, to address: SocketAddress) throws(SystemError) -> IOResult<Int> {
+    package func sendDatagram(_ buffer: UnsafeRawBufferPointer, to address: SocketAddress) throws(SystemError) -> IOResult<Int> {
         try address.withSockAddr { (pointer, length) throws(SystemError) -> IOResult<Int> in
             try nonBlockingSyscall("sendto \(address)") {
                 sendto(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), pointer, length)
@@ -105,25 +106,25 @@ extension Socket {
 /// Lives on the event loop thread that owns it (one per loop, like `ReadBuffer`). Each slot holds a whole UDP
 /// datagram (64 KiB), so nothing is cut; the memory is touched only as far as datagrams fill it. A slot's bytes
 /// stay valid until the next `receive`; pointers to them never leave `withDatagram`.
-final class DatagramBatch {
+package final class DatagramBatch {
     /// One received datagram: where its bytes are, who sent it, and the kernel's drop counter if attached.
-    struct Datagram {
+    package struct Datagram {
         var length: Int
-        var sender: SocketAddress
+        package var sender: SocketAddress
         /// Datagrams the kernel had dropped on the socket in total when this one was queued (SO_RXQ_OVFL), or
         /// nil when the kernel attached no count (it has dropped none).
-        var kernelDropCount: UInt32?
+        package var kernelDropCount: UInt32?
         /// When it reached the socket, if the socket stamps arrivals (`stampArrivals`): a datagram that waited in
         /// the kernel while the loop was busy counts its delay from there. The kernel stamps on CLOCK_REALTIME, so a
         /// step of the wall clock between arrival and read moves it by as much (a backward step is clamped by the
         /// link, a forward one makes the datagram look that much late).
-        var arrival: Instant?
+        package var arrival: Instant?
     }
 
     /// The largest UDP payload over IPv4 (65 535 − 8 − 20), rounded up to a whole slot.
     static let slotSize = 64 * 1024
 
-    let capacity: Int
+    package let capacity: Int
     private let payload: UnsafeMutableRawBufferPointer
     private let addresses: UnsafeMutablePointer<sockaddr_storage>
     private let slots: UnsafeMutablePointer<clinux_datagram_slot>
@@ -131,7 +132,7 @@ final class DatagramBatch {
     private(set) var count = 0
 
     /// Makes `capacity` slots (at most 64, the shim's limit).
-    init(capacity: Int = 32) {
+    package init(capacity: Int = 32) {
         self.capacity = min(max(capacity, 1), 64)
         payload = .allocate(byteCount: self.capacity * Self.slotSize, alignment: 16)
         addresses = .allocate(capacity: self.capacity)
@@ -155,7 +156,7 @@ final class DatagramBatch {
     }
 
     /// The facts of datagram `index` of the last `receive`.
-    subscript(index: Int) -> Datagram {
+    package subscript(index: Int) -> Datagram {
         precondition(index < count, "datagram \(index) of \(count) received")
         let slot = slots[index]
         return Datagram(length: Int(slot.length),
@@ -165,7 +166,7 @@ final class DatagramBatch {
     }
 
     /// Calls `body` with the bytes of datagram `index` of the last `receive`.
-    func withDatagram<T>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+    package func withDatagram<T>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
         precondition(index < count, "datagram \(index) of \(count) received")
         let start = index * Self.slotSize
         return try body(UnsafeRawBufferPointer(rebasing: payload[start..<start + Int(slots[index].length)]))
@@ -177,21 +178,21 @@ final class DatagramBatch {
 ///
 /// Lives on the event loop thread that owns it. Holds at most `capacity` datagrams and `payloadCapacity` bytes (at
 /// least one whole datagram of 64 KiB); pointers to the payload never leave the `send` call.
-final class DatagramSendBatch {
+package final class DatagramSendBatch {
     let capacity: Int
     let payloadCapacity: Int
     private let payload: UnsafeMutableRawBufferPointer
     private let addresses: UnsafeMutablePointer<sockaddr_storage>
     private let datagrams: UnsafeMutablePointer<clinux_outgoing_datagram>
     /// Datagrams staged.
-    private(set) var count = 0
+    package private(set) var count = 0
     /// Payload bytes staged.
     private(set) var payloadBytes = 0
     /// How many datagrams the first message of the last send joined (1 unless segmented).
-    private(set) var firstMessageLength = 0
+    package private(set) var firstMessageLength = 0
 
     /// Makes room for `capacity` datagrams (at most 64, the shim's limit) and `payloadCapacity` bytes.
-    init(capacity: Int = 64, payloadCapacity: Int = 256 * 1024) {
+    package init(capacity: Int = 64, payloadCapacity: Int = 256 * 1024) {
         self.capacity = min(max(capacity, 1), 64)
         self.payloadCapacity = max(payloadCapacity, DatagramBatch.slotSize)
         payload = .allocate(byteCount: self.payloadCapacity, alignment: 16)
@@ -206,12 +207,12 @@ final class DatagramSendBatch {
     }
 
     /// Whether one more datagram of `length` bytes fits.
-    func hasRoom(for length: Int) -> Bool {
+    package func hasRoom(for length: Int) -> Bool {
         count < capacity && payloadBytes + length <= payloadCapacity
     }
 
     /// Copies `bytes` in as the next datagram, for `destination` (nil: the connected peer). Check `hasRoom` first.
-    func append(_ bytes: UnsafeRawBufferPointer, to destination: SocketAddress?) {
+    package func append(_ bytes: UnsafeRawBufferPointer, to destination: SocketAddress?) {
         precondition(hasRoom(for: bytes.count), "datagram of \(bytes.count) B appended to a full batch")
         if bytes.count > 0, let base = bytes.baseAddress {
             (payload.baseAddress! + payloadBytes).copyMemory(from: base, byteCount: bytes.count)
@@ -228,7 +229,7 @@ final class DatagramSendBatch {
     }
 
     /// Forgets every staged datagram.
-    func removeAll() {
+    package func removeAll() {
         count = 0
         payloadBytes = 0
     }
@@ -248,11 +249,13 @@ final class DatagramSendBatch {
 
 /// Follows one socket's kernel drop counter (SO_RXQ_OVFL, a running total per socket) and turns what each
 /// received datagram carries into new drops.
-struct KernelDropCounter {
+package struct KernelDropCounter {
     private var lastSeen: UInt32 = 0
 
+    package init() {}
+
     /// The drops reported since the previous call, from the counter attached to a datagram (nil: none attached).
-    mutating func newDrops(reported total: UInt32?) -> Int {
+    package mutating func newDrops(reported total: UInt32?) -> Int {
         guard let total, total != lastSeen else { return 0 }
         let added = total &- lastSeen
         lastSeen = total

@@ -1,5 +1,6 @@
 import CLinuxShims
 import Glibc
+import LinkModel
 
 extension SocketAddress {
     /// A Unix-domain socket address for `path`; nil when the path does not fit `sun_path`.
@@ -42,7 +43,7 @@ extension Socket {
     }
 
     /// Listens on a Unix-domain socket at `path`, replacing a stale socket file nobody answers on.
-    static func listening(unixPath path: String) throws(SystemError) -> Socket {
+    package static func listening(unixPath path: String) throws(SystemError) -> Socket {
         guard let address = SocketAddress(unixPath: path) else { throw SystemError("bind \(path)", Errno(rawValue: ENAMETOOLONG)) }
         if let probe = try? BlockingStream.connect(to: address, timeout: .milliseconds(200)) {
             probe.close()
@@ -70,7 +71,7 @@ extension Socket {
     }
 
     /// Removes a Unix-domain socket's file; a no-op for a path that is already gone.
-    static func removeSocketFile(_ path: String) { _ = unlink(path) }
+    package static func removeSocketFile(_ path: String) { _ = unlink(path) }
 }
 
 /// A blocking stream connection with timeouts, for short request/response exchanges off the event loop
@@ -133,6 +134,6 @@ public final class BlockingStream {
 }
 
 /// The user this process runs as, for per-user paths.
-enum CurrentUser {
-    static var id: UInt32 { getuid() }
+package enum CurrentUser {
+    package static var id: UInt32 { getuid() }
 }

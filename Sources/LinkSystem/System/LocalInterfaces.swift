@@ -1,10 +1,10 @@
 import Glibc
 
 /// The IP addresses of this machine's interfaces (in linkcond's network namespace), read with `getifaddrs`.
-enum LocalInterfaces {
+package enum LocalInterfaces {
     /// Every interface address as 4 or 16 bytes, IPv4-mapped IPv6 ones reduced to IPv4; empty when the kernel
     /// will not list them. A connection to any of these reaches a listener bound to the unspecified address.
-    static func addresses() -> Set<[UInt8]> {
+    package static func addresses() -> Set<[UInt8]> {
         var first: UnsafeMutablePointer<ifaddrs>?
         guard getifaddrs(&first) == 0, let first else { return [] }
         defer { freeifaddrs(first) }

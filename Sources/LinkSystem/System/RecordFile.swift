@@ -19,10 +19,10 @@ import Glibc
 /// protected_regular rules, kept here for systems that turn them off and for directories without the sticky bit,
 /// which those rules leave out. Used by the loop thread until `claim`, then by the recording's writer thread only,
 /// so a slow disk cannot stall the loop.
-final class RecordFile {
+package final class RecordFile {
     /// Why `path` is not recorded into: what is there, or the system's error, named with the path.
-    struct Refusal: Error, CustomStringConvertible {
-        var description: String
+    package struct Refusal: Error, CustomStringConvertible {
+        package var description: String
         init(_ description: String) { self.description = description }
     }
 
@@ -40,7 +40,7 @@ final class RecordFile {
 
     /// Opens `path` for writing without emptying it, creating it if it is missing; throws with the path when it
     /// cannot or must not. Never waits: a FIFO is refused whether or not anyone reads it.
-    init(opening path: String) throws(Refusal) {
+    package init(opening path: String) throws(Refusal) {
         let shared = Self.sharedDirectory(of: path)
         var existing = stat()
         if stat(path, &existing) == 0, existing.st_mode & S_IFMT != S_IFREG {
@@ -115,18 +115,18 @@ final class RecordFile {
     }
 
     /// Empties an earlier file of that name, so the recording replaces it.
-    func claim() throws(SystemError) {
+    package func claim() throws(SystemError) {
         guard ftruncate(descriptor, 0) == 0 else { throw SystemError("truncate \(path)", .current) }
     }
 
     /// Closes the file unwritten, removing it if opening made it.
-    func abandon() {
+    package func abandon() {
         close()
         if created { _ = unlink(path) }
     }
 
     /// Writes every byte of `bytes`, retrying short writes and EINTR.
-    func writeAll(_ bytes: [UInt8]) throws(SystemError) {
+    package func writeAll(_ bytes: [UInt8]) throws(SystemError) {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { raw in Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) }
@@ -138,5 +138,5 @@ final class RecordFile {
         }
     }
 
-    func close() { _ = Glibc.close(descriptor) }
+    package func close() { _ = Glibc.close(descriptor) }
 }

@@ -6,13 +6,13 @@ import Glibc
 ///
 /// Lives on the event loop thread. A descriptor given up is taken back by `refill`, which owners call once they
 /// closed what it was given up for (the loop thread opens nothing in between, so it gets the same number back).
-final class DescriptorReserve {
+package final class DescriptorReserve {
     /// How many descriptors the reserve holds when full.
     let capacity: Int
     private var held: [Int32] = []
 
     /// Opens `capacity` placeholder descriptors (fewer when the process is already short).
-    init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = capacity
         refill()
     }
@@ -21,10 +21,10 @@ final class DescriptorReserve {
     var count: Int { held.count }
 
     /// Whether the reserve holds fewer than `capacity` descriptors.
-    var isShort: Bool { held.count < capacity }
+    package var isShort: Bool { held.count < capacity }
 
     /// Reopens placeholders until the reserve is full or the process has no descriptor left.
-    func refill() {
+    package func refill() {
         while held.count < capacity {
             let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { return }
@@ -33,7 +33,7 @@ final class DescriptorReserve {
     }
 
     /// Gives up one placeholder, so the next descriptor the process opens can succeed; false when none is left.
-    func release() -> Bool {
+    package func release() -> Bool {
         guard let descriptor = held.popLast() else { return false }
         _ = Glibc.close(descriptor)
         return true
@@ -42,7 +42,7 @@ final class DescriptorReserve {
     /// Runs `body`, which opens a descriptor for a moment (a read of the kernel's socket table), with one of the
     /// reserve's given up for it, so it succeeds while the process is out of descriptors; the reserve takes it back
     /// after. The loop thread opens nothing else meanwhile.
-    func lending<T>(_ body: () -> T) -> T {
+    package func lending<T>(_ body: () -> T) -> T {
         let lent = release()
         defer { if lent { refill() } }
         return body()
@@ -51,7 +51,7 @@ final class DescriptorReserve {
     /// Accepts one client of `listener` on a placeholder's descriptor and closes it at once, then takes the
     /// placeholder back: `.processed` with the client's address, `.wouldBlock` when nobody waits, nil when the
     /// reserve is empty or the accept failed anyway.
-    func acceptAndClose(_ listener: Socket) -> IOResult<SocketAddress>? {
+    package func acceptAndClose(_ listener: Socket) -> IOResult<SocketAddress>? {
         guard release() else { return nil }
         defer { refill() }
         guard case .some(let accepted) = try? listener.accept() else { return nil }
@@ -65,7 +65,7 @@ final class DescriptorReserve {
     }
 
     /// Closes every placeholder.
-    func close() {
+    package func close() {
         for descriptor in held { _ = Glibc.close(descriptor) }
         held.removeAll()
     }

@@ -1,5 +1,6 @@
 import CLinuxShims
 import Glibc
+import LinkModel
 
 /// A non-blocking, close-on-exec socket descriptor. A plain value: whoever created it closes it, exactly once.
 public struct Socket: Hashable, Sendable {
@@ -8,12 +9,12 @@ public struct Socket: Hashable, Sendable {
     init(descriptor: Int32) { self.descriptor = descriptor }
 
     /// Opens a non-blocking TCP socket for `family` (`AF_INET` or `AF_INET6`).
-    static func tcp(family: Int32) throws(SystemError) -> Socket {
+    package static func tcp(family: Int32) throws(SystemError) -> Socket {
         Socket(descriptor: try syscall("socket") { clinux_socket_nonblocking(family, Int32(SOCK_STREAM.rawValue)) })
     }
 
     /// Opens a non-blocking TCP socket bound to `address` and listening, with SO_REUSEADDR.
-    static func listening(on address: SocketAddress, backlog: Int32 = 1024) throws(SystemError) -> Socket {
+    package static func listening(on address: SocketAddress, backlog: Int32 = 1024) throws(SystemError) -> Socket {
         let socket = try tcp(family: address.family)
         do {
             try socket.setOption(SOL_SOCKET, SO_REUSEADDR, 1, name: "SO_REUSEADDR")
@@ -30,7 +31,7 @@ public struct Socket: Hashable, Sendable {
     }
 
     /// Accepts one pending connection as a non-blocking socket, or reports that none is waiting.
-    func accept() throws(SystemError) -> IOResult<(Socket, SocketAddress)> {
+    package func accept() throws(SystemError) -> IOResult<(Socket, SocketAddress)> {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = try nonBlockingSyscall("accept") { clinux_accept_nonblocking(descriptor, &storage, &length) }
@@ -45,7 +46,7 @@ public struct Socket: Hashable, Sendable {
     /// Starts a non-blocking TCP connect; true when it completed at once, false when it is in progress (wait for
     /// writability). EINPROGRESS is the usual answer, so it is a result: no error (nor its message) is made for it.
     /// The socket is noted in `OwnConnections` until it closes.
-    func connect(to address: SocketAddress) throws(SystemError) -> Bool {
+    package func connect(to address: SocketAddress) throws(SystemError) -> Bool {
         let completed = try startConnect(to: address)
         if let local = try? localAddress() { OwnConnections.shared.add(descriptor, local: local, remote: address) }
         return completed
@@ -61,7 +62,7 @@ public struct Socket: Hashable, Sendable {
     }
 
     /// Reads into `buffer`; `.processed(0)` is end of stream.
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<Int> {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<Int> {
         let result = try nonBlockingSyscall("read") { Glibc.read(descriptor, buffer.baseAddress, buffer.count) }
         switch result {
         case .processed(let count): return .processed(count)
@@ -71,12 +72,12 @@ public struct Socket: Hashable, Sendable {
 
     /// Asks the kernel to stamp what arrives on this socket with its receive time (SO_TIMESTAMPNS), which
     /// `readStamped` and `receiveDatagrams` return; `false` stops it.
-    func stampArrivals(_ on: Bool = true) throws(SystemError) {
+    package func stampArrivals(_ on: Bool = true) throws(SystemError) {
         try setOption(SOL_SOCKET, SO_TIMESTAMPNS, on ? 1 : 0, name: "SO_TIMESTAMPNS")
     }
 
     /// Reads into `buffer` like `read`, with when the last byte read reached the socket, if the kernel stamped it.
-    func readStamped(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> (IOResult<Int>, arrival: Instant?) {
+    package func readStamped(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> (IOResult<Int>, arrival: Instant?) {
         var arrival: Int64 = 0
         let result = try nonBlockingSyscall("recvmsg") {
             clinux_recv_stamped(descriptor, buffer.baseAddress, buffer.count, &arrival)
@@ -88,7 +89,7 @@ public struct Socket: Hashable, Sendable {
     }
 
     /// Writes from `buffer` without raising SIGPIPE; returns how many bytes the kernel took.
-    func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {
+    package func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {
         let result = try nonBlockingSyscall("write") { clinux_send_nosignal(descriptor, buffer.baseAddress, buffer.count) }
         switch result {
         case .processed(let count): return .processed(count)
@@ -97,17 +98,17 @@ public struct Socket: Hashable, Sendable {
     }
 
     /// Half-closes the sending side: the peer reads end of stream after the data already sent.
-    func shutdownWrite() throws(SystemError) {
+    package func shutdownWrite() throws(SystemError) {
         _ = try syscall("shutdown") { Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
     }
 
     /// Disables Nagle's algorithm so small writes leave at once (the link model does the delaying).
-    func setNoDelay() throws(SystemError) {
+    package func setNoDelay() throws(SystemError) {
         try setOption(Int32(IPPROTO_TCP), TCP_NODELAY, 1, name: "TCP_NODELAY")
     }
 
     /// Whether Nagle's algorithm is disabled (TCP_NODELAY).
-    func isNoDelay() throws(SystemError) -> Bool {
+    package func isNoDelay() throws(SystemError) -> Bool {
         var value: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         _ = try syscall("getsockopt TCP_NODELAY") { getsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &value, &length) }
@@ -115,7 +116,7 @@ public struct Socket: Hashable, Sendable {
     }
 
     /// Makes the next `close` send a reset instead of a FIN.
-    func setResetOnClose() throws(SystemError) {
+    package func setResetOnClose() throws(SystemError) {
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
         _ = try syscall("setsockopt SO_LINGER") {
             setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
@@ -123,7 +124,7 @@ public struct Socket: Hashable, Sendable {
     }
 
     /// The pending error of a socket (how a non-blocking connect reports failure), or nil.
-    func pendingError() throws(SystemError) -> Errno? {
+    package func pendingError() throws(SystemError) -> Errno? {
         var value: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         _ = try syscall("getsockopt SO_ERROR") { getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &value, &length) }
@@ -131,7 +132,7 @@ public struct Socket: Hashable, Sendable {
     }
 
     /// The address the socket is bound to (the real port when port 0 was asked).
-    func localAddress() throws(SystemError) -> SocketAddress {
+    package func localAddress() throws(SystemError) -> SocketAddress {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = try withUnsafeMutablePointer(to: &storage) { (pointer) throws(SystemError) -> Int32 in
@@ -150,7 +151,7 @@ public struct Socket: Hashable, Sendable {
     }
 
     /// Closes the descriptor. Errors from close are not actionable for a socket and are ignored.
-    func close() {
+    package func close() {
         OwnConnections.shared.remove(descriptor)
         _ = Glibc.close(descriptor)
     }

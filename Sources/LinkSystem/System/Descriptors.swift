@@ -1,24 +1,25 @@
 import CLinuxShims
 import Glibc
+import LinkModel
 
 /// The process's soft limit on open descriptors; nil when unlimited or unreadable.
-var openDescriptorLimit: Int? {
+package var openDescriptorLimit: Int? {
     let limit = clinux_open_files_limit()
     return limit > 0 ? limit : nil
 }
 
 /// An epoll instance; only makes syscalls, the event loop decides what they mean.
-struct Epoll {
+package struct Epoll {
     let descriptor: Int32
 
-    static let readable = UInt32(EPOLLIN.rawValue)
-    static let writable = UInt32(EPOLLOUT.rawValue)
-    static let readHangUp = UInt32(EPOLLRDHUP.rawValue)
+    package static let readable = UInt32(EPOLLIN.rawValue)
+    package static let writable = UInt32(EPOLLOUT.rawValue)
+    package static let readHangUp = UInt32(EPOLLRDHUP.rawValue)
     /// TCP urgent data has arrived.
-    static let priority = UInt32(EPOLLPRI.rawValue)
-    static let hangUp = UInt32(EPOLLHUP.rawValue)
-    static let error = UInt32(EPOLLERR.rawValue)
-    static let edgeTriggered = UInt32(EPOLLET.rawValue)
+    package static let priority = UInt32(EPOLLPRI.rawValue)
+    package static let hangUp = UInt32(EPOLLHUP.rawValue)
+    package static let error = UInt32(EPOLLERR.rawValue)
+    package static let edgeTriggered = UInt32(EPOLLET.rawValue)
 
     init() throws(SystemError) {
         descriptor = try syscall("epoll_create1") { clinux_epoll_create() }

@@ -1,5 +1,6 @@
 import Foundation
 import HeapModule
+import LinkModel
 
 /// One thread that owns every socket and timer registered with it, driven by epoll.
 ///
@@ -11,7 +12,7 @@ import HeapModule
 /// must be called on the loop thread.
 public final class EventLoop: @unchecked Sendable {
     /// What a registered descriptor's owner is told: the epoll event bits.
-    typealias EventHandler = (UInt32) -> Void
+    package typealias EventHandler = (UInt32) -> Void
 
     /// Who is told of a registered descriptor's events.
     private enum EventOwner {
@@ -43,7 +44,7 @@ public final class EventLoop: @unchecked Sendable {
     public struct TimerID: Hashable, Sendable { fileprivate let value: UInt64 }
 
     /// A registered descriptor; the key packs a registration number with the fd so stale events are ignored.
-    struct RegistrationID: Hashable {
+    package struct RegistrationID: Hashable {
         fileprivate let key: UInt64
         fileprivate var descriptor: Int { Int(UInt32(truncatingIfNeeded: key)) }
 
@@ -89,11 +90,11 @@ public final class EventLoop: @unchecked Sendable {
     /// How many times the loop armed its timerfd: each is a syscall and, on a virtual machine, a host timer reprogram.
     private(set) var timerArms = 0
     /// How many `epoll_ctl` calls (ADD, MOD, DEL) the loop made for its owners' descriptors.
-    private(set) var descriptorControls = 0
+    package private(set) var descriptorControls = 0
     private var running = true
     /// How many times the loop has waited for events: handlers of one batch see the same number, and a handler can
     /// tell whether its descriptor was also reported in the turn before (`TCPAcceptor`'s accept budget).
-    private(set) var turn: UInt64 = 0
+    package private(set) var turn: UInt64 = 0
     /// Set once by the loop thread before `start` returns, and read-only after that, so any thread may compare it.
     private var loopThread: ThreadIdentity?
 
@@ -214,7 +215,7 @@ public final class EventLoop: @unchecked Sendable {
         wakeup.close()
     }
 
-    var inLoopThread: Bool { loopThread == ThreadIdentity.current }
+    package var inLoopThread: Bool { loopThread == ThreadIdentity.current }
 
     @inline(__always)
     func assertInLoop() {
@@ -222,14 +223,14 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Registers `descriptor` for `interest` events; `handler` runs on the loop thread for each event.
-    func register(_ descriptor: Int32, interest: UInt32, handler: @escaping EventHandler) throws(SystemError) -> RegistrationID {
+    package func register(_ descriptor: Int32, interest: UInt32, handler: @escaping EventHandler) throws(SystemError) -> RegistrationID {
         try register(descriptor, interest: interest, owner: .handler(handler))
     }
 
     /// Registers `descriptor` for `interest` events, told to `receiver` on the loop thread. The loop holds
     /// `receiver` until the registration is forgotten (`deregister`), so an owner that always deregisters before it
     /// lets go needs no weak reference to itself.
-    func register(_ descriptor: Int32, interest: UInt32, receiver: some EventReceiver) throws(SystemError) -> RegistrationID {
+    package func register(_ descriptor: Int32, interest: UInt32, receiver: some EventReceiver) throws(SystemError) -> RegistrationID {
         try register(descriptor, interest: interest, owner: .receiver(receiver))
     }
 
@@ -291,7 +292,7 @@ public final class EventLoop: @unchecked Sendable {
     /// what it waits for already: the key stays (it still names the same open descriptor), so only edges after
     /// this call reach `receiver`, and readiness the earlier owner was told of and left unused must be passed on by
     /// it. With another interest, this is `reregister`, whose MOD reports the readiness again.
-    func transfer(_ id: RegistrationID, interest: UInt32, receiver: some EventReceiver) throws(SystemError) -> RegistrationID {
+    package func transfer(_ id: RegistrationID, interest: UInt32, receiver: some EventReceiver) throws(SystemError) -> RegistrationID {
         assertInLoop()
         guard let registration = registration(forKey: id.key) else {
             preconditionFailure("transfer of a descriptor that is not registered")
@@ -302,7 +303,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Changes the events a registration waits for; a no-op when they are unchanged.
-    func setInterest(_ id: RegistrationID, _ interest: UInt32) {
+    package func setInterest(_ id: RegistrationID, _ interest: UInt32) {
         assertInLoop()
         guard let registration = registration(forKey: id.key), registration.interest != interest else { return }
         registrations[id.descriptor]!.interest = interest
@@ -315,7 +316,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// The events a registration waits for; nil once it is forgotten.
-    func interest(of id: RegistrationID) -> UInt32? {
+    package func interest(of id: RegistrationID) -> UInt32? {
         assertInLoop()
         return registration(forKey: id.key)?.interest
     }
@@ -324,7 +325,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Stops watching a descriptor. A caller that closes the descriptor right after passes `closing`: the kernel
     /// drops a closed socket from the epoll set itself, so the `epoll_ctl` is saved, and any event still queued
     /// for it finds no registration and is ignored.
-    func deregister(_ id: RegistrationID, closing: Bool = false) {
+    package func deregister(_ id: RegistrationID, closing: Bool = false) {
         assertInLoop()
         guard registration(forKey: id.key) != nil else { return }
         registrations[id.descriptor] = nil
@@ -339,7 +340,7 @@ public final class EventLoop: @unchecked Sendable {
     /// An `exact` timer has spent its lateness budget already (a pump's held write): the loop wakes at its
     /// deadline even when `TimerWakeSpacing` would wake later.
     @discardableResult
-    func schedule(at deadline: Instant, delivery: Bool = false, exact: Bool = false, _ action: @escaping () -> Void) -> TimerID {
+    package func schedule(at deadline: Instant, delivery: Bool = false, exact: Bool = false, _ action: @escaping () -> Void) -> TimerID {
         assertInLoop()
         let id = nextTimer
         nextTimer += 1
@@ -353,12 +354,12 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `action` once, on the loop thread, just before the next readiness event of any registered descriptor
     /// is handled: how a sampler that stopped its timer while nothing moved learns that something may move again.
     /// One at a time; a later call replaces an earlier one.
-    func whenNextEvent(_ action: @escaping () -> Void) {
+    package func whenNextEvent(_ action: @escaping () -> Void) {
         assertInLoop()
         onNextEvent = action
     }
 
-    func cancel(_ timer: TimerID) {
+    package func cancel(_ timer: TimerID) {
         assertInLoop()
         guard timerActions.removeValue(forKey: timer.value) != nil else { return }
         compactTimersIfStale()
@@ -368,7 +369,7 @@ public final class EventLoop: @unchecked Sendable {
     var timerEntries: Int { timers.count }
 
     /// Timers scheduled and neither run nor cancelled yet.
-    var liveTimers: Int { timerActions.count }
+    package var liveTimers: Int { timerActions.count }
 
     /// Rebuilds the timer heaps from the live timers once cancelled entries outnumber them: a cancelled entry stays
     /// until its deadline surfaces, so a churn of connections each cancelling a 15 s connect timeout would
@@ -491,7 +492,7 @@ public final class EventLoop: @unchecked Sendable {
 /// An owner of registered descriptors told of their events by a call rather than a closure per descriptor.
 ///
 /// Lives on the event loop thread that it registered with.
-protocol EventReceiver: AnyObject {
+package protocol EventReceiver: AnyObject {
     /// `descriptor`, registered by this receiver, reported `events` (epoll event bits).
     func receive(_ events: UInt32, on descriptor: Int32)
 }

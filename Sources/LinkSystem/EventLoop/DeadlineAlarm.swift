@@ -1,9 +1,11 @@
+import LinkModel
+
 /// A one-shot loop timer that keeps only the earliest deadline asked of it: the wake-up of a link's serialiser
 /// or of a pump's next delivery.
 ///
 /// Lives on the event loop thread. Arming for a later instant than the one pending is a no-op; the action runs
 /// once at the pending deadline and the alarm is then free to be armed again.
-final class DeadlineAlarm {
+package final class DeadlineAlarm {
     private let loop: EventLoop
     private let action: (Instant) -> Void
     /// Whether the action delivers data, so the loop may wake shortly before it (`EventLoop.schedule(at:delivery:)`).
@@ -15,7 +17,7 @@ final class DeadlineAlarm {
 
     /// `action` receives the loop's clock reading when the alarm fires; capture its owner weakly. A `delivery`
     /// alarm releases data whose lateness is delay error; an `exact` one is never held back by the loop's spacing.
-    init(loop: EventLoop, delivery: Bool = false, exact: Bool = false, action: @escaping (Instant) -> Void) {
+    package init(loop: EventLoop, delivery: Bool = false, exact: Bool = false, action: @escaping (Instant) -> Void) {
         self.loop = loop
         self.delivery = delivery
         self.exact = exact
@@ -23,7 +25,7 @@ final class DeadlineAlarm {
     }
 
     /// Makes the alarm fire at `instant`, unless it already fires no later.
-    func arm(at instant: Instant) {
+    package func arm(at instant: Instant) {
         if let deadline, deadline <= instant { return }
         if let timer { loop.cancel(timer) }
         deadline = instant
@@ -31,7 +33,7 @@ final class DeadlineAlarm {
     }
 
     /// Makes the alarm fire at `instant` if there is one.
-    func arm(at instant: Instant?) {
+    package func arm(at instant: Instant?) {
         if let instant { arm(at: instant) }
     }
 
@@ -41,7 +43,7 @@ final class DeadlineAlarm {
         action(loop.clock.now())
     }
 
-    func cancel() {
+    package func cancel() {
         if let timer { loop.cancel(timer) }
         timer = nil
         deadline = nil

@@ -220,12 +220,12 @@ public struct TunDevice: Sendable {
     }
 
     /// Reads one packet into `buffer`.
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<Int> {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<Int> {
         try nonBlockingSyscall("read tun") { Glibc.read(descriptor, buffer.baseAddress, buffer.count) }
     }
 
     /// Writes one packet; `.wouldBlock` when the device's queue is full.
-    func write(_ packet: [UInt8]) throws(SystemError) -> IOResult<Int> {
+    package func write(_ packet: [UInt8]) throws(SystemError) -> IOResult<Int> {
         try nonBlockingSyscall("write tun") { packet.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) } }
     }
 
@@ -234,10 +234,10 @@ public struct TunDevice: Sendable {
 
 extension Socket {
     /// Adopts a listening socket received from elsewhere (the exec namespace's gateway listener).
-    static func adopting(_ descriptor: Int32) -> Socket { Socket(descriptor: descriptor) }
+    package static func adopting(_ descriptor: Int32) -> Socket { Socket(descriptor: descriptor) }
 
     /// The address a redirected connection was sent to before nftables rewrote it.
-    func originalDestination(family: Int32) throws(SystemError) -> SocketAddress {
+    package func originalDestination(family: Int32) throws(SystemError) -> SocketAddress {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = try syscall("getsockopt SO_ORIGINAL_DST") { clinux_original_destination(descriptor, family, &storage, &length) }

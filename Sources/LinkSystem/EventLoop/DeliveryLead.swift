@@ -1,3 +1,5 @@
+import LinkModel
+
 /// How far ahead of a delivery's due time the event loop wakes, to poll up to that time instead of sleeping
 /// through the timerfd's wake-up latency.
 ///

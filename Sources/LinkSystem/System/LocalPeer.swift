@@ -33,7 +33,7 @@ extension Socket {
     /// Who holds the other end of this accepted TCP connection, for the endpoints that serve only linkcond's own
     /// user (and root): one of linkcond's own sockets (see `OwnConnections`) is told apart first, as the kernel
     /// lists it as linkcond's user's whoever it relays. Reads the socket table; see `localPeerUserID`.
-    func localClient() -> LocalClient {
+    package func localClient() -> LocalClient {
         if let local = try? localAddress(), let peer = try? peerAddress(),
            OwnConnections.shared.contains(local: peer, remote: local) {
             return .linkcondItself
@@ -76,7 +76,7 @@ extension Socket {
 }
 
 /// The other end of a connection to an endpoint that serves only linkcond's own user, as the kernel tells it.
-enum LocalClient: Equatable, CustomStringConvertible {
+package enum LocalClient: Equatable, CustomStringConvertible {
     /// A program of linkcond's own user, or of root: served.
     case owner(UInt32)
     /// A program of another user.
@@ -86,13 +86,13 @@ enum LocalClient: Equatable, CustomStringConvertible {
     /// Not in this network namespace's socket table: another host, or a client already gone.
     case unknown
 
-    var isOwner: Bool {
+    package var isOwner: Bool {
         if case .owner = self { return true }
         return false
     }
 
     /// Who the client is, for a log line or a refusal.
-    var description: String {
+    package var description: String {
         switch self {
         case .owner(let user): "user \(user)"
         case .otherUser(let user): "user \(user)"

@@ -187,4 +187,9 @@ public struct ResolutionError: Error, Sendable, CustomStringConvertible {
     public var host: String
     public var reason: String
     public var description: String { "cannot resolve \"\(host)\": \(reason)" }
+
+    package init(host: String, reason: String) {
+        self.host = host
+        self.reason = reason
+    }
 }
