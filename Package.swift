@@ -26,11 +26,13 @@ let package = Package(
             name: "LinkSystem",
             dependencies: ["CLinuxShims", "LinkModel", .product(name: "HeapModule", package: "swift-collections")]
         ),
+        .target(name: "LinkProfiles", dependencies: ["LinkModel", "LinkSystem"]),
         .target(
             name: "LinkConditioner",
             dependencies: [
                 "CLinuxShims",
                 "LinkModel",
+                "LinkProfiles",
                 "LinkSystem",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),

@@ -2,3 +2,4 @@
 // `DirectionShape`, `Instant`, the units), so this module re-exports those layers.
 @_exported import LinkModel
 @_exported import LinkSystem
+@_exported import LinkProfiles

@@ -1,7 +1,7 @@
 /// `slice.size`, `slice.variation` and `slice.delay`: data leaves in writes of `size` ± `variation` bytes with
 /// `delay` between them, as Toxiproxy's slicer does; the receiver sees many small reads. A variation of
 /// `slice.size` or more is narrowed to `slice.size` − 1 B.
-public enum SliceSetting: StreamFaultSetting {
+public enum SliceSetting: DirectionSetting {
     public static let keys = ["slice.size", "slice.variation", "slice.delay"]
 
     public static func expected(for key: String) -> String {
@@ -44,11 +44,4 @@ public enum SliceSetting: StreamFaultSetting {
     }
 
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] { direction.faults.sliceSize == nil ? [] : ["slice.size"] }
-
-    static func makeEffect(for direction: DirectionProfile, random: SeededRandom) -> ToxicEffect? {
-        let faults = direction.faults
-        return faults.sliceSize.map {
-            SlicerToxic(averageSize: $0, sizeVariation: faults.sliceVariation, delay: faults.sliceDelay, random: random)
-        }
-    }
 }

@@ -129,13 +129,13 @@ extension ProfileError {
 }
 
 /// Nearest-name suggestions by Levenshtein edit distance, for did-you-mean hints.
-enum NameSuggestion {
+package enum NameSuggestion {
     /// Names whose lengths differ by more than this are no typo of each other: the length difference (a lower
     /// bound of the distance) stands in, so a megabyte-long unknown key costs a count, not a quadratic table.
     static let comparableLengthDifference = 32
 
     /// The number of single-character insertions, deletions and substitutions that turn `a` into `b`.
-    static func editDistance(_ a: String, _ b: String) -> Int {
+    package static func editDistance(_ a: String, _ b: String) -> Int {
         let lengthDifference = abs(a.utf8.count - b.utf8.count)
         if lengthDifference > comparableLengthDifference { return lengthDifference }
         let a = Array(a), b = Array(b)
@@ -155,7 +155,7 @@ enum NameSuggestion {
     }
 
     /// The candidates sorted from nearest to farthest from `name` (stable among ties).
-    static func ranked(_ name: String, among candidates: [String]) -> [String] {
+    package static func ranked(_ name: String, among candidates: [String]) -> [String] {
         candidates.enumerated()
             .map { (offset: $0.offset, name: $0.element, distance: editDistance(name, $0.element)) }
             .sorted { ($0.distance, $0.offset) < ($1.distance, $1.offset) }

@@ -1,4 +1,5 @@
 import Foundation
+import LinkModel
 
 /// The plain-text profile format: one `key = value` per line, `#` comments, explicit units.
 ///

@@ -1,6 +1,6 @@
 /// `close.delay`: the end of the stream (the FIN) reaches the other side this long after it arrived, as
 /// Toxiproxy's slow_close does.
-public enum SlowCloseSetting: StreamFaultSetting {
+public enum SlowCloseSetting: DirectionSetting {
     public static let keys = ["close.delay"]
 
     public static func expected(for key: String) -> String { ProfileValue.expectedDuration }
@@ -21,8 +21,4 @@ public enum SlowCloseSetting: StreamFaultSetting {
     }
 
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] { rendered(direction).map(\.key) }
-
-    static func makeEffect(for direction: DirectionProfile, random: SeededRandom) -> ToxicEffect? {
-        direction.faults.closeDelay == .zero ? nil : SlowCloseToxic(delay: direction.faults.closeDelay)
-    }
 }

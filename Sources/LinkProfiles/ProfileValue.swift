@@ -1,3 +1,5 @@
+import LinkModel
+
 /// Reading and writing the quantities of the profile format: durations, bit rates, byte sizes and percentages.
 ///
 /// A value is a decimal number (digits, optionally a point and more digits), optional spaces, then a unit.

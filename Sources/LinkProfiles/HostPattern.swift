@@ -1,3 +1,5 @@
+import LinkSystem
+
 /// One entry of a profile's `exclude` list: a destination whose connections bypass the emulated link.
 ///
 /// Written as a host name (`api.internal`, matched without regard to case), a name with a leading `*.` or `.`

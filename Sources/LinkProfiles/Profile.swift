@@ -1,3 +1,5 @@
+import LinkModel
+
 /// What one direction of a link does to the data crossing it: the shape the link model reads, and the
 /// connection faults the composition applies.
 ///

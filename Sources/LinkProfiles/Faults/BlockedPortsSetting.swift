@@ -65,7 +65,7 @@ public enum BlockedPortsSetting: DirectionSetting {
 
 extension FaultSettings {
     /// How a connection to `port` is blocked, or nil when it is not.
-    func blocking(port: UInt16) -> BlockedPortsSetting.Mode? {
+    package func blocking(port: UInt16) -> BlockedPortsSetting.Mode? {
         blockedPorts.contains { $0.contains(port) } ? blockedMode : nil
     }
 }

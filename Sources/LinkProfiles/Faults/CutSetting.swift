@@ -10,7 +10,7 @@ extension FaultSettings {
 
 /// `cut.after` and `cut.mode`: a live connection is cut after a number of bytes of this direction, or a time after
 /// it opened; the cut resets it, or leaves it hanging silently (a cable unplugged), or closes it.
-public enum CutSetting: StreamFaultSetting {
+public enum CutSetting: DirectionSetting {
     public enum Mode: String, Hashable, Sendable, CaseIterable {
         case reset, hang, close
     }
@@ -62,53 +62,5 @@ public enum CutSetting: StreamFaultSetting {
 
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] {
         direction.faults.cutAfter == nil ? [] : ["cut.after"]
-    }
-
-    static func makeEffect(for direction: DirectionProfile, random: SeededRandom) -> ToxicEffect? {
-        direction.faults.cutAfter.map { CutEffect(at: $0, mode: direction.faults.cutMode) }
-    }
-}
-
-/// Cuts one direction of a connection after a byte count (exactly those bytes reach the other side first) or
-/// after a time from when the connection opened, and ends the connection as its mode says.
-final class CutEffect: ToxicEffect {
-    let point: FaultSettings.CutPoint
-    let mode: CutSetting.Mode
-    /// Counts the bytes of a cut after a size, as Toxiproxy's limit_data does.
-    private let counter: LimitDataToxic?
-    private var timer: EventLoop.TimerID?
-    private weak var stage: ToxicStage?
-
-    init(at point: FaultSettings.CutPoint, mode: CutSetting.Mode) {
-        self.point = point
-        self.mode = mode
-        if case .bytes(let bytes) = point { counter = LimitDataToxic(bytes: Int64(bytes)) } else { counter = nil }
-    }
-
-    func start(at now: Instant, stage: ToxicStage) {
-        self.stage = stage
-        guard case .time(let after) = point else { return }
-        timer = stage.loop.schedule(at: now + after) { [weak self] in
-            guard let self else { return }
-            self.timer = nil
-            self.stage?.endConnection(self.end)
-        }
-    }
-
-    private var end: StreamEnd {
-        switch mode {
-        case .reset: .reset
-        case .hang: .hang
-        case .close: .close
-        }
-    }
-
-    func limit(_ count: Int) -> (kept: Int, ended: Bool) { counter?.limit(count) ?? (count, false) }
-
-    var cutEnd: StreamEnd { end }
-
-    func stop() {
-        if let timer, let stage { stage.loop.cancel(timer) }
-        timer = nil
     }
 }

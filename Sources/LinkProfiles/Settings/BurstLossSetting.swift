@@ -1,3 +1,5 @@
+import LinkModel
+
 /// The datagram loss model keys: `loss.model` and the Gilbert-Elliott parameters `ge.p`, `ge.r`, `ge.loss-bad`,
 /// `ge.loss-good` (see `GilbertElliottLoss`).
 public enum BurstLossSetting: DirectionSetting {

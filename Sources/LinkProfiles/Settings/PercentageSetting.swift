@@ -1,3 +1,5 @@
+import LinkModel
+
 /// A datagram impairment set by one percentage key: `duplicate` (`Duplication`) or `reorder` (`Reordering`).
 public protocol PercentageSetting: DirectionSetting {
     static var key: String { get }

@@ -1,3 +1,5 @@
+import LinkModel
+
 // The link model takes a direction's `DirectionShape`; these entry points take a profile's `DirectionProfile` and
 // pass on its shape, so code that holds a profile builds and updates the model without reaching into it.
 

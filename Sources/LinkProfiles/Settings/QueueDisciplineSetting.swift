@@ -1,3 +1,5 @@
+import LinkModel
+
 /// The `queue.*` keys: the bottleneck's queue discipline and its CoDel and FQ-CoDel parameters.
 public enum QueueDisciplineSetting: DirectionSetting {
     public static let keys = ["queue.discipline", "queue.target", "queue.interval", "queue.flows", "queue.quantum"]

@@ -1,9 +1,11 @@
+import LinkModel
+
 /// One key of the profile format, as written left of `=`, and what it sets.
 ///
 /// A link key without `uplink.` or `downlink.` sets both directions; a prefixed key sets one and, in a file,
 /// wins over the unprefixed key whatever their order. Connection-wide keys (`connect.stall`, `blocked.*`,
 /// `captive-portal`) take no prefix: a prefixed one is refused rather than half applied.
-struct ProfileKey: Hashable, Sendable {
+package struct ProfileKey: Hashable, Sendable {
     /// The per-direction settings.
     enum LinkSetting: String, CaseIterable, Sendable {
         case bandwidth, delay, jitter, loss, queue, burst
@@ -35,7 +37,7 @@ struct ProfileKey: Hashable, Sendable {
 
     var target: Target
 
-    var name: String {
+    package var name: String {
         switch target {
         case .description: "description"
         case let .link(setting, .both): setting.rawValue
@@ -74,7 +76,7 @@ struct ProfileKey: Hashable, Sendable {
     private static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 
     /// The key named `name`, or the unknown-key problem with a did-you-mean.
-    static func named(_ name: String) throws(ProfileError.Kind) -> ProfileKey {
+    package static func named(_ name: String) throws(ProfileError.Kind) -> ProfileKey {
         if let key = byName[name] { return key }
         for side in [Side.uplink, .downlink] where name.hasPrefix(side.rawValue + ".") {
             let unprefixed = String(name.dropFirst(side.rawValue.count + 1))

@@ -1,4 +1,5 @@
 import Foundation
+import LinkModel
 
 /// The `trace` key: the direction's capacity follows a mahimahi trace instead of `bandwidth`.
 ///
