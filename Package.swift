@@ -54,9 +54,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "ShapingTests", dependencies: ["LinkConditioner"]),
-        .testTarget(name: "TransportTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
-        .testTarget(name: "ProfilesTests", dependencies: ["LinkConditioner"]),
+        .testTarget(name: "LinkModelTests", dependencies: ["LinkModel", "LinkProfiles", "LinkConditioner", "LoopbackPeers"]),
+        .testTarget(name: "LinkSystemTests", dependencies: ["LinkSystem", "LinkConditioner", "LoopbackPeers"]),
+        .testTarget(name: "LinkProfilesTests", dependencies: ["LinkProfiles", "LinkConditioner"]),
         .target(name: "LoopbackPeers", dependencies: ["LinkConditioner"]),
         .executableTarget(name: "linkcond-bench", dependencies: ["CLinuxShims", "LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "ProxyTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),

@@ -6,7 +6,7 @@ import LinkModel
 public struct Socket: Hashable, Sendable {
     public let descriptor: Int32
 
-    init(descriptor: Int32) { self.descriptor = descriptor }
+    package init(descriptor: Int32) { self.descriptor = descriptor }
 
     /// Opens a non-blocking TCP socket for `family` (`AF_INET` or `AF_INET6`).
     package static func tcp(family: Int32) throws(SystemError) -> Socket {
