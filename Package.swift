@@ -64,14 +64,6 @@ let package = Package(
         .testTarget(name: "ControlTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "ToxiproxyTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "NetemTests", dependencies: ["LinkNetem", "LinkConditioner"]),
-        .executableTarget(
-            name: "linkcond-fuzz",
-            dependencies: [
-                "LinkConditioner",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Fuzz/linkcond-fuzz"
-        ),
     ],
     swiftLanguageModes: [.v6]
 )
