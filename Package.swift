@@ -18,9 +18,24 @@ let package = Package(
     targets: [
         .target(name: "CLinuxShims"),
         .target(
+            name: "LinkModel",
+            dependencies: [
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
+        .target(
+            name: "LinkSystem",
+            dependencies: ["CLinuxShims", "LinkModel", .product(name: "HeapModule", package: "swift-collections")]
+        ),
+        .target(name: "LinkProfiles", dependencies: ["LinkModel", "LinkSystem"]),
+        .target(
             name: "LinkConditioner",
             dependencies: [
                 "CLinuxShims",
+                "LinkModel",
+                "LinkProfiles",
+                "LinkSystem",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
@@ -41,9 +56,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "ShapingTests", dependencies: ["LinkConditioner"]),
-        .testTarget(name: "TransportTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
-        .testTarget(name: "ProfilesTests", dependencies: ["LinkConditioner"]),
+        .testTarget(name: "LinkModelTests", dependencies: ["LinkModel", "LinkProfiles", "LinkConditioner", "LoopbackPeers"]),
+        .testTarget(name: "LinkSystemTests", dependencies: ["LinkSystem", "LinkConditioner", "LoopbackPeers"]),
+        .testTarget(name: "LinkProfilesTests", dependencies: ["LinkProfiles", "LinkConditioner"]),
         .target(name: "LoopbackPeers", dependencies: ["LinkConditioner"]),
         .executableTarget(name: "linkcond-bench", dependencies: ["CLinuxShims", "LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "ProxyTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
@@ -51,14 +66,6 @@ let package = Package(
         .testTarget(name: "ControlTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "ToxiproxyTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "NetemTests", dependencies: ["LinkNetem", "LinkConditioner"]),
-        .executableTarget(
-            name: "linkcond-fuzz",
-            dependencies: [
-                "LinkConditioner",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Fuzz/linkcond-fuzz"
-        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 @testable import LinkConditioner
+@testable import LinkModel
 
 /// Capacity trace files (mahimahi's format): `DeliveryTrace(parsing:)`, which `trace = PATH` in a profile calls on
 /// the file's bytes. A trace that parses is replayed by a `TraceSerializer`, as a bottleneck does, for packets at

@@ -11,15 +11,10 @@ import Testing
         ((try? FileManager.default.contentsOfDirectory(atPath: corpus.path)) ?? []).sorted()
     }
 
-    /// The `linkcond-fuzz` replayer next to the test bundle in the build folder.
+    /// The `linkcond-fuzz` replayer, built by `swift build --package-path Fuzz` (scripts/test does): the fuzz
+    /// targets are a package of their own.
     static var replayer: URL {
-        var directory = Bundle.main.bundleURL
-        for _ in 0..<3 {
-            let candidate = directory.appendingPathComponent("linkcond-fuzz")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory.deleteLastPathComponent()
-        }
-        return URL(fileURLWithPath: ".build/debug/linkcond-fuzz")
+        corpus.deletingLastPathComponent().appendingPathComponent(".build/debug/linkcond-fuzz")
     }
 
     @Test func everyTargetHasASeedCorpus() {
@@ -29,6 +24,8 @@ import Testing
     @Test(arguments: targets)
     func everyCorpusInputRunsWithoutATrap(target: String) throws {
         let inputs = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.appendingPathComponent(target).path)
+        try #require(FileManager.default.isExecutableFile(atPath: Self.replayer.path),
+                     "no replayer at \(Self.replayer.path): build it with swift build --package-path Fuzz")
         let process = Process()
         process.executableURL = Self.replayer
         process.arguments = [target, Self.corpus.appendingPathComponent(target).path]

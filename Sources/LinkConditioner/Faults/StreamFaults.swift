@@ -1,28 +1,3 @@
-/// The connection faults a profile sets for one direction (the `cut.*`, `close.delay`, `slice.*`,
-/// `first-byte.delay`, `connect.stall`, `blocked.*` and `captive-portal` keys), each declared by its own setting.
-///
-/// Faults that concern the whole connection (connect stall, blocked ports, captive portal) are read from the
-/// uplink, the direction a connection is opened in; an unprefixed key sets both directions alike.
-public struct FaultSettings: Hashable, Sendable {
-    public var cutAfter: CutPoint?
-    public var cutMode: CutSetting.Mode = .reset
-    public var closeDelay: Duration = .zero
-    public var sliceSize: Int?
-    public var sliceVariation = 0
-    public var sliceDelay: Duration = .zero
-    public var firstByteDelay: Duration = .zero
-    public var connectStall: Duration = .zero
-    public var blockedPorts: [ClosedRange<UInt16>] = []
-    public var blockedMode: BlockedPortsSetting.Mode = .refuse
-    public var captivePortal: CaptivePortalSetting.Style = .off
-
-    public init() {}
-
-    /// Every fault's setting, for `DirectionSettings.all`.
-    static let directionSettings: [any DirectionSetting.Type] =
-        StreamFaultSettings.all + [ConnectStallSetting.self, BlockedPortsSetting.self, CaptivePortalSetting.self]
-}
-
 /// A direction setting whose fault acts on each connection's stream, through the connection's stages.
 protocol StreamFaultSetting: DirectionSetting {
     /// The fault's effect on one direction of one new connection, or nil when `direction` leaves it off.
@@ -34,6 +9,33 @@ enum StreamFaultSettings {
     static let all: [any StreamFaultSetting.Type] = [
         CutSetting.self, FirstByteDelaySetting.self, SliceSetting.self, SlowCloseSetting.self,
     ]
+}
+
+extension CutSetting: StreamFaultSetting {
+    static func makeEffect(for direction: DirectionProfile, random: SeededRandom) -> ToxicEffect? {
+        direction.faults.cutAfter.map { CutEffect(at: $0, mode: direction.faults.cutMode) }
+    }
+}
+
+extension FirstByteDelaySetting: StreamFaultSetting {
+    static func makeEffect(for direction: DirectionProfile, random: SeededRandom) -> ToxicEffect? {
+        direction.faults.firstByteDelay == .zero ? nil : FirstByteDelay(delay: direction.faults.firstByteDelay)
+    }
+}
+
+extension SliceSetting: StreamFaultSetting {
+    static func makeEffect(for direction: DirectionProfile, random: SeededRandom) -> ToxicEffect? {
+        let faults = direction.faults
+        return faults.sliceSize.map {
+            SlicerToxic(averageSize: $0, sizeVariation: faults.sliceVariation, delay: faults.sliceDelay, random: random)
+        }
+    }
+}
+
+extension SlowCloseSetting: StreamFaultSetting {
+    static func makeEffect(for direction: DirectionProfile, random: SeededRandom) -> ToxicEffect? {
+        direction.faults.closeDelay == .zero ? nil : SlowCloseToxic(delay: direction.faults.closeDelay)
+    }
 }
 
 /// One direction's profile faults as a chain of toxics that every live connection's stage follows: a `set` that

@@ -1,0 +1,87 @@
+/// What happens to one datagram after the bottleneck has serialised it, as the impairments decide.
+///
+/// `deliverAt` starts when the datagram left the bottleneck; each impairment may push it later, add copies, or
+/// mark the datagram `lost` (never delivered).
+public struct SegmentFate: Hashable, Sendable {
+    /// When the receiver may read the datagram; never earlier than it left the bottleneck.
+    public var deliverAt: Instant
+    /// The datagram never reaches the receiver.
+    public var lost: Bool
+    /// Which loss model dropped a datagram, for the link's counters; nil for a segment that was not dropped.
+    public var lossCause: LossCause?
+    /// How many copies of the datagram the receiver gets (2 when the link duplicated it).
+    public var copies: Int
+    /// The datagram's payload bytes, for effects on its content (0 where only its timing matters).
+    public var payloadBytes = 0
+    /// The payload bit the link flips, counted from the first byte's most significant bit; nil leaves it intact.
+    public var flippedBit: Int?
+
+    /// The fate of a datagram whose last byte left the bottleneck at `departure`: delivered then, once.
+    public init(departure: Instant) {
+        self.deliverAt = departure
+        self.lost = false
+        self.lossCause = nil
+        self.copies = 1
+    }
+
+    /// The fate of a datagram of `payloadBytes` bytes whose last byte left the bottleneck at `departure`.
+    public init(departure: Instant, payloadBytes: Int) {
+        self.init(departure: departure)
+        self.payloadBytes = payloadBytes
+    }
+
+    /// Marks a datagram dropped by `cause`: it is never delivered.
+    public mutating func drop(_ cause: LossCause) {
+        lost = true
+        lossCause = cause
+        deliverAt = .never
+    }
+}
+
+/// The loss model that dropped a datagram.
+public enum LossCause: Hashable, Sendable {
+    /// Independent random loss (`loss`).
+    case random
+    /// The Gilbert-Elliott model's bursty loss (`loss.model = gilbert-elliott`).
+    case burst
+}
+
+/// One per-datagram effect of a link (delay, loss, and so on), applied in a pipeline after serialisation.
+///
+/// A new impairment is one type conforming to this protocol, one entry in `ImpairmentPipeline.datagramKinds`, and
+/// one test. (TCP streams take their loss and delay in `StreamLink`'s transport model instead.) It draws every random number from `random`, so a seed reproduces its
+/// decisions.
+public protocol Impairment: Sendable {
+    /// The impairment `profile` asks for, or nil when the profile leaves this effect off.
+    init?(profile: DirectionShape)
+
+    /// Decides this impairment's share of `segment`'s fate.
+    mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom)
+}
+
+/// The impairments a direction profile asks for, applied in order to every serialised datagram.
+public struct ImpairmentPipeline: Sendable {
+    /// Every impairment kind a datagram link knows, in the order they apply: a datagram is lost or not, then
+    /// duplicated, delayed, and perhaps held back behind later ones.
+    public static let datagramKinds: [any Impairment.Type] = [
+        DatagramLoss.self, GilbertElliottLoss.self, Duplication.self, PropagationDelay.self, Reordering.self,
+        Corruption.self,
+    ]
+
+    private var stages: [any Impairment]
+
+    /// The stages of `kinds` that `profile` turns on, in the order of `kinds`.
+    public init(profile: DirectionShape, kinds: [any Impairment.Type] = datagramKinds) {
+        stages = kinds.compactMap { $0.init(profile: profile) }
+    }
+
+    /// True when no stage is configured, so a datagram is delivered as soon as it is serialised.
+    public var isEmpty: Bool { stages.isEmpty }
+
+    /// Runs every stage on `segment`, in order.
+    public mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom) {
+        for index in stages.indices {
+            stages[index].apply(to: &segment, random: &random)
+        }
+    }
+}

@@ -1,0 +1,664 @@
+// One direction of a listener's emulated path for TCP streams: a small discrete-event emulation of Linux TCP
+// senders sharing one bottleneck.
+//
+// Each connection's direction is a `StreamFlow`: a `TCPSender` and a `TCPReceiver`. Events, in time order:
+//
+//     the application writes   → the sender sends what its window allows, as segments into the bottleneck
+//     the bottleneck           → a segment departs after serialisation (constant rate or a trace), or the queue
+//                                discipline drops it (FIFO when full, CoDel when it stood too long, fq_codel
+//                                from the fattest flow): a loss for that flow, so the sawtooth and bufferbloat,
+//                                or CoDel's short queue, emerge from here
+//     departure + loss draw    → random loss (`loss`, or Gilbert-Elliott under `loss.model`) per segment
+//     departure + delay ± jitter → arrival at the receiver; arrivals of one flow never overtake each other
+//     arrival                  → in-order bytes are released to the proxy at once; after a hole they wait
+//                                (head-of-line blocking); the receiver ACKs now or after its delayed-ACK timer
+//     ACK + reverse loss draw  → lost (the reverse direction's `loss` or Gilbert-Elliott model), or
+//     + reverse delay            arrival at the sender: windows grow, losses are detected and repaired
+//     sender timers            → RACK reorder timer, tail loss probe, retransmission timeout
+//
+// The ACK path takes the reverse direction's propagation delay and loss: it ignores the reverse bandwidth (ACKs
+// are small), its queue and its jitter. A lost ACK costs little (the next one is cumulative and repeats the SACK
+// blocks) unless it was the last of a flight. Its draws come from their own generator, seeded from `seed`, so a
+// link whose reverse direction loses nothing draws exactly as before; a Gilbert-Elliott reverse direction runs
+// its own chain for the ACKs. Handshake: the SYNs and the final ACK take the uplink's loss and the SYN-ACKs the
+// downlink's, drawn from their own generators (and Gilbert-Elliott chains) per link, and lost ones are resent on
+// Linux's 1, 2, 4 … s timers (`HandshakeAttempts`); the proxy connects upstream when the first SYN arrives. The
+// connecting side's flow opens when the first SYN-ACK reaches the client (one downlink delay after the connect
+// without loss), the accepting side's when an ACK of a SYN-ACK arrives (one uplink delay later without loss) or
+// the client's first bytes do (`open`), so the first request/response takes two round trips as on a real link,
+// plus the handshake's stalls, and a server that speaks first pays the handshake too. Each side's sender starts
+// from `HandshakeAttempts.SideStart`: its first RTT sample from the echoed timestamps, as Linux takes it, so its
+// first retransmission timeout is about 200 ms rather than 1 s, and its initial window.
+//
+// A link with no impairment at all (no rate, delay, jitter or loss either way) passes bytes straight through
+// whenever a flow has nothing in the model, so an unconditioned listener costs nothing.
+//
+// Flows wait in a heap ordered by their next event, so an event costs O(log flows) rather than a visit to every
+// flow: 100 streams on one link visited each other at every segment's departure.
+//
+// The emulation's state is one value (`StreamLink.Emulation`) and each flow's is one value (`StreamFlow.Model`),
+// taken `inout` once per call or event: Swift checks every access to a class's stored property for exclusivity at
+// run time, and with a property per field the checks cost more than the model itself (about 60 per segment).
+// Within a value, the compiler proves exclusivity as it compiles. A segment's flow is found by binary search over
+// the flows in number order, without hashing.
+//
+// Rates count payload bytes (`BitRate`), so a segment is charged its payload; a wire-accounting link such as
+// netem's (1514-byte frames per 1448-byte segment) is about 4.5 % slower for the same number.
+
+import HeapModule
+
+/// A flow's next event in a link's schedule; stale once the flow was rescheduled (its generation moved on) or
+/// removed. Ties go to the older flow, the order flows were visited in before.
+private struct ScheduledFlow: Comparable {
+    var at: Instant
+    var number: Int
+    var generation: Int
+
+    static func < (lhs: ScheduledFlow, rhs: ScheduledFlow) -> Bool {
+        lhs.at == rhs.at ? lhs.number < rhs.number : lhs.at < rhs.at
+    }
+}
+
+/// One direction of a listener's link for TCP streams, shared by all its connections.
+///
+/// It never reads a clock: every method takes `now`, and calls come with `now` never decreasing. Lives on the
+/// event loop thread; not thread-safe.
+public final class StreamLink {
+    /// Which end of the connection sends on this direction.
+    public enum Side: Hashable, Sendable {
+        /// The side that connected (the client; the uplink).
+        case connector
+        /// The side that accepted (the upstream server; the downlink).
+        case acceptor
+    }
+
+    private var emulation: Emulation
+
+    /// Decides a departed segment's loss in place of the random draw (tests pick which transmission is lost).
+    var lossDecision: ((LinkPacket) -> Bool)? {
+        get { emulation.lossDecision }
+        set { emulation.lossDecision = newValue }
+    }
+    /// Decides an ACK's loss in place of the reverse direction's draw (tests pick which ACK is lost).
+    var ackLossDecision: ((TCPAck) -> Bool)? {
+        get { emulation.ackLossDecision }
+        set { emulation.ackLossDecision = newValue }
+    }
+    /// Decides a SYN's (uplink) or SYN-ACK's (downlink) loss in place of the draw (tests pick which is lost).
+    var handshakeLossDecision: (() -> Bool)? {
+        get { emulation.handshakeLossDecision }
+        set { emulation.handshakeLossDecision = newValue }
+    }
+
+    /// Creates a direction carrying `profile`, whose ACKs come back over `reverse`; `seed` drives every draw.
+    public init(side: Side, profile: DirectionShape, reverse: DirectionShape, settings: TCPSettings, seed: UInt64) {
+        emulation = Emulation(side: side, profile: profile, reverse: reverse, settings: settings, seed: seed)
+    }
+
+    /// Live profile switch at `now`: segments queued and on their way keep their order and times; new settings
+    /// apply to what is serialised from now on, `settings` to connections opened from now on. Senders backed off
+    /// by a dead path (100 % loss) retry within one timeout. A link that now emulates nothing opens every side
+    /// still waiting for its handshake, as such a link would have completed it.
+    public func update(profile: DirectionShape, reverse: DirectionShape, settings: TCPSettings, now: Instant) {
+        emulation.update(profile: profile, reverse: reverse, settings: settings, now: now)
+    }
+
+    /// Whether nothing at all is emulated in either direction.
+    public var isPassThrough: Bool { emulation.isPassThrough }
+
+    /// Draws the handshake of a connection starting now: its SYNs cross this direction (the uplink) and its
+    /// SYN-ACKs `reverse` (the downlink), each lost by its direction's loss; each direction counts the
+    /// retransmissions it carries.
+    public func drawHandshake(answeredOver reverse: StreamLink) -> HandshakeAttempts {
+        assert(emulation.side == .connector && reverse.emulation.side == .acceptor,
+               "the SYNs cross the uplink, the SYN-ACKs the downlink")
+        let (uplinkDelay, downlinkDelay) = (emulation.profile.delay, reverse.emulation.profile.delay)
+        let attempts = emulation.canLoseHandshakeSegment || reverse.emulation.canLoseHandshakeSegment
+            ? HandshakeAttempts(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay,
+                                synLost: { self.emulation.isHandshakeSegmentLost() },
+                                synAckLost: { reverse.emulation.isHandshakeSegmentLost() },
+                                ackLost: { self.emulation.isHandshakeSegmentLost() })
+            : HandshakeAttempts(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay)
+        emulation.counters.handshakeRetransmissions += attempts.synRetransmissions
+        if attempts.isAbandoned { reverse.emulation.counters.handshakeRetransmissions += attempts.synAckRetransmissions }
+        return attempts
+    }
+
+    /// Attaches a new connection's direction at `now`, the instant the proxy connects upstream (when the first SYN
+    /// reached the server). With `emulatingHandshake` it may send only once its side of `handshake` has completed
+    /// (a lossless handshake over the current delays when nil), never if it was abandoned, and the server's side,
+    /// when every ACK of its SYN-ACKs was lost, once the client's bytes reach it (`open`); without (a proxy front
+    /// end's reply plays that part), at once.
+    public func makeFlow(at now: Instant, emulatingHandshake: Bool = true, handshake: HandshakeAttempts? = nil) -> StreamFlow {
+        emulation.makeFlow(at: now, emulatingHandshake: emulatingHandshake, handshake: handshake)
+    }
+
+    /// The peer's first bytes (or its end of stream) reached `flow`'s sender at `now`. They acknowledge its
+    /// SYN-ACK as the final ACK would (tcp_check_req), so a server side still waiting for a lost final ACK may
+    /// send from now, starting as its handshake stood then: what its timer would have resent later never was.
+    /// False when the server had dropped its request unanswered: Linux answers such a segment with a reset.
+    @discardableResult
+    public func open(_ flow: StreamFlow, at now: Instant) -> Bool {
+        emulation.open(flow, at: now)
+    }
+
+    /// Forgets a closed flow; its queued segments leave the bottleneck.
+    public func remove(_ flow: StreamFlow) {
+        emulation.remove(flow)
+    }
+
+    /// Whether `flow`'s send buffer has room for more of the application's bytes.
+    public func canAccept(_ flow: StreamFlow) -> Bool {
+        flow.model.sender.hasSendBufferRoom
+    }
+
+    /// The application wrote `bytes` into `flow` at `written`: now, or when they reached the proxy's socket, which
+    /// may be before the latest instant the link has run to (then they count from that instant).
+    public func enqueue(_ bytes: Int, on flow: StreamFlow, at written: Instant) {
+        emulation.enqueue(bytes, on: flow, at: written)
+    }
+
+    /// Counts `bytes` that crossed a pass-through link outside the model (spliced in the kernel) as enqueued and
+    /// delivered, so status and the rate meter see them.
+    public func countSpliced(_ bytes: Int) {
+        emulation.counters.bytesEnqueued += bytes
+        emulation.counters.bytesDelivered += bytes
+        emulation.counters.bytesSpliced += bytes
+    }
+
+    /// Counts `bytes` a pass-through link let through at once for a connection without a flow (a front end's reply)
+    /// as enqueued and delivered, as the model would have counted them.
+    public func countReleasedAtOnce(_ bytes: Int) {
+        emulation.counters.bytesEnqueued += bytes
+        emulation.counters.bytesDelivered += bytes
+    }
+
+    /// Runs the emulation up to `now` and returns the flows whose receivers released bytes, or became blocked or
+    /// unblocked behind a lost segment.
+    public func advance(to now: Instant) -> [StreamFlow] {
+        emulation.advance(to: now)
+    }
+
+    /// The earliest instant at which `flow`'s receiver may release more bytes, as far as the link already knows:
+    /// its next arrival, or while its segments wait in the bottleneck, the bottleneck's next event plus the least
+    /// propagation delay. Nil when none of its bytes is on its way (the next ones wait for an ACK or a timer, or
+    /// there are none). A lower bound: an arrival after a hole releases nothing. Read-only; for the proxy's write
+    /// batching.
+    public func nextRelease(of flow: StreamFlow) -> Instant? {
+        var next = flow.model.arrivals.first?.at
+        if flow.model.segmentsInBottleneck > 0, let departure = emulation.bottleneck.nextEventTime, departure != .never {
+            let arrival = departure.addingSaturating(nanoseconds: emulation.leastDelayNanoseconds)
+            next = min(next ?? arrival, arrival)
+        }
+        return next
+    }
+
+    /// The next instant at which `advance` has work, or nil (also for work that saturated at the end of time).
+    public var nextServiceTime: Instant? {
+        emulation.nextServiceTime
+    }
+
+    /// Entries in the schedule, stale ones included.
+    var scheduleEntries: Int { emulation.scheduleEntries }
+
+    public var counters: LinkCounters {
+        var counters = emulation.counters
+        counters.bytesDelivered += emulation.tally.counters.bytesDelivered
+        counters.queuedBytes = emulation.bottleneck.byteCount
+        counters.inFlightBytes = emulation.flows.reduce(0) { $0 + $1.inFlightBytes }
+        return counters
+    }
+}
+
+extension StreamLink {
+    /// The whole emulation of one direction as a value, so that its event handling reaches its own state without a
+    /// run-time exclusivity check per access; flows' states come in `inout`, once per event.
+    struct Emulation {
+        let side: Side
+        private(set) var profile: DirectionShape
+        /// `emulatesNothing`, kept as the profile changes: the class reads it for every pump's read, and reading a
+        /// computed property of the emulation through the class copied the whole emulation.
+        private(set) var isPassThrough = false
+        /// The least propagation delay a segment may have, max(0, delay − jitter), in nanoseconds: kept for
+        /// `nextRelease`, read through the class without copying the emulation.
+        private(set) var leastDelayNanoseconds: Int64 = 0
+        private var reverseDelay: Duration
+        private var reverseLoss: Percentage
+        private var ackBurstLoss: GilbertElliottLoss?
+        private var ackRandom: SeededRandom
+        private var settings: TCPSettings
+        private(set) var bottleneck: Bottleneck
+        private var random: SeededRandom
+        private var burstLoss: GilbertElliottLoss?
+        /// The live flows, in number order (new flows get the next number; removal keeps the order), so a number
+        /// is found by binary search.
+        private(set) var flows: [StreamFlow] = []
+        private var nextFlowNumber = 0
+        private var schedule = Heap<ScheduledFlow>()
+        /// Whether the schedule's top entry is known to be live: set when `nextScheduledFlow` checked it, cleared
+        /// by every change to the schedule or to a flow's entry, so the check (a read of the flow) runs once per
+        /// change rather than at every look.
+        private var scheduleTopIsLive = false
+        private var changed: [StreamFlow] = []
+        private var spare: [StreamFlow] = []
+        /// What the link counted itself; flows count the bytes taken from them in `tally`.
+        var counters = LinkCounters()
+        let tally = LinkTally()
+        /// The latest instant at which the emulation did anything (an event, a write, a switch): a write may be
+        /// entered as late as it was made, but never before what the link already did.
+        private var latestEvent = Instant(nanoseconds: .min)
+        var lossDecision: ((LinkPacket) -> Bool)?
+        var ackLossDecision: ((TCPAck) -> Bool)?
+        private var handshakeRandom: SeededRandom
+        private var handshakeBurstLoss: GilbertElliottLoss?
+        var handshakeLossDecision: (() -> Bool)? {
+            didSet { noteHandshakeLoss() }
+        }
+        /// Whether a SYN or SYN-ACK on this direction could be lost: a lossless one draws nothing (the draw takes no
+        /// random number there either), so its handshake needs no playing out. Kept, not computed: the class reads
+        /// it for every connection, and a computed property read through the class copied the whole emulation.
+        private(set) var canLoseHandshakeSegment = false
+        /// Bound on events handled per `advance`, so a model bug cannot hang the event loop.
+        private static let maximumEventsPerAdvance = 1_000_000
+
+        /// Mixed into the seed for the ACK loss draws, so they do not shift the forward direction's draws.
+        private static let ackSeedSalt: UInt64 = 0xACC0_5EED_ACC0_5EED
+        /// Mixed into the seed for the handshake's draws, so they shift neither the segments' nor the ACKs' draws.
+        private static let handshakeSeedSalt: UInt64 = 0x5A_5EED_0000_5A5A
+
+        init(side: Side, profile: DirectionShape, reverse: DirectionShape, settings: TCPSettings, seed: UInt64) {
+            self.side = side
+            self.profile = profile
+            self.reverseDelay = reverse.delay
+            self.reverseLoss = reverse.loss
+            self.ackBurstLoss = GilbertElliottLoss(profile: reverse)
+            self.ackRandom = SeededRandom(seed: seed ^ Self.ackSeedSalt)
+            self.settings = settings
+            self.bottleneck = Bottleneck(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
+                                         serializer: profile.makeSerializer())
+            self.random = SeededRandom(seed: seed)
+            self.burstLoss = GilbertElliottLoss(profile: profile)
+            self.handshakeRandom = SeededRandom(seed: seed ^ Self.handshakeSeedSalt)
+            self.handshakeBurstLoss = GilbertElliottLoss(profile: profile)
+            noteProfile()
+        }
+
+        /// Recomputes what is kept from the profile after it changed.
+        private mutating func noteProfile() {
+            isPassThrough = emulatesNothing
+            noteHandshakeLoss()
+            leastDelayNanoseconds = max(0, (profile.delay - profile.jitter).nanoseconds)
+        }
+
+        mutating func update(profile: DirectionShape, reverse: DirectionShape, settings: TCPSettings, now: Instant) {
+            run(until: now)
+            latestEvent = max(latestEvent, now)
+            let old = self.profile
+            self.profile = profile
+            self.reverseDelay = reverse.delay
+            self.reverseLoss = reverse.loss
+            let wantedAckLoss = GilbertElliottLoss(profile: reverse)
+            if wantedAckLoss?.parameters != ackBurstLoss?.parameters { ackBurstLoss = wantedAckLoss }
+            self.settings = settings
+            if old.trace != profile.trace || old.bandwidth != profile.bandwidth || old.burst != profile.burst {
+                bottleneck.update(serializer: profile.makeSerializer(), now: now)
+            }
+            if old.queueManagement != profile.queueManagement || old.queueLimit != profile.queueLimit {
+                let refused = bottleneck.update(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
+                                                now: now)
+                for packet in refused { flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1 }
+                counters.segmentsLost += refused.count
+            }
+            let wanted = GilbertElliottLoss(profile: profile)
+            if wanted?.parameters != burstLoss?.parameters { burstLoss = wanted }
+            if wanted?.parameters != handshakeBurstLoss?.parameters { handshakeBurstLoss = wanted }
+            noteProfile()
+            let opensEveryFlow = isPassThrough
+            for flow in flows {
+                if opensEveryFlow && flow.model.opensAt > now { flow.model.opensAt = now }
+                flow.model.sender.pathChanged(now: now)
+                transmit(flow, &flow.model, at: now)
+                reschedule(flow, &flow.model, at: now)
+                compactScheduleIfStale()
+            }
+        }
+
+        /// Whether nothing at all is emulated in either direction, as `profile`, `reverseDelay`, `reverseLoss` and
+        /// `ackBurstLoss` stand.
+        private var emulatesNothing: Bool {
+            profile.bandwidth == nil && profile.trace == nil && profile.delay == .zero && profile.jitter == .zero
+                && profile.loss == .zero
+                && profile.lossModel == .random && reverseDelay == .zero && reverseLoss == .zero && ackBurstLoss == nil
+        }
+
+        mutating func makeFlow(at now: Instant, emulatingHandshake: Bool, handshake: HandshakeAttempts?) -> StreamFlow {
+            let up = side == .connector ? profile.delay : reverseDelay
+            let down = side == .connector ? reverseDelay : profile.delay
+            let handshake = handshake ?? HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
+            var opensAt = now
+            let reached = handshake.serverReached ?? .zero
+            let connectedAt = now.addingSaturating(nanoseconds: -reached.nanoseconds)
+            if emulatingHandshake {
+                if handshake.serverReached != nil, let established = handshake.clientEstablished {
+                    let opens = side == .connector ? established : handshake.serverEstablished
+                    opensAt = opens.map { connectedAt.addingSaturating(nanoseconds: $0.nanoseconds) } ?? .never
+                } else {
+                    opensAt = .never
+                }
+            }
+            let flow = StreamFlow(number: nextFlowNumber, settings: settings, opensAt: opensAt, tally: tally)
+            if side == .connector || !emulatingHandshake {
+                flow.model.sender.handshakeCompleted(handshake.clientStart)
+            } else {
+                let opened = handshake.serverEstablished ?? handshake.serverGaveUp ?? HandshakeAttempts.clientGivesUpAfter
+                let start = handshake.serverStart(openedAt: opened)
+                let acksLost = handshake.handshakeAcksLost(before: opened)
+                flow.model.sender.handshakeCompleted(start)
+                flow.serverHandshake = (handshake, connectedAt, start.retransmissions, acksLost)
+                counters.handshakeRetransmissions += start.retransmissions
+                counters.acksLost += acksLost
+            }
+            nextFlowNumber += 1
+            flows.append(flow)
+            counters.flows += 1
+            return flow
+        }
+
+        mutating func open(_ flow: StreamFlow, at now: Instant) -> Bool {
+            guard flow.model.opensAt > now, !flow.model.isRemoved else { return true }
+            let now = max(now, latestEvent)
+            run(until: now)
+            latestEvent = now
+            if let server = flow.serverHandshake {
+                let offset = now - server.connectedAt
+                if let gaveUp = server.attempts.serverGaveUp, offset >= gaveUp { return false }
+                let start = server.attempts.serverStart(openedAt: offset)
+                let acksLost = server.attempts.handshakeAcksLost(before: offset)
+                counters.handshakeRetransmissions += start.retransmissions - server.resent
+                counters.acksLost += acksLost - server.acksLost
+                flow.serverHandshake = (server.attempts, server.connectedAt, start.retransmissions, acksLost)
+                flow.model.sender.handshakeCompleted(start)
+            }
+            flow.model.opensAt = now
+            transmit(flow, &flow.model, at: now)
+            reschedule(flow, &flow.model, at: now)
+            compactScheduleIfStale()
+            return true
+        }
+
+        mutating func remove(_ flow: StreamFlow) {
+            guard !flow.model.isRemoved else { return }
+            flow.model.isRemoved = true
+            scheduleTopIsLive = false
+            flow.model.segmentsInBottleneck = 0
+            flow.model.scheduledAt = nil
+            counters.flows -= 1
+            _ = bottleneck.removeAll(ofFlow: flow.number)
+            let index = flowIndex(numbered: flow.number)
+            if index < flows.count, flows[index] === flow { flows.remove(at: index) }
+            if flow.model.isMarkedChanged, let index = changed.firstIndex(where: { $0 === flow }) { changed.remove(at: index) }
+            flow.model.isMarkedChanged = false
+            flow.model.arrivals.removeAll()
+            flow.model.acks.removeAll()
+            compactScheduleIfStale()
+        }
+
+        mutating func enqueue(_ bytes: Int, on flow: StreamFlow, at written: Instant) {
+            guard bytes > 0, !flow.model.isRemoved else { return }
+            let now = max(written, latestEvent)
+            latestEvent = now
+            counters.bytesEnqueued += bytes
+            run(until: now)
+            enqueue(bytes, on: flow, &flow.model, at: now)
+            compactScheduleIfStale()
+        }
+
+        private mutating func enqueue(_ bytes: Int, on flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
+            if isPassThrough && model.pendingBytes == 0 {
+                model.release(bytes, at: now)
+                markChanged(flow, &model)
+                return
+            }
+            model.pendingBytes += bytes
+            model.sender.write(bytes, now: now)
+            transmit(flow, &model, at: now)
+            reschedule(flow, &model, at: now)
+        }
+
+        mutating func advance(to now: Instant) -> [StreamFlow] {
+            run(until: now)
+            guard !changed.isEmpty else { return [] }
+            let result = changed
+            spare.removeAllKeepingCapacity()
+            changed = spare
+            spare = result
+            for flow in result { flow.model.isMarkedChanged = false }
+            return result
+        }
+
+        var nextServiceTime: Instant? {
+            mutating get {
+                var next = bottleneck.nextEventTime
+                if let at = nextScheduledFlow()?.at { next = min(next ?? at, at) }
+                return next == .never ? nil : next
+            }
+        }
+
+        /// Entries in the schedule, stale ones included.
+        var scheduleEntries: Int { schedule.count }
+
+        /// The live flow numbered `number`, if any, by binary search over `flows`.
+        private func flow(numbered number: Int) -> StreamFlow? {
+            let index = flowIndex(numbered: number)
+            return index < flows.count && flows[index].number == number ? flows[index] : nil
+        }
+
+        /// Where the flow numbered `number` is, or would be, in `flows` (sorted by number).
+        private func flowIndex(numbered number: Int) -> Int {
+            var low = 0, high = flows.count
+            while low < high {
+                let middle = (low + high) / 2
+                if flows[middle].number < number { low = middle + 1 } else { high = middle }
+            }
+            return low
+        }
+
+        /// The earliest live entry of the schedule, after dropping stale ones from its top.
+        private mutating func nextScheduledFlow() -> ScheduledFlow? {
+            if scheduleTopIsLive { return schedule.min }
+            while let top = schedule.min {
+                if let flow = flow(numbered: top.number), flow.model.scheduleGeneration == top.generation {
+                    scheduleTopIsLive = true
+                    return top
+                }
+                schedule.removeMin()
+            }
+            return nil
+        }
+
+        /// Enters `flow`'s next event, as it stands after a change at `now`, in the schedule: one of its own
+        /// events, or the end of its handshake when it has bytes waiting for it.
+        private mutating func reschedule(_ flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
+            guard !model.isRemoved else { return }
+            var next = model.nextEventTime
+            if model.opensAt > now, model.sender.unsentBytes > 0 { next = min(next ?? model.opensAt, model.opensAt) }
+            guard next != model.scheduledAt else { return }
+            scheduleTopIsLive = false
+            model.scheduledAt = next
+            model.scheduleGeneration += 1
+            if let next, next != .never {
+                schedule.insert(ScheduledFlow(at: next, number: flow.number, generation: model.scheduleGeneration))
+            }
+        }
+
+        /// Rebuilds the schedule from the live flows once stale entries outnumber them: each closed connection may
+        /// leave an entry up to a retransmission timeout ahead, so a churn of short connections would otherwise grow
+        /// it. It reads every flow, so it runs after a flow's state was given back, never while one is taken `inout`;
+        /// when does not matter to the model, which only ever takes the live entries.
+        private mutating func compactScheduleIfStale() {
+            guard schedule.count > 2 * flows.count + 64 else { return }
+            scheduleTopIsLive = false
+            schedule = Heap(flows.compactMap { flow in
+                guard let at = flow.model.scheduledAt, at != .never else { return nil }
+                return ScheduledFlow(at: at, number: flow.number, generation: flow.model.scheduleGeneration)
+            })
+        }
+
+        /// Handles every event due by `now`, in time order.
+        private mutating func run(until now: Instant) {
+            var handled = 0
+            while let at = nextServiceTime, at <= now, handled < Self.maximumEventsPerAdvance {
+                handled += 1
+                latestEvent = max(latestEvent, at)
+                if let due = bottleneck.nextEventTime, due <= at {
+                    for event in bottleneck.advance(to: at) {
+                        switch event {
+                        case let .departed(packet, departure):
+                            if let flow = flow(numbered: packet.flow) {
+                                departed(packet, of: flow, &flow.model, at: departure, handledAt: at)
+                                compactScheduleIfStale()
+                            }
+                        case let .dropped(packet, _):
+                            flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1
+                            counters.segmentsLost += 1
+                        }
+                    }
+                }
+                while let top = nextScheduledFlow(), top.at <= at, handled < Self.maximumEventsPerAdvance {
+                    handled += 1
+                    schedule.removeMin()
+                    scheduleTopIsLive = false
+                    guard let flow = flow(numbered: top.number) else { continue }
+                    process(flow, &flow.model, at: at)
+                    compactScheduleIfStale()
+                }
+            }
+        }
+
+        /// `flow`'s `packet` left the bottleneck at `departure`, handled at `at`.
+        private mutating func departed(_ packet: LinkPacket, of flow: StreamFlow, _ model: inout StreamFlow.Model,
+                                       at departure: Instant, handledAt at: Instant) {
+            model.segmentsInBottleneck -= 1
+            depart(packet, of: &model, at: departure)
+            reschedule(flow, &model, at: at)
+        }
+
+        /// Handles `flow`'s events due at `at`: arrivals, the delayed ACK, ACKs, timers; then sends what it may, and
+        /// enters its next event in the schedule.
+        private mutating func process(_ flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
+            model.scheduledAt = nil
+            var touched = false
+            while let first = model.arrivals.first, first.at <= now {
+                model.arrivals.removeFirst()
+                touched = true
+                let ack = model.receiver.receive(first.segment, now: first.at, idleRestart: model.sender.timer.rto,
+                                                 roundTrip: profile.delay + reverseDelay)
+                if let ack { sendAck(ack, on: &model, at: first.at) }
+                let released = model.receiver.takeReleased()
+                if released > 0 {
+                    model.release(released, at: first.at)
+                    model.pendingBytes -= released
+                    markChanged(flow, &model)
+                }
+                if model.receiver.isHeadOfLineBlocked != model.isLossBlocked {
+                    model.isLossBlocked.toggle()
+                    model.lossBlockChanges.append((first.at, model.isLossBlocked))
+                    markChanged(flow, &model)
+                }
+            }
+            if let deadline = model.receiver.delayedAckDeadline, deadline <= now,
+               let ack = model.receiver.delayedAckFired(now: deadline) {
+                sendAck(ack, on: &model, at: deadline)
+            }
+            while let first = model.acks.first, first.at <= now {
+                model.acks.removeFirst()
+                touched = true
+                model.sender.receive(first.ack, now: first.at)
+            }
+            if let deadline = model.sender.nextTimer, deadline <= now {
+                touched = true
+                model.sender.timerFired(now: now)
+            }
+            if touched || (model.opensAt == now && model.sender.unsentBytes > 0) { transmit(flow, &model, at: now) }
+            reschedule(flow, &model, at: now)
+        }
+
+        private mutating func sendAck(_ ack: TCPAck, on model: inout StreamFlow.Model, at now: Instant) {
+            if ackLossDecision?(ack) ?? isAckLost() {
+                counters.acksLost += 1
+                return
+            }
+            let arrival = max(now.addingSaturating(nanoseconds: reverseDelay.nanoseconds), model.acks.last?.at ?? now)
+            model.acks.append((ack, arrival))
+        }
+
+        /// Puts every segment `flow`'s sender may send at `now` into the bottleneck.
+        private mutating func transmit(_ flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
+            guard now >= model.opensAt, !model.isRemoved else { return }
+            while let segment = model.sender.nextSegment(now: now) {
+                counters.transmissions += 1
+                let packet = LinkPacket(flow: flow.number, bytes: segment.length, tag: UInt64(segment.seq))
+                model.segmentsInBottleneck += 1
+                let dropped = bottleneck.enqueue(packet, now: now)
+                for packet in dropped {
+                    if packet.flow == flow.number {
+                        model.segmentsInBottleneck -= 1
+                    } else {
+                        self.flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1
+                    }
+                }
+                counters.segmentsLost += dropped.count
+            }
+        }
+
+        /// A segment left the bottleneck at `now`: it is lost, or arrives one propagation delay (± jitter) later,
+        /// never before the flow's previous arrival.
+        private mutating func depart(_ packet: LinkPacket, of model: inout StreamFlow.Model, at now: Instant) {
+            if lossDecision?(packet) ?? isLost() {
+                counters.segmentsLost += 1
+                return
+            }
+            var offset = profile.delay.nanoseconds
+            let spread = profile.jitter.nanoseconds
+            if spread > 0 { offset = offset.addingSaturating(Int64.random(in: -spread...spread, using: &random)) }
+            var arrival = now.addingSaturating(nanoseconds: max(0, offset))
+            if let last = model.arrivals.last { arrival = max(arrival, last.at) }
+            let segment = TCPSegment(seq: Int64(packet.tag), length: packet.bytes, isRetransmission: false)
+            model.arrivals.append((segment, arrival))
+        }
+
+        private mutating func isLost() -> Bool { Self.draw(&burstLoss, loss: profile.loss, random: &random) }
+
+        /// This direction's loss, drawn for one SYN or SYN-ACK from the handshake's own generator and chain.
+        mutating func isHandshakeSegmentLost() -> Bool {
+            if let handshakeLossDecision { return handshakeLossDecision() }
+            return Self.draw(&handshakeBurstLoss, loss: profile.loss, random: &handshakeRandom)
+        }
+
+        /// Recomputes `canLoseHandshakeSegment` after the profile or the handshake's loss decision changed.
+        private mutating func noteHandshakeLoss() {
+            canLoseHandshakeSegment = handshakeLossDecision != nil || handshakeBurstLoss != nil || profile.loss.probability > 0
+        }
+
+        /// The reverse direction's loss, drawn for one ACK.
+        private mutating func isAckLost() -> Bool { Self.draw(&ackBurstLoss, loss: reverseLoss, random: &ackRandom) }
+
+        /// One loss draw: a step of the Gilbert-Elliott chain when the profile has one, else `loss` as an
+        /// independent chance.
+        private static func draw(_ burst: inout GilbertElliottLoss?, loss: Percentage, random: inout SeededRandom) -> Bool {
+            if burst != nil {
+                var fate = SegmentFate(departure: .zero)
+                burst!.apply(to: &fate, random: &random)
+                return fate.lost
+            }
+            let probability = loss.probability
+            return probability > 0 && random.chance(probability)
+        }
+
+        private mutating func markChanged(_ flow: StreamFlow, _ model: inout StreamFlow.Model) {
+            guard !model.isMarkedChanged else { return }
+            model.isMarkedChanged = true
+            changed.append(flow)
+        }
+    }
+}

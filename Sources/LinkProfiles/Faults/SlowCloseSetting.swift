@@ -1,0 +1,24 @@
+/// `close.delay`: the end of the stream (the FIN) reaches the other side this long after it arrived, as
+/// Toxiproxy's slow_close does.
+public enum SlowCloseSetting: DirectionSetting {
+    public static let keys = ["close.delay"]
+
+    public static func expected(for key: String) -> String { ProfileValue.expectedDuration }
+
+    public static func change(
+        for key: String, value: String, context: SettingContext
+    ) throws(ProfileError.Kind) -> @Sendable (inout DirectionProfile) -> Void {
+        let delay = try ProfileValue.duration(value)
+        return { $0.faults.closeDelay = delay }
+    }
+
+    public static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)] {
+        direction.faults.closeDelay == .zero ? [] : [("close.delay", ProfileValue.format(direction.faults.closeDelay))]
+    }
+
+    public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
+        DirectionSettings.pairSummary(downlink, uplink) { rendered($0).first.map { "close \($0.value) late" } }
+    }
+
+    public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] { rendered(direction).map(\.key) }
+}

@@ -1,0 +1,37 @@
+import LinkModel
+
+// The link model takes a direction's `DirectionShape`; these entry points take a profile's `DirectionProfile` and
+// pass on its shape, so code that holds a profile builds and updates the model without reaching into it.
+
+extension Impairment {
+    /// The impairment `profile`'s shape asks for, or nil when it leaves this effect off.
+    public init?(profile: DirectionProfile) { self.init(profile: profile.shape) }
+}
+
+extension ImpairmentPipeline {
+    /// The stages of `kinds` that `profile`'s shape turns on, in the order of `kinds`.
+    public init(profile: DirectionProfile, kinds: [any Impairment.Type] = datagramKinds) {
+        self.init(profile: profile.shape, kinds: kinds)
+    }
+}
+
+extension DatagramLink {
+    /// A direction shaped by `profile`; `seed` drives every random draw.
+    public convenience init(profile: DirectionProfile, seed: UInt64) { self.init(profile: profile.shape, seed: seed) }
+
+    /// Live profile switch at `now` to `profile`'s shape.
+    public func update(profile: DirectionProfile, now: Instant) { update(profile: profile.shape, now: now) }
+}
+
+extension StreamLink {
+    /// A direction carrying `profile`, whose ACKs come back over `reverse`; `seed` drives every draw.
+    public convenience init(side: Side, profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings,
+                            seed: UInt64) {
+        self.init(side: side, profile: profile.shape, reverse: reverse.shape, settings: settings, seed: seed)
+    }
+
+    /// Live profile switch at `now` to the shapes of `profile` and `reverse`.
+    public func update(profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings, now: Instant) {
+        update(profile: profile.shape, reverse: reverse.shape, settings: settings, now: now)
+    }
+}

@@ -1,0 +1,86 @@
+@testable import LinkModel
+import LinkProfiles
+import Testing
+
+/// The model's decisions pinned: a digest of every release (flow, instant, bytes) for five profiles, recorded
+/// from the model as it stands, so work on its hot path or on what observes it must leave them bit-identical.
+@Suite(.timeLimit(.minutes(5)))
+struct ReleaseDigestTests {
+    /// FNV-1a over the releases, in the order they happened.
+    private struct ReleaseDigest {
+        private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
+        var count = 0
+
+        mutating func add(flow: Int, at: Instant, bytes: Int) {
+            for word in [UInt64(flow), UInt64(bitPattern: at.nanoseconds), UInt64(bytes)] {
+                var rest = word
+                for _ in 0..<8 {
+                    value = (value ^ (rest & 0xff)) &* 0x0000_0100_0000_01b3
+                    rest >>= 8
+                }
+            }
+            count += 1
+        }
+    }
+
+    /// Sends `size` bytes on each of `flows` flows over `profile` (the reverse path with the same delay), writing
+    /// as the send buffers take them, and digests every release until all are delivered.
+    private func digest(_ profile: DirectionProfile, flows count: Int = 1, size: Int, seed: UInt64 = 7) -> ReleaseDigest {
+        let link = StreamLink(side: .acceptor, profile: profile, reverse: DirectionProfile(delay: profile.delay),
+                              settings: TCPSettings(), seed: seed)
+        let flows = (0..<count).map { _ in link.makeFlow(at: .zero, emulatingHandshake: false) }
+        var written = Array(repeating: 0, count: count)
+        var delivered = 0
+        var result = ReleaseDigest()
+        var now = Instant.zero
+        for _ in 0..<5_000_000 {
+            for flow in link.advance(to: now) {
+                let bytes = flow.takeDeliverable(at: now)
+                guard bytes > 0, let index = flows.firstIndex(where: { $0 === flow }) else { continue }
+                delivered += bytes
+                result.add(flow: index, at: now, bytes: bytes)
+            }
+            for (index, flow) in flows.enumerated() {
+                while written[index] < size && link.canAccept(flow) {
+                    let chunk = min(64 * 1024, size - written[index])
+                    link.enqueue(chunk, on: flow, at: now)
+                    written[index] += chunk
+                }
+            }
+            guard delivered < count * size, let next = link.nextServiceTime else { break }
+            now = max(now, next)
+        }
+        #expect(delivered == count * size)
+        return result
+    }
+
+    @Test func aGigabitWithoutDelay() {
+        let result = digest(DirectionProfile(bandwidth: .gbps(1)), size: 4_000_000)
+        #expect(result.value == 8025389770339013513 && result.count == 2314, "\(result.value) over \(result.count) releases")
+    }
+
+    @Test func aGigabitWithTenMillisecondsAndAFourMebibyteQueue() {
+        let result = digest(DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20)),
+                            size: 8_000_000)
+        #expect(result.value == 8493876435039506381 && result.count == 4955, "\(result.value) over \(result.count) releases")
+    }
+
+    @Test func tenMegabitsWithTwentyFiveMillisecondsAndOnePercentLoss() {
+        let result = digest(DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(25), loss: Percentage(1)),
+                            size: 1_000_000)
+        #expect(result.value == 10466889472712391124 && result.count == 237, "\(result.value) over \(result.count) releases")
+    }
+
+    @Test func fiftyMegabitsWithJitterAndHalfAPercentLoss() {
+        let result = digest(DirectionProfile(bandwidth: .mbps(50), delay: .milliseconds(20), jitter: .milliseconds(5),
+                                             loss: Percentage(0.5)), size: 2_000_000)
+        #expect(result.value == 1265467090756421680 && result.count == 360, "\(result.value) over \(result.count) releases")
+    }
+
+    @Test func threeFlowsThroughFQCoDelWithTwoPercentLoss() {
+        var profile = DirectionProfile(bandwidth: .mbps(20), delay: .milliseconds(10), loss: Percentage(2))
+        profile.queueManagement = QueueManagement(FQCoDelQueue.self)
+        let result = digest(profile, flows: 3, size: 500_000)
+        #expect(result.value == 13314904627220230604 && result.count == 437, "\(result.value) over \(result.count) releases")
+    }
+}

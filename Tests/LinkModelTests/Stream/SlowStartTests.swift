@@ -1,0 +1,116 @@
+@testable import LinkModel
+import LinkProfiles
+import Testing
+
+/// Slow start from the initial window, as a Linux sender does it: the window doubles every round trip.
+@Suite(.timeLimit(.minutes(5)))
+struct SlowStartTests {
+    @Test func theWindowDoublesEachRoundTripFromTenSegments() {
+        let link = modelLink(oneWay: .milliseconds(50))
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(segments(200), over: link, flow: flow, from: .zero)
+
+        #expect(result.released(at: .ms(50)) == segments(10))
+        #expect(result.released(at: .ms(150)) == segments(20))
+        #expect(result.released(at: .ms(250)) == segments(40))
+        #expect(result.released(at: .ms(350)) == segments(80))
+    }
+
+    @Test func aSmallerInitialWindowFromTheProfileStartsSmaller() {
+        let link = modelLink(oneWay: .milliseconds(50), settings: TCPSettings(initialWindow: 4))
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(segments(30), over: link, flow: flow, from: .zero)
+
+        #expect(result.released(at: .ms(50)) == segments(4))
+        #expect(result.released(at: .ms(150)) == segments(8))
+        #expect(result.released(at: .ms(250)) == segments(16))
+    }
+
+    @Test func aTransferTakesTheRoundTripsSlowStartNeedsNotSizeOverRate() {
+        let link = modelLink(oneWay: .milliseconds(25), bandwidth: .mbps(10))
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(100_000, over: link, flow: flow, from: .zero)
+
+        let lastByteAt = result.lastByteAt ?? .never
+        // 70 segments go out as 10 + 20 + 40: two round trips before the last flight leaves, then its serialisation
+        // at 10 Mbit/s (1.158 ms a segment, less the one segment an idle bucket lets through at once) and the
+        // one-way delay. Without slow start it would take 100 KB / 10 Mbit/s + 25 ms = 105 ms.
+        let earliest = Instant.ms(2 * 50 + 25) + BitRate.mbps(10).transmissionTime(bytes: segments(38))
+        #expect(lastByteAt >= earliest)
+        #expect(lastByteAt < earliest + .milliseconds(5))
+    }
+
+    @Test func aFullQueueInSlowStartIsALossAndTheFlowRecoversWithoutATimeout() {
+        let link = modelLink(oneWay: .milliseconds(10), bandwidth: .mbps(10), queue: ByteCount(bytes: 30_000))
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(2_000_000, over: link, flow: flow, from: .zero)
+
+        #expect(result.lastByteAt != nil)
+        #expect(link.counters.segmentsLost > 0)
+        #expect(flow.transport.recoveries > 0)
+        #expect(flow.transport.ssthresh < CongestionWindow.infinite)
+    }
+}
+
+/// HyStart's delay detection: CUBIC leaves slow start when the round trip grows, before a deep queue overflows.
+/// The path holds 86 segments (10 Mbit/s × 100 ms) plus a 600 kB queue (414 segments): slow start alone doubles
+/// past 500 and overflows it. Once flights merge (cwnd 160 and more), a round's first ACKs see the standing
+/// queue, and HyStart stops there.
+@Suite(.timeLimit(.minutes(5)))
+struct HyStartTests {
+    @Test func cubicLeavesSlowStartWhenTheQueueDelayGrowsAndLosesNothing() {
+        let link = modelLink(oneWay: .milliseconds(50), bandwidth: .mbps(10), queue: ByteCount(bytes: 600_000))
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(3_000_000, over: link, flow: flow, from: .zero)
+
+        #expect(result.lastByteAt != nil)
+        #expect(flow.transport.ssthresh < CongestionWindow.infinite)
+        #expect(link.counters.segmentsLost == 0)
+        #expect(flow.transport.recoveries == 0)
+    }
+
+    /// Linux counts HyStart's rounds from the first ACK, below the low window too (upstream 25c1a9ca53db, in 6.1
+    /// stable since 6.1.129), so each round opens at a flight's first ACK. The flights here stay apart (a 200 ms
+    /// round trip holds 166 segments at 1.2 ms each), each ACKs one segment, and slow start sends two for it, so
+    /// the queue grows by one segment per two sent: a flight's last ACKs see up to 48 ms of it, its first none.
+    @Test func aRoundOpensAtAFlightsFirstAckSoTheSlowStartBurstDoesNotEndSlowStart() {
+        var cubic = CubicWindow()
+        var window = CongestionWindow(cwnd: 10)
+        let base = Duration.milliseconds(200)
+        let perSegment = Duration.microseconds(1_200)
+        // Sequence numbers in segments; the first flight is the initial window.
+        var flight: Range<Int64> = 0..<10
+        var sndNxt: Int64 = 10
+        var flightStart = Instant.zero
+        while window.cwnd < 170 {
+            for (position, segment) in flight.enumerated() {
+                let rtt = base + perSegment * position / 2
+                let now = flightStart + perSegment * position + rtt
+                cubic.acked(rtt: rtt, now: now, window: &window, sndUna: segment + 1, sndNxt: sndNxt)
+                cubic.increase(acked: 1, now: now, window: &window)
+                sndNxt += 2
+            }
+            flight = flight.upperBound..<sndNxt
+            flightStart = flightStart + base + perSegment * Int(flight.count / 2)
+        }
+
+        #expect(window.ssthresh == CongestionWindow.infinite, "HyStart ended slow start at cwnd \(window.ssthresh)")
+        #expect(!cubic.hystartFound)
+    }
+
+    @Test func renoWithoutHyStartFillsTheSameQueueUntilItDrops() {
+        let link = modelLink(oneWay: .milliseconds(50), bandwidth: .mbps(10), queue: ByteCount(bytes: 600_000),
+                             settings: TCPSettings(congestion: .reno))
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(3_000_000, over: link, flow: flow, from: .zero)
+
+        #expect(result.lastByteAt != nil)
+        #expect(link.counters.segmentsLost > 0)
+    }
+}
