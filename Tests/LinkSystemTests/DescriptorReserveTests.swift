@@ -1,5 +1,5 @@
 import Foundation
-@testable import LinkConditioner
+@testable import LinkSystem
 import Testing
 
 /// The descriptors a reserve holds go back to the process whether its owner closes it or only drops it.

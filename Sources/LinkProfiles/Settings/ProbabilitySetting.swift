@@ -1,3 +1,5 @@
+import LinkModel
+
 /// The profile key of a `ProbabilityImpairment`: its `name`, with a percentage, for both directions or with an
 /// `uplink.`/`downlink.` prefix. One exists for every such impairment in `ImpairmentPipeline.datagramKinds`
 /// (`DirectionSettings.probabilitySettings`), so the impairment's registration there is all the settings need.
