@@ -13,7 +13,15 @@ final class BufferBudget {
     /// The most bytes ever held at once, for tests and status.
     private(set) var peak = 0
     private var waiting: [ObjectIdentifier: StreamPump] = [:]
-    private var wakeScheduled = false
+    private var wake = Wake.notDue
+
+    /// Whether waiting pumps are to be woken.
+    private enum Wake {
+        /// Nobody waits, or too little room has opened since they were last woken.
+        case notDue
+        /// A zero-delay timer wakes every waiting pump on a later loop turn.
+        case scheduled
+    }
 
     /// Room that must open before waiting pumps are woken (or the whole budget, if smaller), so a release of a few
     /// bytes does not wake every waiter for nothing.
@@ -50,16 +58,17 @@ final class BufferBudget {
     }
 
     private func scheduleWake() {
-        guard !wakeScheduled else { return }
-        wakeScheduled = true
-        loop.schedule(at: loop.clock.now()) { [weak self] in self?.wake() }
+        guard case .notDue = wake else { return }
+        wake = .scheduled
+        loop.schedule(at: loop.clock.now()) { [weak self] in self?.wakeWaiting() }
     }
 
-    private func wake() {
-        wakeScheduled = false
+    /// Hands every waiting pump the room that opened, after the write that released it.
+    private func wakeWaiting() {
+        wake = .notDue
         let pumps = Array(waiting.values)
         waiting.removeAll()
         let now = loop.clock.now()
-        for pump in pumps where !pump.isClosed { pump.budgetOpened(at: now) }
+        for pump in pumps { pump.due(.room, at: now) }
     }
 }

@@ -1,12 +1,13 @@
 /// One direction of a listener's link on the event loop: the TCP stream model plus the timer that drives it.
 ///
 /// Lives on the event loop thread. Pumps attach to it, and get a `StreamFlow` once their bytes need the model (at
-/// once while it shapes); the link tells a pump when its receiver released bytes and when send-buffer space it was
-/// waiting for has opened.
+/// once while it shapes). A service pass runs the model, which calls no pump and returns the flows whose receivers
+/// changed; after it, the link hands each of their pumps what fell due (`StreamPump.Due`), then the pumps whose
+/// send-buffer space opened, and re-arms its timer for the model's next event.
 ///
-/// Servicing is never re-entered: a pump told about its schedule may read, enqueue and so ask for service again,
-/// or close its connection (and another pump's). Such a request made during a pass is run as another pass after
-/// the current one, and each pass skips pumps that closed since it collected them.
+/// Servicing is never re-entered: a pump handed what fell due may read, enqueue and so ask for service again, or
+/// close its connection (and another pump's). Such a request is run as another pass after the current one, and
+/// each pass skips pumps that closed since the model named them.
 final class ShapedLink {
     let loop: EventLoop
     private(set) var model: StreamLink
@@ -18,6 +19,8 @@ final class ShapedLink {
     /// its `unmodelledIndex`, so adding and removing one costs no search and no hashing.
     private var unmodelled: [StreamPump] = []
     private var waitingForQueue: [ObjectIdentifier: StreamPump] = [:]
+    /// The pumps whose queue space opened in the current pass, kept between passes for its capacity.
+    private var reopened: [StreamPump] = []
     private lazy var serviceAlarm = DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in self?.service(at: now) }
     /// Whether `service` runs its passes now.
     private enum Servicing {
@@ -109,7 +112,7 @@ final class ShapedLink {
         guard flow.opensAt > now else { return true }
         guard model.open(flow, at: now) else { return false }
         service(at: now)
-        pumps[ObjectIdentifier(flow)]?.flowOpened()
+        pumps[ObjectIdentifier(flow)]?.due(.flowOpened, at: now)
         return true
     }
 
@@ -148,16 +151,16 @@ final class ShapedLink {
         currentDelay = profile[keyPath: direction].delay
         if !model.isPassThrough {
             // Leaving the splice path enqueues what a pipe holds, which gives an unmodelled pump its flow.
-            for pump in Array(pumps.values) + unmodelled where !pump.isClosed { pump.leaveSplice(at: now) }
+            for pump in Array(pumps.values) + unmodelled { pump.due(.leaveSplice, at: now) }
         }
         service(at: now)
         if model.isPassThrough {
-            for pump in Array(pumps.values) where !pump.isClosed { pump.flowOpened() }
+            for pump in Array(pumps.values) { pump.due(.flowOpened, at: now) }
         }
     }
 
-    /// Runs the serialiser up to `now`, tells pumps what changed, and re-arms the service timer. Called during a
-    /// pass (from a pump it notified), it only asks for one more pass.
+    /// Runs the model up to `now`, hands pumps what fell due, and re-arms the service timer. Called while a pass
+    /// hands pumps their work (from one of them), it only asks for one more pass.
     func service(at now: Instant) {
         if case .passing(let requested) = servicing {
             servicing = .passing(requested: max(requested ?? now, now))
@@ -181,21 +184,24 @@ final class ShapedLink {
         serviceAlarm.arm(at: model.nextServiceTime)
     }
 
-    /// One pass: advances the model, then notifies the pumps of the flows it changed, looking each up as it goes so
-    /// that a pump detached (closed) by an earlier notification is skipped.
+    /// One pass. The model runs to `now` and returns the flows whose receivers changed, calling no pump; their
+    /// pumps are then handed a delivery, each looked up as it goes, so that a pump detached (closed) by an earlier
+    /// one is skipped. The pumps whose queue space has opened by then come last.
     private func runPass(at now: Instant) {
         for flow in model.advance(to: now) {
-            guard let pump = pumps[ObjectIdentifier(flow)], !pump.isClosed else { continue }
-            pump.deliveryScheduleChanged(at: now)
+            pumps[ObjectIdentifier(flow)]?.due(.delivery, at: now)
         }
         guard !waitingForQueue.isEmpty else { return }
-        var reopened: [StreamPump] = []
+        takeReopened()
+        for pump in reopened { pump.due(.room, at: now) }
+        reopened.removeAll(keepingCapacity: true)
+    }
+
+    /// Moves the pumps whose flows' send buffers have room again from `waitingForQueue` into `reopened`.
+    private func takeReopened() {
         for (key, pump) in waitingForQueue where pump.flow.map(model.canAccept) ?? true {
             waitingForQueue.removeValue(forKey: key)
             reopened.append(pump)
-        }
-        for pump in reopened where !pump.isClosed {
-            pump.queueSpaceOpened(at: now)
         }
     }
 

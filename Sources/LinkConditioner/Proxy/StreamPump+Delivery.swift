@@ -23,33 +23,6 @@ extension StreamPump {
         return nil
     }
 
-    /// Called by the link when this flow's delivery schedule changed: deliver what is due, wait for the rest.
-    func deliveryScheduleChanged(at now: Instant) {
-        guard !isClosed, let relay else { return }
-        relay.pumpProgressed(self, outcome: deliverDue(at: now))
-    }
-
-    /// Called by the proxy's buffer budget when room this pump waited for has opened.
-    func budgetOpened(at now: Instant) {
-        guard !isClosed, let relay else { return }
-        observer?.resume(direction, at: now)
-        relay.pumpMayRead(self, at: now)
-    }
-
-    /// Called by the link when queue space this pump waited for has opened.
-    func queueSpaceOpened(at now: Instant) {
-        guard !isClosed, let relay else { return }
-        observer?.resume(direction, at: now)
-        relay.pumpMayRead(self, at: now)
-    }
-
-    /// The flow's side of the handshake opened sooner than planned: a FIN waiting for it may go now. Called by the
-    /// link.
-    func flowOpened() {
-        guard !isClosed, sourceEnded, !isFinished, let relay else { return }
-        relay.pumpProgressed(self, outcome: finishIfDrained())
-    }
-
     /// Collects the bytes the model has released by `now` and writes them, or holds them briefly while more are
     /// on their way (`WriteBatch`); the link reports the next release. The first bytes released are returned
     /// before they are written (`firstBytesReleased`), and written when the relay asks again.
@@ -70,7 +43,7 @@ extension StreamPump {
             if let oldest = batch.oldestRelease { link.lateness.record(now - oldest) }
             deliverableBytes += batch.take()
         case .hold(let deadline):
-            let alarm = batchAlarm ?? DeadlineAlarm(loop: link.loop, exact: true) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
+            let alarm = batchAlarm ?? DeadlineAlarm(loop: link.loop, exact: true) { [weak self] now in self?.due(.delivery, at: now) }
             batchAlarm = alarm
             alarm.arm(at: deadline)
         }
@@ -222,13 +195,12 @@ extension StreamPump {
         resumeTimer = link.loop.schedule(at: link.loop.clock.now()) { [weak self] in
             guard let self else { return }
             self.resumeTimer = nil
-            guard !self.isClosed, let relay = self.relay else { return }
-            relay.pumpMayRead(self, at: self.link.loop.clock.now())
+            self.due(.turn, at: self.link.loop.clock.now())
         }
     }
 
     private func armDelivery(at due: Instant) {
-        let alarm = deliveryAlarm ?? DeadlineAlarm(loop: link.loop, delivery: true) { [weak self] now in self?.deliveryScheduleChanged(at: now) }
+        let alarm = deliveryAlarm ?? DeadlineAlarm(loop: link.loop, delivery: true) { [weak self] now in self?.due(.delivery, at: now) }
         deliveryAlarm = alarm
         alarm.arm(at: due)
     }

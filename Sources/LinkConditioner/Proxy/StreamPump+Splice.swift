@@ -213,10 +213,9 @@ extension StreamPump {
 
     /// Leaves the splice path: the bytes still in the pipe are copied out and queued on the link ahead of
     /// anything read later, so the profile now in force sees them and none is lost or reordered. Called by the
-    /// link and the stages when what the bytes need changes; the relay hears what it did.
+    /// stages when what the bytes need changes; the relay hears what it did.
     func leaveSplice(at now: Instant) {
-        guard let relay, let outcome = leavingSplice(at: now) else { return }
-        relay.pumpProgressed(self, outcome: outcome)
+        due(.leaveSplice, at: now)
     }
 
     /// `leaveSplice`, returning what the copied-out bytes did; nil when there were none, or the link took them.

@@ -7,10 +7,11 @@ import DequeModule
 /// while the link's queue is full, and while the proxy's buffer budget is spent, so a fast sender is pushed back by
 /// TCP flow control.
 ///
-/// Its state is a few enums (`StreamPumpStates.swift`). What it does is returned to the relay as an `Outcome`; only
-/// the events that start from outside a relay's call (the link's schedule, the budget, its timers, a profile
-/// change) are reported to the relay, which the pump holds strongly until `close` lets it go, so the relay cannot
-/// be freed under a call the pump makes.
+/// Its state is a few enums (`StreamPumpStates.swift`). What it does is returned to the relay as an `Outcome`.
+/// Work that falls due outside a relay's call (the link's service pass, the budget, the pump's timers, a profile
+/// change) is handed to the relay as a `Due` through `due`, the one way into the relay, and the relay asks the
+/// pump for it; the pump holds the relay strongly until `close` lets it go, so the relay cannot be freed under
+/// such a call.
 final class StreamPump {
     enum Outcome {
         /// Keep going.
@@ -36,7 +37,21 @@ final class StreamPump {
         }
     }
 
-    /// The relay the pump reports outside events to; nil once closed.
+    /// What fell due for a pump outside its relay's calls; the relay asks the pump for it (`TCPRelay.pumpDue`).
+    enum Due {
+        /// The flow's receiver released bytes or changed its blocking, or a batch or FIN's wait ended: deliver.
+        case delivery
+        /// Room it stopped reading for (the link's queue, the proxy's budget) has opened: resume reading.
+        case room
+        /// A busy source's next turn on the loop came: read on.
+        case turn
+        /// The flow's side of the handshake opened sooner than planned: a FIN waiting for it may go now.
+        case flowOpened
+        /// What its bytes need changed (a shaping profile, a stage): leave the splice path.
+        case leaveSplice
+    }
+
+    /// The relay the pump hands what fell due to; nil once closed.
     private(set) var relay: TCPRelay?
     let link: ShapedLink
     /// The emulated handshake's fate, which the flow's side opens after; nil when the link does not emulate it.
@@ -121,6 +136,13 @@ final class StreamPump {
         } else {
             flow = link.makeFlow(for: self, emulatingHandshake: emulatingHandshake, handshake: handshake)
         }
+    }
+
+    /// Hands `due` to the relay unless the pump has closed: the link, the budget and the pump's timers call this
+    /// after their own work, never the relay's handlers directly.
+    func due(_ due: Due, at now: Instant) {
+        guard !isClosed, let relay else { return }
+        relay.pumpDue(self, due, at: now)
     }
 
     /// True once `close` has run: the sockets belong to nobody and nothing more is read or written.

@@ -23,6 +23,26 @@ extension TCPRelay {
         loop.setInterest(clientRegistration, Self.edgeInterest)
     }
 
+    /// Does what fell due for `pump` outside the relay's own calls (`StreamPump.due`): the one way the link, the
+    /// budget and the pump's timers reach the connection.
+    func pumpDue(_ pump: StreamPump, _ due: StreamPump.Due, at now: Instant) {
+        switch due {
+        case .delivery:
+            pumpProgressed(pump, outcome: pump.deliverDue(at: now))
+        case .room:
+            pump.observer?.resume(pump.direction, at: now)
+            pumpMayRead(pump, at: now)
+        case .turn:
+            pumpMayRead(pump, at: now)
+        case .flowOpened:
+            guard pump.sourceEnded, !pump.isFinished else { return }
+            pumpProgressed(pump, outcome: pump.finishIfDrained())
+        case .leaveSplice:
+            guard let outcome = pump.leavingSplice(at: now) else { return }
+            pumpProgressed(pump, outcome: outcome)
+        }
+    }
+
     /// Lets `pump` read as far as its limits allow.
     func pumpMayRead(_ pump: StreamPump, at now: Instant) {
         guard case .relaying = state else { return }

@@ -49,7 +49,7 @@ import HeapModule
 
 /// A flow's next event in a link's schedule; stale once the flow was rescheduled (its generation moved on) or
 /// removed. Ties go to the older flow, the order flows were visited in before.
-private struct ScheduledFlow: Comparable {
+struct ScheduledFlow: Comparable {
     var at: Instant
     var number: Int
     var generation: Int
@@ -222,31 +222,31 @@ extension StreamLink {
         /// The least propagation delay a segment may have, max(0, delay − jitter), in nanoseconds: kept for
         /// `nextRelease`, read through the class without copying the emulation.
         private(set) var leastDelayNanoseconds: Int64 = 0
-        private var reverseDelay: Duration
+        var reverseDelay: Duration
         private var reverseLoss: Percentage
         private var ackBurstLoss: GilbertElliottLoss?
         private var ackRandom: SeededRandom
-        private var settings: TCPSettings
-        private(set) var bottleneck: Bottleneck
+        var settings: TCPSettings
+        var bottleneck: Bottleneck
         private var random: SeededRandom
         private var burstLoss: GilbertElliottLoss?
         /// The live flows, in number order (new flows get the next number; removal keeps the order), so a number
         /// is found by binary search.
-        private(set) var flows: [StreamFlow] = []
-        private var nextFlowNumber = 0
-        private var schedule = Heap<ScheduledFlow>()
+        var flows: [StreamFlow] = []
+        var nextFlowNumber = 0
+        var schedule = Heap<ScheduledFlow>()
         /// Whether the schedule's top entry is known to be live: set when `nextScheduledFlow` checked it, cleared
         /// by every change to the schedule or to a flow's entry, so the check (a read of the flow) runs once per
         /// change rather than at every look.
-        private var scheduleTopIsLive = false
-        private var changed: [StreamFlow] = []
+        var scheduleTopIsLive = false
+        var changed: [StreamFlow] = []
         private var spare: [StreamFlow] = []
         /// What the link counted itself; flows count the bytes taken from them in `tally`.
         var counters = LinkCounters()
         let tally = LinkTally()
         /// The latest instant at which the emulation did anything (an event, a write, a switch): a write may be
         /// entered as late as it was made, but never before what the link already did.
-        private var latestEvent = Instant(nanoseconds: .min)
+        var latestEvent = Instant(nanoseconds: .min)
         var lossDecision: ((LinkPacket) -> Bool)?
         var ackLossDecision: ((TCPAck) -> Bool)?
         private var handshakeRandom: SeededRandom
@@ -259,7 +259,7 @@ extension StreamLink {
         /// it for every connection, and a computed property read through the class copied the whole emulation.
         private(set) var canLoseHandshakeSegment = false
         /// Bound on events handled per `advance`, so a model bug cannot hang the event loop.
-        private static let maximumEventsPerAdvance = 1_000_000
+        static let maximumEventsPerAdvance = 1_000_000
 
         /// Mixed into the seed for the ACK loss draws, so they do not shift the forward direction's draws.
         private static let ackSeedSalt: UInt64 = 0xACC0_5EED_ACC0_5EED
@@ -331,78 +331,6 @@ extension StreamLink {
                 && profile.lossModel == .random && reverseDelay == .zero && reverseLoss == .zero && ackBurstLoss == nil
         }
 
-        mutating func makeFlow(at now: Instant, emulatingHandshake: Bool, handshake: HandshakeAttempts?) -> StreamFlow {
-            let up = side == .connector ? profile.delay : reverseDelay
-            let down = side == .connector ? reverseDelay : profile.delay
-            let handshake = handshake ?? HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
-            var opensAt = now
-            let reached = handshake.serverReached ?? .zero
-            let connectedAt = now.addingSaturating(nanoseconds: -reached.nanoseconds)
-            if emulatingHandshake {
-                if handshake.serverReached != nil, let established = handshake.clientEstablished {
-                    let opens = side == .connector ? established : handshake.serverEstablished
-                    opensAt = opens.map { connectedAt.addingSaturating(nanoseconds: $0.nanoseconds) } ?? .never
-                } else {
-                    opensAt = .never
-                }
-            }
-            let flow = StreamFlow(number: nextFlowNumber, settings: settings, opensAt: opensAt, tally: tally)
-            if side == .connector || !emulatingHandshake {
-                flow.model.sender.handshakeCompleted(handshake.clientStart)
-            } else {
-                let opened = handshake.serverEstablished ?? handshake.serverGaveUp ?? HandshakeAttempts.clientGivesUpAfter
-                let start = handshake.serverStart(openedAt: opened)
-                let acksLost = handshake.handshakeAcksLost(before: opened)
-                flow.model.sender.handshakeCompleted(start)
-                flow.serverHandshake = (handshake, connectedAt, start.retransmissions, acksLost)
-                counters.handshakeRetransmissions += start.retransmissions
-                counters.acksLost += acksLost
-            }
-            nextFlowNumber += 1
-            flows.append(flow)
-            counters.flows += 1
-            return flow
-        }
-
-        mutating func open(_ flow: StreamFlow, at now: Instant) -> Bool {
-            guard flow.model.opensAt > now, !flow.model.isRemoved else { return true }
-            let now = max(now, latestEvent)
-            run(until: now)
-            latestEvent = now
-            if let server = flow.serverHandshake {
-                let offset = now - server.connectedAt
-                if let gaveUp = server.attempts.serverGaveUp, offset >= gaveUp { return false }
-                let start = server.attempts.serverStart(openedAt: offset)
-                let acksLost = server.attempts.handshakeAcksLost(before: offset)
-                counters.handshakeRetransmissions += start.retransmissions - server.resent
-                counters.acksLost += acksLost - server.acksLost
-                flow.serverHandshake = (server.attempts, server.connectedAt, start.retransmissions, acksLost)
-                flow.model.sender.handshakeCompleted(start)
-            }
-            flow.model.opensAt = now
-            transmit(flow, &flow.model, at: now)
-            reschedule(flow, &flow.model, at: now)
-            compactScheduleIfStale()
-            return true
-        }
-
-        mutating func remove(_ flow: StreamFlow) {
-            guard !flow.model.isRemoved else { return }
-            flow.model.isRemoved = true
-            scheduleTopIsLive = false
-            flow.model.segmentsInBottleneck = 0
-            flow.model.scheduledAt = nil
-            counters.flows -= 1
-            _ = bottleneck.removeAll(ofFlow: flow.number)
-            let index = flowIndex(numbered: flow.number)
-            if index < flows.count, flows[index] === flow { flows.remove(at: index) }
-            if flow.model.isMarkedChanged, let index = changed.firstIndex(where: { $0 === flow }) { changed.remove(at: index) }
-            flow.model.isMarkedChanged = false
-            flow.model.arrivals.removeAll()
-            flow.model.acks.removeAll()
-            compactScheduleIfStale()
-        }
-
         mutating func enqueue(_ bytes: Int, on flow: StreamFlow, at written: Instant) {
             guard bytes > 0, !flow.model.isRemoved else { return }
             let now = max(written, latestEvent)
@@ -447,143 +375,7 @@ extension StreamLink {
         /// Entries in the schedule, stale ones included.
         var scheduleEntries: Int { schedule.count }
 
-        /// The live flow numbered `number`, if any, by binary search over `flows`.
-        private func flow(numbered number: Int) -> StreamFlow? {
-            let index = flowIndex(numbered: number)
-            return index < flows.count && flows[index].number == number ? flows[index] : nil
-        }
-
-        /// Where the flow numbered `number` is, or would be, in `flows` (sorted by number).
-        private func flowIndex(numbered number: Int) -> Int {
-            var low = 0, high = flows.count
-            while low < high {
-                let middle = (low + high) / 2
-                if flows[middle].number < number { low = middle + 1 } else { high = middle }
-            }
-            return low
-        }
-
-        /// The earliest live entry of the schedule, after dropping stale ones from its top.
-        private mutating func nextScheduledFlow() -> ScheduledFlow? {
-            if scheduleTopIsLive { return schedule.min }
-            while let top = schedule.min {
-                if let flow = flow(numbered: top.number), flow.model.scheduleGeneration == top.generation {
-                    scheduleTopIsLive = true
-                    return top
-                }
-                schedule.removeMin()
-            }
-            return nil
-        }
-
-        /// Enters `flow`'s next event, as it stands after a change at `now`, in the schedule: one of its own
-        /// events, or the end of its handshake when it has bytes waiting for it.
-        private mutating func reschedule(_ flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
-            guard !model.isRemoved else { return }
-            var next = model.nextEventTime
-            if model.opensAt > now, model.sender.unsentBytes > 0 { next = min(next ?? model.opensAt, model.opensAt) }
-            guard next != model.scheduledAt else { return }
-            scheduleTopIsLive = false
-            model.scheduledAt = next
-            model.scheduleGeneration += 1
-            if let next, next != .never {
-                schedule.insert(ScheduledFlow(at: next, number: flow.number, generation: model.scheduleGeneration))
-            }
-        }
-
-        /// Rebuilds the schedule from the live flows once stale entries outnumber them: each closed connection may
-        /// leave an entry up to a retransmission timeout ahead, so a churn of short connections would otherwise grow
-        /// it. It reads every flow, so it runs after a flow's state was given back, never while one is taken `inout`;
-        /// when does not matter to the model, which only ever takes the live entries.
-        private mutating func compactScheduleIfStale() {
-            guard schedule.count > 2 * flows.count + 64 else { return }
-            scheduleTopIsLive = false
-            schedule = Heap(flows.compactMap { flow in
-                guard let at = flow.model.scheduledAt, at != .never else { return nil }
-                return ScheduledFlow(at: at, number: flow.number, generation: flow.model.scheduleGeneration)
-            })
-        }
-
-        /// Handles every event due by `now`, in time order.
-        private mutating func run(until now: Instant) {
-            var handled = 0
-            while let at = nextServiceTime, at <= now, handled < Self.maximumEventsPerAdvance {
-                handled += 1
-                latestEvent = max(latestEvent, at)
-                if let due = bottleneck.nextEventTime, due <= at {
-                    for event in bottleneck.advance(to: at) {
-                        switch event {
-                        case let .departed(packet, departure):
-                            if let flow = flow(numbered: packet.flow) {
-                                departed(packet, of: flow, &flow.model, at: departure, handledAt: at)
-                                compactScheduleIfStale()
-                            }
-                        case let .dropped(packet, _):
-                            flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1
-                            counters.segmentsLost += 1
-                        }
-                    }
-                }
-                while let top = nextScheduledFlow(), top.at <= at, handled < Self.maximumEventsPerAdvance {
-                    handled += 1
-                    schedule.removeMin()
-                    scheduleTopIsLive = false
-                    guard let flow = flow(numbered: top.number) else { continue }
-                    process(flow, &flow.model, at: at)
-                    compactScheduleIfStale()
-                }
-            }
-        }
-
-        /// `flow`'s `packet` left the bottleneck at `departure`, handled at `at`.
-        private mutating func departed(_ packet: LinkPacket, of flow: StreamFlow, _ model: inout StreamFlow.Model,
-                                       at departure: Instant, handledAt at: Instant) {
-            model.segmentsInBottleneck -= 1
-            depart(packet, of: &model, at: departure)
-            reschedule(flow, &model, at: at)
-        }
-
-        /// Handles `flow`'s events due at `at`: arrivals, the delayed ACK, ACKs, timers; then sends what it may, and
-        /// enters its next event in the schedule.
-        private mutating func process(_ flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
-            model.scheduledAt = nil
-            var touched = false
-            while let first = model.arrivals.first, first.at <= now {
-                model.arrivals.removeFirst()
-                touched = true
-                let ack = model.receiver.receive(first.segment, now: first.at, idleRestart: model.sender.timer.rto,
-                                                 roundTrip: profile.delay + reverseDelay)
-                if let ack { sendAck(ack, on: &model, at: first.at) }
-                let released = model.receiver.takeReleased()
-                if released > 0 {
-                    model.release(released, at: first.at)
-                    model.pendingBytes -= released
-                    markChanged(flow, &model)
-                }
-                if model.receiver.isHeadOfLineBlocked != model.isLossBlocked {
-                    model.isLossBlocked.toggle()
-                    model.lossBlockChanges.append((first.at, model.isLossBlocked))
-                    markChanged(flow, &model)
-                }
-            }
-            if let deadline = model.receiver.delayedAckDeadline, deadline <= now,
-               let ack = model.receiver.delayedAckFired(now: deadline) {
-                sendAck(ack, on: &model, at: deadline)
-            }
-            while let first = model.acks.first, first.at <= now {
-                model.acks.removeFirst()
-                touched = true
-                model.sender.receive(first.ack, now: first.at)
-            }
-            if let deadline = model.sender.nextTimer, deadline <= now {
-                touched = true
-                model.sender.timerFired(now: now)
-            }
-            if touched || (model.opensAt == now && model.sender.unsentBytes > 0) { transmit(flow, &model, at: now) }
-            reschedule(flow, &model, at: now)
-        }
-
-        private mutating func sendAck(_ ack: TCPAck, on model: inout StreamFlow.Model, at now: Instant) {
+        mutating func sendAck(_ ack: TCPAck, on model: inout StreamFlow.Model, at now: Instant) {
             if ackLossDecision?(ack) ?? isAckLost() {
                 counters.acksLost += 1
                 return
@@ -592,28 +384,9 @@ extension StreamLink {
             model.acks.append((ack, arrival))
         }
 
-        /// Puts every segment `flow`'s sender may send at `now` into the bottleneck.
-        private mutating func transmit(_ flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
-            guard now >= model.opensAt, !model.isRemoved else { return }
-            while let segment = model.sender.nextSegment(now: now) {
-                counters.transmissions += 1
-                let packet = LinkPacket(flow: flow.number, bytes: segment.length, tag: UInt64(segment.seq))
-                model.segmentsInBottleneck += 1
-                let dropped = bottleneck.enqueue(packet, now: now)
-                for packet in dropped {
-                    if packet.flow == flow.number {
-                        model.segmentsInBottleneck -= 1
-                    } else {
-                        self.flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1
-                    }
-                }
-                counters.segmentsLost += dropped.count
-            }
-        }
-
         /// A segment left the bottleneck at `now`: it is lost, or arrives one propagation delay (± jitter) later,
         /// never before the flow's previous arrival.
-        private mutating func depart(_ packet: LinkPacket, of model: inout StreamFlow.Model, at now: Instant) {
+        mutating func depart(_ packet: LinkPacket, of model: inout StreamFlow.Model, at now: Instant) {
             if lossDecision?(packet) ?? isLost() {
                 counters.segmentsLost += 1
                 return
@@ -655,7 +428,7 @@ extension StreamLink {
             return probability > 0 && random.chance(probability)
         }
 
-        private mutating func markChanged(_ flow: StreamFlow, _ model: inout StreamFlow.Model) {
+        mutating func markChanged(_ flow: StreamFlow, _ model: inout StreamFlow.Model) {
             guard !model.isMarkedChanged else { return }
             model.isMarkedChanged = true
             changed.append(flow)

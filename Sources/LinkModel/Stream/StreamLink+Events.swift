@@ -1,0 +1,101 @@
+/// How a link's emulation (`StreamLink.Emulation`) handles its events in time order: the bottleneck's departures
+/// and drops, then each flow's arrivals, ACKs and timers, and what its sender may send next.
+extension StreamLink.Emulation {
+    /// Handles every event due by `now`, in time order.
+    mutating func run(until now: Instant) {
+        var handled = 0
+        while let at = nextServiceTime, at <= now, handled < Self.maximumEventsPerAdvance {
+            handled += 1
+            latestEvent = max(latestEvent, at)
+            if let due = bottleneck.nextEventTime, due <= at {
+                for event in bottleneck.advance(to: at) {
+                    switch event {
+                    case let .departed(packet, departure):
+                        if let flow = flow(numbered: packet.flow) {
+                            departed(packet, of: flow, &flow.model, at: departure, handledAt: at)
+                            compactScheduleIfStale()
+                        }
+                    case let .dropped(packet, _):
+                        flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1
+                        counters.segmentsLost += 1
+                    }
+                }
+            }
+            while let top = nextScheduledFlow(), top.at <= at, handled < Self.maximumEventsPerAdvance {
+                handled += 1
+                schedule.removeMin()
+                scheduleTopIsLive = false
+                guard let flow = flow(numbered: top.number) else { continue }
+                process(flow, &flow.model, at: at)
+                compactScheduleIfStale()
+            }
+        }
+    }
+
+    /// `flow`'s `packet` left the bottleneck at `departure`, handled at `at`.
+    mutating func departed(_ packet: LinkPacket, of flow: StreamFlow, _ model: inout StreamFlow.Model,
+                                   at departure: Instant, handledAt at: Instant) {
+        model.segmentsInBottleneck -= 1
+        depart(packet, of: &model, at: departure)
+        reschedule(flow, &model, at: at)
+    }
+
+    /// Handles `flow`'s events due at `at`: arrivals, the delayed ACK, ACKs, timers; then sends what it may, and
+    /// enters its next event in the schedule.
+    mutating func process(_ flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
+        model.scheduledAt = nil
+        var touched = false
+        while let first = model.arrivals.first, first.at <= now {
+            model.arrivals.removeFirst()
+            touched = true
+            let ack = model.receiver.receive(first.segment, now: first.at, idleRestart: model.sender.timer.rto,
+                                             roundTrip: profile.delay + reverseDelay)
+            if let ack { sendAck(ack, on: &model, at: first.at) }
+            let released = model.receiver.takeReleased()
+            if released > 0 {
+                model.release(released, at: first.at)
+                model.pendingBytes -= released
+                markChanged(flow, &model)
+            }
+            if model.receiver.isHeadOfLineBlocked != model.isLossBlocked {
+                model.isLossBlocked.toggle()
+                model.lossBlockChanges.append((first.at, model.isLossBlocked))
+                markChanged(flow, &model)
+            }
+        }
+        if let deadline = model.receiver.delayedAckDeadline, deadline <= now,
+           let ack = model.receiver.delayedAckFired(now: deadline) {
+            sendAck(ack, on: &model, at: deadline)
+        }
+        while let first = model.acks.first, first.at <= now {
+            model.acks.removeFirst()
+            touched = true
+            model.sender.receive(first.ack, now: first.at)
+        }
+        if let deadline = model.sender.nextTimer, deadline <= now {
+            touched = true
+            model.sender.timerFired(now: now)
+        }
+        if touched || (model.opensAt == now && model.sender.unsentBytes > 0) { transmit(flow, &model, at: now) }
+        reschedule(flow, &model, at: now)
+    }
+
+    /// Puts every segment `flow`'s sender may send at `now` into the bottleneck.
+    mutating func transmit(_ flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
+        guard now >= model.opensAt, !model.isRemoved else { return }
+        while let segment = model.sender.nextSegment(now: now) {
+            counters.transmissions += 1
+            let packet = LinkPacket(flow: flow.number, bytes: segment.length, tag: UInt64(segment.seq))
+            model.segmentsInBottleneck += 1
+            let dropped = bottleneck.enqueue(packet, now: now)
+            for packet in dropped {
+                if packet.flow == flow.number {
+                    model.segmentsInBottleneck -= 1
+                } else {
+                    self.flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1
+                }
+            }
+            counters.segmentsLost += dropped.count
+        }
+    }
+}
