@@ -153,8 +153,8 @@ final class ListenerFaults: StageSource {
         for relay in relays { relay.makeStagesIfNeeded() }
     }
 
-    /// The connection-wide faults, which the uplink carries.
-    var connection: FaultSettings { profile.uplink.faults }
+    /// The connection-wide settings: connect stall, blocked ports, captive portal.
+    var connection: ConnectionSettings { profile.connection }
 
     func drawStageSeeds() -> StageSeeds { StageSeeds(uplink: seeds.next(), downlink: seeds.next()) }
 
