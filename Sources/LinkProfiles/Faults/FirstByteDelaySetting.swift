@@ -8,6 +8,7 @@ public enum FirstByteDelaySetting: DirectionSetting {
                          + "the server that answers every request 45 s late", example: "45 s"),
     ]
     public static let kernelSupport = KernelSupport.refused
+    public static let referenceSection = ReferenceSection.faults
 
     public static func expected(for key: String) -> String { ProfileValue.expectedDuration }
 

@@ -11,6 +11,7 @@ public enum SliceSetting: DirectionSetting {
                      meaning: "the time between two writes", example: "1 ms"),
     ]
     public static let kernelSupport = KernelSupport.refused
+    public static let referenceSection = ReferenceSection.faults
 
     public static func expected(for key: String) -> String {
         switch key {

@@ -6,6 +6,7 @@ public enum SlowCloseSetting: DirectionSetting {
                      meaning: "the end of the stream (FIN) arrives that much after the data: a slow close", example: "2 s"),
     ]
     public static let kernelSupport = KernelSupport.refused
+    public static let referenceSection = ReferenceSection.faults
 
     public static func expected(for key: String) -> String { ProfileValue.expectedDuration }
 

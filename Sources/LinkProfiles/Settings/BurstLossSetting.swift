@@ -23,6 +23,7 @@ public enum BurstLossSetting: DirectionSetting {
                      meaning: "loss probability in the good state (netem's *1-k*)", example: "1 %"),
     ]
     public static let kernelSupport = KernelSupport.partly("`random` only")
+    public static let referenceSection = ReferenceSection.datagram
 
     public static func expected(for key: String) -> String {
         key == "loss.model" ? ProfileValue.expectedLossModel : ProfileValue.expectedPercentage

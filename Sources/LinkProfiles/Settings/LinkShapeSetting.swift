@@ -22,10 +22,11 @@ public enum LinkShapeSetting: DirectionSetting {
                      example: "64 KiB"),
         KeyReference("burst", value: "size, or `auto`", default: "auto",
                      meaning: "token-bucket depth: bytes an idle link sends at once (auto = one segment or 1 ms of rate)",
-                     example: "15 KB"),
+                     example: "10 packets"),
     ]
 
     public static let kernelSupport = KernelSupport.programmed
+    public static let referenceSection = ReferenceSection.link
 
     public static func expected(for key: String) -> String {
         switch key {

@@ -18,6 +18,7 @@ extension PercentageSetting {
     }
 
     public static var kernelSupport: KernelSupport { .refused }
+    public static var referenceSection: ReferenceSection { .datagram }
 
     public static func expected(for key: String) -> String { ProfileValue.expectedPercentage }
 

@@ -42,6 +42,8 @@ public protocol SettingDeclaration: Sendable {
     static var isDatagramOnly: Bool { get }
     /// What the kernel backend does with the setting.
     static var kernelSupport: KernelSupport { get }
+    /// The table of the profile-key reference that lists the setting's keys.
+    static var referenceSection: ReferenceSection { get }
 }
 
 extension SettingDeclaration {
@@ -84,6 +86,7 @@ public protocol ConnectionSetting: SettingDeclaration {
 
 extension ConnectionSetting {
     public static var kernelSupport: KernelSupport { .refused }
+    public static var referenceSection: ReferenceSection { .faults }
 }
 
 /// A setting of the profile as a whole (`description`, `tcp.*`, `dns.delay`, `fault`, `seed`, `exclude`).
@@ -103,6 +106,7 @@ public protocol WholeProfileSetting: SettingDeclaration {
 
 extension WholeProfileSetting {
     public static var acceptsQuotedText: Bool { false }
+    public static var referenceSection: ReferenceSection { .wholeProfile }
 }
 
 /// Where a setting's value was written, for values that name files (a trace next to its profile).

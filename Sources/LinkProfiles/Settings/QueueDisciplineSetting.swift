@@ -16,6 +16,7 @@ public enum QueueDisciplineSetting: DirectionSetting {
                      meaning: "fq_codel's deficit-round-robin quantum", example: "3000 B"),
     ]
     public static let kernelSupport = KernelSupport.partly("`fifo` only")
+    public static let referenceSection = ReferenceSection.link
     static let maximumFlows = 65_536
     static let maximumQuantum = 1024 * 1024
 

@@ -12,6 +12,7 @@ public enum TraceSetting: DirectionSetting {
                      example: "subway.down"),
     ]
     public static let kernelSupport = KernelSupport.refused
+    public static let referenceSection = ReferenceSection.link
     /// The largest trace file read, so a wrong path cannot exhaust memory.
     static let maximumFileBytes = 256 * 1024 * 1024
 
