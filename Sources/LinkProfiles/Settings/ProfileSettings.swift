@@ -154,7 +154,8 @@ public enum ProfileSettings {
            .wholeProfile(ExcludeSetting.self)]
 
     /// The per-direction settings after the link's own, in rendering order: datagram impairments, the queue and
-    /// the trace, then the stream faults in the order the composition applies them (its `StreamFaultSettings.all`).
+    /// the trace, then the stream faults in the order their stages see the bytes (the composition's
+    /// `StreamFaultSettings.all` keeps this order).
     static var directionSettings: [any DirectionSetting.Type] {
         [BurstLossSetting.self, DuplicationSetting.self, ReorderSetting.self] + probabilitySettings
             + [QueueDisciplineSetting.self, TraceSetting.self]
@@ -162,7 +163,7 @@ public enum ProfileSettings {
     }
 
     /// Every per-direction setting, the link's own first.
-    static let perDirection: [any DirectionSetting.Type] = all.compactMap {
+    public static let perDirection: [any DirectionSetting.Type] = all.compactMap {
         if case let .direction(setting) = $0 { setting } else { nil }
     }
 

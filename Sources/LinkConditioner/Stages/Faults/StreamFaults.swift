@@ -4,11 +4,12 @@ protocol StreamFaultSetting: DirectionSetting {
     static func makeEffect(for direction: DirectionProfile, random: SeededRandom) -> ToxicEffect?
 }
 
-/// The faults that act on streams, in the order they see the bytes (a cut counts bytes before a slicer cuts writes).
+/// The faults that act on streams, in the order they see the bytes (a cut counts bytes before a slicer cuts writes):
+/// the settings table's order.
 enum StreamFaultSettings {
-    static let all: [any StreamFaultSetting.Type] = [
-        CutSetting.self, FirstByteDelaySetting.self, SliceSetting.self, SlowCloseSetting.self,
-    ]
+    static let all: [any StreamFaultSetting.Type] = ProfileSettings.perDirection.compactMap {
+        $0 as? any StreamFaultSetting.Type
+    }
 }
 
 extension CutSetting: StreamFaultSetting {
