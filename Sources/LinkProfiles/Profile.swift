@@ -88,7 +88,8 @@ public struct Profile: Hashable, Sendable {
     }
 
     /// Whether a TCP stream already open fares the same under `other`: the same links and faults both ways, and
-    /// the same connection fault and connection-wide settings. Names, DNS delay, exclusions and TCP settings reach only connections opened later.
+    /// the same connection fault and connection-wide settings. Names, DNS delay, exclusions and TCP settings reach
+    /// only connections opened later.
     public func treatsOpenStreamsAs(_ other: Profile) -> Bool {
         uplink == other.uplink && downlink == other.downlink && fault == other.fault && connection == other.connection
     }

@@ -45,7 +45,8 @@ package struct ProfileKey: Hashable, Sendable {
     /// did-you-mean suggestions, which prefer the earlier of two equally close names, stay as they were.
     static let all: [ProfileKey] = {
         func sided(_ settings: [any DirectionSetting.Type]) -> [ProfileKey] {
-            Side.allCases.flatMap { side in settings.flatMap { $0.keys }.map { ProfileKey(target: .direction($0, side)) } }
+            let names = settings.flatMap { $0.keys }
+            return Side.allCases.flatMap { side in names.map { ProfileKey(target: .direction($0, side)) } }
         }
         var keys: [ProfileKey] = []
         var pending: [any DirectionSetting.Type] = []
@@ -78,7 +79,9 @@ package struct ProfileKey: Hashable, Sendable {
         if let key = byName[name] { return key }
         for side in [Side.uplink, .downlink] where name.hasPrefix(side.rawValue + ".") {
             let unprefixed = String(name.dropFirst(side.rawValue.count + 1))
-            if let key = byName[unprefixed], !key.isDirectional { throw .connectionWideKey(name, unprefixed: unprefixed) }
+            if let key = byName[unprefixed], !key.isDirectional {
+                throw .connectionWideKey(name, unprefixed: unprefixed)
+            }
         }
         throw .unknownKey(name, suggestion: .closest(to: name, among: allNames))
     }

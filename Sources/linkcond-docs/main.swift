@@ -15,7 +15,8 @@ guard let data = FileManager.default.contents(atPath: path), let page = String(d
     exit(1)
 }
 guard let updated = ProfileKeyReference.updating(page) else {
-    FileHandle.standardError.write(Data("linkcond-docs: \(path) lacks a profile-keys marker pair for some section\n".utf8))
+    let problem = "linkcond-docs: \(path) lacks a profile-keys marker pair for some section\n"
+    FileHandle.standardError.write(Data(problem.utf8))
     exit(1)
 }
 FileHandle.standardOutput.write(Data(updated.utf8))

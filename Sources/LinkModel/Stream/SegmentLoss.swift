@@ -20,7 +20,9 @@ struct SegmentLoss: Sendable {
 
     /// Follows a profile switch to `shape`; a chain whose parameters did not change keeps its state.
     mutating func update(shape: DirectionShape) {
-        if case .burst(let chain) = model, shape.lossModel == .gilbertElliott, chain.parameters == shape.gilbertElliott {
+        if case .burst(let chain) = model, shape.lossModel == .gilbertElliott,
+            chain.parameters == shape.gilbertElliott
+        {
             return
         }
         self = SegmentLoss(shape: shape)

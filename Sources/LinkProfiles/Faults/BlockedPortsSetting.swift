@@ -9,10 +9,14 @@ public enum BlockedPortsSetting: ConnectionSetting {
     }
 
     public static let reference = [
-        KeyReference("blocked.ports", value: "ports and ranges (`25, 6000-7000`), or `none`", default: "none",
-                     meaning: "connections to those server ports fail", example: "25, 6000-7000"),
-        KeyReference("blocked.mode", value: "`refuse`, `blackhole`", default: "refuse",
-                     meaning: "refuse: the connect fails at once; blackhole: nothing ever answers", example: "blackhole"),
+        KeyReference(
+            "blocked.ports", value: "ports and ranges (`25, 6000-7000`), or `none`", default: "none",
+            meaning: "connections to those server ports fail",
+            example: "25, 6000-7000"),
+        KeyReference(
+            "blocked.mode", value: "`refuse`, `blackhole`", default: "refuse",
+            meaning: "refuse: the connect fails at once; blackhole: nothing ever answers",
+            example: "blackhole"),
     ]
     /// The most ranges one list may hold, so a check per connection stays cheap.
     static let maximumRanges = 64
@@ -61,7 +65,8 @@ public enum BlockedPortsSetting: ConnectionSetting {
     }
 
     public static func summary(_ connection: ConnectionSettings) -> String? {
-        rendered(connection).first.map { "ports \($0.value) \(connection.blockedMode == .refuse ? "refused" : "blackholed")" }
+        let outcome = connection.blockedMode == .refuse ? "refused" : "blackholed"
+        return rendered(connection).first.map { "ports \($0.value) \(outcome)" }
     }
 }
 

@@ -3,9 +3,11 @@
 /// accepted it), so the client sees its first response late, or its own connect timeout through a proxy.
 public enum ConnectStallSetting: ConnectionSetting {
     public static let reference = [
-        KeyReference("connect.stall", value: "duration", default: "0 ms",
-                     meaning: "every new connection waits that long before linkcond connects to the server (a firewall "
-                         + "prompt, a SYN lost twice)", example: "5 s"),
+        KeyReference(
+            "connect.stall", value: "duration", default: "0 ms",
+            meaning: "every new connection waits that long before linkcond connects to the server (a firewall prompt, "
+                + "a SYN lost twice)",
+            example: "5 s"),
     ]
 
     public static func expected(for key: String) -> String { ProfileValue.expectedDuration }

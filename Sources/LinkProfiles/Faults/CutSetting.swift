@@ -16,12 +16,16 @@ public enum CutSetting: DirectionSetting {
     }
 
     public static let reference = [
-        KeyReference("cut.after", value: "size, duration, or `none`", default: "none",
-                     meaning: "after that many bytes of the direction (exactly those arrive), or that long after the "
-                         + "connection opened, the connection is cut", example: "65536 B"),
-        KeyReference("cut.mode", value: "`reset`, `hang`, `close`", default: "reset",
-                     meaning: "reset: `Connection reset by peer`; hang: no more data and no end, until the client's own "
-                         + "timeout (\"cable unplugged\"); close: an early end of stream", example: "hang"),
+        KeyReference(
+            "cut.after", value: "size, duration, or `none`", default: "none",
+            meaning: "after that many bytes of the direction (exactly those arrive), or that long after the "
+                + "connection opened, the connection is cut",
+            example: "65536 B"),
+        KeyReference(
+            "cut.mode", value: "`reset`, `hang`, `close`", default: "reset",
+            meaning: "reset: `Connection reset by peer`; hang: no more data and no end, until the client's own "
+                + "timeout (\"cable unplugged\"); close: an early end of stream",
+            example: "hang"),
     ]
     public static let kernelSupport = KernelSupport.refused
     public static let referenceSection = ReferenceSection.faults

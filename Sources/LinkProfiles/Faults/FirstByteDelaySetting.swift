@@ -3,9 +3,11 @@
 /// overloaded server's would.
 public enum FirstByteDelaySetting: DirectionSetting {
     public static let reference = [
-        KeyReference("first-byte.delay", value: "duration", default: "0 ms",
-                     meaning: "the first byte of each turn of the direction waits: `downlink.first-byte.delay = 45 s` is "
-                         + "the server that answers every request 45 s late", example: "45 s"),
+        KeyReference(
+            "first-byte.delay", value: "duration", default: "0 ms",
+            meaning: "the first byte of each turn of the direction waits: `downlink.first-byte.delay = 45 s` is the "
+                + "server that answers every request 45 s late",
+            example: "45 s"),
     ]
     public static let kernelSupport = KernelSupport.refused
     public static let referenceSection = ReferenceSection.faults

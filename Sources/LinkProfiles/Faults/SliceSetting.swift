@@ -3,12 +3,18 @@
 /// `slice.size` or more is narrowed to `slice.size` − 1 B.
 public enum SliceSetting: DirectionSetting {
     public static let reference = [
-        KeyReference("slice.size", value: "size, or `none`", default: "none",
-                     meaning: "data arrives in writes of this size: a reader sees many small reads", example: "100 B"),
-        KeyReference("slice.variation", value: "size", default: "0 B",
-                     meaning: "each write's size varies by up to this much either way", example: "10 B"),
-        KeyReference("slice.delay", value: "duration", default: "0 ms",
-                     meaning: "the time between two writes", example: "1 ms"),
+        KeyReference(
+            "slice.size", value: "size, or `none`", default: "none",
+            meaning: "data arrives in writes of this size: a reader sees many small reads",
+            example: "100 B"),
+        KeyReference(
+            "slice.variation", value: "size", default: "0 B",
+            meaning: "each write's size varies by up to this much either way",
+            example: "10 B"),
+        KeyReference(
+            "slice.delay", value: "duration", default: "0 ms",
+            meaning: "the time between two writes",
+            example: "1 ms"),
     ]
     public static let kernelSupport = KernelSupport.refused
     public static let referenceSection = ReferenceSection.faults

@@ -2,8 +2,10 @@
 /// Toxiproxy's slow_close does.
 public enum SlowCloseSetting: DirectionSetting {
     public static let reference = [
-        KeyReference("close.delay", value: "duration", default: "0 ms",
-                     meaning: "the end of the stream (FIN) arrives that much after the data: a slow close", example: "2 s"),
+        KeyReference(
+            "close.delay", value: "duration", default: "0 ms",
+            meaning: "the end of the stream (FIN) arrives that much after the data: a slow close",
+            example: "2 s"),
     ]
     public static let kernelSupport = KernelSupport.refused
     public static let referenceSection = ReferenceSection.faults

@@ -4,25 +4,33 @@ import LinkModel
 /// `queue` and `burst`.
 public enum LinkShapeSetting: DirectionSetting {
     public static let reference = [
-        KeyReference("bandwidth", value: "rate, or `unlimited`", default: "unlimited",
-                     meaning: "the bottleneck rate, in **payload** bytes (what the app reads and writes, not wire frames)",
-                     example: "1.5 Mbit/s"),
-        KeyReference("delay", value: "duration", default: "0 ms", meaning: "one-way propagation delay added to every byte",
-                     example: "40 ms"),
-        KeyReference("jitter", value: "duration", default: "0 ms",
-                     meaning: "each chunk's delay varies uniformly in ±jitter; a TCP stream is never reordered",
-                     example: "5 ms"),
-        KeyReference("loss", value: "percent", default: "0 %",
-                     meaning: "packet loss: each datagram is dropped independently with this probability (netem `loss random`); "
-                         + "TCP repairs it as Linux does, see the [TCP model](../design/tcp-model.md)",
-                     example: "2 %"),
-        KeyReference("queue", value: "size", default: "256 KiB",
-                     meaning: "the link's buffer: packets waiting behind the bandwidth cap add latency, beyond it the newcomer "
-                         + "is dropped; in `packets` it counts packets (segments and datagrams); in bytes at least 1500 B, one packet",
-                     example: "64 KiB"),
-        KeyReference("burst", value: "size, or `auto`", default: "auto",
-                     meaning: "token-bucket depth: bytes an idle link sends at once (auto = one segment or 1 ms of rate)",
-                     example: "10 packets"),
+        KeyReference(
+            "bandwidth", value: "rate, or `unlimited`", default: "unlimited",
+            meaning: "the bottleneck rate, in **payload** bytes (what the app reads and writes, not wire frames)",
+            example: "1.5 Mbit/s"),
+        KeyReference(
+            "delay", value: "duration", default: "0 ms",
+            meaning: "one-way propagation delay added to every byte",
+            example: "40 ms"),
+        KeyReference(
+            "jitter", value: "duration", default: "0 ms",
+            meaning: "each chunk's delay varies uniformly in ±jitter; a TCP stream is never reordered",
+            example: "5 ms"),
+        KeyReference(
+            "loss", value: "percent", default: "0 %",
+            meaning: "packet loss: each datagram is dropped independently with this probability (netem `loss "
+                + "random`); TCP repairs it as Linux does, see the [TCP model](../design/tcp-model.md)",
+            example: "2 %"),
+        KeyReference(
+            "queue", value: "size", default: "256 KiB",
+            meaning: "the link's buffer: packets waiting behind the bandwidth cap add latency, beyond it the newcomer "
+                + "is dropped; in `packets` it counts packets (segments and datagrams); in bytes at least 1500 B, one "
+                + "packet",
+            example: "64 KiB"),
+        KeyReference(
+            "burst", value: "size, or `auto`", default: "auto",
+            meaning: "token-bucket depth: bytes an idle link sends at once (auto = one segment or 1 ms of rate)",
+            example: "10 packets"),
     ]
 
     public static let kernelSupport = KernelSupport.programmed
@@ -63,7 +71,9 @@ public enum LinkShapeSetting: DirectionSetting {
             } catch .outOfRange {
                 throw .outOfRange(expected: ProfileValue.expectedQueue)
             }
-            guard countsPackets || size.bytes >= packetSize else { throw .outOfRange(expected: ProfileValue.expectedQueue) }
+            guard countsPackets || size.bytes >= packetSize else {
+                throw .outOfRange(expected: ProfileValue.expectedQueue)
+            }
             let queue = countsPackets ? ByteCount(bytes: max(size.bytes / packetSize, 1) * packetSize) : size
             return {
                 $0.queue = queue

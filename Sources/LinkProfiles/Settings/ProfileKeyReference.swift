@@ -37,8 +37,9 @@ public enum ProfileKeyReference {
         let header = ["| key | value | default | set for | `linkcond tc` | meaning |", "|---|---|---|---|---|---|"]
         return header + ProfileSettings.all.filter { $0.declaration.referenceSection == section }.flatMap { entry in
             let declaration = entry.declaration
+            let reach = scope(entry), kernelSupport = kernel(declaration.kernelSupport)
             return declaration.reference.map { key in
-                "| `\(key.key)` | \(key.value) | \(key.defaultValue) | \(scope(entry)) | \(kernel(declaration.kernelSupport)) | \(key.meaning) |"
+                "| `\(key.key)` | \(key.value) | \(key.defaultValue) | \(reach) | \(kernelSupport) | \(key.meaning) |"
             }
         }
     }

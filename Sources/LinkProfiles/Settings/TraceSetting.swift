@@ -7,9 +7,11 @@ import LinkModel
 /// profile's directory (or to the working directory for `linkcond set`).
 public enum TraceSetting: DirectionSetting {
     public static let reference = [
-        KeyReference("trace", value: "built-in trace, path with `/`, or `none`", default: "none",
-                     meaning: "capacity follows a mahimahi trace instead of `bandwidth`, see [capacity traces](#capacity-traces)",
-                     example: "subway.down"),
+        KeyReference(
+            "trace", value: "built-in trace, path with `/`, or `none`", default: "none",
+            meaning: "capacity follows a mahimahi trace instead of `bandwidth`, see [capacity "
+                + "traces](#capacity-traces)",
+            example: "subway.down"),
     ]
     public static let kernelSupport = KernelSupport.refused
     public static let referenceSection = ReferenceSection.link

@@ -3,8 +3,10 @@ import LinkModel
 /// `description`: free text shown by `linkcond profiles`.
 public enum DescriptionSetting: WholeProfileSetting {
     public static let reference = [
-        KeyReference("description", value: "text (quote it to use `#`)", default: "empty",
-                     meaning: "shown by `linkcond profiles`", example: "Edge, typical"),
+        KeyReference(
+            "description", value: "text (quote it to use `#`)", default: "empty",
+            meaning: "shown by `linkcond profiles`",
+            example: "Edge, typical"),
     ]
     public static let kernelSupport = KernelSupport.ignored
     public static let acceptsQuotedText = true
@@ -27,12 +29,18 @@ public enum DescriptionSetting: WholeProfileSetting {
 /// The `tcp.*` keys: how the emulated TCP senders on the link behave.
 public enum TCPSenderSetting: WholeProfileSetting {
     public static let reference = [
-        KeyReference("tcp.congestion", value: "`cubic`, `reno`", default: "cubic",
-                     meaning: "congestion control of the emulated TCP senders", example: "reno"),
-        KeyReference("tcp.initial-window", value: "segments, 1 to 1000", default: "10",
-                     meaning: "their initial window (Linux's)", example: "4"),
-        KeyReference("tcp.slow-start-after-idle", value: "`on`, `off`", default: "on",
-                     meaning: "whether an idle connection restarts from the initial window", example: "off"),
+        KeyReference(
+            "tcp.congestion", value: "`cubic`, `reno`", default: "cubic",
+            meaning: "congestion control of the emulated TCP senders",
+            example: "reno"),
+        KeyReference(
+            "tcp.initial-window", value: "segments, 1 to 1000", default: "10",
+            meaning: "their initial window (Linux's)",
+            example: "4"),
+        KeyReference(
+            "tcp.slow-start-after-idle", value: "`on`, `off`", default: "on",
+            meaning: "whether an idle connection restarts from the initial window",
+            example: "off"),
     ]
     public static let kernelSupport = KernelSupport.ignored
 
@@ -65,7 +73,9 @@ public enum TCPSenderSetting: WholeProfileSetting {
         let tcp = profile.tcp, defaults = TCPSettings()
         var settings: [(key: String, value: String)] = []
         if tcp.congestion != defaults.congestion { settings.append(("tcp.congestion", tcp.congestion.rawValue)) }
-        if tcp.initialWindow != defaults.initialWindow { settings.append(("tcp.initial-window", String(tcp.initialWindow))) }
+        if tcp.initialWindow != defaults.initialWindow {
+            settings.append(("tcp.initial-window", String(tcp.initialWindow)))
+        }
         if tcp.slowStartAfterIdle != defaults.slowStartAfterIdle {
             settings.append(("tcp.slow-start-after-idle", tcp.slowStartAfterIdle ? "on" : "off"))
         }
@@ -74,15 +84,18 @@ public enum TCPSenderSetting: WholeProfileSetting {
 
     public static func summary(_ profile: Profile) -> String? {
         let settings = rendered(profile)
-        return settings.isEmpty ? nil : "TCP " + settings.map { "\($0.key.dropFirst(4)) \($0.value)" }.joined(separator: " ")
+        guard !settings.isEmpty else { return nil }
+        return "TCP " + settings.map { "\($0.key.dropFirst(4)) \($0.value)" }.joined(separator: " ")
     }
 }
 
 /// `dns.delay`: latency added to DNS lookups made by, or relayed through, linkcond.
 public enum DNSDelaySetting: WholeProfileSetting {
     public static let reference = [
-        KeyReference("dns.delay", value: "duration", default: "0 ms",
-                     meaning: "added to every DNS lookup linkcond makes or relays", example: "3 s"),
+        KeyReference(
+            "dns.delay", value: "duration", default: "0 ms",
+            meaning: "added to every DNS lookup linkcond makes or relays",
+            example: "3 s"),
     ]
     public static let kernelSupport = KernelSupport.programmed
 
@@ -107,8 +120,10 @@ public enum DNSDelaySetting: WholeProfileSetting {
 /// `fault`: what happens to every connection regardless of rate and delay (`ConnectionFault`).
 public enum ConnectionFaultSetting: WholeProfileSetting {
     public static let reference = [
-        KeyReference("fault", value: "`none`, `blackhole`, `refuse`", default: "none",
-                     meaning: "blackhole: accept, forward nothing; refuse: reset new connections", example: "blackhole"),
+        KeyReference(
+            "fault", value: "`none`, `blackhole`, `refuse`", default: "none",
+            meaning: "blackhole: accept, forward nothing; refuse: reset new connections",
+            example: "blackhole"),
     ]
     public static let kernelSupport = KernelSupport.refused
 
@@ -133,8 +148,10 @@ public enum ConnectionFaultSetting: WholeProfileSetting {
 /// `seed`: the seed of every random draw, so a run repeats exactly.
 public enum SeedSetting: WholeProfileSetting {
     public static let reference = [
-        KeyReference("seed", value: "unsigned integer, or `random`", default: "random",
-                     meaning: "seed of every random draw (jitter, loss): the same seed repeats a run exactly", example: "42"),
+        KeyReference(
+            "seed", value: "unsigned integer, or `random`", default: "random",
+            meaning: "seed of every random draw (jitter, loss): the same seed repeats a run exactly",
+            example: "42"),
     ]
     public static let kernelSupport = KernelSupport.ignored
 
@@ -157,9 +174,11 @@ public enum SeedSetting: WholeProfileSetting {
 /// `exclude`: destinations a proxy front end relays untouched.
 public enum ExcludeSetting: WholeProfileSetting {
     public static let reference = [
-        KeyReference("exclude", value: "list, or `none`", default: "none",
-                     meaning: "destinations relayed untouched, see [exclude](../guides/proxy.md#relaying-some-destinations-untouched-exclude)",
-                     example: "*.example.com"),
+        KeyReference(
+            "exclude", value: "list, or `none`", default: "none",
+            meaning: "destinations relayed untouched, see "
+                + "[exclude](../guides/proxy.md#relaying-some-destinations-untouched-exclude)",
+            example: "*.example.com"),
     ]
     public static let kernelSupport = KernelSupport.ignored
 
