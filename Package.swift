@@ -61,6 +61,8 @@ let package = Package(
         .testTarget(name: "LinkProfilesTests", dependencies: ["LinkProfiles", "LinkConditioner"]),
         .target(name: "LoopbackPeers", dependencies: ["LinkConditioner"]),
         .executableTarget(name: "linkcond-bench", dependencies: ["CLinuxShims", "LinkConditioner", "LoopbackPeers"]),
+        // Writes the generated parts of docs/ (the profile-key tables) for scripts/generate-docs.
+        .executableTarget(name: "linkcond-docs", dependencies: ["LinkProfiles"]),
         .testTarget(name: "ProxyTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "CLITests", dependencies: ["LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "ControlTests", dependencies: ["LinkConditioner", "LoopbackPeers"]),

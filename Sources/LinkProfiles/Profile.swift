@@ -7,7 +7,7 @@ import LinkModel
 public struct DirectionProfile: Hashable, Sendable {
     /// The bottleneck and the impairments, as the link model takes them.
     public var shape = DirectionShape()
-    /// Connection faults: cuts, slow close, slicing, slow first byte, connect stall, blocked ports, captive portal.
+    /// Connection faults of this direction: cuts, slow close, slicing, slow first byte.
     public var faults = FaultSettings()
 
     // The shape's parameters, read and set through the profile as profile code always has (see `DirectionShape`).
@@ -70,6 +70,8 @@ public struct Profile: Hashable, Sendable {
     public var exclude: [HostPattern] = []
     /// How the emulated TCP senders on the link behave (`tcp.*` keys).
     public var tcp = TCPSettings()
+    /// What happens to each connection as a whole: connect stall, blocked ports, captive portal.
+    public var connection = ConnectionSettings()
 
     public init(
         name: String = "", description: String = "",
@@ -86,9 +88,10 @@ public struct Profile: Hashable, Sendable {
     }
 
     /// Whether a TCP stream already open fares the same under `other`: the same links and faults both ways, and
-    /// the same connection fault. Names, DNS delay, exclusions and TCP settings reach only connections opened later.
+    /// the same connection fault and connection-wide settings. Names, DNS delay, exclusions and TCP settings reach
+    /// only connections opened later.
     public func treatsOpenStreamsAs(_ other: Profile) -> Bool {
-        uplink == other.uplink && downlink == other.downlink && fault == other.fault
+        uplink == other.uplink && downlink == other.downlink && fault == other.fault && connection == other.connection
     }
 
     /// The profile that changes nothing.

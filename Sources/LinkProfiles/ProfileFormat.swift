@@ -3,10 +3,9 @@ import LinkModel
 
 /// The plain-text profile format: one `key = value` per line, `#` comments, explicit units.
 ///
-/// Keys: `description`; `bandwidth`, `delay`, `jitter`, `loss`, `queue`, `burst`, and for datagrams `loss.model`, `ge.p`,
-/// `ge.r`, `ge.loss-bad`, `ge.loss-good`, `duplicate`, `reorder`, each for both directions or with an
-/// `uplink.` or `downlink.` prefix; `tcp.congestion`, `tcp.initial-window`, `tcp.slow-start-after-idle`;
-/// `dns.delay`; `fault`; `seed`; `exclude`. What a profile leaves out keeps `Profile`'s default.
+/// The keys are those of `ProfileSettings.all` (docs/reference/profiles.md lists them): per-direction keys for both
+/// directions or with an `uplink.` or `downlink.` prefix, connection-wide and whole-profile keys without one.
+/// What a profile leaves out keeps `Profile`'s default.
 extension Profile {
     /// Parses a whole profile, applying nothing unless every line is valid.
     ///
@@ -99,66 +98,50 @@ extension Profile {
 
     /// The profile in the file format, fully resolved: every key, both directions explicit, readable units.
     ///
-    /// The datagram keys (`loss.model`, `ge.*`, `duplicate`, `reorder`) and the `tcp.*` keys appear only where they
-    /// differ from their defaults, so a profile that never uses them renders as before.
+    /// Each setting of `ProfileSettings.all` renders its keys in the table's order: the link's own keys always,
+    /// the others only where they differ from their defaults, so a profile that never uses them renders as before.
+    /// Connection-wide keys render once, unprefixed.
     /// `Profile(parsing: p.rendered, name: p.name) == p` for every profile whose durations are whole nanoseconds.
     public var rendered: String {
-        var lines = ["description = \(ProfileLine.quotedIfNeeded(description))"]
-        for (side, direction) in [(ProfileKey.Side.downlink, downlink), (.uplink, uplink)] {
-            let prefix = side.rawValue + "."
-            lines.append(prefix + "bandwidth = " + ProfileValue.format(direction.bandwidth))
-            lines.append(prefix + "delay = " + ProfileValue.format(direction.delay))
-            lines.append(prefix + "jitter = " + ProfileValue.format(direction.jitter))
-            lines.append(prefix + "loss = " + ProfileValue.format(direction.loss))
-            lines.append(prefix + "queue = " + ProfileValue.format(direction.queueLimit))
-            lines.append(prefix + "burst = " + ProfileValue.format(direction.burst))
-            lines += DirectionSettings.rendered(direction).map { prefix + $0.key + " = " + $0.value }
+        var lines: [String] = []
+        var directionSettings: [any DirectionSetting.Type] = []
+        func flushDirections() {
+            for (side, direction) in [(ProfileKey.Side.downlink, downlink), (.uplink, uplink)] {
+                let prefix = side.rawValue + "."
+                lines += directionSettings.flatMap { $0.rendered(direction) }.map { prefix + $0.key + " = " + $0.value }
+            }
+            directionSettings = []
         }
-        lines += DirectionSettings.renderedConnectionWide(uplink).map { $0.key + " = " + $0.value }
-        lines += tcp.settings.map { $0.key + " = " + $0.value }
-        lines.append("dns.delay = " + ProfileValue.format(dnsDelay))
-        lines.append("fault = " + fault.rawValue)
-        lines.append("seed = " + ProfileValue.format(seed: seed))
-        lines.append("exclude = " + ProfileValue.format(exclude))
+        for entry in ProfileSettings.all {
+            if case let .direction(setting) = entry {
+                directionSettings.append(setting)
+                continue
+            }
+            flushDirections()
+            let pairs = switch entry {
+            case let .connection(setting): setting.rendered(connection)
+            case let .wholeProfile(setting): setting.rendered(self)
+            case .direction: [(key: String, value: String)]()
+            }
+            lines += pairs.map { $0.key + " = " + $0.value }
+        }
+        flushDirections()
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// One line for listings, such as `780 kbit/s down, 330 kbit/s up, 100 ms delay, 0 % loss`.
+    /// One line for listings, such as `780 kbit/s down, 330 kbit/s up, 100 ms delay, 0 % loss`: each setting's
+    /// words in the table's order, where it has any.
     ///
-    /// Rates, delay and loss always appear (as `down/up` pairs when the directions differ); jitter, queue, burst,
-    /// DNS delay, fault and seed appear only when they differ from the defaults.
+    /// Rates, delay and loss always appear (as `down/up` pairs when the directions differ); the rest only when
+    /// they differ from the defaults.
     public var summary: String {
-        var parts: [String] = []
-        if downlink.bandwidth == nil && uplink.bandwidth == nil {
-            parts.append("unlimited bandwidth")
-        } else {
-            parts.append("\(ProfileValue.format(downlink.bandwidth)) down")
-            parts.append("\(ProfileValue.format(uplink.bandwidth)) up")
-        }
-        parts.append(pair(\.delay, ProfileValue.format) + " delay")
-        if downlink.jitter != .zero || uplink.jitter != .zero {
-            parts.append("±" + pair(\.jitter, ProfileValue.format) + " jitter")
-        }
-        parts.append(pair(\.loss, ProfileValue.format) + " loss")
-        if downlink.queue != DirectionProfile.defaultQueue || uplink.queue != DirectionProfile.defaultQueue {
-            parts.append("queue " + pair(\.queue, ProfileValue.format))
-        }
-        if downlink.burst != nil || uplink.burst != nil {
-            parts.append("burst " + pair(\.burst, ProfileValue.format))
-        }
-        parts += DirectionSettings.all.compactMap { $0.summary(downlink: downlink, uplink: uplink) }
-        if tcp != TCPSettings() { parts.append("TCP " + tcp.settings.map { "\($0.key.dropFirst(4)) \($0.value)" }.joined(separator: " ")) }
-        if dnsDelay != .zero { parts.append(ProfileValue.format(dnsDelay) + " DNS delay") }
-        if fault != .none { parts.append("fault \(fault.rawValue)") }
-        if let seed { parts.append("seed \(seed)") }
-        if !exclude.isEmpty { parts.append("excluding " + ProfileValue.format(exclude)) }
-        return parts.joined(separator: ", ")
-    }
-
-    /// One value if both directions agree, else `down/up`.
-    private func pair<Value: Equatable>(_ field: KeyPath<DirectionProfile, Value>, _ format: (Value) -> String) -> String {
-        let down = downlink[keyPath: field], up = uplink[keyPath: field]
-        return down == up ? format(down) : "\(format(down))/\(format(up))"
+        ProfileSettings.all.compactMap { entry in
+            switch entry {
+            case let .direction(setting): setting.summary(downlink: downlink, uplink: uplink)
+            case let .connection(setting): setting.summary(connection)
+            case let .wholeProfile(setting): setting.summary(self)
+            }
+        }.joined(separator: ", ")
     }
 }
 
@@ -171,19 +154,5 @@ extension DirectionProfile {
         if model.lossInBad != Percentage(100) { text += " loss-bad \(ProfileValue.format(model.lossInBad))" }
         if model.lossInGood != .zero { text += " loss-good \(ProfileValue.format(model.lossInGood))" }
         return text
-    }
-}
-
-extension TCPSettings {
-    /// The `tcp.*` keys whose values differ from Linux's defaults, in the file format's order.
-    var settings: [(key: String, value: String)] {
-        let defaults = TCPSettings()
-        var settings: [(key: String, value: String)] = []
-        if congestion != defaults.congestion { settings.append(("tcp.congestion", congestion.rawValue)) }
-        if initialWindow != defaults.initialWindow { settings.append(("tcp.initial-window", String(initialWindow))) }
-        if slowStartAfterIdle != defaults.slowStartAfterIdle {
-            settings.append(("tcp.slow-start-after-idle", slowStartAfterIdle ? "on" : "off"))
-        }
-        return settings
     }
 }

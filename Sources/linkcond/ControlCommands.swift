@@ -86,7 +86,7 @@ struct SetCommand: ParsableCommand {
               linkcond set loss 2 %
             """)
 
-    @Argument(help: "A profile key, such as downlink.delay or loss.")
+    @Argument(help: "A profile key, such as downlink.delay or loss.", completion: .list(ProfileSettings.keyNames))
     var key: String
 
     /// Every word the options leave, so that a negative value such as `-5 ms` reaches the profile format, which says

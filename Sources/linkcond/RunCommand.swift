@@ -256,7 +256,7 @@ extension RunCommand {
     /// Tells the user that the profile's datagram-only keys (such as `corrupt`) do nothing when every listener relays
     /// TCP streams, which take no datagram impairment.
     private func noteDatagramOnlyKeys(of profile: Profile, on specs: [ListenerSpec], _ logger: Logger) {
-        let keys = DirectionSettings.datagramOnlyKeys(profile)
+        let keys = ProfileSettings.datagramOnlyKeys(profile)
         guard !keys.isEmpty, !specs.isEmpty, specs.allSatisfy({ if case .tcp = $0.kind { true } else { false } }) else { return }
         logger.notice("\(keys.joined(separator: ", ")) act on datagrams only: the TCP listeners here ignore them")
     }

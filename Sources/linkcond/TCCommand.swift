@@ -103,7 +103,7 @@ struct TCConditioningOptions: ParsableArguments {
     /// The settings a profile makes that `tc apply` would otherwise silently leave out: datagram impairments,
     /// queue disciplines other than fifo (this kernel has no codel qdisc) and traces.
     static func settingsTheKernelBackendDoesNotProgram(_ profile: Profile) -> [String] {
-        DirectionSettings.kernelUnsupported(profile)
+        ProfileSettings.kernelUnsupported(profile)
     }
 }
 

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-/// The bash completion script the binary generates offers the built-in profile, scenario and trace names and the
-/// exec modes where a command takes them, as bash itself completes them from the script.
+/// The bash completion script the binary generates offers the built-in profile, scenario and trace names, the
+/// exec modes and the profile keys (from the settings table) where a command takes them, as bash itself completes
+/// them from the script.
 @Suite(.serialized)
 struct CompletionScriptTests {
     struct Case: Sendable, CustomTestStringConvertible {
@@ -22,6 +23,8 @@ struct CompletionScriptTests {
         Case(line: "linkcond scenario lea", offered: ["leaving-wifi"]),
         Case(line: "linkcond exec --mode ", offered: ["auto", "tun", "proxy"]),
         Case(line: "linkcond trace generate subway", offered: ["subway.down", "subway.up"]),
+        Case(line: "linkcond set ge.loss", offered: ["ge.loss-bad", "ge.loss-good"]),
+        Case(line: "linkcond set uplink.connect", offered: []),
     ]
 
     @Test(arguments: cases)

@@ -225,7 +225,7 @@ struct ControlEndpointSecurityTests {
         #expect(answer.hasPrefix("HTTP/1.1 400 "), "\(answer)")
         #expect(answer.contains("line 2") || answer.contains(":2:"), "\(answer)")
         #expect(answer.contains("connect.stall concerns the whole connection"), "\(answer)")
-        #expect(endpoint.proxy.profile.name == "edge" && endpoint.proxy.profile.uplink.faults.connectStall == .zero)
+        #expect(endpoint.proxy.profile.name == "edge" && endpoint.proxy.profile.connection.connectStall == .zero)
     }
 
     /// `--control ./notes.txt` (a slip of the keyboard) must not delete the file: only a stale socket is replaced.

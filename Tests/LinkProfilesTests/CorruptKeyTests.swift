@@ -25,7 +25,7 @@ import Testing
         #expect(throws: ProfileError.self) { try Profile(parsing: "corrupt = 101 %") }
         let profile = try Profile(parsing: "downlink.corrupt = 1 %")
 
-        #expect(DirectionSettings.datagramOnlyKeys(profile) == ["downlink.corrupt"])
-        #expect(DirectionSettings.kernelUnsupported(profile) == ["downlink.corrupt"])
+        #expect(ProfileSettings.datagramOnlyKeys(profile) == ["downlink.corrupt"])
+        #expect(ProfileSettings.kernelUnsupported(profile) == ["downlink.corrupt"])
     }
 }

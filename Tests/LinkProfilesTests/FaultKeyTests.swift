@@ -26,10 +26,10 @@ struct FaultKeyTests {
         #expect(profile.downlink.faults.closeDelay == .seconds(2) && profile.uplink.faults.closeDelay == .zero)
         #expect(profile.uplink.faults.sliceSize == 10 && profile.uplink.faults.sliceDelay == .milliseconds(1))
         #expect(profile.downlink.faults.firstByteDelay == .seconds(45) && profile.uplink.faults.firstByteDelay == .zero)
-        #expect(profile.uplink.faults.connectStall == .seconds(30))
-        #expect(profile.uplink.faults.blockedPorts == [25...25, 6000...7000])
-        #expect(profile.uplink.faults.blockedMode == .blackhole)
-        #expect(profile.uplink.faults.captivePortal == .redirect)
+        #expect(profile.connection.connectStall == .seconds(30))
+        #expect(profile.connection.blockedPorts == [25...25, 6000...7000])
+        #expect(profile.connection.blockedMode == .blackhole)
+        #expect(profile.connection.captivePortal == .redirect)
     }
 
     @Test func aCutAfterADurationIsATimeCut() throws {

@@ -77,8 +77,8 @@ struct QueueDisciplineSettingTests {
     @Test func kernelBackendDeclinesCoDelButNotFIFO() throws {
         let codel = try Profile(parsing: "queue.discipline = codel\n")
 
-        #expect(DirectionSettings.kernelUnsupported(codel.downlink) == ["queue.discipline = codel"])
-        #expect(DirectionSettings.kernelUnsupported(Profile.none.downlink).isEmpty)
+        #expect(ProfileSettings.kernelUnsupported(codel.downlink) == ["queue.discipline = codel"])
+        #expect(ProfileSettings.kernelUnsupported(Profile.none.downlink).isEmpty)
     }
 
     @Test func liveSetAcceptsTheNewKeys() throws {

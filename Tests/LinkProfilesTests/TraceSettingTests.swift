@@ -78,7 +78,7 @@ struct TraceSettingTests {
     @Test func kernelBackendDeclinesATrace() throws {
         let profile = try Profile(parsing: "uplink.trace = lte-driving.up\n")
 
-        #expect(DirectionSettings.kernelUnsupported(profile.uplink) == ["trace"])
+        #expect(ProfileSettings.kernelUnsupported(profile.uplink) == ["trace"])
     }
 
     @Test func noneRemovesATrace() throws {

@@ -227,7 +227,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
 
     /// The captive portal's style while it holds traffic back, nil when there is none or it let traffic through.
     var activePortal: CaptivePortalSetting.Style? {
-        let style = profile.uplink.faults.captivePortal
+        let style = profile.connection.captivePortal
         return style == .off || portalReleased ? nil : style
     }
 
@@ -239,7 +239,7 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     /// Switches the shaped link to `profile` (excluded destinations stay unconditioned); data in flight keeps its order.
     /// A captive portal that the profile turns on, or changes, holds traffic back again.
     func apply(_ profile: Profile) {
-        if profile.uplink.faults.captivePortal != self.profile.uplink.faults.captivePortal { portalReleased = false }
+        if profile.connection.captivePortal != self.profile.connection.captivePortal { portalReleased = false }
         self.profile = profile
         uplink.update(profile)
         downlink.update(profile)

@@ -58,9 +58,16 @@ public struct GilbertElliottLoss: Impairment {
     }
 
     public mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom) {
+        if step(random: &random) && !segment.lost { segment.drop(.burst) }
+    }
+
+    /// One step of the chain for one packet: whether the chain loses it, then the move to the next state. Two
+    /// draws from `random` each time, loss first, whatever the packet's fate otherwise.
+    public mutating func step(random: inout SeededRandom) -> Bool {
         let lossRate = isBad ? parameters.lossInBad : parameters.lossInGood
         let transition = isBad ? parameters.badToGood : parameters.goodToBad
-        if random.chance(lossRate.probability) && !segment.lost { segment.drop(.burst) }
+        let lost = random.chance(lossRate.probability)
         if random.chance(transition.probability) { isBad.toggle() }
+        return lost
     }
 }

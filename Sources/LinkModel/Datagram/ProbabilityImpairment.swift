@@ -9,6 +9,8 @@ public protocol ProbabilityImpairment: Impairment {
     static var name: String { get }
     /// What the effect does to a datagram, as a past participle for listings (`corrupted`).
     static var outcome: String { get }
+    /// What the effect does, in one sentence for the profile-key reference.
+    static var effect: String { get }
 
     init(probability: Double)
 }

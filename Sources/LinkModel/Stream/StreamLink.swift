@@ -223,13 +223,13 @@ extension StreamLink {
         /// `nextRelease`, read through the class without copying the emulation.
         private(set) var leastDelayNanoseconds: Int64 = 0
         var reverseDelay: Duration
-        private var reverseLoss: Percentage
-        private var ackBurstLoss: GilbertElliottLoss?
+        /// The reverse direction's loss, drawn for ACKs.
+        private var ackLoss: SegmentLoss
         private var ackRandom: SeededRandom
         var settings: TCPSettings
         var bottleneck: Bottleneck
         private var random: SeededRandom
-        private var burstLoss: GilbertElliottLoss?
+        private var segmentLoss: SegmentLoss
         /// The live flows, in number order (new flows get the next number; removal keeps the order), so a number
         /// is found by binary search.
         var flows: [StreamFlow] = []
@@ -250,7 +250,7 @@ extension StreamLink {
         var lossDecision: ((LinkPacket) -> Bool)?
         var ackLossDecision: ((TCPAck) -> Bool)?
         private var handshakeRandom: SeededRandom
-        private var handshakeBurstLoss: GilbertElliottLoss?
+        private var handshakeLoss: SegmentLoss
         var handshakeLossDecision: (() -> Bool)? {
             didSet { noteHandshakeLoss() }
         }
@@ -270,16 +270,15 @@ extension StreamLink {
             self.side = side
             self.profile = profile
             self.reverseDelay = reverse.delay
-            self.reverseLoss = reverse.loss
-            self.ackBurstLoss = GilbertElliottLoss(profile: reverse)
+            self.ackLoss = SegmentLoss(shape: reverse)
             self.ackRandom = SeededRandom(seed: seed ^ Self.ackSeedSalt)
             self.settings = settings
             self.bottleneck = Bottleneck(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
                                          serializer: profile.makeSerializer())
             self.random = SeededRandom(seed: seed)
-            self.burstLoss = GilbertElliottLoss(profile: profile)
+            self.segmentLoss = SegmentLoss(shape: profile)
             self.handshakeRandom = SeededRandom(seed: seed ^ Self.handshakeSeedSalt)
-            self.handshakeBurstLoss = GilbertElliottLoss(profile: profile)
+            self.handshakeLoss = SegmentLoss(shape: profile)
             noteProfile()
         }
 
@@ -296,9 +295,7 @@ extension StreamLink {
             let old = self.profile
             self.profile = profile
             self.reverseDelay = reverse.delay
-            self.reverseLoss = reverse.loss
-            let wantedAckLoss = GilbertElliottLoss(profile: reverse)
-            if wantedAckLoss?.parameters != ackBurstLoss?.parameters { ackBurstLoss = wantedAckLoss }
+            ackLoss.update(shape: reverse)
             self.settings = settings
             if old.trace != profile.trace || old.bandwidth != profile.bandwidth || old.burst != profile.burst {
                 bottleneck.update(serializer: profile.makeSerializer(), now: now)
@@ -309,9 +306,8 @@ extension StreamLink {
                 for packet in refused { flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1 }
                 counters.segmentsLost += refused.count
             }
-            let wanted = GilbertElliottLoss(profile: profile)
-            if wanted?.parameters != burstLoss?.parameters { burstLoss = wanted }
-            if wanted?.parameters != handshakeBurstLoss?.parameters { handshakeBurstLoss = wanted }
+            segmentLoss.update(shape: profile)
+            handshakeLoss.update(shape: profile)
             noteProfile()
             let opensEveryFlow = isPassThrough
             for flow in flows {
@@ -323,12 +319,12 @@ extension StreamLink {
             }
         }
 
-        /// Whether nothing at all is emulated in either direction, as `profile`, `reverseDelay`, `reverseLoss` and
-        /// `ackBurstLoss` stand.
+        /// Whether nothing at all is emulated in either direction, as `profile`, `reverseDelay` and `ackLoss`
+        /// stand.
         private var emulatesNothing: Bool {
             profile.bandwidth == nil && profile.trace == nil && profile.delay == .zero && profile.jitter == .zero
                 && profile.loss == .zero
-                && profile.lossModel == .random && reverseDelay == .zero && reverseLoss == .zero && ackBurstLoss == nil
+                && profile.lossModel == .random && reverseDelay == .zero && !ackLoss.canLose
         }
 
         mutating func enqueue(_ bytes: Int, on flow: StreamFlow, at written: Instant) {
@@ -400,33 +396,21 @@ extension StreamLink {
             model.arrivals.append((segment, arrival))
         }
 
-        private mutating func isLost() -> Bool { Self.draw(&burstLoss, loss: profile.loss, random: &random) }
+        private mutating func isLost() -> Bool { segmentLoss.isLost(random: &random) }
 
         /// This direction's loss, drawn for one SYN or SYN-ACK from the handshake's own generator and chain.
         mutating func isHandshakeSegmentLost() -> Bool {
             if let handshakeLossDecision { return handshakeLossDecision() }
-            return Self.draw(&handshakeBurstLoss, loss: profile.loss, random: &handshakeRandom)
+            return handshakeLoss.isLost(random: &handshakeRandom)
         }
 
         /// Recomputes `canLoseHandshakeSegment` after the profile or the handshake's loss decision changed.
         private mutating func noteHandshakeLoss() {
-            canLoseHandshakeSegment = handshakeLossDecision != nil || handshakeBurstLoss != nil || profile.loss.probability > 0
+            canLoseHandshakeSegment = handshakeLossDecision != nil || handshakeLoss.canLose
         }
 
         /// The reverse direction's loss, drawn for one ACK.
-        private mutating func isAckLost() -> Bool { Self.draw(&ackBurstLoss, loss: reverseLoss, random: &ackRandom) }
-
-        /// One loss draw: a step of the Gilbert-Elliott chain when the profile has one, else `loss` as an
-        /// independent chance.
-        private static func draw(_ burst: inout GilbertElliottLoss?, loss: Percentage, random: inout SeededRandom) -> Bool {
-            if burst != nil {
-                var fate = SegmentFate(departure: .zero)
-                burst!.apply(to: &fate, random: &random)
-                return fate.lost
-            }
-            let probability = loss.probability
-            return probability > 0 && random.chance(probability)
-        }
+        private mutating func isAckLost() -> Bool { ackLoss.isLost(random: &ackRandom) }
 
         mutating func markChanged(_ flow: StreamFlow, _ model: inout StreamFlow.Model) {
             guard !model.isMarkedChanged else { return }

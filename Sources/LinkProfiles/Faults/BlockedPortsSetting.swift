@@ -3,13 +3,21 @@ import Foundation
 /// `blocked.ports` and `blocked.mode`: connections to the listed server ports (`25, 6000-7000`) are refused (the
 /// client's connect fails at once) or blackholed (nothing ever answers), as behind a hotel firewall that lets
 /// only 80 and 443 through (`blocked.ports = 1-79, 81-442, 444-65535`).
-public enum BlockedPortsSetting: DirectionSetting {
-    public static let isConnectionWide = true
+public enum BlockedPortsSetting: ConnectionSetting {
     public enum Mode: String, Hashable, Sendable, CaseIterable {
         case refuse, blackhole
     }
 
-    public static let keys = ["blocked.ports", "blocked.mode"]
+    public static let reference = [
+        KeyReference(
+            "blocked.ports", value: "ports and ranges (`25, 6000-7000`), or `none`", default: "none",
+            meaning: "connections to those server ports fail",
+            example: "25, 6000-7000"),
+        KeyReference(
+            "blocked.mode", value: "`refuse`, `blackhole`", default: "refuse",
+            meaning: "refuse: the connect fails at once; blackhole: nothing ever answers",
+            example: "blackhole"),
+    ]
     /// The most ranges one list may hold, so a check per connection stays cheap.
     static let maximumRanges = 64
 
@@ -20,15 +28,15 @@ public enum BlockedPortsSetting: DirectionSetting {
 
     public static func change(
         for key: String, value: String, context: SettingContext
-    ) throws(ProfileError.Kind) -> @Sendable (inout DirectionProfile) -> Void {
+    ) throws(ProfileError.Kind) -> @Sendable (inout ConnectionSettings) -> Void {
         let expected = expected(for: key)
         if key == "blocked.mode" {
             guard let mode = Mode(rawValue: value.lowercased()) else { throw .invalidValue(expected: expected) }
-            return { $0.faults.blockedMode = mode }
+            return { $0.blockedMode = mode }
         }
-        if value == "none" { return { $0.faults.blockedPorts = [] } }
+        if value == "none" { return { $0.blockedPorts = [] } }
         let ranges = try ports(value, expected: expected)
-        return { $0.faults.blockedPorts = ranges }
+        return { $0.blockedPorts = ranges }
     }
 
     /// Parses `25, 6000-7000`.
@@ -49,21 +57,20 @@ public enum BlockedPortsSetting: DirectionSetting {
         return ranges
     }
 
-    public static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)] {
-        let faults = direction.faults
+    /// Both keys while ports are blocked, neither otherwise: the mode means nothing without ports.
+    public static func rendered(_ faults: ConnectionSettings) -> [(key: String, value: String)] {
         guard !faults.blockedPorts.isEmpty else { return [] }
         let list = faults.blockedPorts.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }
         return [("blocked.ports", list.joined(separator: ", ")), ("blocked.mode", faults.blockedMode.rawValue)]
     }
 
-    public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
-        rendered(uplink).first.map { "ports \($0.value) \(uplink.faults.blockedMode == .refuse ? "refused" : "blackholed")" }
+    public static func summary(_ connection: ConnectionSettings) -> String? {
+        let outcome = connection.blockedMode == .refuse ? "refused" : "blackholed"
+        return rendered(connection).first.map { "ports \($0.value) \(outcome)" }
     }
-
-    public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] { direction.faults.blockedPorts.isEmpty ? [] : ["blocked.ports"] }
 }
 
-extension FaultSettings {
+extension ConnectionSettings {
     /// How a connection to `port` is blocked, or nil when it is not.
     package func blocking(port: UInt16) -> BlockedPortsSetting.Mode? {
         blockedPorts.contains { $0.contains(port) } ? blockedMode : nil

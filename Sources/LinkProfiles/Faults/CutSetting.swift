@@ -15,7 +15,20 @@ public enum CutSetting: DirectionSetting {
         case reset, hang, close
     }
 
-    public static let keys = ["cut.after", "cut.mode"]
+    public static let reference = [
+        KeyReference(
+            "cut.after", value: "size, duration, or `none`", default: "none",
+            meaning: "after that many bytes of the direction (exactly those arrive), or that long after the "
+                + "connection opened, the connection is cut",
+            example: "65536 B"),
+        KeyReference(
+            "cut.mode", value: "`reset`, `hang`, `close`", default: "reset",
+            meaning: "reset: `Connection reset by peer`; hang: no more data and no end, until the client's own "
+                + "timeout (\"cable unplugged\"); close: an early end of stream",
+            example: "hang"),
+    ]
+    public static let kernelSupport = KernelSupport.refused
+    public static let referenceSection = ReferenceSection.faults
 
     public static func expected(for key: String) -> String {
         key == "cut.mode" ? "one of \(Mode.allCases.map(\.rawValue).joined(separator: ", "))"
@@ -55,7 +68,7 @@ public enum CutSetting: DirectionSetting {
     }
 
     public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
-        DirectionSettings.pairSummary(downlink, uplink) { direction in
+        ProfileSettings.pairSummary(downlink, uplink) { direction in
             direction.faults.cutAfter.map { _ in "cut (\(direction.faults.cutMode.rawValue)) after \(rendered(direction)[0].value)" }
         }
     }

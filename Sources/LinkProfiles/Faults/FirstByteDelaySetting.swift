@@ -2,7 +2,15 @@
 /// `downlink.first-byte.delay`, every response (what the server sends after the client spoke) starts late, as an
 /// overloaded server's would.
 public enum FirstByteDelaySetting: DirectionSetting {
-    public static let keys = ["first-byte.delay"]
+    public static let reference = [
+        KeyReference(
+            "first-byte.delay", value: "duration", default: "0 ms",
+            meaning: "the first byte of each turn of the direction waits: `downlink.first-byte.delay = 45 s` is the "
+                + "server that answers every request 45 s late",
+            example: "45 s"),
+    ]
+    public static let kernelSupport = KernelSupport.refused
+    public static let referenceSection = ReferenceSection.faults
 
     public static func expected(for key: String) -> String { ProfileValue.expectedDuration }
 
@@ -18,7 +26,7 @@ public enum FirstByteDelaySetting: DirectionSetting {
     }
 
     public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
-        DirectionSettings.pairSummary(downlink, uplink) { rendered($0).first.map { "first byte \($0.value) late" } }
+        ProfileSettings.pairSummary(downlink, uplink) { rendered($0).first.map { "first byte \($0.value) late" } }
     }
 
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] { rendered(direction).map(\.key) }

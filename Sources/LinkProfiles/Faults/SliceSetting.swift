@@ -2,7 +2,22 @@
 /// `delay` between them, as Toxiproxy's slicer does; the receiver sees many small reads. A variation of
 /// `slice.size` or more is narrowed to `slice.size` − 1 B.
 public enum SliceSetting: DirectionSetting {
-    public static let keys = ["slice.size", "slice.variation", "slice.delay"]
+    public static let reference = [
+        KeyReference(
+            "slice.size", value: "size, or `none`", default: "none",
+            meaning: "data arrives in writes of this size: a reader sees many small reads",
+            example: "100 B"),
+        KeyReference(
+            "slice.variation", value: "size", default: "0 B",
+            meaning: "each write's size varies by up to this much either way",
+            example: "10 B"),
+        KeyReference(
+            "slice.delay", value: "duration", default: "0 ms",
+            meaning: "the time between two writes",
+            example: "1 ms"),
+    ]
+    public static let kernelSupport = KernelSupport.refused
+    public static let referenceSection = ReferenceSection.faults
 
     public static func expected(for key: String) -> String {
         switch key {
@@ -40,7 +55,7 @@ public enum SliceSetting: DirectionSetting {
     }
 
     public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
-        DirectionSettings.pairSummary(downlink, uplink) { $0.faults.sliceSize.map { "sliced into \($0) B writes" } }
+        ProfileSettings.pairSummary(downlink, uplink) { $0.faults.sliceSize.map { "sliced into \($0) B writes" } }
     }
 
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] { direction.faults.sliceSize == nil ? [] : ["slice.size"] }

@@ -1,7 +1,14 @@
 /// `close.delay`: the end of the stream (the FIN) reaches the other side this long after it arrived, as
 /// Toxiproxy's slow_close does.
 public enum SlowCloseSetting: DirectionSetting {
-    public static let keys = ["close.delay"]
+    public static let reference = [
+        KeyReference(
+            "close.delay", value: "duration", default: "0 ms",
+            meaning: "the end of the stream (FIN) arrives that much after the data: a slow close",
+            example: "2 s"),
+    ]
+    public static let kernelSupport = KernelSupport.refused
+    public static let referenceSection = ReferenceSection.faults
 
     public static func expected(for key: String) -> String { ProfileValue.expectedDuration }
 
@@ -17,7 +24,7 @@ public enum SlowCloseSetting: DirectionSetting {
     }
 
     public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
-        DirectionSettings.pairSummary(downlink, uplink) { rendered($0).first.map { "close \($0.value) late" } }
+        ProfileSettings.pairSummary(downlink, uplink) { rendered($0).first.map { "close \($0.value) late" } }
     }
 
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] { rendered(direction).map(\.key) }

@@ -7,7 +7,32 @@ public enum BurstLossSetting: DirectionSetting {
         [("ge.p", \.goodToBad), ("ge.r", \.badToGood), ("ge.loss-bad", \.lossInBad), ("ge.loss-good", \.lossInGood)]
     }
 
-    public static let keys = ["loss.model", "ge.p", "ge.r", "ge.loss-bad", "ge.loss-good"]
+    public static let reference = [
+        KeyReference(
+            "loss.model", value: "`random`, `gilbert-elliott`", default: "random",
+            meaning: "`random` uses `loss`; `gilbert-elliott` drops datagrams and TCP segments in bursts with the "
+                + "`ge.*` keys instead",
+            example: "gilbert-elliott"),
+        KeyReference(
+            "ge.p", value: "percent", default: "1 %",
+            meaning: "probability of moving from the good to the bad state after a datagram (netem's *p*)",
+            example: "2 %"),
+        KeyReference(
+            "ge.r", value: "percent", default: "25 %",
+            meaning: "probability of moving from the bad back to the good state (netem's *r*); the mean burst is 1/r "
+                + "datagrams",
+            example: "50 %"),
+        KeyReference(
+            "ge.loss-bad", value: "percent", default: "100 %",
+            meaning: "loss probability in the bad state (netem's *1-h*)",
+            example: "90 %"),
+        KeyReference(
+            "ge.loss-good", value: "percent", default: "0 %",
+            meaning: "loss probability in the good state (netem's *1-k*)",
+            example: "1 %"),
+    ]
+    public static let kernelSupport = KernelSupport.partly("`random` only")
+    public static let referenceSection = ReferenceSection.datagram
 
     public static func expected(for key: String) -> String {
         key == "loss.model" ? ProfileValue.expectedLossModel : ProfileValue.expectedPercentage

@@ -3,6 +3,8 @@ import LinkModel
 /// A datagram impairment set by one percentage key: `duplicate` (`Duplication`) or `reorder` (`Reordering`).
 public protocol PercentageSetting: DirectionSetting {
     static var key: String { get }
+    /// One sentence for the profile-key reference.
+    static var meaning: String { get }
     /// Words after the value in `linkcond profiles`, such as "duplicated".
     static var summaryWord: String { get }
     static var field: KeyPath<DirectionProfile, Percentage> { get }
@@ -11,7 +13,12 @@ public protocol PercentageSetting: DirectionSetting {
 }
 
 extension PercentageSetting {
-    public static var keys: [String] { [key] }
+    public static var reference: [KeyReference] {
+        [KeyReference(key, value: "percent", default: "0 %", meaning: meaning, example: "5 %")]
+    }
+
+    public static var kernelSupport: KernelSupport { .refused }
+    public static var referenceSection: ReferenceSection { .datagram }
 
     public static func expected(for key: String) -> String { ProfileValue.expectedPercentage }
 
@@ -42,6 +49,8 @@ extension PercentageSetting {
 public enum DuplicationSetting: PercentageSetting {
     public static let key = "duplicate"
     public static let summaryWord = "duplicated"
+    public static let meaning = "probability that a datagram is delivered twice; the copy arrives with it; it is made "
+        + "after the bottleneck, so it costs no serialisation (netem charges its copy one)"
     public static var field: KeyPath<DirectionProfile, Percentage> { \.duplicate }
 
     public static func setting(_ probability: Percentage) -> @Sendable (inout DirectionProfile) -> Void {
@@ -53,6 +62,8 @@ public enum DuplicationSetting: PercentageSetting {
 public enum ReorderSetting: PercentageSetting {
     public static let key = "reorder"
     public static let summaryWord = "reordered"
+    public static let meaning = "probability that a datagram is held back after its delay by the one-way `delay`, at "
+        + "least 10 ms, so later datagrams overtake it"
     public static var field: KeyPath<DirectionProfile, Percentage> { \.reorder }
 
     public static func setting(_ probability: Percentage) -> @Sendable (inout DirectionProfile) -> Void {

@@ -2,10 +2,11 @@ import LinkModel
 
 /// The profile key of a `ProbabilityImpairment`: its `name`, with a percentage, for both directions or with an
 /// `uplink.`/`downlink.` prefix. One exists for every such impairment in `ImpairmentPipeline.datagramKinds`
-/// (`DirectionSettings.probabilitySettings`), so the impairment's registration there is all the settings need.
+/// (`ProfileSettings.probabilitySettings`), so the impairment's registration there is all the settings need.
 public enum ProbabilitySetting<Kind: ProbabilityImpairment>: PercentageSetting {
     public static var key: String { Kind.name }
     public static var summaryWord: String { Kind.outcome }
+    public static var meaning: String { Kind.effect }
     public static var field: KeyPath<DirectionProfile, Percentage> { \.declaredImpairments[DeclaredImpairments.Kind(Kind.self)] }
 
     public static func setting(_ probability: Percentage) -> @Sendable (inout DirectionProfile) -> Void {
@@ -16,7 +17,7 @@ public enum ProbabilitySetting<Kind: ProbabilityImpairment>: PercentageSetting {
     public static var isDatagramOnly: Bool { true }
 }
 
-extension DirectionSettings {
+extension ProfileSettings {
     /// A `ProbabilitySetting` for each probability impairment the datagram pipeline runs, in the pipeline's order.
     static var probabilitySettings: [any DirectionSetting.Type] {
         ImpairmentPipeline.datagramKinds.compactMap { kind in (kind as? any ProbabilityImpairment.Type).map { setting(for: $0) } }

@@ -2,7 +2,31 @@ import LinkModel
 
 /// The `queue.*` keys: the bottleneck's queue discipline and its CoDel and FQ-CoDel parameters.
 public enum QueueDisciplineSetting: DirectionSetting {
-    public static let keys = ["queue.discipline", "queue.target", "queue.interval", "queue.flows", "queue.quantum"]
+    public static let reference = [
+        KeyReference(
+            "queue.discipline", value: "`fifo`, `drophead`, `codel`, `fq_codel`", default: "fifo",
+            meaning: "who gets dropped when the queue is full or standing, see [queue "
+                + "disciplines](../design/link-model.md#queue-disciplines)",
+            example: "codel"),
+        KeyReference(
+            "queue.target", value: "duration", default: "5 ms",
+            meaning: "CoDel's target sojourn time (codel, fq_codel)",
+            example: "10 ms"),
+        KeyReference(
+            "queue.interval", value: "duration", default: "100 ms",
+            meaning: "CoDel's interval (codel, fq_codel)",
+            example: "200 ms"),
+        KeyReference(
+            "queue.flows", value: "count", default: "1024",
+            meaning: "fq_codel's flow queues",
+            example: "64"),
+        KeyReference(
+            "queue.quantum", value: "size", default: "1514 B",
+            meaning: "fq_codel's deficit-round-robin quantum",
+            example: "3000 B"),
+    ]
+    public static let kernelSupport = KernelSupport.partly("`fifo` only")
+    public static let referenceSection = ReferenceSection.link
     static let maximumFlows = 65_536
     static let maximumQuantum = 1024 * 1024
 
@@ -54,7 +78,9 @@ public enum QueueDisciplineSetting: DirectionSetting {
     }
 
     public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
-        DirectionSettings.pairSummary(downlink, uplink) { $0.queueManagement.isFIFO ? nil : $0.queueManagement.discipline }
+        ProfileSettings.pairSummary(downlink, uplink) {
+            $0.queueManagement.isFIFO ? nil : $0.queueManagement.discipline
+        }
     }
 
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] {

@@ -6,7 +6,15 @@ import LinkModel
 /// The value is a built-in trace's name (`linkcond trace list`) or a path containing `/`, relative to the
 /// profile's directory (or to the working directory for `linkcond set`).
 public enum TraceSetting: DirectionSetting {
-    public static let keys = ["trace"]
+    public static let reference = [
+        KeyReference(
+            "trace", value: "built-in trace, path with `/`, or `none`", default: "none",
+            meaning: "capacity follows a mahimahi trace instead of `bandwidth`, see [capacity "
+                + "traces](#capacity-traces)",
+            example: "subway.down"),
+    ]
+    public static let kernelSupport = KernelSupport.refused
+    public static let referenceSection = ReferenceSection.link
     /// The largest trace file read, so a wrong path cannot exhaust memory.
     static let maximumFileBytes = 256 * 1024 * 1024
 
@@ -58,7 +66,7 @@ public enum TraceSetting: DirectionSetting {
     }
 
     public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
-        DirectionSettings.pairSummary(downlink, uplink) { $0.trace.map { "trace \($0.name)" } }
+        ProfileSettings.pairSummary(downlink, uplink) { $0.trace.map { "trace \($0.name)" } }
     }
 
     public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] {

@@ -135,7 +135,7 @@ final class UDPListener: ConditionedListener {
         let datagram = batch[index]
         uplinkKernelDrops += clientDropCounter.newDrops(reported: datagram.kernelDropCount)
         guard profile.fault != .blackhole else { return }
-        if profile.uplink.faults.blocking(port: upstreamAddress.port) != nil, flows[datagram.sender] == nil {
+        if profile.connection.blocking(port: upstreamAddress.port) != nil, flows[datagram.sender] == nil {
             return countFaultDrop(up: true)
         }
         guard let flow = flow(for: datagram.sender, at: now) else { return }

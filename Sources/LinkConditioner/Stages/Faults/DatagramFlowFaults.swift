@@ -34,7 +34,7 @@ struct DatagramFlowFaults {
     /// Whether a datagram of `size` bytes may cross in direction `up` (client to upstream) at `now` under `profile`,
     /// counting it if so.
     mutating func admit(_ size: Int, up: Bool, profile: Profile, at now: Instant) -> Drop? {
-        if let mode = profile.uplink.faults.blocking(port: upstreamPort) { return .blocked(mode) }
+        if let mode = profile.connection.blocking(port: upstreamPort) { return .blocked(mode) }
         if isCut { return .cut }
         for direction in [profile.uplink, profile.downlink] {
             if case .time(let after)? = direction.faults.cutAfter, now - opened >= after {

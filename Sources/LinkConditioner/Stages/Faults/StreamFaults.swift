@@ -4,11 +4,12 @@ protocol StreamFaultSetting: DirectionSetting {
     static func makeEffect(for direction: DirectionProfile, random: SeededRandom) -> ToxicEffect?
 }
 
-/// The faults that act on streams, in the order they see the bytes (a cut counts bytes before a slicer cuts writes).
+/// The faults that act on streams, in the order they see the bytes (a cut counts bytes before a slicer cuts writes):
+/// the settings table's order.
 enum StreamFaultSettings {
-    static let all: [any StreamFaultSetting.Type] = [
-        CutSetting.self, FirstByteDelaySetting.self, SliceSetting.self, SlowCloseSetting.self,
-    ]
+    static let all: [any StreamFaultSetting.Type] = ProfileSettings.perDirection.compactMap {
+        $0 as? any StreamFaultSetting.Type
+    }
 }
 
 extension CutSetting: StreamFaultSetting {
@@ -153,8 +154,8 @@ final class ListenerFaults: StageSource {
         for relay in relays { relay.makeStagesIfNeeded() }
     }
 
-    /// The connection-wide faults, which the uplink carries.
-    var connection: FaultSettings { profile.uplink.faults }
+    /// The connection-wide settings: connect stall, blocked ports, captive portal.
+    var connection: ConnectionSettings { profile.connection }
 
     func drawStageSeeds() -> StageSeeds { StageSeeds(uplink: seeds.next(), downlink: seeds.next()) }
 
