@@ -14,7 +14,7 @@ import LoopbackPeers
 func staggeredRoundTrips(port: UInt16, samples: Int, gap: Double, timeout: Double) throws -> [Double] {
     let message = [UInt8](repeating: 0x42, count: 64)
     var opened: [TestConnection] = []
-    defer { opened.forEach { $0.close() } }
+    defer { for connection in opened { connection.close() } }
     for _ in 0..<samples {
         let connection = try TestConnection.connect(port: port, timeout: timeout)
         opened.append(connection)

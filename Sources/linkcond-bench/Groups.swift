@@ -327,7 +327,7 @@ func scaleGroup() throws {
             usleep(200_000)
             let rssBefore = peer.residentBytes(), descriptorsBefore = peer.descriptorCount()
             var clients: [TestConnection] = []
-            defer { clients.forEach { $0.close() } }
+            defer { for client in clients { client.close() } }
             for _ in 0..<count {
                 let client = try TestConnection.connect(port: port, timeout: 10)
                 clients.append(client)

@@ -209,7 +209,7 @@ struct ControlSecurityCommandTests {
         let controlPort = try #require(try linkcond.readLine().split(separator: ":").last.flatMap { UInt16($0) })
         let status = "GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(controlPort)\r\nAuthorization: Bearer token-of-the-test\r\n\r\n"
         var held: [TestConnection] = []
-        defer { held.forEach { $0.close() } }
+        defer { for connection in held { connection.close() } }
         for _ in 0..<40 { held.append(try TestConnection.connect(port: relayPort, timeout: 10)) }
         let exhausted = waitUntil(seconds: 30) { linkcond.stderrText.contains("Too many open files") }
 
@@ -217,7 +217,7 @@ struct ControlSecurityCommandTests {
         Thread.sleep(forTimeInterval: 2)
         let cpuDuringExhaustion = try cpuSeconds(linkcond.process.processIdentifier) - cpuBefore
         let answerWhileExhausted = (try? rawHTTP(port: controlPort, status)) ?? ""
-        held.forEach { $0.close() }
+        for connection in held { connection.close() }
         held.removeAll()
         var recovered = ""
         for _ in 0..<200 where !recovered.hasPrefix("HTTP/1.1 200 ") {

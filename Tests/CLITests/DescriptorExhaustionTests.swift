@@ -122,9 +122,9 @@ struct DescriptorExhaustionTests {
         let cpuUsed = linkcond.cpuSeconds - cpuBefore
         let connectedWhileExhausted = upstreamConnections.value
         // A reset, not a FIN: a blackholed connection whose client only closed its side is held until online.
-        held.forEach { $0.closeWithReset() }
+        for connection in held { connection.closeWithReset() }
         held.removeAll()
-        dnsClients.forEach { $0.close() }
+        for client in dnsClients { client.close() }
         var laterClients: [TestConnection] = []
         let deadline = Date().addingTimeInterval(10)
         while upstreamConnections.value < 3 && Date() < deadline {
@@ -132,7 +132,7 @@ struct DescriptorExhaustionTests {
             usleep(50_000)
         }
         let connectedAfterRelease = upstreamConnections.value
-        laterClients.forEach { $0.close() }
+        for client in laterClients { client.close() }
         stderr = linkcond.stop()
 
         #expect(cpuUsed < window / 2, "linkcond used \(cpuUsed) s of CPU in \(window) s while out of descriptors")
@@ -163,14 +163,14 @@ struct DescriptorExhaustionTests {
         defer { _ = linkcond.stop() }
         let relayPort = try #require(try linkcond.readyLines().first { $0.hasPrefix("ready tcp") }.flatMap(Self.port(of:)))
         let finished = try (0..<20).map { _ in try TestConnection.connect(port: relayPort, timeout: 5) }
-        defer { finished.forEach { $0.close() } }
+        defer { for client in finished { client.close() } }
         for client in finished {
             try client.send(Array("request".utf8))
             client.shutdownWrite()
         }
 
         var held: [TestConnection] = []
-        defer { held.forEach { $0.close() } }
+        defer { for connection in held { connection.close() } }
         let gaveUp = waitUntil(seconds: 30) {
             if held.count < 100, let client = try? TestConnection.connect(port: relayPort, timeout: 5) { held.append(client) }
             return linkcond.stderrSoFar.contains("whose clients had closed their side")
@@ -211,7 +211,7 @@ struct DescriptorExhaustionTests {
         let keptAfterEchoes = waitUntil(seconds: 30) { pipeEnds() > pipeEndsAtStart }
         let held = try (0..<60).map { _ in try TestConnection.connect(port: relayPort, timeout: 5) }
         let released = waitUntil(seconds: 30) { linkcond.stderrSoFar.contains("descriptors exhausted: closed") }
-        held.forEach { $0.close() }
+        for connection in held { connection.close() }
         var servedAgain = false
         for _ in 0..<100 where !servedAgain {
             servedAgain = (try? echoOnce()) != nil
@@ -242,7 +242,7 @@ struct DescriptorExhaustionTests {
         let control = try #require(ready.first { $0.hasPrefix("ready control") }?.split(separator: " ").last.map(String.init))
 
         let held = try (0..<100).map { _ in try TestConnection.connect(port: relayPort, timeout: 5) }
-        defer { held.forEach { $0.close() } }
+        defer { for connection in held { connection.close() } }
         let exhausted = waitUntil(seconds: 30) { linkcond.stderrSoFar.contains("accept on 127.0.0.1:\(relayPort)") }
         let late = try TestConnection.connect(port: relayPort, timeout: 10)
         let lateEnding: String

@@ -20,7 +20,7 @@ struct ProxyFairnessCommandTests {
 
         // The hog: the cap's worth of connections that never send a byte, and a few more that try to take their place.
         var hog: [TestConnection] = []
-        defer { hog.forEach { $0.close() } }
+        defer { for connection in hog { connection.close() } }
         for _ in 0..<(Self.cap + 16) { hog.append(try TestConnection.connect(port: proxyPort, timeout: 10)) }
         let client = try TestConnection.connect(port: proxyPort, timeout: 10)
         defer { client.close() }

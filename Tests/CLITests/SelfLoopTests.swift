@@ -174,7 +174,7 @@ struct SelfLoopTests {
         Thread.detachNewThread {
             defer { done.signal() }
             let descriptor = open("/run/netns/\(name)", O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0, clinux_setns(descriptor, 0x4000_0000 /* CLONE_NEWNET */) == 0 else {
+            guard descriptor >= 0, clinux_setns(descriptor, clinux_clone_newnet()) == 0 else {
                 result.mutate { $0 = .failure(CLITestError("cannot enter network namespace \(name): errno \(errno)")) }
                 return
             }

@@ -76,9 +76,9 @@ struct SplicePipeReuseTests {
         let atStart = relay.pipeEnds
 
         let silent = try (0..<10).map { _ in try TestConnection.connect(port: relay.port, timeout: 30) }
-        defer { silent.forEach { $0.close() } }
+        defer { for connection in silent { connection.close() } }
         let talked = try (0..<10).map { _ in try echo(through: relay.port, keepOpen: true) }
-        defer { talked.forEach { $0.close() } }
+        defer { for connection in talked { connection.close() } }
         #expect(waitUntil(seconds: 30) { accepted.value == 20 })
         let settled = waitUntil(seconds: 30) { relay.pipeEnds <= atStart + 4 }
 

@@ -92,7 +92,7 @@ struct ConditionedProxyAPITests {
         let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
         defer { proxy.stop() }
         let clients = try (0..<3).map { _ in try TestConnection.connect(port: proxy.port, timeout: 5) }
-        defer { clients.forEach { $0.close() } }
+        defer { for client in clients { client.close() } }
         for client in clients {
             try client.send([9])
             _ = try client.receive(exactly: 1)

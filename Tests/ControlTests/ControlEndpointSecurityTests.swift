@@ -282,7 +282,7 @@ struct ControlEndpointSecurityTests {
         let endpoint = try ControlEndpointUnderTest()
         defer { endpoint.stop() }
         var silent: [TestConnection] = []
-        defer { silent.forEach { $0.close() } }
+        defer { for connection in silent { connection.close() } }
         for _ in 0..<64 { silent.append(try TestConnection.connect(port: endpoint.port, timeout: 20)) }
 
         silent.append(try TestConnection.connect(port: endpoint.port, timeout: 20))

@@ -71,7 +71,7 @@ struct ControlAPI {
     func switchProfile(_ exchange: ControlExchange) {
         let body = exchange.request.bodyText
         let reply = exchange.reply
-        worker.parse({ Self.profile(from: body) }) { [weak state] outcome in
+        worker.parse { Self.profile(from: body) } then: { [weak state] outcome in
             guard let state else { return }
             switch outcome {
             case .parsed(let (profile, rendered)):
@@ -89,7 +89,7 @@ struct ControlAPI {
         let body = exchange.request.bodyText
         let reply = exchange.reply
         let snapshot = state.conditions.profile
-        worker.parse({ Self.settings(from: body, appliedTo: snapshot) }) { [weak state] outcome in
+        worker.parse { Self.settings(from: body, appliedTo: snapshot) } then: { [weak state] outcome in
             guard let state else { return }
             switch outcome {
             case .parsed(let (settings, profile, rendered)):
@@ -138,7 +138,7 @@ struct ControlAPI {
         let body = exchange.request.bodyText
         let name = exchange.request.query["name"] ?? ""
         let reply = exchange.reply
-        worker.parse({ Self.scenario(from: body, name: name) }) { [weak state] outcome in
+        worker.parse { Self.scenario(from: body, name: name) } then: { [weak state] outcome in
             guard let state else { return }
             switch outcome {
             case .parsed(let scenario):

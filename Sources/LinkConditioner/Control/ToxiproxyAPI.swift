@@ -145,9 +145,9 @@ final class ToxiproxyAPI {
         let reply = exchange.reply
         let defaults = ProxyRequest(name: "", listen: "", upstream: "", enabled: true)
         let remoteListeners = self.remoteListeners
-        worker.parse({
+        worker.parse {
             JSONValue.parse(body).flatMap { Self.proxyRequest($0, defaults: defaults) }.flatMap({ Self.resolve($0, remoteListeners: remoteListeners) })
-        }) { [weak self] outcome in
+        } then: { [weak self] outcome in
             guard let self else { return }
             switch outcome {
             case .failure(let error): reply(error.response)
@@ -216,7 +216,7 @@ final class ToxiproxyAPI {
         let body = exchange.request.body
         let reply = exchange.reply
         let remoteListeners = self.remoteListeners
-        worker.parse({ () -> Result<[ProxyRequest], ToxiproxyError> in
+        worker.parse { () -> Result<[ProxyRequest], ToxiproxyError> in
             JSONValue.parse(body).flatMap { value in
                 guard case .array(let items) = value else { return .failure(.badRequestBody("expected a JSON array of proxies")) }
                 guard items.count <= Self.proxyLimit else {
@@ -236,7 +236,7 @@ final class ToxiproxyAPI {
                 }
                 return .success(requests)
             }
-        }) { [weak self] outcome in
+        } then: { [weak self] outcome in
             guard let self else { return }
             switch outcome {
             case .failure(let error):
@@ -306,13 +306,13 @@ final class ToxiproxyAPI {
         let current = ProxyRequest(name: name, listen: proxy.listen, upstream: proxy.upstream, enabled: proxy.enabled)
         let body = exchange.request.body
         let remoteListeners = self.remoteListeners
-        worker.parse({
+        worker.parse {
             JSONValue.parse(body).flatMap { Self.proxyRequest($0, defaults: current) }.flatMap { update in
                 var update = update
                 update.name = current.name
                 return Self.resolve(update, remoteListeners: remoteListeners)
             }
-        }) { [weak self, weak proxy] outcome in
+        } then: { [weak self, weak proxy] outcome in
             guard let self, let proxy, self.proxies[name] === proxy else { return reply(ToxiproxyError.proxyNotFound.response) }
             switch outcome {
             case .failure(let error): reply(error.response)
@@ -351,7 +351,7 @@ final class ToxiproxyAPI {
         let disabled = order.compactMap { proxies[$0] }.filter { !$0.enabled }
             .map { ProxyRequest(name: $0.name, listen: $0.listen, upstream: $0.upstream, enabled: true) }
         let remoteListeners = self.remoteListeners
-        worker.parse({ () -> Result<[ProxyRequest], ToxiproxyError> in
+        worker.parse { () -> Result<[ProxyRequest], ToxiproxyError> in
             var requests: [ProxyRequest] = []
             for request in disabled {
                 switch Self.resolve(request, remoteListeners: remoteListeners) {
@@ -360,7 +360,7 @@ final class ToxiproxyAPI {
                 }
             }
             return .success(requests)
-        }) { [weak self] outcome in
+        } then: { [weak self] outcome in
             guard let self else { return }
             let requests: [ProxyRequest]
             switch outcome {
@@ -403,7 +403,7 @@ final class ToxiproxyAPI {
         let proxyName = exchange.proxyName
         let reply = exchange.reply
         let body = exchange.request.body
-        worker.parse({ JSONValue.parse(body).flatMap(ToxicDefinition.parsing) }) { [weak self, weak proxy] outcome in
+        worker.parse { JSONValue.parse(body).flatMap(ToxicDefinition.parsing) } then: { [weak self, weak proxy] outcome in
             guard let self, let proxy, self.proxies[proxyName] === proxy else { return reply(ToxiproxyError.proxyNotFound.response) }
             switch outcome {
             case .failure(let error): reply(error.response)
@@ -448,7 +448,7 @@ final class ToxiproxyAPI {
         let toxicName = exchange.toxicName
         let reply = exchange.reply
         let body = exchange.request.body
-        worker.parse({ JSONValue.parse(body).flatMap { toxic.updated(with: $0) } }) { [weak self, weak proxy] outcome in
+        worker.parse { JSONValue.parse(body).flatMap { toxic.updated(with: $0) } } then: { [weak self, weak proxy] outcome in
             guard let self, let proxy, self.proxies[proxyName] === proxy, proxy.toxic(named: toxicName) != nil else {
                 return reply(ToxiproxyError.toxicNotFound.response)
             }

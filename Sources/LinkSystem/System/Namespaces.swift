@@ -200,7 +200,7 @@ public enum Namespaces {
 
     private static func withCStrings<R, E: Error>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) throws(E) -> R) throws(E) -> R {
         let pointers = strings.map { strdup($0) } + [nil]
-        defer { pointers.forEach { free($0) } }
+        defer { for pointer in pointers { free(pointer) } }
         return try pointers.withUnsafeBufferPointer { (buffer) throws(E) -> R in try body(buffer.baseAddress!) }
     }
 }

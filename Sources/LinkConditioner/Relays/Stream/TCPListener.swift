@@ -94,7 +94,8 @@ final class TCPListener: RelayHost, ConditionedListener {
         // Unowned, not weak: the listener owns the acceptor and closes it before going, and a weak reference would
         // give the listener a side table that slows the unowned retain each of its relays makes to reach it.
         let givePipesUp = readBuffer.pipes.shortageHandler(logger: context.logger)
-        try acceptor.start(onFailure: { [unowned self] in givePipesUp() || self.giveUpFinishedClients() },
+        let giveDescriptorsUp: () -> Bool = { [unowned self] in givePipesUp() || self.giveUpFinishedClients() }
+        try acceptor.start(onFailure: giveDescriptorsUp,
                            shortage: .turnAway(context.descriptorReserve)) { [unowned self] client, address in
             self.accepted(client, from: address)
         }
@@ -164,7 +165,7 @@ final class TCPListener: RelayHost, ConditionedListener {
         let finished = relays.values.filter(\.holdsFinishedClient)
         guard !finished.isEmpty else { return false }
         logger.notice("tcp \(localAddress): descriptors exhausted: reset \(finished.count) blackholed connections whose clients had closed their side; what they sent is lost")
-        finished.forEach { $0.giveUpFinishedClient() }
+        for relay in finished { relay.giveUpFinishedClient() }
         return true
     }
 

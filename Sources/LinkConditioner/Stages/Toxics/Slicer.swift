@@ -35,9 +35,10 @@ final class SlicerToxic: ToxicEffect {
 extension ToxicKind {
     static let slicer = ToxicKind(
         "slicer", attributes: [("average_size", 1 << 30), ("size_variation", 1 << 30), ("delay", longestMilliseconds * 1000)],
-        inconsistency: { SlicerToxic.inconsistency($0) }
-    ) { toxic, random in
-        SlicerToxic(averageSize: Int(toxic.attribute("average_size")), sizeVariation: Int(toxic.attribute("size_variation")),
-                    delay: .microseconds(toxic.attribute("delay")), random: random)
-    }
+        inconsistency: { SlicerToxic.inconsistency($0) },
+        makeEffect: { toxic, random in
+            SlicerToxic(averageSize: Int(toxic.attribute("average_size")), sizeVariation: Int(toxic.attribute("size_variation")),
+                        delay: .microseconds(toxic.attribute("delay")), random: random)
+        }
+    )
 }

@@ -37,11 +37,11 @@ struct AcceptBudgetTests {
             acceptor.hold(true)
             return LoopBound(acceptor)
         }
-        defer { try? loop.submitAndWait { acceptor.value.close(); accepted.value.forEach { $0.close() } } }
+        defer { try? loop.submitAndWait { acceptor.value.close(); for socket in accepted.value { socket.close() } } }
         let port = try loop.submitAndWait { acceptor.value.localAddress.port }
         // Every client's handshake completes in the kernel while the acceptor holds, so all of them wait at once.
         let clients = try (0..<20).map { _ in try TestConnection.connect(port: port, timeout: 10) }
-        defer { clients.forEach { $0.close() } }
+        defer { for client in clients { client.close() } }
 
         try loop.submitAndWait { acceptor.value.hold(false) }
         let all = waitUntil(seconds: 20) { accepted.value.count == clients.count }

@@ -25,7 +25,7 @@ struct BufferBudgetTests {
         defer { proxy.stop() }
 
         let clients = try (0..<8).map { _ in try TestConnection.connect(port: proxy.port, timeout: 30) }
-        defer { clients.forEach { $0.close() } }
+        defer { for client in clients { client.close() } }
         let deadline = Date().addingTimeInterval(10)
         while proxy.bufferedBytes().peak < cap - 64 * 1024 && Date() < deadline { usleep(10_000) }
         usleep(500_000)
