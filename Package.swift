@@ -56,7 +56,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "LinkModelTests", dependencies: ["LinkModel", "LinkProfiles", "LinkConditioner", "LoopbackPeers"]),
+        .testTarget(
+            name: "LinkModelTests", dependencies: ["LinkModel", "LinkProfiles", "LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "LinkSystemTests", dependencies: ["LinkSystem", "LinkConditioner", "LoopbackPeers"]),
         .testTarget(name: "LinkProfilesTests", dependencies: ["LinkProfiles", "LinkConditioner"]),
         .target(name: "LoopbackPeers", dependencies: ["LinkConditioner"]),

@@ -19,7 +19,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "linkcond-fuzz"
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

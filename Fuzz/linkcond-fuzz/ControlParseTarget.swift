@@ -21,13 +21,16 @@ enum ControlParseTarget {
         case (.invalid(let status, let reason), .invalid):
             _ = HTTPResponse.error(status, reason).bytes
         case (.complete(let request, let consumed), .complete(let again, let consumedAgain)):
-            precondition(consumed == consumedAgain && consumed <= reader.bytes.count,
-                         "the reader took \(consumed) bytes, the parser \(consumedAgain), of \(reader.bytes.count)")
-            precondition(request.method == again.method && request.path == again.path && request.body == again.body,
-                         "the reader and the parser read different requests")
+            precondition(
+                consumed == consumedAgain && consumed <= reader.bytes.count,
+                "the reader took \(consumed) bytes, the parser \(consumedAgain), of \(reader.bytes.count)")
+            precondition(
+                request.method == again.method && request.path == again.path && request.body == again.body,
+                "the reader and the parser read different requests")
             parseBody(of: request)
         default:
-            preconditionFailure("the reader says \(outcome), the parser \(whole), for the same \(reader.bytes.count) bytes")
+            preconditionFailure(
+                "the reader says \(outcome), the parser \(whole), for the same \(reader.bytes.count) bytes")
         }
     }
 
@@ -56,18 +59,24 @@ enum ControlParseTarget {
         case (1, "proxies"), (2, "proxies"):
             answer(JSONValue.parse(request.body).flatMap { ToxiproxyAPI.proxyRequest($0, defaults: newProxy) })
         case (1, "populate"):
-            answer(JSONValue.parse(request.body).flatMap { value -> Result<[ToxiproxyAPI.ProxyRequest], ToxiproxyError> in
-                guard case .array(let items) = value else { return .failure(.badRequestBody("expected a JSON array of proxies")) }
-                return Result { () throws(ToxiproxyError) in
-                    try items.prefix(ToxiproxyAPI.proxyLimit).enumerated().map { index, item throws(ToxiproxyError) in
-                        try ToxiproxyAPI.proxyRequest(item, defaults: newProxy, position: " at proxy \(index + 1)").get()
+            answer(
+                JSONValue.parse(request.body).flatMap { value -> Result<[ToxiproxyAPI.ProxyRequest], ToxiproxyError> in
+                    guard case .array(let items) = value else {
+                        return .failure(.badRequestBody("expected a JSON array of proxies"))
                     }
-                }
-            })
+                    return Result { () throws(ToxiproxyError) in
+                        try items.prefix(ToxiproxyAPI.proxyLimit).enumerated().map {
+                            index, item throws(ToxiproxyError) in
+                            try ToxiproxyAPI.proxyRequest(item, defaults: newProxy, position: " at proxy \(index + 1)")
+                                .get()
+                        }
+                    }
+                })
         case (3, "proxies") where parts.last == "toxics":
             answer(JSONValue.parse(request.body).flatMap(ToxicDefinition.parsing))
         case (4, "proxies"):
-            let existing = ToxicDefinition(name: "latency_downstream", kind: .latency, stream: .downstream, toxicity: 1, attributes: [:])
+            let existing = ToxicDefinition(
+                name: "latency_downstream", kind: .latency, stream: .downstream, toxicity: 1, attributes: [:])
             answer(JSONValue.parse(request.body).flatMap { existing.updated(with: $0) })
         default:
             return
@@ -80,7 +89,8 @@ enum ControlParseTarget {
 
     private static func answer(_ parsed: Result<[ToxiproxyAPI.ProxyRequest], ToxiproxyError>) {
         switch parsed {
-        case .success(let requests): for request in requests { _ = (Endpoint(parsing: request.listen), Endpoint(parsing: request.upstream)) }
+        case .success(let requests):
+            for request in requests { _ = (Endpoint(parsing: request.listen), Endpoint(parsing: request.upstream)) }
         case .failure(let error): _ = error.response.bytes
         }
     }

@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+
 @testable import LinkConditioner
 
 /// A control endpoint client's request, arriving in reads of any size: `HTTPRequestReader` as `ControlConnection`

@@ -12,9 +12,13 @@ enum DNSFramingTarget {
             while let frame = reader.next() {
                 switch frame {
                 case .message(let message):
-                    precondition(message.count >= DNSMessage.headerSize && message.count <= limit, "a frame of \(message.count) bytes")
+                    precondition(
+                        message.count >= DNSMessage.headerSize && message.count <= limit,
+                        "a frame of \(message.count) bytes")
                     framedBytes += 2 + message.count
-                    precondition(DNSFrameReader.framed(message).count == 2 + message.count, "framing a message changed its length")
+                    precondition(
+                        DNSFrameReader.framed(message).count == 2 + message.count,
+                        "framing a message changed its length")
                 case .malformed:
                     continue
                 case .oversized:

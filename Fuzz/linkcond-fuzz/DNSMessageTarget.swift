@@ -12,6 +12,8 @@ enum DNSMessageTarget {
         }
         let id = DNSMessage.id(of: message)
         let renumbered = DNSMessage.replacingID(of: message, with: ~id)
-        precondition(DNSMessage.id(of: renumbered) == ~id && renumbered.count == message.count, "re-numbering changed more than the ID")
+        precondition(
+            DNSMessage.id(of: renumbered) == ~id && renumbered.count == message.count,
+            "re-numbering changed more than the ID")
     }
 }

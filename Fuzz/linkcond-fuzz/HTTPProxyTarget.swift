@@ -40,7 +40,8 @@ enum HTTPProxyTarget {
         let rewriter = HTTPRequestRewriter(origin: origin)
         for read in input.reads {
             let (_, ended) = rewriter.filter(Array(read))
-            precondition(ended == rewriter.hasStopped, "the rewriter said ended \(ended) but stopped \(rewriter.hasStopped)")
+            precondition(
+                ended == rewriter.hasStopped, "the rewriter said ended \(ended) but stopped \(rewriter.hasStopped)")
             precondition(rewriter.malformation == nil || ended, "a malformed framing did not end the stream")
             if ended { break }
         }
@@ -59,10 +60,14 @@ enum HTTPProxyTarget {
         _ = HTTPRequestRewriter.trailerLine(line)
         guard let size = HTTPRequestRewriter.chunkSize(line) else { return }
         let content = line.dropLast(2)
-        precondition(line.suffix(2).elementsEqual([13, 10]) && !content.contains(13) && !content.contains(10), "accepted \(Array(line))")
+        precondition(
+            line.suffix(2).elementsEqual([13, 10]) && !content.contains(13) && !content.contains(10),
+            "accepted \(Array(line))")
         let digits = content.prefix { $0 != UInt8(ascii: ";") && $0 != 32 && $0 != 9 }
-        precondition(Int(String(decoding: digits, as: UTF8.self), radix: 16) == size && size >= 0,
-                     "size \(size) for \(Array(line))")
-        precondition(!digits.contains(UInt8(ascii: "+")) && !digits.contains(UInt8(ascii: "-")), "a signed size accepted")
+        precondition(
+            Int(String(decoding: digits, as: UTF8.self), radix: 16) == size && size >= 0,
+            "size \(size) for \(Array(line))")
+        precondition(
+            !digits.contains(UInt8(ascii: "+")) && !digits.contains(UInt8(ascii: "-")), "a signed size accepted")
     }
 }

@@ -10,14 +10,20 @@ enum IPPacketTarget {
         let payload = header.udpPayload(of: packet)
         if header.isConnectionRequest(packet) {
             let reset = IPPacketBuilder.reset(answering: header, sequence: header.sequenceNumber(packet))
-            guard let parsed = IPPacketHeader(parsing: reset) else { preconditionFailure("a reset does not parse: \(reset)") }
-            precondition(parsed.source == header.destination && parsed.destinationPort == header.sourcePort,
-                         "a reset is not addressed back to the connection's sender")
+            guard let parsed = IPPacketHeader(parsing: reset) else {
+                preconditionFailure("a reset does not parse: \(reset)")
+            }
+            precondition(
+                parsed.source == header.destination && parsed.destinationPort == header.sourcePort,
+                "a reset is not addressed back to the connection's sender")
         }
         if let payload {
-            let reply = IPPacketBuilder.udp(from: header.destination, port: header.destinationPort, to: header.source,
-                                            port: header.sourcePort, payload: payload)
-            guard let parsed = IPPacketHeader(parsing: reply) else { preconditionFailure("a UDP reply does not parse: \(reply)") }
+            let reply = IPPacketBuilder.udp(
+                from: header.destination, port: header.destinationPort, to: header.source,
+                port: header.sourcePort, payload: payload)
+            guard let parsed = IPPacketHeader(parsing: reply) else {
+                preconditionFailure("a UDP reply does not parse: \(reply)")
+            }
             precondition(parsed.udpPayload(of: reply) == payload, "a UDP reply carries other bytes than it was given")
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import LinkConditioner
 
 /// Recordings (`run --record`) read back by `linkcond report`: `Recording(data:file:)`, including a last line cut
@@ -7,19 +8,24 @@ import Foundation
 /// summary holds no control character but its line breaks: a trap says which rule broke.
 enum RecordingTarget {
     /// Every element `ReportPage` writes; anything else on a page came from the recording.
-    static let pageElements: Set<String> = ["!doctype", "html", "head", "meta", "title", "style", "body", "h1", "h2", "p",
-                                            "ul", "li", "b", "br", "i", "div", "svg", "g", "rect", "text", "line",
-                                            "table", "tr", "th", "td", "span"]
+    static let pageElements: Set<String> = [
+        "!doctype", "html", "head", "meta", "title", "style", "body", "h1", "h2", "p",
+        "ul", "li", "b", "br", "i", "div", "svg", "g", "rect", "text", "line",
+        "table", "tr", "th", "td", "span",
+    ]
 
     static func run(_ input: FuzzInput) {
         guard let recording = try? Recording(data: Data(input.bytes), file: "fuzz.jsonl") else { return }
         let report = TrafficReport(recording)
         let summary = report.summary
-        precondition(!summary.unicodeScalars.contains { $0 != "\n" && ($0.value < 0x20 || (0x7F...0x9F).contains($0.value)) },
-                     "a raw control character in the report's summary")
+        precondition(
+            !summary.unicodeScalars.contains { $0 != "\n" && ($0.value < 0x20 || (0x7F...0x9F).contains($0.value)) },
+            "a raw control character in the report's summary")
         let page = ReportPage.html(recording, report)
         for element in elementNames(page) {
-            precondition(pageElements.contains(element), "an element <\(element)> on the report page that the report does not write")
+            precondition(
+                pageElements.contains(element),
+                "an element <\(element)> on the report page that the report does not write")
         }
     }
 

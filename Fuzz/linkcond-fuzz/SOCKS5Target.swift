@@ -16,13 +16,17 @@ enum SOCKS5Target {
                 case .needMore:
                     break
                 case .answer(_, let used):
-                    precondition(used > 0 && consumed + used <= received.count, "SOCKS5 answer consumed \(used) of \(received.count - consumed) bytes")
+                    precondition(
+                        used > 0 && consumed + used <= received.count,
+                        "SOCKS5 answer consumed \(used) of \(received.count - consumed) bytes")
                     consumed += used
                     continue
                 case .refuse:
                     return
                 case .connect(let destination, let used):
-                    precondition(used > 0 && consumed + used <= received.count, "SOCKS5 request consumed \(used) of \(received.count - consumed) bytes")
+                    precondition(
+                        used > 0 && consumed + used <= received.count,
+                        "SOCKS5 request consumed \(used) of \(received.count - consumed) bytes")
                     _ = SocketAddress(numericHost: destination.host, port: destination.port)
                     return
                 }

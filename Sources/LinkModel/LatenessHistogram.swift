@@ -56,7 +56,8 @@ public struct LatenessHistogram: Hashable, Sendable {
     static func upperEdge(ofBucket index: Int) -> Duration {
         guard index > 0 else { return .nanoseconds(1024) }
         guard index < bucketCount - 1 else { return .seconds(Int64.max / 1_000_000_000) }
-        let octave = (index - 1) / perOctave, step = (index - 1) % perOctave
+        let octave = (index - 1) / perOctave
+        let step = (index - 1) % perOctave
         return .nanoseconds(Int64(perOctave + step + 1) << (octave + 8))
     }
 }

@@ -65,7 +65,8 @@ public struct KernelShaping: Hashable, Sendable {
     /// The burst htb is given: the one asked for, or one frame plus 1 ms at the rate.
     var effectiveBurst: Int {
         if let burst { return burst.bytes }
-        return TrafficHandle.frameBytes + Int(((rate ?? TrafficHandle.unlimitedRate).bitsPerSecond / 8 / 1000).rounded())
+        return TrafficHandle.frameBytes
+            + Int(((rate ?? TrafficHandle.unlimitedRate).bitsPerSecond / 8 / 1000).rounded())
     }
 }
 
@@ -195,32 +196,38 @@ struct DirectionTree: Hashable {
         filters = []
         if shaping.isImpaired {
             let leaf = Self.leaf(shaping, extraDelay: .zero)
-            classes.append(ShapingClass(
-                handle: TrafficHandle.shapingClass, rate: rate, burstBytes: shaping.effectiveBurst,
-                leaf: leaf, leafHandle: leaf.handle))
+            classes.append(
+                ShapingClass(
+                    handle: TrafficHandle.shapingClass, rate: rate, burstBytes: shaping.effectiveBurst,
+                    leaf: leaf, leafHandle: leaf.handle))
             if let match {
                 for (index, keys) in match.keySets(for: direction).enumerated() {
-                    filters.append(Filter(
-                        priority: TrafficHandle.matchPriorityBase + UInt16(index), protocolNumber: EthernetProtocol.ip,
-                        keys: keys, flowid: TrafficHandle.shapingClass))
+                    filters.append(
+                        Filter(
+                            priority: TrafficHandle.matchPriorityBase + UInt16(index),
+                            protocolNumber: EthernetProtocol.ip,
+                            keys: keys, flowid: TrafficHandle.shapingClass))
                 }
-                filters.append(Filter(
-                    priority: TrafficHandle.passPriority, protocolNumber: EthernetProtocol.all,
-                    keys: [U32Key(value: 0, mask: 0, offset: 0)], flowid: TrafficHandle.root))
+                filters.append(
+                    Filter(
+                        priority: TrafficHandle.passPriority, protocolNumber: EthernetProtocol.all,
+                        keys: [U32Key(value: 0, mask: 0, offset: 0)], flowid: TrafficHandle.root))
             }
         }
         if dnsDelay > .zero {
-            classes.append(ShapingClass(
-                handle: TrafficHandle.dnsClass, rate: rate, burstBytes: shaping.effectiveBurst,
-                leaf: Self.leaf(shaping, extraDelay: dnsDelay), leafHandle: TrafficHandle.dnsNetem))
+            classes.append(
+                ShapingClass(
+                    handle: TrafficHandle.dnsClass, rate: rate, burstBytes: shaping.effectiveBurst,
+                    leaf: Self.leaf(shaping, extraDelay: dnsDelay), leafHandle: TrafficHandle.dnsNetem))
             for (priority, ipProtocol) in zip(TrafficHandle.dnsPriorities, [UInt32(17), UInt32(6)]) {
-                filters.append(Filter(
-                    priority: priority, protocolNumber: EthernetProtocol.ip,
-                    keys: [
-                        U32Key(value: ipProtocol << 16, mask: 0x00ff_0000, offset: 8),
-                        U32Key(value: 53, mask: 0x0000_ffff, offset: 20),
-                    ],
-                    flowid: TrafficHandle.dnsClass))
+                filters.append(
+                    Filter(
+                        priority: priority, protocolNumber: EthernetProtocol.ip,
+                        keys: [
+                            U32Key(value: ipProtocol << 16, mask: 0x00ff_0000, offset: 8),
+                            U32Key(value: 53, mask: 0x0000_ffff, offset: 20),
+                        ],
+                        flowid: TrafficHandle.dnsClass))
             }
         }
         filters.sort { $0.priority < $1.priority }

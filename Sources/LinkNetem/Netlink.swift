@@ -43,7 +43,9 @@ final class NetlinkSocket {
         guard cnetlink_enter_network_namespace(own) == 0 else {
             fatalError("cannot return to this thread's own network namespace: \(String(cString: strerror(errno)))")
         }
-        if result < 0 { throw TrafficControlError(NetlinkError(code: result, operation: "connect to rtnetlink in \(name)")) }
+        if result < 0 {
+            throw TrafficControlError(NetlinkError(code: result, operation: "connect to rtnetlink in \(name)"))
+        }
     }
 }
 
@@ -128,7 +130,9 @@ final class NetworkLink {
         try netlinkCall("set link type ifb") { rtnl_link_set_type(request.raw, "ifb") }
         rtnl_link_set_name(request.raw, name)
         rtnl_link_set_flags(request.raw, UInt32(IFF_UP))
-        try netlinkCall("create ifb device \(name)") { rtnl_link_add(socket.raw, request.raw, cnetlink_flags_create_exclusive()) }
+        try netlinkCall("create ifb device \(name)") {
+            rtnl_link_add(socket.raw, request.raw, cnetlink_flags_create_exclusive())
+        }
         guard let created = NetworkLink.named(name, in: try NetlinkCache.links(socket)),
             let change = rtnl_link_alloc()
         else { throw NetlinkError(code: NLE_OBJ_NOTFOUND, operation: "find \(name) after creating it") }
@@ -259,7 +263,9 @@ final class Classifier {
     var kind: String { rtnl_tc_get_kind(tc).map { String(cString: $0) } ?? "" }
 
     func add(_ socket: NetlinkSocket) throws(NetlinkError) {
-        try netlinkCall("add filter u32 prio \(priority)") { rtnl_cls_add(socket.raw, raw, cnetlink_flags_create_exclusive()) }
+        try netlinkCall("add filter u32 prio \(priority)") {
+            rtnl_cls_add(socket.raw, raw, cnetlink_flags_create_exclusive())
+        }
     }
 
     /// Deletes every filter at this filter's parent and priority (the whole u32 instance, hash tables included).
@@ -275,8 +281,10 @@ final class Classifier {
         var keys: [U32Key] = []
         var index: UInt8 = 0
         while index < 64 {
-            var value: UInt32 = 0, mask: UInt32 = 0
-            var offset: Int32 = 0, offsetMask: Int32 = 0
+            var value: UInt32 = 0
+            var mask: UInt32 = 0
+            var offset: Int32 = 0
+            var offsetMask: Int32 = 0
             guard rtnl_u32_get_key(raw, index, &value, &mask, &offset, &offsetMask) == 0 else { break }
             keys.append(U32Key(value: UInt32(bigEndian: value), mask: UInt32(bigEndian: mask), offset: Int(offset)))
             index += 1

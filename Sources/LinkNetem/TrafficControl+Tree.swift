@@ -53,8 +53,9 @@ extension TrafficControl {
             let socket = socket
             journal.created { try? htb.delete(socket) }
         }
-        let existingClasses = Set(try NetlinkCache.classes(socket, ifindex: ifindex)
-            .map { TrafficClass(retaining: $0).handle })
+        let existingClasses = Set(
+            try NetlinkCache.classes(socket, ifindex: ifindex)
+                .map { TrafficClass(retaining: $0).handle })
         for shapingClass in tree.classes {
             try addClass(shapingClass, on: link)
         }
@@ -107,7 +108,9 @@ extension TrafficControl {
     }
 
     /// linkcond's filters in the tree on `ifindex`, one per u32 node that carries keys.
-    private func readFilters(ifindex: Int32) throws(NetlinkError) -> [(classifier: Classifier, spec: DirectionTree.Filter)] {
+    private func readFilters(ifindex: Int32) throws(NetlinkError) -> [(
+        classifier: Classifier, spec: DirectionTree.Filter
+    )] {
         let cache = try NetlinkCache.filters(socket, ifindex: ifindex, parent: TrafficHandle.root)
         var result: [(Classifier, DirectionTree.Filter)] = []
         for filter in cache.map(Classifier.init(retaining:)) {
@@ -116,7 +119,8 @@ extension TrafficControl {
             var flowid: UInt32 = 0
             guard !keys.isEmpty, rtnl_u32_get_classid(filter.raw, &flowid) == 0 else { continue }
             let spec = DirectionTree.Filter(
-                priority: filter.priority, protocolNumber: rtnl_cls_get_protocol(filter.raw), keys: keys, flowid: flowid)
+                priority: filter.priority, protocolNumber: rtnl_cls_get_protocol(filter.raw), keys: keys, flowid: flowid
+            )
             result.append((filter, spec))
         }
         return result
@@ -191,14 +195,17 @@ extension TrafficControl {
             journal.created { try? NetworkLink.delete(named: ifbName, socket: socket) }
             ifb = NetworkLink.named(ifbName, in: try NetlinkCache.links(socket))
         }
-        guard let ifb else { throw NetlinkError(code: NLE_OBJ_NOTFOUND, operation: "find \(ifbName) after creating it") }
+        guard let ifb else {
+            throw NetlinkError(code: NLE_OBJ_NOTFOUND, operation: "find \(ifbName) after creating it")
+        }
         try reconcile(tree, on: ifb, journal: &journal)
 
         let ingress: Qdisc
         if let existingIngress {
             ingress = existingIngress
         } else {
-            ingress = try Qdisc(kind: "ingress", ifindex: link.ifindex, parent: cnetlink_tc_ingress(), handle: 0xffff_0000)
+            ingress = try Qdisc(
+                kind: "ingress", ifindex: link.ifindex, parent: cnetlink_tc_ingress(), handle: 0xffff_0000)
             try ingress.add(socket, flags: cnetlink_flags_create_exclusive())
             journal.created { try? ingress.delete(socket) }
         }
@@ -226,7 +233,8 @@ extension TrafficControl {
         }
         if let ifb, ifb.kind == "ifb" {
             if IngressOwnership(alias: ifb.alias) == .created, let ingress = try ingressQdisc(ifindex: link.ifindex) {
-                let others = try NetlinkCache.filters(socket, ifindex: link.ifindex, parent: ingressFilterParent(ingress))
+                let others = try NetlinkCache.filters(
+                    socket, ifindex: link.ifindex, parent: ingressFilterParent(ingress))
                 if others.isEmpty {
                     try ingress.delete(socket)
                     removed.append("ingress qdisc on \(link.name)")
@@ -275,7 +283,9 @@ public struct DirectionCounters: Hashable, Sendable {
 
 extension TrafficControl {
     /// The packets, bytes and drops of linkcond's leaf qdiscs on `device` (uplink) and its ifb (downlink).
-    public func counters(_ device: String) throws(TrafficControlError) -> (uplink: DirectionCounters?, downlink: DirectionCounters?) {
+    public func counters(_ device: String) throws(TrafficControlError) -> (
+        uplink: DirectionCounters?, downlink: DirectionCounters?
+    ) {
         let links: NetlinkCache
         do { links = try NetlinkCache.links(socket) } catch { throw TrafficControlError(error) }
         guard let link = NetworkLink.named(device, in: links) else { throw .noSuchDevice(device) }
@@ -283,7 +293,8 @@ extension TrafficControl {
         do {
             let qdiscs = try NetlinkCache.qdiscs(socket).map(Qdisc.init(retaining:))
             func sum(_ ifindex: Int32?) -> DirectionCounters? {
-                guard let ifindex, qdiscs.contains(where: { $0.ifindex == ifindex && $0.handle == TrafficHandle.root }) else {
+                guard let ifindex, qdiscs.contains(where: { $0.ifindex == ifindex && $0.handle == TrafficHandle.root })
+                else {
                     return nil
                 }
                 var counters = DirectionCounters()

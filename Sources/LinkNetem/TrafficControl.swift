@@ -44,8 +44,11 @@ public final class TrafficControl {
         let upTree = conditioning.tree(for: .uplink)
         let downTree = conditioning.tree(for: .downlink)
         try wrap { () throws in
-            if upTree != nil, let root = try rootQdisc(ifindex: link.ifindex), root.handle != 0, root.handle != TrafficHandle.root {
-                throw TrafficControlError.foreignRootQdisc(device: device, kind: root.kind, handle: TrafficHandle.text(root.handle))
+            if upTree != nil, let root = try rootQdisc(ifindex: link.ifindex), root.handle != 0,
+                root.handle != TrafficHandle.root
+            {
+                throw TrafficControlError.foreignRootQdisc(
+                    device: device, kind: root.kind, handle: TrafficHandle.text(root.handle))
             }
         }
         if conditioning.needsNetem, try !kernelHasNetem() {
@@ -115,14 +118,16 @@ public final class TrafficControl {
         let name = "lc-probe-\(getpid() % 100_000)"
         return try wrap { () throws -> Bool in
             do {
-                try NetworkLink.addIntermediateFunctionalBlock(named: name, alias: "linkcond netem probe", socket: socket)
+                try NetworkLink.addIntermediateFunctionalBlock(
+                    named: name, alias: "linkcond netem probe", socket: socket)
             } catch let error as NetlinkError where error.isNotFound || error.code == NLE_OPNOTSUPP {
                 return true
             }
             defer { try? NetworkLink.delete(named: name, socket: socket) }
             let links = try NetlinkCache.links(socket)
             guard let probe = NetworkLink.named(name, in: links) else { return true }
-            let netem = try Qdisc(kind: "netem", ifindex: probe.ifindex, parent: cnetlink_tc_root(), handle: TrafficHandle.root)
+            let netem = try Qdisc(
+                kind: "netem", ifindex: probe.ifindex, parent: cnetlink_tc_root(), handle: TrafficHandle.root)
             rtnl_netem_set_delay(netem.raw, 1000)
             do {
                 try netem.add(socket, flags: cnetlink_flags_create_exclusive())

@@ -17,8 +17,9 @@ public enum HostPattern: Hashable, Sendable, CustomStringConvertible {
         let lowered = text.lowercased()
         if let slash = lowered.firstIndex(of: "/") {
             guard let bytes = AddressBytes.parse(String(lowered[..<slash])),
-                  let length = Int(lowered[lowered.index(after: slash)...]),
-                  (0...(bytes.count * 8)).contains(length) else { return nil }
+                let length = Int(lowered[lowered.index(after: slash)...]),
+                (0...(bytes.count * 8)).contains(length)
+            else { return nil }
             self = .network(IPNetwork(bytes: bytes, prefixLength: length))
         } else if let bytes = AddressBytes.parse(lowered) {
             self = .network(IPNetwork(bytes: bytes, prefixLength: bytes.count * 8))
@@ -35,7 +36,10 @@ public enum HostPattern: Hashable, Sendable, CustomStringConvertible {
     /// Letters, digits, `-`, `_` and dots, not starting or ending with a dot (a trailing root dot is dropped).
     private static func isHostName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 253 && !name.hasPrefix(".") && !name.hasSuffix(".") && !name.contains("..")
-            && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
+            && name.unicodeScalars.allSatisfy {
+                $0.isASCII
+                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0))
+            }
     }
 
     /// The entry as the profile format writes it.
@@ -82,7 +86,9 @@ public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
     /// Whether `address` (same family, 4 or 16 bytes) is in the network; an IPv4-mapped IPv6 address counts as IPv4.
     public func contains(_ address: [UInt8]) -> Bool {
         var address = address
-        if address.count == 16, bytes.count == 4, address[0..<10].allSatisfy({ $0 == 0 }), address[10] == 0xFF, address[11] == 0xFF {
+        if address.count == 16, bytes.count == 4, address[0..<10].allSatisfy({ $0 == 0 }), address[10] == 0xFF,
+            address[11] == 0xFF
+        {
             address = Array(address[12...])
         }
         guard address.count == bytes.count else { return false }

@@ -11,20 +11,62 @@ public struct DirectionProfile: Hashable, Sendable {
     public var faults = FaultSettings()
 
     // The shape's parameters, read and set through the profile as profile code always has (see `DirectionShape`).
-    public var bandwidth: BitRate? { get { shape.bandwidth } set { shape.bandwidth = newValue } }
-    public var delay: Duration { get { shape.delay } set { shape.delay = newValue } }
-    public var jitter: Duration { get { shape.jitter } set { shape.jitter = newValue } }
-    public var loss: Percentage { get { shape.loss } set { shape.loss = newValue } }
-    public var queue: ByteCount { get { shape.queue } set { shape.queue = newValue } }
-    public var burst: ByteCount? { get { shape.burst } set { shape.burst = newValue } }
-    public var lossModel: LossModel { get { shape.lossModel } set { shape.lossModel = newValue } }
-    public var gilbertElliott: GilbertElliottParameters { get { shape.gilbertElliott } set { shape.gilbertElliott = newValue } }
-    public var duplicate: Percentage { get { shape.duplicate } set { shape.duplicate = newValue } }
-    public var reorder: Percentage { get { shape.reorder } set { shape.reorder = newValue } }
-    public var declaredImpairments: DeclaredImpairments { get { shape.declaredImpairments } set { shape.declaredImpairments = newValue } }
-    public var queueCountsPackets: Bool { get { shape.queueCountsPackets } set { shape.queueCountsPackets = newValue } }
-    public var queueManagement: QueueManagement { get { shape.queueManagement } set { shape.queueManagement = newValue } }
-    public var trace: DeliveryTrace? { get { shape.trace } set { shape.trace = newValue } }
+    public var bandwidth: BitRate? {
+        get { shape.bandwidth }
+        set { shape.bandwidth = newValue }
+    }
+    public var delay: Duration {
+        get { shape.delay }
+        set { shape.delay = newValue }
+    }
+    public var jitter: Duration {
+        get { shape.jitter }
+        set { shape.jitter = newValue }
+    }
+    public var loss: Percentage {
+        get { shape.loss }
+        set { shape.loss = newValue }
+    }
+    public var queue: ByteCount {
+        get { shape.queue }
+        set { shape.queue = newValue }
+    }
+    public var burst: ByteCount? {
+        get { shape.burst }
+        set { shape.burst = newValue }
+    }
+    public var lossModel: LossModel {
+        get { shape.lossModel }
+        set { shape.lossModel = newValue }
+    }
+    public var gilbertElliott: GilbertElliottParameters {
+        get { shape.gilbertElliott }
+        set { shape.gilbertElliott = newValue }
+    }
+    public var duplicate: Percentage {
+        get { shape.duplicate }
+        set { shape.duplicate = newValue }
+    }
+    public var reorder: Percentage {
+        get { shape.reorder }
+        set { shape.reorder = newValue }
+    }
+    public var declaredImpairments: DeclaredImpairments {
+        get { shape.declaredImpairments }
+        set { shape.declaredImpairments = newValue }
+    }
+    public var queueCountsPackets: Bool {
+        get { shape.queueCountsPackets }
+        set { shape.queueCountsPackets = newValue }
+    }
+    public var queueManagement: QueueManagement {
+        get { shape.queueManagement }
+        set { shape.queueManagement = newValue }
+    }
+    public var trace: DeliveryTrace? {
+        get { shape.trace }
+        set { shape.trace = newValue }
+    }
 
     /// The bottleneck's queue limit: `queue` in bytes, or in packets when given in packets.
     public var queueLimit: QueueLimit { shape.queueLimit }

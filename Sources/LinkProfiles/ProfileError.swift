@@ -62,29 +62,31 @@ public struct ProfileError: Error, Hashable, Sendable, CustomStringConvertible {
         switch kind {
         case .malformedLine:
             return "expected \"key = value\" (a comment starts with #)"
-        case let .unknownKey(key, suggestion):
+        case .unknownKey(let key, let suggestion):
             if let name = suggestion.name { return "unknown key \"\(key)\"; did you mean \"\(name)\"?" }
             let names = ProfileKey.all.filter { !$0.isDirectional }.map(\.name)
-            return "unknown key \"\(key)\"; known keys: \(names.joined(separator: ", ")) (per-direction keys also take uplink. or downlink.)"
-        case let .connectionWideKey(_, unprefixed):
-            return "expected \"\(unprefixed) = …\" without uplink. or downlink. (\(unprefixed) concerns the whole connection, not one direction)"
-        case let .duplicateKey(key, firstLine):
+            return
+                "unknown key \"\(key)\"; known keys: \(names.joined(separator: ", ")) (per-direction keys also take uplink. or downlink.)"
+        case .connectionWideKey(_, let unprefixed):
+            return
+                "expected \"\(unprefixed) = …\" without uplink. or downlink. (\(unprefixed) concerns the whole connection, not one direction)"
+        case .duplicateKey(let key, let firstLine):
             return "\"\(key)\" is already set on line \(firstLine); set each key once"
-        case let .missingValue(expected):
+        case .missingValue(let expected):
             return "missing value: expected \(expected)"
-        case let .missingUnit(expected):
+        case .missingUnit(let expected):
             return "missing unit: expected \(expected)"
-        case let .invalidValue(expected):
+        case .invalidValue(let expected):
             return "expected \(expected)"
-        case let .negativeValue(expected):
+        case .negativeValue(let expected):
             return "negative value: expected \(expected)"
-        case let .zeroValue(expected):
+        case .zeroValue(let expected):
             return "zero would stop all traffic: expected \(expected)"
-        case let .outOfRange(expected):
+        case .outOfRange(let expected):
             return "out of range: expected \(expected)"
-        case let .unreadable(reason):
+        case .unreadable(let reason):
             return reason
-        case let .unknownProfile(name, closest):
+        case .unknownProfile(let name, let closest):
             let hint = closest.isEmpty ? "" : "; closest: \(closest.joined(separator: ", "))"
             return "no built-in profile \"\(name)\"\(hint) (\"linkcond profiles\" lists them all)"
         }
@@ -138,7 +140,8 @@ package enum NameSuggestion {
     package static func editDistance(_ a: String, _ b: String) -> Int {
         let lengthDifference = abs(a.utf8.count - b.utf8.count)
         if lengthDifference > comparableLengthDifference { return lengthDifference }
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var previous = Array(0...b.count)

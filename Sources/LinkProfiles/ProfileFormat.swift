@@ -15,7 +15,9 @@ extension Profile {
     ///   - file: The file as the user named it, for error messages; `nil` when there is none.
     ///   - readsFiles: Whether a value may name a file to read (a trace); false for text sent to a running linkcond.
     /// - Throws: `ProfileError` for the first bad line, located by `file` and line number.
-    public init(parsing text: String, name: String = "", file: String? = nil, readsFiles: Bool = true) throws(ProfileError) {
+    public init(parsing text: String, name: String = "", file: String? = nil, readsFiles: Bool = true)
+        throws(ProfileError)
+    {
         let context = SettingContext(directory: file.map(Profile.directory(ofFile:)), readsFiles: readsFiles)
         var firstLine: [String: Int] = [:]
         var changes: [(key: ProfileKey, change: @Sendable (inout Profile) -> Void)] = []
@@ -54,7 +56,8 @@ extension Profile {
         let text: String
         switch UserTextFile.read(path) {
         case .success(let contents): text = contents
-        case .failure(let failure): throw ProfileError(file: path, kind: .unreadable(reason: failure.reason(for: "profile")))
+        case .failure(let failure):
+            throw ProfileError(file: path, kind: .unreadable(reason: failure.reason(for: "profile")))
         }
         try self.init(parsing: text, name: Profile.name(ofFile: path), file: path, readsFiles: readsFiles)
     }
@@ -81,8 +84,9 @@ extension Profile {
         do {
             let parsedKey = try ProfileKey.named(key.trimmingCharacters(in: .whitespaces))
             let trimmedValue = value.trimmingCharacters(in: .whitespaces)
-            let change = try parsedKey.change(for: ProfileLine.Value(text: trimmedValue, isQuoted: false),
-                                              context: SettingContext(readsFiles: readsFiles))
+            let change = try parsedKey.change(
+                for: ProfileLine.Value(text: trimmedValue, isQuoted: false),
+                context: SettingContext(readsFiles: readsFiles))
             change(&self)
         } catch {
             throw ProfileError(text: text, kind: error)
@@ -113,16 +117,17 @@ extension Profile {
             directionSettings = []
         }
         for entry in ProfileSettings.all {
-            if case let .direction(setting) = entry {
+            if case .direction(let setting) = entry {
                 directionSettings.append(setting)
                 continue
             }
             flushDirections()
-            let pairs = switch entry {
-            case let .connection(setting): setting.rendered(connection)
-            case let .wholeProfile(setting): setting.rendered(self)
-            case .direction: [(key: String, value: String)]()
-            }
+            let pairs =
+                switch entry {
+                case .connection(let setting): setting.rendered(connection)
+                case .wholeProfile(let setting): setting.rendered(self)
+                case .direction: [(key: String, value: String)]()
+                }
             lines += pairs.map { $0.key + " = " + $0.value }
         }
         flushDirections()
@@ -137,9 +142,9 @@ extension Profile {
     public var summary: String {
         ProfileSettings.all.compactMap { entry in
             switch entry {
-            case let .direction(setting): setting.summary(downlink: downlink, uplink: uplink)
-            case let .connection(setting): setting.summary(connection)
-            case let .wholeProfile(setting): setting.summary(self)
+            case .direction(let setting): setting.summary(downlink: downlink, uplink: uplink)
+            case .connection(let setting): setting.summary(connection)
+            case .wholeProfile(let setting): setting.summary(self)
             }
         }.joined(separator: ", ")
     }

@@ -22,22 +22,22 @@ package struct ProfileKey: Hashable, Sendable {
 
     package var name: String {
         switch target {
-        case let .direction(key, .both): key
-        case let .direction(key, side): "\(side.rawValue).\(key)"
-        case let .connection(key), let .wholeProfile(key): key
+        case .direction(let key, .both): key
+        case .direction(let key, let side): "\(side.rawValue).\(key)"
+        case .connection(let key), .wholeProfile(let key): key
         }
     }
 
     /// The key without its prefix, as the owning setting declares it.
     private var unprefixed: String {
         switch target {
-        case let .direction(key, _), let .connection(key), let .wholeProfile(key): key
+        case .direction(let key, _), .connection(let key), .wholeProfile(let key): key
         }
     }
 
     /// Whether the key sets one direction only, so it applies after the keys that set both.
     var isDirectional: Bool {
-        if case let .direction(_, side) = target { side != .both } else { false }
+        if case .direction(_, let side) = target { side != .both } else { false }
     }
 
     /// Every key in the table's order, each per-direction key unprefixed, then for the downlink, then for the
@@ -51,7 +51,7 @@ package struct ProfileKey: Hashable, Sendable {
         var keys: [ProfileKey] = []
         var pending: [any DirectionSetting.Type] = []
         for entry in ProfileSettings.all {
-            if case let .direction(setting) = entry {
+            if case .direction(let setting) = entry {
                 pending.append(setting)
                 if ObjectIdentifier(setting) == ObjectIdentifier(LinkShapeSetting.self) {
                     keys += sided(pending)
@@ -62,8 +62,8 @@ package struct ProfileKey: Hashable, Sendable {
             keys += sided(pending)
             pending = []
             switch entry {
-            case let .connection(setting): keys += setting.keys.map { ProfileKey(target: .connection($0)) }
-            case let .wholeProfile(setting): keys += setting.keys.map { ProfileKey(target: .wholeProfile($0)) }
+            case .connection(let setting): keys += setting.keys.map { ProfileKey(target: .connection($0)) }
+            case .wholeProfile(let setting): keys += setting.keys.map { ProfileKey(target: .wholeProfile($0)) }
             case .direction: break
             }
         }
@@ -107,7 +107,7 @@ package struct ProfileKey: Hashable, Sendable {
         let text = value.text
         if text.isEmpty { throw .missingValue(expected: expected) }
         switch target {
-        case let .direction(_, side):
+        case .direction(_, let side):
             guard let setting = setting as? any DirectionSetting.Type else { preconditionFailure("a direction key") }
             let directionChange = try setting.change(for: key, value: text, context: context)
             return { profile in

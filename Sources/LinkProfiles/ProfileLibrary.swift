@@ -32,7 +32,8 @@ extension Profile {
     /// (those within a plausible typo, else the three nearest).
     public static func load(_ nameOrPath: String) throws(ProfileError) -> Profile {
         var isDirectory: ObjCBool = false
-        let isFile = FileManager.default.fileExists(atPath: nameOrPath, isDirectory: &isDirectory) && !isDirectory.boolValue
+        let isFile =
+            FileManager.default.fileExists(atPath: nameOrPath, isDirectory: &isDirectory) && !isDirectory.boolValue
         if nameOrPath.contains("/") || nameOrPath.hasSuffix(".profile") || isFile {
             return try Profile(contentsOfFile: nameOrPath)
         }
@@ -40,7 +41,9 @@ extension Profile {
         let asked = lookupKey(nameOrPath)
         let ranked = NameSuggestion.ranked(asked, among: builtInNames.map(lookupKey)).prefix(3)
         let near = ranked.filter { NameSuggestion.editDistance(asked, $0) <= max(2, asked.count / 2) }
-        let closest = (near.isEmpty ? Array(ranked) : near).compactMap { key in builtInNames.first { lookupKey($0) == key } }
+        let closest = (near.isEmpty ? Array(ranked) : near).compactMap { key in
+            builtInNames.first { lookupKey($0) == key }
+        }
         throw ProfileError(kind: .unknownProfile(nameOrPath, closest: closest))
     }
 

@@ -39,7 +39,9 @@ struct ProfileLine: Sendable {
         return ProfileLine(key: key, value: Value(text: value, isQuoted: false), text: trimmed(scalars[0..<end]))
     }
 
-    private static func readQuoted(_ scalars: [Unicode.Scalar], key: String, from start: Int) throws(ProfileError) -> ProfileLine {
+    private static func readQuoted(_ scalars: [Unicode.Scalar], key: String, from start: Int) throws(ProfileError)
+        -> ProfileLine
+    {
         let expected = "a quoted text that ends with \" (escapes: \\\" \\\\ \\n \\r \\t \\u{…})"
         var value = String.UnicodeScalarView()
         var index = start + 1
@@ -65,7 +67,8 @@ struct ProfileLine: Sendable {
         guard closed, rest == scalars.count || scalars[rest] == "#" else {
             throw ProfileError(text: withoutComment(scalars), kind: .invalidValue(expected: expected))
         }
-        return ProfileLine(key: key, value: Value(text: String(value), isQuoted: true), text: trimmed(scalars[0..<index]))
+        return ProfileLine(
+            key: key, value: Value(text: String(value), isQuoted: true), text: trimmed(scalars[0..<index]))
     }
 
     /// Reads the escape after a backslash, advancing `index` past it.
@@ -90,7 +93,10 @@ struct ProfileLine: Sendable {
 
     /// `text` as a value the reader gives back unchanged: bare when it can be, quoted and escaped otherwise.
     static func quotedIfNeeded(_ text: String) -> String {
-        let needsQuotes = text.unicodeScalars.contains { $0 == "#" || $0.properties.generalCategory == .control || $0.properties.isWhitespace && $0 != " " }
+        let needsQuotes =
+            text.unicodeScalars.contains {
+                $0 == "#" || $0.properties.generalCategory == .control || $0.properties.isWhitespace && $0 != " "
+            }
             || text.hasPrefix("\"") || text.hasPrefix(" ") || text.hasSuffix(" ")
         guard needsQuotes else { return text }
         var quoted = "\""
@@ -101,7 +107,8 @@ struct ProfileLine: Sendable {
             case "\n": quoted += "\\n"
             case "\r": quoted += "\\r"
             case "\t": quoted += "\\t"
-            case _ where scalar.properties.generalCategory == .control || scalar.properties.isWhitespace && scalar != " ":
+            case _
+            where scalar.properties.generalCategory == .control || scalar.properties.isWhitespace && scalar != " ":
                 quoted += "\\u{\(String(scalar.value, radix: 16))}"
             default: quoted.unicodeScalars.append(scalar)
             }

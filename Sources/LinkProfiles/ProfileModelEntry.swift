@@ -25,8 +25,10 @@ extension DatagramLink {
 
 extension StreamLink {
     /// A direction carrying `profile`, whose ACKs come back over `reverse`; `seed` drives every draw.
-    public convenience init(side: Side, profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings,
-                            seed: UInt64) {
+    public convenience init(
+        side: Side, profile: DirectionProfile, reverse: DirectionProfile, settings: TCPSettings,
+        seed: UInt64
+    ) {
         self.init(side: side, profile: profile.shape, reverse: reverse.shape, settings: settings, seed: seed)
     }
 

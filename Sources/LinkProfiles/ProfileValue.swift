@@ -76,7 +76,8 @@ enum ProfileValue {
 
     /// A queue's range: below one packet a queue in bytes would drop every full-size packet, and a TCP connection
     /// across it would retransmit forever without a byte arriving.
-    static let expectedQueue = ranged(expectedSize, "1500 B (one packet: a smaller queue drops every full-size packet) to 1024 MiB")
+    static let expectedQueue = ranged(
+        expectedSize, "1500 B (one packet: a smaller queue drops every full-size packet) to 1024 MiB")
 
     /// `expected` with the accepted range put before its example, for out-of-range errors.
     private static func ranged(_ expected: String, _ range: String) -> String {
@@ -105,7 +106,8 @@ enum ProfileValue {
         guard let unit = units.first(where: { $0.symbol == unitText }) else {
             let caseInsensitive = units.filter { $0.symbol.lowercased() == unitText.lowercased() }
             if caseInsensitive.count == 1 {
-                throw .invalidValue(expected: "\(expected); units are case-sensitive: did you mean \"\(caseInsensitive[0].symbol)\"?")
+                throw .invalidValue(
+                    expected: "\(expected); units are case-sensitive: did you mean \"\(caseInsensitive[0].symbol)\"?")
             }
             throw .invalidValue(expected: expected)
         }
@@ -118,7 +120,9 @@ enum ProfileValue {
 
     static func duration(_ text: String) throws(ProfileError.Kind) -> Duration {
         let nanoseconds = try quantity(text, units: durationUnits, expected: expectedDuration).rounded()
-        guard nanoseconds <= longestDuration else { throw .outOfRange(expected: ranged(expectedDuration, "0 ms to 3600 s")) }
+        guard nanoseconds <= longestDuration else {
+            throw .outOfRange(expected: ranged(expectedDuration, "0 ms to 3600 s"))
+        }
         return .nanoseconds(Int64(roundingClamped: nanoseconds))
     }
 
@@ -127,7 +131,9 @@ enum ProfileValue {
         if text.lowercased() == "unlimited" { return nil }
         let bitsPerSecond = try quantity(text, units: rateUnits, expected: expectedRate)
         if bitsPerSecond == 0 { throw .zeroValue(expected: expectedRate) }
-        guard rateRange.contains(bitsPerSecond) else { throw .outOfRange(expected: ranged(expectedRate, "1 bit/s to 1000 Gbit/s")) }
+        guard rateRange.contains(bitsPerSecond) else {
+            throw .outOfRange(expected: ranged(expectedRate, "1 bit/s to 1000 Gbit/s"))
+        }
         return BitRate(bitsPerSecond: bitsPerSecond)
     }
 
@@ -167,7 +173,8 @@ enum ProfileValue {
         if text.lowercased() == "none" { return [] }
         var patterns: [HostPattern] = []
         for item in text.split(separator: ",", omittingEmptySubsequences: false) {
-            let entry = String(item.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+            let entry = String(
+                item.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
             guard let pattern = HostPattern(parsing: entry) else {
                 throw .invalidValue(expected: "\(expectedHostPatterns) (\"\(entry)\" is none of these)")
             }
@@ -183,7 +190,9 @@ enum ProfileValue {
     static let expectedLossModel = "one of \(LossModel.allCases.map(\.rawValue).joined(separator: ", "))"
 
     static func lossModel(_ text: String) throws(ProfileError.Kind) -> LossModel {
-        guard let model = LossModel(rawValue: text.lowercased()) else { throw .invalidValue(expected: expectedLossModel) }
+        guard let model = LossModel(rawValue: text.lowercased()) else {
+            throw .invalidValue(expected: expectedLossModel)
+        }
         return model
     }
 
@@ -218,7 +227,9 @@ enum ProfileValue {
     }
 
     static func fault(_ text: String) throws(ProfileError.Kind) -> ConnectionFault {
-        guard let fault = ConnectionFault(rawValue: text.lowercased()) else { throw .invalidValue(expected: expectedFault) }
+        guard let fault = ConnectionFault(rawValue: text.lowercased()) else {
+            throw .invalidValue(expected: expectedFault)
+        }
         return fault
     }
 
@@ -227,7 +238,8 @@ enum ProfileValue {
         let nanoseconds = duration.nanoseconds
         if nanoseconds == 0 { return "0 ms" }
         let magnitude = nanoseconds.magnitude
-        for (symbol, scale) in [("s", UInt64(1_000_000_000)), ("ms", 1_000_000), ("µs", 1_000)] where magnitude >= scale {
+        for (symbol, scale) in [("s", UInt64(1_000_000_000)), ("ms", 1_000_000), ("µs", 1_000)] where magnitude >= scale
+        {
             let step = scale / 1000
             guard magnitude % step == 0 else { continue }
             let whole = magnitude / scale
@@ -254,7 +266,9 @@ enum ProfileValue {
 
     /// A size in the first unit that divides it exactly: MiB, KiB, packets, MB, KB, else bytes.
     static func format(_ size: ByteCount) -> String {
-        format(bytes: size.bytes, units: [("MiB", 1024 * 1024), ("KiB", 1024), ("packets", packetSize), ("MB", 1_000_000), ("KB", 1000)])
+        format(
+            bytes: size.bytes,
+            units: [("MiB", 1024 * 1024), ("KiB", 1024), ("packets", packetSize), ("MB", 1_000_000), ("KB", 1000)])
     }
 
     /// A queue's limit as `queue` reads it back: in packets exactly when the queue counts packets, since a size
@@ -262,7 +276,8 @@ enum ProfileValue {
     static func format(_ limit: QueueLimit) -> String {
         switch limit {
         case .packets(let count): "\(count) \(count == 1 ? "packet" : "packets")"
-        case .bytes(let bytes): format(bytes: bytes, units: [("MiB", 1024 * 1024), ("KiB", 1024), ("MB", 1_000_000), ("KB", 1000)])
+        case .bytes(let bytes):
+            format(bytes: bytes, units: [("MiB", 1024 * 1024), ("KiB", 1024), ("MB", 1_000_000), ("KB", 1000)])
         }
     }
 
@@ -302,7 +317,8 @@ enum ProfileValue {
             sign = "-"
             mantissa.removeFirst()
         }
-        let pointIndex = mantissa.firstIndex(of: ".").map { mantissa.distance(from: mantissa.startIndex, to: $0) } ?? mantissa.count
+        let pointIndex =
+            mantissa.firstIndex(of: ".").map { mantissa.distance(from: mantissa.startIndex, to: $0) } ?? mantissa.count
         var digits = mantissa.filter { $0 != "." }
         var point = pointIndex + exponent
         if point <= 0 {

@@ -35,12 +35,16 @@ public final class TestConnection: @unchecked Sendable {
             address.sin6_port = port.bigEndian
             address.sin6_addr = in6addr_loopback
             result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             }
         } else {
             var address = loopbackAddress(port: port)
             result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         }
         guard result == 0 else {
@@ -54,7 +58,9 @@ public final class TestConnection: @unchecked Sendable {
     public func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            }
             guard n > 0 else { throw TestError("send: \(String(cString: strerror(errno)))") }
             offset += n
         }
@@ -186,7 +192,9 @@ public final class TestServer: @unchecked Sendable {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         var address = loopbackAddress()
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(fd, 1024) == 0 else { throw TestError("bind/listen: \(errno)") }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -239,9 +247,15 @@ public final class TestServer: @unchecked Sendable {
 
 extension ConditionedProxy {
     /// A proxy on 127.0.0.1 port 0 in front of `upstreamPort`.
-    public static func inFront(of upstreamPort: UInt16, profile: Profile, options: ProxyOptions = ProxyOptions()) throws -> ConditionedProxy {
+    public static func inFront(of upstreamPort: UInt16, profile: Profile, options: ProxyOptions = ProxyOptions()) throws
+        -> ConditionedProxy
+    {
         try ConditionedProxy(
-            listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0), upstream: Endpoint(host: "127.0.0.1", port: upstreamPort))],
+            listeners: [
+                ListenerSpec(
+                    listen: Endpoint(host: "127.0.0.1", port: 0),
+                    upstream: Endpoint(host: "127.0.0.1", port: upstreamPort))
+            ],
             profile: profile, options: options)
     }
 
@@ -270,8 +284,16 @@ public final class LockedBox<Value>: @unchecked Sendable {
     public init(_ value: Value) { stored = value }
 
     public var value: Value {
-        get { lock.lock(); defer { lock.unlock() }; return stored }
-        set { lock.lock(); stored = newValue; lock.unlock() }
+        get {
+            lock.lock()
+            defer { lock.unlock() }
+            return stored
+        }
+        set {
+            lock.lock()
+            stored = newValue
+            lock.unlock()
+        }
     }
 
     public func mutate(_ body: (inout Value) -> Void) {
@@ -297,7 +319,9 @@ public func exchangeAsAnotherUser(port: UInt16, _ request: String) throws -> Str
         """
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-    process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, "\(port)", request]
+    process.arguments = [
+        "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, "\(port)", request,
+    ]
     let output = Pipe()
     process.standardOutput = output
     try process.run()

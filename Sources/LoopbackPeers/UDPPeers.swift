@@ -13,7 +13,9 @@ public final class TestDatagramSocket: @unchecked Sendable {
         guard fd >= 0 else { throw TestError("socket: \(errno)") }
         var address = loopbackAddress(port: port)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0 else {
             Glibc.close(fd)
@@ -44,7 +46,9 @@ public final class TestDatagramSocket: @unchecked Sendable {
         var address = loopbackAddress(port: port)
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { target in
-                bytes.withUnsafeBytes { Glibc.sendto(fd, $0.baseAddress, bytes.count, 0, target, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                bytes.withUnsafeBytes {
+                    Glibc.sendto(fd, $0.baseAddress, bytes.count, 0, target, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         }
         guard sent == bytes.count else { throw TestError("sendto port \(port): \(String(cString: strerror(errno)))") }
@@ -81,7 +85,10 @@ public final class TestDatagramServer: @unchecked Sendable {
         let socket = try TestDatagramSocket(timeout: 0.05)
         self.socket = socket
         self.port = socket.port
-        let stopped = self.stopped, done = self.done, received = self.received, senders = self.senders
+        let stopped = self.stopped
+        let done = self.done
+        let received = self.received
+        let senders = self.senders
         Thread.detachNewThread {
             while !stopped.value {
                 guard let (bytes, from) = socket.receive() else { continue }
@@ -108,10 +115,15 @@ public final class TestDatagramServer: @unchecked Sendable {
 
 extension ConditionedProxy {
     /// A UDP relay on 127.0.0.1 port 0 in front of 127.0.0.1:`upstreamPort`.
-    public static func udpInFront(of upstreamPort: UInt16, profile: Profile, options: ProxyOptions = ProxyOptions()) throws -> ConditionedProxy {
+    public static func udpInFront(of upstreamPort: UInt16, profile: Profile, options: ProxyOptions = ProxyOptions())
+        throws -> ConditionedProxy
+    {
         try ConditionedProxy(
-            listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0),
-                                     kind: .udp(upstream: Endpoint(host: "127.0.0.1", port: upstreamPort)))],
+            listeners: [
+                ListenerSpec(
+                    listen: Endpoint(host: "127.0.0.1", port: 0),
+                    kind: .udp(upstream: Endpoint(host: "127.0.0.1", port: upstreamPort)))
+            ],
             profile: profile, options: options)
     }
 }

@@ -19,7 +19,8 @@ func delayGroup() throws {
     defer { echo.stop() }
     try delayCells(echoPort: echo.port, realtime: false)
     guard let realtimeEcho = realtimeEchoServer() else {
-        report.skip("--realtime: 1 ms: error p99", because: "this process may not use SCHED_FIFO (needs root or CAP_SYS_NICE)")
+        report.skip(
+            "--realtime: 1 ms: error p99", because: "this process may not use SCHED_FIFO (needs root or CAP_SYS_NICE)")
         return
     }
     defer { realtimeEcho.stop() }
@@ -52,16 +53,24 @@ private func delayCells(echoPort: UInt16, realtime: Bool) throws {
     var baselines: [Double: [Double]] = [:]
     for (milliseconds, samples, gap) in cells {
         let asked = Double(milliseconds) / 1000
-        var p99s: [Double] = [], p50s: [Double] = [], minimums: [Double] = [], maximums: [Double] = []
-        var ownP99s: [Double] = [], ownMaximums: [Double] = []
+        var p99s: [Double] = []
+        var p50s: [Double] = []
+        var minimums: [Double] = []
+        var maximums: [Double] = []
+        var ownP99s: [Double] = []
+        var ownMaximums: [Double] = []
         for _ in 0..<(milliseconds >= 10_000 ? 1 : runs) {
             do {
-                let baseline = quantile(try staggeredRoundTrips(port: none.relayPort, samples: samples, gap: gap, timeout: 5), 0.5)
+                let baseline = quantile(
+                    try staggeredRoundTrips(port: none.relayPort, samples: samples, gap: gap, timeout: 5), 0.5)
                 baselines[gap, default: []].append(baseline)
-                let delayed = try LinkcondPeer(profile: "uplink.delay = \(milliseconds) ms", upstream: echoPort, realtime: realtime)
+                let delayed = try LinkcondPeer(
+                    profile: "uplink.delay = \(milliseconds) ms", upstream: echoPort, realtime: realtime)
                 defer { delayed.stop() }
-                let errors = try staggeredRoundTrips(port: delayed.relayPort, samples: samples, gap: gap, timeout: 2 * asked + 10)
-                    .map { $0 - asked - baseline }
+                let errors = try staggeredRoundTrips(
+                    port: delayed.relayPort, samples: samples, gap: gap, timeout: 2 * asked + 10
+                )
+                .map { $0 - asked - baseline }
                 p50s.append(quantile(errors, 0.5))
                 p99s.append(quantile(errors, 0.99))
                 if let own = delayed.deliveryLateness("uplink") {
@@ -73,25 +82,32 @@ private func delayCells(echoPort: UInt16, realtime: Bool) throws {
             } catch { print("   (a run failed: \(error))") }
         }
         let p99 = median(p99s)
-        report.add("\(label)\(milliseconds) ms: error p99", p99, "s", target: "≤ 0.1 ms", met: p99.map { $0 <= 1e-4 },
-                   note: median(p50s).map {
-                       "p50 " + Report.format($0, "s") + ", min " + Report.format(median(minimums) ?? .nan, "s")
-                           + ", max " + Report.format(median(maximums) ?? .nan, "s")
-                   })
-        report.add("\(label)\(milliseconds) ms: linkcond's own lateness p99", median(ownP99s), "s",
-                   note: median(ownMaximums).map { "max " + Report.format($0, "s") + "; released bytes written after their release" })
+        report.add(
+            "\(label)\(milliseconds) ms: error p99", p99, "s", target: "≤ 0.1 ms", met: p99.map { $0 <= 1e-4 },
+            note: median(p50s).map {
+                "p50 " + Report.format($0, "s") + ", min " + Report.format(median(minimums) ?? .nan, "s")
+                    + ", max " + Report.format(median(maximums) ?? .nan, "s")
+            })
+        report.add(
+            "\(label)\(milliseconds) ms: linkcond's own lateness p99", median(ownP99s), "s",
+            note: median(ownMaximums).map {
+                "max " + Report.format($0, "s") + "; released bytes written after their release"
+            })
     }
     if quick { report.skip("\(label)10000 ms: error p99", because: "left out of --quick (one cell takes about 20 s)") }
     for gap in baselines.keys.sorted() {
-        report.add("\(label)round trip under none p50, \(Int(gap * 1000)) ms apart", median(baselines[gap] ?? []), "s",
-                   note: "median of the \(baselines[gap]?.count ?? 0) figures subtracted")
+        report.add(
+            "\(label)round trip under none p50, \(Int(gap * 1000)) ms apart", median(baselines[gap] ?? []), "s",
+            note: "median of the \(baselines[gap]?.count ?? 0) figures subtracted")
     }
 }
 
 /// Downlink rate asked against payload delivered, 64 kbit/s to 1 Gbit/s, timed from the first byte.
 func rateGroup() throws {
     report.section("Rate precision: payload delivered vs asked, downlink, from the first segment")
-    for (label, bits) in [("64 kbit/s", 64e3), ("1 Mbit/s", 1e6), ("10 Mbit/s", 10e6), ("100 Mbit/s", 100e6), ("1 Gbit/s", 1e9)] {
+    for (label, bits) in [
+        ("64 kbit/s", 64e3), ("1 Mbit/s", 1e6), ("10 Mbit/s", 10e6), ("100 Mbit/s", 100e6), ("1 Gbit/s", 1e9),
+    ] {
         let seconds = quick ? (bits < 1e5 ? 3.0 : 1.5) : 5.0
         let error = medianOf {
             let size = Int(bits / 8 * seconds)
@@ -111,7 +127,9 @@ func rateGroup() throws {
             let first = try client.receive(max: 1 << 20)
             let start = MonotonicClock().now()
             let rest = try client.drain()
-            guard first.count + rest.count == size else { throw TestError("\(first.count + rest.count) of \(size) bytes arrived") }
+            guard first.count + rest.count == size else {
+                throw TestError("\(first.count + rest.count) of \(size) bytes arrived")
+            }
             return (Double(rest.count) * 8 / secondsSince(start) / bits - 1) * 100
         }
         report.add("\(label): error", error, "%", target: "within ±0.5 %", met: error.map { abs($0) <= 0.5 })

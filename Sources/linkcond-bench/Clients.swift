@@ -18,38 +18,51 @@ struct IperfResult {
 /// An `iperf3 -s` on `port` (bound to `host`, in `namespace` when given).
 func startIperfServer(port: UInt16, host: String = "127.0.0.1", namespace: String? = nil) throws -> PeerProcess {
     guard let iperf3 = Tools.iperf3 else { throw TestError("iperf3 is not installed (scripts/bench installs it)") }
-    let server = try PeerProcess(name: "iperf3", path: iperf3, arguments: ["-s", "-B", host, "-p", String(port)], namespace: namespace)
-    guard server.waitListening(port: port) else { server.stop(); throw TestError("iperf3 -s did not listen on \(port)") }
+    let server = try PeerProcess(
+        name: "iperf3", path: iperf3, arguments: ["-s", "-B", host, "-p", String(port)], namespace: namespace)
+    guard server.waitListening(port: port) else {
+        server.stop()
+        throw TestError("iperf3 -s did not listen on \(port)")
+    }
     return server
 }
 
 /// Runs `iperf3 -c host -p port` with `extra` arguments and parses its JSON.
 /// With `inExec`, iperf3 runs inside `linkcond exec` (profile none) and reaches the host's loopback at 198.18.0.2.
-func runIperfClient(host: String = "127.0.0.1", port: UInt16, seconds: Int, omit: Int = 0, extra: [String] = [],
-                    namespace: String? = nil, inExec: Bool = false) throws -> IperfResult {
+func runIperfClient(
+    host: String = "127.0.0.1", port: UInt16, seconds: Int, omit: Int = 0, extra: [String] = [],
+    namespace: String? = nil, inExec: Bool = false
+) throws -> IperfResult {
     guard let iperf3 = Tools.iperf3 else { throw TestError("iperf3 is not installed (scripts/bench installs it)") }
     let output = Pipe()
-    let arguments = ["-c", inExec ? execGateway : host, "-p", String(port), "-t", String(seconds), "-O", String(omit), "-J"] + extra
+    let arguments =
+        ["-c", inExec ? execGateway : host, "-p", String(port), "-t", String(seconds), "-O", String(omit), "-J"] + extra
     let (path, launched) = try inExec ? insideExec(iperf3, arguments) : (iperf3, arguments)
-    let client = try PeerProcess(name: "iperf3 -c", path: path, arguments: launched, namespace: namespace, output: output)
+    let client = try PeerProcess(
+        name: "iperf3 -c", path: path, arguments: launched, namespace: namespace, output: output)
     let data = output.fileHandleForReading.readDataToEndOfFile()
     client.process.waitUntilExit()
     client.stop()
     guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-          let end = json["end"] as? [String: Any] else { throw TestError("iperf3 \(arguments.joined(separator: " ")) printed no result") }
+        let end = json["end"] as? [String: Any]
+    else { throw TestError("iperf3 \(arguments.joined(separator: " ")) printed no result") }
     if let error = json["error"] as? String { throw TestError("iperf3: \(error)") }
     let intervals = (json["intervals"] as? [[String: Any]]) ?? []
     let sent = intervals.compactMap { ($0["sum"] as? [String: Any])?["bytes"] as? Double }.reduce(0, +)
     if extra.contains("-u") {
         let sum = end["sum"] as? [String: Any] ?? [:]
-        return IperfResult(receivedRate: sum["bits_per_second"] as? Double ?? 0, sentBytes: sent, streamRates: [],
-                           datagrams: sum["packets"] as? Double ?? 0, lostDatagrams: sum["lost_packets"] as? Double ?? 0,
-                           seconds: sum["seconds"] as? Double ?? Double(seconds))
+        return IperfResult(
+            receivedRate: sum["bits_per_second"] as? Double ?? 0, sentBytes: sent, streamRates: [],
+            datagrams: sum["packets"] as? Double ?? 0, lostDatagrams: sum["lost_packets"] as? Double ?? 0,
+            seconds: sum["seconds"] as? Double ?? Double(seconds))
     }
     let received = end["sum_received"] as? [String: Any] ?? [:]
-    let streams = (end["streams"] as? [[String: Any]] ?? []).compactMap { ($0["receiver"] as? [String: Any])?["bits_per_second"] as? Double }
-    return IperfResult(receivedRate: received["bits_per_second"] as? Double ?? 0, sentBytes: sent, streamRates: streams,
-                       seconds: received["seconds"] as? Double ?? Double(seconds))
+    let streams = (end["streams"] as? [[String: Any]] ?? []).compactMap {
+        ($0["receiver"] as? [String: Any])?["bits_per_second"] as? Double
+    }
+    return IperfResult(
+        receivedRate: received["bits_per_second"] as? Double ?? 0, sentBytes: sent, streamRates: streams,
+        seconds: received["seconds"] as? Double ?? Double(seconds))
 }
 
 /// Jain's fairness index of `rates`: (Σx)² / (n·Σx²), 1 when every stream got the same.
@@ -61,19 +74,30 @@ func jainFairness(_ rates: [Double]) -> Double {
 
 /// A `sockperf sr --tcp` echo server on `port`.
 func startSockperfServer(port: UInt16) throws -> PeerProcess {
-    guard let sockperf = Tools.sockperf else { throw TestError("sockperf is not installed (scripts/bench installs it)") }
-    let server = try PeerProcess(name: "sockperf sr", path: sockperf, arguments: ["sr", "--tcp", "-i", "127.0.0.1", "-p", String(port)])
-    guard server.waitListening(port: port) else { server.stop(); throw TestError("sockperf sr did not listen on \(port)") }
+    guard let sockperf = Tools.sockperf else {
+        throw TestError("sockperf is not installed (scripts/bench installs it)")
+    }
+    let server = try PeerProcess(
+        name: "sockperf sr", path: sockperf, arguments: ["sr", "--tcp", "-i", "127.0.0.1", "-p", String(port)])
+    guard server.waitListening(port: port) else {
+        server.stop()
+        throw TestError("sockperf sr did not listen on \(port)")
+    }
     return server
 }
 
 /// 64-byte TCP ping-pong with `sockperf pp --full-rtt` paced at `rate` messages per second: round trip p50 and p99.
 /// With `inExec`, the client runs inside `linkcond exec` (profile none).
-func sockperfPingPong(port: UInt16, seconds: Int, rate: Int, inExec: Bool = false) throws -> (p50: Double, p99: Double) {
-    guard let sockperf = Tools.sockperf else { throw TestError("sockperf is not installed (scripts/bench installs it)") }
+func sockperfPingPong(port: UInt16, seconds: Int, rate: Int, inExec: Bool = false) throws -> (p50: Double, p99: Double)
+{
+    guard let sockperf = Tools.sockperf else {
+        throw TestError("sockperf is not installed (scripts/bench installs it)")
+    }
     let output = Pipe()
-    let arguments = ["pp", "--tcp", "-i", inExec ? execGateway : "127.0.0.1", "-p", String(port), "-m", "64", "-t", String(seconds),
-                     "--mps=\(rate)", "--full-rtt"]
+    let arguments = [
+        "pp", "--tcp", "-i", inExec ? execGateway : "127.0.0.1", "-p", String(port), "-m", "64", "-t", String(seconds),
+        "--mps=\(rate)", "--full-rtt",
+    ]
     let (path, launched) = try inExec ? insideExec(sockperf, arguments) : (sockperf, arguments)
     let client = try PeerProcess(name: "sockperf pp", path: path, arguments: launched, output: output)
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -81,10 +105,13 @@ func sockperfPingPong(port: UInt16, seconds: Int, rate: Int, inExec: Bool = fals
     client.stop()
     func percentile(_ label: String) -> Double? {
         guard let line = text.split(separator: "\n").first(where: { $0.contains("percentile \(label) =") }),
-              let value = line.split(separator: "=").last.flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }) else { return nil }
+            let value = line.split(separator: "=").last.flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) })
+        else { return nil }
         return value * 1e-6
     }
-    guard let p50 = percentile("50.000"), let p99 = percentile("99.000") else { throw TestError("sockperf pp printed no percentiles") }
+    guard let p50 = percentile("50.000"), let p99 = percentile("99.000") else {
+        throw TestError("sockperf pp printed no percentiles")
+    }
     return (p50, p99)
 }
 
@@ -94,7 +121,11 @@ let execGateway = "198.18.0.2"
 /// The command line that runs `path arguments…` inside `linkcond exec` under the none profile.
 func insideExec(_ path: String, _ arguments: [String]) throws -> (String, [String]) {
     guard let binary = LinkcondPeer.binary else {
-        throw TestError("no linkcond binary next to linkcond-bench: build it with `swift build -c release` (scripts/bench does)")
+        throw TestError(
+            "no linkcond binary next to linkcond-bench: build it with `swift build -c release` (scripts/bench does)")
     }
-    return (binary, ["exec", "--control", scratch + "/exec-\(UInt32.random(in: 0...UInt32.max)).sock", "--", path] + arguments)
+    return (
+        binary,
+        ["exec", "--control", scratch + "/exec-\(UInt32.random(in: 0...UInt32.max)).sock", "--", path] + arguments
+    )
 }

@@ -41,18 +41,28 @@ final class DatagramSink: @unchecked Sendable {
         var address = loopbackAddress()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
-        guard bound else { close(fd); throw TestError("bind: \(String(cString: strerror(errno)))") }
+        guard bound else {
+            close(fd)
+            throw TestError("bind: \(String(cString: strerror(errno)))")
+        }
         port = UInt16(bigEndian: address.sin_port)
         let (stopped, counted, finished) = (stopped, counted, finished)
         thread = Thread {
             defer { finished.signal() }
-            let slot = 2048, most: UInt32 = 64
+            let slot = 2048
+            let most: UInt32 = 64
             let buffers = UnsafeMutableRawPointer.allocate(byteCount: slot * Int(most), alignment: 16)
             let addresses = UnsafeMutablePointer<sockaddr_storage>.allocate(capacity: Int(most))
             let slots = UnsafeMutablePointer<clinux_datagram_slot>.allocate(capacity: Int(most))
-            defer { buffers.deallocate(); addresses.deallocate(); slots.deallocate() }
+            defer {
+                buffers.deallocate()
+                addresses.deallocate()
+                slots.deallocate()
+            }
             var seen = [Bool](repeating: false, count: capacity)
             var distinct = 0
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -63,7 +73,8 @@ final class DatagramSink: @unchecked Sendable {
                     guard received > 0 else { break }
                     let before = distinct
                     for index in 0..<Int(received) where slots[index].length >= 4 {
-                        let sequence = Int(UInt32(littleEndian: buffers.loadUnaligned(fromByteOffset: index * slot, as: UInt32.self)))
+                        let sequence = Int(
+                            UInt32(littleEndian: buffers.loadUnaligned(fromByteOffset: index * slot, as: UInt32.self)))
                         if sequence < capacity, !seen[sequence] {
                             seen[sequence] = true
                             distinct += 1
@@ -99,7 +110,9 @@ final class DatagramSink: @unchecked Sendable {
 enum DatagramFlood {
     /// Sends the flood to `port` while `sink` (fresh for each flood) counts what arrives, then waits until the count
     /// stops growing.
-    static func run(to port: UInt16, sink: DatagramSink, size: Int, perSecond: Int, seconds: Double) throws -> FloodResult {
+    static func run(to port: UInt16, sink: DatagramSink, size: Int, perSecond: Int, seconds: Double) throws
+        -> FloodResult
+    {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw TestError("socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -107,7 +120,9 @@ enum DatagramFlood {
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
         var address = loopbackAddress(port: port)
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
         guard connected else { throw TestError("connect: \(String(cString: strerror(errno)))") }
         let total = Int(Double(perSecond) * seconds)
@@ -115,12 +130,16 @@ enum DatagramFlood {
         let payload = UnsafeMutableRawPointer.allocate(byteCount: batch * size, alignment: 16)
         defer { payload.deallocate() }
         payload.initializeMemory(as: UInt8.self, repeating: 0x42, count: batch * size)
-        var datagrams = (0..<batch).map { clinux_outgoing_datagram(offset: UInt32($0 * size), length: UInt32(size), address_length: 0) }
+        var datagrams = (0..<batch).map {
+            clinux_outgoing_datagram(offset: UInt32($0 * size), length: UInt32(size), address_length: 0)
+        }
         let start = MonotonicClock().now()
         var sent = 0
         while sent < total {
             let elapsed = secondsSince(start)
-            if elapsed > seconds * 3 + 5 { throw TestError("the sender fell behind: \(sent) of \(total) sent in \(elapsed) s") }
+            if elapsed > seconds * 3 + 5 {
+                throw TestError("the sender fell behind: \(sent) of \(total) sent in \(elapsed) s")
+            }
             let due = min(total, Int(elapsed * Double(perSecond)) + 1)
             if sent >= due {
                 usleep(100)
@@ -132,20 +151,27 @@ enum DatagramFlood {
             }
             var first: UInt32 = 0
             let taken = clinux_send_datagrams(fd, payload, nil, &datagrams, UInt32(count), 0, &first)
-            if taken > 0 { sent += Int(taken) } else if errno == EAGAIN || errno == ENOBUFS || errno == ECONNREFUSED {
+            if taken > 0 {
+                sent += Int(taken)
+            } else if errno == EAGAIN || errno == ENOBUFS || errno == ECONNREFUSED {
                 usleep(50)
             } else {
                 throw TestError("sendmmsg: \(String(cString: strerror(errno)))")
             }
         }
         let sending = secondsSince(start)
-        var last = sink.received, quietSince = MonotonicClock().now()
+        var last = sink.received
+        var quietSince = MonotonicClock().now()
         let waited = MonotonicClock().now()
         while secondsSince(quietSince) < 0.3, secondsSince(waited) < 5 {
             usleep(20_000)
             let now = sink.received
-            if now != last { last = now; quietSince = MonotonicClock().now() }
+            if now != last {
+                last = now
+                quietSince = MonotonicClock().now()
+            }
         }
-        return FloodResult(sent: sent, received: sink.received, seconds: max(sending, (sink.lastArrival - start).seconds))
+        return FloodResult(
+            sent: sent, received: sink.received, seconds: max(sending, (sink.lastArrival - start).seconds))
     }
 }

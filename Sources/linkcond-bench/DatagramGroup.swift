@@ -17,8 +17,12 @@ func udpGroup() throws {
         let extra = ["-u", "-l", String(size), "-b", String(size * 8 * perSecond), "-w", "4M"]
         /// Delivered per second, loss counted by the receiver, and (through linkcond) the part of it linkcond's
         /// sockets dropped, in percent of datagrams sent. With `inExec` the client runs inside `linkcond exec`.
-        func run(inExec: Bool = false, _ target: () throws -> (LinkcondPeer?, UInt16)) -> (rate: Double?, loss: Double?, atRelay: Double?) {
-            var rates: [Double] = [], losses: [Double] = [], atRelay: [Double] = []
+        func run(inExec: Bool = false, _ target: () throws -> (LinkcondPeer?, UInt16)) -> (
+            rate: Double?, loss: Double?, atRelay: Double?
+        ) {
+            var rates: [Double] = []
+            var losses: [Double] = []
+            var atRelay: [Double] = []
             for _ in 0..<runs {
                 do {
                     let (linkcond, relay) = try target()
@@ -26,24 +30,35 @@ func udpGroup() throws {
                     let result = try runIperfClient(port: relay, seconds: seconds, extra: extra, inExec: inExec)
                     rates.append((result.datagrams - result.lostDatagrams) / max(result.seconds, 0.001))
                     losses.append(result.datagrams > 0 ? result.lostDatagrams / result.datagrams * 100 : .nan)
-                    if let drops = linkcond?.udpKernelDrops(), result.datagrams > 0 { atRelay.append(drops / result.datagrams * 100) }
+                    if let drops = linkcond?.udpKernelDrops(), result.datagrams > 0 {
+                        atRelay.append(drops / result.datagrams * 100)
+                    }
                 } catch { print("   (a run failed: \(error))") }
             }
             return (median(rates), median(losses), median(atRelay))
         }
         let direct = run { (nil, port) }
-        let linkcond = run { let peer = try LinkcondPeer(profile: "", upstream: port, udp: true); return (peer, peer.relayPort) }
-        report.add("\(size) B direct: delivered", direct.rate, "/s", note: direct.loss.map { String(format: "loss %.3f %%", $0) })
-        report.add("\(size) B linkcond: delivered", linkcond.rate, "/s", versus: [("direct", direct.rate)],
-                   target: "≥ 99.9 % of \(perSecond / 1000) k/s", met: linkcond.rate.map { $0 >= 0.999 * Double(perSecond) })
-        report.add("\(size) B linkcond: loss", linkcond.loss, "%", versus: [("direct", direct.loss)], target: "< 0.1 %",
-                   met: linkcond.loss.map { $0 < 0.1 })
-        report.add("\(size) B linkcond: of it at linkcond", linkcond.atRelay, "%", target: "< 0.1 %",
-                   met: linkcond.atRelay.map { $0 < 0.1 },
-                   note: "kernel drops at linkcond's sockets; the rest is lost at iperf3's receiver")
+        let linkcond = run {
+            let peer = try LinkcondPeer(profile: "", upstream: port, udp: true)
+            return (peer, peer.relayPort)
+        }
+        report.add(
+            "\(size) B direct: delivered", direct.rate, "/s",
+            note: direct.loss.map { String(format: "loss %.3f %%", $0) })
+        report.add(
+            "\(size) B linkcond: delivered", linkcond.rate, "/s", versus: [("direct", direct.rate)],
+            target: "≥ 99.9 % of \(perSecond / 1000) k/s", met: linkcond.rate.map { $0 >= 0.999 * Double(perSecond) })
+        report.add(
+            "\(size) B linkcond: loss", linkcond.loss, "%", versus: [("direct", direct.loss)], target: "< 0.1 %",
+            met: linkcond.loss.map { $0 < 0.1 })
+        report.add(
+            "\(size) B linkcond: of it at linkcond", linkcond.atRelay, "%", target: "< 0.1 %",
+            met: linkcond.atRelay.map { $0 < 0.1 },
+            note: "kernel drops at linkcond's sockets; the rest is lost at iperf3's receiver")
         let exec = run(inExec: true) { (nil, port) }
-        report.add("\(size) B inside linkcond exec: delivered", exec.rate, "/s", versus: [("direct", direct.rate)],
-                   note: exec.loss.map { String(format: "loss %.3f %%; every datagram crosses two TUN devices", $0) })
+        report.add(
+            "\(size) B inside linkcond exec: delivered", exec.rate, "/s", versus: [("direct", direct.rate)],
+            note: exec.loss.map { String(format: "loss %.3f %%; every datagram crosses two TUN devices", $0) })
     }
     floodedDatagrams(size: 64, perSecond: 200_000, seconds: Double(seconds))
     floodedDatagrams(size: 64, perSecond: 500_000, seconds: Double(seconds), headroom: true)
@@ -54,8 +69,12 @@ func udpGroup() throws {
 /// beyond the target, to show how far the relay is from its ceiling, and no verdict is given.
 private func floodedDatagrams(size: Int, perSecond: Int, seconds: Double, headroom: Bool = false) {
     func run(_ target: (UInt16) throws -> (LinkcondPeer?, UInt16))
-        -> (rate: Double?, loss: Double?, atRelay: Double?, cpuPerDatagram: Double?) {
-        var rates: [Double] = [], losses: [Double] = [], atRelay: [Double] = [], cpu: [Double] = []
+        -> (rate: Double?, loss: Double?, atRelay: Double?, cpuPerDatagram: Double?)
+    {
+        var rates: [Double] = []
+        var losses: [Double] = []
+        var atRelay: [Double] = []
+        var cpu: [Double] = []
         for _ in 0..<runs {
             do {
                 let sink = try DatagramSink(capacity: Int(Double(perSecond) * seconds) + 1)
@@ -63,10 +82,13 @@ private func floodedDatagrams(size: Int, perSecond: Int, seconds: Double, headro
                 let (linkcond, port) = try target(sink.port)
                 defer { linkcond?.stop() }
                 let cpuBefore = linkcond?.peer.cpuSeconds()
-                let result = try DatagramFlood.run(to: port, sink: sink, size: size, perSecond: perSecond, seconds: seconds)
+                let result = try DatagramFlood.run(
+                    to: port, sink: sink, size: size, perSecond: perSecond, seconds: seconds)
                 rates.append(result.deliveredRate)
                 losses.append(result.lossPercent)
-                if let drops = linkcond?.udpKernelDrops(), result.sent > 0 { atRelay.append(drops / Double(result.sent) * 100) }
+                if let drops = linkcond?.udpKernelDrops(), result.sent > 0 {
+                    atRelay.append(drops / Double(result.sent) * 100)
+                }
                 if let cpuBefore, let after = linkcond?.peer.cpuSeconds(), result.sent > 0 {
                     cpu.append((after - cpuBefore) / Double(result.sent))
                 }
@@ -75,14 +97,22 @@ private func floodedDatagrams(size: Int, perSecond: Int, seconds: Double, headro
         return (median(rates), median(losses), median(atRelay), median(cpu))
     }
     let direct = run { (nil, $0) }
-    let linkcond = run { let peer = try LinkcondPeer(profile: "", upstream: $0, udp: true); return (peer, peer.relayPort) }
+    let linkcond = run {
+        let peer = try LinkcondPeer(profile: "", upstream: $0, udp: true)
+        return (peer, peer.relayPort)
+    }
     let label = "\(size) B at \(perSecond / 1000) k/s, sendmmsg"
-    report.add("\(label) direct: delivered", direct.rate, "/s", note: direct.loss.map { String(format: "loss %.3f %%", $0) })
-    report.add("\(label) linkcond: delivered", linkcond.rate, "/s", versus: [("direct", direct.rate)],
-               target: headroom ? nil : "≥ 99.9 % of \(perSecond / 1000) k/s",
-               met: headroom ? nil : linkcond.rate.map { $0 >= 0.999 * Double(perSecond) })
-    report.add("\(label) linkcond: loss", linkcond.loss, "%", versus: [("direct", direct.loss)], target: headroom ? nil : "< 0.1 %",
-               met: headroom ? nil : linkcond.loss.map { $0 < 0.1 })
-    report.add("\(label) linkcond: of it at linkcond", linkcond.atRelay, "%", note: "kernel drops at linkcond's sockets")
+    report.add(
+        "\(label) direct: delivered", direct.rate, "/s", note: direct.loss.map { String(format: "loss %.3f %%", $0) })
+    report.add(
+        "\(label) linkcond: delivered", linkcond.rate, "/s", versus: [("direct", direct.rate)],
+        target: headroom ? nil : "≥ 99.9 % of \(perSecond / 1000) k/s",
+        met: headroom ? nil : linkcond.rate.map { $0 >= 0.999 * Double(perSecond) })
+    report.add(
+        "\(label) linkcond: loss", linkcond.loss, "%", versus: [("direct", direct.loss)],
+        target: headroom ? nil : "< 0.1 %",
+        met: headroom ? nil : linkcond.loss.map { $0 < 0.1 })
+    report.add(
+        "\(label) linkcond: of it at linkcond", linkcond.atRelay, "%", note: "kernel drops at linkcond's sockets")
     report.add("\(label) linkcond: CPU per datagram", linkcond.cpuPerDatagram, "s", note: "user + system, from /proc")
 }

@@ -1,7 +1,7 @@
 import CLinuxShims
 import Foundation
-import LinkConditioner
 import Glibc
+import LinkConditioner
 import LoopbackPeers
 
 /// Round trips of one 64-byte message on each of `samples` connections to `port`, the sends `gap` apart on a
@@ -60,6 +60,8 @@ func staggeredRoundTrips(port: UInt16, samples: Int, gap: Double, timeout: Doubl
             }
         }
     }
-    guard times.count == samples else { throw TestError("\(samples - times.count) of \(samples) echoes did not come back in time") }
+    guard times.count == samples else {
+        throw TestError("\(samples - times.count) of \(samples) echoes did not come back in time")
+    }
     return times.sorted()
 }

@@ -21,14 +21,18 @@ func throughputGroup() throws {
     let socat = through { try startSocat(upstream: port) }
     let haproxy = through { try startHAProxy(upstream: port, splice: false) }
     let splice = through { try startHAProxy(upstream: port, splice: true) }
-    let linkcond = through { let peer = try LinkcondPeer(profile: "", upstream: port); return (peer.peer, peer.relayPort) }
+    let linkcond = through {
+        let peer = try LinkcondPeer(profile: "", upstream: port)
+        return (peer.peer, peer.relayPort)
+    }
     report.add("direct", direct, "bit/s")
     report.add("socat", socat, "bit/s", versus: [("direct", direct)])
     report.add("haproxy", haproxy, "bit/s", versus: [("direct", direct)])
     report.add("haproxy splice-auto", splice, "bit/s", versus: [("direct", direct)])
     let met = linkcond.flatMap { value in splice.flatMap { s in direct.map { value >= 1.2 * s && value >= 0.8 * $0 } } }
-    report.add("linkcond none", linkcond, "bit/s", versus: [("haproxy-splice", splice), ("direct", direct)],
-               target: "≥1.2× splice, ≥0.8× direct", met: met)
+    report.add(
+        "linkcond none", linkcond, "bit/s", versus: [("haproxy-splice", splice), ("direct", direct)],
+        target: "≥1.2× splice, ≥0.8× direct", met: met)
     let exec = medianOf { try runIperfClient(port: port, seconds: iperfSeconds, inExec: true).receivedRate }
     report.add("iperf3 inside linkcond exec, none", exec, "bit/s", versus: [("direct", direct)])
 }
@@ -45,8 +49,13 @@ func shapedGroup() throws {
     /// Delivered rate, CPU seconds and sleeps (the relay's wake-ups) per gigabyte and, for linkcond, how late it
     /// wrote released bytes (p50 and p99 of its own status).
     func relayed(_ start: () throws -> (PeerProcess, UInt16, LinkcondPeer?), client extra: [String] = [])
-        -> (rate: Double?, cpu: Double?, sleeps: Double?, lateness: (p50: Double?, p99: Double?)) {
-        var rates: [Double] = [], cpus: [Double] = [], sleeps: [Double] = [], p50s: [Double] = [], p99s: [Double] = []
+        -> (rate: Double?, cpu: Double?, sleeps: Double?, lateness: (p50: Double?, p99: Double?))
+    {
+        var rates: [Double] = []
+        var cpus: [Double] = []
+        var sleeps: [Double] = []
+        var p50s: [Double] = []
+        var p99s: [Double] = []
         for _ in 0..<runs {
             do {
                 let (peer, relay, linkcond) = try start()
@@ -72,37 +81,53 @@ func shapedGroup() throws {
     let splice = relayed({ try haproxyPeer(splice: true) }, client: ["-b", "1G"])
     // iperf3 `-b 1G` writes 128 KB blocks, so HAProxy wakes about once a millisecond; linkcond writes what its link
     // released at most 100 µs before. This row gives HAProxy that cadence (12.5 KB every 100 µs), for comparison only.
-    let cadence = relayed({ try haproxyPeer(splice: false) }, client: ["-b", "1G", "-l", "12500", "--pacing-timer", "100"])
+    let cadence = relayed(
+        { try haproxyPeer(splice: false) }, client: ["-b", "1G", "-l", "12500", "--pacing-timer", "100"])
     report.add("haproxy, iperf3 -b 1G: rate", haproxy.rate, "bit/s")
     report.add("haproxy, iperf3 -b 1G: CPU", haproxy.cpu, "s/GB")
     report.add("haproxy splice: CPU", splice.cpu, "s/GB")
-    report.add("haproxy, 12.5 KB every 100 µs: CPU", cadence.cpu, "s/GB", note: "linkcond's write cadence at 1 Gbit/s, as iperf3 keeps it")
+    report.add(
+        "haproxy, 12.5 KB every 100 µs: CPU", cadence.cpu, "s/GB",
+        note: "linkcond's write cadence at 1 Gbit/s, as iperf3 keeps it")
     report.add("haproxy, iperf3 -b 1G: sleeps", haproxy.sleeps, "/GB")
-    report.add("haproxy, 12.5 KB every 100 µs: sleeps", cadence.sleeps, "/GB",
-               note: "80 000/GB if iperf3 kept its 100 µs timer and each block woke HAProxy")
+    report.add(
+        "haproxy, 12.5 KB every 100 µs: sleeps", cadence.sleeps, "/GB",
+        note: "80 000/GB if iperf3 kept its 100 µs timer and each block woke HAProxy")
     // With 10 ms each way the path holds 2.5 MB; a queue of at least that lets the emulated CUBIC fill it, as a
     // real sender would. The default 256 KiB queue is a tenth of it: the emulated sender then overshoots at the end
     // of slow start, cuts its window and regrows it over seconds, as Linux's CUBIC does on such a link, so that row
     // reports TCP's own ramp rather than the shaper's accuracy.
-    let rows = [("rate", "bandwidth = 1 Gbit/s", true),
-                ("rate + 10 ms, 4 MiB queue", "bandwidth = 1 Gbit/s\ndelay = 10 ms\nqueue = 4 MiB", true),
-                ("rate + 10 ms, default queue", "bandwidth = 1 Gbit/s\ndelay = 10 ms", false)]
+    let rows = [
+        ("rate", "bandwidth = 1 Gbit/s", true),
+        ("rate + 10 ms, 4 MiB queue", "bandwidth = 1 Gbit/s\ndelay = 10 ms\nqueue = 4 MiB", true),
+        ("rate + 10 ms, default queue", "bandwidth = 1 Gbit/s\ndelay = 10 ms", false),
+    ]
     for (label, profile, shaperAccuracy) in rows {
-        let shaped = relayed({ let peer = try LinkcondPeer(profile: profile, upstream: port); return (peer.peer, peer.relayPort, peer) })
+        let shaped = relayed({
+            let peer = try LinkcondPeer(profile: profile, upstream: port)
+            return (peer.peer, peer.relayPort, peer)
+        })
         let error = shaped.rate.map { ($0 / 1e9 - 1) * 100 }
         let delivered = shaped.rate.map { Report.format($0, "bit/s") + " delivered" }
         if shaperAccuracy {
-            report.add("linkcond \(label): rate error", error, "%", target: "within ±0.5 %", met: error.map { abs($0) <= 0.5 },
-                       note: delivered)
+            report.add(
+                "linkcond \(label): rate error", error, "%", target: "within ±0.5 %", met: error.map { abs($0) <= 0.5 },
+                note: delivered)
         } else {
-            report.add("linkcond \(label): rate error", error, "%",
-                       note: delivered.map { $0 + "; 256 KiB is a tenth of the path: TCP's own sawtooth, not the shaper" })
+            report.add(
+                "linkcond \(label): rate error", error, "%",
+                note: delivered.map { $0 + "; 256 KiB is a tenth of the path: TCP's own sawtooth, not the shaper" })
         }
-        report.add("linkcond \(label): CPU", shaped.cpu, "s/GB", versus: [("haproxy", haproxy.cpu), ("haproxy-splice", splice.cpu), ("haproxy at 100 µs", cadence.cpu)],
-                   target: "≤ haproxy", met: shaped.cpu.flatMap { value in haproxy.cpu.map { value <= $0 } })
-        report.add("linkcond \(label): sleeps", shaped.sleeps, "/GB", versus: [("haproxy", haproxy.sleeps), ("haproxy at 100 µs", cadence.sleeps)])
-        report.add("linkcond \(label): write lateness p50", shaped.lateness.p50, "s",
-                   note: "after the model released the bytes (status, uplink)")
+        report.add(
+            "linkcond \(label): CPU", shaped.cpu, "s/GB",
+            versus: [("haproxy", haproxy.cpu), ("haproxy-splice", splice.cpu), ("haproxy at 100 µs", cadence.cpu)],
+            target: "≤ haproxy", met: shaped.cpu.flatMap { value in haproxy.cpu.map { value <= $0 } })
+        report.add(
+            "linkcond \(label): sleeps", shaped.sleeps, "/GB",
+            versus: [("haproxy", haproxy.sleeps), ("haproxy at 100 µs", cadence.sleeps)])
+        report.add(
+            "linkcond \(label): write lateness p50", shaped.lateness.p50, "s",
+            note: "after the model released the bytes (status, uplink)")
         report.add("linkcond \(label): write lateness p99", shaped.lateness.p99, "s")
     }
     measuring("kernel tbf rate 1gbit: rate error") {
@@ -111,10 +136,15 @@ func shapedGroup() throws {
         let tbfPort = freePort()
         let tbfServer = try startIperfServer(port: tbfPort, host: TbfLink.receiverAddress, namespace: link.receiver)
         defer { tbfServer.stop() }
-        let rate = medianOf { try runIperfClient(host: TbfLink.receiverAddress, port: tbfPort, seconds: seconds, omit: 1,
-                                                 namespace: link.sender).receivedRate }
-        report.add("kernel tbf 1gbit: payload error", rate.map { ($0 / 1e9 - 1) * 100 }, "%",
-                   note: "tbf counts frames: payload is 1448/1514 of them, −4.4 %")
+        let rate = medianOf {
+            try runIperfClient(
+                host: TbfLink.receiverAddress, port: tbfPort, seconds: seconds, omit: 1,
+                namespace: link.sender
+            ).receivedRate
+        }
+        report.add(
+            "kernel tbf 1gbit: payload error", rate.map { ($0 / 1e9 - 1) * 100 }, "%",
+            note: "tbf counts frames: payload is 1448/1514 of them, −4.4 %")
     }
 }
 
@@ -127,7 +157,8 @@ func streamsGroup() throws {
     defer { server.stop() }
     let seconds = quick ? 2 : 6
     func run(_ start: () throws -> (PeerProcess, UInt16)) -> (rate: Double?, jain: Double?) {
-        var rates: [Double] = [], jains: [Double] = []
+        var rates: [Double] = []
+        var jains: [Double] = []
         for _ in 0..<runs {
             do {
                 let (peer, relay) = try start()
@@ -139,32 +170,45 @@ func streamsGroup() throws {
         }
         return (median(rates), median(jains))
     }
-    let direct = medianOf { try runIperfClient(port: port, seconds: seconds, omit: 1, extra: ["-P", "100"]).receivedRate }
+    let direct = medianOf {
+        try runIperfClient(port: port, seconds: seconds, omit: 1, extra: ["-P", "100"]).receivedRate
+    }
     let haproxy = run { try startHAProxy(upstream: port, splice: true) }
-    let unshaped = run { let peer = try LinkcondPeer(profile: "", upstream: port); return (peer.peer, peer.relayPort) }
-    let shared = run { let peer = try LinkcondPeer(profile: "bandwidth = 1 Gbit/s", upstream: port); return (peer.peer, peer.relayPort) }
+    let unshaped = run {
+        let peer = try LinkcondPeer(profile: "", upstream: port)
+        return (peer.peer, peer.relayPort)
+    }
+    let shared = run {
+        let peer = try LinkcondPeer(profile: "bandwidth = 1 Gbit/s", upstream: port)
+        return (peer.peer, peer.relayPort)
+    }
     let fair = run {
         let peer = try LinkcondPeer(profile: "bandwidth = 1 Gbit/s\nqueue.discipline = fq_codel", upstream: port)
         return (peer.peer, peer.relayPort)
     }
     report.add("direct: aggregate", direct, "bit/s")
     report.add("haproxy splice: aggregate", haproxy.rate, "bit/s", versus: [("direct", direct)])
-    report.add("linkcond none: aggregate", unshaped.rate, "bit/s", versus: [("haproxy-splice", haproxy.rate), ("direct", direct)],
-               target: "≥1× haproxy", met: unshaped.rate.flatMap { value in haproxy.rate.map { value >= $0 } })
+    report.add(
+        "linkcond none: aggregate", unshaped.rate, "bit/s",
+        versus: [("haproxy-splice", haproxy.rate), ("direct", direct)],
+        target: "≥1× haproxy", met: unshaped.rate.flatMap { value in haproxy.rate.map { value >= $0 } })
     report.add("linkcond shared 1 Gbit/s: aggregate", shared.rate, "bit/s")
     // A drop-tail FIFO shares a link as unevenly as TCP does through one (compare tbf's row); fq_codel's
     // round robin shares it exactly, so that row carries the exact-sharing target.
-    report.add("linkcond shared 1 Gbit/s fifo: Jain", shared.jain, "", note: "TCP's own sharing through a FIFO: compare tbf")
+    report.add(
+        "linkcond shared 1 Gbit/s fifo: Jain", shared.jain, "", note: "TCP's own sharing through a FIFO: compare tbf")
     report.add("linkcond shared 1 Gbit/s fq_codel: aggregate", fair.rate, "bit/s")
-    report.add("linkcond shared 1 Gbit/s fq_codel: Jain", fair.jain, "", target: "≥ 0.99", met: fair.jain.map { $0 >= 0.99 })
+    report.add(
+        "linkcond shared 1 Gbit/s fq_codel: Jain", fair.jain, "", target: "≥ 0.99", met: fair.jain.map { $0 >= 0.99 })
     measuring("kernel tbf 1gbit, 100 streams: Jain") {
         let link = try TbfLink(rate: "1gbit")
         defer { link.remove() }
         let tbfPort = freePort()
         let tbfServer = try startIperfServer(port: tbfPort, host: TbfLink.receiverAddress, namespace: link.receiver)
         defer { tbfServer.stop() }
-        let result = try runIperfClient(host: TbfLink.receiverAddress, port: tbfPort, seconds: seconds, omit: 1,
-                                        extra: ["-P", "100"], namespace: link.sender)
+        let result = try runIperfClient(
+            host: TbfLink.receiverAddress, port: tbfPort, seconds: seconds, omit: 1,
+            extra: ["-P", "100"], namespace: link.sender)
         report.add("kernel tbf 1gbit: aggregate", result.receivedRate, "bit/s")
         report.add("kernel tbf 1gbit: Jain", jainFairness(result.streamRates), "")
     }
@@ -178,7 +222,8 @@ func latencyGroup() throws {
     defer { server.stop() }
     let seconds = quick ? 1 : 5
     func sample(_ start: () throws -> (PeerProcess, UInt16)?) -> (p50: Double?, p99: Double?) {
-        var p50s: [Double] = [], p99s: [Double] = []
+        var p50s: [Double] = []
+        var p99s: [Double] = []
         for _ in 0..<runs {
             do {
                 let started = try start()
@@ -193,18 +238,24 @@ func latencyGroup() throws {
     let direct = sample { nil }
     let socat = sample { try startSocat(upstream: port) }
     let haproxy = sample { try startHAProxy(upstream: port, splice: false) }
-    let linkcond = sample { let peer = try LinkcondPeer(profile: "", upstream: port); return (peer.peer, peer.relayPort) }
+    let linkcond = sample {
+        let peer = try LinkcondPeer(profile: "", upstream: port)
+        return (peer.peer, peer.relayPort)
+    }
     report.add("direct p50", direct.p50, "s")
     report.add("direct p99", direct.p99, "s")
     for (name, figures) in [("socat", socat), ("haproxy", haproxy)] {
         report.add("\(name) p50", figures.p50, "s", versus: [("direct", direct.p50)])
         report.add("\(name) p99", figures.p99, "s", versus: [("direct", direct.p99)])
     }
-    report.add("linkcond none p50", linkcond.p50, "s", versus: [("socat", socat.p50), ("direct", direct.p50)],
-               target: "≤ socat", met: linkcond.p50.flatMap { value in socat.p50.map { value <= $0 } })
-    report.add("linkcond none p99", linkcond.p99, "s", versus: [("socat", socat.p99), ("direct", direct.p99)],
-               target: "≤ socat", met: linkcond.p99.flatMap { value in socat.p99.map { value <= $0 } })
-    var execP50s: [Double] = [], execP99s: [Double] = []
+    report.add(
+        "linkcond none p50", linkcond.p50, "s", versus: [("socat", socat.p50), ("direct", direct.p50)],
+        target: "≤ socat", met: linkcond.p50.flatMap { value in socat.p50.map { value <= $0 } })
+    report.add(
+        "linkcond none p99", linkcond.p99, "s", versus: [("socat", socat.p99), ("direct", direct.p99)],
+        target: "≤ socat", met: linkcond.p99.flatMap { value in socat.p99.map { value <= $0 } })
+    var execP50s: [Double] = []
+    var execP99s: [Double] = []
     for _ in 0..<runs {
         do {
             let result = try sockperfPingPong(port: port, seconds: seconds, rate: 10_000, inExec: true)
@@ -230,7 +281,9 @@ func setupGroup() throws {
     defer { echo.stop() }
     let linkcond = try LinkcondPeer(profile: "", upstream: echo.port, proxyFrontEnd: true)
     defer { linkcond.stop() }
-    let socks: [UInt8] = [0x05, 0x01, 0x00, 0x05, 0x01, 0x00, 0x01, 127, 0, 0, 1, UInt8(echo.port >> 8), UInt8(echo.port & 0xFF)]
+    let socks: [UInt8] = [
+        0x05, 0x01, 0x00, 0x05, 0x01, 0x00, 0x01, 127, 0, 0, 1, UInt8(echo.port >> 8), UInt8(echo.port & 0xFF),
+    ]
     let connect = Array("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nHost: 127.0.0.1:\(echo.port)\r\n\r\n".utf8)
     let connectReply = "HTTP/1.1 200 Connection established\r\n\r\n".utf8.count
     // Direct is the floor every other row is judged against, so it is measured twice, before and after the relays,
@@ -238,8 +291,10 @@ func setupGroup() throws {
     // turn the verdicts into passes.
     let directFirst = medianOf { quantile(try setupTimes(port: echo.port, samples: samples), 0.5) }
     var relays: [(name: String, p50: Double?)] = []
-    for (name, start) in [("socat", { try startSocat(upstream: echo.port) }),
-                          ("haproxy", { try startHAProxy(upstream: echo.port, splice: false) })] as [(String, () throws -> (PeerProcess, UInt16))] {
+    for (name, start) in [
+        ("socat", { try startSocat(upstream: echo.port) }),
+        ("haproxy", { try startHAProxy(upstream: echo.port, splice: false) }),
+    ] as [(String, () throws -> (PeerProcess, UInt16))] {
         measuring(name) {
             let (peer, port) = try start()
             defer { peer.stop() }
@@ -249,17 +304,33 @@ func setupGroup() throws {
     }
     let directSecond = medianOf { quantile(try setupTimes(port: echo.port, samples: samples), 0.5) }
     let direct = [directFirst, directSecond].compactMap { $0 }.min()
-    report.add("direct", direct, "s", note: "lower of two passes: \(microseconds(directFirst)) and \(microseconds(directSecond)) µs")
+    report.add(
+        "direct", direct, "s",
+        note: "lower of two passes: \(microseconds(directFirst)) and \(microseconds(directSecond)) µs")
     for relay in relays { report.add(relay.name, relay.p50, "s", versus: [("direct", direct)]) }
     let paths: [(String, UInt16, (TestConnection) throws -> Void)] = [
         ("TCP relay", linkcond.relayPort, { _ in }),
-        ("SOCKS5", linkcond.proxyPort!, { try $0.send(socks); _ = try $0.receive(exactly: 12) }),
-        ("HTTP CONNECT", linkcond.proxyPort!, { try $0.send(connect); _ = try $0.receive(exactly: connectReply) }),
+        (
+            "SOCKS5", linkcond.proxyPort!,
+            {
+                try $0.send(socks)
+                _ = try $0.receive(exactly: 12)
+            }
+        ),
+        (
+            "HTTP CONNECT", linkcond.proxyPort!,
+            {
+                try $0.send(connect)
+                _ = try $0.receive(exactly: connectReply)
+            }
+        ),
     ]
     for (name, port, handshake) in paths {
         let p50 = medianOf { quantile(try setupTimes(port: port, samples: samples, handshake: handshake), 0.5) }
-        report.add("linkcond \(name)", p50, "s", versus: [("direct", direct)] + relays.map { ($0.name, $0.p50) }, target: "≤ direct + 40 µs",
-                   met: p50.flatMap { value in direct.map { value <= $0 + 40e-6 } })
+        report.add(
+            "linkcond \(name)", p50, "s", versus: [("direct", direct)] + relays.map { ($0.name, $0.p50) },
+            target: "≤ direct + 40 µs",
+            met: p50.flatMap { value in direct.map { value <= $0 + 40e-6 } })
     }
     let closing = try ClosingServer()
     defer { closing.stop() }
@@ -289,10 +360,12 @@ func setupGroup() throws {
     churnRelay.stop()
     report.add("1000 concurrent short: direct", churnDirect, "/s")
     report.add("1000 concurrent short: haproxy", churnHAProxy, "/s", versus: [("direct", churnDirect)])
-    report.add("1000 concurrent short: haproxy, 1 thread", churnHAProxyOneThread, "/s", versus: [("direct", churnDirect)])
-    report.add("1000 concurrent short: linkcond", churnLinkcond, "/s",
-               versus: [("haproxy", churnHAProxy), ("haproxy-1-thread", churnHAProxyOneThread), ("direct", churnDirect)],
-               target: "≥1× haproxy", met: churnLinkcond.flatMap { value in churnHAProxy.map { value >= $0 } })
+    report.add(
+        "1000 concurrent short: haproxy, 1 thread", churnHAProxyOneThread, "/s", versus: [("direct", churnDirect)])
+    report.add(
+        "1000 concurrent short: linkcond", churnLinkcond, "/s",
+        versus: [("haproxy", churnHAProxy), ("haproxy-1-thread", churnHAProxyOneThread), ("direct", churnDirect)],
+        target: "≥1× haproxy", met: churnLinkcond.flatMap { value in churnHAProxy.map { value >= $0 } })
 }
 
 /// Idle connections held open through a relay: resident memory and descriptors each, linkcond against HAProxy.
@@ -304,14 +377,27 @@ func scaleGroup() throws {
     let limit = raiseDescriptorLimit(toAtLeast: 2 * wanted + 1024)
     let count = min(wanted, (limit - 2048) / 2)
     report.section("Idle connections held open, each after sending one byte (RSS and descriptors per connection)")
-    report.add("connections held open", Double(count), "", target: "10 000 (full run)", met: quick ? nil : count >= 10_000,
-               note: count < wanted ? "descriptor limit \(limit)" : nil)
+    report.add(
+        "connections held open", Double(count), "", target: "10 000 (full run)", met: quick ? nil : count >= 10_000,
+        note: count < wanted ? "descriptor limit \(limit)" : nil)
     let server = try HoldingServer()
     defer { server.stop() }
     let relays: [(String, () throws -> (PeerProcess, UInt16))] = [
-        ("haproxy", { try startHAProxy(upstream: server.port, splice: true, maxConnections: count + 32,
-                                           maxPipes: 256) }),
-        ("linkcond none", { let peer = try LinkcondPeer(profile: "", upstream: server.port); return (peer.peer, peer.relayPort) }),
+        (
+            "haproxy",
+            {
+                try startHAProxy(
+                    upstream: server.port, splice: true, maxConnections: count + 32,
+                    maxPipes: 256)
+            }
+        ),
+        (
+            "linkcond none",
+            {
+                let peer = try LinkcondPeer(profile: "", upstream: server.port)
+                return (peer.peer, peer.relayPort)
+            }
+        ),
     ]
     for (name, start) in relays {
         measuring(name) {
@@ -321,11 +407,14 @@ func scaleGroup() throws {
             // One connection first, so what the relay makes once (buffers, the first pipe) is not counted.
             let first = try TestConnection.connect(port: port, timeout: 10)
             try first.send([0x2A])
-            guard waitUntil(seconds: 10, { server.received.value == 1 }) else { throw TestError("the first byte did not arrive") }
+            guard waitUntil(seconds: 10, { server.received.value == 1 }) else {
+                throw TestError("the first byte did not arrive")
+            }
             first.close()
             server.release()
             usleep(200_000)
-            let rssBefore = peer.residentBytes(), descriptorsBefore = peer.descriptorCount()
+            let rssBefore = peer.residentBytes()
+            let descriptorsBefore = peer.descriptorCount()
             var clients: [TestConnection] = []
             defer { for client in clients { client.close() } }
             for _ in 0..<count {
@@ -338,8 +427,9 @@ func scaleGroup() throws {
             }
             let rss = peer.residentBytes().flatMap { after in rssBefore.map { (after - $0) / Double(count) } }
             let descriptors = Double(peer.descriptorCount() - descriptorsBefore) / Double(count)
-            report.add("\(name): RSS per idle connection", rss, "B",
-                       target: name == "haproxy" ? nil : "≤ 8 KiB", met: name == "haproxy" ? nil : rss.map { $0 <= 8192 })
+            report.add(
+                "\(name): RSS per idle connection", rss, "B",
+                target: name == "haproxy" ? nil : "≤ 8 KiB", met: name == "haproxy" ? nil : rss.map { $0 <= 8192 })
             report.add("\(name): descriptors per idle connection", descriptors, "")
         }
     }

@@ -10,8 +10,10 @@ func benchmarkModelCost(gigabytes: Double) {
     print("## Model cost: one stream through StreamLink, simulated clock, \(gigabytes) GB per profile")
     let profiles: [(String, DirectionProfile)] = [
         ("1 Gbit/s", DirectionProfile(bandwidth: .gbps(1))),
-        ("1 Gbit/s + 10 ms, 4 MiB queue",
-         DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20))),
+        (
+            "1 Gbit/s + 10 ms, 4 MiB queue",
+            DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20))
+        ),
     ]
     for (name, profile) in profiles {
         let size = Int(gigabytes * 1e9)
@@ -19,16 +21,18 @@ func benchmarkModelCost(gigabytes: Double) {
         let simulated = pushThroughModel(size, profile: profile)
         let cpu = processCPUSeconds() - start
         let perGB = cpu / (Double(size) / 1e9)
-        print("\(name): \(String(format: "%.3f", perGB)) CPU s/GB (\(String(format: "%.2f", cpu)) s for "
-              + "\(String(format: "%.1f", simulated.seconds)) simulated s)")
+        print(
+            "\(name): \(String(format: "%.3f", perGB)) CPU s/GB (\(String(format: "%.2f", cpu)) s for "
+                + "\(String(format: "%.1f", simulated.seconds)) simulated s)")
     }
 }
 
 /// Writes `size` bytes into one flow over `profile` (ACKs back over its delay) and runs the model until all
 /// arrived; returns the simulated time it took.
 private func pushThroughModel(_ size: Int, profile: DirectionProfile) -> Duration {
-    let link = StreamLink(side: .acceptor, profile: profile, reverse: DirectionProfile(delay: profile.delay),
-                          settings: TCPSettings(), seed: 1)
+    let link = StreamLink(
+        side: .acceptor, profile: profile, reverse: DirectionProfile(delay: profile.delay),
+        settings: TCPSettings(), seed: 1)
     let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
     var written = 0
     var delivered = 0

@@ -1,7 +1,7 @@
 import CLinuxShims
 import Foundation
-import LinkConditioner
 import Glibc
+import LinkConditioner
 import LoopbackPeers
 
 /// Every process and namespace the benchmark starts, so that a normal end, an error or SIGINT/SIGTERM removes them.
@@ -13,14 +13,16 @@ final class BenchCleanup: @unchecked Sendable {
 
     /// Registers `action`; the returned id removes it again once the resource is gone.
     func add(_ action: @escaping () -> Void) -> Int {
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         nextID += 1
         actions.append((nextID, action))
         return nextID
     }
 
     func remove(_ id: Int) {
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         actions.removeAll { $0.id == id }
     }
 
@@ -64,7 +66,8 @@ final class PeerProcess: @unchecked Sendable {
     /// User plus system CPU seconds the process has used so far, every thread included.
     func cpuSeconds() -> Double {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return 0 }
+            let close = text.lastIndex(of: ")")
+        else { return 0 }
         let fields = text[text.index(after: close)...].split(separator: " ")
         // After the command name: state is field 3, utime field 14, stime field 15 (proc(5)).
         guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
@@ -77,8 +80,9 @@ final class PeerProcess: @unchecked Sendable {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         return tasks.reduce(0) { total, task in
             guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8),
-                  let line = text.split(separator: "\n").first(where: { $0.hasPrefix("voluntary_ctxt_switches:") }),
-                  let count = line.split(separator: "\t").last.flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) })
+                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("voluntary_ctxt_switches:") }),
+                let count = line.split(separator: "\t").last.flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }
+                )
             else { return total }
             return total + count
         }
@@ -87,8 +91,9 @@ final class PeerProcess: @unchecked Sendable {
     /// Resident memory in bytes (VmRSS), every thread included.
     func residentBytes() -> Double? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kib = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) }) else { return nil }
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kib = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+        else { return nil }
         return kib * 1024
     }
 
@@ -150,7 +155,9 @@ func freePort() -> UInt16 {
         let udp = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(udp) }
         let udpBound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(udp, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(udp, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if udpBound == 0 { return port }
     }
@@ -191,17 +198,24 @@ final class LinkcondPeer {
     /// with `proxyFrontEnd` also a SOCKS5/HTTP proxy front end. Returns once linkcond printed its ready lines.
     /// With `record`, linkcond writes its event log (`run --record`) to that path.
     /// With `realtime`, its main loop runs in SCHED_FIFO (`run --realtime`).
-    init(profile profileText: String, upstream: UInt16, udp: Bool = false, proxyFrontEnd: Bool = false, record: String? = nil,
-         realtime: Bool = false) throws {
+    init(
+        profile profileText: String, upstream: UInt16, udp: Bool = false, proxyFrontEnd: Bool = false,
+        record: String? = nil,
+        realtime: Bool = false
+    ) throws {
         guard let binary = LinkcondPeer.binary else {
-            throw TestError("no linkcond binary next to linkcond-bench: build it with `swift build -c release` (scripts/bench does)")
+            throw TestError(
+                "no linkcond binary next to linkcond-bench: build it with `swift build -c release` (scripts/bench does)"
+            )
         }
         let profilePath = scratch + "/bench-\(UInt32.random(in: 0...UInt32.max)).profile"
         try (profileText + "\n").write(toFile: profilePath, atomically: true, encoding: .utf8)
         let port = freePort()
         controlPath = scratch + "/control-\(port).sock"
-        var arguments = ["run", "--listen", "127.0.0.1:\(port)", "--upstream", "127.0.0.1:\(upstream)", "--profile", profilePath,
-                         "--control", controlPath]
+        var arguments = [
+            "run", "--listen", "127.0.0.1:\(port)", "--upstream", "127.0.0.1:\(upstream)", "--profile", profilePath,
+            "--control", controlPath,
+        ]
         if udp { arguments += ["--udp-listen", "127.0.0.1:\(port)", "--udp-upstream", "127.0.0.1:\(upstream)"] }
         let front = proxyFrontEnd ? freePort() : nil
         if let front { arguments += ["--proxy", "127.0.0.1:\(front)"] }
@@ -221,7 +235,10 @@ final class LinkcondPeer {
                 let data = handle.availableData
                 if data.isEmpty { break }
                 text += String(decoding: data, as: UTF8.self)
-                if !signalled, text.contains("ready control") { signalled = true; ready.signal() }
+                if !signalled, text.contains("ready control") {
+                    signalled = true
+                    ready.signal()
+                }
             }
             if !signalled { ready.signal() }
         }
@@ -239,8 +256,11 @@ final class LinkcondPeer {
     private func statusListeners() -> [[String: Any]]? {
         guard let binary = LinkcondPeer.binary else { return nil }
         let output = Pipe()
-        guard let status = try? PeerProcess(name: "linkcond status", path: binary,
-                                            arguments: ["status", "--json", "--control", controlPath], output: output) else { return nil }
+        guard
+            let status = try? PeerProcess(
+                name: "linkcond status", path: binary,
+                arguments: ["status", "--json", "--control", controlPath], output: output)
+        else { return nil }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         status.process.waitUntilExit()
         status.stop()
@@ -252,16 +272,19 @@ final class LinkcondPeer {
     /// after the model released them it wrote released bytes.
     func deliveryLateness(_ direction: String) -> (p50: Double, p99: Double, max: Double)? {
         guard let listener = statusListeners()?.first(where: { $0["kind"] as? String == "tcp" }),
-              let lateness = (listener[direction] as? [String: Any])?["deliveryLateness"] as? [String: Any],
-              let p50 = lateness["p50Seconds"] as? Double, let p99 = lateness["p99Seconds"] as? Double,
-              let max = lateness["maxSeconds"] as? Double else { return nil }
+            let lateness = (listener[direction] as? [String: Any])?["deliveryLateness"] as? [String: Any],
+            let p50 = lateness["p50Seconds"] as? Double, let p99 = lateness["p99Seconds"] as? Double,
+            let max = lateness["maxSeconds"] as? Double
+        else { return nil }
         return (p50, p99, max)
     }
 
     func udpKernelDrops() -> Double? {
         guard let listeners = statusListeners() else { return nil }
         return listeners.filter { $0["kind"] as? String == "udp" }.reduce(0.0) { total, listener in
-            let drops = ["uplink", "downlink"].compactMap { (listener[$0] as? [String: Any])?["kernelDrops"] as? Double }
+            let drops = ["uplink", "downlink"].compactMap {
+                (listener[$0] as? [String: Any])?["kernelDrops"] as? Double
+            }
             return total + drops.reduce(0, +)
         }
     }
@@ -293,8 +316,10 @@ func raiseDescriptorLimit(toAtLeast wanted: Int) -> Int {
 /// per core (its default) or on `threads` threads, taking up to `maxConnections` at once. HAProxy reserves
 /// descriptors for a quarter as many pipes unless `maxPipes` says otherwise, and refuses to start when the
 /// descriptor limit cannot hold them all.
-func startHAProxy(upstream: UInt16, splice: Bool, threads: Int? = nil, maxConnections: Int = 4000,
-                  maxPipes: Int? = nil) throws -> (PeerProcess, UInt16) {
+func startHAProxy(
+    upstream: UInt16, splice: Bool, threads: Int? = nil, maxConnections: Int = 4000,
+    maxPipes: Int? = nil
+) throws -> (PeerProcess, UInt16) {
     guard let haproxy = Tools.haproxy else { throw TestError("haproxy is not installed (scripts/bench installs it)") }
     let port = freePort()
     let config = """
@@ -317,8 +342,12 @@ func startHAProxy(upstream: UInt16, splice: Bool, threads: Int? = nil, maxConnec
         """
     let path = scratch + "/haproxy-\(port).cfg"
     try config.write(toFile: path, atomically: true, encoding: .utf8)
-    let peer = try PeerProcess(name: splice ? "haproxy-splice" : "haproxy", path: haproxy, arguments: ["-db", "-f", path])
-    guard peer.waitListening(port: port) else { peer.stop(); throw TestError("haproxy did not listen on \(port)") }
+    let peer = try PeerProcess(
+        name: splice ? "haproxy-splice" : "haproxy", path: haproxy, arguments: ["-db", "-f", path])
+    guard peer.waitListening(port: port) else {
+        peer.stop()
+        throw TestError("haproxy did not listen on \(port)")
+    }
     return (peer, port)
 }
 
@@ -326,8 +355,12 @@ func startHAProxy(upstream: UInt16, splice: Bool, threads: Int? = nil, maxConnec
 func startSocat(upstream: UInt16) throws -> (PeerProcess, UInt16) {
     guard let socat = Tools.socat else { throw TestError("socat is not installed (scripts/bench installs it)") }
     let port = freePort()
-    let peer = try PeerProcess(name: "socat", path: socat,
-                               arguments: ["TCP-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork,backlog=4096", "TCP:127.0.0.1:\(upstream)"])
-    guard peer.waitListening(port: port) else { peer.stop(); throw TestError("socat did not listen on \(port)") }
+    let peer = try PeerProcess(
+        name: "socat", path: socat,
+        arguments: ["TCP-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork,backlog=4096", "TCP:127.0.0.1:\(upstream)"])
+    guard peer.waitListening(port: port) else {
+        peer.stop()
+        throw TestError("socat did not listen on \(port)")
+    }
     return (peer, port)
 }

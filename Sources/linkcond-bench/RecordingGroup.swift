@@ -27,9 +27,12 @@ func recordingGroup() throws {
     let plain = through(record: false)
     let recorded = through(record: true)
     report.add("linkcond none", plain, "bit/s")
-    report.add("linkcond none --record", recorded, "bit/s", versus: [("without", plain)],
-               target: "≥ 0.9× without", met: recorded.flatMap { value in plain.map { value >= 0.9 * $0 } })
-    report.add("log written per second of transfer", logBytesPerSecond.sorted().dropFirst(logBytesPerSecond.count / 2).first, "B/s")
+    report.add(
+        "linkcond none --record", recorded, "bit/s", versus: [("without", plain)],
+        target: "≥ 0.9× without", met: recorded.flatMap { value in plain.map { value >= 0.9 * $0 } })
+    report.add(
+        "log written per second of transfer", logBytesPerSecond.sorted().dropFirst(logBytesPerSecond.count / 2).first,
+        "B/s")
     try recordedDatagrams(port: port)
 }
 
@@ -62,7 +65,9 @@ private func recordedDatagrams(port: UInt16) throws {
     let plain = delivered(record: false)
     let recorded = delivered(record: true)
     report.add("UDP 1200 B linkcond: delivered", plain, "/s")
-    report.add("UDP 1200 B linkcond --record: delivered", recorded, "/s", versus: [("without", plain)],
-               target: "≥ 0.9× without", met: recorded.flatMap { value in plain.map { value >= 0.9 * $0 } })
-    report.add("UDP log written per second", logBytesPerSecond.sorted().dropFirst(logBytesPerSecond.count / 2).first, "B/s")
+    report.add(
+        "UDP 1200 B linkcond --record: delivered", recorded, "/s", versus: [("without", plain)],
+        target: "≥ 0.9× without", met: recorded.flatMap { value in plain.map { value >= 0.9 * $0 } })
+    report.add(
+        "UDP log written per second", logBytesPerSecond.sorted().dropFirst(logBytesPerSecond.count / 2).first, "B/s")
 }

@@ -25,10 +25,14 @@ final class Report {
     }
 
     /// Adds and prints a row.
-    func add(_ name: String, _ value: Double?, _ unit: String, versus comparisons: [(String, Double?)] = [],
-             target: String? = nil, met: Bool? = nil, note: String? = nil) {
+    func add(
+        _ name: String, _ value: Double?, _ unit: String, versus comparisons: [(String, Double?)] = [],
+        target: String? = nil, met: Bool? = nil, note: String? = nil
+    ) {
         let present = comparisons.compactMap { pair in pair.1.map { (peer: pair.0, value: $0) } }
-        let row = Row(group: group, name: name, value: value, unit: unit, comparisons: present, target: target, met: met, note: note)
+        let row = Row(
+            group: group, name: name, value: value, unit: unit, comparisons: present, target: target, met: met,
+            note: note)
         rows.append(row)
         print(Report.line(row))
         flushStandardOutput()
@@ -55,7 +59,8 @@ final class Report {
     static func format(_ value: Double, _ unit: String) -> String {
         switch unit {
         case "bit/s":
-            value >= 1e9 ? String(format: "%.2f Gbit/s", value / 1e9)
+            value >= 1e9
+                ? String(format: "%.2f Gbit/s", value / 1e9)
                 : value >= 1e6 ? String(format: "%.2f Mbit/s", value / 1e6) : String(format: "%.2f kbit/s", value / 1e3)
         case "s": value < 1e-3 ? String(format: "%.1f µs", value * 1e6) : String(format: "%.3f ms", value * 1e3)
         case "%": String(format: "%+.3f %%", value)
@@ -78,13 +83,16 @@ final class Report {
         object["rows"] = rows.map { row -> [String: Any] in
             var entry: [String: Any] = ["group": row.group, "name": row.name, "unit": row.unit]
             entry["value"] = row.value ?? NSNull()
-            entry["versus"] = row.comparisons.map { ["peer": $0.peer, "value": $0.value, "ratio": (row.value ?? .nan) / $0.value] }
+            entry["versus"] = row.comparisons.map {
+                ["peer": $0.peer, "value": $0.value, "ratio": (row.value ?? .nan) / $0.value]
+            }
             if let target = row.target { entry["target"] = target }
             if let met = row.met { entry["met"] = met }
             if let note = row.note { entry["note"] = note }
             return entry
         }
-        return (try? JSONSerialization.data(withJSONObject: sanitised(object), options: [.prettyPrinted, .sortedKeys])) ?? Data()
+        return (try? JSONSerialization.data(withJSONObject: sanitised(object), options: [.prettyPrinted, .sortedKeys]))
+            ?? Data()
     }
 
     /// JSON has no NaN or infinity: they become null.
@@ -104,7 +112,8 @@ func flushStandardOutput() { fflush(nil) }
 func median(_ values: [Double]) -> Double? {
     let sorted = values.filter { $0.isFinite }.sorted()
     guard !sorted.isEmpty else { return nil }
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    return sorted.count % 2 == 1
+        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
 /// The `p` quantile (0...1) of sorted `values`.

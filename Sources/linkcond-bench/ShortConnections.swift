@@ -1,7 +1,7 @@
 import CLinuxShims
 import Foundation
-import LinkConditioner
 import Glibc
+import LinkConditioner
 import LoopbackPeers
 
 /// A listening TCP socket on 127.0.0.1 at a free port, with a backlog of 4096; `name` says whose in an error.
@@ -104,12 +104,15 @@ func shortConnections(port: UInt16, concurrency: Int, seconds: Double) -> (rate:
     func open() -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         return fd
     }
     var polls = (0..<concurrency).map { _ in pollfd(fd: open(), events: Int16(POLLIN), revents: 0) }
-    var completed = 0, failures = 0
+    var completed = 0
+    var failures = 0
     var buffer = [UInt8](repeating: 0, count: 64)
     let start = MonotonicClock().now()
     while secondsSince(start) < seconds {

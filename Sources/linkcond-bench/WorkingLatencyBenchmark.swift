@@ -48,8 +48,11 @@ func benchmarkWorkingLatency(quick: Bool) throws {
         let median = samples.isEmpty ? .nan : quantile(samples, 0.5) * 1000
         let p90 = samples.isEmpty ? .nan : quantile(samples, 0.9) * 1000
         let name = discipline.name.padding(toLength: 9, withPad: " ", startingAt: 0)
-        print(name + String(format: "ping p50 %7.1f ms  p90 %7.1f ms  lost %2d/%d   uplink drops: tail %d, codel %d",
-                            median, p90, lost, pings, uplink.tailDrops, uplink.codelDrops))
+        print(
+            name
+                + String(
+                    format: "ping p50 %7.1f ms  p90 %7.1f ms  lost %2d/%d   uplink drops: tail %d, codel %d",
+                    median, p90, lost, pings, uplink.tailDrops, uplink.codelDrops))
     }
     print("")
 }

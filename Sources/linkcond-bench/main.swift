@@ -1,6 +1,6 @@
 import Foundation
-import LinkConditioner
 import Glibc
+import LinkConditioner
 import LoopbackPeers
 
 /// linkcond's benchmark (issue 13): linkcond beside direct loopback, socat, HAProxy (with and without splice) and
@@ -36,7 +36,9 @@ struct BenchOptions {
     var json: String?
     /// `run --threads` for every linkcond started; nil leaves linkcond's default.
     var threads: Int?
-    var groups: Set<String> = ["throughput", "shaped", "streams", "latency", "setup", "scale", "udp", "delay", "rate", "record"]
+    var groups: Set<String> = [
+        "throughput", "shaped", "streams", "latency", "setup", "scale", "udp", "delay", "rate", "record",
+    ]
 
     init(_ arguments: [String]) throws {
         var runsGiven = false
@@ -64,7 +66,9 @@ struct BenchOptions {
                     throw TestError("--threads: expected a whole number from 1 to 256")
                 }
                 threads = value
-            case "--help", "-h": print(usage); exit(0)
+            case "--help", "-h":
+                print(usage)
+                exit(0)
             default: throw TestError("unknown option \(argument)\n\(usage)")
             }
         }
@@ -97,18 +101,20 @@ let runs = options.runs
 let quick = options.quick
 let loadAtStart = loadAverage()
 let startedAt = MonotonicClock().now()
-print("linkcond-bench: \(quick ? "quick" : "full") run, median of \(runs) run\(runs == 1 ? "" : "s"), loopback, "
-      + "\(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadAtStart)")
+print(
+    "linkcond-bench: \(quick ? "quick" : "full") run, median of \(runs) run\(runs == 1 ? "" : "s"), loopback, "
+        + "\(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadAtStart)")
 print(quick ? "expected length: under 60 s" : "expected length: about \(6 + runs * 4) min")
 
 /// The median over `runs` runs of `body`; a run that throws is left out and its error noted.
 func medianOf(_ body: () throws -> Double) -> Double? {
-    median((0..<runs).compactMap { _ in
-        do { return try body() } catch {
-            print("   (a run failed: \(error))")
-            return nil
-        }
-    })
+    median(
+        (0..<runs).compactMap { _ in
+            do { return try body() } catch {
+                print("   (a run failed: \(error))")
+                return nil
+            }
+        })
 }
 
 /// Runs `body`, turning a failure into a skipped row so one missing peer does not stop the benchmark.
@@ -137,11 +143,17 @@ BenchCleanup.shared.runAll()
 let length = secondsSince(startedAt)
 print(String(format: "\nlength %.0f s; load average at start %@, at end %@", length, loadAtStart, loadAverage()))
 if let path = options.json {
-    let header: [String: Any] = ["mode": quick ? "quick" : "full", "runs": runs, "seconds": length,
-                                 "load_start": loadAtStart, "load_end": loadAverage(),
-                                 "cores": ProcessInfo.processInfo.activeProcessorCount,
-                                 "date": ISO8601DateFormatter().string(from: Date())]
+    let header: [String: Any] = [
+        "mode": quick ? "quick" : "full", "runs": runs, "seconds": length,
+        "load_start": loadAtStart, "load_end": loadAverage(),
+        "cores": ProcessInfo.processInfo.activeProcessorCount,
+        "date": ISO8601DateFormatter().string(from: Date()),
+    ]
     let data = report.json(header: header)
-    if path == "-" { FileHandle.standardOutput.write(data) } else { _ = FileManager.default.createFile(atPath: path, contents: data) }
+    if path == "-" {
+        FileHandle.standardOutput.write(data)
+    } else {
+        _ = FileManager.default.createFile(atPath: path, contents: data)
+    }
 }
 _ = signalSources

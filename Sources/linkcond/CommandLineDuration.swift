@@ -8,14 +8,18 @@ enum CommandLineDuration {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let units: [(suffix: String, make: (Int64) -> Duration?)] = [
             ("ms", { .milliseconds($0) }),
-            ("min", { minutes in
-                let (seconds, overflow) = minutes.multipliedReportingOverflow(by: 60)
-                return overflow ? nil : .seconds(seconds)
-            }),
+            (
+                "min",
+                { minutes in
+                    let (seconds, overflow) = minutes.multipliedReportingOverflow(by: 60)
+                    return overflow ? nil : .seconds(seconds)
+                }
+            ),
             ("s", { .seconds($0) }),
         ]
         for (suffix, make) in units where trimmed.hasSuffix(suffix) {
-            guard let value = Int64(trimmed.dropLast(suffix.count).trimmingCharacters(in: .whitespaces)), value > 0 else { return nil }
+            guard let value = Int64(trimmed.dropLast(suffix.count).trimmingCharacters(in: .whitespaces)), value > 0
+            else { return nil }
             return make(value)
         }
         guard let value = Int64(trimmed), value > 0 else { return nil }

@@ -19,9 +19,12 @@ enum ContainerEntrypoint {
     static let profileEnvironmentName = "LINKCOND_PROFILE"
 
     /// The linkcond arguments the container's `arguments` stand for, or a usage error (or the help text).
-    static func runArguments(for arguments: [String], environment: [String: String]) throws(PersonalityError) -> [String] {
+    static func runArguments(for arguments: [String], environment: [String: String]) throws(PersonalityError)
+        -> [String]
+    {
         guard let first = arguments.first, first.hasPrefix("-") else {
-            return arguments.isEmpty ? try serving(ToxiproxyServerPersonality.parse([], defaultHost: "0.0.0.0"), environment) : arguments
+            return arguments.isEmpty
+                ? try serving(ToxiproxyServerPersonality.parse([], defaultHost: "0.0.0.0"), environment) : arguments
         }
         switch first {
         case "-h", "-help", "--help": throw PersonalityError(usage, isHelp: true)
@@ -30,15 +33,18 @@ enum ContainerEntrypoint {
         }
     }
 
-    private static func serving(_ flags: ToxiproxyServerPersonality.Flags, _ environment: [String: String]) -> [String] {
+    private static func serving(_ flags: ToxiproxyServerPersonality.Flags, _ environment: [String: String]) -> [String]
+    {
         if flags.version { return ["--version"] }
         let profile = environment[profileEnvironmentName].flatMap { $0.isEmpty ? nil : $0 } ?? "none"
         let token = flags.token ?? environment[ServedControlToken.environmentName].flatMap { $0.isEmpty ? nil : $0 }
         let control = Endpoint(host: token == nil ? "127.0.0.1" : "0.0.0.0", port: controlPort)
         var flags = flags
         flags.allowRemote = true
-        return ["run", "--toxiproxy", Endpoint(host: flags.host, port: flags.port).description, "--toxiproxy-without-token",
-                "--profile", profile, "--control", control.description] + flags.runOptions
+        return [
+            "run", "--toxiproxy", Endpoint(host: flags.host, port: flags.port).description, "--toxiproxy-without-token",
+            "--profile", profile, "--control", control.description,
+        ] + flags.runOptions
     }
 
     static let usage = """

@@ -4,10 +4,18 @@ import LinkConditioner
 
 /// How a command finds the running linkcond it steers.
 struct ControlOptions: ParsableArguments {
-    @Option(name: .long, help: "Control endpoint of the running linkcond: http://HOST:PORT or a socket path (default: $LINKCOND_CONTROL, then the per-user socket).")
+    @Option(
+        name: .long,
+        help:
+            "Control endpoint of the running linkcond: http://HOST:PORT or a socket path (default: $LINKCOND_CONTROL, then the per-user socket)."
+    )
     var control: String?
 
-    @Option(name: .customLong("control-token"), help: "Token of the control endpoint (default: $LINKCOND_CONTROL_TOKEN, then the token file the running linkcond wrote).")
+    @Option(
+        name: .customLong("control-token"),
+        help:
+            "Token of the control endpoint (default: $LINKCOND_CONTROL_TOKEN, then the token file the running linkcond wrote)."
+    )
     var controlToken: String?
 
     func validate() throws {
@@ -154,7 +162,8 @@ struct OnlineCommand: ParsableCommand {
 /// `linkcond reset`: resets every live connection.
 struct ResetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "reset", abstract: "Reset every live connection of a running linkcond, as when a suspended app's sockets are reclaimed.",
+        commandName: "reset",
+        abstract: "Reset every live connection of a running linkcond, as when a suspended app's sockets are reclaimed.",
         discussion: """
             Example:
               linkcond reset

@@ -28,7 +28,9 @@ struct DashboardCommand: ParsableCommand {
         let candidates: [(ControlAddress, String?)]
         if let given = control.control {
             guard let address = ControlAddress(parsing: given), case .tcp = address, address.isLocalOnly else {
-                printError("linkcond: the dashboard is served on a loopback TCP control endpoint (http://127.0.0.1:PORT), not \(given)")
+                printError(
+                    "linkcond: the dashboard is served on a loopback TCP control endpoint (http://127.0.0.1:PORT), not \(given)"
+                )
                 throw ExitStatus.badInput
             }
             candidates = [(address, try control.controlToken ?? ControlClient.token(for: address))]
@@ -40,9 +42,13 @@ struct DashboardCommand: ParsableCommand {
         }
         guard answering.count == 1, let (address, token) = answering.first, case .tcp(let endpoint) = address else {
             if answering.isEmpty {
-                printError("linkcond: no running linkcond with a control endpoint on 127.0.0.1 answers; start one with \"linkcond run …\", or pass --control http://127.0.0.1:PORT")
+                printError(
+                    "linkcond: no running linkcond with a control endpoint on 127.0.0.1 answers; start one with \"linkcond run …\", or pass --control http://127.0.0.1:PORT"
+                )
             } else {
-                printError("linkcond: \(answering.count) running linkcond instances answer (\(answering.map { "\($0.0)" }.joined(separator: ", "))); choose one with --control")
+                printError(
+                    "linkcond: \(answering.count) running linkcond instances answer (\(answering.map { "\($0.0)" }.joined(separator: ", "))); choose one with --control"
+                )
             }
             throw ExitStatus.runtimeFailure
         }
@@ -50,8 +56,12 @@ struct DashboardCommand: ParsableCommand {
         print(page + (token.map { "#token=\($0)" } ?? ""))
         guard open else { return }
         guard token != nil else { return Self.openInBrowser(page) }
-        guard let ticket = try? ControlClient(address: address, token: token).send("POST", "/dashboard/ticket"), ticket.status == 200 else {
-            printError("linkcond: the running linkcond gave no dashboard ticket; open the URL above yourself (a browser's command line would show the token to every user of this machine)")
+        guard let ticket = try? ControlClient(address: address, token: token).send("POST", "/dashboard/ticket"),
+            ticket.status == 200
+        else {
+            printError(
+                "linkcond: the running linkcond gave no dashboard ticket; open the URL above yourself (a browser's command line would show the token to every user of this machine)"
+            )
             throw ExitStatus.runtimeFailure
         }
         Self.openInBrowser(page + "#ticket=" + ticket.body.trimmingCharacters(in: .whitespacesAndNewlines))
@@ -62,7 +72,8 @@ struct DashboardCommand: ParsableCommand {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: ControlAddress.privateDirectory)) ?? []
         return names.sorted().compactMap { name in
             guard name.hasPrefix("control-"), name.hasSuffix(".token"),
-                  let port = UInt16(name.dropFirst("control-".count).dropLast(".token".count)) else { return nil }
+                let port = UInt16(name.dropFirst("control-".count).dropLast(".token".count))
+            else { return nil }
             let address = ControlAddress.tcp(Endpoint(host: "127.0.0.1", port: port))
             guard let token = try? ControlClient.token(for: address) else { return nil }
             return (address, token)

@@ -36,28 +36,50 @@ struct ExecCommand: ParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "Built-in profile name or path to a .profile file.", completion: .list(Profile.builtInNames))
+    @Option(
+        name: .long, help: "Built-in profile name or path to a .profile file.", completion: .list(Profile.builtInNames))
     var profile: String = "none"
 
-    @Option(name: .long, help: "Scenario file (or shipped scenario name) to play from the start.", completion: .list(Scenario.builtInNames))
+    @Option(
+        name: .long, help: "Scenario file (or shipped scenario name) to play from the start.",
+        completion: .list(Scenario.builtInNames))
     var scenario: String?
 
-    @Option(name: .long, help: "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free).")
+    @Option(
+        name: .long,
+        help:
+            "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free)."
+    )
     var control: String?
 
     @OptionGroup var controlToken: ServedControlToken
 
-    @Option(name: .customLong("dns-upstream"), help: "Resolver the program's DNS lookups go to, HOST:PORT (default: the first nameserver in /etc/resolv.conf).")
+    @Option(
+        name: .customLong("dns-upstream"),
+        help: "Resolver the program's DNS lookups go to, HOST:PORT (default: the first nameserver in /etc/resolv.conf)."
+    )
     var dnsUpstream: String?
 
     /// `.unconditionalSingleValue`, so that `--forward -5` is refused as a port rather than as a missing value.
-    @Option(name: .long, parsing: .unconditionalSingleValue, help: "Ports whose 127.0.0.1:PORT inside reaches 127.0.0.1:PORT on the host, through the link (TCP and UDP), comma-separated or repeated.")
+    @Option(
+        name: .long, parsing: .unconditionalSingleValue,
+        help:
+            "Ports whose 127.0.0.1:PORT inside reaches 127.0.0.1:PORT on the host, through the link (TCP and UDP), comma-separated or repeated."
+    )
     var forward: [String] = []
 
-    @Option(name: .long, help: "Destinations whose packets bypass the link, added to the profile's exclude list: IPs and CIDR networks, comma-separated.")
+    @Option(
+        name: .long,
+        help:
+            "Destinations whose packets bypass the link, added to the profile's exclude list: IPs and CIDR networks, comma-separated."
+    )
     var exclude: [String] = []
 
-    @Option(name: .long, help: "How the program's traffic leaves: auto (tun when /dev/net/tun opens, else proxy), tun (packets cross the link) or proxy (TCP and DNS through the proxy's TCP model).", completion: .list(ExecNamespace.Mode.allCases.map(\.rawValue)))
+    @Option(
+        name: .long,
+        help:
+            "How the program's traffic leaves: auto (tun when /dev/net/tun opens, else proxy), tun (packets cross the link) or proxy (TCP and DNS through the proxy's TCP model).",
+        completion: .list(ExecNamespace.Mode.allCases.map(\.rawValue)))
     var mode: String = "auto"
 
     @OptionGroup var recordArguments: RecordArguments
@@ -71,8 +93,12 @@ struct ExecCommand: ParsableCommand {
     var program: [String] = []
 
     func validate() throws {
-        if forward.contains("--") { throw ValidationError("--forward: expected ports from 1 to 65535 before --, such as --forward 5432.") }
-        guard !program.isEmpty else { throw ValidationError("no program given: linkcond exec [OPTIONS] -- PROGRAM [ARGUMENTS…]") }
+        if forward.contains("--") {
+            throw ValidationError("--forward: expected ports from 1 to 65535 before --, such as --forward 5432.")
+        }
+        guard !program.isEmpty else {
+            throw ValidationError("no program given: linkcond exec [OPTIONS] -- PROGRAM [ARGUMENTS…]")
+        }
         guard ExecNamespace.Mode(rawValue: mode) != nil else {
             throw ValidationError("--mode \"\(mode)\": expected auto, tun or proxy.")
         }
@@ -89,7 +115,9 @@ struct ExecCommand: ParsableCommand {
             throw ExitStatus.badInput
         }
         guard let forwards = ExecNamespace.parseForwards(forward.isEmpty ? "-" : forward.joined(separator: ",")) else {
-            printError("linkcond: --forward \"\(forward.joined(separator: ","))\": expected ports from 1 to 65535, such as 5432 or 3000,8080.")
+            printError(
+                "linkcond: --forward \"\(forward.joined(separator: ","))\": expected ports from 1 to 65535, such as 5432 or 3000,8080."
+            )
             throw ExitStatus.badInput
         }
         var exclusions: [HostPattern] = []
@@ -107,8 +135,9 @@ struct ExecCommand: ParsableCommand {
         Namespaces.blockChildAndTerminationSignals()
         let launch: ExecLaunch
         do {
-            launch = try ExecLaunch(program: arguments, congestion: profile.tcp.congestion.rawValue, forwards: forwards,
-                                    mode: ExecNamespace.Mode(rawValue: mode)!)
+            launch = try ExecLaunch(
+                program: arguments, congestion: profile.tcp.congestion.rawValue, forwards: forwards,
+                mode: ExecNamespace.Mode(rawValue: mode)!)
         } catch {
             printError("linkcond exec: \(error)")
             throw ExitStatus.runtimeFailure
@@ -117,18 +146,24 @@ struct ExecCommand: ParsableCommand {
         case .tunnel:
             logger.info("tun mode: every packet crosses the link; the program's own TCP runs over it")
         case .redirect(_, _, _, let tunRefusal):
-            let why = tunRefusal.map { "/dev/net/tun is not usable (\($0)); running in proxy mode" } ?? "proxy mode (--mode proxy)"
-            printError("linkcond exec: \(why): TCP through the proxy's TCP model (the program's connect() returns at once; the link's round trip comes before its first byte), DNS through the forwarder; other UDP and ICMP are not carried (sending fails with \"Operation not permitted\")\(forwards.isEmpty ? "" : "; --forward carries TCP only").")
+            let why =
+                tunRefusal.map { "/dev/net/tun is not usable (\($0)); running in proxy mode" }
+                ?? "proxy mode (--mode proxy)"
+            printError(
+                "linkcond exec: \(why): TCP through the proxy's TCP model (the program's connect() returns at once; the link's round trip comes before its first byte), DNS through the forwarder; other UDP and ICMP are not carried (sending fails with \"Operation not permitted\")\(forwards.isEmpty ? "" : "; --forward carries TCP only")."
+            )
         }
-        let settings = ExecSettings(plumbing: launch.plumbing, dnsUpstream: dnsUpstream.flatMap(Endpoint.init(parsing:)),
-                                    exclude: exclusions)
+        let settings = ExecSettings(
+            plumbing: launch.plumbing, dnsUpstream: dnsUpstream.flatMap(Endpoint.init(parsing:)),
+            exclude: exclusions)
         let proxy: ConditionedProxy
         do {
             var options = ProxyOptions()
             options.recording = recordArguments.recording
             options.realtimePriority = realtimeArgument.priority
-            proxy = try ConditionedProxy(listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0), kind: .exec(settings))],
-                                         profile: profile, options: options, logger: logger)
+            proxy = try ConditionedProxy(
+                listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0), kind: .exec(settings))],
+                profile: profile, options: options, logger: logger)
         } catch {
             printError("linkcond exec: \(RealtimeArgument.explain(error))")
             launch.abandon()

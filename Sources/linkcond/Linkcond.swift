@@ -20,7 +20,8 @@ struct Linkcond: ParsableCommand {
             """,
         version: linkcondVersion,
         subcommands: [
-            RunCommand.self, ExecCommand.self, UseCommand.self, SetCommand.self, StatusCommand.self, OfflineCommand.self,
+            RunCommand.self, ExecCommand.self, UseCommand.self, SetCommand.self, StatusCommand.self,
+            OfflineCommand.self,
             OnlineCommand.self, ResetCommand.self, ScenarioCommand.self, ProfilesCommand.self, ProfileCommand.self,
             TCCommand.self, TraceCommand.self, DashboardCommand.self, ReportCommand.self,
         ]
@@ -42,8 +43,9 @@ struct Linkcond: ParsableCommand {
             }
         } else if arguments.first == ContainerEntrypoint.command {
             do {
-                arguments = try ContainerEntrypoint.runArguments(for: Array(arguments.dropFirst()),
-                                                                 environment: ProcessInfo.processInfo.environment)
+                arguments = try ContainerEntrypoint.runArguments(
+                    for: Array(arguments.dropFirst()),
+                    environment: ProcessInfo.processInfo.environment)
             } catch {
                 write((error.isHelp ? "" : "linkcond container: ") + error.description + "\n", to: .standardError)
                 Foundation.exit(error.isHelp ? 0 : 2)

@@ -26,8 +26,9 @@ struct ProfileCommand: ParsableCommand {
                 """
         )
 
-        @Argument(help: ArgumentHelp("A built-in profile name or the path to a .profile file.", valueName: "name-or-path"),
-                  completion: .list(Profile.builtInNames))
+        @Argument(
+            help: ArgumentHelp("A built-in profile name or the path to a .profile file.", valueName: "name-or-path"),
+            completion: .list(Profile.builtInNames))
         var profile: String
 
         func run() throws {
@@ -48,7 +49,9 @@ struct ProfileCommand: ParsableCommand {
                 """
         )
 
-        @Argument(help: ArgumentHelp("Paths to .profile files.", valueName: "path"), completion: .file(extensions: ["profile"]))
+        @Argument(
+            help: ArgumentHelp("Paths to .profile files.", valueName: "path"),
+            completion: .file(extensions: ["profile"]))
         var paths: [String]
 
         func validate() throws {

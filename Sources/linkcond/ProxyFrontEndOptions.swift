@@ -12,13 +12,15 @@ extension RunCommand {
     func validateProxyFrontEnd() throws {
         for address in proxy where !allowRemote {
             if let endpoint = Endpoint(parsing: address), !Self.isLoopbackHost(endpoint.host) {
-                throw ValidationError("--proxy \(address) would accept connections from other hosts and relay them anywhere: an open "
-                    + "proxy others can use to reach your network or hide behind your address. Listen on 127.0.0.1, or add "
-                    + "--allow-remote (with --proxy-user USER:PASS) if that is what you want.")
+                throw ValidationError(
+                    "--proxy \(address) would accept connections from other hosts and relay them anywhere: an open "
+                        + "proxy others can use to reach your network or hide behind your address. Listen on 127.0.0.1, or add "
+                        + "--allow-remote (with --proxy-user USER:PASS) if that is what you want.")
             }
         }
         if let proxyUser, ProxyCredentials(parsing: proxyUser) == nil {
-            throw ValidationError("--proxy-user \"\(proxyUser)\" is not USER:PASS (a user name, a colon, then the password).")
+            throw ValidationError(
+                "--proxy-user \"\(proxyUser)\" is not USER:PASS (a user name, a colon, then the password).")
         }
         do {
             _ = try exclusions()
@@ -38,9 +40,11 @@ extension RunCommand {
 
     /// One proxy listener per `--proxy`, or one on 127.0.0.1:0 when no listener option was given.
     var proxyListenerSpecs: [ListenerSpec] {
-        let settings = ProxyFrontEndSettings(credentials: proxyUser.flatMap(ProxyCredentials.init(parsing:)),
-                                             exclude: (try? exclusions()) ?? [])
-        let addresses = startsDefaultProxy ? [Endpoint(host: "127.0.0.1", port: 0)] : proxy.compactMap(Endpoint.init(parsing:))
+        let settings = ProxyFrontEndSettings(
+            credentials: proxyUser.flatMap(ProxyCredentials.init(parsing:)),
+            exclude: (try? exclusions()) ?? [])
+        let addresses =
+            startsDefaultProxy ? [Endpoint(host: "127.0.0.1", port: 0)] : proxy.compactMap(Endpoint.init(parsing:))
         return addresses.map { ListenerSpec(listen: $0, kind: .proxy(settings)) }
     }
 
@@ -57,8 +61,9 @@ extension RunCommand {
                 "  curl --socks5-hostname \(address) URL   or   curl -x http://\(address) URL",
             ] { printError(line) }
             if !listener.address.isLoopback {
-                printError("linkcond: warning: the proxy on \(address) is reachable from other hosts and relays to anywhere (an open relay)"
-                    + (proxyUser == nil ? "; give --proxy-user USER:PASS or listen on 127.0.0.1" : ""))
+                printError(
+                    "linkcond: warning: the proxy on \(address) is reachable from other hosts and relays to anywhere (an open relay)"
+                        + (proxyUser == nil ? "; give --proxy-user USER:PASS or listen on 127.0.0.1" : ""))
             }
         }
     }

@@ -41,11 +41,14 @@ struct ReportCommand: ParsableCommand {
             throw ExitStatus.badInput
         }
         if let cut = recording.cutLine {
-            printError("linkcond: warning: \(file):\(cut): the last line is cut short (the recording was interrupted before it was written out: a full disk, a kill); the report covers the \(cut - 1) lines before it")
+            printError(
+                "linkcond: warning: \(file):\(cut): the last line is cut short (the recording was interrupted before it was written out: a full disk, a kill); the report covers the \(cut - 1) lines before it"
+            )
         }
         let report = TrafficReport(recording)
         let page = output ?? (file.hasSuffix(".jsonl") ? String(file.dropLast(6)) : file) + ".html"
-        guard FileManager.default.createFile(atPath: page, contents: Data(ReportPage.html(recording, report).utf8)) else {
+        guard FileManager.default.createFile(atPath: page, contents: Data(ReportPage.html(recording, report).utf8))
+        else {
             printError("linkcond: cannot write \(page)")
             throw ExitStatus.runtimeFailure
         }

@@ -9,7 +9,11 @@ import Logging
 /// chooses belongs in the environment. A token shorter than `minimumLength` is refused: anyone on the machine
 /// can try short ones against a loopback port, and an empty one would lock everyone out.
 struct ServedControlToken: ParsableArguments {
-    @Option(name: .customLong("control-token"), help: "Token the control endpoint requires, at least 16 characters (default: $LINKCOND_CONTROL_TOKEN, which other users cannot read as they can a command line, else a random one written to a private file the linkcond command reads; required off loopback).")
+    @Option(
+        name: .customLong("control-token"),
+        help:
+            "Token the control endpoint requires, at least 16 characters (default: $LINKCOND_CONTROL_TOKEN, which other users cannot read as they can a command line, else a random one written to a private file the linkcond command reads; required off loopback)."
+    )
     var given: String?
 
     static let minimumLength = 16
@@ -31,12 +35,16 @@ struct ServedControlToken: ParsableArguments {
 
     func validate() throws {
         guard let token = value, token.count < Self.minimumLength else { return }
-        throw ValidationError("\(given != nil ? Self.optionName : Self.environmentName) is \(token.count) characters; a control token needs at least \(Self.minimumLength) characters, since anyone on this machine can try short ones (make one with \"openssl rand -hex 32\").")
+        throw ValidationError(
+            "\(given != nil ? Self.optionName : Self.environmentName) is \(token.count) characters; a control token needs at least \(Self.minimumLength) characters, since anyone on this machine can try short ones (make one with \"openssl rand -hex 32\")."
+        )
     }
 
     /// Says once at start that a token given on the command line is readable by every user of the machine.
     func warnIfOnTheCommandLine(_ logger: Logger) {
         guard given != nil else { return }
-        logger.warning("\(Self.optionName) on the command line is readable by every user of this machine (ps, /proc/PID/cmdline); pass it in \(Self.environmentName) instead")
+        logger.warning(
+            "\(Self.optionName) on the command line is readable by every user of this machine (ps, /proc/PID/cmdline); pass it in \(Self.environmentName) instead"
+        )
     }
 }

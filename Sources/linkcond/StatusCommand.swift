@@ -23,11 +23,14 @@ struct StatusCommand: ParsableCommand {
     var watch = false
 
     /// `.unconditional`, so that `--count -1` is refused as a count rather than as a missing value.
-    @Option(parsing: .unconditional, help: "With --watch: stop after this many refreshes (at least 1).",
-            transform: { text throws in
-                guard let count = Int(text), count >= 1 else { throw ValidationError("expected a whole number of refreshes of at least 1, such as 10.") }
-                return count
-            })
+    @Option(
+        parsing: .unconditional, help: "With --watch: stop after this many refreshes (at least 1).",
+        transform: { text throws in
+            guard let count = Int(text), count >= 1 else {
+                throw ValidationError("expected a whole number of refreshes of at least 1, such as 10.")
+            }
+            return count
+        })
     var count: Int?
 
     @OptionGroup var control: ControlOptions
@@ -45,7 +48,9 @@ struct StatusCommand: ParsableCommand {
                 }
                 if watch && Terminal.isStandardOutput {
                     let view = Self.render(report)
-                    let fitted = Terminal.standardOutputSize.map { Self.fitted(view, rows: $0.rows, columns: $0.columns) } ?? view
+                    let fitted =
+                        Terminal.standardOutputSize.map { Self.fitted(view, rows: $0.rows, columns: $0.columns) }
+                        ?? view
                     print("\u{1B}[H\u{1B}[2J" + fitted, terminator: "")
                 } else {
                     print(Self.render(report), terminator: "")
@@ -66,7 +71,10 @@ struct StatusCommand: ParsableCommand {
         let height = max(1, rows - 1)
         if lines.count > height {
             let hidden = lines.count - height + 1
-            lines = Array(lines.prefix(height - 1)) + ["… \(hidden) more line\(hidden == 1 ? "" : "s") below (a taller terminal shows them)"]
+            lines =
+                Array(lines.prefix(height - 1)) + [
+                    "… \(hidden) more line\(hidden == 1 ? "" : "s") below (a taller terminal shows them)"
+                ]
         }
         return lines.map { String($0.prefix(max(1, columns))) }.joined(separator: "\n") + "\n"
     }
@@ -82,54 +90,74 @@ struct StatusCommand: ParsableCommand {
         if let spliceLoops = report.spliceLoops, spliceLoops > 0 {
             let carried = report.listeners.reduce(0) { $0 + ($1.connectionsOnSpliceLoops ?? 0) }
             let handOvers = report.spliceHandOvers.map { ", \($0) handed over so far" } ?? ""
-            lines.append("threads   main loop\(realtime) + \(spliceLoops) splice loop\(spliceLoops == 1 ? "" : "s") carrying \(carried) pass-through connection\(carried == 1 ? "" : "s")\(handOvers)")
+            lines.append(
+                "threads   main loop\(realtime) + \(spliceLoops) splice loop\(spliceLoops == 1 ? "" : "s") carrying \(carried) pass-through connection\(carried == 1 ? "" : "s")\(handOvers)"
+            )
         } else if !realtime.isEmpty {
             lines.append("threads   main loop\(realtime)")
         }
         let excluded = report.listeners.reduce(0) { $0 + ($1.connectionsExcluded ?? 0) }
         if excluded > 0 {
-            lines.append("exclude   \(excluded) connection\(excluded == 1 ? "" : "s") relayed untouched (destination in exclude)")
+            lines.append(
+                "exclude   \(excluded) connection\(excluded == 1 ? "" : "s") relayed untouched (destination in exclude)"
+            )
         }
         if let scenario = report.scenario {
-            let applied = scenario.stepAppliedSeconds.map { String(format: " (applied %.3f s into the repetition)", $0) } ?? ""
+            let applied =
+                scenario.stepAppliedSeconds.map { String(format: " (applied %.3f s into the repetition)", $0) } ?? ""
             let step = scenario.step.map { "line \($0)\(applied)" } ?? "not started"
-            lines.append("scenario  \(scenario.name.isEmpty ? "(inline)" : scenario.name), \(step), \(String(format: "%.1f", scenario.elapsedSeconds)) s in, repeated \(scenario.repetitions)×\(scenario.finished ? ", finished" : "")")
+            lines.append(
+                "scenario  \(scenario.name.isEmpty ? "(inline)" : scenario.name), \(step), \(String(format: "%.1f", scenario.elapsedSeconds)) s in, repeated \(scenario.repetitions)×\(scenario.finished ? ", finished" : "")"
+            )
         }
         lines.append("")
         let kindWidth = labelWidth(report.listeners, atLeast: 6)
-        lines.append("kind".padding(toLength: kindWidth, withPad: " ", startingAt: 0) + " listen                 upstream               conns  accepted  refused   ↑ rate       ↓ rate       ↑ bytes     ↓ bytes     ↑ queued  ↓ queued  lost  dropped  kernel drops")
+        lines.append(
+            "kind".padding(toLength: kindWidth, withPad: " ", startingAt: 0)
+                + " listen                 upstream               conns  accepted  refused   ↑ rate       ↓ rate       ↑ bytes     ↓ bytes     ↑ queued  ↓ queued  lost  dropped  kernel drops"
+        )
         for listener in report.listeners {
-            lines.append([
-                label(of: listener).padding(toLength: kindWidth, withPad: " ", startingAt: 0),
-                listener.address.padding(toLength: 22, withPad: " ", startingAt: 0),
-                (listener.upstream ?? "-").padding(toLength: 22, withPad: " ", startingAt: 0),
-                String(listener.activeConnections).leftPadded(5),
-                String(listener.connectionsAccepted).leftPadded(9),
-                String(listener.connectionsRefused).leftPadded(8),
-                rate(listener.uplink.bitsPerSecond).leftPadded(12),
-                rate(listener.downlink.bitsPerSecond).leftPadded(12),
-                bytes(listener.uplink.bytesDelivered).leftPadded(11),
-                bytes(listener.downlink.bytesDelivered).leftPadded(11),
-                bytes(listener.uplink.queuedBytes).leftPadded(9),
-                bytes(listener.downlink.queuedBytes).leftPadded(9),
-                String(listener.uplink.segmentsLost + listener.downlink.segmentsLost).leftPadded(5),
-                String(listener.uplink.datagramsDropped + listener.downlink.datagramsDropped + listener.uplink.faultDrops
-                       + listener.downlink.faultDrops + listener.malformedMessages).leftPadded(8),
-                String(listener.uplink.kernelDrops + listener.downlink.kernelDrops).leftPadded(13),
-            ].joined(separator: " "))
+            lines.append(
+                [
+                    label(of: listener).padding(toLength: kindWidth, withPad: " ", startingAt: 0),
+                    listener.address.padding(toLength: 22, withPad: " ", startingAt: 0),
+                    (listener.upstream ?? "-").padding(toLength: 22, withPad: " ", startingAt: 0),
+                    String(listener.activeConnections).leftPadded(5),
+                    String(listener.connectionsAccepted).leftPadded(9),
+                    String(listener.connectionsRefused).leftPadded(8),
+                    rate(listener.uplink.bitsPerSecond).leftPadded(12),
+                    rate(listener.downlink.bitsPerSecond).leftPadded(12),
+                    bytes(listener.uplink.bytesDelivered).leftPadded(11),
+                    bytes(listener.downlink.bytesDelivered).leftPadded(11),
+                    bytes(listener.uplink.queuedBytes).leftPadded(9),
+                    bytes(listener.downlink.queuedBytes).leftPadded(9),
+                    String(listener.uplink.segmentsLost + listener.downlink.segmentsLost).leftPadded(5),
+                    String(
+                        listener.uplink.datagramsDropped + listener.downlink.datagramsDropped
+                            + listener.uplink.faultDrops
+                            + listener.downlink.faultDrops + listener.malformedMessages
+                    ).leftPadded(8),
+                    String(listener.uplink.kernelDrops + listener.downlink.kernelDrops).leftPadded(13),
+                ].joined(separator: " "))
         }
         lines += tcpLosses(report.listeners)
         lines += lateDeliveries(report.listeners, realtime: report.mainLoopRealtimePriority != nil)
         for listener in report.listeners {
             guard let destinations = listener.destinations, !destinations.isEmpty else { continue }
             lines.append("")
-            lines.append(["\(listener.kind) destination".padding(toLength: 38, withPad: " ", startingAt: 0), "conns",
-                          "↑ bytes".leftPadded(11), "↓ bytes".leftPadded(11)].joined(separator: " "))
+            lines.append(
+                [
+                    "\(listener.kind) destination".padding(toLength: 38, withPad: " ", startingAt: 0), "conns",
+                    "↑ bytes".leftPadded(11), "↓ bytes".leftPadded(11),
+                ].joined(separator: " "))
             for row in destinations {
                 let name = row.destination + (row.host.map { " (\($0))" } ?? "")
-                lines.append([name.padding(toLength: max(38, name.count), withPad: " ", startingAt: 0),
-                              String(row.connections).leftPadded(5), bytes(row.bytesUp).leftPadded(11),
-                              bytes(row.bytesDown).leftPadded(11)].joined(separator: " "))
+                lines.append(
+                    [
+                        name.padding(toLength: max(38, name.count), withPad: " ", startingAt: 0),
+                        String(row.connections).leftPadded(5), bytes(row.bytesUp).leftPadded(11),
+                        bytes(row.bytesDown).leftPadded(11),
+                    ].joined(separator: " "))
             }
         }
         return TerminalText.lines(lines) + "\n"
@@ -156,18 +184,23 @@ struct StatusCommand: ParsableCommand {
         }
         guard !lossy.isEmpty else { return [] }
         let width = labelWidth(lossy, atLeast: 11)
-        var lines = ["", "TCP losses".padding(toLength: width, withPad: " ", startingAt: 0) + " listen                 ↑ segments  ↓ segments  ↑ ACKs  ↓ ACKs  SYNs resent  SYN-ACKs resent"]
+        var lines = [
+            "",
+            "TCP losses".padding(toLength: width, withPad: " ", startingAt: 0)
+                + " listen                 ↑ segments  ↓ segments  ↑ ACKs  ↓ ACKs  SYNs resent  SYN-ACKs resent",
+        ]
         for listener in lossy {
-            lines.append([
-                label(of: listener).padding(toLength: width, withPad: " ", startingAt: 0),
-                listener.address.padding(toLength: 22, withPad: " ", startingAt: 0),
-                String(listener.uplink.segmentsLost).leftPadded(10),
-                String(listener.downlink.segmentsLost).leftPadded(11),
-                String(listener.downlink.acksLost).leftPadded(7),
-                String(listener.uplink.acksLost).leftPadded(7),
-                String(listener.uplink.handshakeRetransmissions).leftPadded(12),
-                String(listener.downlink.handshakeRetransmissions).leftPadded(16),
-            ].joined(separator: " "))
+            lines.append(
+                [
+                    label(of: listener).padding(toLength: width, withPad: " ", startingAt: 0),
+                    listener.address.padding(toLength: 22, withPad: " ", startingAt: 0),
+                    String(listener.uplink.segmentsLost).leftPadded(10),
+                    String(listener.downlink.segmentsLost).leftPadded(11),
+                    String(listener.downlink.acksLost).leftPadded(7),
+                    String(listener.uplink.acksLost).leftPadded(7),
+                    String(listener.uplink.handshakeRetransmissions).leftPadded(12),
+                    String(listener.downlink.handshakeRetransmissions).leftPadded(16),
+                ].joined(separator: " "))
         }
         return lines
     }
@@ -181,21 +214,33 @@ struct StatusCommand: ParsableCommand {
     /// Unless the main loop already runs in the real-time class, the note says how to put it there.
     static func lateDeliveries(_ listeners: [StatusReport.Listener], realtime: Bool) -> [String] {
         let late = listeners.filter {
-            [$0.uplink.deliveryLateness, $0.downlink.deliveryLateness].contains { ($0?.p99Seconds ?? 0) >= lateDeliveryShownFrom }
+            [$0.uplink.deliveryLateness, $0.downlink.deliveryLateness].contains {
+                ($0?.p99Seconds ?? 0) >= lateDeliveryShownFrom
+            }
         }
         guard !late.isEmpty else { return [] }
         let width = labelWidth(late, atLeast: 16)
-        var lines = ["", (["Late deliveries".padding(toLength: width, withPad: " ", startingAt: 0), "listen".padding(toLength: 22, withPad: " ", startingAt: 0)]
-                          + ["↑ p99", "↑ max", "↓ p99", "↓ max"].map { $0.leftPadded(10) }).joined(separator: " ")]
+        var lines = [
+            "",
+            ([
+                "Late deliveries".padding(toLength: width, withPad: " ", startingAt: 0),
+                "listen".padding(toLength: 22, withPad: " ", startingAt: 0),
+            ]
+                + ["↑ p99", "↑ max", "↓ p99", "↓ max"].map { $0.leftPadded(10) }).joined(separator: " "),
+        ]
         for listener in late {
             let figures = [listener.uplink.deliveryLateness, listener.downlink.deliveryLateness].flatMap { lateness in
                 [lateness.map { duration($0.p99Seconds) } ?? "-", lateness.map { duration($0.maxSeconds) } ?? "-"]
             }
-            lines.append(([label(of: listener).padding(toLength: width, withPad: " ", startingAt: 0),
-                           listener.address.padding(toLength: 22, withPad: " ", startingAt: 0)]
-                          + figures.map { $0.leftPadded(10) }).joined(separator: " "))
+            lines.append(
+                ([
+                    label(of: listener).padding(toLength: width, withPad: " ", startingAt: 0),
+                    listener.address.padding(toLength: 22, withPad: " ", startingAt: 0),
+                ]
+                    + figures.map { $0.leftPadded(10) }).joined(separator: " "))
         }
-        lines.append("(released bytes reached their sockets this long after the link model released them: emulated delays")
+        lines.append(
+            "(released bytes reached their sockets this long after the link model released them: emulated delays")
         if realtime {
             lines.append(" there were that much longer, because the machine kept linkcond from waking in time)")
         } else {

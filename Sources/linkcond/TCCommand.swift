@@ -48,7 +48,9 @@ struct TCConditioningOptions: ParsableArguments {
     var rateOnly = false
 
     /// `.unconditional`, so that `--port -1` is refused as a port rather than as a missing value.
-    @Option(name: .long, parsing: .unconditional, help: "Condition only TCP/UDP traffic with this source or destination port.")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "Condition only TCP/UDP traffic with this source or destination port.")
     var port: String?
 
     @Option(name: .long, help: "Condition only traffic to and from this IPv4 host.")
@@ -89,12 +91,16 @@ struct TCConditioningOptions: ParsableArguments {
             throw ExitStatus.badInput
         }
         if loaded.fault != .none {
-            printError("linkcond: profile \"\(profile)\" has fault = \(loaded.fault.rawValue), which only the proxy can do (`linkcond run`).")
+            printError(
+                "linkcond: profile \"\(profile)\" has fault = \(loaded.fault.rawValue), which only the proxy can do (`linkcond run`)."
+            )
             throw ExitStatus.badInput
         }
         let unprogrammed = Self.settingsTheKernelBackendDoesNotProgram(loaded)
         if !unprogrammed.isEmpty {
-            printError("linkcond: profile \"\(profile)\" sets \(unprogrammed.joined(separator: ", ")), which the kernel backend does not program yet; remove them, or use the proxy (`linkcond run --udp-listen …`).")
+            printError(
+                "linkcond: profile \"\(profile)\" sets \(unprogrammed.joined(separator: ", ")), which the kernel backend does not program yet; remove them, or use the proxy (`linkcond run --udp-listen …`)."
+            )
             throw ExitStatus.badInput
         }
         return (loaded.name.isEmpty ? profile : loaded.name, KernelConditioning(profile: loaded, match: match))
@@ -168,7 +174,9 @@ struct TCShowCommand: ParsableCommand {
             let counters = try control.counters(target.device)
             for (name, direction) in [("uplink", counters.uplink), ("downlink", counters.downlink)] {
                 guard let direction else { continue }
-                print("  \(name) counters: \(direction.packets) packets, \(direction.bytes) bytes, \(direction.drops) dropped")
+                print(
+                    "  \(name) counters: \(direction.packets) packets, \(direction.bytes) bytes, \(direction.drops) dropped"
+                )
             }
         } catch {
             printError("linkcond: \(error)")

@@ -42,7 +42,9 @@ enum ToxiproxyServerPersonality {
         }
         while index < flags.count {
             let word = flags[index]
-            guard word.hasPrefix("-"), word != "-", word != "--" else { throw PersonalityError("unexpected argument \"\(word)\"") }
+            guard word.hasPrefix("-"), word != "-", word != "--" else {
+                throw PersonalityError("unexpected argument \"\(word)\"")
+            }
             let body = word.drop { $0 == "-" }
             let parts = body.split(separator: "=", maxSplits: 1).map(String.init)
             let inline = parts.count == 2 ? parts[1] : nil
@@ -58,7 +60,8 @@ enum ToxiproxyServerPersonality {
                 return parsed
             case "h", "help": throw PersonalityError(usage, isHelp: true)
             default:
-                throw PersonalityError("flag provided but not supported by linkcond's toxiproxy-server: -\(parts[0])\n\(usage)")
+                throw PersonalityError(
+                    "flag provided but not supported by linkcond's toxiproxy-server: -\(parts[0])\n\(usage)")
             }
             index += 1
         }
@@ -72,8 +75,12 @@ enum ToxiproxyServerPersonality {
         let parsed = try parse(flags)
         if parsed.version { return ["--version"] }
         let endpoint = Endpoint(host: parsed.host, port: parsed.port)
-        if !ControlAddress.tcp(endpoint).isLocalOnly && (!parsed.allowRemote || (parsed.token ?? ServedControlToken.environment) == nil) {
-            throw PersonalityError("-host \(parsed.host) is reachable from other hosts: add -allow-remote and a token, in \(ServedControlToken.environmentName) (other users cannot read it) or with -token TOKEN (every user can read it in ps); clients then send \"Authorization: Bearer TOKEN\"")
+        if !ControlAddress.tcp(endpoint).isLocalOnly
+            && (!parsed.allowRemote || (parsed.token ?? ServedControlToken.environment) == nil)
+        {
+            throw PersonalityError(
+                "-host \(parsed.host) is reachable from other hosts: add -allow-remote and a token, in \(ServedControlToken.environmentName) (other users cannot read it) or with -token TOKEN (every user can read it in ps); clients then send \"Authorization: Bearer TOKEN\""
+            )
         }
         return ["run", "--toxiproxy", endpoint.description] + parsed.runOptions
     }

@@ -45,29 +45,39 @@ struct TraceCommand: ParsableCommand {
                 """
         )
 
-        @Argument(help: ArgumentHelp("A built-in trace name (see `linkcond trace list`).", valueName: "name"),
-                  completion: .list(TraceModel.presetNames))
+        @Argument(
+            help: ArgumentHelp("A built-in trace name (see `linkcond trace list`).", valueName: "name"),
+            completion: .list(TraceModel.presetNames))
         var name: String
 
         /// `--seed` and `--duration` parse `.unconditional`, so that `-1` is refused as their value says, not as a
         /// missing value.
-        @Option(parsing: .unconditional, help: "Seed for the model's random draws (a whole number from 0 to 2^64-1).",
-                transform: { text throws in
-                    guard let seed = UInt64(text) else { throw ValidationError("expected a whole number from 0 to \(UInt64.max), such as 7.") }
-                    return seed
-                })
+        @Option(
+            parsing: .unconditional, help: "Seed for the model's random draws (a whole number from 0 to 2^64-1).",
+            transform: { text throws in
+                guard let seed = UInt64(text) else {
+                    throw ValidationError("expected a whole number from 0 to \(UInt64.max), such as 7.")
+                }
+                return seed
+            })
         var seed: UInt64?
 
-        @Option(parsing: .unconditional, help: ArgumentHelp("How long the trace lasts: seconds, or with ms, s or min (\"90s\").", valueName: "duration"))
+        @Option(
+            parsing: .unconditional,
+            help: ArgumentHelp(
+                "How long the trace lasts: seconds, or with ms, s or min (\"90s\").", valueName: "duration"))
         var duration: String?
 
         func validate() throws {
             if TraceModel.presets[name] == nil {
-                throw ValidationError("no built-in trace \"\(name)\"; expected one of \(TraceModel.presetNames.joined(separator: ", ")).")
+                throw ValidationError(
+                    "no built-in trace \"\(name)\"; expected one of \(TraceModel.presetNames.joined(separator: ", ")).")
             }
             if let duration {
                 guard let value = CommandLineDuration.parse(duration), value <= .seconds(3600) else {
-                    throw ValidationError("--duration \"\(duration)\": expected a duration up to 60 min (so the trace stays loadable), such as \"60s\" or \"500ms\".")
+                    throw ValidationError(
+                        "--duration \"\(duration)\": expected a duration up to 60 min (so the trace stays loadable), such as \"60s\" or \"500ms\"."
+                    )
                 }
             }
         }
@@ -83,5 +93,6 @@ struct TraceCommand: ParsableCommand {
 
 private func formatRate(_ rate: BitRate) -> String {
     let megabits = rate.bitsPerSecond / 1e6
-    return megabits >= 1 ? "\((megabits * 100).rounded() / 100) Mbit/s" : "\((rate.bitsPerSecond / 10).rounded() / 100) kbit/s"
+    return megabits >= 1
+        ? "\((megabits * 100).rounded() / 100) Mbit/s" : "\((rate.bitsPerSecond / 10).rounded() / 100) kbit/s"
 }

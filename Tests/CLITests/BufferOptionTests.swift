@@ -44,6 +44,8 @@ struct BufferOptionTests {
         let result = try run(["--udp-idle", "9223372036854775807min"])
 
         #expect(result.status == 2, "\(result.stderr)")
-        #expect(result.stderr.contains("--udp-idle \"9223372036854775807min\": expected a duration from 1ms to 1440min"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("--udp-idle \"9223372036854775807min\": expected a duration from 1ms to 1440min"),
+            "\(result.stderr)")
     }
 }

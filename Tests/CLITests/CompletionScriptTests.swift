@@ -29,7 +29,8 @@ struct CompletionScriptTests {
 
     @Test(arguments: cases)
     func bashCompletesTheNamesACommandTakes(_ given: Case) throws {
-        let script = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-completion-\(UUID().uuidString.prefix(8)).bash")
+        let script = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "linkcond-completion-\(UUID().uuidString.prefix(8)).bash")
         defer { try? FileManager.default.removeItem(at: script) }
         let generated = try LinkcondProcess.run(["--generate-completion-script", "bash"])
         try #require(generated.status == 0, "\(generated.stderr)")
@@ -47,8 +48,9 @@ struct CompletionScriptTests {
             printf '%s\\n' "${COMPREPLY[@]}"
             """
 
-        let result = try LinkcondProcess.run(["-c", complete, "bash", script.path, given.line],
-                                             executable: URL(fileURLWithPath: "/bin/bash"))
+        let result = try LinkcondProcess.run(
+            ["-c", complete, "bash", script.path, given.line],
+            executable: URL(fileURLWithPath: "/bin/bash"))
 
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.split(separator: "\n").map(String.init) == given.offered, "\(result.stdout)")

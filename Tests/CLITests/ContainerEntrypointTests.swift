@@ -9,9 +9,12 @@ struct ContainerEntrypointTests {
     /// Served on 0.0.0.0 as in a container; the requests go to 127.0.0.1 only. A token in the environment is the
     /// control endpoint's, not the Toxiproxy API's.
     @Test func anAPIWithoutATokenAnswersWithoutOneAndWarnsWhoCanReachIt() throws {
-        let linkcond = try RunningLinkcond(["run", "--toxiproxy", "0.0.0.0:0", "--allow-remote", "--toxiproxy-without-token",
-                                            "--control", "127.0.0.1:0"],
-                                           environment: ["LINKCOND_CONTROL_TOKEN": ControlToken.random()])
+        let linkcond = try RunningLinkcond(
+            [
+                "run", "--toxiproxy", "0.0.0.0:0", "--allow-remote", "--toxiproxy-without-token",
+                "--control", "127.0.0.1:0",
+            ],
+            environment: ["LINKCOND_CONTROL_TOKEN": ControlToken.random()])
         defer { _ = try? linkcond.stop(signal: SIGTERM) }
         let line = try linkcond.readLine()
         let port = try #require(line.split(separator: ":").last.flatMap { UInt16($0) })
@@ -39,15 +42,17 @@ struct ContainerEntrypointTests {
         let version = try LinkcondProcess.run(["container-entrypoint", "--version"])
         let profiles = try LinkcondProcess.run(["container-entrypoint", "profiles"])
 
-        #expect(version.status == 0 && version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == linkcondVersion)
+        #expect(
+            version.status == 0 && version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == linkcondVersion)
         #expect(profiles.status == 0 && profiles.stdout.contains("3g "), "\(profiles.stdout)")
     }
 
     /// Toxiproxy server's flags, as Testcontainers passes them, on loopback here so that the test reaches nothing
     /// beyond it; the control endpoint takes the container's fixed port 7474 when it is free.
     @Test func theEntrypointTakesToxiproxyServersFlags() throws {
-        let linkcond = try RunningLinkcond(["container-entrypoint", "-host=127.0.0.1", "-port", "0"],
-                                           environment: ["LINKCOND_CONTROL_TOKEN": "", "LINKCOND_PROFILE": "3g"])
+        let linkcond = try RunningLinkcond(
+            ["container-entrypoint", "-host=127.0.0.1", "-port", "0"],
+            environment: ["LINKCOND_CONTROL_TOKEN": "", "LINKCOND_PROFILE": "3g"])
         defer { _ = try? linkcond.stop(signal: SIGTERM) }
         let lines = Result { [try linkcond.readLine(timeout: 10), try linkcond.readLine(timeout: 10)] }
         _ = try? linkcond.stop(signal: SIGTERM)

@@ -17,9 +17,12 @@ struct ControlBodyRefusalTests {
         let profile = try client.send("GET", "/profile")
 
         #expect(twice.status == 400)
-        #expect(twice.body.contains("request body:3: \"delay = 20 ms\": \"delay\" is already set on line 1; set each key once"),
-                "\(twice.body)")
-        #expect(profile.body.contains("downlink.delay = 400 ms"), "profile changed by a refused request: \(profile.body)")
+        #expect(
+            twice.body.contains(
+                "request body:3: \"delay = 20 ms\": \"delay\" is already set on line 1; set each key once"),
+            "\(twice.body)")
+        #expect(
+            profile.body.contains("downlink.delay = 400 ms"), "profile changed by a refused request: \(profile.body)")
         #expect(profile.body.contains("downlink.loss = 0 %"), "profile changed by a refused request: \(profile.body)")
     }
 
@@ -44,14 +47,17 @@ struct ControlBodyRefusalTests {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try "1\n3\n".write(toFile: folder + "/tunnel.down", atomically: true, encoding: .utf8)
-        try "0s lte\n5s set downlink.trace = ./tunnel.down\n".write(toFile: folder + "/ride.scenario", atomically: true, encoding: .utf8)
+        try "0s lte\n5s set downlink.trace = ./tunnel.down\n".write(
+            toFile: folder + "/ride.scenario", atomically: true, encoding: .utf8)
 
         let play = try instance.linkcond(["scenario", folder + "/ride.scenario"])
         let status = try instance.linkcond(["status"])
 
         #expect(play.status == 2)
-        #expect(play.stderr.contains("ride.scenario:2: \"5s set downlink.trace = ./tunnel.down\": expected a built-in trace"),
-                "\(play.stderr)")
+        #expect(
+            play.stderr.contains(
+                "ride.scenario:2: \"5s set downlink.trace = ./tunnel.down\": expected a built-in trace"),
+            "\(play.stderr)")
         #expect(play.stderr.contains("a running linkcond reads no files"), "\(play.stderr)")
         #expect(!play.stderr.contains("request body"), "\(play.stderr)")
         #expect(!status.stdout.contains("scenario  ride"), "\(status.stdout)")
@@ -70,7 +76,9 @@ struct ControlBodyRefusalTests {
         let play = try instance.linkcond(["scenario", folder + "/ride.txt"])
 
         #expect(play.status == 2)
-        #expect(play.stderr.contains("ride.txt:2: \"5s ./train.profile\": expected a built-in profile name"), "\(play.stderr)")
+        #expect(
+            play.stderr.contains("ride.txt:2: \"5s ./train.profile\": expected a built-in profile name"),
+            "\(play.stderr)")
         #expect(!play.stderr.contains("ride.txt.scenario"), "\(play.stderr)")
     }
 
@@ -82,14 +90,16 @@ struct ControlBodyRefusalTests {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try "1\n3\n".write(toFile: folder + "/tunnel.down", atomically: true, encoding: .utf8)
-        try "delay = 5 ms\ndownlink.trace = ./tunnel.down\n".write(toFile: folder + "/tunnel.profile", atomically: true, encoding: .utf8)
+        try "delay = 5 ms\ndownlink.trace = ./tunnel.down\n".write(
+            toFile: folder + "/tunnel.profile", atomically: true, encoding: .utf8)
 
         let use = try instance.linkcond(["use", folder + "/tunnel.profile"])
         let status = try instance.linkcond(["status"])
 
         #expect(use.status == 2)
-        #expect(use.stderr.contains("tunnel.profile:2: \"downlink.trace = ./tunnel.down\": expected a built-in trace"),
-                "\(use.stderr)")
+        #expect(
+            use.stderr.contains("tunnel.profile:2: \"downlink.trace = ./tunnel.down\": expected a built-in trace"),
+            "\(use.stderr)")
         #expect(!use.stderr.contains("request body"), "\(use.stderr)")
         #expect(status.stdout.contains("profile   edge:"), "\(status.stdout)")
     }

@@ -16,9 +16,14 @@ struct ControlCommandTests {
 
         init(profile: String = "none", options: [String] = []) throws {
             echo = try TestServer.echo()
-            socketPath = FileManager.default.temporaryDirectory.appendingPathComponent("lc-\(UUID().uuidString.prefix(8)).sock").path
-            process = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)",
-                                           "--profile", profile, "--control", socketPath] + options)
+            socketPath =
+                FileManager.default.temporaryDirectory.appendingPathComponent("lc-\(UUID().uuidString.prefix(8)).sock")
+                .path
+            process = try RunningLinkcond(
+                [
+                    "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)",
+                    "--profile", profile, "--control", socketPath,
+                ] + options)
             proxyPort = try process.readReadyPort()
             controlURL = try process.readLine()
         }
@@ -155,7 +160,9 @@ struct ControlCommandTests {
     }
 
     @Test func commandsWithoutARunningInstanceSaySoAndExitOne() throws {
-        let result = try LinkcondProcess.run(["status", "--control", "/tmp/linkcond-nobody-\(UUID().uuidString.prefix(6)).sock"])
+        let result = try LinkcondProcess.run([
+            "status", "--control", "/tmp/linkcond-nobody-\(UUID().uuidString.prefix(6)).sock",
+        ])
 
         #expect(result.status == 1)
         #expect(result.stderr.contains("no running linkcond"), "\(result.stderr)")
@@ -173,7 +180,8 @@ struct ControlCommandTests {
         let badProfile = try client.send("PUT", "/profile", body: "no-such-profile")
         let badOffline = try client.send("POST", "/offline", body: "sideways")
         let garbage = try rawRequest(instance.socketPath, "\u{01}\u{02} nonsense\r\n\r\n")
-        let hugeHeader = try rawRequest(instance.socketPath, "GET /status HTTP/1.1\r\nX: " + String(repeating: "a", count: 20_000) + "\r\n\r\n")
+        let hugeHeader = try rawRequest(
+            instance.socketPath, "GET /status HTTP/1.1\r\nX: " + String(repeating: "a", count: 20_000) + "\r\n\r\n")
         let profile = try client.send("GET", "/profile")
 
         #expect(unknownPath.status == 404)
@@ -195,7 +203,8 @@ struct ControlCommandTests {
 
         DispatchQueue.concurrentPerform(iterations: 40) { index in
             do {
-                let response = index % 2 == 0
+                let response =
+                    index % 2 == 0
                     ? try client.send("GET", "/status")
                     : try client.send("POST", "/settings", body: "delay = \(index) ms\n")
                 if response.status != 200 { failures.mutate { $0.append("request \(index): \(response.status)") } }

@@ -9,12 +9,17 @@ struct ControlSecurityCommandTests {
     /// A fresh `XDG_RUNTIME_DIR` (mode 0700) for one test, removed afterwards.
     final class RuntimeDirectory {
         let path: String
-        var environment: [String: String] { ["XDG_RUNTIME_DIR": path, "LINKCOND_CONTROL": "", "LINKCOND_CONTROL_TOKEN": ""] }
+        var environment: [String: String] {
+            ["XDG_RUNTIME_DIR": path, "LINKCOND_CONTROL": "", "LINKCOND_CONTROL_TOKEN": ""]
+        }
         var privateDirectory: String { path + "/linkcond" }
 
         init() throws {
-            path = FileManager.default.temporaryDirectory.appendingPathComponent("lc-xdg-\(UUID().uuidString.prefix(8))").path
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            path =
+                FileManager.default.temporaryDirectory.appendingPathComponent("lc-xdg-\(UUID().uuidString.prefix(8))")
+                .path
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         }
 
         deinit { try? FileManager.default.removeItem(atPath: path) }
@@ -28,8 +33,9 @@ struct ControlSecurityCommandTests {
         let runtime = try RuntimeDirectory()
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)", "--profile", "3g"],
-                                           environment: runtime.environment)
+        let linkcond = try RunningLinkcond(
+            ["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)", "--profile", "3g"],
+            environment: runtime.environment)
         _ = try linkcond.readLine()
         let control = try linkcond.readLine()
         let port = try #require(control.split(separator: ":").last.flatMap { UInt16($0) })
@@ -37,7 +43,8 @@ struct ControlSecurityCommandTests {
 
         let tokenFileMode = mode(tokenFile)
         let directoryMode = mode(runtime.privateDirectory)
-        let viaTCP = try LinkcondProcess.run(["use", "edge", "--control", "http://127.0.0.1:\(port)"], environment: runtime.environment)
+        let viaTCP = try LinkcondProcess.run(
+            ["use", "edge", "--control", "http://127.0.0.1:\(port)"], environment: runtime.environment)
         let viaDefaultSocket = try LinkcondProcess.run(["status"], environment: runtime.environment)
         let withoutToken = try rawHTTP(port: port, "POST /online HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
         let exit = try linkcond.stop(signal: SIGTERM)
@@ -50,21 +57,27 @@ struct ControlSecurityCommandTests {
         #expect(withoutToken.hasPrefix("HTTP/1.1 401 "), "\(withoutToken)")
         #expect(exit == 0)
         #expect(!FileManager.default.fileExists(atPath: tokenFile), "the token file outlived linkcond")
-        #expect(!FileManager.default.fileExists(atPath: runtime.privateDirectory + "/control.sock"), "the socket outlived linkcond")
+        #expect(
+            !FileManager.default.fileExists(atPath: runtime.privateDirectory + "/control.sock"),
+            "the socket outlived linkcond")
     }
 
     @Test func anExplicitTokenIsUsedAsGivenAndNoTokenFileIsWritten() throws {
         let runtime = try RuntimeDirectory()
-        let linkcond = try RunningLinkcond(["run", "--proxy", "127.0.0.1:0", "--control-token", "chosen-by-the-test"],
-                                           environment: runtime.environment)
+        let linkcond = try RunningLinkcond(
+            ["run", "--proxy", "127.0.0.1:0", "--control-token", "chosen-by-the-test"],
+            environment: runtime.environment)
         _ = try linkcond.readLine()
         let port = try #require(try linkcond.readLine().split(separator: ":").last.flatMap { UInt16($0) })
 
-        let withToken = try LinkcondProcess.run(["status", "--control", "http://127.0.0.1:\(port)", "--control-token", "chosen-by-the-test"],
-                                                environment: runtime.environment)
-        let fromEnvironment = try LinkcondProcess.run(["status", "--control", "http://127.0.0.1:\(port)"],
-                                                      environment: runtime.environment.merging(["LINKCOND_CONTROL_TOKEN": "chosen-by-the-test"]) { $1 })
-        let withoutToken = try LinkcondProcess.run(["status", "--control", "http://127.0.0.1:\(port)"], environment: runtime.environment)
+        let withToken = try LinkcondProcess.run(
+            ["status", "--control", "http://127.0.0.1:\(port)", "--control-token", "chosen-by-the-test"],
+            environment: runtime.environment)
+        let fromEnvironment = try LinkcondProcess.run(
+            ["status", "--control", "http://127.0.0.1:\(port)"],
+            environment: runtime.environment.merging(["LINKCOND_CONTROL_TOKEN": "chosen-by-the-test"]) { $1 })
+        let withoutToken = try LinkcondProcess.run(
+            ["status", "--control", "http://127.0.0.1:\(port)"], environment: runtime.environment)
         _ = try linkcond.stop()
 
         #expect(withToken.status == 0, "\(withToken.stderr)")
@@ -76,11 +89,13 @@ struct ControlSecurityCommandTests {
     @Test(.enabled(if: getuid() == 0, "needs root to hand a directory to another user"))
     func runRefusesAPrivateDirectoryThatBelongsToAnotherUser() throws {
         let runtime = try RuntimeDirectory()
-        try FileManager.default.createDirectory(atPath: runtime.privateDirectory, withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: runtime.privateDirectory, withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o700])
         #expect(chown(runtime.privateDirectory, 65534, 65534) == 0)
 
-        let result = try LinkcondProcess.run(["run", "--proxy", "127.0.0.1:0"], environment: runtime.environment, timeout: 20)
+        let result = try LinkcondProcess.run(
+            ["run", "--proxy", "127.0.0.1:0"], environment: runtime.environment, timeout: 20)
 
         #expect(result.status == 1)
         #expect(result.stderr.contains("belongs to user 65534"), "\(result.stderr)")
@@ -88,10 +103,12 @@ struct ControlSecurityCommandTests {
 
     @Test func runRefusesAPrivateDirectoryOthersCanEnter() throws {
         let runtime = try RuntimeDirectory()
-        try FileManager.default.createDirectory(atPath: runtime.privateDirectory, withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: runtime.privateDirectory, withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o755])
 
-        let result = try LinkcondProcess.run(["run", "--proxy", "127.0.0.1:0"], environment: runtime.environment, timeout: 20)
+        let result = try LinkcondProcess.run(
+            ["run", "--proxy", "127.0.0.1:0"], environment: runtime.environment, timeout: 20)
 
         #expect(result.status == 1)
         #expect(result.stderr.contains("chmod 700"), "\(result.stderr)")
@@ -107,7 +124,9 @@ struct ControlSecurityCommandTests {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         #expect(bound == 0 && listen(descriptor, 4) == 0)
         #expect(chown(path, 65534, 65534) == 0)
@@ -153,13 +172,16 @@ struct ControlSecurityCommandTests {
     @Test func runTakesTheTokenFromTheEnvironmentSoItStaysOffTheCommandLine() throws {
         let runtime = try RuntimeDirectory()
         let token = ControlToken.random()
-        let linkcond = try RunningLinkcond(["run", "--proxy", "127.0.0.1:0"],
-                                           environment: runtime.environment.merging(["LINKCOND_CONTROL_TOKEN": token]) { $1 })
+        let linkcond = try RunningLinkcond(
+            ["run", "--proxy", "127.0.0.1:0"],
+            environment: runtime.environment.merging(["LINKCOND_CONTROL_TOKEN": token]) { $1 })
         _ = try linkcond.readLine()
         let port = try #require(try linkcond.readLine().split(separator: ":").last.flatMap { UInt16($0) })
 
-        let commandLine = try String(contentsOfFile: "/proc/\(linkcond.process.processIdentifier)/cmdline", encoding: .utf8)
-        let withToken = try rawHTTP(port: port, "GET /version HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\n\r\n")
+        let commandLine = try String(
+            contentsOfFile: "/proc/\(linkcond.process.processIdentifier)/cmdline", encoding: .utf8)
+        let withToken = try rawHTTP(
+            port: port, "GET /version HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\n\r\n")
         let withoutToken = try rawHTTP(port: port, "GET /version HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
         _ = try linkcond.stop()
 
@@ -178,11 +200,13 @@ struct ControlSecurityCommandTests {
     func aWeakTokenIsRefusedNamingWhereItCameFrom(_ options: [String], _ environment: [String: String]) throws {
         let runtime = try RuntimeDirectory()
 
-        let result = try LinkcondProcess.run(["run", "--proxy", "127.0.0.1:0"] + options,
-                                             environment: runtime.environment.merging(environment) { $1 })
+        let result = try LinkcondProcess.run(
+            ["run", "--proxy", "127.0.0.1:0"] + options,
+            environment: runtime.environment.merging(environment) { $1 })
 
         #expect(result.status == 2)
-        #expect(result.stderr.contains(options.isEmpty ? "LINKCOND_CONTROL_TOKEN" : "--control-token"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains(options.isEmpty ? "LINKCOND_CONTROL_TOKEN" : "--control-token"), "\(result.stderr)")
         #expect(result.stderr.contains("at least 16 characters"), "\(result.stderr)")
         #expect(result.stdout.isEmpty)
     }
@@ -202,12 +226,18 @@ struct ControlSecurityCommandTests {
         defer { echo.stop() }
         let runtime = try RuntimeDirectory()
         let linkcond = try RunningLinkcond(
-            ["-c", "ulimit -n 48 && exec \"$0\" \"$@\"", LinkcondProcess.executable.path, "run", "--listen", "127.0.0.1:0",
-             "--upstream", "127.0.0.1:\(echo.port)", "--control", "127.0.0.1:0", "--control-token", "token-of-the-test"],
+            [
+                "-c", "ulimit -n 48 && exec \"$0\" \"$@\"", LinkcondProcess.executable.path, "run", "--listen",
+                "127.0.0.1:0",
+                "--upstream", "127.0.0.1:\(echo.port)", "--control", "127.0.0.1:0", "--control-token",
+                "token-of-the-test",
+            ],
             environment: runtime.environment, executable: URL(fileURLWithPath: "/bin/sh"))
-        let relayPort = try #require(try linkcond.readLine().split(separator: " ")[2].split(separator: ":").last.flatMap { UInt16($0) })
+        let relayPort = try #require(
+            try linkcond.readLine().split(separator: " ")[2].split(separator: ":").last.flatMap { UInt16($0) })
         let controlPort = try #require(try linkcond.readLine().split(separator: ":").last.flatMap { UInt16($0) })
-        let status = "GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(controlPort)\r\nAuthorization: Bearer token-of-the-test\r\n\r\n"
+        let status =
+            "GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(controlPort)\r\nAuthorization: Bearer token-of-the-test\r\n\r\n"
         var held: [TestConnection] = []
         defer { for connection in held { connection.close() } }
         for _ in 0..<40 { held.append(try TestConnection.connect(port: relayPort, timeout: 10)) }
@@ -227,7 +257,9 @@ struct ControlSecurityCommandTests {
         _ = try linkcond.stop()
 
         #expect(exhausted, "the relay never ran out of descriptors: \(linkcond.stderrText)")
-        #expect(cpuDuringExhaustion < 0.5, "linkcond used \(cpuDuringExhaustion) s of CPU in 2 s with descriptors exhausted")
+        #expect(
+            cpuDuringExhaustion < 0.5, "linkcond used \(cpuDuringExhaustion) s of CPU in 2 s with descriptors exhausted"
+        )
         #expect(answerWhileExhausted.hasPrefix("HTTP/1.1 200 "), "\(answerWhileExhausted)")
         #expect(recovered.hasPrefix("HTTP/1.1 200 "), "\(recovered)")
     }
@@ -241,7 +273,8 @@ struct ControlSecurityCommandTests {
     }
 
     private func rawHTTP(port: UInt16, _ text: String) throws -> String {
-        let stream = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: port)!, timeout: .seconds(10))
+        let stream = try BlockingStream.connect(
+            to: SocketAddress(numericHost: "127.0.0.1", port: port)!, timeout: .seconds(10))
         defer { stream.close() }
         try stream.write(Array(text.utf8))
         return String(decoding: try stream.readToEnd(), as: UTF8.self)

@@ -29,8 +29,9 @@ struct ConventionTests {
         #expect(long.stdout == short.stdout)
         #expect(long.stdout.contains("Example"), "\(long.stdout)")
         let invocation = (["linkcond"] + command).joined(separator: " ")
-        #expect(long.stdout.split(separator: "\n").contains { $0.contains(invocation) && $0.hasPrefix("  ") },
-                "no example line runs \(invocation): \(long.stdout)")
+        #expect(
+            long.stdout.split(separator: "\n").contains { $0.contains(invocation) && $0.hasPrefix("  ") },
+            "no example line runs \(invocation): \(long.stdout)")
     }
 
     /// Examples fit the 80 columns help is wrapped to off a terminal: a wrapped one would start a line unindented,
@@ -38,17 +39,21 @@ struct ConventionTests {
     @Test(arguments: [[]] + commands)
     func examplesFitEightyColumns(command: [String]) throws {
         let help = try LinkcondProcess.run(command + ["--help"]).stdout
-        let examples = help.components(separatedBy: "Examples:\n").dropFirst().first?.components(separatedBy: "\n\n").first ?? ""
+        let examples =
+            help.components(separatedBy: "Examples:\n").dropFirst().first?.components(separatedBy: "\n\n").first ?? ""
 
         for line in examples.split(separator: "\n") {
-            #expect(line.hasPrefix("  "), "wrapped example line in \((["linkcond"] + command).joined(separator: " ")) --help: \(line)")
+            #expect(
+                line.hasPrefix("  "),
+                "wrapped example line in \((["linkcond"] + command).joined(separator: " ")) --help: \(line)")
         }
     }
 
     /// An option's help says its default once: the parser appends "(default: VALUE)" to whatever the text says.
     @Test(arguments: commands)
     func helpStatesEachDefaultOnce(command: [String]) throws {
-        let help = try LinkcondProcess.run(command + ["--help"]).stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let help = try LinkcondProcess.run(command + ["--help"]).stdout.split(whereSeparator: \.isWhitespace).joined(
+            separator: " ")
         let repeated = try Regex(#"default:? ([^ ()]+?)\)?\.? \(default: \1\)"#)
 
         #expect(help.firstMatch(of: repeated) == nil, "\(help)")
@@ -65,13 +70,17 @@ struct ConventionTests {
                 guard line.hasPrefix("  "), !line.hasPrefix("   ") else {
                     if line.isEmpty { break } else { continue }
                 }
-                guard let name = line.split(separator: " ").first.map(String.init), name != "help", name != "See" else { continue }
+                guard let name = line.split(separator: " ").first.map(String.init), name != "help", name != "See" else {
+                    continue
+                }
                 listed.append(command + [name])
                 pending.append(command + [name])
             }
         }
 
-        #expect(Set(listed) == Set(Self.commands), "listed by --help but not checked: \(Set(listed).subtracting(Self.commands))")
+        #expect(
+            Set(listed) == Set(Self.commands),
+            "listed by --help but not checked: \(Set(listed).subtracting(Self.commands))")
     }
 
     @Test func badUsageExitsTwoNamingTheOptionAndValue() throws {
@@ -79,7 +88,9 @@ struct ConventionTests {
         let badValue = try LinkcondProcess.run(["run", "--buffer", "lots"])
 
         #expect(unknownCommand.status == 2)
-        #expect(unknownCommand.stderr.hasPrefix("linkcond: ") && unknownCommand.stderr.contains("teleport"), "\(unknownCommand.stderr)")
+        #expect(
+            unknownCommand.stderr.hasPrefix("linkcond: ") && unknownCommand.stderr.contains("teleport"),
+            "\(unknownCommand.stderr)")
         #expect(badValue.status == 2)
         #expect(badValue.stderr.hasPrefix("linkcond: --buffer \"lots\""), "\(badValue.stderr)")
     }
@@ -100,19 +111,26 @@ struct ConventionTests {
 
     /// On an 80×24 terminal (a pty from util-linux's `script`) each redraw fits the screen, so none scrolls the
     /// view away: the status of a relay with TCP losses and late deliveries is wider and taller than that.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "util-linux's script is not installed"))
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "util-linux's script is not installed")
+    )
     func statusWatchOnASmallTerminalRedrawsWithinTheScreen() throws {
         let instance = try ControlCommandTests.Instance(profile: "edge")
         defer { instance.stop() }
-        let watch = "stty cols 80 rows 24; exec '\(LinkcondProcess.executable.path)' status --watch --count 2 --control '\(instance.socketPath)'"
+        let watch =
+            "stty cols 80 rows 24; exec '\(LinkcondProcess.executable.path)' status --watch --count 2 --control '\(instance.socketPath)'"
 
-        let result = try LinkcondProcess.run(["-q", "-e", "-c", watch, "/dev/null"], executable: URL(fileURLWithPath: "/usr/bin/script"))
+        let result = try LinkcondProcess.run(
+            ["-q", "-e", "-c", watch, "/dev/null"], executable: URL(fileURLWithPath: "/usr/bin/script"))
 
         let clear = "\u{1B}[H\u{1B}[2J"
         let redraws = result.stdout.components(separatedBy: clear).dropFirst()
         #expect(result.status == 0 && redraws.count == 2, "\(result.stdout.debugDescription)")
         for redraw in redraws {
-            let lines = redraw.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+            let lines = redraw.replacingOccurrences(of: "\r\n", with: "\n").split(
+                separator: "\n", omittingEmptySubsequences: false
+            ).dropLast()
             #expect(lines.count <= 23, "\(lines.count) lines on 24 rows: \(redraw)")
             #expect(lines.allSatisfy { $0.count <= 80 }, "a line wider than 80 columns: \(redraw)")
             #expect(lines.first?.hasPrefix("profile   edge:") == true, "\(redraw)")

@@ -17,17 +17,22 @@ struct CorruptCommandTests {
     @Test func tenPercentCorruptFlipsOneBitOfAsManyDatagramsAsStatusCounts() throws {
         let sink = try TestDatagramServer { _ in nil }
         defer { sink.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lc-corrupt-\(UUID().uuidString.prefix(8))")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-corrupt-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let profile = directory.appendingPathComponent("corrupt.profile").path
         try "corrupt = 10 %\n".write(toFile: profile, atomically: true, encoding: .utf8)
         let control = directory.appendingPathComponent("control.sock").path
-        let run = try RunningLinkcond(["run", "--udp-listen", "127.0.0.1:0", "--udp-upstream", "127.0.0.1:\(sink.port)",
-                                       "--profile", profile, "--control", control])
+        let run = try RunningLinkcond([
+            "run", "--udp-listen", "127.0.0.1:0", "--udp-upstream", "127.0.0.1:\(sink.port)",
+            "--profile", profile, "--control", control,
+        ])
         defer { _ = try? run.stop() }
         let ready = try run.readLine()
-        guard ready.hasPrefix("ready udp "), let port = UInt16(ready.split(separator: " ")[2].split(separator: ":").last ?? "") else {
+        guard ready.hasPrefix("ready udp "),
+            let port = UInt16(ready.split(separator: " ")[2].split(separator: ":").last ?? "")
+        else {
             throw CLITestError("expected a ready line, got \"\(ready)\"")
         }
         _ = try run.readLine()
@@ -68,7 +73,9 @@ struct CorruptCommandTests {
         let upstream = try TestServer { _ in }
         defer { upstream.stop() }
         let linkcond = try ProfiledLinkcond(upstream: upstream.port, profile: "uplink.corrupt = 5 %\n")
-        let noticed = waitUntil(seconds: 10) { linkcond.instance.stderrText.contains("uplink.corrupt act on datagrams only") }
+        let noticed = waitUntil(seconds: 10) {
+            linkcond.instance.stderrText.contains("uplink.corrupt act on datagrams only")
+        }
         linkcond.stop()
         #expect(noticed)
     }

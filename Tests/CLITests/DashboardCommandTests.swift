@@ -8,8 +8,10 @@ import Testing
 struct DashboardCommandTests {
     @Test func printsTheDashboardURLWithTheTokenInTheFragment() throws {
         let token = ControlToken.random()
-        let instance = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
-                                            "--control", "127.0.0.1:0", "--control-token", token])
+        let instance = try RunningLinkcond([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
+            "--control", "127.0.0.1:0", "--control-token", token,
+        ])
         defer { _ = try? instance.stop() }
         _ = try instance.readLine()
         let control = try instance.readLine().replacingOccurrences(of: "ready control ", with: "")
@@ -25,21 +27,28 @@ struct DashboardCommandTests {
     /// (`ps`): the URL `--open` hands over carries a one-time ticket, which the page trades for the token once.
     @Test func openHandsTheBrowserAOneTimeTicketInsteadOfTheToken() throws {
         let token = ControlToken.random()
-        let instance = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--control", "127.0.0.1:0"],
-                                           environment: ["LINKCOND_CONTROL_TOKEN": token])
+        let instance = try RunningLinkcond(
+            ["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--control", "127.0.0.1:0"],
+            environment: ["LINKCOND_CONTROL_TOKEN": token])
         defer { _ = try? instance.stop() }
         _ = try instance.readLine()
         let control = try instance.readLine().replacingOccurrences(of: "ready control ", with: "")
         let port = try #require(control.split(separator: ":").last.flatMap { UInt16($0) })
-        let bin = FileManager.default.temporaryDirectory.appendingPathComponent("lc-open-\(UUID().uuidString.prefix(8))").path
+        let bin = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-open-\(UUID().uuidString.prefix(8))"
+        ).path
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: false)
         defer { try? FileManager.default.removeItem(atPath: bin) }
-        try "#!/bin/sh\nprintf '%s' \"$1\" > \(bin)/url.part && mv \(bin)/url.part \(bin)/url\n".write(toFile: bin + "/xdg-open", atomically: false, encoding: .utf8)
+        try "#!/bin/sh\nprintf '%s' \"$1\" > \(bin)/url.part && mv \(bin)/url.part \(bin)/url\n".write(
+            toFile: bin + "/xdg-open", atomically: false, encoding: .utf8)
         #expect(chmod(bin + "/xdg-open", 0o755) == 0)
 
-        let result = try LinkcondProcess.run(["dashboard", "--control", control, "--open"],
-                                             environment: ["PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
-                                                           "LINKCOND_CONTROL_TOKEN": token])
+        let result = try LinkcondProcess.run(
+            ["dashboard", "--control", control, "--open"],
+            environment: [
+                "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+                "LINKCOND_CONTROL_TOKEN": token,
+            ])
         var opened: String?
         for _ in 0..<200 where opened == nil {
             opened = FileManager.default.contents(atPath: bin + "/url").map { String(decoding: $0, as: UTF8.self) }
@@ -47,7 +56,8 @@ struct DashboardCommandTests {
         }
         let url = try #require(opened, "xdg-open was not run")
         let ticket = try #require(url.components(separatedBy: "#ticket=").dropFirst().first, "\(url)")
-        let redeem = "POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: text/x-linkcond\r\nContent-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)"
+        let redeem =
+            "POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: text/x-linkcond\r\nContent-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)"
         let first = try exchange(port: port, redeem)
         let second = try exchange(port: port, redeem)
 
@@ -59,8 +69,10 @@ struct DashboardCommandTests {
     }
 
     @Test func aWrongTokenFindsNoDashboardAndExitsOne() throws {
-        let instance = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
-                                            "--control", "127.0.0.1:0", "--control-token", ControlToken.random()])
+        let instance = try RunningLinkcond([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
+            "--control", "127.0.0.1:0", "--control-token", ControlToken.random(),
+        ])
         defer { _ = try? instance.stop() }
         _ = try instance.readLine()
         let control = try instance.readLine().replacingOccurrences(of: "ready control ", with: "")
@@ -73,7 +85,8 @@ struct DashboardCommandTests {
     }
 
     private func exchange(port: UInt16, _ text: String) throws -> String {
-        let stream = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: port)!, timeout: .seconds(10))
+        let stream = try BlockingStream.connect(
+            to: SocketAddress(numericHost: "127.0.0.1", port: port)!, timeout: .seconds(10))
         defer { stream.close() }
         try stream.write(Array(text.utf8))
         return String(decoding: try stream.readToEnd(), as: UTF8.self)

@@ -25,7 +25,9 @@ struct DescriptorExhaustionTests {
             process.standardOutput = stdout
             process.standardError = stderr
             try process.run()
-            let handle = stderr.fileHandleForReading, box = stderrData, done = stderrDone
+            let handle = stderr.fileHandleForReading
+            let box = stderrData
+            let done = stderrDone
             Thread.detachNewThread {
                 while case let chunk = handle.availableData, !chunk.isEmpty { box.data += chunk }
                 done.signal()
@@ -55,7 +57,8 @@ struct DescriptorExhaustionTests {
         /// User plus system CPU time the process has used, from /proc.
         var cpuSeconds: Double {
             guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { return 0 }
+                let close = stat.lastIndex(of: ")")
+            else { return 0 }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
             return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -74,7 +77,8 @@ struct DescriptorExhaustionTests {
 
     /// A profile file that holds every new connection (`fault = blackhole`); the caller removes it.
     private static func blackholeProfile() throws -> URL {
-        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("lc-blackhole-\(UUID().uuidString.prefix(8)).profile")
+        let profile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-blackhole-\(UUID().uuidString.prefix(8)).profile")
         try "fault = blackhole\n".write(to: profile, atomically: true, encoding: .utf8)
         return profile
     }
@@ -93,10 +97,12 @@ struct DescriptorExhaustionTests {
         defer { upstream.stop() }
         let profile = try Self.blackholeProfile()
         defer { try? FileManager.default.removeItem(at: profile) }
-        let linkcond = try LimitedLinkcond(descriptorLimit: 64, arguments: [
-            "run", "--profile", profile.path, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
-            "--dns", "127.0.0.1:0", "--dns-upstream", "127.0.0.1:\(upstream.port)", "--control", "127.0.0.1:0",
-        ])
+        let linkcond = try LimitedLinkcond(
+            descriptorLimit: 64,
+            arguments: [
+                "run", "--profile", profile.path, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
+                "--dns", "127.0.0.1:0", "--dns-upstream", "127.0.0.1:\(upstream.port)", "--control", "127.0.0.1:0",
+            ])
         var stderr = ""
         defer { if stderr.isEmpty { _ = linkcond.stop() } }
         let ready = try linkcond.readyLines()
@@ -107,7 +113,9 @@ struct DescriptorExhaustionTests {
         // The DNS clients come once the relay's accepts have run linkcond out of descriptors: a listener takes one
         // client a turn, so DNS clients arriving earlier would share the last free descriptors with the relay's.
         let exhausted = waitUntil(seconds: 30) {
-            linkcond.stderrSoFar.split(separator: "\n").contains { $0.contains("accept on 127.0.0.1:\(relayPort)") && $0.contains("closing new connections") }
+            linkcond.stderrSoFar.split(separator: "\n").contains {
+                $0.contains("accept on 127.0.0.1:\(relayPort)") && $0.contains("closing new connections")
+            }
         }
         #expect(exhausted, "the relay's listener never ran out of descriptors: \(linkcond.stderrSoFar)")
         let dnsClients = try (0..<3).map { _ in try TestConnection.connect(port: dnsPort, timeout: 5) }
@@ -138,7 +146,9 @@ struct DescriptorExhaustionTests {
         #expect(cpuUsed < window / 2, "linkcond used \(cpuUsed) s of CPU in \(window) s while out of descriptors")
         #expect(connectedWhileExhausted == 0)
         #expect(endings.allSatisfy { $0.hasPrefix("closed") || $0.contains("reset") }, "\(endings)")
-        #expect(connectedAfterRelease >= 3, "only \(connectedAfterRelease) DNS connections reached the upstream after descriptors were freed")
+        #expect(
+            connectedAfterRelease >= 3,
+            "only \(connectedAfterRelease) DNS connections reached the upstream after descriptors were freed")
         let dnsLines = stderr.split(separator: "\n").filter { $0.contains("accept on 127.0.0.1:\(dnsPort)") }
         let pauses = dnsLines.filter { $0.contains("closing new connections") }
         let resumes = dnsLines.filter { $0.contains("accepting again") }
@@ -156,12 +166,15 @@ struct DescriptorExhaustionTests {
         defer { upstream.stop() }
         let profile = try Self.blackholeProfile()
         defer { try? FileManager.default.removeItem(at: profile) }
-        let linkcond = try LimitedLinkcond(descriptorLimit: 64, arguments: [
-            "run", "--profile", profile.path, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
-            "--control", "127.0.0.1:0",
-        ])
+        let linkcond = try LimitedLinkcond(
+            descriptorLimit: 64,
+            arguments: [
+                "run", "--profile", profile.path, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
+                "--control", "127.0.0.1:0",
+            ])
         defer { _ = linkcond.stop() }
-        let relayPort = try #require(try linkcond.readyLines().first { $0.hasPrefix("ready tcp") }.flatMap(Self.port(of:)))
+        let relayPort = try #require(
+            try linkcond.readyLines().first { $0.hasPrefix("ready tcp") }.flatMap(Self.port(of:)))
         let finished = try (0..<20).map { _ in try TestConnection.connect(port: relayPort, timeout: 5) }
         defer { for client in finished { client.close() } }
         for client in finished {
@@ -172,7 +185,9 @@ struct DescriptorExhaustionTests {
         var held: [TestConnection] = []
         defer { for connection in held { connection.close() } }
         let gaveUp = waitUntil(seconds: 30) {
-            if held.count < 100, let client = try? TestConnection.connect(port: relayPort, timeout: 5) { held.append(client) }
+            if held.count < 100, let client = try? TestConnection.connect(port: relayPort, timeout: 5) {
+                held.append(client)
+            }
             return linkcond.stderrSoFar.contains("whose clients had closed their side")
         }
 
@@ -187,17 +202,23 @@ struct DescriptorExhaustionTests {
         defer { upstream.stop() }
         let profile = try ExecEnvironment.profileFile("# nothing shaped: unshaped directions splice\n")
         defer { try? FileManager.default.removeItem(atPath: profile) }
-        let linkcond = try LimitedLinkcond(descriptorLimit: 64, arguments: [
-            "run", "--profile", profile, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
-            "--control", "127.0.0.1:0",
-        ])
+        let linkcond = try LimitedLinkcond(
+            descriptorLimit: 64,
+            arguments: [
+                "run", "--profile", profile, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
+                "--control", "127.0.0.1:0",
+            ])
         var stderr = ""
         defer { if stderr.isEmpty { _ = linkcond.stop() } }
-        let relayPort = try #require(try linkcond.readyLines().first { $0.hasPrefix("ready tcp") }.flatMap(Self.port(of:)))
+        let relayPort = try #require(
+            try linkcond.readyLines().first { $0.hasPrefix("ready tcp") }.flatMap(Self.port(of:)))
         let pid = linkcond.process.processIdentifier
         func pipeEnds() -> Int {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-            return names.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?.hasPrefix("pipe:[") == true }.count
+            return names.filter {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?.hasPrefix(
+                    "pipe:[") == true
+            }.count
         }
         func echoOnce() throws {
             let client = try TestConnection.connect(port: relayPort, timeout: 10)
@@ -230,16 +251,19 @@ struct DescriptorExhaustionTests {
     @Test func theControlEndpointAndTheToxiproxyAPIAnswerWhileRelaysHoldEveryDescriptor() throws {
         let profile = try ExecEnvironment.profileFile("fault = blackhole\n")
         defer { try? FileManager.default.removeItem(atPath: profile) }
-        let linkcond = try LimitedLinkcond(descriptorLimit: 64, arguments: [
-            "run", "--profile", profile, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
-            "--toxiproxy", "127.0.0.1:0", "--control", "127.0.0.1:0",
-        ])
+        let linkcond = try LimitedLinkcond(
+            descriptorLimit: 64,
+            arguments: [
+                "run", "--profile", profile, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
+                "--toxiproxy", "127.0.0.1:0", "--control", "127.0.0.1:0",
+            ])
         var stderr = ""
         defer { if stderr.isEmpty { _ = linkcond.stop() } }
         let ready = try linkcond.readyLines()
         let relayPort = try #require(ready.first { $0.hasPrefix("ready tcp") }.flatMap(Self.port(of:)))
         let apiPort = try #require(ready.first { $0.hasPrefix("ready toxiproxy") }.flatMap(Self.port(of:)))
-        let control = try #require(ready.first { $0.hasPrefix("ready control") }?.split(separator: " ").last.map(String.init))
+        let control = try #require(
+            ready.first { $0.hasPrefix("ready control") }?.split(separator: " ").last.map(String.init))
 
         let held = try (0..<100).map { _ in try TestConnection.connect(port: relayPort, timeout: 5) }
         defer { for connection in held { connection.close() } }
@@ -256,7 +280,8 @@ struct DescriptorExhaustionTests {
         #expect(lateEnding.hasPrefix("closed") || lateEnding.contains("reset"), "\(lateEnding)")
         #expect(versions.allSatisfy { $0 == 200 }, "\(versions)")
         #expect(statuses.allSatisfy { $0.status == 0 }, "\(statuses.map(\.stderr))")
-        let turnedAway = statuses.last.map { SelfLoopTests.listenerCounts("connectionsTurnedAway", in: $0.stdout).reduce(0, +) } ?? 0
+        let turnedAway =
+            statuses.last.map { SelfLoopTests.listenerCounts("connectionsTurnedAway", in: $0.stdout).reduce(0, +) } ?? 0
         #expect(turnedAway >= 1, "\(statuses.last?.stdout ?? "")")
     }
 }

@@ -7,7 +7,9 @@ import Testing
 /// servers on the host's loopback reached through the gateway address 198.18.0.2. Tests taking a mode run in the
 /// faithful tun mode and in the proxy mode (forced with --mode proxy, as root). Timing is asserted never early (and
 /// never faster than the rate); how late a loaded machine runs the programs is not linkcond's decision.
-@Suite(.serialized, .enabled(if: ExecEnvironment.missing == nil, "linkcond exec cannot run here: \(ExecEnvironment.missing ?? "")"))
+@Suite(
+    .serialized,
+    .enabled(if: ExecEnvironment.missing == nil, "linkcond exec cannot run here: \(ExecEnvironment.missing ?? "")"))
 struct ExecCommandTests {
     @Test func curlDownloadsByteExactAtTheProfileRateAndItsConnectTakesOneRoundTrip() throws {
         var body = [UInt8]()
@@ -16,12 +18,16 @@ struct ExecCommandTests {
         defer { server.stop() }
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-\(getpid()).bin")
         defer { try? FileManager.default.removeItem(at: output) }
-        let profile = try ExecEnvironment.profileFile("downlink.bandwidth = 4 Mbit/s\nuplink.bandwidth = 1 Mbit/s\ndelay = 50 ms\n")
+        let profile = try ExecEnvironment.profileFile(
+            "downlink.bandwidth = 4 Mbit/s\nuplink.bandwidth = 1 Mbit/s\ndelay = 50 ms\n")
         defer { try? FileManager.default.removeItem(atPath: profile) }
 
-        let result = try LinkcondProcess.run(["exec", "--profile", profile, "--control", "127.0.0.1:0", "--",
-                                              "curl", "-sS", "-o", output.path, "-w", "%{time_connect} %{time_starttransfer} %{time_total}",
-                                              "http://198.18.0.2:\(server.port)/file"], timeout: 60)
+        let result = try LinkcondProcess.run(
+            [
+                "exec", "--profile", profile, "--control", "127.0.0.1:0", "--",
+                "curl", "-sS", "-o", output.path, "-w", "%{time_connect} %{time_starttransfer} %{time_total}",
+                "http://198.18.0.2:\(server.port)/file",
+            ], timeout: 60)
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(try Data(contentsOf: output) == Data(body))
@@ -48,9 +54,12 @@ struct ExecCommandTests {
         let profile = try ExecEnvironment.profileFile("dns.delay = 400 ms\ndelay = 50 ms\n")
         defer { try? FileManager.default.removeItem(atPath: profile) }
 
-        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--profile", profile, "--control", "127.0.0.1:0",
-                                              "--dns-upstream", "127.0.0.1:\(resolver.port)", "--",
-                                              "dig", "+tries=1", "+time=10", "example.test"], timeout: 60)
+        let result = try LinkcondProcess.run(
+            [
+                "exec", "--mode", mode, "--profile", profile, "--control", "127.0.0.1:0",
+                "--dns-upstream", "127.0.0.1:\(resolver.port)", "--",
+                "dig", "+tries=1", "+time=10", "example.test",
+            ], timeout: 60)
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.contains("status: NOERROR"), "dig: \(result.stdout)")
@@ -59,7 +68,9 @@ struct ExecCommandTests {
         // tun: dns.delay plus one round trip of the link, which the query's packets cross; proxy: dns.delay, as the
         // proxy's DNS forwarder charges. dig truncates to whole milliseconds and starts its clock as it sends.
         let least = mode == "tun" ? 500 : 400
-        #expect(milliseconds >= least - 1, "dig's query took \(milliseconds) ms in \(mode) mode with dns.delay 400 ms and a 100 ms round trip")
+        #expect(
+            milliseconds >= least - 1,
+            "dig's query took \(milliseconds) ms in \(mode) mode with dns.delay 400 ms and a 100 ms round trip")
     }
 
     @Test func aUDPClientLosesWhatTheProfileSaysWithinTheBinomialInterval() throws {
@@ -76,8 +87,9 @@ struct ExecCommandTests {
                 time.sleep(0.0005)
             """
 
-        let result = try LinkcondProcess.run(["exec", "--profile", profile, "--control", "127.0.0.1:0", "--", "python3", "-c", client],
-                                             timeout: 120)
+        let result = try LinkcondProcess.run(
+            ["exec", "--profile", profile, "--control", "127.0.0.1:0", "--", "python3", "-c", client],
+            timeout: 120)
         let deadline = Date().addingTimeInterval(5)
         while server.datagrams.count < 1700 && Date() < deadline { usleep(10_000) }
         usleep(200_000)
@@ -108,21 +120,28 @@ struct ExecCommandTests {
         // iperf3 (3.12) opens a UDP test with one datagram and waits 30 s for it when the link loses it (one run in
         // ten here), so each attempt gets 10 s and there are five: all five lose it once in 100 000 runs.
         let attempt = "timeout 10 iperf3 -u -c 198.18.0.2 -p \(port) -b 2M -l 1000 -t 2 --json > \"$0\""
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-iperf3-\(UUID()).json").path
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-iperf3-\(UUID()).json")
+            .path
         defer { try? FileManager.default.removeItem(atPath: output) }
 
-        let result = try LinkcondProcess.run(["exec", "--profile", profile, "--control", "127.0.0.1:0", "--", "sh", "-c",
-                                              "for i in 1 2 3 4 5; do \(attempt) && exit 0; done; exit 1", output], timeout: 90)
+        let result = try LinkcondProcess.run(
+            [
+                "exec", "--profile", profile, "--control", "127.0.0.1:0", "--", "sh", "-c",
+                "for i in 1 2 3 4 5; do \(attempt) && exit 0; done; exit 1", output,
+            ], timeout: 90)
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let json = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "iperf3: \(json)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "iperf3: \(json)")
         let sum = try #require((report["end"] as? [String: Any])?["sum"] as? [String: Any], "iperf3: \(json)")
         let (packets, lost) = (sum["packets"] as? Int ?? 0, sum["lost_packets"] as? Int ?? -1)
         // Binomial, p = 0.1: the 99 % interval is the mean ± 2.576 σ.
         let (mean, sigma) = (Double(packets) * 0.1, (Double(packets) * 0.09).squareRoot())
         #expect(packets >= 400, "iperf3 sent \(packets) datagrams")
-        #expect(abs(Double(lost) - mean) <= 2.576 * sigma, "iperf3 reports \(lost) of \(packets) datagrams lost with 10 % loss")
+        #expect(
+            abs(Double(lost) - mean) <= 2.576 * sigma,
+            "iperf3 reports \(lost) of \(packets) datagrams lost with 10 % loss")
     }
 
     @Test(arguments: ExecEnvironment.modes)
@@ -153,12 +172,17 @@ struct ExecCommandTests {
         let server = try HTTPFileServer(body: Array("hello".utf8))
         defer { server.stop() }
 
-        let (result, firstByte) = try ExecEnvironment.firstByte(mode: mode, profile: "delay = 100 ms\n", command: [
-            "sh", "-c", "sh -c 'curl -sS -m 10 -w \" %{time_starttransfer}\" http://198.18.0.2:\(server.port)/'"])
+        let (result, firstByte) = try ExecEnvironment.firstByte(
+            mode: mode, profile: "delay = 100 ms\n",
+            command: [
+                "sh", "-c", "sh -c 'curl -sS -m 10 -w \" %{time_starttransfer}\" http://198.18.0.2:\(server.port)/'",
+            ])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.hasPrefix("hello"), "stdout: \(result.stdout)")
-        #expect(firstByte >= 0.400, "the grandchild's first byte came after \(firstByte) s; set-up and request take two round trips of 200 ms")
+        #expect(
+            firstByte >= 0.400,
+            "the grandchild's first byte came after \(firstByte) s; set-up and request take two round trips of 200 ms")
     }
 
     @Test(arguments: ExecEnvironment.modes)
@@ -166,7 +190,9 @@ struct ExecCommandTests {
         let server = Process()
         let announcements = Pipe()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["python3", "-c", """
+        server.arguments = [
+            "python3", "-c",
+            """
             import socket, sys
             s = socket.socket(socket.AF_INET6)
             s.bind(("::1", 0)); s.listen(1)
@@ -175,19 +201,27 @@ struct ExecCommandTests {
             c.recv(4096)
             c.sendall(b"HTTP/1.0 200 OK\\r\\nContent-Length: 4\\r\\n\\r\\nsix!")
             c.close()
-            """]
+            """,
+        ]
         server.standardOutput = announcements
         try server.run()
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
-        let port = try #require(UInt16(String(decoding: announcements.fileHandleForReading.availableData, as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        let port = try #require(
+            UInt16(
+                String(decoding: announcements.fileHandleForReading.availableData, as: UTF8.self)
+                    .trimmingCharacters(in: .whitespacesAndNewlines)))
 
-        let (result, firstByte) = try ExecEnvironment.firstByte(mode: mode, profile: "delay = 100 ms\n", command: [
-            "curl", "-sS", "-g", "-m", "10", "-w", " %{time_starttransfer}", "http://[fd0c:1c0d::2]:\(port)/"])
+        let (result, firstByte) = try ExecEnvironment.firstByte(
+            mode: mode, profile: "delay = 100 ms\n",
+            command: [
+                "curl", "-sS", "-g", "-m", "10", "-w", " %{time_starttransfer}", "http://[fd0c:1c0d::2]:\(port)/",
+            ])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.hasPrefix("six!"), "stdout: \(result.stdout)")
-        #expect(firstByte >= 0.400, "the first byte over IPv6 came after \(firstByte) s; set-up and request take two round trips of 200 ms")
+        #expect(
+            firstByte >= 0.400,
+            "the first byte over IPv6 came after \(firstByte) s; set-up and request take two round trips of 200 ms")
     }
 
     @Test(arguments: ExecEnvironment.modes)
@@ -195,12 +229,18 @@ struct ExecCommandTests {
         let server = try HTTPFileServer(body: Array("forwarded".utf8))
         defer { server.stop() }
 
-        let (result, firstByte) = try ExecEnvironment.firstByte(mode: mode, profile: "delay = 100 ms\n", arguments: ["--forward", "\(server.port)"], command: [
-            "curl", "-sS", "-m", "10", "-w", " %{time_starttransfer}", "http://127.0.0.1:\(server.port)/"])
+        let (result, firstByte) = try ExecEnvironment.firstByte(
+            mode: mode, profile: "delay = 100 ms\n", arguments: ["--forward", "\(server.port)"],
+            command: [
+                "curl", "-sS", "-m", "10", "-w", " %{time_starttransfer}", "http://127.0.0.1:\(server.port)/",
+            ])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.hasPrefix("forwarded"), "stdout: \(result.stdout)")
-        #expect(firstByte >= 0.400, "the first byte through --forward came after \(firstByte) s; set-up and request take two round trips of 200 ms")
+        #expect(
+            firstByte >= 0.400,
+            "the first byte through --forward came after \(firstByte) s; set-up and request take two round trips of 200 ms"
+        )
     }
 
     @Test(arguments: ExecEnvironment.modes)
@@ -208,8 +248,11 @@ struct ExecCommandTests {
         let server = try HTTPFileServer(body: Array("direct".utf8))
         defer { server.stop() }
 
-        let (result, firstByte) = try ExecEnvironment.firstByte(mode: mode, profile: "delay = 10 s\n", arguments: ["--exclude", "198.18.0.0/30"], command: [
-            "curl", "-sS", "-m", "20", "-w", " %{time_starttransfer}", "http://198.18.0.2:\(server.port)/"])
+        let (result, firstByte) = try ExecEnvironment.firstByte(
+            mode: mode, profile: "delay = 10 s\n", arguments: ["--exclude", "198.18.0.0/30"],
+            command: [
+                "curl", "-sS", "-m", "20", "-w", " %{time_starttransfer}", "http://198.18.0.2:\(server.port)/",
+            ])
 
         // Through the link the connect alone takes 20 s, when curl gives up (status 28): its success says the
         // exchange bypassed the link, however slow the machine.
@@ -223,10 +266,14 @@ struct ExecCommandTests {
         let server = try HTTPFileServer(body: Array("host".utf8))
         defer { server.stop() }
 
-        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--control", "127.0.0.1:0", "--",
-                                              "curl", "-sS", "-m", "5", "http://127.0.0.1:\(server.port)/"])
+        let result = try LinkcondProcess.run([
+            "exec", "--mode", mode, "--control", "127.0.0.1:0", "--",
+            "curl", "-sS", "-m", "5", "http://127.0.0.1:\(server.port)/",
+        ])
 
-        #expect(result.status == 7, "curl to the host's loopback port from inside: status \(result.status), \(result.stdout)")
+        #expect(
+            result.status == 7,
+            "curl to the host's loopback port from inside: status \(result.status), \(result.stdout)")
     }
 
     @Test func rejectsAnUnknownProfileWithExitStatusTwoBeforeStartingTheProgram() throws {
@@ -253,12 +300,15 @@ struct ExecCommandTests {
 
     /// linkcond started with only stdin, stdout and stderr open: the program gets those three and nothing else.
     @Test func theProgramInheritsNoDescriptorOfLinkcond() throws {
-        let closeOthers = "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\"; done 2>/dev/null; "
+        let closeOthers =
+            "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\"; done 2>/dev/null; "
         let process = Process()
         let output = Pipe()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", closeOthers + "exec \"$0\" exec --control 127.0.0.1:0 -- ls /proc/self/fd",
-                             LinkcondProcess.executable.path]
+        process.arguments = [
+            "-c", closeOthers + "exec \"$0\" exec --control 127.0.0.1:0 -- ls /proc/self/fd",
+            LinkcondProcess.executable.path,
+        ]
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -267,7 +317,9 @@ struct ExecCommandTests {
 
         #expect(process.terminationStatus == 0)
         // 3, if listed, is ls's own descriptor for the directory it reads.
-        #expect(Set(listed.split(separator: "\n")).subtracting(["0", "1", "2", "3"]).isEmpty, "the program's descriptors: \(listed)")
+        #expect(
+            Set(listed.split(separator: "\n")).subtracting(["0", "1", "2", "3"]).isEmpty,
+            "the program's descriptors: \(listed)")
     }
 
     @Test func aDatagramTheProfileDelayedCountsInTheExecListenersLateness() throws {
@@ -275,10 +327,12 @@ struct ExecCommandTests {
         defer { server.stop() }
         let profile = try ExecEnvironment.profileFile("uplink.delay = 20 ms\n")
         defer { try? FileManager.default.removeItem(atPath: profile) }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-lateness-\(getpid())")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "linkcond-exec-lateness-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let socket = directory.appendingPathComponent("control.sock").path, done = directory.appendingPathComponent("done").path
+        let socket = directory.appendingPathComponent("control.sock").path
+        let done = directory.appendingPathComponent("done").path
         let client = """
             import os, socket, time
             socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("198.18.0.2", \(server.port)))
@@ -286,12 +340,16 @@ struct ExecCommandTests {
                 if os.path.exists("\(done)"): break
                 time.sleep(0.01)
             """
-        let running = try RunningLinkcond(["exec", "--profile", profile, "--control", socket, "--", "python3", "-c", client])
+        let running = try RunningLinkcond([
+            "exec", "--profile", profile, "--control", socket, "--", "python3", "-c", client,
+        ])
         try ExecEnvironment.waitForFile(socket)
 
         #expect(waitUntil(seconds: 30) { server.datagrams.count == 1 })
         let json = try LinkcondProcess.run(["status", "--json", "--control", socket]).stdout
-        let exec = try JSONDecoder().decode(StatusReport.self, from: Data(json.utf8)).listeners.first { $0.kind == "exec" }
+        let exec = try JSONDecoder().decode(StatusReport.self, from: Data(json.utf8)).listeners.first {
+            $0.kind == "exec"
+        }
         #expect(FileManager.default.createFile(atPath: done, contents: nil))
 
         // At least the datagram's pass; the kernel may send a packet of its own (IPv6 neighbour discovery) too.
@@ -303,13 +361,15 @@ struct ExecCommandTests {
     func offlineRefusesNewConnectionsAndOnlineLetsThemThrough(mode: String) throws {
         let server = try HTTPFileServer(body: Array("ok".utf8))
         defer { server.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-offline-\(getpid())-\(mode)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "linkcond-exec-offline-\(getpid())-\(mode)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let socket = directory.appendingPathComponent("control.sock").path
         let step = { (name: String) in directory.appendingPathComponent(name).path }
         let fetch = "curl -sS -m 10 -o /dev/null http://198.18.0.2:\(server.port)/; echo \"curl=$?\""
-        let script = "until [ -e \(step("1")) ]; do sleep 0.02; done; \(fetch); touch \(step("2")); "
+        let script =
+            "until [ -e \(step("1")) ]; do sleep 0.02; done; \(fetch); touch \(step("2")); "
             + "until [ -e \(step("3")) ]; do sleep 0.02; done; \(fetch)"
         let running = try RunningLinkcond(["exec", "--mode", mode, "--control", socket, "--", "sh", "-c", script])
 
@@ -339,7 +399,8 @@ struct ExecCommandTests {
             connection.close()
         }
         defer { server.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-reset-\(getpid())-\(mode)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "linkcond-exec-reset-\(getpid())-\(mode)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let socket = directory.appendingPathComponent("control.sock").path
@@ -361,13 +422,17 @@ struct ExecCommandTests {
         Payload(size: 1 << 20, seed: 11).forEachBlock { body += $0 }
         let server = try HTTPFileServer(body: body)
         defer { server.stop() }
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-cut-\(getpid())-\(mode).bin")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "linkcond-exec-cut-\(getpid())-\(mode).bin")
         defer { try? FileManager.default.removeItem(at: output) }
         let profile = try ExecEnvironment.profileFile("downlink.cut.after = 100 KiB\ndownlink.cut.mode = reset\n")
         defer { try? FileManager.default.removeItem(atPath: profile) }
 
-        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--profile", profile, "--control", "127.0.0.1:0", "--",
-                                              "curl", "-sS", "-o", output.path, "http://198.18.0.2:\(server.port)/file"], timeout: 60)
+        let result = try LinkcondProcess.run(
+            [
+                "exec", "--mode", mode, "--profile", profile, "--control", "127.0.0.1:0", "--",
+                "curl", "-sS", "-o", output.path, "http://198.18.0.2:\(server.port)/file",
+            ], timeout: 60)
 
         #expect(result.status == 56, "curl's status: \(result.status), stderr: \(result.stderr)")
         let received = try Data(contentsOf: output)
@@ -378,8 +443,10 @@ struct ExecCommandTests {
     }
 
     @Test func sigtermToLinkcondReachesTheProgram() throws {
-        let running = try RunningLinkcond(["exec", "--control", "127.0.0.1:0", "--", "sh", "-c",
-                                           "trap 'echo got-term; exit 5' TERM; echo started; while true; do sleep 0.05; done"])
+        let running = try RunningLinkcond([
+            "exec", "--control", "127.0.0.1:0", "--", "sh", "-c",
+            "trap 'echo got-term; exit 5' TERM; echo started; while true; do sleep 0.05; done",
+        ])
         #expect(try running.readLine(timeout: 30) == "started")
 
         let status = try running.stop(signal: SIGTERM, timeout: 20)
@@ -396,32 +463,42 @@ struct ExecCommandTests {
         var command = [LinkcondProcess.executable.path]
         if unprivileged {
             guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-                  ExecEnvironment.isReachable(command[0], byUser: 65534) else {
+                ExecEnvironment.isReachable(command[0], byUser: 65534)
+            else {
                 print("skipped: needs root, setpriv and a binary uid 65534 can run")
                 return
             }
             command = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command
         }
         let marker = "300.\(UInt32.random(in: 100_000...999_999))"
-        let running = try RunningLinkcond(Array(command.dropFirst()) + ["exec", "--control", "127.0.0.1:0", "--", "sh", "-c",
-                                                                        "sleep \(marker); echo the sleep ended"],
-                                          environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/tmp"],
-                                          executable: URL(fileURLWithPath: command[0]))
+        let running = try RunningLinkcond(
+            Array(command.dropFirst()) + [
+                "exec", "--control", "127.0.0.1:0", "--", "sh", "-c",
+                "sleep \(marker); echo the sleep ended",
+            ],
+            environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/tmp"],
+            executable: URL(fileURLWithPath: command[0]))
         defer { for pid in ExecEnvironment.processes(withArgument: marker).keys { kill(pid, SIGKILL) } }
-        #expect(waitUntil(seconds: 30) { ExecEnvironment.processes(withArgument: marker).values.contains("sleep") },
-                "the program's sleep did not start: \(running.stderrText)")
+        #expect(
+            waitUntil(seconds: 30) { ExecEnvironment.processes(withArgument: marker).values.contains("sleep") },
+            "the program's sleep did not start: \(running.stderrText)")
 
         let status = try? running.stop(signal: signal, timeout: 20)
         let gone = waitUntil(seconds: 20) { ExecEnvironment.processes(withArgument: marker).isEmpty }
 
-        #expect(gone, "still running after linkcond ended by signal \(signal): \(ExecEnvironment.processes(withArgument: marker))")
+        #expect(
+            gone,
+            "still running after linkcond ended by signal \(signal): \(ExecEnvironment.processes(withArgument: marker))"
+        )
         // SIGTERM is passed on to the shell, which it ends: linkcond reports the shell's status.
         if signal == SIGTERM { #expect(status == 128 + SIGTERM) }
     }
 
     @Test func theProgramSeesOnlyItsOwnProcessesAndIsNotTheNamespacesInit() throws {
-        let result = try LinkcondProcess.run(["exec", "--control", "127.0.0.1:0", "--", "sh", "-c",
-                                              "echo $$; ls /proc | grep -c '^[0-9]'"])
+        let result = try LinkcondProcess.run([
+            "exec", "--control", "127.0.0.1:0", "--", "sh", "-c",
+            "echo $$; ls /proc | grep -c '^[0-9]'",
+        ])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let lines = result.stdout.split(separator: "\n")
@@ -442,8 +519,9 @@ struct ExecCommandTests {
         let after = ExecEnvironment.leftovers()
         #expect(after.helpers.subtracting(before.helpers).isEmpty, "namespace helpers still running: \(after.helpers)")
         #expect(after.files.subtracting(before.files).isEmpty, "files left: \(after.files.subtracting(before.files))")
-        #expect(after.namespaces.subtracting(before.namespaces).count <= 1,
-                "network namespaces that outlived their runs: \(after.namespaces.subtracting(before.namespaces))")
+        #expect(
+            after.namespaces.subtracting(before.namespaces).count <= 1,
+            "network namespaces that outlived their runs: \(after.namespaces.subtracting(before.namespaces))")
     }
 
     @Test func anUnprivilegedUserGetsTheSameNamespace() throws {
@@ -455,8 +533,10 @@ struct ExecCommandTests {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", binary, "exec", "--control", "127.0.0.1:0", "--",
-                             "sh", "-c", "ip -4 addr show lc0 | grep -q 198.18.0.1 && exit 9"]
+        process.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", binary, "exec", "--control", "127.0.0.1:0", "--",
+            "sh", "-c", "ip -4 addr show lc0 | grep -q 198.18.0.1 && exit 9",
+        ]
         process.environment = ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/tmp"]
         try process.run()
         process.waitUntilExit()
@@ -469,17 +549,24 @@ struct ExecCommandTests {
         Payload(size: 1 << 20, seed: 5).forEachBlock { body += $0 }
         let server = try HTTPFileServer(body: body)
         defer { server.stop() }
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-proxy-\(getpid()).bin")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "linkcond-exec-proxy-\(getpid()).bin")
         defer { try? FileManager.default.removeItem(at: output) }
-        let profile = try ExecEnvironment.profileFile("downlink.bandwidth = 4 Mbit/s\nuplink.bandwidth = 1 Mbit/s\ndelay = 50 ms\n")
+        let profile = try ExecEnvironment.profileFile(
+            "downlink.bandwidth = 4 Mbit/s\nuplink.bandwidth = 1 Mbit/s\ndelay = 50 ms\n")
         defer { try? FileManager.default.removeItem(atPath: profile) }
 
-        let result = try LinkcondProcess.run(["exec", "--mode", "proxy", "--profile", profile, "--control", "127.0.0.1:0", "--",
-                                              "curl", "-sS", "-o", output.path, "-w", "%{time_starttransfer} %{time_total}",
-                                              "http://198.18.0.2:\(server.port)/file"], timeout: 60)
+        let result = try LinkcondProcess.run(
+            [
+                "exec", "--mode", "proxy", "--profile", profile, "--control", "127.0.0.1:0", "--",
+                "curl", "-sS", "-o", output.path, "-w", "%{time_starttransfer} %{time_total}",
+                "http://198.18.0.2:\(server.port)/file",
+            ], timeout: 60)
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
-        #expect(result.stderr.contains("proxy mode (--mode proxy): TCP through the proxy's TCP model"), "stderr: \(result.stderr)")
+        #expect(
+            result.stderr.contains("proxy mode (--mode proxy): TCP through the proxy's TCP model"),
+            "stderr: \(result.stderr)")
         #expect(try Data(contentsOf: output) == Data(body))
         let times = result.stdout.split(separator: " ").compactMap { Double($0) }
         try #require(times.count == 2, "curl's timings: \(result.stdout)")
@@ -488,29 +575,37 @@ struct ExecCommandTests {
         #expect(firstByte >= 0.200, "the first byte came after \(firstByte) s; two round trips are 200 ms")
         let atRate = Double(body.count) * 8 / 4_000_000
         let transfer = total - firstByte
-        #expect(transfer >= atRate * 0.97 - 0.1, "1 MiB took \(transfer) s; at 4 Mbit/s of payload it takes \(atRate) s")
+        #expect(
+            transfer >= atRate * 0.97 - 0.1, "1 MiB took \(transfer) s; at 4 Mbit/s of payload it takes \(atRate) s")
     }
 
     /// A machine whose /dev/net/tun is 0600, as many are: an unprivileged user gets the proxy mode, and is told so.
     @Test func anUnprivilegedUserWithoutTunFallsBackToProxyModeAndIsToldSo() throws {
-        let closedDevice = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-notun-\(UUID())").path
+        let closedDevice = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-notun-\(UUID())")
+            .path
         defer { try? FileManager.default.removeItem(atPath: closedDevice) }
         guard let command = try ExecEnvironment.unprivilegedWithoutTun(closedDevice: closedDevice) else { return }
         let server = try HTTPFileServer(body: Array("fallback".utf8))
         defer { server.stop() }
 
-        let result = try ExecEnvironment.runCommand(command + ["exec", "--control", "127.0.0.1:0", "--",
-                                                               "curl", "-sS", "-m", "10", "http://198.18.0.2:\(server.port)/"])
+        let result = try ExecEnvironment.runCommand(
+            command + [
+                "exec", "--control", "127.0.0.1:0", "--",
+                "curl", "-sS", "-m", "10", "http://198.18.0.2:\(server.port)/",
+            ])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout == "fallback", "stdout: \(result.stdout)")
         #expect(result.stderr.contains("/dev/net/tun is not usable ("), "stderr: \(result.stderr)")
-        #expect(result.stderr.contains("running in proxy mode: TCP through the proxy's TCP model"), "stderr: \(result.stderr)")
+        #expect(
+            result.stderr.contains("running in proxy mode: TCP through the proxy's TCP model"),
+            "stderr: \(result.stderr)")
         #expect(result.stderr.contains("other UDP and ICMP are not carried"), "stderr: \(result.stderr)")
     }
 
     @Test func anUnprivilegedUserWithoutTunStillAsksDNSThroughTheForwarder() throws {
-        let closedDevice = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-notun-\(UUID())").path
+        let closedDevice = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-notun-\(UUID())")
+            .path
         defer { try? FileManager.default.removeItem(atPath: closedDevice) }
         guard let command = try ExecEnvironment.unprivilegedWithoutTun(closedDevice: closedDevice) else { return }
         let resolver = try TestDatagramServer { query in
@@ -522,11 +617,16 @@ struct ExecCommandTests {
         }
         defer { resolver.stop() }
 
-        let result = try ExecEnvironment.runCommand(command + ["exec", "--dns-upstream", "127.0.0.1:\(resolver.port)", "--control", "127.0.0.1:0",
-                                                               "--", "dig", "+tries=1", "+time=10", "example.test"])
+        let result = try ExecEnvironment.runCommand(
+            command + [
+                "exec", "--dns-upstream", "127.0.0.1:\(resolver.port)", "--control", "127.0.0.1:0",
+                "--", "dig", "+tries=1", "+time=10", "example.test",
+            ])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
-        #expect(result.stdout.contains("status: NOERROR") && result.stdout.contains("SERVER: 198.18.0.2#53"), "dig: \(result.stdout)")
+        #expect(
+            result.stdout.contains("status: NOERROR") && result.stdout.contains("SERVER: 198.18.0.2#53"),
+            "dig: \(result.stdout)")
         #expect(resolver.datagrams.count == 1)
     }
 
@@ -546,7 +646,9 @@ struct ExecCommandTests {
                     print(kind, error.errno)
             """
 
-        let result = try LinkcondProcess.run(["exec", "--mode", "proxy", "--control", "127.0.0.1:0", "--", "python3", "-c", client])
+        let result = try LinkcondProcess.run([
+            "exec", "--mode", "proxy", "--control", "127.0.0.1:0", "--", "python3", "-c", client,
+        ])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout == "udp \(EPERM)\nraw \(EPERM)\n", "stdout: \(result.stdout)")
@@ -558,8 +660,10 @@ struct ExecCommandTests {
     /// veth peer, in proxy mode, sits in the same namespace and forwards nothing).
     @Test(arguments: ExecEnvironment.modes)
     func theProgramsNamespaceHasNoInterfaceButLoopbackAndLinkcondsOwn(mode: String) throws {
-        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--control", "127.0.0.1:0", "--",
-                                              "sh", "-c", "ip -o link show | cut -d: -f2 | cut -d@ -f1; sysctl -n net.ipv4.ip_forward"])
+        let result = try LinkcondProcess.run([
+            "exec", "--mode", mode, "--control", "127.0.0.1:0", "--",
+            "sh", "-c", "ip -o link show | cut -d: -f2 | cut -d@ -f1; sysctl -n net.ipv4.ip_forward",
+        ])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let lines = result.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -574,64 +678,99 @@ struct ExecCommandTests {
     func theProgramsNamespaceForwardsNothingWhenTheHostForwards(mode: String) throws {
         let settings = ["/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"]
         let saved = try settings.map { try String(contentsOfFile: $0, encoding: .utf8) }
-        defer { for (path, value) in zip(settings, saved) { try? value.write(toFile: path, atomically: false, encoding: .utf8) } }
+        defer {
+            for (path, value) in zip(settings, saved) {
+                try? value.write(toFile: path, atomically: false, encoding: .utf8)
+            }
+        }
         for path in settings { try "1\n".write(toFile: path, atomically: false, encoding: .utf8) }
 
-        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--control", "127.0.0.1:0", "--",
-                                              "sh", "-c", "cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding"])
+        let result = try LinkcondProcess.run([
+            "exec", "--mode", mode, "--control", "127.0.0.1:0", "--",
+            "sh", "-c", "cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding",
+        ])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout == "0\n0\n", "forwarding inside (IPv4, IPv6): \(result.stdout)")
     }
 
     /// A client that honours no proxy variable and links no libc dynamically crosses the link like any other.
-    @Test(.enabled(if: ExecEnvironment.staticCompiler != nil, "gcc with a static libc is not installed"), arguments: ExecEnvironment.modes)
+    @Test(
+        .enabled(if: ExecEnvironment.staticCompiler != nil, "gcc with a static libc is not installed"),
+        arguments: ExecEnvironment.modes)
     func aStaticallyLinkedClientCrossesTheLink(mode: String) throws {
         let server = try HTTPFileServer(body: Array("static".utf8))
         defer { server.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-static-client-\(UUID())")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "linkcond-static-client-\(UUID())")
         defer { try? FileManager.default.removeItem(at: directory) }
         let client = try ExecEnvironment.staticClient(in: directory)
         let profile = try ExecEnvironment.profileFile("delay = 100 ms\n")
         defer { try? FileManager.default.removeItem(atPath: profile) }
 
-        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--profile", profile, "--control", "127.0.0.1:0", "--",
-                                              client, "198.18.0.2", String(server.port)])
+        let result = try LinkcondProcess.run([
+            "exec", "--mode", mode, "--profile", profile, "--control", "127.0.0.1:0", "--",
+            client, "198.18.0.2", String(server.port),
+        ])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let words = result.stdout.split(separator: " ")
         try #require(words.count == 2, "client: \(result.stdout)")
         #expect(words[0].hasSuffix("static"), "response: \(words[0])")
         let milliseconds = Int(words[1].trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
-        #expect(milliseconds >= 400, "the response came \(milliseconds) ms after connect() began; set-up and request take two round trips of 200 ms")
+        #expect(
+            milliseconds >= 400,
+            "the response came \(milliseconds) ms after connect() began; set-up and request take two round trips of 200 ms"
+        )
     }
 
     @Test(arguments: ExecEnvironment.modes)
     func statusCountsConnectionsAndBytesPerDestination(mode: String) throws {
-        let (small, large) = (try HTTPFileServer(body: [UInt8](repeating: 1, count: 3000)), try HTTPFileServer(body: [UInt8](repeating: 2, count: 50_000)))
-        defer { small.stop(); large.stop() }
+        let (small, large) = (
+            try HTTPFileServer(body: [UInt8](repeating: 1, count: 3000)),
+            try HTTPFileServer(body: [UInt8](repeating: 2, count: 50_000))
+        )
+        defer {
+            small.stop()
+            large.stop()
+        }
         let resolver = try TestDatagramServer(reply: ExecEnvironment.answering(ExecNamespace.gatewayAddressV4))
         defer { resolver.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-status-\(getpid())-\(mode)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "linkcond-exec-status-\(getpid())-\(mode)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let socket = directory.appendingPathComponent("control.sock").path
-        let (done, leave) = (directory.appendingPathComponent("done").path, directory.appendingPathComponent("leave").path)
+        let (done, leave) = (
+            directory.appendingPathComponent("done").path, directory.appendingPathComponent("leave").path
+        )
         let fetch = { (host: String, port: UInt16) in "curl -sS -m 10 -o /dev/null http://\(host):\(port)/" }
-        let script = "\(fetch("198.18.0.2", small.port)); \(fetch("198.18.0.2", small.port)); \(fetch("files.test", large.port)); touch \(done); "
+        let script =
+            "\(fetch("198.18.0.2", small.port)); \(fetch("198.18.0.2", small.port)); \(fetch("files.test", large.port)); touch \(done); "
             + "until [ -e \(leave) ]; do sleep 0.02; done"
-        let running = try RunningLinkcond(["exec", "--mode", mode, "--control", socket, "--control-token", "token-of-the-test",
-                                           "--dns-upstream", "127.0.0.1:\(resolver.port)", "--", "sh", "-c", script])
-        defer { _ = FileManager.default.createFile(atPath: leave, contents: nil); _ = try? running.stop(signal: SIGTERM) }
+        let running = try RunningLinkcond([
+            "exec", "--mode", mode, "--control", socket, "--control-token", "token-of-the-test",
+            "--dns-upstream", "127.0.0.1:\(resolver.port)", "--", "sh", "-c", script,
+        ])
+        defer {
+            _ = FileManager.default.createFile(atPath: leave, contents: nil)
+            _ = try? running.stop(signal: SIGTERM)
+        }
         try ExecEnvironment.waitForFile(done)
 
-        let json = try LinkcondProcess.run(["status", "--json", "--control", socket, "--control-token", "token-of-the-test"])
+        let json = try LinkcondProcess.run([
+            "status", "--json", "--control", socket, "--control-token", "token-of-the-test",
+        ])
         let text = try LinkcondProcess.run(["status", "--control", socket, "--control-token", "token-of-the-test"])
         let metrics = try ExecEnvironment.fetch("/metrics", control: socket, token: "token-of-the-test")
 
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "status: \(json.stdout)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "status: \(json.stdout)")
         let listener = try #require((report["listeners"] as? [[String: Any]])?.first)
-        let rows = Dictionary(uniqueKeysWithValues: (listener["destinations"] as? [[String: Any]] ?? []).map { ($0["destination"] as? String ?? "", $0) })
+        let rows = Dictionary(
+            uniqueKeysWithValues: (listener["destinations"] as? [[String: Any]] ?? []).map {
+                ($0["destination"] as? String ?? "", $0)
+            })
         let (smallRow, largeRow) = (rows["198.18.0.2:\(small.port)"], rows["198.18.0.2:\(large.port)"])
         #expect(smallRow?["connections"] as? Int == 2, "rows: \(rows)")
         #expect(largeRow?["connections"] as? Int == 1, "rows: \(rows)")
@@ -641,10 +780,17 @@ struct ExecCommandTests {
         #expect((50_000...50_200).contains(largeRow?["bytesDown"] as? Int ?? 0), "rows: \(rows)")
         #expect((100...400).contains(smallRow?["bytesUp"] as? Int ?? 0), "rows: \(rows)")
         #expect(text.stdout.contains("exec destination"), "status: \(text.stdout)")
-        let largeLine = text.stdout.split(separator: "\n").first { $0.hasPrefix("198.18.0.2:\(large.port) (files.test) ") } ?? ""
+        let largeLine =
+            text.stdout.split(separator: "\n").first { $0.hasPrefix("198.18.0.2:\(large.port) (files.test) ") } ?? ""
         #expect(largeLine.split(separator: " ").dropFirst(2).first == "1", "status: \(text.stdout)")
-        #expect(metrics.contains("linkcond_destination_connections_total{destination=\"198.18.0.2:\(small.port)\",kind=\"exec\""), "metrics: \(metrics)")
-        #expect(metrics.contains("linkcond_destination_bytes_total{destination=\"198.18.0.2:\(large.port)\",direction=\"downlink\",kind=\"exec\""), "metrics: \(metrics)")
+        #expect(
+            metrics.contains(
+                "linkcond_destination_connections_total{destination=\"198.18.0.2:\(small.port)\",kind=\"exec\""),
+            "metrics: \(metrics)")
+        #expect(
+            metrics.contains(
+                "linkcond_destination_bytes_total{destination=\"198.18.0.2:\(large.port)\",direction=\"downlink\",kind=\"exec\""
+            ), "metrics: \(metrics)")
     }
 
     @Test(arguments: ExecEnvironment.modes)
@@ -653,12 +799,16 @@ struct ExecCommandTests {
         defer { server.stop() }
         let resolver = try TestDatagramServer(reply: ExecEnvironment.answering(ExecNamespace.gatewayAddressV4))
         defer { resolver.stop() }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-exec-\(UUID()).jsonl").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-exec-\(UUID()).jsonl")
+            .path
         defer { for file in [path, path + ".html"] { try? FileManager.default.removeItem(atPath: file) } }
 
-        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--record", path, "--dns-upstream", "127.0.0.1:\(resolver.port)",
-                                              "--control", "127.0.0.1:0", "--",
-                                              "curl", "-sS", "-m", "10", "-o", "/dev/null", "http://files.test:\(server.port)/"], timeout: 60)
+        let result = try LinkcondProcess.run(
+            [
+                "exec", "--mode", mode, "--record", path, "--dns-upstream", "127.0.0.1:\(resolver.port)",
+                "--control", "127.0.0.1:0", "--",
+                "curl", "-sS", "-m", "10", "-o", "/dev/null", "http://files.test:\(server.port)/",
+            ], timeout: 60)
         let report = try LinkcondProcess.run(["report", path, "--json", "-o", path + ".html"])
 
         #expect(result.status == 0, "stderr: \(result.stderr)")
@@ -666,7 +816,9 @@ struct ExecCommandTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])
         #expect(object["connectionCount"] as? Int == 1, "report: \(report.stdout)")
         // curl asks for A and AAAA; each answered lookup is recorded.
-        #expect(object["lookups"] as? Int == resolver.datagrams.count && resolver.datagrams.count >= 1, "report: \(report.stdout)")
+        #expect(
+            object["lookups"] as? Int == resolver.datagrams.count && resolver.datagrams.count >= 1,
+            "report: \(report.stdout)")
         let host = (object["hosts"] as? [[String: Any]])?.first { $0["host"] as? String == "files.test:\(server.port)" }
         #expect((20_000...20_200).contains(host?["bytesDown"] as? Int ?? 0), "hosts: \(object["hosts"] ?? "none")")
         let log = try String(contentsOfFile: path, encoding: .utf8)
@@ -681,10 +833,16 @@ enum ExecEnvironment {
 
     /// Why exec cannot run here, or nil.
     static let missing: String? = {
-        if getuid() != 0 { return "the faithful mode's tests run as root (CI); unprivileged runs are covered by a test that drops to uid 65534" }
+        if getuid() != 0 {
+            return
+                "the faithful mode's tests run as root (CI); unprivileged runs are covered by a test that drops to uid 65534"
+        }
         if access("/dev/net/tun", R_OK | W_OK) != 0 { return "/dev/net/tun is not openable" }
-        if !["/usr/sbin/nft", "/sbin/nft"].contains(where: { FileManager.default.isExecutableFile(atPath: $0) }) { return "nft is not installed (apt-get install nftables)" }
-        for tool in ["curl", "dig", "python3"] where !["/usr/bin/", "/bin/"].contains(where: { FileManager.default.isExecutableFile(atPath: $0 + tool) }) {
+        if !["/usr/sbin/nft", "/sbin/nft"].contains(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
+            return "nft is not installed (apt-get install nftables)"
+        }
+        for tool in ["curl", "dig", "python3"]
+        where !["/usr/bin/", "/bin/"].contains(where: { FileManager.default.isExecutableFile(atPath: $0 + tool) }) {
             return "\(tool) is not installed"
         }
         return nil
@@ -692,15 +850,20 @@ enum ExecEnvironment {
 
     /// Runs `command` (which prints curl's `time_starttransfer` last, after a space) under `linkcond exec` in `mode`
     /// with a profile of `profileText` and `arguments` before `--`; its result and that first-byte time in seconds.
-    static func firstByte(mode: String, profile profileText: String, arguments: [String] = [], command: [String]) throws -> (LinkcondProcess.Result, Double) {
+    static func firstByte(mode: String, profile profileText: String, arguments: [String] = [], command: [String]) throws
+        -> (LinkcondProcess.Result, Double)
+    {
         let profile = try profileFile(profileText)
         defer { try? FileManager.default.removeItem(atPath: profile) }
-        let result = try LinkcondProcess.run(["exec", "--mode", mode, "--profile", profile] + arguments + ["--control", "127.0.0.1:0", "--"] + command)
+        let result = try LinkcondProcess.run(
+            ["exec", "--mode", mode, "--profile", profile] + arguments + ["--control", "127.0.0.1:0", "--"] + command)
         return (result, Double(result.stdout.split(separator: " ").last ?? "") ?? -1)
     }
 
     static func profileFile(_ text: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-exec-\(UUID().uuidString).profile").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "linkcond-exec-\(UUID().uuidString).profile"
+        ).path
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
         return path
     }
@@ -726,7 +889,8 @@ enum ExecEnvironment {
             seen += chunk
             if String(decoding: seen, as: UTF8.self).contains(text) { return }
         }
-        throw CLITestError("\"\(text)\" did not appear within \(timeout) s; seen: \(String(decoding: seen, as: UTF8.self))")
+        throw CLITestError(
+            "\"\(text)\" did not appear within \(timeout) s; seen: \(String(decoding: seen, as: UTF8.self))")
     }
 
     /// Waits until the instance at `control` reports a live connection.
@@ -746,7 +910,8 @@ enum ExecEnvironment {
     static func processes(withArgument argument: String) -> [pid_t: String] {
         var found: [pid_t: String] = [:]
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
-            guard let pid = pid_t(entry), let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+            guard let pid = pid_t(entry), let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+            else { continue }
             let arguments = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
             if arguments.contains(where: { $0.contains(argument) }) { found[pid] = arguments[0] }
         }
@@ -763,15 +928,20 @@ enum ExecEnvironment {
         var namespaces = Set<String>()
         for pid in processes {
             if let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
-               String(decoding: cmdline, as: UTF8.self).contains(ExecNamespace.helperCommand),
-               (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) == binary {
+                String(decoding: cmdline, as: UTF8.self).contains(ExecNamespace.helperCommand),
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) == binary
+            {
                 helpers.insert(pid)
             }
             if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net") {
                 namespaces.insert(target)
             }
         }
-        let files = Set(((try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []).filter { $0.hasPrefix("linkcond-exec-") && !$0.hasSuffix(".profile") && !$0.contains("offline") && !$0.contains("reset") && !$0.contains("noexec") })
+        let files = Set(
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []).filter {
+                $0.hasPrefix("linkcond-exec-") && !$0.hasSuffix(".profile") && !$0.contains("offline")
+                    && !$0.contains("reset") && !$0.contains("noexec")
+            })
         return (helpers, files, namespaces)
     }
 
@@ -782,7 +952,8 @@ enum ExecEnvironment {
     static func unprivilegedWithoutTun(closedDevice closed: String) throws -> [String]? {
         let binary = LinkcondProcess.executable.path
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-              FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else {
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
+        else {
             print("skipped: needs root, setpriv and unshare")
             return nil
         }
@@ -790,25 +961,30 @@ enum ExecEnvironment {
             print("skipped: \(binary) is not readable by uid 65534")
             return nil
         }
-        guard FileManager.default.createFile(atPath: closed, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+        guard FileManager.default.createFile(atPath: closed, contents: nil, attributes: [.posixPermissions: 0o600])
+        else {
             throw CLITestError("cannot create \(closed)")
         }
-        return ["/usr/bin/unshare", "--mount", "--propagation", "private", "sh", "-c",
-                "mount --bind \"$0\" /dev/net/tun && exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"",
-                closed, binary]
+        return [
+            "/usr/bin/unshare", "--mount", "--propagation", "private", "sh", "-c",
+            "mount --bind \"$0\" /dev/net/tun && exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"",
+            closed, binary,
+        ]
     }
 
     /// Runs `command` (a full argument list) with a minimal environment and its output captured.
     static func runCommand(_ command: [String], timeout: Double = 60) throws -> LinkcondProcess.Result {
-        try LinkcondProcess.run(Array(command.dropFirst()), environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/tmp"],
-                                timeout: timeout, executable: URL(fileURLWithPath: command[0]))
+        try LinkcondProcess.run(
+            Array(command.dropFirst()), environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/tmp"],
+            timeout: timeout, executable: URL(fileURLWithPath: command[0]))
     }
 
     /// gcc, when it can link statically (libc.a installed).
     static let staticCompiler: String? = {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gcc"),
-              ["/usr/lib/x86_64-linux-gnu/libc.a", "/usr/lib/aarch64-linux-gnu/libc.a", "/usr/lib/libc.a"]
-                .contains(where: FileManager.default.fileExists(atPath:)) else { return nil }
+            ["/usr/lib/x86_64-linux-gnu/libc.a", "/usr/lib/aarch64-linux-gnu/libc.a", "/usr/lib/libc.a"]
+                .contains(where: FileManager.default.fileExists(atPath:))
+        else { return nil }
         return "/usr/bin/gcc"
     }()
 
@@ -818,7 +994,8 @@ enum ExecEnvironment {
         let binary = directory.appendingPathComponent("client").path
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let source = directory.appendingPathComponent("client.c")
-        try Data("""
+        try Data(
+            """
             #include <arpa/inet.h>
             #include <stdio.h>
             #include <stdlib.h>
@@ -848,13 +1025,16 @@ enum ExecEnvironment {
                 printf("%s %ld\\n", body ? body + 4 : "", ms);
                 return timed ? 0 : 1;
             }
-            """.utf8).write(to: source)
+            """.utf8
+        ).write(to: source)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: staticCompiler ?? "/usr/bin/gcc")
         process.arguments = ["-static", "-O1", "-o", binary, source.path]
         try process.run()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CLITestError("gcc -static failed with status \(process.terminationStatus)") }
+        guard process.terminationStatus == 0 else {
+            throw CLITestError("gcc -static failed with status \(process.terminationStatus)")
+        }
         return binary
     }
 
@@ -863,19 +1043,25 @@ enum ExecEnvironment {
         let process = Process()
         let output = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-sS", "-m", "10", "--unix-socket", control, "-H", "Authorization: Bearer \(token)", "http://linkcond\(path)"]
+        process.arguments = [
+            "-sS", "-m", "10", "--unix-socket", control, "-H", "Authorization: Bearer \(token)",
+            "http://linkcond\(path)",
+        ]
         process.standardOutput = output
         try process.run()
         let body = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CLITestError("curl \(path) exited \(process.terminationStatus)") }
+        guard process.terminationStatus == 0 else {
+            throw CLITestError("curl \(path) exited \(process.terminationStatus)")
+        }
         return body
     }
 
     /// A resolver's answers for a test DNS server: every A question gets `address`, any other question no record.
     static func answering(_ address: [UInt8]) -> @Sendable ([UInt8]) -> [UInt8]? {
         { query in
-            guard query.count >= 17, var end = query[12...].firstIndex(of: 0).map({ $0 + 1 }), end + 4 <= query.count else { return nil }
+            guard query.count >= 17, var end = query[12...].firstIndex(of: 0).map({ $0 + 1 }), end + 4 <= query.count
+            else { return nil }
             let isA = query[end] == 0 && query[end + 1] == 1
             end += 4
             var answer = Array(query[..<end])
@@ -912,7 +1098,8 @@ final class HTTPFileServer: @unchecked Sendable {
             while !request.ends(with: Array("\r\n\r\n".utf8)), let chunk = try? connection.receive(), !chunk.isEmpty {
                 request += chunk
             }
-            let header = "HTTP/1.0 200 OK\r\nContent-Length: \(body.count)\r\nContent-Type: application/octet-stream\r\n\r\n"
+            let header =
+                "HTTP/1.0 200 OK\r\nContent-Length: \(body.count)\r\nContent-Type: application/octet-stream\r\n\r\n"
             try? connection.send(Array(header.utf8) + body)
             connection.shutdownWrite()
             _ = try? connection.receive()
@@ -923,6 +1110,8 @@ final class HTTPFileServer: @unchecked Sendable {
     func stop() { server.stop() }
 }
 
-private extension Array where Element == UInt8 {
-    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+extension Array where Element == UInt8 {
+    fileprivate func ends(with suffix: [UInt8]) -> Bool {
+        count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
+    }
 }

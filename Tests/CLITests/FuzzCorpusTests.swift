@@ -18,14 +18,20 @@ import Testing
     }
 
     @Test func everyTargetHasASeedCorpus() {
-        #expect(Self.targets == ["control", "control-parse", "dns-message", "dns-tcp", "http-proxy", "ip-packet", "profile", "recording", "scenario", "socks5", "trace"])
+        #expect(
+            Self.targets == [
+                "control", "control-parse", "dns-message", "dns-tcp", "http-proxy", "ip-packet", "profile", "recording",
+                "scenario", "socks5", "trace",
+            ])
     }
 
     @Test(arguments: targets)
     func everyCorpusInputRunsWithoutATrap(target: String) throws {
-        let inputs = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.appendingPathComponent(target).path)
-        try #require(FileManager.default.isExecutableFile(atPath: Self.replayer.path),
-                     "no replayer at \(Self.replayer.path): build it with swift build --package-path Fuzz")
+        let inputs = try FileManager.default.contentsOfDirectory(
+            atPath: Self.corpus.appendingPathComponent(target).path)
+        try #require(
+            FileManager.default.isExecutableFile(atPath: Self.replayer.path),
+            "no replayer at \(Self.replayer.path): build it with swift build --package-path Fuzz")
         let process = Process()
         process.executableURL = Self.replayer
         process.arguments = [target, Self.corpus.appendingPathComponent(target).path]

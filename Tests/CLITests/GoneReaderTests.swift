@@ -28,7 +28,9 @@ struct GoneReaderTests {
         process.waitUntilExit()
 
         #expect(logged.contains("profile "), "\(logged)")
-        #expect(process.terminationReason == .exit && process.terminationStatus == 0,
-                "\(process.terminationReason == .exit ? "exit" : "signal") \(process.terminationStatus): \(logged.suffix(600))")
+        #expect(
+            process.terminationReason == .exit && process.terminationStatus == 0,
+            "\(process.terminationReason == .exit ? "exit" : "signal") \(process.terminationStatus): \(logged.suffix(600))"
+        )
     }
 }

@@ -22,8 +22,10 @@ struct LinkcondProcess {
     }
 
     /// Runs `linkcond arguments…` (or another `executable`) to completion (at most `timeout` seconds).
-    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 30,
-                    executable: URL = LinkcondProcess.executable) throws -> Result {
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], timeout: Double = 30,
+        executable: URL = LinkcondProcess.executable
+    ) throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -48,9 +50,10 @@ struct LinkcondProcess {
             throw CLITestError("linkcond \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
         }
         process.waitUntilExit()
-        return Result(status: process.terminationStatus,
-                      stdout: String(decoding: outData.data, as: UTF8.self),
-                      stderr: String(decoding: errData.data, as: UTF8.self))
+        return Result(
+            status: process.terminationStatus,
+            stdout: String(decoding: outData.data, as: UTF8.self),
+            stderr: String(decoding: errData.data, as: UTF8.self))
     }
 }
 
@@ -63,7 +66,9 @@ final class RunningLinkcond: @unchecked Sendable {
     private let stderrData = LockedData()
     private let stderrDone = DispatchSemaphore(value: 0)
 
-    init(_ arguments: [String], environment: [String: String] = [:], executable: URL = LinkcondProcess.executable) throws {
+    init(_ arguments: [String], environment: [String: String] = [:], executable: URL = LinkcondProcess.executable)
+        throws
+    {
         process.executableURL = executable
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -112,7 +117,10 @@ final class RunningLinkcond: @unchecked Sendable {
     /// Reads the `ready KIND HOST:PORT …` line a listener prints and returns its port.
     func readReadyPort() throws -> UInt16 {
         let ready = try readLine()
-        guard let port = ready.split(separator: " ").dropFirst(2).first?.split(separator: ":").last.flatMap({ UInt16($0) }) else {
+        guard
+            let port = ready.split(separator: " ").dropFirst(2).first?.split(separator: ":").last.flatMap({ UInt16($0) }
+            )
+        else {
             throw CLITestError("not a ready line: \(ready)")
         }
         return port
@@ -159,11 +167,23 @@ final class LockedData: @unchecked Sendable {
     private let lock = NSLock()
     private var stored = Data()
     var data: Data {
-        get { lock.lock(); defer { lock.unlock() }; return stored }
-        set { lock.lock(); stored = newValue; lock.unlock() }
+        get {
+            lock.lock()
+            defer { lock.unlock() }
+            return stored
+        }
+        set {
+            lock.lock()
+            stored = newValue
+            lock.unlock()
+        }
     }
 
-    func append(_ more: Data) { lock.lock(); stored.append(more); lock.unlock() }
+    func append(_ more: Data) {
+        lock.lock()
+        stored.append(more)
+        lock.unlock()
+    }
 }
 
 struct CLITestError: Error, CustomStringConvertible {

@@ -15,7 +15,10 @@ struct OfflineHalfCloseTests {
             var bytes: [UInt8] = []
             var ended = false
             while let chunk = try? connection.receive() {
-                if chunk.isEmpty { ended = true; break }
+                if chunk.isEmpty {
+                    ended = true
+                    break
+                }
                 bytes += chunk
             }
             upstreamSaw.value = (bytes, ended)

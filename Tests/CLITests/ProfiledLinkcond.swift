@@ -11,14 +11,17 @@ final class ProfiledLinkcond {
     private let directory: URL
 
     init(upstream: UInt16, profile: String) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("lc-run-\(UUID().uuidString.prefix(8))")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-run-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         do {
             let profilePath = directory.appendingPathComponent("test.profile").path
             try profile.write(toFile: profilePath, atomically: true, encoding: .utf8)
             controlSocket = directory.appendingPathComponent("control.sock").path
-            instance = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream)",
-                                            "--profile", profilePath, "--control", controlSocket])
+            instance = try RunningLinkcond([
+                "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream)",
+                "--profile", profilePath, "--control", controlSocket,
+            ])
         } catch {
             try? FileManager.default.removeItem(at: directory)
             throw error
@@ -36,7 +39,8 @@ final class ProfiledLinkcond {
     /// The first listener of `linkcond status --json`.
     func listenerStatus() throws -> StatusReport.Listener {
         let json = try LinkcondProcess.run(["status", "--json", "--control", controlSocket])
-        guard let listener = try JSONDecoder().decode(StatusReport.self, from: Data(json.stdout.utf8)).listeners.first else {
+        guard let listener = try JSONDecoder().decode(StatusReport.self, from: Data(json.stdout.utf8)).listeners.first
+        else {
             throw CLITestError("status lists no listener: \(json.stdout)")
         }
         return listener

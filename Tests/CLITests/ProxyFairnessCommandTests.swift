@@ -13,8 +13,9 @@ struct ProxyFairnessCommandTests {
     @Test func aClientStillGetsThroughWhileAnotherHoldsTheCapWithSilentConnections() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let linkcond = try RunningLinkcond(["run", "--proxy", "127.0.0.1:0", "--control", "127.0.0.1:0"],
-                                           environment: ["LINKCOND_CONTROL_TOKEN": ControlToken.random()])
+        let linkcond = try RunningLinkcond(
+            ["run", "--proxy", "127.0.0.1:0", "--control", "127.0.0.1:0"],
+            environment: ["LINKCOND_CONTROL_TOKEN": ControlToken.random()])
         defer { _ = try? linkcond.stop(signal: SIGTERM) }
         let proxyPort = try linkcond.readReadyPort()
 
@@ -38,8 +39,10 @@ struct ProxyFairnessCommandTests {
         #expect(method == [0x05, 0x00])
         #expect(reply.prefix(2) == [0x05, 0x00], "SOCKS5 reply \(reply)")
         #expect(String(decoding: echoed, as: UTF8.self) == "through")
-        #expect(oldestHog == 0 || (oldestHog < 0 && oldestHogError == ECONNRESET),
-                "the longest-silent connection is still open: recv \(oldestHog), errno \(oldestHogError)")
-        #expect(linkcond.stderrText.contains("resetting the one waiting longest for its request"), "\(linkcond.stderrText)")
+        #expect(
+            oldestHog == 0 || (oldestHog < 0 && oldestHogError == ECONNRESET),
+            "the longest-silent connection is still open: recv \(oldestHog), errno \(oldestHogError)")
+        #expect(
+            linkcond.stderrText.contains("resetting the one waiting longest for its request"), "\(linkcond.stderrText)")
     }
 }

@@ -15,12 +15,17 @@ struct RealtimeOptionTests {
         let json = try instance.linkcond(["status", "--json"])
         let policies = Self.threadPolicies(ofProcess: instance.process.process.processIdentifier)
 
-        #expect(status.stdout.contains("threads   main loop at real-time priority 1 (SCHED_FIFO) + 1 splice loop"), "\(status.stdout)")
+        #expect(
+            status.stdout.contains("threads   main loop at real-time priority 1 (SCHED_FIFO) + 1 splice loop"),
+            "\(status.stdout)")
         #expect(try JSONDecoder().decode(StatusReport.self, from: Data(json.stdout.utf8)).mainLoopRealtimePriority == 1)
         #expect(policies["linkcond-loop"] == [Self.fifo], "\(policies)")
         #expect(policies["linkcond-splice"] == [Self.normal], "\(policies)")
-        #expect(policies.filter { !$0.key.hasPrefix("linkcond-") }.values.allSatisfy { $0.allSatisfy { $0 == Self.normal } },
-                "\(policies)")
+        #expect(
+            policies.filter { !$0.key.hasPrefix("linkcond-") }.values.allSatisfy {
+                $0.allSatisfy { $0 == Self.normal }
+            },
+            "\(policies)")
     }
 
     @Test func withoutTheOptionEveryThreadKeepsTheNormalClass() throws {
@@ -30,23 +35,31 @@ struct RealtimeOptionTests {
         let json = try instance.linkcond(["status", "--json"])
         let policies = Self.threadPolicies(ofProcess: instance.process.process.processIdentifier)
 
-        #expect(try JSONDecoder().decode(StatusReport.self, from: Data(json.stdout.utf8)).mainLoopRealtimePriority == nil)
+        #expect(
+            try JSONDecoder().decode(StatusReport.self, from: Data(json.stdout.utf8)).mainLoopRealtimePriority == nil)
         #expect(policies["linkcond-loop"] == [Self.normal], "\(policies)")
         #expect(policies.values.allSatisfy { $0 == [Self.normal] }, "\(policies)")
     }
 
-    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
-                   && FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs root, setpriv and prlimit"))
+    @Test(
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+                && FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs root, setpriv and prlimit"))
     func withoutThePrivilegeRunExitsOneNamingTheOptionAndWhatItNeeds() throws {
         // Root without CAP_SYS_NICE and with an RLIMIT_RTPRIO of 0: the kernel refuses SCHED_FIFO.
         let result = try LinkcondProcess.run(
-            ["--rtprio=0", "--", "/usr/bin/setpriv", "--bounding-set=-sys_nice", "--inh-caps=-sys_nice", "--",
-             LinkcondProcess.executable.path, "run", "--realtime", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
-             "--control", "127.0.0.1:0"],
+            [
+                "--rtprio=0", "--", "/usr/bin/setpriv", "--bounding-set=-sys_nice", "--inh-caps=-sys_nice", "--",
+                LinkcondProcess.executable.path, "run", "--realtime", "--listen", "127.0.0.1:0", "--upstream",
+                "127.0.0.1:9",
+                "--control", "127.0.0.1:0",
+            ],
             executable: URL(fileURLWithPath: "/usr/bin/prlimit"))
 
         #expect(result.status == 1, "stderr: \(result.stderr)")
-        #expect(result.stderr.contains("--realtime: the kernel refused real-time priority 1 (SCHED_FIFO)"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("--realtime: the kernel refused real-time priority 1 (SCHED_FIFO)"),
+            "\(result.stderr)")
         #expect(result.stderr.contains("CAP_SYS_NICE"), "\(result.stderr)")
         #expect(!result.stdout.contains("ready"), "\(result.stdout)")
     }
@@ -58,7 +71,8 @@ struct RealtimeOptionTests {
     static var mayUseRealtime: Bool {
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
-              let mask = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }
+            let mask = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16)
+        else { return false }
         return mask & (1 << 23) != 0
     }
 
@@ -69,7 +83,8 @@ struct RealtimeOptionTests {
         var policies: [String: Set<Int>] = [:]
         for task in tasks {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
-                  let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { continue }
+                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+            else { continue }
             let name = String(stat[stat.index(after: open)..<close])
             let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
             guard fields.count > 38, let policy = Int(fields[38]) else { continue }

@@ -16,7 +16,10 @@ struct RecordFileRefusalTests {
         let path: String
 
         init(mode: mode_t) throws {
-            path = FileManager.default.temporaryDirectory.appendingPathComponent("lc-record-\(UUID().uuidString.prefix(8))").path
+            path =
+                FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "lc-record-\(UUID().uuidString.prefix(8))"
+                ).path
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
             guard chmod(path, mode) == 0 else { throw CLITestError("chmod \(path): errno \(errno)") }
         }
@@ -27,8 +30,10 @@ struct RecordFileRefusalTests {
     /// Starts `linkcond run --record path` and waits (bounded) for it to exit by itself; nil when it did not, in
     /// which case it was killed.
     func recordingRun(_ path: String) throws -> (status: Int32?, stderr: String) {
-        let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
-                                            "--control", "127.0.0.1:0", "--record", path])
+        let linkcond = try RunningLinkcond([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
+            "--control", "127.0.0.1:0", "--record", path,
+        ])
         let status = linkcond.waitForExit(timeout: 20)
         return (status, linkcond.stderrText)
     }
@@ -124,8 +129,10 @@ struct RecordFileRefusalTests {
         let path = shared.path + "/app.jsonl"
         try "an earlier recording\n".write(toFile: path, atomically: false, encoding: .utf8)
 
-        let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
-                                            "--control", "127.0.0.1:0", "--record", path])
+        let linkcond = try RunningLinkcond([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
+            "--control", "127.0.0.1:0", "--record", path,
+        ])
         _ = try linkcond.readReadyPort()
         #expect(try linkcond.stop() == 0)
 

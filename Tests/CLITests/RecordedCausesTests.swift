@@ -12,20 +12,27 @@ struct RecordedCausesTests {
 
     /// A profile file holding `text`, removed by the caller.
     func profileFile(_ text: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-causes-\(UUID()).profile").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-causes-\(UUID()).profile")
+            .path
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
 
     /// Runs a recording UDP relay in front of `upstream` under `profile`, calls `client` with the relay's port and a
     /// `linkcond status --json` reader, stops it and returns the recording's path.
-    func recordUDP(upstream: UInt16, profile: String, _ client: (UInt16, () throws -> StatusReport) throws -> Void) throws -> String {
+    func recordUDP(upstream: UInt16, profile: String, _ client: (UInt16, () throws -> StatusReport) throws -> Void)
+        throws -> String
+    {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-udp-\(UUID()).jsonl").path
         let control = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-udp-\(UUID()).sock").path
-        let run = try RunningLinkcond(["run", "--udp-listen", "127.0.0.1:0", "--udp-upstream", "127.0.0.1:\(upstream)",
-                                       "--profile", profile, "--control", control, "--record", path])
+        let run = try RunningLinkcond([
+            "run", "--udp-listen", "127.0.0.1:0", "--udp-upstream", "127.0.0.1:\(upstream)",
+            "--profile", profile, "--control", control, "--record", path,
+        ])
         let ready = try run.readLine()
-        guard ready.hasPrefix("ready udp "), let port = UInt16(ready.split(separator: " ")[2].split(separator: ":").last ?? "") else {
+        guard ready.hasPrefix("ready udp "),
+            let port = UInt16(ready.split(separator: " ")[2].split(separator: ":").last ?? "")
+        else {
             _ = try? run.stop()
             throw CLITestError("expected a ready line, got \"\(ready)\"")
         }
@@ -66,7 +73,9 @@ struct RecordedCausesTests {
 
         let open = try #require(log.first { $0["ev"] as? String == "open" })
         #expect(open["proto"] as? String == "udp" && open["dest"] as? String == "127.0.0.1:\(echo.port)")
-        let sentUp = log.filter { $0["ev"] as? String == "send" && $0["dir"] as? String == "up" }.reduce(0) { $0 + ($1["reads"] as? Int ?? 0) }
+        let sentUp = log.filter { $0["ev"] as? String == "send" && $0["dir"] as? String == "up" }.reduce(0) {
+            $0 + ($1["reads"] as? Int ?? 0)
+        }
         #expect(sentUp == 3, "the cut flow's datagrams are drops, not sends")
         let drops = log.filter { $0["ev"] as? String == "drop" }
         #expect(drops.reduce(0) { $0 + ($1["datagrams"] as? Int ?? 0) } == 2)
@@ -74,7 +83,9 @@ struct RecordedCausesTests {
         #expect(report["flowCount"] as? Int == 1 && report["connectionCount"] as? Int == 0)
         #expect(report["datagramsUp"] as? Int == 3 && report["datagramsDown"] as? Int == 3)
         let dropTotals = report["datagramDrops"] as? [[String: Any]] ?? []
-        #expect(dropTotals.count == 1 && dropTotals.first?["cause"] as? String == "fault" && dropTotals.first?["datagrams"] as? Int == 2)
+        #expect(
+            dropTotals.count == 1 && dropTotals.first?["cause"] as? String == "fault"
+                && dropTotals.first?["datagrams"] as? Int == 2)
         let page = try String(contentsOfFile: path + ".html", encoding: .utf8)
         #expect(page.contains("#1 udp 127.0.0.1:\(echo.port)") && page.contains("class=\"drop\""))
     }
@@ -95,8 +106,10 @@ struct RecordedCausesTests {
         let report = try recordings.makeReport(path)
 
         let dropTotals = report["datagramDrops"] as? [[String: Any]] ?? []
-        #expect(dropTotals.count == 1 && dropTotals.first?["cause"] as? String == "loss" && dropTotals.first?["datagrams"] as? Int == 4,
-                "\(dropTotals)")
+        #expect(
+            dropTotals.count == 1 && dropTotals.first?["cause"] as? String == "loss"
+                && dropTotals.first?["datagrams"] as? Int == 4,
+            "\(dropTotals)")
         #expect(echo.datagrams.isEmpty)
     }
 
@@ -114,7 +127,9 @@ struct RecordedCausesTests {
 
         let stalls = log.filter { $0["ev"] as? String == "stall" && $0["cause"] as? String == "fault" }
         let resumes = log.filter { $0["ev"] as? String == "resume" && $0["cause"] as? String == "fault" }
-        #expect(stalls.contains { $0["dir"] as? String == "up" } && stalls.contains { $0["dir"] as? String == "down" }, "\(stalls)")
+        #expect(
+            stalls.contains { $0["dir"] as? String == "up" } && stalls.contains { $0["dir"] as? String == "down" },
+            "\(stalls)")
         #expect(resumes.count == stalls.count)
         let connectStall = try #require(stalls.first { $0["dir"] as? String == "up" })
         let connectResume = try #require(resumes.first { $0["dir"] as? String == "up" })

@@ -7,16 +7,25 @@ import Testing
 struct RecordingReportTests {
     static let artefacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent(".build/test-artefacts/report").path
-    static let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
 
     /// Runs a recording linkcond in front of `upstreamPort`, calls `clients` with its listening port, stops it
     /// with SIGTERM and returns the recording's path.
-    func record(upstreamPort: Int, profile: String = "none", extra: [String] = [], _ clients: (Int) throws -> Void) throws -> String {
+    func record(upstreamPort: Int, profile: String = "none", extra: [String] = [], _ clients: (Int) throws -> Void)
+        throws -> String
+    {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-\(UUID()).jsonl").path
-        let run = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstreamPort)",
-                                       "--profile", profile, "--control", "127.0.0.1:0", "--record", path] + extra)
+        let run = try RunningLinkcond(
+            [
+                "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstreamPort)",
+                "--profile", profile, "--control", "127.0.0.1:0", "--record", path,
+            ] + extra)
         let ready = try run.readLine()
-        guard ready.hasPrefix("ready tcp "), let port = Int(ready.split(separator: " ")[2].split(separator: ":").last ?? "") else {
+        guard ready.hasPrefix("ready tcp "),
+            let port = Int(ready.split(separator: " ")[2].split(separator: ":").last ?? "")
+        else {
             throw CLITestError("expected a ready line, got \"\(ready)\"")
         }
         try clients(port)
@@ -31,12 +40,16 @@ struct RecordingReportTests {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
-        if process.terminationStatus != 0 { throw CLITestError("curl \(arguments) exited \(process.terminationStatus)") }
+        if process.terminationStatus != 0 {
+            throw CLITestError("curl \(arguments) exited \(process.terminationStatus)")
+        }
     }
 
     func makeReport(_ path: String) throws -> [String: Any] {
         let result = try LinkcondProcess.run(["report", path, "--json", "-o", path + ".html"])
-        guard result.status == 0, let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] else {
+        guard result.status == 0,
+            let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        else {
             throw CLITestError("linkcond report exited \(result.status): \(result.stderr)")
         }
         return object
@@ -60,7 +73,8 @@ struct RecordingReportTests {
 
         #expect(log.first?["ev"] as? String == "start" && log.first?["v"] as? Int == 1)
         let kinds = Set(log.compactMap { $0["ev"] as? String })
-        #expect(kinds.isSuperset(of: ["profile", "open", "established", "send", "deliver", "close", "end"]), "\(kinds)")
+        #expect(
+            kinds.isSuperset(of: ["profile", "open", "established", "send", "deliver", "close", "end"]), "\(kinds)")
         let down = log.filter { $0["ev"] as? String == "deliver" && $0["dir"] as? String == "down" }
         #expect(down.reduce(0) { $0 + ($1["bytes"] as? Int ?? 0) } > 2000)
         let close = log.first { $0["ev"] as? String == "close" }
@@ -90,8 +104,9 @@ struct RecordingReportTests {
         let upstream = try HTTPUpstream()
         defer { upstream.stop() }
         let path = try record(upstreamPort: upstream.port, profile: "edge") { port in
-            try curl(["--parallel", "--parallel-immediate", "--parallel-max", "8"]
-                     + (1...8).flatMap { ["-o", "/dev/null", "http://127.0.0.1:\(port)/\($0 * 100)"] })
+            try curl(
+                ["--parallel", "--parallel-immediate", "--parallel-max", "8"]
+                    + (1...8).flatMap { ["-o", "/dev/null", "http://127.0.0.1:\(port)/\($0 * 100)"] })
         }
         let report = try makeReport(path)
 
@@ -113,8 +128,12 @@ struct RecordingReportTests {
     @Test func tenByteWritesAreReportedAsSmallWritesAndTenKilobyteWritesAreNot() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let small = try record(upstreamPort: Int(echo.port)) { port in try echoExchanges(port: port, size: 10, count: 30) }
-        let large = try record(upstreamPort: Int(echo.port)) { port in try echoExchanges(port: port, size: 10_000, count: 30) }
+        let small = try record(upstreamPort: Int(echo.port)) { port in
+            try echoExchanges(port: port, size: 10, count: 30)
+        }
+        let large = try record(upstreamPort: Int(echo.port)) { port in
+            try echoExchanges(port: port, size: 10_000, count: 30)
+        }
 
         let smallReport = try makeReport(small)
         let finding = (smallReport["findings"] as! [[String: Any]]).first { $0["rule"] as? String == "small-writes" }
@@ -127,7 +146,9 @@ struct RecordingReportTests {
     @Test func aBulkTransferWritesOneSendAndOneDeliverLinePerTwentyMillisecondsNotOnePerRead() throws {
         let upstream = try HTTPUpstream()
         defer { upstream.stop() }
-        let path = try record(upstreamPort: upstream.port) { port in try curl(["-o", "/dev/null", "http://127.0.0.1:\(port)/8000000"]) }
+        let path = try record(upstreamPort: upstream.port) { port in
+            try curl(["-o", "/dev/null", "http://127.0.0.1:\(port)/8000000"])
+        }
         let down = try events(path).filter { $0["dir"] as? String == "down" }
 
         for kind in ["send", "deliver"] {
@@ -188,8 +209,10 @@ struct RecordingReportTests {
         let earlier = "{\"v\":1,\"ev\":\"start\"}\n{\"t\":5,\"ev\":\"end\"}\n"
         try earlier.write(toFile: path, atomically: true, encoding: .utf8)
 
-        let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:\(taken.port)", "--upstream", "127.0.0.1:9",
-                                              "--control", "127.0.0.1:0", "--record", path])
+        let result = try LinkcondProcess.run([
+            "run", "--listen", "127.0.0.1:\(taken.port)", "--upstream", "127.0.0.1:9",
+            "--control", "127.0.0.1:0", "--record", path,
+        ])
 
         #expect(result.status == 1)
         #expect(result.stderr.lowercased().contains("address already in use"), "stderr: \(result.stderr)")
@@ -202,8 +225,10 @@ struct RecordingReportTests {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-\(UUID()).jsonl").path
         defer { try? FileManager.default.removeItem(atPath: path) }
 
-        let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:\(taken.port)", "--upstream", "127.0.0.1:9",
-                                              "--control", "127.0.0.1:0", "--record", path])
+        let result = try LinkcondProcess.run([
+            "run", "--listen", "127.0.0.1:\(taken.port)", "--upstream", "127.0.0.1:9",
+            "--control", "127.0.0.1:0", "--record", path,
+        ])
 
         #expect(result.status == 1)
         #expect(!FileManager.default.fileExists(atPath: path))
@@ -214,8 +239,10 @@ struct RecordingReportTests {
         defer { try? FileManager.default.removeItem(atPath: path) }
         try String(repeating: "x", count: 1 << 20).write(toFile: path, atomically: false, encoding: .utf8)
 
-        let run = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
-                                       "--control", "127.0.0.1:0", "--record", path])
+        let run = try RunningLinkcond([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9",
+            "--control", "127.0.0.1:0", "--record", path,
+        ])
         _ = try run.readLine()
         #expect(try run.stop() == 0)
 
@@ -227,9 +254,10 @@ struct RecordingReportTests {
     /// A recording cut off mid-line (a full disk, a kill) is reported from its complete lines, with a warning
     /// naming the file and the cut line, and exit status 0.
     @Test func aRecordingCutShortMidLineIsReportedFromItsCompleteLinesWithAWarning() throws {
-        let result = try reportError("{\"v\":1,\"ev\":\"start\",\"wall\":\"x\"}\n"
-                                     + "{\"t\":5,\"ev\":\"open\",\"conn\":1,\"listener\":\"l\",\"client\":\"c\",\"dest\":\"198.18.0.1:80\"}\n"
-                                     + "{\"t\":9,\"ev\":\"close\",\"co")
+        let result = try reportError(
+            "{\"v\":1,\"ev\":\"start\",\"wall\":\"x\"}\n"
+                + "{\"t\":5,\"ev\":\"open\",\"conn\":1,\"listener\":\"l\",\"client\":\"c\",\"dest\":\"198.18.0.1:80\"}\n"
+                + "{\"t\":9,\"ev\":\"close\",\"co")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains(".jsonl:3: the last line is cut short"), "\(result.stderr)")
         #expect(result.stdout.contains("1 connections"), "\(result.stdout)")
@@ -237,7 +265,8 @@ struct RecordingReportTests {
 
     /// Only the last line may be cut: a damaged line with complete lines after it is still refused.
     @Test func aDamagedLineBeforeTheLastIsRefusedNamingIt() throws {
-        let result = try reportError("{\"v\":1,\"ev\":\"start\",\"wall\":\"x\"}\n{\"t\":5,\"ev\":\"op\n{\"t\":9,\"ev\":\"end\"}\n")
+        let result = try reportError(
+            "{\"v\":1,\"ev\":\"start\",\"wall\":\"x\"}\n{\"t\":5,\"ev\":\"op\n{\"t\":9,\"ev\":\"end\"}\n")
         #expect(result.status == 2)
         #expect(result.stderr.contains(".jsonl:2: not a JSON object"), "\(result.stderr)")
     }
@@ -252,7 +281,9 @@ struct RecordingReportTests {
     @Test func aRecordingOfAnotherFormatVersionIsRefused() throws {
         let result = try reportError("{\"v\":7,\"ev\":\"start\",\"wall\":\"x\"}\n")
         #expect(result.status == 2)
-        #expect(result.stderr.contains(".jsonl:1: recording format version 7; this linkcond reads version 1"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains(".jsonl:1: recording format version 7; this linkcond reads version 1"),
+            "\(result.stderr)")
     }
 
     @Test func aFileThatIsNotARecordingIsRefused() throws {
@@ -273,7 +304,9 @@ struct RecordingReportTests {
         try FileManager.default.createDirectory(atPath: Self.artefacts, withIntermediateDirectories: true)
 
         let dom = try runChromium(["--dump-dom", "file://\(path).html"])
-        _ = try runChromium(["--screenshot=\(Self.artefacts)/report.png", "--window-size=1400,900", "file://\(path).html"])
+        _ = try runChromium([
+            "--screenshot=\(Self.artefacts)/report.png", "--window-size=1400,900", "file://\(path).html",
+        ])
 
         #expect(dom.components(separatedBy: "class=\"conn\"").count - 1 == 6)
         #expect(dom.contains("Connections not reused"))
@@ -285,7 +318,11 @@ struct RecordingReportTests {
     func runChromium(_ arguments: [String]) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.chromium!)
-        process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(FileManager.default.temporaryDirectory.path)/linkcond-report-chromium"] + arguments
+        process.arguments =
+            [
+                "--headless", "--no-sandbox", "--disable-gpu",
+                "--user-data-dir=\(FileManager.default.temporaryDirectory.path)/linkcond-report-chromium",
+            ] + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -298,24 +335,35 @@ struct RecordingReportTests {
     /// A recording whose writes fail (a full disk) says so once, with the file and the error, instead of ending
     /// silently with a file the report then calls cut short. The disk is a full tmpfs of one page, mounted in a
     /// mount namespace of the test's own, so nothing outside sees it.
-    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"), "needs root and unshare to mount a tmpfs"))
+    @Test(
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"),
+            "needs root and unshare to mount a tmpfs"))
     func aRecordingOnAFullDiskLogsTheWriteErrorOnce() throws {
-        let disk = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-full-\(UUID().uuidString.prefix(8))").path
+        let disk = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "linkcond-full-\(UUID().uuidString.prefix(8))"
+        ).path
         try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: false)
         defer { try? FileManager.default.removeItem(atPath: disk) }
         let path = disk + "/app.jsonl"
-        let fill = #"mount -t tmpfs -o size=4k,mode=0700 tmpfs "$1" && { cat /dev/zero > "$1/fill" 2>/dev/null; shift; exec "$@"; }"#
-        let linkcond = try RunningLinkcond(["--mount", "--propagation", "private", "sh", "-c", fill, "sh", disk,
-                                            LinkcondProcess.executable.path, "run", "--listen", "127.0.0.1:0",
-                                            "--upstream", "127.0.0.1:9", "--control", "127.0.0.1:0", "--record", path],
-                                           executable: URL(fileURLWithPath: "/usr/bin/unshare"))
+        let fill =
+            #"mount -t tmpfs -o size=4k,mode=0700 tmpfs "$1" && { cat /dev/zero > "$1/fill" 2>/dev/null; shift; exec "$@"; }"#
+        let linkcond = try RunningLinkcond(
+            [
+                "--mount", "--propagation", "private", "sh", "-c", fill, "sh", disk,
+                LinkcondProcess.executable.path, "run", "--listen", "127.0.0.1:0",
+                "--upstream", "127.0.0.1:9", "--control", "127.0.0.1:0", "--record", path,
+            ],
+            executable: URL(fileURLWithPath: "/usr/bin/unshare"))
         _ = try linkcond.readReadyPort()
 
         #expect(try linkcond.stop() == 0)
         let errors = linkcond.stderrText.split(separator: "\n").filter { $0.contains("recording \(path)") }
         #expect(errors.count == 1, "\(linkcond.stderrText)")
-        #expect(errors.first?.contains("recording \(path): write: ") == true && errors.first?.contains("the recording ends after its first") == true,
-                "\(linkcond.stderrText)")
+        #expect(
+            errors.first?.contains("recording \(path): write: ") == true
+                && errors.first?.contains("the recording ends after its first") == true,
+            "\(linkcond.stderrText)")
     }
 }
 
@@ -341,7 +389,8 @@ final class HTTPUpstream {
             bytes += chunk
         }
         let line = String(decoding: bytes, as: UTF8.self)
-        guard let port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else {
+        guard let port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "")
+        else {
             throw CLITestError("the HTTP upstream said \"\(line)\" instead of its port")
         }
         self.port = port

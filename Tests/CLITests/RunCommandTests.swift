@@ -8,7 +8,9 @@ struct RunCommandTests {
     @Test func printsExactlyOneReadyLinePerListenerWithTheRealPortAndRelays() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)", "--profile", "3g"])
+        let linkcond = try RunningLinkcond([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)", "--profile", "3g",
+        ])
 
         let line = try linkcond.readLine()
         let fields = line.split(separator: " ")
@@ -31,7 +33,10 @@ struct RunCommandTests {
     @Test func servesSeveralListenersInOneProcess() throws {
         let first = try TestServer.echo()
         let second = try TestServer.echo()
-        defer { first.stop(); second.stop() }
+        defer {
+            first.stop()
+            second.stop()
+        }
         let linkcond = try RunningLinkcond([
             "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(first.port)",
             "--listen", "[::1]:0", "--upstream", "localhost:\(second.port)",
@@ -48,7 +53,8 @@ struct RunCommandTests {
         let echo = try TestServer.echo()
         defer { echo.stop() }
         let linkcond = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)"])
-        let port = try #require(try linkcond.readLine().split(separator: " ")[2].split(separator: ":").last.flatMap { UInt16($0) })
+        let port = try #require(
+            try linkcond.readLine().split(separator: " ")[2].split(separator: ":").last.flatMap { UInt16($0) })
         let client = try TestConnection.connect(port: port, timeout: 5)
         defer { client.close() }
         try client.send([1])
@@ -98,7 +104,8 @@ struct RunCommandTests {
     /// through the proxy: the captive portal answers it (302), where a request that went around the proxy would
     /// find no host at all. curl reads only the lower-case `http_proxy`.
     @Test func curlGivenTheBannersHTTPProxyVariablesFetchesThroughTheProxy() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-banner-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "linkcond-banner-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let profile = directory.appendingPathComponent("portal.profile")
@@ -107,8 +114,9 @@ struct RunCommandTests {
         _ = try linkcond.readReadyPort()
         let isVariables: (Substring) -> Bool = { line in line.contains("=http://") && !line.contains("curl") }
         _ = waitUntil(seconds: 20) { linkcond.stderrText.split(separator: "\n").contains(where: isVariables) }
-        let line = try #require(linkcond.stderrText.split(separator: "\n").first(where: isVariables),
-                                "no HTTP proxy variables on stderr: \(linkcond.stderrText)")
+        let line = try #require(
+            linkcond.stderrText.split(separator: "\n").first(where: isVariables),
+            "no HTTP proxy variables on stderr: \(linkcond.stderrText)")
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.lowercased().hasSuffix("_proxy") }
         for assignment in line.split(separator: " ") {
             let parts = assignment.split(separator: "=", maxSplits: 1)
@@ -149,7 +157,9 @@ struct RunCommandTests {
     }
 
     @Test func rejectsAnUnknownProfileWithExitStatusTwo() throws {
-        let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--profile", "4g-ultra"])
+        let result = try LinkcondProcess.run([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--profile", "4g-ultra",
+        ])
 
         #expect(result.status == 2)
         #expect(result.stderr.contains("4g-ultra"))
@@ -160,7 +170,9 @@ struct RunCommandTests {
         try "description = broken\ndelay = 100 mss\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
 
-        let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--profile", file.path])
+        let result = try LinkcondProcess.run([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--profile", file.path,
+        ])
 
         #expect(result.status == 2)
         #expect(result.stderr.contains("\(file.lastPathComponent):2"), "stderr: \(result.stderr)")
@@ -171,7 +183,9 @@ struct RunCommandTests {
         let taken = try TestServer.echo()
         defer { taken.stop() }
 
-        let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:\(taken.port)", "--upstream", "127.0.0.1:9"])
+        let result = try LinkcondProcess.run([
+            "run", "--listen", "127.0.0.1:\(taken.port)", "--upstream", "127.0.0.1:9",
+        ])
 
         #expect(result.status == 1)
         #expect(result.stderr.lowercased().contains("address already in use"), "stderr: \(result.stderr)")

@@ -15,21 +15,27 @@ struct SplicePipeReuseTests {
 
         init(upstream: UInt16) throws {
             profile = try ExecEnvironment.profileFile("# nothing shaped: unshaped directions splice\n")
-            linkcond = try DescriptorExhaustionTests.LimitedLinkcond(descriptorLimit: 1024, arguments: [
-                "run", "--profile", profile, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream)",
-                "--control", "127.0.0.1:0",
-            ])
+            linkcond = try DescriptorExhaustionTests.LimitedLinkcond(
+                descriptorLimit: 1024,
+                arguments: [
+                    "run", "--profile", profile, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream)",
+                    "--control", "127.0.0.1:0",
+                ])
             let ready = try linkcond.readyLines()
-            port = try #require(ready.first { $0.hasPrefix("ready tcp") }.flatMap { line in
-                line.split(separator: " ").dropFirst(2).first?.split(separator: ":").last.flatMap { UInt16($0) }
-            })
+            port = try #require(
+                ready.first { $0.hasPrefix("ready tcp") }.flatMap { line in
+                    line.split(separator: " ").dropFirst(2).first?.split(separator: ":").last.flatMap { UInt16($0) }
+                })
         }
 
         /// Pipe ends linkcond has open now.
         var pipeEnds: Int {
             let directory = "/proc/\(linkcond.process.processIdentifier)/fd"
             let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-            return names.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\($0)"))?.hasPrefix("pipe:[") == true }.count
+            return names.filter {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\($0)"))?.hasPrefix("pipe:[")
+                    == true
+            }.count
         }
 
         func stop() {
@@ -60,7 +66,9 @@ struct SplicePipeReuseTests {
         let settled = waitUntil(seconds: 30) { relay.pipeEnds <= atStart + 4 }
         let kept = relay.pipeEnds - atStart
 
-        #expect(settled && kept >= 2, "ten connections left \(kept) pipe ends: one or two pipes, taken by each in turn, kept for the next")
+        #expect(
+            settled && kept >= 2,
+            "ten connections left \(kept) pipe ends: one or two pipes, taken by each in turn, kept for the next")
     }
 
     @Test func idleConnectionsHoldNoPipeWhetherOrNotTheyEverSent() throws {
@@ -82,6 +90,8 @@ struct SplicePipeReuseTests {
         #expect(waitUntil(seconds: 30) { accepted.value == 20 })
         let settled = waitUntil(seconds: 30) { relay.pipeEnds <= atStart + 4 }
 
-        #expect(settled, "20 idle connections hold \(relay.pipeEnds - atStart) pipe ends; at most the two kept pipes expected")
+        #expect(
+            settled,
+            "20 idle connections hold \(relay.pipeEnds - atStart) pipe ends; at most the two kept pipes expected")
     }
 }

@@ -31,7 +31,9 @@ struct StatusLatenessTests {
         let header = try #require(lines.firstIndex { $0.hasPrefix("Late deliveries") }, "\(human)")
         let row = try #require(lines.dropFirst(header + 1).first, "\(human)").split(separator: " ").map(String.init)
         #expect(row.prefix(2) == ["tcp", "127.0.0.1:\(linkcond.port)"], "\(human)")
-        #expect(row.dropFirst(2).prefix(4).joined(separator: " ") == "\(ms(after.p99Seconds)) \(ms(after.maxSeconds))", "\(human)")
+        #expect(
+            row.dropFirst(2).prefix(4).joined(separator: " ") == "\(ms(after.p99Seconds)) \(ms(after.maxSeconds))",
+            "\(human)")
         #expect(human.contains("--realtime, given to run or exec, keeps its loop ahead of other processes"), "\(human)")
     }
 

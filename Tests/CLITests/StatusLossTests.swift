@@ -12,7 +12,8 @@ struct StatusLossTests {
         payload.forEachBlock { expected += $0 }
         let source = try TestServer.sending(payload)
         defer { source.stop() }
-        let linkcond = try ProfiledLinkcond(upstream: source.port, profile: "bandwidth = 20 Mbit/s\ndelay = 2 ms\nloss = 5 %\nseed = 11\n")
+        let linkcond = try ProfiledLinkcond(
+            upstream: source.port, profile: "bandwidth = 20 Mbit/s\ndelay = 2 ms\nloss = 5 %\nseed = 11\n")
         defer { linkcond.stop() }
         let client = try TestConnection.connect(port: linkcond.port, timeout: 30)
         defer { client.close() }
@@ -31,8 +32,11 @@ struct StatusLossTests {
 
     /// The loss counts in the order the human view shows them.
     private func lossCounts(_ listener: StatusReport.Listener) -> [Int] {
-        [listener.uplink.segmentsLost, listener.downlink.segmentsLost, listener.downlink.acksLost, listener.uplink.acksLost,
-         listener.uplink.handshakeRetransmissions, listener.downlink.handshakeRetransmissions]
+        [
+            listener.uplink.segmentsLost, listener.downlink.segmentsLost, listener.downlink.acksLost,
+            listener.uplink.acksLost,
+            listener.uplink.handshakeRetransmissions, listener.downlink.handshakeRetransmissions,
+        ]
     }
 
     /// The human view taken between two JSON reports with the same loss counts, so a late ACK's loss cannot fall

@@ -14,9 +14,13 @@ struct StatusRateTests {
             while secondsSince(start) < 60, (try? connection.send(block)) != nil {}
         }
         defer { source.stop() }
-        let socket = FileManager.default.temporaryDirectory.appendingPathComponent("lc-rate-\(UUID().uuidString.prefix(8)).sock").path
-        let instance = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(source.port)",
-                                            "--profile", "3g", "--control", socket])
+        let socket = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-rate-\(UUID().uuidString.prefix(8)).sock"
+        ).path
+        let instance = try RunningLinkcond([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(source.port)",
+            "--profile", "3g", "--control", socket,
+        ])
         defer { _ = try? instance.stop() }
         let port = try instance.readReadyPort()
         _ = try instance.readLine()

@@ -9,7 +9,9 @@ import Testing
 struct ThreadsOptionTests {
     @Test(arguments: ["0", "1.5", "many", "257"])
     func aThreadCountOutsideItsRangeIsRefusedWithTheRange(_ value: String) throws {
-        let result = try LinkcondProcess.run(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--threads", value])
+        let result = try LinkcondProcess.run([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--threads", value,
+        ])
 
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("--threads \"\(value)\""), "\(result.stderr)")
@@ -43,9 +45,13 @@ struct ThreadsOptionTests {
             _ = try? connection.receive()
         }
         defer { source.stop() }
-        let socket = FileManager.default.temporaryDirectory.appendingPathComponent("lc-threads-\(UUID().uuidString.prefix(8)).sock").path
-        let instance = try RunningLinkcond(["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(source.port)",
-                                            "--threads", "\(threads)", "--control", socket])
+        let socket = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-threads-\(UUID().uuidString.prefix(8)).sock"
+        ).path
+        let instance = try RunningLinkcond([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(source.port)",
+            "--threads", "\(threads)", "--control", socket,
+        ])
         defer { _ = try? instance.stop() }
         let port = try instance.readReadyPort()
         _ = try instance.readLine()

@@ -13,24 +13,38 @@ struct ToxiproxyBoundsTests {
         let linkcond = try RunningLinkcond(["run", "--toxiproxy", "127.0.0.1:0"])
         defer { _ = try? linkcond.stop(signal: SIGTERM) }
         let api = ToxiproxyClient(port: try linkcond.readReadyPort())
-        let proxies = (0..<256).map { #"{"name":"p\#($0)","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","enabled":false}"# }
+        let proxies = (0..<256).map {
+            #"{"name":"p\#($0)","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","enabled":false}"#
+        }
         #expect(try api.send("POST", "/populate", "[" + proxies.joined(separator: ",") + "]").status == 201)
         for index in 0..<32 {
-            #expect(try api.send("POST", "/proxies/p0/toxics", #"{"name":"t\#(index)","type":"latency"}"#).status == 200)
+            #expect(
+                try api.send("POST", "/proxies/p0/toxics", #"{"name":"t\#(index)","type":"latency"}"#).status == 200)
         }
 
-        let proxy = try api.send("POST", "/proxies", #"{"name":"one-more","listen":"127.0.0.1:0","upstream":"127.0.0.1:9"}"#)
-        let populate = try api.send("POST", "/populate", #"[{"name":"p1","upstream":"127.0.0.1:9","enabled":false},{"name":"new","upstream":"127.0.0.1:9","enabled":false}]"#)
+        let proxy = try api.send(
+            "POST", "/proxies", #"{"name":"one-more","listen":"127.0.0.1:0","upstream":"127.0.0.1:9"}"#)
+        let populate = try api.send(
+            "POST", "/populate",
+            #"[{"name":"p1","upstream":"127.0.0.1:9","enabled":false},{"name":"new","upstream":"127.0.0.1:9","enabled":false}]"#
+        )
         let toxic = try api.send("POST", "/proxies/p0/toxics", #"{"name":"t32","type":"latency"}"#)
 
         #expect(proxy.status == 400)
-        #expect(proxy.object?["error"] as? String == #"linkcond serves at most 256 proxies; delete one before creating "one-more""#, "\(proxy.text)")
+        #expect(
+            proxy.object?["error"] as? String
+                == #"linkcond serves at most 256 proxies; delete one before creating "one-more""#, "\(proxy.text)")
         #expect(proxy.object?["status"] as? Int == 400)
         #expect(populate.status == 400)
         #expect((populate.object?["error"] as? String)?.contains("at most 256 proxies") == true, "\(populate.text)")
         #expect(toxic.status == 400)
-        #expect(toxic.object?["error"] as? String == #"proxy "p0" has 32 toxics, the most linkcond keeps per proxy; delete one before adding "t32""#, "\(toxic.text)")
-        let listing = try #require(try JSONSerialization.jsonObject(with: Data(try api.send("GET", "/proxies").text.utf8)) as? [String: [String: Any]])
+        #expect(
+            toxic.object?["error"] as? String
+                == #"proxy "p0" has 32 toxics, the most linkcond keeps per proxy; delete one before adding "t32""#,
+            "\(toxic.text)")
+        let listing = try #require(
+            try JSONSerialization.jsonObject(with: Data(try api.send("GET", "/proxies").text.utf8))
+                as? [String: [String: Any]])
         #expect(listing.count == 256)
         #expect(listing["one-more"] == nil && listing["new"] == nil)
         #expect((listing["p0"]?["toxics"] as? [Any])?.count == 32)
@@ -46,12 +60,17 @@ struct ToxiproxyBoundsTests {
         // Names and addresses near their limits: 256 proxies of 32 toxics list about 3.5 MB.
         let wide = String(repeating: "w", count: 250)
         let address = String(repeating: "a", count: 300)
-        let proxies = (0..<256).map { #"{"name":"\#(wide)\#($0)","listen":"\#(address)","upstream":"\#(address)","enabled":false}"# }
+        let proxies = (0..<256).map {
+            #"{"name":"\#(wide)\#($0)","listen":"\#(address)","upstream":"\#(address)","enabled":false}"#
+        }
         #expect(try api.send("POST", "/populate", "[" + proxies.joined(separator: ",") + "]").status == 201)
         try concurrentlyForEach(Array(0..<256)) { proxy in
             for toxic in 0..<32 {
-                let created = try api.send("POST", "/proxies/\(wide)\(proxy)/toxics", #"{"name":"\#(wide)\#(toxic)","type":"latency"}"#)
-                guard created.status == 200 else { throw TestError("toxic \(toxic) of proxy \(proxy): \(created.status) \(created.text)") }
+                let created = try api.send(
+                    "POST", "/proxies/\(wide)\(proxy)/toxics", #"{"name":"\#(wide)\#(toxic)","type":"latency"}"#)
+                guard created.status == 200 else {
+                    throw TestError("toxic \(toxic) of proxy \(proxy): \(created.status) \(created.text)")
+                }
             }
         }
         let before = try api.send("GET", "/proxies")
@@ -84,14 +103,17 @@ struct ToxiproxyBoundsTests {
 func residentBytes(of pid: Int32) throws -> Int {
     let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
     guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-          let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else {
+        let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+    else {
         throw TestError("no VmRSS in /proc/\(pid)/status")
     }
     return kilobytes << 10
 }
 
 /// Runs `body` for each element on four threads at once, and rethrows the first error.
-func concurrentlyForEach<Element: Sendable>(_ elements: [Element], _ body: @escaping @Sendable (Element) throws -> Void) throws {
+func concurrentlyForEach<Element: Sendable>(_ elements: [Element], _ body: @escaping @Sendable (Element) throws -> Void)
+    throws
+{
     let failure = LockedBox<Error?>(nil)
     DispatchQueue.concurrentPerform(iterations: 4) { lane in
         for element in elements.enumerated().filter({ $0.offset % 4 == lane }).map(\.element) {
@@ -114,7 +136,9 @@ extension TestConnection {
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         var address = loopbackAddress(port: port)
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard result == 0 else {
             Glibc.close(fd)

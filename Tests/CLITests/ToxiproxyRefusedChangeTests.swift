@@ -16,13 +16,16 @@ struct ToxiproxyRefusedChangeTests {
         let linkcond = try RunningLinkcond(["run", "--toxiproxy", "127.0.0.1:0"])
         defer { _ = try? linkcond.stop(signal: SIGTERM) }
         let api = ToxiproxyClient(port: try linkcond.readReadyPort())
-        let created = try api.send("POST", "/proxies", #"{"name":"web","listen":"127.0.0.1:0","upstream":"127.0.0.1:\#(echo.port)"}"#)
+        let created = try api.send(
+            "POST", "/proxies", #"{"name":"web","listen":"127.0.0.1:0","upstream":"127.0.0.1:\#(echo.port)"}"#)
         let listen = try #require(created.object?["listen"] as? String)
 
-        let refused = try api.send("PATCH", "/proxies/web", #"{"listen":"127.0.0.1:\#(occupant.port)","upstream":"127.0.0.1:1"}"#)
+        let refused = try api.send(
+            "PATCH", "/proxies/web", #"{"listen":"127.0.0.1:\#(occupant.port)","upstream":"127.0.0.1:1"}"#)
 
         #expect(refused.status == 500, "\(refused.text)")
-        #expect((refused.object?["error"] as? String)?.contains("127.0.0.1:\(occupant.port)") == true, "\(refused.text)")
+        #expect(
+            (refused.object?["error"] as? String)?.contains("127.0.0.1:\(occupant.port)") == true, "\(refused.text)")
         let shown = try #require(try api.send("GET", "/proxies/web").object)
         #expect(shown["listen"] as? String == listen)
         #expect(shown["enabled"] as? Bool == true)
@@ -41,7 +44,8 @@ struct ToxiproxyRefusedChangeTests {
         let linkcond = try RunningLinkcond(["run", "--toxiproxy", "127.0.0.1:0"])
         defer { _ = try? linkcond.stop(signal: SIGTERM) }
         let api = ToxiproxyClient(port: try linkcond.readReadyPort())
-        _ = try api.send("POST", "/proxies", #"{"name":"db","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","enabled":false}"#)
+        _ = try api.send(
+            "POST", "/proxies", #"{"name":"db","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","enabled":false}"#)
 
         let refused = try api.send("PATCH", "/proxies/db", #"{"listen":"127.0.0.1:\#(occupant.port)","enabled":true}"#)
 
@@ -64,12 +68,14 @@ struct ToxiproxyClient {
 
     /// The request's bytes as a client writes them.
     func request(_ method: String, _ path: String, _ body: String = "") -> [UInt8] {
-        Array(("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUser-Agent: Go-http-client/1.1\r\n"
-            + "Content-Length: \(body.utf8.count)\r\nContent-Type: application/json\r\n\r\n" + body).utf8)
+        Array(
+            ("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUser-Agent: Go-http-client/1.1\r\n"
+                + "Content-Length: \(body.utf8.count)\r\nContent-Type: application/json\r\n\r\n" + body).utf8)
     }
 
     func send(_ method: String, _ path: String, _ body: String = "") throws -> Answer {
-        let stream = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: port)!, timeout: .seconds(30))
+        let stream = try BlockingStream.connect(
+            to: SocketAddress(numericHost: "127.0.0.1", port: port)!, timeout: .seconds(30))
         defer { stream.close() }
         try stream.write(request(method, path, body))
         return Self.answer(try stream.readToEnd())

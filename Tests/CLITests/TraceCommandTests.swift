@@ -26,14 +26,19 @@ struct TraceCommandTests {
         let result = try LinkcondProcess.run(["trace", "generate", "lte-flying.down"])
 
         #expect(result.status == 2)
-        #expect(result.stderr.contains("no built-in trace \"lte-flying.down\"; expected one of lte-driving.down, lte-driving.up, subway.down, subway.up."))
+        #expect(
+            result.stderr.contains(
+                "no built-in trace \"lte-flying.down\"; expected one of lte-driving.down, lte-driving.up, subway.down, subway.up."
+            ))
     }
 
     @Test func aDurationWhoseMinutesOverflowIsRefusedWithoutACrash() throws {
         let result = try LinkcondProcess.run(["trace", "generate", "subway.up", "--duration", "9223372036854775807min"])
 
         #expect(result.status == 2, "\(result.stderr)")
-        #expect(result.stderr.contains("--duration \"9223372036854775807min\": expected a duration up to 60 min"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("--duration \"9223372036854775807min\": expected a duration up to 60 min"),
+            "\(result.stderr)")
     }
 
     @Test func listShowsEachBuiltInTraceWithItsAverage() throws {

@@ -44,7 +44,9 @@ struct ConditionedProxyAPITests {
         }
         try client.drain(into: &digest)
 
-        #expect(deliveredAtSwitches.allSatisfy { $0 > 0 && $0 < size }, "link deliveries at each switch: \(deliveredAtSwitches)")
+        #expect(
+            deliveredAtSwitches.allSatisfy { $0 > 0 && $0 < size },
+            "link deliveries at each switch: \(deliveredAtSwitches)")
         #expect(digest.count == size)
         #expect(digest.value == payload.digest.value)
     }
@@ -116,7 +118,9 @@ struct ConditionedProxyAPITests {
         defer { proxy.stop() }
 
         try proxy.set([(key: "downlink.delay", value: "300 ms")])
-        #expect(throws: ProfileError.self) { try proxy.set([(key: "uplink.delay", value: "5 ms"), (key: "loss", value: "120 %")]) }
+        #expect(throws: ProfileError.self) {
+            try proxy.set([(key: "uplink.delay", value: "5 ms"), (key: "loss", value: "120 %")])
+        }
 
         let profile = proxy.profile
         #expect(profile.downlink.delay == .milliseconds(300))
@@ -160,13 +164,16 @@ struct READMESwiftExampleTests {
         let echo = try TestServer.echo()
         defer { echo.stop() }
         let proxy = try ConditionedProxy(
-            listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0),
-                                     upstream: Endpoint(host: "127.0.0.1", port: echo.port))],
+            listeners: [
+                ListenerSpec(
+                    listen: Endpoint(host: "127.0.0.1", port: 0),
+                    upstream: Endpoint(host: "127.0.0.1", port: echo.port))
+            ],
             profile: Profile.builtIn(named: "edge")!)
         defer { proxy.stop() }
-        let port = proxy.listeners[0].address.port      // point the client under test here
+        let port = proxy.listeners[0].address.port // point the client under test here
 
-        proxy.goOffline()                                // the train enters the tunnel
+        proxy.goOffline() // the train enters the tunnel
         proxy.goOnline()
         try proxy.set([(key: "loss", value: "2 %")])
         proxy.apply(try Profile.load("3g"))

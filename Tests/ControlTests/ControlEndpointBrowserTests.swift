@@ -57,7 +57,8 @@ struct ControlEndpointBrowserTests {
             defer { connection.close() }
             var request: [UInt8] = []
             while !request.contains(13), let chunk = try? connection.receive(), !chunk.isEmpty { request += chunk }
-            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+            let head =
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
             try? connection.send(Array(head.utf8) + body)
         }
     }
@@ -67,26 +68,26 @@ struct ControlEndpointBrowserTests {
     static func hostileToxiproxyPage(apiPort: UInt16) -> String {
         let create = #"{"name":"planted","listen":"127.0.0.1:0","upstream":"127.0.0.1:9"}"#
         return """
-        <!doctype html><html><body><iframe name="sink"></iframe>
-        <form id="form" method="POST" action="http://127.0.0.1:\(apiPort)/proxies" enctype="text/plain" target="sink">
-        <input type="hidden" name='{"name":"formed","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","x":"' value='"}'></form>
-        <script>
-        (async () => {
-          const base = "http://127.0.0.1:\(apiPort)";
-          const log = [];
-          const attempt = async (name, path, init) => {
-            try { const r = await fetch(base + path, init); log.push(name + ": " + r.status); } catch (e) { log.push(name + ": " + e); }
-          };
-          await attempt("create", "/proxies", { method: "POST", mode: "no-cors", headers: { "Content-Type": "text/plain" }, body: '\(create)' });
-          await attempt("populate", "/populate", { method: "POST", mode: "no-cors", body: '[\(create)]' });
-          await attempt("cors", "/proxies", { method: "POST", headers: { "Content-Type": "application/json" }, body: '\(create)' });
-          await attempt("read", "/proxies", {});
-          document.getElementById("form").submit();
-          await new Promise(resolve => setTimeout(resolve, 500));
-          document.body.insertAdjacentHTML("beforeend", "<pre>attempts done\\n" + log.join("\\n") + "</pre>");
-        })();
-        </script></body></html>
-        """
+            <!doctype html><html><body><iframe name="sink"></iframe>
+            <form id="form" method="POST" action="http://127.0.0.1:\(apiPort)/proxies" enctype="text/plain" target="sink">
+            <input type="hidden" name='{"name":"formed","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","x":"' value='"}'></form>
+            <script>
+            (async () => {
+              const base = "http://127.0.0.1:\(apiPort)";
+              const log = [];
+              const attempt = async (name, path, init) => {
+                try { const r = await fetch(base + path, init); log.push(name + ": " + r.status); } catch (e) { log.push(name + ": " + e); }
+              };
+              await attempt("create", "/proxies", { method: "POST", mode: "no-cors", headers: { "Content-Type": "text/plain" }, body: '\(create)' });
+              await attempt("populate", "/populate", { method: "POST", mode: "no-cors", body: '[\(create)]' });
+              await attempt("cors", "/proxies", { method: "POST", headers: { "Content-Type": "application/json" }, body: '\(create)' });
+              await attempt("read", "/proxies", {});
+              document.getElementById("form").submit();
+              await new Promise(resolve => setTimeout(resolve, 500));
+              document.body.insertAdjacentHTML("beforeend", "<pre>attempts done\\n" + log.join("\\n") + "</pre>");
+            })();
+            </script></body></html>
+            """
     }
 
     @Test(.enabled(if: chromium != nil, "needs chromium (apt-get install chromium)"))
@@ -101,17 +102,21 @@ struct ControlEndpointBrowserTests {
         let dom = try Self.runHeadless(Self.chromium!, url: "http://127.0.0.1:\(site.port)/")
 
         #expect(dom.contains("attempts done"), "the page's script did not run: \(dom.prefix(2000))")
-        #expect(endpoint.proxy.status().count == 1, "a listener appeared: \(endpoint.proxy.status().map(\.address)) \(dom)")
+        #expect(
+            endpoint.proxy.status().count == 1, "a listener appeared: \(endpoint.proxy.status().map(\.address)) \(dom)")
     }
 
     /// Loads `url` in headless chromium and returns the DOM once the page settled (at most 60 s).
     static func runHeadless(_ executable: String, url: String) throws -> String {
-        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("lc-chromium-\(UUID().uuidString.prefix(8))")
+        let profile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-chromium-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: profile) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile.path)",
-                             "--virtual-time-budget=10000", "--dump-dom", url]
+        process.arguments = [
+            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile.path)",
+            "--virtual-time-budget=10000", "--dump-dom", url,
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// A proxy with its control endpoint on 127.0.0.1, spoken to in raw HTTP as a browser or a hostile local program would.
 final class ControlEndpointUnderTest: Sendable {
@@ -27,16 +28,21 @@ final class ControlEndpointUnderTest: Sendable {
     }
 
     func raw(_ bytes: [UInt8], timeout: Duration = .seconds(20)) throws -> String {
-        let stream = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: port)!, timeout: timeout)
+        let stream = try BlockingStream.connect(
+            to: SocketAddress(numericHost: "127.0.0.1", port: port)!, timeout: timeout)
         defer { stream.close() }
         try stream.write(bytes)
         return String(decoding: try stream.readToEnd(), as: UTF8.self)
     }
 
     /// A well-formed request with the right Host (and the token, if any), plus `extra` header lines.
-    func request(_ method: String, _ path: String, body: String = "", contentType: String? = "text/x-linkcond",
-                 host: String? = nil, extra: [String] = []) throws -> String {
-        var lines = ["\(method) \(path) HTTP/1.1", "Host: \(host ?? "127.0.0.1:\(port)")", "Content-Length: \(body.utf8.count)"]
+    func request(
+        _ method: String, _ path: String, body: String = "", contentType: String? = "text/x-linkcond",
+        host: String? = nil, extra: [String] = []
+    ) throws -> String {
+        var lines = [
+            "\(method) \(path) HTTP/1.1", "Host: \(host ?? "127.0.0.1:\(port)")", "Content-Length: \(body.utf8.count)",
+        ]
         if let contentType, !body.isEmpty { lines.append("Content-Type: \(contentType)") }
         if let token { lines.append("Authorization: Bearer \(token)") }
         return try raw((lines + extra).joined(separator: "\r\n") + "\r\n\r\n" + body)
@@ -81,8 +87,9 @@ struct ControlEndpointSecurityTests {
         let endpoint = try ControlEndpointUnderTest()
         defer { endpoint.stop() }
 
-        let answer = try endpoint.raw("POST /offline HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
-            + "\(fields)\r\n\r\nrefuse")
+        let answer = try endpoint.raw(
+            "POST /offline HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
+                + "\(fields)\r\n\r\nrefuse")
 
         #expect(answer.hasPrefix("HTTP/1.1 4"), "\(answer)")
         #expect(endpoint.proxy.conditions.offline == nil)
@@ -93,7 +100,8 @@ struct ControlEndpointSecurityTests {
         let endpoint = try ControlEndpointUnderTest()
         defer { endpoint.stop() }
 
-        let answer = try endpoint.request("POST", "/offline", host: host.replacingOccurrences(of: "PORT", with: "\(endpoint.port)"))
+        let answer = try endpoint.request(
+            "POST", "/offline", host: host.replacingOccurrences(of: "PORT", with: "\(endpoint.port)"))
 
         #expect(answer.hasPrefix("HTTP/1.1 403 "), "\(answer)")
         #expect(endpoint.proxy.conditions.offline == nil)
@@ -132,12 +140,15 @@ struct ControlEndpointSecurityTests {
         #expect(endpoint.proxy.conditions.offline == nil)
     }
 
-    @Test(arguments: [Optional("text/plain"), "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", nil])
+    @Test(arguments: [
+        Optional("text/plain"), "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", nil,
+    ])
     func aBodyWithoutTheDocumentedContentTypeIsRefusedAndChangesNothing(_ contentType: String?) throws {
         let endpoint = try ControlEndpointUnderTest()
         defer { endpoint.stop() }
 
-        let answer = try endpoint.request("POST", "/settings", body: "downlink.delay = 1 ms\n", contentType: contentType)
+        let answer = try endpoint.request(
+            "POST", "/settings", body: "downlink.delay = 1 ms\n", contentType: contentType)
 
         #expect(answer.hasPrefix("HTTP/1.1 415 "), "\(answer)")
         #expect(answer.contains("text/x-linkcond"))
@@ -159,7 +170,8 @@ struct ControlEndpointSecurityTests {
         defer { endpoint.stop() }
 
         let without = try endpoint.raw("POST /online HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\n\r\n")
-        let wrong = try endpoint.raw("POST /online HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nAuthorization: Bearer s3cret\r\n\r\n")
+        let wrong = try endpoint.raw(
+            "POST /online HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nAuthorization: Bearer s3cret\r\n\r\n")
         let right = try endpoint.request("POST", "/online")
 
         #expect(without.hasPrefix("HTTP/1.1 401 "), "\(without)")
@@ -170,7 +182,8 @@ struct ControlEndpointSecurityTests {
     @Test func aProfilePathIsRefusedWithoutReadingTheFileOrRevealingWhetherItExists() throws {
         let endpoint = try ControlEndpointUnderTest()
         defer { endpoint.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lc-secret-\(UUID().uuidString.prefix(8))")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-secret-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let existing = directory.appendingPathComponent("a.profile").path
@@ -184,14 +197,18 @@ struct ControlEndpointSecurityTests {
         #expect(forExisting.hasPrefix("HTTP/1.1 400 "), "\(forExisting)")
         #expect(!forExisting.contains("SECRET"), "\(forExisting)")
         #expect(!forShadow.contains("root:"), "\(forShadow)")
-        #expect(forExisting.replacingOccurrences(of: existing, with: "P") == forMissing.replacingOccurrences(of: missing, with: "P"))
+        #expect(
+            forExisting.replacingOccurrences(of: existing, with: "P")
+                == forMissing.replacingOccurrences(of: missing, with: "P"))
         #expect(endpoint.proxy.profile.name == "edge")
     }
 
     @Test func aScenarioStepNamingAFileIsRefusedWithoutReadingIt() throws {
         let endpoint = try ControlEndpointUnderTest()
         defer { endpoint.stop() }
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("lc-\(UUID().uuidString.prefix(8)).profile").path
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-\(UUID().uuidString.prefix(8)).profile"
+        ).path
         try "SECRET-LINE-42\n".write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
 
@@ -232,7 +249,9 @@ struct ControlEndpointSecurityTests {
     @Test func aSocketPathNamingAFileThatIsNotASocketIsRefusedAndTheFileKept() throws {
         let proxy = try ConditionedProxy.inFront(of: 9, profile: .none)
         defer { proxy.stop() }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("lc-notes-\(UUID().uuidString.prefix(8)).txt").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-notes-\(UUID().uuidString.prefix(8)).txt"
+        ).path
         try "keep me\n".write(toFile: path, atomically: false, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
 
@@ -244,7 +263,9 @@ struct ControlEndpointSecurityTests {
         let endpoint = try ControlEndpointUnderTest()
         defer { endpoint.stop() }
 
-        let answer = try endpoint.raw("PUT /profile HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\nContent-Length: 1073741824\r\n\r\n")
+        let answer = try endpoint.raw(
+            "PUT /profile HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\nContent-Length: 1073741824\r\n\r\n"
+        )
 
         #expect(answer.hasPrefix("HTTP/1.1 413 "), "\(answer)")
         #expect(answer.contains("1 MiB"))
@@ -267,7 +288,8 @@ struct ControlEndpointSecurityTests {
         defer { endpoint.stop() }
         let started = MonotonicClock().now()
         // The read gives up after ten times the exchange timeout: a server that never closed fails here.
-        let idle = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: endpoint.port)!, timeout: .seconds(100))
+        let idle = try BlockingStream.connect(
+            to: SocketAddress(numericHost: "127.0.0.1", port: endpoint.port)!, timeout: .seconds(100))
         defer { idle.close() }
 
         let received = try idle.readToEnd()
@@ -275,7 +297,9 @@ struct ControlEndpointSecurityTests {
 
         #expect(received.isEmpty)
         #expect(elapsed >= 9.9, "closed after \(elapsed) s")
-        #expect(endpoint.proxy.controlEndings() == ExchangeEndings(timedOut: 1, displaced: 0), "closed, but not by its exchange timeout")
+        #expect(
+            endpoint.proxy.controlEndings() == ExchangeEndings(timedOut: 1, displaced: 0),
+            "closed, but not by its exchange timeout")
     }
 
     @Test func aClientBeyondTheLimitDisplacesTheSilentClientThatWaitedLongest() throws {
@@ -293,7 +317,9 @@ struct ControlEndpointSecurityTests {
         // Slowloris clients cannot lock out the linkcond command: the 65th client made room by closing the one that
         // had waited longest, not the 10 s exchange timeout (the server says which closed it).
         #expect(displaced.isEmpty)
-        #expect(endings?.displaced == 1, "the longest-waiting silent client was not displaced: \(String(describing: endings))")
+        #expect(
+            endings?.displaced == 1,
+            "the longest-waiting silent client was not displaced: \(String(describing: endings))")
         #expect(Self.isOpen(silent[64]), "the newest silent client was closed")
         #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer.prefix(200))")
     }
@@ -341,10 +367,16 @@ struct ControlSocketPeerTests {
         return String(decoding: data, as: UTF8.self)
     }
 
-    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv"))
+    @Test(
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "needs root and setpriv"))
     func anotherUserIsRefusedEvenWhenTheSocketFileLetsThemConnect() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lc-peer-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-peer-\(UUID().uuidString.prefix(8))"
+        ).path
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/control.sock"
         let proxy = try ConditionedProxy.inFront(of: 9, profile: .none)

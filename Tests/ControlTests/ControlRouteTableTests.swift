@@ -1,6 +1,7 @@
 import Foundation
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// `ControlServer.routes` is the control endpoint's one table of routes: a live endpoint dispatches every route in
 /// it, answers 405 with `Allow` for every other method on a path it knows, serves the dashboard's routes only where
@@ -21,7 +22,8 @@ struct ControlRouteTableTests {
     /// Set LINKCOND_WRITE_DOCS=1 to write the table into the file instead of comparing.
     @Test func theReferenceShowsTheRouteTable() throws {
         let text = try String(contentsOf: Self.reference, encoding: .utf8)
-        let start = "<!-- table:routes -->\n", end = "\n<!-- /table -->"
+        let start = "<!-- table:routes -->\n"
+        let end = "\n<!-- /table -->"
         let opening = try #require(text.range(of: start), "docs/reference/control-api.md has no line \(start)")
         let closing = try #require(text.range(of: end, range: opening.upperBound..<text.endIndex))
         let wanted = text[..<opening.upperBound] + ControlServer.referenceTable + text[closing.lowerBound...]
@@ -29,7 +31,9 @@ struct ControlRouteTableTests {
             try wanted.write(to: Self.reference, atomically: true, encoding: .utf8)
             return
         }
-        #expect(wanted == text, """
+        #expect(
+            wanted == text,
+            """
             the routes table of docs/reference/control-api.md is stale: regenerate it from ControlServer.routes with
             LINKCOND_WRITE_DOCS=1 scripts/bounded-test --filter theReferenceShowsTheRouteTable
             """)
@@ -39,8 +43,13 @@ struct ControlRouteTableTests {
     @Test func theReferenceTableHasARowPerDocumentedRoute() {
         let rows = ControlServer.referenceTable.split(separator: "\n").dropFirst(2)
         #expect(rows.count == ControlServer.routes.count - 6)
-        #expect(rows.first == "| `GET /status` | | JSON: version, profile, offline state, scenario, listeners with per-direction counters and current rate |")
-        #expect(rows.contains("| `PUT /scenario?name=N` | scenario text (its profile steps name built-in profiles) | starts it |"))
+        #expect(
+            rows.first
+                == "| `GET /status` | | JSON: version, profile, offline state, scenario, listeners with per-direction counters and current rate |"
+        )
+        #expect(
+            rows.contains(
+                "| `PUT /scenario?name=N` | scenario text (its profile steps name built-in profiles) | starts it |"))
     }
 
     /// A request for each route in the table, with the token and no body, reaches its handler: the answer is
@@ -67,7 +76,9 @@ struct ControlRouteTableTests {
             for method in Self.methods where !allowed.contains(method) {
                 let answer = try endpoint.request(method, path)
                 #expect(Self.status(answer) == 405, "\(method) \(path): \(answer.prefix(300))")
-                #expect(answer.contains("\r\nAllow: \(allowed.joined(separator: ", "))\r\n"), "\(method) \(path): \(answer.prefix(300))")
+                #expect(
+                    answer.contains("\r\nAllow: \(allowed.joined(separator: ", "))\r\n"),
+                    "\(method) \(path): \(answer.prefix(300))")
             }
         }
     }
@@ -86,8 +97,10 @@ struct ControlRouteTableTests {
         #expect(Self.status(ticket) == 404, "\(ticket)")
         #expect(Self.status(trade) == 404, "\(trade)")
         #expect(Self.status(page) == 200)
-        #expect(unknown.hasSuffix("no such endpoint /nowhere; endpoints: /status, /version, /metrics, /connections, /catalog, "
-            + "/profile, /settings, /offline, /online, /reset, /scenario\n"), "\(unknown)")
+        #expect(
+            unknown.hasSuffix(
+                "no such endpoint /nowhere; endpoints: /status, /version, /metrics, /connections, /catalog, "
+                    + "/profile, /settings, /offline, /online, /reset, /scenario\n"), "\(unknown)")
     }
 
     /// The dashboard's routes in the table are exactly its files and its two ticket routes.

@@ -15,18 +15,24 @@ struct DashboardBrowserTests {
     static let artefacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent(".build/test-artefacts/dashboard").path
 
-    @Test(.enabled(if: chromium != nil && PythonScript.canImport("websocket"),
-                   "needs chromium (apt-get install chromium) and websocket-client (pip install websocket-client)"))
+    @Test(
+        .enabled(
+            if: chromium != nil && PythonScript.canImport("websocket"),
+            "needs chromium (apt-get install chromium) and websocket-client (pip install websocket-client)"))
     func aPersonInChromiumSeesTheChartsMoveSwitchesTheProfileAndGoesOfflineAndBack() throws {
         let download = try SteadyDownload(profile: Profile.builtIn(named: "3g")!)
         defer { download.stop() }
         try download.waitForBytes(16 * 1024)
 
-        let output = try PythonScript.run("import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
-                                          input: "", arguments: [Self.script, "--url", "http://127.0.0.1:\(download.controlPort)/",
-                                                                 "--token", download.token, "--profile", "edge",
-                                                                 "--artefacts", Self.artefacts, "--chromium", Self.chromium!],
-                                          timeout: 240)
+        let output = try PythonScript.run(
+            "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
+            input: "",
+            arguments: [
+                Self.script, "--url", "http://127.0.0.1:\(download.controlPort)/",
+                "--token", download.token, "--profile", "edge",
+                "--artefacts", Self.artefacts, "--chromium", Self.chromium!,
+            ],
+            timeout: 240)
 
         #expect(output.contains("picked profile edge"), "\(output)")
         #expect(download.proxy.profile.name == "edge")

@@ -33,13 +33,16 @@ struct DashboardEndpointTests {
         #expect(!page.contains("http://") && !page.contains("https://") && !page.contains("//cdn"), "\(page)")
     }
 
-    @Test(arguments: ["Host: evil.example:PORT", "Host: 127.0.0.1:PORT\r\nSec-Fetch-Site: cross-site",
-                      "Host: 127.0.0.1:PORT\r\nOrigin: http://evil.example"])
+    @Test(arguments: [
+        "Host: evil.example:PORT", "Host: 127.0.0.1:PORT\r\nSec-Fetch-Site: cross-site",
+        "Host: 127.0.0.1:PORT\r\nOrigin: http://evil.example",
+    ])
     func theDashboardPageIsRefusedToARebindingNameOrAnotherSite(_ fields: String) throws {
         let endpoint = try ControlEndpointUnderTest(token: Self.token)
         defer { endpoint.stop() }
 
-        let answer = try endpoint.raw("GET / HTTP/1.1\r\n\(fields.replacingOccurrences(of: "PORT", with: "\(endpoint.port)"))\r\n\r\n")
+        let answer = try endpoint.raw(
+            "GET / HTTP/1.1\r\n\(fields.replacingOccurrences(of: "PORT", with: "\(endpoint.port)"))\r\n\r\n")
 
         #expect(answer.hasPrefix("HTTP/1.1 403 "), "\(answer.prefix(300))")
     }
@@ -49,8 +52,9 @@ struct DashboardEndpointTests {
         let endpoint = try ControlEndpointUnderTest(token: Self.token)
         defer { endpoint.stop() }
 
-        let answer = try endpoint.request("POST", "/offline", host: "\(host):\(endpoint.port)",
-                                          extra: ["Origin: http://\(host):\(endpoint.port)", "Sec-Fetch-Site: same-origin"])
+        let answer = try endpoint.request(
+            "POST", "/offline", host: "\(host):\(endpoint.port)",
+            extra: ["Origin: http://\(host):\(endpoint.port)", "Sec-Fetch-Site: same-origin"])
 
         #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer)")
         #expect(endpoint.proxy.conditions.offline == .refuse)
@@ -63,12 +67,15 @@ struct DashboardEndpointTests {
         let endpoint = try ControlEndpointUnderTest(token: Self.token)
         defer { endpoint.stop() }
         let issued = try endpoint.request("POST", "/dashboard/ticket")
-        let ticket = try #require(issued.components(separatedBy: "\r\n\r\n").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+        let ticket = try #require(
+            issued.components(separatedBy: "\r\n\r\n").last?.trimmingCharacters(in: .whitespacesAndNewlines))
 
-        let dom = try ControlEndpointBrowserTests.runHeadless(ControlEndpointBrowserTests.chromium!,
-                                                              url: "http://127.0.0.1:\(endpoint.port)/#ticket=\(ticket)")
-        let again = try endpoint.raw("POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
-            + "Content-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)")
+        let dom = try ControlEndpointBrowserTests.runHeadless(
+            ControlEndpointBrowserTests.chromium!,
+            url: "http://127.0.0.1:\(endpoint.port)/#ticket=\(ticket)")
+        let again = try endpoint.raw(
+            "POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
+                + "Content-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)")
 
         #expect(issued.hasPrefix("HTTP/1.1 200 "), "\(issued)")
         #expect(dom.contains(#"<strong id="profile-name">edge</strong>"#), "\(dom.prefix(3000))")
@@ -78,34 +85,45 @@ struct DashboardEndpointTests {
     @Test func aTicketIsIssuedOnlyForTheTokenAndTradedOnlyFromTheEndpointsOwnOrigin() throws {
         let endpoint = try ControlEndpointUnderTest(token: Self.token)
         defer { endpoint.stop() }
-        let withoutToken = try endpoint.raw("POST /dashboard/ticket HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Length: 0\r\n\r\n")
-        let ticket = try #require(try endpoint.request("POST", "/dashboard/ticket").components(separatedBy: "\r\n\r\n").last?
-            .trimmingCharacters(in: .whitespacesAndNewlines))
+        let withoutToken = try endpoint.raw(
+            "POST /dashboard/ticket HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Length: 0\r\n\r\n")
+        let ticket = try #require(
+            try endpoint.request("POST", "/dashboard/ticket").components(separatedBy: "\r\n\r\n").last?
+                .trimmingCharacters(in: .whitespacesAndNewlines))
         let redeem = { (fields: String) in
-            try endpoint.raw("POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\n\(fields)Content-Type: text/x-linkcond\r\n"
-                + "Content-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)")
+            try endpoint.raw(
+                "POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\n\(fields)Content-Type: text/x-linkcond\r\n"
+                    + "Content-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)")
         }
 
         let fromAnotherPage = try redeem("Origin: http://127.0.0.1:1\r\n")
-        let wrongTicket = try endpoint.raw("POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
-            + "Content-Length: 64\r\n\r\n\(String(repeating: "0", count: 64))")
+        let wrongTicket = try endpoint.raw(
+            "POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
+                + "Content-Length: 64\r\n\r\n\(String(repeating: "0", count: 64))")
         let fromItsPage = try redeem("Origin: http://127.0.0.1:\(endpoint.port)\r\n")
 
         #expect(withoutToken.hasPrefix("HTTP/1.1 401 "), "\(withoutToken)")
         #expect(fromAnotherPage.hasPrefix("HTTP/1.1 403 "), "\(fromAnotherPage)")
         #expect(wrongTicket.hasPrefix("HTTP/1.1 403 "), "\(wrongTicket)")
-        #expect(fromItsPage.hasPrefix("HTTP/1.1 200 ") && fromItsPage.hasSuffix("\r\n\r\n\(Self.token)\n"), "\(fromItsPage)")
+        #expect(
+            fromItsPage.hasPrefix("HTTP/1.1 200 ") && fromItsPage.hasSuffix("\r\n\r\n\(Self.token)\n"), "\(fromItsPage)"
+        )
     }
 
     /// The ticket crosses a browser's command line, which every user can read: another user who races the browser
     /// to it gets no token, and the ticket is void for everyone after that.
-    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv"))
+    @Test(
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "needs root and setpriv"))
     func anotherUserRacingTheBrowserToATicketGetsNoTokenAndVoidsIt() throws {
         let endpoint = try ControlEndpointUnderTest(token: Self.token)
         defer { endpoint.stop() }
-        let ticket = try #require(try endpoint.request("POST", "/dashboard/ticket").components(separatedBy: "\r\n\r\n").last?
-            .trimmingCharacters(in: .whitespacesAndNewlines))
-        let redeem = "POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
+        let ticket = try #require(
+            try endpoint.request("POST", "/dashboard/ticket").components(separatedBy: "\r\n\r\n").last?
+                .trimmingCharacters(in: .whitespacesAndNewlines))
+        let redeem =
+            "POST /dashboard/token HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nContent-Type: text/x-linkcond\r\n"
             + "Content-Length: \(ticket.utf8.count)\r\n\r\n\(ticket)"
         let fromNobody = try exchangeAsAnotherUser(port: endpoint.port, redeem)
         let fromOwnerAfterwards = try endpoint.raw(redeem)
@@ -119,8 +137,9 @@ struct DashboardEndpointTests {
         let endpoint = try ControlEndpointUnderTest(token: Self.token)
         defer { endpoint.stop() }
 
-        let answer = try endpoint.raw("POST /offline HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nOrigin: http://127.0.0.1:\(endpoint.port)\r\n"
-            + "Content-Length: 0\r\n\r\n")
+        let answer = try endpoint.raw(
+            "POST /offline HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nOrigin: http://127.0.0.1:\(endpoint.port)\r\n"
+                + "Content-Length: 0\r\n\r\n")
 
         #expect(answer.hasPrefix("HTTP/1.1 401 "), "\(answer)")
         #expect(endpoint.proxy.conditions.offline == nil)
@@ -139,8 +158,10 @@ struct DashboardEndpointTests {
         let endpoint = try ControlEndpointUnderTest(token: Self.token)
         defer { endpoint.stop() }
 
-        let answer = try endpoint.request("POST", "/offline", extra: [fields.replacingOccurrences(of: "PORT", with: "\(endpoint.port)")])
-        let status = try endpoint.request("GET", "/status", extra: [fields.replacingOccurrences(of: "PORT", with: "\(endpoint.port)")])
+        let answer = try endpoint.request(
+            "POST", "/offline", extra: [fields.replacingOccurrences(of: "PORT", with: "\(endpoint.port)")])
+        let status = try endpoint.request(
+            "GET", "/status", extra: [fields.replacingOccurrences(of: "PORT", with: "\(endpoint.port)")])
 
         #expect(answer.hasPrefix("HTTP/1.1 403 "), "\(answer)")
         #expect(status.hasPrefix("HTTP/1.1 403 "), "\(status)")
@@ -150,7 +171,9 @@ struct DashboardEndpointTests {
     @Test func theDashboardIsNotServedOnTheUnixSocket() throws {
         let proxy = try ConditionedProxy.inFront(of: 9, profile: .none)
         defer { proxy.stop() }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("lc-dash-\(UUID().uuidString.prefix(8)).sock").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-dash-\(UUID().uuidString.prefix(8)).sock"
+        ).path
         _ = try proxy.serveControl(at: .unix(path))
 
         let page = try ControlClient(address: .unix(path)).send("GET", "/")
@@ -188,7 +211,8 @@ struct DashboardEndpointTests {
 
         let answer = try endpoint.request("GET", "/catalog")
         let body = try #require(answer.range(of: "\r\n\r\n").map { answer[$0.upperBound...] })
-        let catalog = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: [[String: String]]])
+        let catalog = try #require(
+            try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: [[String: String]]])
 
         #expect(catalog["profiles"]?.map { $0["name"] } == Profile.builtInNames)
         #expect(catalog["profiles"]?.allSatisfy { ($0["text"] ?? "").contains("=") } == true)

@@ -1,5 +1,6 @@
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// The dashboard's one-time tickets over an injected clock: expiry and the limit are checked at chosen instants,
 /// without waiting out the 60 s lifetime.

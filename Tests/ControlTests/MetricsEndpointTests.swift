@@ -42,18 +42,31 @@ struct MetricsEndpointTests {
         let samples = try JSONDecoder().decode([Sample].self, from: Data(output.utf8))
 
         let listener = "127.0.0.1:\(download.proxy.port)"
-        let delivered = samples.filter { $0.name == "linkcond_link_delivered_bytes_total" && $0.labels["listener"] == listener }
+        let delivered = samples.filter {
+            $0.name == "linkcond_link_delivered_bytes_total" && $0.labels["listener"] == listener
+        }
         #expect(Set(delivered.map { $0.labels["direction"] }) == ["uplink", "downlink"])
         #expect(delivered.allSatisfy { $0.type == "counter" && $0.labels["kind"] == "tcp" })
         let downlink = try #require(delivered.first { $0.labels["direction"] == "downlink" })
         #expect(downlink.value >= 32 * 1024, "\(text)")
         #expect(samples.contains { $0.name == "linkcond_connections_active" && $0.type == "gauge" && $0.value == 1 })
-        #expect(samples.contains { $0.name == "linkcond_connections_excluded_total" && $0.type == "counter" && $0.labels["listener"] == listener && $0.value == 0 })
-        #expect(samples.contains { $0.name == "linkcond_link_queue_delay_seconds" && $0.labels["direction"] == "downlink" })
-        let lateness = samples.filter { $0.name == "linkcond_delivery_lateness_seconds" && $0.labels["direction"] == "downlink" }
+        #expect(
+            samples.contains {
+                $0.name == "linkcond_connections_excluded_total" && $0.type == "counter"
+                    && $0.labels["listener"] == listener && $0.value == 0
+            })
+        #expect(
+            samples.contains { $0.name == "linkcond_link_queue_delay_seconds" && $0.labels["direction"] == "downlink" })
+        let lateness = samples.filter {
+            $0.name == "linkcond_delivery_lateness_seconds" && $0.labels["direction"] == "downlink"
+        }
         #expect(Set(lateness.compactMap { $0.labels["quantile"] }) == ["0.5", "0.99", "1"], "\(text)")
         #expect(lateness.allSatisfy { $0.type == "summary" && $0.value >= 0 })
-        #expect(samples.contains { $0.name == "linkcond_delivery_lateness_seconds_count" && $0.labels["direction"] == "downlink" && $0.value > 0 })
+        #expect(
+            samples.contains {
+                $0.name == "linkcond_delivery_lateness_seconds_count" && $0.labels["direction"] == "downlink"
+                    && $0.value > 0
+            })
         #expect(samples.allSatisfy { $0.name.hasPrefix("linkcond_") })
         #expect(samples.filter { $0.type == "counter" }.allSatisfy { $0.name.hasSuffix("_total") })
     }
@@ -66,11 +79,14 @@ struct MetricsEndpointTests {
         download.proxy.goOffline(.blackhole)
 
         let text = try download.body(of: "/metrics")
-        let samples = try JSONDecoder().decode([Sample].self, from: Data(try PythonScript.run(Self.parser, input: text).utf8))
+        let samples = try JSONDecoder().decode(
+            [Sample].self, from: Data(try PythonScript.run(Self.parser, input: text).utf8))
 
         #expect(samples.contains { $0.name == "linkcond_offline" && $0.value == 1 })
-        let delay = try #require(samples.first { $0.name == "linkcond_link_queue_delay_seconds" && $0.labels["direction"] == "downlink" })
-        let queued = try #require(samples.first { $0.name == "linkcond_link_queued_bytes" && $0.labels["direction"] == "downlink" })
+        let delay = try #require(
+            samples.first { $0.name == "linkcond_link_queue_delay_seconds" && $0.labels["direction"] == "downlink" })
+        let queued = try #require(
+            samples.first { $0.name == "linkcond_link_queued_bytes" && $0.labels["direction"] == "downlink" })
         #expect(queued.value == 0 ? delay.value == 0 : delay.infinite, "\(text)")
     }
 }
@@ -109,7 +125,8 @@ enum PythonScript {
         }
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw TestError("python3 exited \(process.terminationStatus): \(String(decoding: errors.value, as: UTF8.self))")
+            throw TestError(
+                "python3 exited \(process.terminationStatus): \(String(decoding: errors.value, as: UTF8.self))")
         }
         return String(decoding: output.value, as: UTF8.self)
     }

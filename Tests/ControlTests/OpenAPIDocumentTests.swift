@@ -1,6 +1,7 @@
 import Foundation
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// `docs/reference/control-api.yaml` describes exactly the routes the control endpoint serves, and
 /// `docs/reference/toxiproxy-api.yaml` exactly those of the Toxiproxy API: every route in the code's table is
@@ -48,7 +49,8 @@ struct OpenAPIDocumentTests {
             } else if line.hasPrefix("    "), !line.hasPrefix("     ") {
                 inOperation = false
                 if let path, line.hasSuffix(":"), methods.contains(String(line.dropFirst(4).dropLast())) {
-                    operations.append(Operation(route: ControlRoute(String(line.dropFirst(4).dropLast()).uppercased(), path)))
+                    operations.append(
+                        Operation(route: ControlRoute(String(line.dropFirst(4).dropLast()).uppercased(), path)))
                     inOperation = true
                 }
             } else if inOperation, line.hasPrefix("      "), !line.hasPrefix("       ") {
@@ -66,14 +68,23 @@ struct OpenAPIDocumentTests {
     }
 
     /// Fails unless the operations of `document` and the route table `served` are the same, each once.
-    static func expectSameRoutes(_ document: URL, _ served: [ControlRoute], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectSameRoutes(
+        _ document: URL, _ served: [ControlRoute], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let documented = Self.documentedRoutes(in: try String(contentsOf: document, encoding: .utf8))
         let name = document.lastPathComponent
-        #expect(documented.count > 10, "read too few operations from \(document.path); has its layout changed?", sourceLocation: sourceLocation)
-        #expect(Set(documented).count == documented.count, "an operation is documented twice: \(documented)", sourceLocation: sourceLocation)
-        #expect(Set(served).count == served.count, "a route is in the table twice: \(served)", sourceLocation: sourceLocation)
+        #expect(
+            documented.count > 10, "read too few operations from \(document.path); has its layout changed?",
+            sourceLocation: sourceLocation)
+        #expect(
+            Set(documented).count == documented.count, "an operation is documented twice: \(documented)",
+            sourceLocation: sourceLocation)
+        #expect(
+            Set(served).count == served.count, "a route is in the table twice: \(served)",
+            sourceLocation: sourceLocation)
         let undocumented = served.filter { !documented.contains($0) }
-        #expect(undocumented.isEmpty, "served but missing from \(name): \(undocumented)", sourceLocation: sourceLocation)
+        #expect(
+            undocumented.isEmpty, "served but missing from \(name): \(undocumented)", sourceLocation: sourceLocation)
         let unserved = documented.filter { !served.contains($0) }
         #expect(unserved.isEmpty, "in \(name) but not in the route table: \(unserved)", sourceLocation: sourceLocation)
     }
@@ -94,7 +105,8 @@ struct OpenAPIDocumentTests {
     }
 
     @Test func everyToxiproxyOperationTakesABodyAsTheTableSays() throws {
-        let documented = Self.documentedOperations(in: try String(contentsOf: Self.document("toxiproxy-api.yaml"), encoding: .utf8))
+        let documented = Self.documentedOperations(
+            in: try String(contentsOf: Self.document("toxiproxy-api.yaml"), encoding: .utf8))
         for entry in ToxiproxyAPI.routes {
             let operation = documented.first { $0.route == entry.route }
             #expect(operation?.body == (entry.body == .json), "\(entry.route): requestBody")
@@ -143,10 +155,12 @@ struct OpenAPIDocumentTests {
               schemas:
                 put:
             """
-        #expect(Self.documentedOperations(in: text) == [
-            Operation(route: ControlRoute("GET", "/a")), Operation(route: ControlRoute("POST", "/a"), open: true, body: true),
-            Operation(route: ControlRoute("DELETE", "/b")),
-        ])
+        #expect(
+            Self.documentedOperations(in: text) == [
+                Operation(route: ControlRoute("GET", "/a")),
+                Operation(route: ControlRoute("POST", "/a"), open: true, body: true),
+                Operation(route: ControlRoute("DELETE", "/b")),
+            ])
     }
 
     /// The route table gates the API's dispatch: a method the path does not take is 405 with the `Allow` field
@@ -161,6 +175,8 @@ struct OpenAPIDocumentTests {
         #expect(ControlServer.unrouted(request("TRACE", "/dashboard.js")).status == 405)
         #expect(ControlServer.unrouted(request("GET", "/nowhere")).status == 404)
         #expect(ControlServer.unrouted(request("GET", "/nowhere")).extraHeaders.isEmpty)
-        #expect(ControlServer.unrouted(request("GET", "/")).status == 404, "the dashboard is not served here (a Unix socket)")
+        #expect(
+            ControlServer.unrouted(request("GET", "/")).status == 404,
+            "the dashboard is not served here (a Unix socket)")
     }
 }

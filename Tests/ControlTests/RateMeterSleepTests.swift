@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// The rate meter wakes the loop only while something moves: after a window with no change it stops its timer,
 /// and the loop's next readiness event starts it again.
@@ -46,10 +47,12 @@ import Testing
         nonisolated(unsafe) var meter: RateMeter?
         nonisolated(unsafe) var ticksSeen = 0
         try loop.submitAndWait {
-            meter = RateMeter(loop: loop, sample: {
-                ticksSeen += 1
-                return [(ObjectIdentifier(loop), 0, 0)]
-            }, isHolding: { true })
+            meter = RateMeter(
+                loop: loop,
+                sample: {
+                    ticksSeen += 1
+                    return [(ObjectIdentifier(loop), 0, 0)]
+                }, isHolding: { true })
         }
 
         // Six samples span more than one window, after which an idle meter would have gone to sleep.

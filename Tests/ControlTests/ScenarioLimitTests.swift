@@ -19,13 +19,17 @@ struct ScenarioLimitTests {
     @Test func aStepTimeBeyondTheLongestScenarioIsRefusedWithTheAcceptedRange() {
         let message = message(of: "0s lte\n999999999999h edge\n")
 
-        #expect(message.hasPrefix("limits.scenario:2: \"999999999999h edge\": expected a time from 0s to 8760h"), "\(message)")
+        #expect(
+            message.hasPrefix("limits.scenario:2: \"999999999999h edge\": expected a time from 0s to 8760h"),
+            "\(message)")
     }
 
     @Test func aRepeatTimeBeyondTheLongestScenarioIsRefusedWithTheAcceptedRange() {
         let message = message(of: "0s lte\n9999999999h repeat\n")
 
-        #expect(message.hasPrefix("limits.scenario:2: \"9999999999h repeat\": expected a time from 0s to 8760h"), "\(message)")
+        #expect(
+            message.hasPrefix("limits.scenario:2: \"9999999999h repeat\": expected a time from 0s to 8760h"),
+            "\(message)")
     }
 
     @Test func aRepeatPeriodShorterThanTenMillisecondsIsRefusedWithTheAcceptedRange() {
@@ -61,7 +65,9 @@ struct ScenarioLimitTests {
         let elapsed = secondsSince(start)
 
         #expect(report.repetitions >= 1)
-        #expect(Double(report.repetitions) <= elapsed / 0.010 + 1, "\(report.repetitions) cycles in \(elapsed) s of 10 ms cycles at least")
+        #expect(
+            Double(report.repetitions) <= elapsed / 0.010 + 1,
+            "\(report.repetitions) cycles in \(elapsed) s of 10 ms cycles at least")
         let client = try TestConnection.connect(port: proxy.port, timeout: 5)
         defer { client.close() }
         try client.send([1, 2, 3])

@@ -13,7 +13,7 @@ struct ScenarioTraceTests {
 
         let scenario = try Scenario(contentsOfFile: folder + "/ride.scenario")
 
-        guard case let .settings(settings) = scenario.steps[0].action else {
+        guard case .settings(let settings) = scenario.steps[0].action else {
             Issue.record("expected a set step")
             return
         }

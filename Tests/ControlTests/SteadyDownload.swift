@@ -40,17 +40,22 @@ final class SteadyDownload: @unchecked Sendable {
     func waitForBytes(_ count: Int, timeout: Double = 60) throws {
         let start = MonotonicClock().now()
         while bytesReceived < count {
-            guard secondsSince(start) < timeout else { throw TestError("only \(bytesReceived) of \(count) bytes in \(timeout) s") }
+            guard secondsSince(start) < timeout else {
+                throw TestError("only \(bytesReceived) of \(count) bytes in \(timeout) s")
+            }
             Thread.sleep(forTimeInterval: 0.02)
         }
     }
 
     /// Sends one request to the control endpoint with the token and the right Host, plus `extra` header lines.
     func request(_ method: String, _ path: String, token: String? = nil, extra: [String] = []) throws -> String {
-        var lines = ["\(method) \(path) HTTP/1.1", "Host: 127.0.0.1:\(controlPort)", "Content-Length: 0",
-                     "Authorization: Bearer \(token ?? self.token)"]
+        var lines = [
+            "\(method) \(path) HTTP/1.1", "Host: 127.0.0.1:\(controlPort)", "Content-Length: 0",
+            "Authorization: Bearer \(token ?? self.token)",
+        ]
         lines += extra
-        let stream = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: controlPort)!, timeout: .seconds(20))
+        let stream = try BlockingStream.connect(
+            to: SocketAddress(numericHost: "127.0.0.1", port: controlPort)!, timeout: .seconds(20))
         defer { stream.close() }
         try stream.write(Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8))
         return String(decoding: try stream.readToEnd(), as: UTF8.self)
@@ -59,7 +64,9 @@ final class SteadyDownload: @unchecked Sendable {
     /// The body of a 200 answer to `GET path`.
     func body(of path: String) throws -> String {
         let answer = try request("GET", path)
-        guard answer.hasPrefix("HTTP/1.1 200 "), let split = answer.range(of: "\r\n\r\n") else { throw TestError("GET \(path): \(answer.prefix(300))") }
+        guard answer.hasPrefix("HTTP/1.1 200 "), let split = answer.range(of: "\r\n\r\n") else {
+            throw TestError("GET \(path): \(answer.prefix(300))")
+        }
         return String(answer[split.upperBound...])
     }
 

@@ -1,6 +1,7 @@
 import Foundation
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// The control endpoint reads no file for anyone: a trace given as a path is refused unread at the line that writes
 /// it, however the body is laid out, while built-in trace names still work.
@@ -14,10 +15,15 @@ import Testing
     @Test func aProfileBodyNamingATraceFileIsRefusedWithoutReadingIt() {
         let outcome = ControlAPI.profile(from: "downlink.trace = \(Self.secretFile)\n")
 
-        guard case .refused(let response) = outcome else { Issue.record("a trace path was accepted"); return }
+        guard case .refused(let response) = outcome else {
+            Issue.record("a trace path was accepted")
+            return
+        }
         #expect(response.status == 400)
-        #expect(response.body.contains("request body:1: \"downlink.trace = \(Self.secretFile)\": expected a built-in trace"),
-                "\(response.body)")
+        #expect(
+            response.body.contains(
+                "request body:1: \"downlink.trace = \(Self.secretFile)\": expected a built-in trace"),
+            "\(response.body)")
         #expect(response.body.contains("a running linkcond reads no files"), "\(response.body)")
         #expect(!response.body.contains("secret-line"))
     }
@@ -25,7 +31,10 @@ import Testing
     @Test func settingsNamingATraceFileAreRefused() {
         let outcome = ControlAPI.settings(from: "uplink.trace = \(Self.secretFile)", appliedTo: .none)
 
-        guard case .refused(let response) = outcome else { Issue.record("a trace path was accepted"); return }
+        guard case .refused(let response) = outcome else {
+            Issue.record("a trace path was accepted")
+            return
+        }
         #expect(response.status == 400)
         #expect(!response.body.contains("secret-line"))
     }
@@ -34,7 +43,10 @@ import Testing
     @Test func aScenarioStepSettingATraceFileIsRefusedAtItsLine() {
         let outcome = ControlAPI.scenario(from: "0s lte\n5s set downlink.trace = \(Self.secretFile)\n", name: "ride")
 
-        guard case .refused(let response) = outcome else { Issue.record("a trace path was accepted"); return }
+        guard case .refused(let response) = outcome else {
+            Issue.record("a trace path was accepted")
+            return
+        }
         #expect(response.status == 400)
         #expect(response.body.hasPrefix("ride.scenario:2: \"5s set downlink.trace = "), "\(response.body)")
         #expect(response.body.contains("a running linkcond reads no files"), "\(response.body)")
@@ -44,7 +56,10 @@ import Testing
     @Test func aTraceFileAfterASemicolonInAScenarioStepIsRefusedUnread() {
         let outcome = ControlAPI.scenario(from: "0s set delay = 1 ms; trace = \(Self.secretFile)\n", name: "x")
 
-        guard case .refused(let response) = outcome else { Issue.record("a trace path was accepted"); return }
+        guard case .refused(let response) = outcome else {
+            Issue.record("a trace path was accepted")
+            return
+        }
         #expect(response.status == 400)
         #expect(!response.body.contains("secret-line"), "\(response.body)")
         #expect(response.body.contains("a running linkcond reads no files"), "\(response.body)")
@@ -54,7 +69,10 @@ import Testing
     @Test func aTraceFileOnACarriageReturnLineIsRefusedUnread() {
         let outcome = ControlAPI.profile(from: "description = x\rdownlink.trace = \(Self.secretFile)\n")
 
-        guard case .refused(let response) = outcome else { Issue.record("a trace path was accepted"); return }
+        guard case .refused(let response) = outcome else {
+            Issue.record("a trace path was accepted")
+            return
+        }
         #expect(response.status == 400)
         #expect(!response.body.contains("secret-line"), "\(response.body)")
         #expect(response.body.contains("request body:2:"), "\(response.body)")
@@ -65,6 +83,9 @@ import Testing
 
         let outcome = ControlAPI.settings(from: "downlink.trace = \(name)", appliedTo: .none)
 
-        guard case .parsed = outcome else { Issue.record("the built-in trace \(name) was refused"); return }
+        guard case .parsed = outcome else {
+            Issue.record("the built-in trace \(name) was refused")
+            return
+        }
     }
 }

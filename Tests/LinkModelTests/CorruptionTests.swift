@@ -33,7 +33,8 @@ struct CorruptionTests {
             let run = link.offerDatagrams(1000, size: 100, every: .microseconds(100), on: flow)
             link.serveAll()
             let outcomes = run.outcomes + flow.drainDatagrams()
-            return Dictionary(uniqueKeysWithValues: outcomes.compactMap { outcome in outcome.flippedBit.map { (outcome.index, $0) } })
+            return Dictionary(
+                uniqueKeysWithValues: outcomes.compactMap { outcome in outcome.flippedBit.map { (outcome.index, $0) } })
         }
 
         #expect(flips() == flips())

@@ -20,8 +20,10 @@ extension DatagramLink {
     /// Offers `count` datagrams of `size` bytes on `flow`, one every `interval` from `start`. Before each, serves the
     /// link and takes the outcomes due, as the relay's pump does, so delivered datagrams leave the link's accounting.
     @discardableResult
-    func offerDatagrams(_ count: Int, size: Int, every interval: Duration, from start: Instant = .zero,
-                        on flow: DatagramFlow) -> DatagramRun {
+    func offerDatagrams(
+        _ count: Int, size: Int, every interval: Duration, from start: Instant = .zero,
+        on flow: DatagramFlow
+    ) -> DatagramRun {
         var run = DatagramRun()
         for number in 0..<count {
             let now = start + interval * number

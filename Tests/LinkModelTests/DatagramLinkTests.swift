@@ -14,10 +14,11 @@ struct DatagramLinkTests {
         let outcomes = flow.takeDeliverableDatagrams(at: .ms(1))
 
         #expect(admissions == [.accepted(index: 0), .accepted(index: 1), .accepted(index: 2)])
-        #expect(outcomes == [
-            DatagramDelivery(index: 0, size: 300, copies: 1), DatagramDelivery(index: 1, size: 20, copies: 1),
-            DatagramDelivery(index: 2, size: 1200, copies: 1),
-        ])
+        #expect(
+            outcomes == [
+                DatagramDelivery(index: 0, size: 300, copies: 1), DatagramDelivery(index: 1, size: 20, copies: 1),
+                DatagramDelivery(index: 2, size: 1200, copies: 1),
+            ])
         #expect(link.counters.datagramsDelivered == 3)
     }
 
@@ -76,8 +77,9 @@ struct DatagramLinkTests {
         let flow = link.makeFlow()
         link.offerDatagrams(10, size: 60_000, every: .milliseconds(1), on: flow)
 
-        let later = link.offerDatagrams(10, size: 60_000, every: .milliseconds(1), from: .ms(20_010),
-                                        on: flow)
+        let later = link.offerDatagrams(
+            10, size: 60_000, every: .milliseconds(1), from: .ms(20_010),
+            on: flow)
 
         #expect(later.outcomes.count == 4)
         #expect(later.accepted == 4)

@@ -7,8 +7,9 @@ import Testing
 @Suite(.timeLimit(.minutes(5)))
 struct ExtremeValueTests {
     @Test func aTenthOfAMicrobitPerSecondHoldsOneHundredKilobytesWithoutTrapping() {
-        let link = StreamLink(side: .acceptor, profile: DirectionProfile(bandwidth: BitRate(bitsPerSecond: 0.0000001)),
-                              reverse: DirectionProfile(), settings: TCPSettings(), seed: 1)
+        let link = StreamLink(
+            side: .acceptor, profile: DirectionProfile(bandwidth: BitRate(bitsPerSecond: 0.0000001)),
+            reverse: DirectionProfile(), settings: TCPSettings(), seed: 1)
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
 
         link.enqueue(100_000, on: flow, at: .zero)
@@ -21,8 +22,9 @@ struct ExtremeValueTests {
     }
 
     @Test func aDelayOfAlmostForeverDeliversNothingInsteadOfWrappingIntoThePast() {
-        let link = StreamLink(side: .acceptor, profile: DirectionProfile(delay: .seconds(Int64.max / 1_000_000_000)),
-                              reverse: DirectionProfile(), settings: TCPSettings(), seed: 1)
+        let link = StreamLink(
+            side: .acceptor, profile: DirectionProfile(delay: .seconds(Int64.max / 1_000_000_000)),
+            reverse: DirectionProfile(), settings: TCPSettings(), seed: 1)
         let flow = link.makeFlow(at: .s(10), emulatingHandshake: false)
 
         link.enqueue(1000, on: flow, at: .s(10))
@@ -46,14 +48,16 @@ struct ExtremeValueTests {
             .nanoseconds(-7) / 2, .milliseconds(200) / 8 * 7, .seconds(1) + .nanoseconds(1) / 2, .seconds(-3) / 7,
             .nanoseconds(Int64.max), .nanoseconds(Int64.min), .nanoseconds(Int64.max) + .nanoseconds(1),
             .nanoseconds(Int64.min) - .nanoseconds(1), .seconds(Int64.max), .seconds(Int64.min),
-            .seconds(Int64.max / 1_000_000_000) + .milliseconds(999), .seconds(Int64.max / 1_000_000_000) + .nanoseconds(1) / 2,
+            .seconds(Int64.max / 1_000_000_000) + .milliseconds(999),
+            .seconds(Int64.max / 1_000_000_000) + .nanoseconds(1) / 2,
         ]
         for duration in durations {
             let (seconds, attoseconds) = duration.components
             let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
             let part = attoseconds / 1_000_000_000
             let (sum, sumOverflow) = scaled.addingReportingOverflow(part)
-            let expected = overflow ? (seconds < 0 ? Int64.min : Int64.max) : sumOverflow ? (part > 0 ? .max : .min) : sum
+            let expected =
+                overflow ? (seconds < 0 ? Int64.min : Int64.max) : sumOverflow ? (part > 0 ? .max : .min) : sum
             #expect(duration.nanoseconds == expected, "\(duration)")
         }
     }

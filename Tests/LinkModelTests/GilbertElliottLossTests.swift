@@ -5,7 +5,9 @@ import Testing
 /// Bursty loss by the Gilbert-Elliott model.
 @Suite(.timeLimit(.minutes(5)))
 struct GilbertElliottLossTests {
-    private func outcomes(_ parameters: GilbertElliottParameters, count: Int, seed: UInt64) -> (DatagramLink, [DatagramDelivery]) {
+    private func outcomes(_ parameters: GilbertElliottParameters, count: Int, seed: UInt64) -> (
+        DatagramLink, [DatagramDelivery]
+    ) {
         let profile = DirectionProfile(lossModel: .gilbertElliott, gilbertElliott: parameters)
         let link = DatagramLink(profile: profile, seed: seed)
         let flow = link.makeFlow()

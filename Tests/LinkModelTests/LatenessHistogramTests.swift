@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// The lateness histogram's quantiles: never below the true figure, at most a quarter above it.
 @Suite(.timeLimit(.minutes(5)))
@@ -13,7 +14,8 @@ struct LatenessHistogramTests {
         var histogram = LatenessHistogram()
         for microseconds in 1...100 { histogram.record(.microseconds(microseconds)) }
 
-        let p50 = histogram.quantile(0.5)!, p99 = histogram.quantile(0.99)!
+        let p50 = histogram.quantile(0.5)!
+        let p99 = histogram.quantile(0.99)!
 
         #expect(p50 >= .microseconds(50) && p50 <= .microseconds(50) * 1.25)
         #expect(p99 >= .microseconds(99) && p99 <= .microseconds(100))

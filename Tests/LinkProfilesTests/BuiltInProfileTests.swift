@@ -26,16 +26,21 @@ struct BuiltInProfileTests {
         let builtIns = Dictionary(uniqueKeysWithValues: Profile.builtInTexts.map { ($0.name, $0.text) })
         #expect(Set(files.keys) == Set(builtIns.keys))
         for (name, text) in files {
-            #expect(Array(text.utf8) == builtIns[name].map { Array($0.utf8) }, "profiles/\(name).profile differs from its built-in copy")
+            #expect(
+                Array(text.utf8) == builtIns[name].map { Array($0.utf8) },
+                "profiles/\(name).profile differs from its built-in copy")
         }
     }
 
     @Test func theBuiltInsAreNLCsSetItsOlderPresetsTheBrowserPresetsAndNone() {
-        #expect(Set(Profile.builtInNames) == [
-            "none", "100-loss", "3g", "dsl", "edge", "high-latency-dns", "lte", "very-bad-network", "wifi", "wifi-802.11ac",
-            "generic-bad", "generic-average", "generic-good", "3g-good", "3g-lossy", "cable", "edge-good", "edge-lossy",
-            "wifi-good", "slow-3g", "fast-3g", "fast-4g",
-        ])
+        #expect(
+            Set(Profile.builtInNames) == [
+                "none", "100-loss", "3g", "dsl", "edge", "high-latency-dns", "lte", "very-bad-network", "wifi",
+                "wifi-802.11ac",
+                "generic-bad", "generic-average", "generic-good", "3g-good", "3g-lossy", "cable", "edge-good",
+                "edge-lossy",
+                "wifi-good", "slow-3g", "fast-3g", "fast-4g",
+            ])
     }
 
     @Test func everyShippedFileParsesWithADescription() throws {
@@ -65,7 +70,8 @@ struct BuiltInProfileTests {
         #expect(lte.downlink == DirectionProfile(bandwidth: .mbps(50), delay: .milliseconds(50)))
         #expect(lte.uplink == DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(65)))
         let veryBad = try #require(Profile.builtIn(named: "very-bad-network"))
-        #expect(veryBad.uplink == DirectionProfile(bandwidth: .mbps(1), delay: .milliseconds(500), loss: Percentage(10)))
+        #expect(
+            veryBad.uplink == DirectionProfile(bandwidth: .mbps(1), delay: .milliseconds(500), loss: Percentage(10)))
         #expect(Profile.builtIn(named: "high-latency-dns")?.dnsDelay == .seconds(3))
         #expect(Profile.builtIn(named: "cable")?.downlink.queue == ByteCount(bytes: 15_000))
         #expect(Profile.builtIn(named: "generic-average")?.uplink.loss == Percentage(0.1))
@@ -79,8 +85,11 @@ struct BuiltInProfileTests {
         #expect(Profile.builtIn(named: "fast-4g")?.roundTrip == .milliseconds(165))
     }
 
-    @Test(arguments: [("3G", "3g"), ("Edge", "edge"), ("very-bad-network", "very-bad-network"), ("Very Bad Network", "very-bad-network"),
-                      ("Wi-Fi", "wifi"), ("100% Loss", "100-loss"), ("WIFI-802.11AC", "wifi-802.11ac")])
+    @Test(arguments: [
+        ("3G", "3g"), ("Edge", "edge"), ("very-bad-network", "very-bad-network"),
+        ("Very Bad Network", "very-bad-network"),
+        ("Wi-Fi", "wifi"), ("100% Loss", "100-loss"), ("WIFI-802.11AC", "wifi-802.11ac"),
+    ])
     func lookupIgnoresCaseAndSeparators(asked: String, name: String) {
         #expect(Profile.builtIn(named: asked)?.name == name)
     }
@@ -94,8 +103,9 @@ struct BuiltInProfileTests {
         #expect(throws: ProfileError(kind: .unknownProfile("satellite", closest: ["lte", "cable", "edge"]))) {
             try Profile.load("satellite")
         }
-        #expect(ProfileError(kind: .unknownProfile("edgy", closest: ["edge"])).description
-            == #"no built-in profile "edgy"; closest: edge ("linkcond profiles" lists them all)"#)
+        #expect(
+            ProfileError(kind: .unknownProfile("edgy", closest: ["edge"])).description
+                == #"no built-in profile "edgy"; closest: edge ("linkcond profiles" lists them all)"#)
     }
 
     @Test func loadingAPathReadsTheFileAndNamesItAfterTheFile() throws {
@@ -128,13 +138,17 @@ struct BuiltInProfileTests {
         let path = directory.appendingPathComponent("bad.profile").path
         try "delay = 5 ms\nloss = 5\n".write(toFile: path, atomically: true, encoding: .utf8)
         #expect(throws: ProfileError.self) { try Profile.load(path) }
-        do { _ = try Profile.load(path) } catch { #expect(error.description.hasPrefix("\(path):2: \"loss = 5\": missing unit")) }
+        do { _ = try Profile.load(path) } catch {
+            #expect(error.description.hasPrefix("\(path):2: \"loss = 5\": missing unit"))
+        }
     }
 
     @Test func aMissingFileIsUnreadable() {
         #expect(throws: ProfileError(file: "nowhere/x.profile", kind: .unreadable(reason: "no such file"))) {
             try Profile.load("nowhere/x.profile")
         }
-        #expect(ProfileError(file: "x.profile", kind: .unreadable(reason: "no such file")).description == "x.profile: no such file")
+        #expect(
+            ProfileError(file: "x.profile", kind: .unreadable(reason: "no such file")).description
+                == "x.profile: no such file")
     }
 }

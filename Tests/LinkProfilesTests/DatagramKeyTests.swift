@@ -6,19 +6,21 @@ import Testing
 @Suite(.timeLimit(.minutes(5)))
 struct DatagramKeyTests {
     @Test func unprefixedKeysSetBothDirections() throws {
-        let profile = try Profile(parsing: """
-            loss.model = gilbert-elliott
-            ge.p = 2 %
-            ge.r = 30 %
-            ge.loss-bad = 90 %
-            ge.loss-good = 0.5 %
-            duplicate = 1 %
-            reorder = 5 %
-            """)
+        let profile = try Profile(
+            parsing: """
+                loss.model = gilbert-elliott
+                ge.p = 2 %
+                ge.r = 30 %
+                ge.loss-bad = 90 %
+                ge.loss-good = 0.5 %
+                duplicate = 1 %
+                reorder = 5 %
+                """)
         let expected = DirectionProfile(
             lossModel: .gilbertElliott,
-            gilbertElliott: GilbertElliottParameters(goodToBad: Percentage(2), badToGood: Percentage(30),
-                                                     lossInBad: Percentage(90), lossInGood: Percentage(0.5)),
+            gilbertElliott: GilbertElliottParameters(
+                goodToBad: Percentage(2), badToGood: Percentage(30),
+                lossInBad: Percentage(90), lossInGood: Percentage(0.5)),
             duplicate: Percentage(1), reorder: Percentage(5))
 
         #expect(profile.uplink == expected)
@@ -57,22 +59,31 @@ struct DatagramKeyTests {
 
     @Test func datagramKeysRenderOnlyWhenSetAndSurviveARoundTrip() throws {
         let plain = try Profile(parsing: "delay = 10 ms")
-        let profile = try Profile(parsing: """
-            uplink.loss.model = gilbert-elliott
-            uplink.ge.p = 3 %
-            downlink.duplicate = 2 %
-            reorder = 0.5 %
-            """, name: "datagrams")
+        let profile = try Profile(
+            parsing: """
+                uplink.loss.model = gilbert-elliott
+                uplink.ge.p = 3 %
+                downlink.duplicate = 2 %
+                reorder = 0.5 %
+                """, name: "datagrams")
 
-        #expect(!plain.rendered.contains("ge.") && !plain.rendered.contains("duplicate") && !plain.rendered.contains("reorder"))
-        #expect(profile.rendered.contains("uplink.loss.model = gilbert-elliott\nuplink.ge.p = 3 %\nuplink.reorder = 0.5 %\n"))
+        #expect(
+            !plain.rendered.contains("ge.") && !plain.rendered.contains("duplicate")
+                && !plain.rendered.contains("reorder"))
+        #expect(
+            profile.rendered.contains(
+                "uplink.loss.model = gilbert-elliott\nuplink.ge.p = 3 %\nuplink.reorder = 0.5 %\n"))
         #expect(profile.rendered.contains("downlink.duplicate = 2 %\ndownlink.reorder = 0.5 %\n"))
         #expect(try Profile(parsing: profile.rendered, name: "datagrams") == profile)
     }
 
     @Test func theSummaryNamesBurstyLossDuplicationAndReordering() throws {
-        let profile = try Profile(parsing: "loss.model = gilbert-elliott\nge.p = 1 %\nge.r = 25 %\nduplicate = 1 %\nuplink.reorder = 5 %")
+        let profile = try Profile(
+            parsing: "loss.model = gilbert-elliott\nge.p = 1 %\nge.r = 25 %\nduplicate = 1 %\nuplink.reorder = 5 %")
 
-        #expect(profile.summary == "unlimited bandwidth, 0 ms delay, 0 % loss, bursty datagram loss p 1 % r 25 %, 1 % duplicated, 0 %/5 % reordered")
+        #expect(
+            profile.summary
+                == "unlimited bandwidth, 0 ms delay, 0 % loss, bursty datagram loss p 1 % r 25 %, 1 % duplicated, 0 %/5 % reordered"
+        )
     }
 }

@@ -48,7 +48,9 @@ struct FaultKeyTests {
     }
 
     @Test func aCutAfterThatIsNeitherSizeNorDurationNamesTheLineAndWhatWasExpected() {
-        #expect(throws: ProfileError.self) { try Profile(parsing: "delay = 10 ms\ncut.after = 5 parsecs", file: "p.profile") }
+        #expect(throws: ProfileError.self) {
+            try Profile(parsing: "delay = 10 ms\ncut.after = 5 parsecs", file: "p.profile")
+        }
         do {
             _ = try Profile(parsing: "delay = 10 ms\ncut.after = 5 parsecs", file: "p.profile")
         } catch {
@@ -77,26 +79,35 @@ struct FaultKeyTests {
         #expect(throws: ProfileError.self) { try profile.set("captive-portal", to: "yes") }
     }
 
-    @Test(arguments: ["downlink.connect.stall", "uplink.connect.stall", "downlink.blocked.ports", "uplink.blocked.mode",
-                      "downlink.captive-portal"])
+    @Test(arguments: [
+        "downlink.connect.stall", "uplink.connect.stall", "downlink.blocked.ports", "uplink.blocked.mode",
+        "downlink.captive-portal",
+    ])
     func aConnectionWideKeyWithADirectionNamesTheLineAndTheKeyToWrite(_ key: String) {
-        let value = key.hasSuffix("ports") ? "25" : key.hasSuffix("mode") ? "blackhole" : key.hasSuffix("portal") ? "form" : "5 s"
+        let value =
+            key.hasSuffix("ports")
+            ? "25" : key.hasSuffix("mode") ? "blackhole" : key.hasSuffix("portal") ? "form" : "5 s"
         let unprefixed = String(key.drop { $0 != "." }.dropFirst())
 
-        #expect(throws: ProfileError.self) { try Profile(parsing: "delay = 10 ms\n\(key) = \(value)", file: "hotel.profile") }
+        #expect(throws: ProfileError.self) {
+            try Profile(parsing: "delay = 10 ms\n\(key) = \(value)", file: "hotel.profile")
+        }
         do {
             _ = try Profile(parsing: "delay = 10 ms\n\(key) = \(value)", file: "hotel.profile")
         } catch {
             #expect(error.kind == .connectionWideKey(key, unprefixed: unprefixed))
             #expect(error.description.hasPrefix("hotel.profile:2: "), "\(error)")
-            #expect(error.description.contains("expected \"\(unprefixed) = …\" without uplink. or downlink."), "\(error)")
+            #expect(
+                error.description.contains("expected \"\(unprefixed) = …\" without uplink. or downlink."), "\(error)")
         }
     }
 
     /// The profile-wide keys of the format itself, not only the declared fault keys: `uplink.fault` once got
     /// "unknown key; did you mean uplink.burst?".
-    @Test(arguments: [("uplink.fault", "reset"), ("downlink.seed", "42"), ("uplink.dns.delay", "100 ms"),
-                      ("downlink.tcp.congestion", "reno"), ("uplink.exclude", "10.0.0.0/8")])
+    @Test(arguments: [
+        ("uplink.fault", "reset"), ("downlink.seed", "42"), ("uplink.dns.delay", "100 ms"),
+        ("downlink.tcp.congestion", "reno"), ("uplink.exclude", "10.0.0.0/8"),
+    ])
     func aProfileWideKeyWithADirectionNamesTheKeyToWrite(_ key: String, _ value: String) {
         let unprefixed = String(key.drop { $0 != "." }.dropFirst())
 
@@ -122,6 +133,9 @@ struct FaultKeyTests {
 
         #expect(lines.contains("connect.stall = 30 s"))
         #expect(lines.contains("blocked.ports = 25, 6000-7000") && lines.contains("captive-portal = redirect"))
-        #expect(!lines.contains { $0.hasSuffix(".connect.stall = 30 s") || $0.contains(".blocked.") || $0.contains(".captive-portal") })
+        #expect(
+            !lines.contains {
+                $0.hasSuffix(".connect.stall = 30 s") || $0.contains(".blocked.") || $0.contains(".captive-portal")
+            })
     }
 }

@@ -17,8 +17,10 @@ struct ProfileErrorTests {
 
     @Test func aBadUnitNamesFileLineTextAndWhatWasExpected() {
         let error = error("description = Edge\nbandwidth = 240 kbit/s\ndownlink.delay = 400 mss")
-        #expect(error?.description
-            == #"edge.profile:3: "downlink.delay = 400 mss": expected a duration such as "400 ms" (units: ns, µs, us, ms, s)"#)
+        #expect(
+            error?.description
+                == #"edge.profile:3: "downlink.delay = 400 mss": expected a duration such as "400 ms" (units: ns, µs, us, ms, s)"#
+        )
         #expect(error?.file == "edge.profile")
         #expect(error?.line == 3)
         #expect(error?.text == "downlink.delay = 400 mss")
@@ -33,7 +35,8 @@ struct ProfileErrorTests {
 
         for unit in durations {
             #expect(error("delay = 5 \(unit)") == nil, "\(unit)")
-            #expect(durationError.contains(" \(unit),") || durationError.contains(" \(unit))"), "\(unit): \(durationError)")
+            #expect(
+                durationError.contains(" \(unit),") || durationError.contains(" \(unit))"), "\(unit): \(durationError)")
         }
         for unit in rates {
             #expect(error("bandwidth = 5 \(unit)") == nil, "\(unit)")
@@ -48,8 +51,10 @@ struct ProfileErrorTests {
     @Test func aNumberWithoutAUnitIsAnError() {
         let error = error("delay = 400")
         #expect(error?.kind == .missingUnit(expected: #"a duration such as "400 ms" (units: ns, µs, us, ms, s)"#))
-        #expect(error?.description
-            == #"edge.profile:1: "delay = 400": missing unit: expected a duration such as "400 ms" (units: ns, µs, us, ms, s)"#)
+        #expect(
+            error?.description
+                == #"edge.profile:1: "delay = 400": missing unit: expected a duration such as "400 ms" (units: ns, µs, us, ms, s)"#
+        )
     }
 
     @Test func zeroStillNeedsAUnit() {
@@ -59,18 +64,24 @@ struct ProfileErrorTests {
     @Test func aLineWithoutEqualsIsMalformed() {
         let error = error("\n\ndelay 400 ms")
         #expect(error?.kind == .malformedLine)
-        #expect(error?.description == #"edge.profile:3: "delay 400 ms": expected "key = value" (a comment starts with #)"#)
+        #expect(
+            error?.description == #"edge.profile:3: "delay 400 ms": expected "key = value" (a comment starts with #)"#)
     }
 
     @Test func anEmptyValueIsMissing() {
-        #expect(error("delay =")?.description
-            == #"edge.profile:1: "delay =": missing value: expected a duration such as "400 ms" (units: ns, µs, us, ms, s)"#)
+        #expect(
+            error("delay =")?.description
+                == #"edge.profile:1: "delay =": missing value: expected a duration such as "400 ms" (units: ns, µs, us, ms, s)"#
+        )
     }
 
     @Test func anUnknownKeySuggestsTheClosestKnownKey() {
         let error = error("dowlink.delay = 400 ms")
         #expect(error?.kind == .unknownKey("dowlink.delay", suggestion: "downlink.delay"))
-        #expect(error?.description == #"edge.profile:1: "dowlink.delay = 400 ms": unknown key "dowlink.delay"; did you mean "downlink.delay"?"#)
+        #expect(
+            error?.description
+                == #"edge.profile:1: "dowlink.delay = 400 ms": unknown key "dowlink.delay"; did you mean "downlink.delay"?"#
+        )
     }
 
     @Test func anUnknownKeyFarFromAnyListsTheKnownKeys() {
@@ -95,7 +106,9 @@ struct ProfileErrorTests {
     @Test func aDuplicateKeyNamesTheFirstLine() {
         let error = error("delay = 5 ms\nloss = 1 %\ndelay = 6 ms")
         #expect(error?.kind == .duplicateKey("delay", firstLine: 1))
-        #expect(error?.description == #"edge.profile:3: "delay = 6 ms": "delay" is already set on line 1; set each key once"#)
+        #expect(
+            error?.description
+                == #"edge.profile:3: "delay = 6 ms": "delay" is already set on line 1; set each key once"#)
     }
 
     @Test func bothDirectionAndPrefixedKeysAreNotDuplicates() {
@@ -103,38 +116,59 @@ struct ProfileErrorTests {
     }
 
     @Test func negativeValuesAreErrors() {
-        #expect(error("delay = -5 ms")?.kind == .negativeValue(expected: #"a duration such as "400 ms" (units: ns, µs, us, ms, s)"#))
+        #expect(
+            error("delay = -5 ms")?.kind
+                == .negativeValue(expected: #"a duration such as "400 ms" (units: ns, µs, us, ms, s)"#))
         #expect(error("downlink.jitter = -1 ms")?.line == 1)
         #expect(error("seed = -3")?.kind == .negativeValue(expected: #"an unsigned integer such as "42", or "random""#))
         if case .negativeValue = error("loss = -1 %")?.kind {} else { Issue.record("negative loss accepted") }
-        if case .negativeValue = error("bandwidth = -1 Mbit/s")?.kind {} else { Issue.record("negative bandwidth accepted") }
+        if case .negativeValue = error("bandwidth = -1 Mbit/s")?.kind {
+        } else {
+            Issue.record("negative bandwidth accepted")
+        }
     }
 
     @Test func lossAboveOneHundredPercentIsOutOfRange() {
         let error = error("loss = 100.5 %")
         #expect(error?.kind == .outOfRange(expected: #"a percentage from 0 % to 100 %, such as "1 %""#))
-        #expect(error?.description == #"edge.profile:1: "loss = 100.5 %": out of range: expected a percentage from 0 % to 100 %, such as "1 %""#)
+        #expect(
+            error?.description
+                == #"edge.profile:1: "loss = 100.5 %": out of range: expected a percentage from 0 % to 100 %, such as "1 %""#
+        )
     }
 
     @Test func zeroBandwidthIsAnError() {
         let error = error("uplink.bandwidth = 0 kbit/s")
-        if case .zeroValue = error?.kind {} else { Issue.record("zero bandwidth accepted: \(String(describing: error))") }
-        #expect(error?.description.hasPrefix(#"edge.profile:1: "uplink.bandwidth = 0 kbit/s": zero would stop all traffic: expected a rate"#) == true)
+        if case .zeroValue = error?.kind {
+        } else {
+            Issue.record("zero bandwidth accepted: \(String(describing: error))")
+        }
+        #expect(
+            error?.description.hasPrefix(
+                #"edge.profile:1: "uplink.bandwidth = 0 kbit/s": zero would stop all traffic: expected a rate"#) == true
+        )
     }
 
     @Test func zeroQueueIsAnError() {
         if case .zeroValue = error("queue = 0 B")?.kind {} else { Issue.record("zero queue accepted") }
     }
 
-    @Test(arguments: ["delay = fast", "delay = 1.2.3 ms", "delay = .5 ms", "delay = 5. ms", "delay = 1e3 ms", "loss = nan %",
-                      "bandwidth = 10 Mb/s", "queue = 10 pkts", "fault = maybe", "seed = 1.5", "description = \"unterminated",
-                      "delay = \"5 ms\""])
+    @Test(arguments: [
+        "delay = fast", "delay = 1.2.3 ms", "delay = .5 ms", "delay = 5. ms", "delay = 1e3 ms", "loss = nan %",
+        "bandwidth = 10 Mb/s", "queue = 10 pkts", "fault = maybe", "seed = 1.5", "description = \"unterminated",
+        "delay = \"5 ms\"",
+    ])
     func malformedValuesAreInvalid(line: String) {
-        if case .invalidValue = error(line)?.kind {} else { Issue.record("\"\(line)\" gave \(String(describing: error(line)))") }
+        if case .invalidValue = error(line)?.kind {
+        } else {
+            Issue.record("\"\(line)\" gave \(String(describing: error(line)))")
+        }
     }
 
     @Test func aUnitInTheWrongCaseSuggestsTheRightOne() {
-        #expect(error("bandwidth = 10 MBPS")?.description.contains(#"units are case-sensitive: did you mean "Mbps"?"#) == true)
+        #expect(
+            error("bandwidth = 10 MBPS")?.description.contains(#"units are case-sensitive: did you mean "Mbps"?"#)
+                == true)
         #expect(error("delay = 10 MS")?.description.contains(#"did you mean "ms"?"#) == true)
     }
 

@@ -10,16 +10,25 @@ struct ProfileFileReadingTests {
     @Test func aFileOverOneMebibyteIsRefusedEvenWhenItIsAllComments() throws {
         let path = NSTemporaryDirectory() + "linkcond-huge-\(UUID().uuidString).profile"
         let line = "# a comment line of a file that grew far beyond a profile\n"
-        try String(repeating: line, count: (2 << 20) / line.utf8.count).write(toFile: path, atomically: false, encoding: .utf8)
+        try String(repeating: line, count: (2 << 20) / line.utf8.count).write(
+            toFile: path, atomically: false, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
 
-        #expect(throws: ProfileError(file: path, kind: .unreadable(reason: "is larger than a profile file may be: at most 1 MiB (1048576 bytes)"))) {
+        #expect(
+            throws: ProfileError(
+                file: path,
+                kind: .unreadable(reason: "is larger than a profile file may be: at most 1 MiB (1048576 bytes)"))
+        ) {
             try Profile(contentsOfFile: path)
         }
     }
 
     @Test func anEndlessDeviceIsRefusedAsTooLarge() {
-        #expect(throws: ProfileError(file: "/dev/zero", kind: .unreadable(reason: "is larger than a profile file may be: at most 1 MiB (1048576 bytes)"))) {
+        #expect(
+            throws: ProfileError(
+                file: "/dev/zero",
+                kind: .unreadable(reason: "is larger than a profile file may be: at most 1 MiB (1048576 bytes)"))
+        ) {
             try Profile(contentsOfFile: "/dev/zero")
         }
     }

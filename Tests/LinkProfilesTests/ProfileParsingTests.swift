@@ -6,16 +6,17 @@ import Testing
 @Suite(.timeLimit(.minutes(5)))
 struct ProfileParsingTests {
     @Test func readsTheBriefsExample() throws {
-        let profile = try Profile(parsing: """
-            description = Edge, typical
-            downlink.bandwidth = 240 kbit/s
-            downlink.delay = 400 ms
-            downlink.loss = 0 %
-            uplink.bandwidth = 200 kbit/s
-            uplink.delay = 440 ms
-            uplink.loss = 0 %
-            dns.delay = 0 ms
-            """, name: "edge")
+        let profile = try Profile(
+            parsing: """
+                description = Edge, typical
+                downlink.bandwidth = 240 kbit/s
+                downlink.delay = 400 ms
+                downlink.loss = 0 %
+                uplink.bandwidth = 200 kbit/s
+                uplink.delay = 440 ms
+                uplink.loss = 0 %
+                dns.delay = 0 ms
+                """, name: "edge")
         #expect(profile.name == "edge")
         #expect(profile.description == "Edge, typical")
         #expect(profile.downlink.bandwidth == .kbps(240))
@@ -25,23 +26,27 @@ struct ProfileParsingTests {
     }
 
     @Test func ignoresCommentsAndBlankLines() throws {
-        let profile = try Profile(parsing: """
-            # a whole-line comment
+        let profile = try Profile(
+            parsing: """
+                # a whole-line comment
 
-               # an indented comment
-            delay = 20 ms   # a trailing comment
-            description = Office # Wi-Fi
-            """)
+                   # an indented comment
+                delay = 20 ms   # a trailing comment
+                description = Office # Wi-Fi
+                """)
         #expect(profile.downlink.delay == .milliseconds(20))
         #expect(profile.description == "Office")
     }
 
     @Test func aKeyWithoutPrefixSetsBothDirections() throws {
-        let profile = try Profile(parsing: "bandwidth = 1 Mbit/s\ndelay = 50 ms\njitter = 5 ms\nloss = 1 %\nqueue = 64 KiB\nburst = 15 KB")
+        let profile = try Profile(
+            parsing: "bandwidth = 1 Mbit/s\ndelay = 50 ms\njitter = 5 ms\nloss = 1 %\nqueue = 64 KiB\nburst = 15 KB")
         for direction in [profile.uplink, profile.downlink] {
-            #expect(direction == DirectionProfile(
-                bandwidth: .mbps(1), delay: .milliseconds(50), jitter: .milliseconds(5),
-                loss: Percentage(1), queue: ByteCount(bytes: 65_536), burst: ByteCount(bytes: 15_000)))
+            #expect(
+                direction
+                    == DirectionProfile(
+                        bandwidth: .mbps(1), delay: .milliseconds(50), jitter: .milliseconds(5),
+                        loss: Percentage(1), queue: ByteCount(bytes: 65_536), burst: ByteCount(bytes: 15_000)))
         }
     }
 
@@ -78,7 +83,8 @@ struct ProfileParsingTests {
     }
 
     @Test func readsTheWordsForDefaults() throws {
-        let profile = try Profile(parsing: "bandwidth = 1 Mbit/s\ndownlink.bandwidth = unlimited\nburst = auto\nseed = random\nfault = none")
+        let profile = try Profile(
+            parsing: "bandwidth = 1 Mbit/s\ndownlink.bandwidth = unlimited\nburst = auto\nseed = random\nfault = none")
         #expect(profile.downlink.bandwidth == nil)
         #expect(profile.uplink.bandwidth == .mbps(1))
         #expect(profile.uplink.burst == nil)

@@ -24,7 +24,8 @@ struct ProfileRangeTests {
     }
 
     @Test func aBandwidthAboveATerabitPerSecondIsOutOfRange() {
-        #expect(error("downlink.bandwidth", "1001 Gbit/s")?.kind == .outOfRange(expected: ProfileRangeTests.expectedRate))
+        #expect(
+            error("downlink.bandwidth", "1001 Gbit/s")?.kind == .outOfRange(expected: ProfileRangeTests.expectedRate))
     }
 
     @Test func theRateRangeEndsAreAccepted() {
@@ -50,12 +51,15 @@ struct ProfileRangeTests {
     @Test func aQueueSmallerThanOnePacketIsOutOfRange() {
         let small = error("downlink.queue", "1 B")
 
-        #expect(small?.description == "\"downlink.queue = 1 B\": out of range: expected a size from 1500 B (one packet: a smaller queue drops every full-size packet) to 1024 MiB, such as \"64 KiB\" or \"100 packets\" (units: B, KB, MB, KiB, MiB, packets)",
-                "\(String(describing: small))")
+        #expect(
+            small?.description
+                == "\"downlink.queue = 1 B\": out of range: expected a size from 1500 B (one packet: a smaller queue drops every full-size packet) to 1024 MiB, such as \"64 KiB\" or \"100 packets\" (units: B, KB, MB, KiB, MiB, packets)",
+            "\(String(describing: small))")
         #expect(error("queue", "1499 B") != nil)
         #expect(error("queue", "1500 B") == nil)
         #expect(error("queue", "1 packet") == nil)
     }
 
-    static let expectedRate = "a rate from 1 bit/s to 1000 Gbit/s, such as \"780 kbit/s\" or \"unlimited\" (units: bit/s, kbit/s, Mbit/s, Gbit/s, kbps, Mbps, Gbps, B/s, KB/s, MB/s, GB/s)"
+    static let expectedRate =
+        "a rate from 1 bit/s to 1000 Gbit/s, such as \"780 kbit/s\" or \"unlimited\" (units: bit/s, kbit/s, Mbit/s, Gbit/s, kbps, Mbps, Gbps, B/s, KB/s, MB/s, GB/s)"
 }

@@ -7,31 +7,34 @@ import Testing
 struct ProfileRenderingTests {
     @Test func rendersEveryKeyWithBothDirectionsExplicit() throws {
         let edge = try #require(Profile.builtIn(named: "edge"))
-        #expect(edge.rendered == """
-            description = Edge (Apple Network Link Conditioner)
-            downlink.bandwidth = 240 kbit/s
-            downlink.delay = 400 ms
-            downlink.jitter = 0 ms
-            downlink.loss = 0 %
-            downlink.queue = 256 KiB
-            downlink.burst = auto
-            uplink.bandwidth = 200 kbit/s
-            uplink.delay = 440 ms
-            uplink.jitter = 0 ms
-            uplink.loss = 0 %
-            uplink.queue = 256 KiB
-            uplink.burst = auto
-            dns.delay = 0 ms
-            fault = none
-            seed = random
-            exclude = none
+        #expect(
+            edge.rendered == """
+                description = Edge (Apple Network Link Conditioner)
+                downlink.bandwidth = 240 kbit/s
+                downlink.delay = 400 ms
+                downlink.jitter = 0 ms
+                downlink.loss = 0 %
+                downlink.queue = 256 KiB
+                downlink.burst = auto
+                uplink.bandwidth = 200 kbit/s
+                uplink.delay = 440 ms
+                uplink.jitter = 0 ms
+                uplink.loss = 0 %
+                uplink.queue = 256 KiB
+                uplink.burst = auto
+                dns.delay = 0 ms
+                fault = none
+                seed = random
+                exclude = none
 
-            """)
+                """)
     }
 
     @Test(arguments: [
-        (BitRate.kbps(780), "780 kbit/s"), (.mbps(50), "50 Mbit/s"), (.kbps(1440), "1.44 Mbit/s"), (.gbps(2.5), "2.5 Gbit/s"),
-        (BitRate(bitsPerSecond: 300), "300 bit/s"), (.kbps(8100), "8.1 Mbit/s"), (BitRate(bitsPerSecond: 1234.5), "1.2345 kbit/s"),
+        (BitRate.kbps(780), "780 kbit/s"), (.mbps(50), "50 Mbit/s"), (.kbps(1440), "1.44 Mbit/s"),
+        (.gbps(2.5), "2.5 Gbit/s"),
+        (BitRate(bitsPerSecond: 300), "300 bit/s"), (.kbps(8100), "8.1 Mbit/s"),
+        (BitRate(bitsPerSecond: 1234.5), "1.2345 kbit/s"),
     ])
     func ratesUseTheLargestReadableUnit(rate: BitRate, text: String) throws {
         let profile = Profile(downlink: DirectionProfile(bandwidth: rate))
@@ -89,10 +92,12 @@ struct ProfileRenderingTests {
     @Test func unusualValuesSurviveARoundTrip() throws {
         let profile = Profile(
             name: "odd", description: "  Lab #3 \"β\"\nsecond line\t",
-            uplink: DirectionProfile(bandwidth: BitRate(bitsPerSecond: 1234.5678), delay: .nanoseconds(1_000_000_001),
-                                     jitter: .nanoseconds(3), loss: Percentage(0.00001), queue: ByteCount(bytes: 12_345),
-                                     burst: ByteCount(bytes: 3000)),
-            downlink: DirectionProfile(bandwidth: BitRate(bitsPerSecond: 1e12 / 3), loss: Percentage(33.333333333333336)),
+            uplink: DirectionProfile(
+                bandwidth: BitRate(bitsPerSecond: 1234.5678), delay: .nanoseconds(1_000_000_001),
+                jitter: .nanoseconds(3), loss: Percentage(0.00001), queue: ByteCount(bytes: 12_345),
+                burst: ByteCount(bytes: 3000)),
+            downlink: DirectionProfile(
+                bandwidth: BitRate(bitsPerSecond: 1e12 / 3), loss: Percentage(33.333333333333336)),
             dnsDelay: .microseconds(1), fault: .refuse, seed: UInt64.max)
         #expect(try Profile(parsing: profile.rendered, name: "odd") == profile)
     }
@@ -102,18 +107,23 @@ struct ProfileRenderingTests {
     }
 
     @Test func theSummaryShowsDownThenUpWhenDirectionsDiffer() {
-        #expect(Profile.builtIn(named: "edge")?.summary == "240 kbit/s down, 200 kbit/s up, 400 ms/440 ms delay, 0 % loss")
+        #expect(
+            Profile.builtIn(named: "edge")?.summary == "240 kbit/s down, 200 kbit/s up, 400 ms/440 ms delay, 0 % loss")
     }
 
     @Test func theSummaryShowsDnsDelayAndNothingUnlimited() {
-        #expect(Profile.builtIn(named: "high-latency-dns")?.summary == "unlimited bandwidth, 0 ms delay, 0 % loss, 3 s DNS delay")
+        #expect(
+            Profile.builtIn(named: "high-latency-dns")?.summary
+                == "unlimited bandwidth, 0 ms delay, 0 % loss, 3 s DNS delay")
     }
 
     @Test func theSummaryShowsQueueJitterFaultAndSeedOnlyWhenSet() throws {
-        #expect(Profile.builtIn(named: "generic-bad")?.summary
-            == "95 kbit/s down, 95 kbit/s up, 250 ms delay, 2 % loss, queue 100 packets")
+        #expect(
+            Profile.builtIn(named: "generic-bad")?.summary
+                == "95 kbit/s down, 95 kbit/s up, 250 ms delay, 2 % loss, queue 100 packets")
         let profile = try Profile(parsing: "jitter = 5 ms\nfault = blackhole\nseed = 7\nburst = 10 KB")
-        #expect(profile.summary
-            == "unlimited bandwidth, 0 ms delay, ±5 ms jitter, 0 % loss, burst 10 KB, fault blackhole, seed 7")
+        #expect(
+            profile.summary
+                == "unlimited bandwidth, 0 ms delay, ±5 ms jitter, 0 % loss, burst 10 KB, fault blackhole, seed 7")
     }
 }

@@ -30,7 +30,9 @@ struct ProfileSettingTests {
             Issue.record("accepted")
         } catch {
             #expect(error.file == nil && error.line == nil)
-            #expect(error.description == #""loss = 150 %": out of range: expected a percentage from 0 % to 100 %, such as "1 %""#)
+            #expect(
+                error.description
+                    == #""loss = 150 %": out of range: expected a percentage from 0 % to 100 %, such as "1 %""#)
         }
         #expect(profile == Profile.none)
     }

@@ -19,11 +19,12 @@ struct QueueDisciplineSettingTests {
     }
 
     @Test func codelWithItsParametersParsesPerDirection() throws {
-        let profile = try Profile(parsing: """
-            queue.discipline = codel
-            downlink.queue.target = 10 ms
-            queue.interval = 200 ms
-            """)
+        let profile = try Profile(
+            parsing: """
+                queue.discipline = codel
+                downlink.queue.target = 10 ms
+                queue.interval = 200 ms
+                """)
 
         #expect(profile.downlink.queueManagement.discipline == "codel")
         #expect(profile.downlink.queueManagement.codel.target == .milliseconds(10))
@@ -45,7 +46,9 @@ struct QueueDisciplineSettingTests {
         do {
             _ = try Profile(parsing: "\nqueue.discipline = red\n", file: "a.profile")
         } catch {
-            #expect(error.description == "a.profile:2: \"queue.discipline = red\": expected one of fifo, drophead, codel, fq_codel")
+            #expect(
+                error.description
+                    == "a.profile:2: \"queue.discipline = red\": expected one of fifo, drophead, codel, fq_codel")
         }
     }
 
@@ -57,7 +60,8 @@ struct QueueDisciplineSettingTests {
     }
 
     @Test func renderingShowsOnlyWhatDiffersAndParsesBack() throws {
-        let profile = try Profile(parsing: "queue.discipline = fq_codel\nqueue.target = 2 ms\nuplink.queue = 50 packets\n", name: "x")
+        let profile = try Profile(
+            parsing: "queue.discipline = fq_codel\nqueue.target = 2 ms\nuplink.queue = 50 packets\n", name: "x")
 
         let rendered = profile.rendered
 

@@ -14,7 +14,8 @@ struct TCPKeyTests {
     }
 
     @Test func everyKeyParses() throws {
-        let profile = try Profile(parsing: "tcp.congestion = reno\ntcp.initial-window = 4\ntcp.slow-start-after-idle = off\n")
+        let profile = try Profile(
+            parsing: "tcp.congestion = reno\ntcp.initial-window = 4\ntcp.slow-start-after-idle = off\n")
 
         #expect(profile.tcp == TCPSettings(congestion: .reno, initialWindow: 4, slowStartAfterIdle: false))
     }

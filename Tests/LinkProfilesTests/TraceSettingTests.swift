@@ -32,7 +32,9 @@ struct TraceSettingTests {
     }
 
     @Test func malformedTraceIsReportedAtTheTracesLineFromTheProfilesLine() throws {
-        let folder = try directory(with: ["bad.profile": "delay = 10 ms\ntrace = ./bad.trace\n", "bad.trace": "1\n7\n3\n"])
+        let folder = try directory(with: [
+            "bad.profile": "delay = 10 ms\ntrace = ./bad.trace\n", "bad.trace": "1\n7\n3\n",
+        ])
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/bad.profile"
 
@@ -40,7 +42,10 @@ struct TraceSettingTests {
         do {
             _ = try Profile(contentsOfFile: path)
         } catch {
-            #expect(error.description == "\(path):2: \"trace = ./bad.trace\": ./bad.trace:3: 3 comes after 7: timestamps must never decrease")
+            #expect(
+                error.description
+                    == "\(path):2: \"trace = ./bad.trace\": ./bad.trace:3: 3 comes after 7: timestamps must never decrease"
+            )
         }
     }
 
@@ -59,13 +64,19 @@ struct TraceSettingTests {
         do {
             _ = try Profile(contentsOfFile: folder + "/cell.profile")
         } catch {
-            #expect(error.description.hasSuffix("\"downlink.trace = ./traces\": ./traces: is a directory: expected a trace file (one millisecond timestamp per line)"), "\(error)")
+            #expect(
+                error.description.hasSuffix(
+                    "\"downlink.trace = ./traces\": ./traces: is a directory: expected a trace file (one millisecond timestamp per line)"
+                ), "\(error)")
         }
         do {
             _ = try Profile(parsing: "uplink.trace = /dev/null\n")
             Issue.record("/dev/null was taken as a trace")
         } catch {
-            #expect(error.description == "1: \"uplink.trace = /dev/null\": /dev/null: is not a regular file: expected a trace file (one millisecond timestamp per line)", "\(error)")
+            #expect(
+                error.description
+                    == "1: \"uplink.trace = /dev/null\": /dev/null: is not a regular file: expected a trace file (one millisecond timestamp per line)",
+                "\(error)")
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
-@testable import LinkSystem
 import Testing
+
+@testable import LinkSystem
 
 /// The descriptors a reserve holds go back to the process whether its owner closes it or only drops it.
 struct DescriptorReserveTests {
@@ -27,10 +28,12 @@ struct DescriptorReserveTests {
     /// This process's descriptors open on /dev/null, the file a reserve's placeholders are opened on.
     private func placeholderDescriptors() throws -> Set<Int32> {
         let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
-        return Set(names.compactMap { name in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)"),
-                  target == "/dev/null" else { return nil }
-            return Int32(name)
-        })
+        return Set(
+            names.compactMap { name in
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)"),
+                    target == "/dev/null"
+                else { return nil }
+                return Int32(name)
+            })
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
-@testable import LinkSystem
 import Testing
+
+@testable import LinkSystem
 
 /// Handing a registered descriptor to a new owner (a proxy session's client taken over by its relay).
 struct EventLoopRegistrationTests {
@@ -49,17 +50,26 @@ struct EventLoopRegistrationTests {
 
     @Test func aReregisteredDescriptorReportsItsCurrentReadinessToTheNewHandlerOnly() throws {
         let (fds, loop) = try readableSocketAndLoop()
-        defer { loop.stopAndWait(); close(fds[0]); close(fds[1]) }
-        let first = SeenEvents(), second = SeenEvents()
+        defer {
+            loop.stopAndWait()
+            close(fds[0])
+            close(fds[1])
+        }
+        let first = SeenEvents()
+        let second = SeenEvents()
         let descriptor = fds[0]
         nonisolated(unsafe) var registration: EventLoop.RegistrationID?
         try loop.submitAndWait {
-            registration = try loop.register(descriptor, interest: Epoll.readable | Epoll.edgeTriggered) { first.record($0) }
+            registration = try loop.register(descriptor, interest: Epoll.readable | Epoll.edgeTriggered) {
+                first.record($0)
+            }
         }
         try #require(first.arrived.wait(timeout: .now() + 10) == .success)
 
         try loop.submitAndWait {
-            registration = try loop.reregister(registration!, interest: Epoll.readable | Epoll.edgeTriggered) { second.record($0) }
+            registration = try loop.reregister(registration!, interest: Epoll.readable | Epoll.edgeTriggered) {
+                second.record($0)
+            }
         }
 
         // The byte is still unread: the edge the first owner consumed is reported again, to the second owner.
@@ -70,9 +80,14 @@ struct EventLoopRegistrationTests {
         try loop.submitAndWait { loop.deregister(registration!) }
     }
 
-    @Test func aRegistrationTransferredWithItsInterestKeepsItsKeyWithoutACallAndTellsTheNewOwnerOnlyLaterEdges() throws {
+    @Test func aRegistrationTransferredWithItsInterestKeepsItsKeyWithoutACallAndTellsTheNewOwnerOnlyLaterEdges() throws
+    {
         let (fds, loop) = try readableSocketAndLoop()
-        defer { loop.stopAndWait(); close(fds[0]); close(fds[1]) }
+        defer {
+            loop.stopAndWait()
+            close(fds[0])
+            close(fds[1])
+        }
         let first = SeenEvents()
         let receiver = RecordingReceiver()
         let descriptor = fds[0]
@@ -114,14 +129,19 @@ struct EventLoopRegistrationTests {
 
     @Test func aReceiverIsToldWhichOfItsDescriptorsReportedAndIsLetGoOnceDeregistered() throws {
         let (fds, loop) = try readableSocketAndLoop()
-        defer { loop.stopAndWait(); close(fds[0]); close(fds[1]) }
+        defer {
+            loop.stopAndWait()
+            close(fds[0])
+            close(fds[1])
+        }
         nonisolated(unsafe) var receiver: RecordingReceiver? = RecordingReceiver()
         weak let released = receiver
         let seen = receiver!.seen
         let descriptor = fds[0]
         nonisolated(unsafe) var registration: EventLoop.RegistrationID?
         try loop.submitAndWait {
-            registration = try loop.register(descriptor, interest: Epoll.readable | Epoll.edgeTriggered, receiver: receiver!)
+            registration = try loop.register(
+                descriptor, interest: Epoll.readable | Epoll.edgeTriggered, receiver: receiver!)
         }
         try #require(seen.arrived.wait(timeout: .now() + 10) == .success)
         try loop.submitAndWait {
@@ -137,7 +157,9 @@ struct EventLoopRegistrationTests {
     @Test func anEventQueuedForADescriptorsEarlierOwnerIsNotToldToItsNewOwner() throws {
         // Two readable sockets report in one epoll_wait; whichever is handled first gives the other's descriptor
         // number to a new, silent socket with a new owner, while the other's event is still to be handled.
-        var first: [Int32] = [-1, -1], second: [Int32] = [-1, -1], quiet: [Int32] = [-1, -1]
+        var first: [Int32] = [-1, -1]
+        var second: [Int32] = [-1, -1]
+        var quiet: [Int32] = [-1, -1]
         let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
         try #require(socketpair(AF_UNIX, kind, 0, &first) == 0)
         try #require(socketpair(AF_UNIX, kind, 0, &second) == 0)
@@ -149,13 +171,15 @@ struct EventLoopRegistrationTests {
         let loop = try EventLoop()
         defer { loop.stopAndWait() }
         loop.start()
-        let earlier = SeenEvents(), newOwner = SeenEvents()
+        let earlier = SeenEvents()
+        let newOwner = SeenEvents()
         nonisolated(unsafe) var registrations: [Int32: EventLoop.RegistrationID] = [:]
         nonisolated(unsafe) var replaced = false
         let (a, b, silent) = (first[0], second[0], quiet[0])
         try loop.submitAndWait {
             for (mine, other) in [(a, b), (b, a)] {
-                registrations[mine] = try loop.register(mine, interest: Epoll.readable | Epoll.edgeTriggered) { events in
+                registrations[mine] = try loop.register(mine, interest: Epoll.readable | Epoll.edgeTriggered) {
+                    events in
                     earlier.record(events)
                     guard !replaced else { return }
                     replaced = true

@@ -1,6 +1,7 @@
 import Foundation
-@testable import LinkSystem
 import Testing
+
+@testable import LinkSystem
 
 /// Starting an event loop: the thread that started it may hand it work at once.
 struct EventLoopStartTests {

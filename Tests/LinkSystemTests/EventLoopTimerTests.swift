@@ -1,7 +1,8 @@
 import Foundation
 import LinkModel
-@testable import LinkSystem
 import Testing
+
+@testable import LinkSystem
 
 /// Timers on a running event loop: zero-delay yields are polled, later deadlines still wait for the timerfd,
 /// deadlines close together share timer wake-ups, and deliveries the loop wakes ahead of still run on time.

@@ -1,5 +1,6 @@
-@testable import LinkSystem
 import Testing
+
+@testable import LinkSystem
 
 /// Turning the kernel's running drop total (SO_RXQ_OVFL), attached to some datagrams, into new drops.
 struct KernelDropCounterTests {

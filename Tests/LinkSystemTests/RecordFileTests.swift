@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
-@testable import LinkSystem
 import Testing
+
+@testable import LinkSystem
 
 /// `--record` into a directory every user can write to (/tmp): what another user planted there is neither followed
 /// nor written into, as the kernel's fs.protected_symlinks and fs.protected_regular would refuse when they are on.
@@ -15,7 +16,10 @@ struct RecordFileTests {
         let path: String
 
         init() throws {
-            path = FileManager.default.temporaryDirectory.appendingPathComponent("lc-shared-\(UUID().uuidString.prefix(8))").path
+            path =
+                FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "lc-shared-\(UUID().uuidString.prefix(8))"
+                ).path
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
             #expect(chmod(path, 0o1777) == 0)
         }

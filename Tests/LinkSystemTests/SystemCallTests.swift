@@ -1,6 +1,7 @@
 import Glibc
-@testable import LinkSystem
 import Testing
+
+@testable import LinkSystem
 
 /// The one wrapper every non-blocking call goes through: the errno that means "not yet" is a result, any other
 /// error is thrown with the operation's name.
@@ -11,7 +12,10 @@ struct SystemCallTests {
             return -1
         }
 
-        guard case .wouldBlock = result else { Issue.record("EINPROGRESS gave \(result)"); return }
+        guard case .wouldBlock = result else {
+            Issue.record("EINPROGRESS gave \(result)")
+            return
+        }
     }
 
     @Test func anErrnoOtherThanThePendingOneIsThrownWithTheOperationsName() {
@@ -29,6 +33,9 @@ struct SystemCallTests {
             return -1
         }
 
-        guard case .wouldBlock = result else { Issue.record("EAGAIN gave \(result)"); return }
+        guard case .wouldBlock = result else {
+            Issue.record("EAGAIN gave \(result)")
+            return
+        }
     }
 }

@@ -34,7 +34,8 @@ struct DirectionTreeTests {
     }
 
     @Test func rateOnlyUsesAByteFifoAsDeepAsTheQueue() throws {
-        let tree = try #require(KernelConditioning(uplink: KernelShaping(rate: .mbps(1), queue: .kib(64))).tree(for: .uplink))
+        let tree = try #require(
+            KernelConditioning(uplink: KernelShaping(rate: .mbps(1), queue: .kib(64))).tree(for: .uplink))
 
         #expect(tree.classes.first?.leaf == .fifo(limitBytes: 65536))
         #expect(tree.classes.first?.leafHandle == TrafficHandle.shapingFifo)
@@ -46,7 +47,9 @@ struct DirectionTreeTests {
         let tree = try #require(KernelConditioning(uplink: shaping).tree(for: .uplink))
 
         // 256 KiB is 174 frames; 100 Mbit/s for 100 ms is 826 frames, doubled.
-        #expect(tree.classes.first?.leaf == .netem(delay: .milliseconds(100), jitter: .zero, loss: .zero, limitPackets: 174 + 2 * 826))
+        #expect(
+            tree.classes.first?.leaf
+                == .netem(delay: .milliseconds(100), jitter: .zero, loss: .zero, limitPackets: 174 + 2 * 826))
     }
 
     @Test func anUnimpairedProfileTouchesNoDirection() {

@@ -23,7 +23,8 @@ struct KernelBackendTests {
     /// The kernel never lets more through than the rate (plus `slack` for its burst and iperf3's interval edges);
     /// a busy machine may deliver less, so below the rate only "shaped, not stalled" (half of it) is asked.
     static func expectShaped(_ frames: Double, to rate: Double, slack: Double, _ what: String) {
-        #expect(frames <= rate * (1 + slack), "\(what) carried \(frames / 1e6) Mbit/s of frames for \(rate / 1e6) asked")
+        #expect(
+            frames <= rate * (1 + slack), "\(what) carried \(frames / 1e6) Mbit/s of frames for \(rate / 1e6) asked")
         #expect(frames >= rate / 2, "\(what) carried only \(frames / 1e6) Mbit/s of frames for \(rate / 1e6) asked")
     }
 
@@ -123,10 +124,12 @@ struct KernelBackendTests {
     @Test func clearLeavesQdiscsAndFiltersLinkcondDidNotCreate() throws {
         let pair = try NamespacePair()
         defer { pair.remove() }
-        try pair.exec(pair.near, "tc", "qdisc", "add", "dev", pair.nearDevice, "root", "handle", "8:", "tbf",
+        try pair.exec(
+            pair.near, "tc", "qdisc", "add", "dev", pair.nearDevice, "root", "handle", "8:", "tbf",
             "rate", "900mbit", "burst", "64kb", "latency", "50ms")
         try pair.exec(pair.near, "tc", "qdisc", "add", "dev", pair.nearDevice, "ingress")
-        try pair.exec(pair.near, "tc", "filter", "add", "dev", pair.nearDevice, "ingress", "pref", "5", "protocol", "ip",
+        try pair.exec(
+            pair.near, "tc", "filter", "add", "dev", pair.nearDevice, "ingress", "pref", "5", "protocol", "ip",
             "u32", "match", "ip", "dport", "22", "0xffff", "classid", "1:1")
         let before = try pair.snapshot()
         let control = try TrafficControl(networkNamespace: pair.near)
@@ -141,7 +144,8 @@ struct KernelBackendTests {
     @Test func applyRefusesAForeignRootQdiscAndChangesNothing() throws {
         let pair = try NamespacePair()
         defer { pair.remove() }
-        try pair.exec(pair.near, "tc", "qdisc", "add", "dev", pair.nearDevice, "root", "handle", "1:", "tbf",
+        try pair.exec(
+            pair.near, "tc", "qdisc", "add", "dev", pair.nearDevice, "root", "handle", "1:", "tbf",
             "rate", "900mbit", "burst", "64kb", "latency", "50ms")
         let before = try pair.snapshot()
         let control = try TrafficControl(networkNamespace: pair.near)
@@ -189,7 +193,8 @@ struct KernelBackendTests {
         #expect(throws: TrafficControlError.noSuchDevice("lc-nosuch0")) {
             try control.apply(Self.rateOnly(up: 1, down: nil), to: "lc-nosuch0")
         }
-        #expect(TrafficControlError.noSuchDevice("lc-nosuch0").description
-            == "no network device named \"lc-nosuch0\" (see `ip link show`)")
+        #expect(
+            TrafficControlError.noSuchDevice("lc-nosuch0").description
+                == "no network device named \"lc-nosuch0\" (see `ip link show`)")
     }
 }

@@ -22,7 +22,8 @@ final class NamespacePair {
         do {
             try Shell.run("ip", "netns", "add", near)
             try Shell.run("ip", "netns", "add", far)
-            try Shell.run("ip", "link", "add", nearDevice, "netns", near, "type", "veth", "peer", "name", farDevice, "netns", far)
+            try Shell.run(
+                "ip", "link", "add", nearDevice, "netns", near, "type", "veth", "peer", "name", farDevice, "netns", far)
             try Shell.run("ip", "-n", near, "addr", "add", "\(nearAddress)/30", "dev", nearDevice)
             try Shell.run("ip", "-n", far, "addr", "add", "\(farAddress)/30", "dev", farDevice)
             for (namespace, device) in [(near, nearDevice), (far, farDevice)] {
@@ -74,14 +75,21 @@ final class NamespacePair {
             server.waitUntilExit()
         }
         var arguments = [
-            "iperf3", "-c", farAddress, "-p", "\(port)", "-t", "\(seconds)", "-O", "1", "-J", "--connect-timeout", "2000",
+            "iperf3", "-c", farAddress, "-p", "\(port)", "-t", "\(seconds)", "-O", "1", "-J", "--connect-timeout",
+            "2000",
         ]
         if reverse { arguments.append("-R") }
         var output = ""
         for attempt in 0..<20 {
-            output = (try? Shell.runCapturing(["ip", "netns", "exec", near] + arguments, timeout: Double(seconds + 15)).stdout) ?? ""
+            output =
+                (try? Shell.runCapturing(["ip", "netns", "exec", near] + arguments, timeout: Double(seconds + 15))
+                    .stdout) ?? ""
             if let bits = Self.receivedBits(output) { return bits }
-            if attempt < 19 && output.contains("unable to connect") { Thread.sleep(forTimeInterval: 0.1) } else { break }
+            if attempt < 19 && output.contains("unable to connect") {
+                Thread.sleep(forTimeInterval: 0.1)
+            } else {
+                break
+            }
         }
         throw ShellError(command: "iperf3", status: 0, output: "no sum_received in \(output.prefix(400))")
     }
@@ -98,7 +106,8 @@ final class NamespacePair {
     /// Whether this machine lets tests make namespaces: root, `ip`, `tc` and `iperf3`.
     static let isSupported: Bool = {
         guard geteuid() == 0 else { return false }
-        for tool in ["/usr/sbin/ip", "/usr/sbin/tc", "/usr/bin/iperf3"] where !FileManager.default.isExecutableFile(atPath: tool) {
+        for tool in ["/usr/sbin/ip", "/usr/sbin/tc", "/usr/bin/iperf3"]
+        where !FileManager.default.isExecutableFile(atPath: tool) {
             return false
         }
         removeLeftovers()
@@ -160,7 +169,8 @@ enum Shell {
 
     /// Runs `arguments` (the first found on PATH), returning stdout; a non-zero exit throws with stderr.
     @discardableResult
-    static func run(_ arguments: [String], timeout: Double = 20, environment: [String: String]? = nil) throws -> String {
+    static func run(_ arguments: [String], timeout: Double = 20, environment: [String: String]? = nil) throws -> String
+    {
         let result = try runCapturing(arguments, timeout: timeout)
         guard result.status == 0 else {
             throw ShellError(command: arguments.joined(separator: " "), status: result.status, output: result.stderr)
@@ -198,7 +208,8 @@ enum Shell {
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()
-            throw ShellError(command: arguments.joined(separator: " "), status: -1, output: "timed out after \(timeout) s")
+            throw ShellError(
+                command: arguments.joined(separator: " "), status: -1, output: "timed out after \(timeout) s")
         }
         process.waitUntilExit()
         group.wait()
@@ -211,6 +222,14 @@ enum Shell {
 private final class Collected: @unchecked Sendable {
     private let lock = NSLock()
     private var data = Data()
-    func set(_ value: Data) { lock.lock(); data = value; lock.unlock() }
-    func get() -> Data { lock.lock(); defer { lock.unlock() }; return data }
+    func set(_ value: Data) {
+        lock.lock()
+        data = value
+        lock.unlock()
+    }
+    func get() -> Data {
+        lock.lock()
+        defer { lock.unlock() }
+        return data
+    }
 }

@@ -36,8 +36,10 @@ struct NetemAvailabilityTests {
 
         #expect(try pair.snapshot() == before)
         #expect(!(try pair.exec(pair.near, "ip", "link", "show")).contains("lc-"), "the probe device is gone too")
-        #expect(TrafficControlError.noNetem.description.hasPrefix(
-            "this kernel has no netem qdisc: delay, jitter and loss cannot be applied in the kernel; load sch_netem, or use the proxy"))
+        #expect(
+            TrafficControlError.noNetem.description.hasPrefix(
+                "this kernel has no netem qdisc: delay, jitter and loss cannot be applied in the kernel; load sch_netem, or use the proxy"
+            ))
     }
 
     @Test func rateOnlyAppliesTheBandwidthAndNamesWhatWasLeftOut() throws {

@@ -26,18 +26,22 @@ struct TCCommandTests {
     @Test func showPrintsTheProfileTermsReadBackFromTheKernel() throws {
         let pair = try NamespacePair()
         defer { pair.remove() }
-        let applied = try Shell.run([TCBinary.url!.path, "tc", "apply", pair.nearDevice, "DSL", "--rate-only", "--netns", pair.near])
+        let applied = try Shell.run([
+            TCBinary.url!.path, "tc", "apply", pair.nearDevice, "DSL", "--rate-only", "--netns", pair.near,
+        ])
 
         let shown = try Shell.run([TCBinary.url!.path, "tc", "show", pair.nearDevice, "--netns", pair.near])
 
         #expect(applied.contains("applied dsl on lcv-near (downlink via lc-ifb-2)"))
-        #expect(shown.hasPrefix("""
-            lcv-near: conditioned by linkcond
-              uplink:   rate 256 kbit/s, queue 256 KiB
-              downlink: rate 2 Mbit/s, queue 256 KiB
-              match:    all traffic
-              uplink counters: 
-            """))
+        #expect(
+            shown.hasPrefix(
+                """
+                lcv-near: conditioned by linkcond
+                  uplink:   rate 256 kbit/s, queue 256 KiB
+                  downlink: rate 2 Mbit/s, queue 256 KiB
+                  match:    all traffic
+                  uplink counters: 
+                """))
     }
 
     @Test func runAppliesUntilSIGTERMThenClears() throws {
@@ -46,7 +50,9 @@ struct TCCommandTests {
         let before = try pair.snapshot()
         let process = Process()
         process.executableURL = TCBinary.url
-        process.arguments = ["tc", "run", pair.nearDevice, "DSL", "--rate-only", "--port", "8443", "--netns", pair.near]
+        process.arguments = [
+            "tc", "run", pair.nearDevice, "DSL", "--rate-only", "--port", "8443", "--netns", pair.near,
+        ]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -73,14 +79,21 @@ struct TCCommandTests {
         let pair = try NamespacePair()
         defer { pair.remove() }
         let before = try pair.snapshot()
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bursty-\(UUID().uuidString.prefix(6)).profile")
-        try "bandwidth = 10 Mbit/s\ndownlink.duplicate = 1 %\nloss.model = gilbert-elliott\n".write(to: file, atomically: true, encoding: .utf8)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "bursty-\(UUID().uuidString.prefix(6)).profile")
+        try "bandwidth = 10 Mbit/s\ndownlink.duplicate = 1 %\nloss.model = gilbert-elliott\n".write(
+            to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
 
-        let result = try Shell.runCapturing([TCBinary.url!.path, "tc", "apply", pair.nearDevice, file.path, "--rate-only", "--netns", pair.near])
+        let result = try Shell.runCapturing([
+            TCBinary.url!.path, "tc", "apply", pair.nearDevice, file.path, "--rate-only", "--netns", pair.near,
+        ])
 
         #expect(result.status == 2)
-        #expect(result.stderr.contains("uplink.loss.model = gilbert-elliott, downlink.loss.model = gilbert-elliott, downlink.duplicate"), "stderr: \(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "uplink.loss.model = gilbert-elliott, downlink.loss.model = gilbert-elliott, downlink.duplicate"),
+            "stderr: \(result.stderr)")
         #expect(try pair.snapshot() == before)
     }
 
@@ -88,14 +101,19 @@ struct TCCommandTests {
         let pair = try NamespacePair()
         defer { pair.remove() }
         let before = try pair.snapshot()
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("aqm-\(UUID().uuidString.prefix(6)).profile")
-        try "bandwidth = 10 Mbit/s\nuplink.queue.discipline = fq_codel\ndownlink.trace = subway.down\n".write(to: file, atomically: true, encoding: .utf8)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "aqm-\(UUID().uuidString.prefix(6)).profile")
+        try "bandwidth = 10 Mbit/s\nuplink.queue.discipline = fq_codel\ndownlink.trace = subway.down\n".write(
+            to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
 
-        let result = try Shell.runCapturing([TCBinary.url!.path, "tc", "apply", pair.nearDevice, file.path, "--rate-only", "--netns", pair.near])
+        let result = try Shell.runCapturing([
+            TCBinary.url!.path, "tc", "apply", pair.nearDevice, file.path, "--rate-only", "--netns", pair.near,
+        ])
 
         #expect(result.status == 2)
-        #expect(result.stderr.contains("uplink.queue.discipline = fq_codel, downlink.trace"), "stderr: \(result.stderr)")
+        #expect(
+            result.stderr.contains("uplink.queue.discipline = fq_codel, downlink.trace"), "stderr: \(result.stderr)")
         #expect(try pair.snapshot() == before)
     }
 

@@ -1,5 +1,6 @@
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// The bandwidth toxic paces a connection's direction at its rate in KB/s, in pieces of 100 ms.
 struct BandwidthToxicTests {

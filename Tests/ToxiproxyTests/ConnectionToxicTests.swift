@@ -17,9 +17,13 @@ struct ConnectionToxicTests {
             while let bytes = try? connection.receive(), !bytes.isEmpty { received.mutate { $0 += bytes.count } }
         }
         let api = try ToxiproxyUnderTest()
-        defer { api.stop(); upstream.stop() }
+        defer {
+            api.stop()
+            upstream.stop()
+        }
         let port = try api.createProxy("t", upstreamPort: upstream.port)
-        _ = try api.send("POST", "/proxies/t/toxics", #"{"type":"timeout","stream":"upstream","attributes":{"timeout":300}}"#)
+        _ = try api.send(
+            "POST", "/proxies/t/toxics", #"{"type":"timeout","stream":"upstream","attributes":{"timeout":300}}"#)
 
         let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: port)
@@ -36,7 +40,10 @@ struct ConnectionToxicTests {
     @Test func timeoutZeroHoldsDataUntilTheToxicIsRemovedAndLosesNone() throws {
         let echo = try TestServer.echo()
         let api = try ToxiproxyUnderTest()
-        defer { api.stop(); echo.stop() }
+        defer {
+            api.stop()
+            echo.stop()
+        }
         let port = try api.createProxy("t", upstreamPort: echo.port)
         _ = try api.send("POST", "/proxies/t/toxics", #"{"name":"hold","type":"timeout","attributes":{"timeout":0}}"#)
         let client = try TestConnection.connect(port: port, timeout: 0.3)
@@ -53,7 +60,10 @@ struct ConnectionToxicTests {
     @Test func aToxicWithToxicityZeroNeverActsOnAConnection() throws {
         let echo = try TestServer.echo()
         let api = try ToxiproxyUnderTest()
-        defer { api.stop(); echo.stop() }
+        defer {
+            api.stop()
+            echo.stop()
+        }
         let port = try api.createProxy("z", upstreamPort: echo.port)
         _ = try api.send("POST", "/proxies/z/toxics", #"{"type":"limit_data","toxicity":0,"attributes":{"bytes":10}}"#)
         let sent = (0..<1000).map { UInt8($0 % 251) }
@@ -72,9 +82,13 @@ struct ConnectionToxicTests {
             while let bytes = try? connection.receive(), !bytes.isEmpty { received.mutate { $0 += bytes.count } }
         }
         let api = try ToxiproxyUnderTest()
-        defer { api.stop(); upstream.stop() }
+        defer {
+            api.stop()
+            upstream.stop()
+        }
         let port = try api.createProxy("l", upstreamPort: upstream.port)
-        _ = try api.send("POST", "/proxies/l/toxics", #"{"type":"limit_data","stream":"upstream","attributes":{"bytes":100}}"#)
+        _ = try api.send(
+            "POST", "/proxies/l/toxics", #"{"type":"limit_data","stream":"upstream","attributes":{"bytes":100}}"#)
 
         let client = try TestConnection.connect(port: port, timeout: 10)
         defer { client.close() }
@@ -86,14 +100,22 @@ struct ConnectionToxicTests {
             ending = "\(error)".contains("reset") ? "reset" : "\(error)"
         }
 
-        #expect(ending == "end of stream" || ending == "reset", "the client's direction ends too, not only the cut one: \(ending)")
+        #expect(
+            ending == "end of stream" || ending == "reset",
+            "the client's direction ends too, not only the cut one: \(ending)")
         #expect(received.value <= 100)
     }
 
     @Test func resetPeerResetsTheClientAfterItsTimeout() throws {
-        let upstream = try TestServer { connection in try? connection.send(Array("hello".utf8)); Thread.sleep(forTimeInterval: 3) }
+        let upstream = try TestServer { connection in
+            try? connection.send(Array("hello".utf8))
+            Thread.sleep(forTimeInterval: 3)
+        }
         let api = try ToxiproxyUnderTest()
-        defer { api.stop(); upstream.stop() }
+        defer {
+            api.stop()
+            upstream.stop()
+        }
         let port = try api.createProxy("r", upstreamPort: upstream.port)
         _ = try api.send("POST", "/proxies/r/toxics", #"{"type":"reset_peer","attributes":{"timeout":200}}"#)
 
@@ -110,9 +132,15 @@ struct ConnectionToxicTests {
     }
 
     @Test func slowCloseDeliversDataAtOnceAndTheEndOfStreamLate() throws {
-        let upstream = try TestServer { connection in try? connection.send(Array("bye".utf8)); connection.shutdownWrite() }
+        let upstream = try TestServer { connection in
+            try? connection.send(Array("bye".utf8))
+            connection.shutdownWrite()
+        }
         let api = try ToxiproxyUnderTest()
-        defer { api.stop(); upstream.stop() }
+        defer {
+            api.stop()
+            upstream.stop()
+        }
         let port = try api.createProxy("s", upstreamPort: upstream.port)
         _ = try api.send("POST", "/proxies/s/toxics", #"{"type":"slow_close","attributes":{"delay":300}}"#)
 

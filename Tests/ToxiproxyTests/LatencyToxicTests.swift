@@ -1,5 +1,6 @@
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// The latency toxic delays each read by its latency ± jitter from when it was read, from the seed.
 struct LatencyToxicTests {
@@ -16,7 +17,8 @@ struct LatencyToxicTests {
 
     @Test func jitterStaysWithinItsBoundsAndRepeatsWithTheSeed() {
         func dues(seed: UInt64) -> [Int64] {
-            let toxic = LatencyToxic(latency: .milliseconds(50), jitter: .milliseconds(10), random: SeededRandom(seed: seed))
+            let toxic = LatencyToxic(
+                latency: .milliseconds(50), jitter: .milliseconds(10), random: SeededRandom(seed: seed))
             return (0..<1000).map { _ in
                 var pieces = [StagePiece(count: 1, due: .zero)]
                 toxic.shape(&pieces, at: .zero, stage: stage)
@@ -36,6 +38,8 @@ struct LatencyToxicTests {
 enum ToxicModel {
     static func stage() throws -> ToxicStage {
         let loop = try EventLoop()
-        return ToxicStage(chains: [ToxicChain(loop: loop)], loop: loop, side: .downstream, turn: ConversationTurn(), seed: 1, end: { _ in })
+        return ToxicStage(
+            chains: [ToxicChain(loop: loop)], loop: loop, side: .downstream, turn: ConversationTurn(), seed: 1,
+            end: { _ in })
     }
 }

@@ -1,5 +1,6 @@
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// The limit_data toxic passes exactly its byte count, then ends the stream.
 struct LimitDataToxicTests {

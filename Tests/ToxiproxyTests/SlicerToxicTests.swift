@@ -1,10 +1,12 @@
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// The slicer toxic cuts what leaves into writes of average ± variation bytes, with a pause after each.
 struct SlicerToxicTests {
     @Test func slicesStayWithinTheVariationAndPauseByTheDelay() throws {
-        let toxic = SlicerToxic(averageSize: 100, sizeVariation: 20, delay: .microseconds(500), random: SeededRandom(seed: 3))
+        let toxic = SlicerToxic(
+            averageSize: 100, sizeVariation: 20, delay: .microseconds(500), random: SeededRandom(seed: 3))
 
         let slices = (0..<1000).compactMap { _ in toxic.nextSlice(of: 10_000) }
 

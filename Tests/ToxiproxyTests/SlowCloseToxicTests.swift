@@ -1,5 +1,6 @@
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// The slow_close toxic delays only the end of the stream: its data moves on when it arrives.
 struct SlowCloseToxicTests {

@@ -15,7 +15,8 @@ struct ToxicRecordingTests {
         defer { echo.stop() }
         let api = try ToxiproxyUnderTest(options: options)
         let port = try api.createProxy("slow", upstreamPort: echo.port)
-        _ = try api.send("POST", "/proxies/slow/toxics", #"{"type":"latency","stream":"downstream","attributes":{"latency":300}}"#)
+        _ = try api.send(
+            "POST", "/proxies/slow/toxics", #"{"type":"latency","stream":"downstream","attributes":{"latency":300}}"#)
 
         let client = try TestConnection.connect(port: port, timeout: 10)
         try client.send(Array("ping".utf8))

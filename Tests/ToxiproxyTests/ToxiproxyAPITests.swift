@@ -10,7 +10,8 @@ struct ToxiproxyAPITests {
         let api = try ToxiproxyUnderTest()
         defer { api.stop() }
 
-        let (status, json) = try api.send("POST", "/proxies", #"{"name":"redis","listen":"127.0.0.1:0","upstream":"127.0.0.1:6379"}"#)
+        let (status, json) = try api.send(
+            "POST", "/proxies", #"{"name":"redis","listen":"127.0.0.1:0","upstream":"127.0.0.1:6379"}"#)
 
         let proxy = try #require(json as? [String: Any])
         #expect(status == 201)
@@ -74,7 +75,8 @@ struct ToxiproxyAPITests {
         defer { api.stop() }
         let taken = try api.createProxy("first", upstreamPort: 9)
 
-        let (status, json) = try api.send("POST", "/proxies", #"{"name":"second","listen":"127.0.0.1:\#(taken)","upstream":"127.0.0.1:9"}"#)
+        let (status, json) = try api.send(
+            "POST", "/proxies", #"{"name":"second","listen":"127.0.0.1:\#(taken)","upstream":"127.0.0.1:9"}"#)
 
         #expect(status == 500)
         #expect((json as? [String: Any])?.string("error")?.contains("in use") == true, "\(String(describing: json))")
@@ -102,10 +104,15 @@ struct ToxiproxyAPITests {
         let first = try TestServer { connection in try? connection.send(Array("first".utf8)) }
         let second = try TestServer { connection in try? connection.send(Array("second".utf8)) }
         let api = try ToxiproxyUnderTest()
-        defer { api.stop(); first.stop(); second.stop() }
+        defer {
+            api.stop()
+            first.stop()
+            second.stop()
+        }
         let port = try api.createProxy("moving", upstreamPort: first.port)
 
-        let (status, _) = try api.send("PATCH", "/proxies/moving", #"{"upstream":"127.0.0.1:\#(second.port)"}"#, as: .node)
+        let (status, _) = try api.send(
+            "PATCH", "/proxies/moving", #"{"upstream":"127.0.0.1:\#(second.port)"}"#, as: .node)
         let client = try TestConnection.connect(port: port)
         defer { client.close() }
 
@@ -119,7 +126,8 @@ struct ToxiproxyAPITests {
         _ = try api.createProxy("p", upstreamPort: 9)
 
         let created = try api.send("POST", "/proxies/p/toxics", #"{"type":"latency","attributes":{"latency":100}}"#)
-        _ = try api.send("POST", "/proxies/p/toxics", #"{"type":"limit_data","stream":"upstream","attributes":{"bytes":10}}"#)
+        _ = try api.send(
+            "POST", "/proxies/p/toxics", #"{"type":"limit_data","stream":"upstream","attributes":{"bytes":10}}"#)
         let listed = try api.send("GET", "/proxies/p/toxics", as: .java)
 
         #expect(created.status == 200)
@@ -136,7 +144,10 @@ struct ToxiproxyAPITests {
         let api = try ToxiproxyUnderTest()
         defer { api.stop() }
         _ = try api.createProxy("p", upstreamPort: 9)
-        _ = try api.send("POST", "/proxies/p/toxics", #"{"name":"lag","type":"latency","stream":"upstream","toxicity":1.0,"attributes":{"latency":100}}"#, as: .java)
+        _ = try api.send(
+            "POST", "/proxies/p/toxics",
+            #"{"name":"lag","type":"latency","stream":"upstream","toxicity":1.0,"attributes":{"latency":100}}"#,
+            as: .java)
 
         let updated = try api.send("POST", "/proxies/p/toxics/lag", #"{"attributes":{"jitter":20}}"#, as: .java)
         let patched = try api.send("PATCH", "/proxies/p/toxics/lag", #"{"toxicity":0.5}"#, as: .go)
@@ -197,7 +208,9 @@ struct ToxiproxyAPITests {
         _ = try api.createProxy("untouched", upstreamPort: 9)
         _ = try api.send("POST", "/proxies/kept/toxics", #"{"type":"latency"}"#)
 
-        let (status, json) = try api.send("POST", "/populate", """
+        let (status, json) = try api.send(
+            "POST", "/populate",
+            """
             [{"name":"kept","listen":"127.0.0.1:\(keptPort)","upstream":"127.0.0.1:9"},
              {"name":"changed","listen":"127.0.0.1:0","upstream":"127.0.0.1:10"},
              {"name":"new","upstream":"127.0.0.1:11","enabled":false}]
@@ -245,16 +258,20 @@ struct ToxiproxyAPITests {
     @Test func aResetRefusedForAListenerBeyondLoopbackChangesNothing() throws {
         let api = try ToxiproxyUnderTest()
         defer { api.stop() }
-        _ = try api.send("POST", "/proxies", #"{"name":"kept","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","enabled":false}"#)
+        _ = try api.send(
+            "POST", "/proxies", #"{"name":"kept","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","enabled":false}"#)
         _ = try api.send("POST", "/proxies/kept/toxics", #"{"name":"slow","type":"latency"}"#)
-        let created = try api.send("POST", "/proxies", #"{"name":"open","listen":"0:0","upstream":"127.0.0.1:9","enabled":false}"#)
+        let created = try api.send(
+            "POST", "/proxies", #"{"name":"open","listen":"0:0","upstream":"127.0.0.1:9","enabled":false}"#)
 
         let (status, json) = try api.send("POST", "/reset")
         let all = try #require(try api.send("GET", "/proxies").json as? [String: [String: Any]])
 
         #expect(created.status == 201, "\(String(describing: created.json))")
         #expect(status == 400)
-        #expect(errorShape(json)?.error?.hasPrefix(#"proxy "open": listen "0:0" (0.0.0.0:0) is not a loopback address"#) == true, "\(String(describing: json))")
+        #expect(
+            errorShape(json)?.error?.hasPrefix(#"proxy "open": listen "0:0" (0.0.0.0:0) is not a loopback address"#)
+                == true, "\(String(describing: json))")
         #expect(all["kept"]?["enabled"] as? Bool == false)
         #expect((all["kept"]?["toxics"] as? [[String: Any]])?.map { $0["name"] as? String } == ["slow"])
         #expect(all["open"]?["enabled"] as? Bool == false)
@@ -266,10 +283,16 @@ struct ToxiproxyAPITests {
     @Test func aResetThatCannotBindUndoesWhatItEnabled() throws {
         let holder = try TestServer.echo()
         let api = try ToxiproxyUnderTest()
-        defer { api.stop(); holder.stop() }
-        _ = try api.send("POST", "/proxies", #"{"name":"first","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","enabled":false}"#)
+        defer {
+            api.stop()
+            holder.stop()
+        }
+        _ = try api.send(
+            "POST", "/proxies", #"{"name":"first","listen":"127.0.0.1:0","upstream":"127.0.0.1:9","enabled":false}"#)
         _ = try api.send("POST", "/proxies/first/toxics", #"{"name":"slow","type":"latency"}"#)
-        _ = try api.send("POST", "/proxies", #"{"name":"taken","listen":"127.0.0.1:\#(holder.port)","upstream":"127.0.0.1:9","enabled":false}"#)
+        _ = try api.send(
+            "POST", "/proxies",
+            #"{"name":"taken","listen":"127.0.0.1:\#(holder.port)","upstream":"127.0.0.1:9","enabled":false}"#)
 
         let (status, json) = try api.send("POST", "/reset")
         let all = try #require(try api.send("GET", "/proxies").json as? [String: [String: Any]])
@@ -298,7 +321,10 @@ struct ToxiproxyAPITests {
     @Test func aToxiproxyProxyIsAListenerTheProfileAndStatusSee() throws {
         let echo = try TestServer.echo()
         let api = try ToxiproxyUnderTest()
-        defer { api.stop(); echo.stop() }
+        defer {
+            api.stop()
+            echo.stop()
+        }
         let port = try api.createProxy("seen", upstreamPort: echo.port)
 
         api.proxy.apply(Profile.builtIn(named: "edge")!)
@@ -322,7 +348,8 @@ struct ToxiproxyAPITests {
         let api = try ToxiproxyUnderTest()
         defer { api.stop() }
 
-        let (status, _) = try api.send("POST", "/proxies", #"{"name":"x","upstream":"127.0.0.1:9"}"#, as: client, headers: headers)
+        let (status, _) = try api.send(
+            "POST", "/proxies", #"{"name":"x","upstream":"127.0.0.1:9"}"#, as: client, headers: headers)
 
         #expect(status == 403)
         #expect((try api.send("GET", "/proxies").json as? [String: Any])?.isEmpty == true)
@@ -334,12 +361,16 @@ struct ToxiproxyAPITests {
     func aForeignHostIsRefusedAndChangesNothing(_ host: String) throws {
         let api = try ToxiproxyUnderTest()
         defer { api.stop() }
-        let stream = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: api.port)!, timeout: .seconds(20))
+        let stream = try BlockingStream.connect(
+            to: SocketAddress(numericHost: "127.0.0.1", port: api.port)!, timeout: .seconds(20))
         defer { stream.close() }
         let body = #"{"name":"x","listen":"127.0.0.1:0","upstream":"127.0.0.1:9"}"#
 
-        try stream.write(Array(("POST /proxies HTTP/1.1\r\nHost: \(host.replacingOccurrences(of: "PORT", with: "\(api.port)"))\r\n"
-            + "User-Agent: \(ToxiproxyUnderTest.Client.go.rawValue)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8))
+        try stream.write(
+            Array(
+                ("POST /proxies HTTP/1.1\r\nHost: \(host.replacingOccurrences(of: "PORT", with: "\(api.port)"))\r\n"
+                    + "User-Agent: \(ToxiproxyUnderTest.Client.go.rawValue)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+                    .utf8))
 
         #expect(String(decoding: try stream.readToEnd(), as: UTF8.self).hasPrefix("HTTP/1.1 403 "))
         #expect((try api.send("GET", "/proxies").json as? [String: Any])?.isEmpty == true)
@@ -362,7 +393,8 @@ struct ToxiproxyAPITests {
         #expect(status == 400)
         let error = try #require(errorShape(json))
         #expect(error.status == 400)
-        #expect(error.error?.hasPrefix(#"proxy "db": listen "\#(listen)" is not a loopback address"#) == true, "\(error)")
+        #expect(
+            error.error?.hasPrefix(#"proxy "db": listen "\#(listen)" is not a loopback address"#) == true, "\(error)")
         #expect(error.error?.contains("--allow-remote") == true, "\(error)")
         #expect((try api.send("GET", "/proxies").json as? [String: Any])?.isEmpty == true)
         #expect(api.proxy.status().isEmpty)
@@ -377,7 +409,9 @@ struct ToxiproxyAPITests {
         let shown = try #require(try api.send("GET", "/proxies/db").json as? [String: Any])
 
         #expect(status == 400)
-        #expect(errorShape(json)?.error?.hasPrefix(#"proxy "db": listen "0.0.0.0:0" is not a loopback address"#) == true, "\(String(describing: json))")
+        #expect(
+            errorShape(json)?.error?.hasPrefix(#"proxy "db": listen "0.0.0.0:0" is not a loopback address"#) == true,
+            "\(String(describing: json))")
         #expect(shown.string("listen") == "127.0.0.1:\(port)")
         #expect(shown["enabled"] as? Bool == true)
         #expect(api.proxy.status().map(\.address.port) == [port])
@@ -388,13 +422,17 @@ struct ToxiproxyAPITests {
         defer { api.stop() }
         let port = try api.createProxy("kept", upstreamPort: 9)
 
-        let (status, json) = try api.send("POST", "/populate", """
+        let (status, json) = try api.send(
+            "POST", "/populate",
+            """
             [{"name":"kept","listen":"127.0.0.1:0","upstream":"127.0.0.1:10"},
              {"name":"open","listen":"0.0.0.0:0","upstream":"127.0.0.1:9"}]
             """)
 
         #expect(status == 400)
-        #expect((json as? [String: Any])?.string("error")?.hasPrefix(#"proxy "open": listen "0.0.0.0:0""#) == true, "\(String(describing: json))")
+        #expect(
+            (json as? [String: Any])?.string("error")?.hasPrefix(#"proxy "open": listen "0.0.0.0:0""#) == true,
+            "\(String(describing: json))")
         let all = try #require(try api.send("GET", "/proxies").json as? [String: [String: Any]])
         #expect(Set(all.keys) == ["kept"])
         #expect(all["kept"]?.string("upstream") == "127.0.0.1:9")
@@ -408,7 +446,8 @@ struct ToxiproxyAPITests {
         let api = try ToxiproxyUnderTest()
         defer { api.stop() }
 
-        let (status, json) = try api.send("POST", "/proxies", #"{"name":"local","listen":"\#(listen)","upstream":"127.0.0.1:9"}"#)
+        let (status, json) = try api.send(
+            "POST", "/proxies", #"{"name":"local","listen":"\#(listen)","upstream":"127.0.0.1:9"}"#)
 
         #expect(status == 201, "\(String(describing: json))")
         let bound = try #require(api.proxy.status().first?.address)
@@ -422,7 +461,8 @@ struct ToxiproxyAPITests {
         let api = try ToxiproxyUnderTest(remoteListeners: true)
         defer { api.stop() }
 
-        let (status, json) = try api.send("POST", "/proxies", #"{"name":"db","listen":"0.0.0.0:0","upstream":"127.0.0.1:9","enabled":false}"#)
+        let (status, json) = try api.send(
+            "POST", "/proxies", #"{"name":"db","listen":"0.0.0.0:0","upstream":"127.0.0.1:9","enabled":false}"#)
 
         #expect(status == 201, "\(String(describing: json))")
         #expect((json as? [String: Any])?.string("listen") == "0.0.0.0:0")

@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// The listing of every proxy is rendered off the event loop and keeps Toxiproxy's bytes.
 @Suite(.serialized)
@@ -48,17 +49,26 @@ struct ToxiproxyListingTests {
     @Test func theListingKeepsItsBytes() throws {
         let api = try ToxiproxyUnderTest()
         defer { api.stop() }
-        let (populated, _) = try api.send("POST", "/populate", #"[{"name":"b<\"\n","listen":"127.0.0.1:0","upstream":"x:1","enabled":false},{"name":"a","listen":"127.0.0.1:7","upstream":"y:2","enabled":false}]"#)
+        let (populated, _) = try api.send(
+            "POST", "/populate",
+            #"[{"name":"b<\"\n","listen":"127.0.0.1:0","upstream":"x:1","enabled":false},{"name":"a","listen":"127.0.0.1:7","upstream":"y:2","enabled":false}]"#
+        )
         #expect(populated == 201)
-        let (added, _) = try api.send("POST", "/proxies/a/toxics", #"{"name":"slow","type":"latency","stream":"upstream","attributes":{"latency":5}}"#)
+        let (added, _) = try api.send(
+            "POST", "/proxies/a/toxics",
+            #"{"name":"slow","type":"latency","stream":"upstream","attributes":{"latency":5}}"#)
         #expect(added == 200)
 
-        let stream = try BlockingStream.connect(to: SocketAddress(numericHost: "127.0.0.1", port: api.port)!, timeout: .seconds(20))
+        let stream = try BlockingStream.connect(
+            to: SocketAddress(numericHost: "127.0.0.1", port: api.port)!, timeout: .seconds(20))
         defer { stream.close() }
         try stream.write(Array("GET /proxies HTTP/1.1\r\nHost: 127.0.0.1:\(api.port)\r\n\r\n".utf8))
         let answer = ToxiproxyClientAnswer(try stream.readToEnd())
 
-        #expect(answer.body == #"{"b\u003c\"\n":{"name":"b\u003c\"\n","listen":"127.0.0.1:0","upstream":"x:1","enabled":false,"toxics":[]},"a":{"name":"a","listen":"127.0.0.1:7","upstream":"y:2","enabled":false,"toxics":[{"name":"slow","type":"latency","stream":"upstream","toxicity":1,"attributes":{"latency":5,"jitter":0}}]}}"# + "\n")
+        #expect(
+            answer.body
+                == #"{"b\u003c\"\n":{"name":"b\u003c\"\n","listen":"127.0.0.1:0","upstream":"x:1","enabled":false,"toxics":[]},"a":{"name":"a","listen":"127.0.0.1:7","upstream":"y:2","enabled":false,"toxics":[{"name":"slow","type":"latency","stream":"upstream","toxicity":1,"attributes":{"latency":5,"jitter":0}}]}}"#
+                + "\n")
     }
 }
 

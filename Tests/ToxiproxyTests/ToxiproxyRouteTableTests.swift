@@ -1,6 +1,7 @@
 import Foundation
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// `ToxiproxyAPI.routes` is the Toxiproxy API's one table of routes: a live API dispatches every route in it and
 /// answers 405 with `Allow` for every other method on a path it knows.
@@ -31,7 +32,9 @@ struct ToxiproxyRouteTableTests {
         defer { api.stop() }
 
         var patterns: [String] = []
-        for entry in ToxiproxyAPI.routes where !patterns.contains(entry.route.path) { patterns.append(entry.route.path) }
+        for entry in ToxiproxyAPI.routes where !patterns.contains(entry.route.path) {
+            patterns.append(entry.route.path)
+        }
         for pattern in patterns {
             let allowed = ToxiproxyAPI.routes.filter { $0.route.path == pattern }.map(\.route.method)
             for method in Self.methods where !allowed.contains(method) {
@@ -39,7 +42,10 @@ struct ToxiproxyRouteTableTests {
                 let (status, json) = try api.send(method, Self.path(pattern))
                 #expect(status == 405, "\(method) \(pattern)")
                 #expect(errorShape(json)?.status == 405, "\(method) \(pattern)")
-                #expect(refused?.extraHeaders.map { "\($0.name): \($0.value)" } == ["Allow: \(allowed.joined(separator: ", "))"])
+                #expect(
+                    refused?.extraHeaders.map { "\($0.name): \($0.value)" } == [
+                        "Allow: \(allowed.joined(separator: ", "))"
+                    ])
             }
         }
     }

@@ -29,8 +29,9 @@ extension ConditionedListener {
 
 extension TCPRelay {
     func entry(listener: SocketAddress) -> ConnectionEntry {
-        ConnectionEntry(id: id, listener: listener.description, client: clientAddress.description, upstream: upstreamName,
-                        state: "\(state)")
+        ConnectionEntry(
+            id: id, listener: listener.description, client: clientAddress.description, upstream: upstreamName,
+            state: "\(state)")
     }
 }
 

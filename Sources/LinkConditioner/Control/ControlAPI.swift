@@ -71,7 +71,9 @@ struct ControlAPI {
     func switchProfile(_ exchange: ControlExchange) {
         let body = exchange.request.bodyText
         let reply = exchange.reply
-        worker.parse { Self.profile(from: body) } then: { [weak state] outcome in
+        worker.parse {
+            Self.profile(from: body)
+        } then: { [weak state] outcome in
             guard let state else { return }
             switch outcome {
             case .parsed(let (profile, rendered)):
@@ -89,7 +91,9 @@ struct ControlAPI {
         let body = exchange.request.bodyText
         let reply = exchange.reply
         let snapshot = state.conditions.profile
-        worker.parse { Self.settings(from: body, appliedTo: snapshot) } then: { [weak state] outcome in
+        worker.parse {
+            Self.settings(from: body, appliedTo: snapshot)
+        } then: { [weak state] outcome in
             guard let state else { return }
             switch outcome {
             case .parsed(let (settings, profile, rendered)):
@@ -114,7 +118,8 @@ struct ControlAPI {
     func goOffline(_ exchange: ControlExchange) {
         let word = exchange.request.bodyText.trimmingCharacters(in: .whitespacesAndNewlines)
         guard let mode = word.isEmpty ? .refuse : OfflineMode(rawValue: word) else {
-            return exchange.reply(.error(400, "\"\(word.prefix(40))\": expected an empty body, \"refuse\" or \"blackhole\""))
+            return exchange.reply(
+                .error(400, "\"\(word.prefix(40))\": expected an empty body, \"refuse\" or \"blackhole\""))
         }
         state.setOffline(mode)
         exchange.reply(.text("offline (\(mode.rawValue))"))
@@ -138,12 +143,17 @@ struct ControlAPI {
         let body = exchange.request.bodyText
         let name = exchange.request.query["name"] ?? ""
         let reply = exchange.reply
-        worker.parse { Self.scenario(from: body, name: name) } then: { [weak state] outcome in
+        worker.parse {
+            Self.scenario(from: body, name: name)
+        } then: { [weak state] outcome in
             guard let state else { return }
             switch outcome {
             case .parsed(let scenario):
                 state.startScenario(scenario)
-                reply(.text("scenario \(scenario.name.isEmpty ? "(inline)" : scenario.name) started: \(scenario.steps.count) steps"))
+                reply(
+                    .text(
+                        "scenario \(scenario.name.isEmpty ? "(inline)" : scenario.name) started: \(scenario.steps.count) steps"
+                    ))
             case .refused(let response):
                 reply(response)
             }
@@ -169,9 +179,12 @@ struct ControlAPI {
     /// read on the user's behalf. Runs on the worker thread.
     static func profile(from body: String) -> Parsed<(Profile, String)> {
         let trimmed = body.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !trimmed.isEmpty else { return .refused(.error(400, "expected a built-in profile name or profile text in the body")) }
+        guard !trimmed.isEmpty else {
+            return .refused(.error(400, "expected a built-in profile name or profile text in the body"))
+        }
         do {
-            let profile = trimmed.contains("=") || trimmed.contains("\n")
+            let profile =
+                trimmed.contains("=") || trimmed.contains("\n")
                 ? try Profile(parsing: body, name: "inline", file: "request body", readsFiles: false)
                 : try Profile.namedBuiltIn(trimmed)
             return .parsed((profile, profile.rendered))
@@ -183,7 +196,9 @@ struct ControlAPI {
     /// The settings of a `key = value` body, checked by applying them to `snapshot`, with the result rendered.
     /// A key set twice is refused as in a profile file, naming both lines: the body is one change, not a sequence.
     /// Runs on the worker thread.
-    static func settings(from body: String, appliedTo snapshot: Profile) -> Parsed<([Scenario.Setting], Profile, String)> {
+    static func settings(from body: String, appliedTo snapshot: Profile) -> Parsed<
+        ([Scenario.Setting], Profile, String)
+    > {
         var settings: [Scenario.Setting] = []
         var firstLine: [String: Int] = [:]
         for (index, line) in body.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -194,19 +209,26 @@ struct ControlAPI {
                 return .refused(.error(400, "request body:\(index + 1): \"\(text.prefix(80))\": expected key = value"))
             }
             guard settings.count < settingsLimit else {
-                return .refused(.error(413, "more than \(settingsLimit) settings in one request; send a whole profile with PUT /profile instead"))
+                return .refused(
+                    .error(
+                        413,
+                        "more than \(settingsLimit) settings in one request; send a whole profile with PUT /profile instead"
+                    ))
             }
             if let key = try? ProfileKey.named(parts[0]) {
                 if let earlier = firstLine[key.name] {
-                    let error = ProfileError(file: "request body", line: index + 1, text: text,
-                                             kind: .duplicateKey(key.name, firstLine: earlier))
+                    let error = ProfileError(
+                        file: "request body", line: index + 1, text: text,
+                        kind: .duplicateKey(key.name, firstLine: earlier))
                     return .refused(.error(400, clipped(error).description))
                 }
                 firstLine[key.name] = index + 1
             }
             settings.append(Scenario.Setting(key: parts[0], value: parts[1]))
         }
-        guard !settings.isEmpty else { return .refused(.error(400, "expected one or more \"key = value\" lines in the body")) }
+        guard !settings.isEmpty else {
+            return .refused(.error(400, "expected one or more \"key = value\" lines in the body"))
+        }
         var profile = snapshot
         do {
             for setting in settings { try profile.set(setting.key, to: setting.value, readsFiles: false) }
@@ -235,7 +257,8 @@ struct ControlAPI {
         switch error.kind {
         case .unknownKey(let key, let suggestion): error.kind = .unknownKey(clip(key), suggestion: suggestion)
         case .duplicateKey(let key, let firstLine): error.kind = .duplicateKey(clip(key), firstLine: firstLine)
-        case .connectionWideKey(let key, let unprefixed): error.kind = .connectionWideKey(clip(key), unprefixed: unprefixed)
+        case .connectionWideKey(let key, let unprefixed):
+            error.kind = .connectionWideKey(clip(key), unprefixed: unprefixed)
         default: break
         }
         return error
@@ -249,15 +272,20 @@ extension Profile {
     /// system, so the answer reveals nothing about which files exist.
     static func namedBuiltIn(_ name: String) throws(ProfileError) -> Profile {
         if name.contains("/") || name.hasSuffix(".profile") {
-            throw ProfileError(kind: .invalidValue(
-                expected: "a built-in profile name or profile text: the control endpoint reads no files (\"linkcond use FILE\" reads the file and sends its text)"))
+            throw ProfileError(
+                kind: .invalidValue(
+                    expected:
+                        "a built-in profile name or profile text: the control endpoint reads no files (\"linkcond use FILE\" reads the file and sends its text)"
+                ))
         }
         if let profile = builtIn(named: name) { return profile }
         guard name.count <= 64 else { throw ProfileError(kind: .unknownProfile(ControlAPI.clip(name), closest: [])) }
         let asked = name.lowercased()
         let ranked = NameSuggestion.ranked(asked, among: builtInNames.map { $0.lowercased() }).prefix(3)
         let near = ranked.filter { NameSuggestion.editDistance(asked, $0) <= max(2, asked.count / 2) }
-        let closest = (near.isEmpty ? Array(ranked) : near).compactMap { key in builtInNames.first { $0.lowercased() == key } }
+        let closest = (near.isEmpty ? Array(ranked) : near).compactMap { key in
+            builtInNames.first { $0.lowercased() == key }
+        }
         throw ProfileError(kind: .unknownProfile(name, closest: closest))
     }
 }

@@ -35,7 +35,8 @@ public struct ControlClient: Sendable {
             return environment
         }
         guard case .tcp(let endpoint) = address, address.isLocalOnly else { return nil }
-        return try PrivateFiles.read(ControlAddress.tokenFile(port: endpoint.port))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        return try PrivateFiles.read(ControlAddress.tokenFile(port: endpoint.port))?.trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     /// Sends one request and returns the status and body; a body goes as `text/x-linkcond`. A Unix socket that
@@ -45,11 +46,15 @@ public struct ControlClient: Sendable {
         var host = "localhost"
         switch address {
         case .tcp(let endpoint):
-            guard let resolved = try endpoint.resolve().first else { throw ControlClientError.unreachable(address, "no address") }
+            guard let resolved = try endpoint.resolve().first else {
+                throw ControlClientError.unreachable(address, "no address")
+            }
             socketAddress = resolved
             host = endpoint.description
         case .unix(let path):
-            guard let local = SocketAddress(unixPath: path) else { throw ControlClientError.unreachable(address, "path too long") }
+            guard let local = SocketAddress(unixPath: path) else {
+                throw ControlClientError.unreachable(address, "path too long")
+            }
             try PrivateFiles.checkSocketOwner(path)
             socketAddress = local
         }
@@ -61,13 +66,15 @@ public struct ControlClient: Sendable {
         }
         defer { stream.close() }
         let payload = Array(body.utf8)
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nContent-Length: \(payload.count)\r\nConnection: close\r\n"
+        var head =
+            "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nContent-Length: \(payload.count)\r\nConnection: close\r\n"
         if !payload.isEmpty { head += "Content-Type: text/x-linkcond; charset=utf-8\r\n" }
         if let token { head += "Authorization: Bearer \(token)\r\n" }
         try stream.write(Array((head + "\r\n").utf8) + payload)
         let reply = try stream.readToEnd()
         guard let split = reply.firstRange(of: [13, 10, 13, 10]) else { throw ControlClientError.malformed }
-        let statusLine = String(decoding: reply[..<split.lowerBound], as: UTF8.self).split(separator: "\r\n").first ?? ""
+        let statusLine =
+            String(decoding: reply[..<split.lowerBound], as: UTF8.self).split(separator: "\r\n").first ?? ""
         let words = statusLine.split(separator: " ")
         guard words.count >= 2, let status = Int(words[1]) else { throw ControlClientError.malformed }
         return Response(status: status, body: String(decoding: reply[split.upperBound...], as: UTF8.self))

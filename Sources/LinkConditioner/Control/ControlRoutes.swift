@@ -55,8 +55,10 @@ struct ControlRouteEntry: Sendable {
     let reference: Reference
     let handler: Handler
 
-    init(_ method: String, _ path: String, access: Access = .token, reach: Reach = .everywhere, body: Body = .none,
-         _ reference: Reference, _ handler: Handler) {
+    init(
+        _ method: String, _ path: String, access: Access = .token, reach: Reach = .everywhere, body: Body = .none,
+        _ reference: Reference, _ handler: Handler
+    ) {
         route = ControlRoute(method, path)
         self.access = access
         self.reach = reach
@@ -89,47 +91,68 @@ extension ControlServer {
     /// Its order shows in answers: `Allow` names a path's methods in table order, and a 404 names the paths served
     /// everywhere in the order they first appear. The reference's table keeps the same order.
     static let routes: [ControlRouteEntry] = [
-        ControlRouteEntry("GET", "/status", .row(answer: "JSON: version, profile, offline state, scenario, listeners with "
-                              + "per-direction counters and current rate"), .api { $0.status($1) }),
+        ControlRouteEntry(
+            "GET", "/status",
+            .row(
+                answer: "JSON: version, profile, offline state, scenario, listeners with "
+                    + "per-direction counters and current rate"), .api { $0.status($1) }),
         ControlRouteEntry("GET", "/version", .row(answer: "JSON: `{\"version\": \"0.1.0\"}`"), .api { $0.version($1) }),
-        ControlRouteEntry("GET", "/metrics", .row(answer: "Prometheus text format, see [metrics](metrics.md)"), .api { $0.metrics($1) }),
-        ControlRouteEntry("GET", "/connections", .row(answer: "JSON: the live connections (at most 500) and their total"),
-                          .api { $0.connections($1) }),
-        ControlRouteEntry("GET", "/catalog", .row(answer: "JSON: built-in profiles (name, summary, text) and scenarios"),
-                          .api { $0.catalog($1) }),
-        ControlRouteEntry("GET", "/profile", .row(answer: "the current profile, fully resolved"), .api { $0.currentProfile($1) }),
-        ControlRouteEntry("PUT", "/profile", body: profileBody, .row(answer: "switches to it (and stops a scenario)"),
-                          .api { $0.switchProfile($1) }),
+        ControlRouteEntry(
+            "GET", "/metrics", .row(answer: "Prometheus text format, see [metrics](metrics.md)"),
+            .api { $0.metrics($1) }),
+        ControlRouteEntry(
+            "GET", "/connections", .row(answer: "JSON: the live connections (at most 500) and their total"),
+            .api { $0.connections($1) }),
+        ControlRouteEntry(
+            "GET", "/catalog", .row(answer: "JSON: built-in profiles (name, summary, text) and scenarios"),
+            .api { $0.catalog($1) }),
+        ControlRouteEntry(
+            "GET", "/profile", .row(answer: "the current profile, fully resolved"), .api { $0.currentProfile($1) }),
+        ControlRouteEntry(
+            "PUT", "/profile", body: profileBody, .row(answer: "switches to it (and stops a scenario)"),
+            .api { $0.switchProfile($1) }),
         ControlRouteEntry("POST", "/profile", body: profileBody, .omitted, .api { $0.switchProfile($1) }),
-        ControlRouteEntry("POST", "/settings", body: settingsBody, .row(answer: "changes those settings, all or none"),
-                          .api { $0.changeSettings($1) }),
+        ControlRouteEntry(
+            "POST", "/settings", body: settingsBody, .row(answer: "changes those settings, all or none"),
+            .api { $0.changeSettings($1) }),
         ControlRouteEntry("PATCH", "/profile", body: settingsBody, .omitted, .api { $0.changeSettings($1) }),
-        ControlRouteEntry("POST", "/offline", body: .text("empty, `refuse` or `blackhole`"), .row(answer: "airplane mode"),
-                          .api { $0.goOffline($1) }),
+        ControlRouteEntry(
+            "POST", "/offline", body: .text("empty, `refuse` or `blackhole`"), .row(answer: "airplane mode"),
+            .api { $0.goOffline($1) }),
         ControlRouteEntry("POST", "/online", .row(answer: "restores the profile"), .api { $0.goOnline($1) }),
-        ControlRouteEntry("POST", "/reset", .row(answer: "resets every live connection"), .api { $0.resetConnections($1) }),
-        ControlRouteEntry("PUT", "/scenario", body: scenarioBody, .row(answer: "starts it", query: "?name=N"),
-                          .api { $0.startScenario($1) }),
+        ControlRouteEntry(
+            "POST", "/reset", .row(answer: "resets every live connection"), .api { $0.resetConnections($1) }),
+        ControlRouteEntry(
+            "PUT", "/scenario", body: scenarioBody, .row(answer: "starts it", query: "?name=N"),
+            .api { $0.startScenario($1) }),
         ControlRouteEntry("POST", "/scenario", body: scenarioBody, .omitted, .api { $0.startScenario($1) }),
         ControlRouteEntry("DELETE", "/scenario", .row(answer: "stops it"), .api { $0.stopScenario($1) }),
-        ControlRouteEntry("GET", "/", access: .open, reach: .loopbackTCP,
-                          .row(answer: "the dashboard (no token needed for the page itself)"), dashboardFile),
+        ControlRouteEntry(
+            "GET", "/", access: .open, reach: .loopbackTCP,
+            .row(answer: "the dashboard (no token needed for the page itself)"), dashboardFile),
         ControlRouteEntry("GET", "/index.html", access: .open, reach: .loopbackTCP, .omitted, dashboardFile),
         ControlRouteEntry("GET", "/dashboard.css", access: .open, reach: .loopbackTCP, .omitted, dashboardFile),
         ControlRouteEntry("GET", "/dashboard.js", access: .open, reach: .loopbackTCP, .omitted, dashboardFile),
-        ControlRouteEntry("POST", "/dashboard/ticket", reach: .loopbackTCPWithToken,
-                          .row(answer: "a one-time ticket for `dashboard --open`, valid 60 s"),
-                          .endpoint { server, exchange, _ in server.issueTicket(exchange) }),
-        ControlRouteEntry("POST", "/dashboard/token", access: .open, reach: .loopbackTCPWithToken,
-                          body: .text("the ticket (no token needed)"),
-                          .row(answer: "the token, once per ticket; 403 for an unknown, used or expired ticket"),
-                          .endpoint { $0.redeemTicket($1, from: $2) }),
+        ControlRouteEntry(
+            "POST", "/dashboard/ticket", reach: .loopbackTCPWithToken,
+            .row(answer: "a one-time ticket for `dashboard --open`, valid 60 s"),
+            .endpoint { server, exchange, _ in server.issueTicket(exchange) }),
+        ControlRouteEntry(
+            "POST", "/dashboard/token", access: .open, reach: .loopbackTCPWithToken,
+            body: .text("the ticket (no token needed)"),
+            .row(answer: "the token, once per ticket; 403 for an unknown, used or expired ticket"),
+            .endpoint { $0.redeemTicket($1, from: $2) }),
     ]
 
-    private static let dashboardFile = ControlRouteEntry.Handler.endpoint { server, exchange, _ in server.dashboardFile(exchange) }
-    private static let profileBody = ControlRouteEntry.Body.text("a built-in profile name, or profile text (never a path)")
-    private static let settingsBody = ControlRouteEntry.Body.text("`key = value` lines, each key once (as in a profile file)")
-    private static let scenarioBody = ControlRouteEntry.Body.text("scenario text (its profile steps name built-in profiles)")
+    private static let dashboardFile = ControlRouteEntry.Handler.endpoint { server, exchange, _ in
+        server.dashboardFile(exchange)
+    }
+    private static let profileBody = ControlRouteEntry.Body.text(
+        "a built-in profile name, or profile text (never a path)")
+    private static let settingsBody = ControlRouteEntry.Body.text(
+        "`key = value` lines, each key once (as in a profile file)")
+    private static let scenarioBody = ControlRouteEntry.Body.text(
+        "scenario text (its profile steps name built-in profiles)")
 
     /// The route that serves `method` and `path` on this endpoint, or nil (the request is refused: 404 or 405).
     func route(_ method: String, _ path: String) -> ControlRouteEntry? {
@@ -149,12 +172,17 @@ extension ControlServer {
     static func unrouted(_ request: HTTPRequest) -> HTTPResponse {
         let allowed = ControlRoute.methods(allowedOn: request.path)
         guard allowed.isEmpty || allowed.contains(request.method) else {
-            var response = HTTPResponse.error(405, "\(request.method.prefix(20)) is not allowed on \(request.path); it takes \(allowed.joined(separator: ", "))")
+            var response = HTTPResponse.error(
+                405,
+                "\(request.method.prefix(20)) is not allowed on \(request.path); it takes \(allowed.joined(separator: ", "))"
+            )
             response.extraHeaders = [("Allow", allowed.joined(separator: ", "))]
             return response
         }
         var known: [String] = []
-        for entry in routes where entry.reach == .everywhere && !known.contains(entry.route.path) { known.append(entry.route.path) }
+        for entry in routes where entry.reach == .everywhere && !known.contains(entry.route.path) {
+            known.append(entry.route.path)
+        }
         return .error(404, "no such endpoint \(request.path.prefix(80)); endpoints: \(known.joined(separator: ", "))")
     }
 

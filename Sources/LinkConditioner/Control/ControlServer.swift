@@ -47,7 +47,8 @@ public enum ControlAddress: Hashable, Sendable, CustomStringConvertible {
     public var isLocalOnly: Bool {
         switch self {
         case .unix: true
-        case .tcp(let endpoint): endpoint.host == "localhost" || AddressBytes.parse(endpoint.host).map(AddressBytes.isLoopback) == true
+        case .tcp(let endpoint):
+            endpoint.host == "localhost" || AddressBytes.parse(endpoint.host).map(AddressBytes.isLoopback) == true
         }
     }
 }
@@ -89,7 +90,9 @@ struct LoopbackHosts {
     /// Whether `host` (lowercased) names this endpoint.
     func contains(_ host: String) -> Bool {
         if portless.contains(host) || ["localhost:\(port)", "[::1]:\(port)"].contains(host) { return true }
-        guard host.hasPrefix("127."), let colon = host.lastIndex(of: ":"), host[host.index(after: colon)...] == "\(port)" else { return false }
+        guard host.hasPrefix("127."), let colon = host.lastIndex(of: ":"),
+            host[host.index(after: colon)...] == "\(port)"
+        else { return false }
         return AddressBytes.parse(String(host[..<colon]))?.count == 4
     }
 }
@@ -129,7 +132,8 @@ final class ControlServer: HTTPExchangeServer {
     init(address: SocketAddress, unixPath: String?, token: String?, state: ProxyState) throws(SystemError) {
         loop = state.loop
         logger = state.logger
-        let socket = if let unixPath { try Socket.listening(unixPath: unixPath) } else { try Socket.listening(on: address) }
+        let socket =
+            if let unixPath { try Socket.listening(unixPath: unixPath) } else { try Socket.listening(on: address) }
         acceptor = try TCPAcceptor(adopting: socket, loop: state.loop, logger: state.logger)
         self.address = acceptor.localAddress
         self.unixPath = unixPath
@@ -138,10 +142,13 @@ final class ControlServer: HTTPExchangeServer {
         acceptedHosts = unixPath == nil && self.address.isLoopback ? LoopbackHosts(port: self.address.port) : nil
         api = ControlAPI(state: state)
         descriptorReserve = state.descriptorReserve
-        connections = ExchangeConnections(limit: Self.connectionLimit, acceptor: acceptor, logger: state.logger,
-                                          name: "control endpoint", reserve: state.descriptorReserve)
+        connections = ExchangeConnections(
+            limit: Self.connectionLimit, acceptor: acceptor, logger: state.logger,
+            name: "control endpoint", reserve: state.descriptorReserve)
         do {
-            try acceptor.start(shortage: .serve(state.descriptorReserve)) { [weak self] client, _ in self?.accepted(client) }
+            try acceptor.start(shortage: .serve(state.descriptorReserve)) { [weak self] client, _ in
+                self?.accepted(client)
+            }
         } catch {
             if let unixPath { Socket.removeSocketFile(unixPath) }
             throw error
@@ -176,7 +183,9 @@ final class ControlServer: HTTPExchangeServer {
     /// browser's command line and raced it there gets no token, and voids the ticket; so does a client that reaches
     /// the endpoint through one of linkcond's own relays, whose socket the kernel lists as this user's.
     func respond(to request: HTTPRequest, from connection: ControlConnection, reply: @escaping (HTTPResponse) -> Void) {
-        guard let entry = route(request.method, request.path) else { return reply(refusal(of: request) ?? Self.unrouted(request)) }
+        guard let entry = route(request.method, request.path) else {
+            return reply(refusal(of: request) ?? Self.unrouted(request))
+        }
         if let refusal = refusal(of: request, needsToken: entry.access == .token) { return reply(refusal) }
         let exchange = ControlExchange(request: request, reply: reply)
         switch entry.handler {
@@ -193,7 +202,11 @@ final class ControlServer: HTTPExchangeServer {
     /// `POST /dashboard/ticket`: a one-time ticket for the page to trade for the token.
     func issueTicket(_ exchange: ControlExchange) {
         guard let ticket = tickets.issue(now: loop.clock.now()) else {
-            return exchange.reply(.error(503, "\(DashboardTickets.limit) dashboard tickets wait to be used; try again within \(DashboardTickets.lifetime.seconds) s"))
+            return exchange.reply(
+                .error(
+                    503,
+                    "\(DashboardTickets.limit) dashboard tickets wait to be used; try again within \(DashboardTickets.lifetime.seconds) s"
+                ))
         }
         exchange.reply(.text(ticket))
     }
@@ -206,14 +219,19 @@ final class ControlServer: HTTPExchangeServer {
 
     private func redeem(ticket: String, for token: String, from connection: ControlConnection) -> HTTPResponse {
         guard tickets.redeem(ticket, now: loop.clock.now()) else {
-            return .error(403, "this dashboard ticket is unknown, used or expired; run \"linkcond dashboard --open\" again, or paste the token")
+            return .error(
+                403,
+                "this dashboard ticket is unknown, used or expired; run \"linkcond dashboard --open\" again, or paste the token"
+            )
         }
         let client = descriptorReserve.lending { connection.socket.localClient() }
         guard client.isOwner else {
             logger.warning("control endpoint: \(client) presented a dashboard ticket; it is void now")
-            return .error(403, client == .linkcondItself
-                ? "this dashboard ticket came through one of linkcond's own relays, which relay any user; it is void now"
-                : "this dashboard ticket belongs to another user; it is void now")
+            return .error(
+                403,
+                client == .linkcondItself
+                    ? "this dashboard ticket came through one of linkcond's own relays, which relay any user; it is void now"
+                    : "this dashboard ticket belongs to another user; it is void now")
         }
         return .text(token)
     }
@@ -224,13 +242,21 @@ final class ControlServer: HTTPExchangeServer {
         if let acceptedHosts {
             let host = request.headers["host"]?.lowercased() ?? ""
             guard acceptedHosts.contains(host) else {
-                return .error(403, "Host \"\(host.prefix(80))\" is not this control endpoint; expected localhost:\(address.port) or 127.0.0.1:\(address.port) (a web page trying DNS rebinding looks like this)")
+                return .error(
+                    403,
+                    "Host \"\(host.prefix(80))\" is not this control endpoint; expected localhost:\(address.port) or 127.0.0.1:\(address.port) (a web page trying DNS rebinding looks like this)"
+                )
             }
         }
         if let origin = request.headers["origin"] {
-            let sameOrigin = request.headers["host"].map { "http://" + $0.lowercased() } == origin.lowercased() && acceptedHosts != nil
+            let sameOrigin =
+                request.headers["host"].map { "http://" + $0.lowercased() } == origin.lowercased()
+                && acceptedHosts != nil
             guard sameOrigin else {
-                return .error(403, "requests from web pages (Origin \"\(origin.prefix(80))\") are refused: only local programs such as the linkcond command may steer linkcond")
+                return .error(
+                    403,
+                    "requests from web pages (Origin \"\(origin.prefix(80))\") are refused: only local programs such as the linkcond command may steer linkcond"
+                )
             }
         }
         if let site = request.headers["sec-fetch-site"]?.lowercased(), !["same-origin", "none"].contains(site) {
@@ -245,13 +271,21 @@ final class ControlServer: HTTPExchangeServer {
         if needsToken, let token {
             let given = request.headers["authorization"] ?? ""
             guard given.hasPrefix("Bearer "), ControlToken.matches(String(given.dropFirst(7)), token) else {
-                return .error(401, "this control endpoint needs \"Authorization: Bearer TOKEN\"; the linkcond command finds the token itself, scripts read it from the file \"linkcond run\" names on stderr (or pass --control-token)")
+                return .error(
+                    401,
+                    "this control endpoint needs \"Authorization: Bearer TOKEN\"; the linkcond command finds the token itself, scripts read it from the file \"linkcond run\" names on stderr (or pass --control-token)"
+                )
             }
         }
         if !request.body.isEmpty {
-            let type = request.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+            let type = request.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(
+                in: .whitespaces
+            ).lowercased()
             guard type == Self.bodyType else {
-                return .error(415, "send request bodies as \"Content-Type: \(Self.bodyType)\" (got \(type.map { "\"\($0.prefix(60))\"" } ?? "none"))")
+                return .error(
+                    415,
+                    "send request bodies as \"Content-Type: \(Self.bodyType)\" (got \(type.map { "\"\($0.prefix(60))\"" } ?? "none"))"
+                )
             }
         }
         return nil
@@ -314,14 +348,18 @@ final class ControlConnection {
 
     func start() {
         do {
-            registration = try loop.register(socket.descriptor, interest: Epoll.readable | Epoll.writable | Epoll.edgeTriggered) { [weak self] _ in
+            registration = try loop.register(
+                socket.descriptor, interest: Epoll.readable | Epoll.writable | Epoll.edgeTriggered
+            ) { [weak self] _ in
                 self?.service()
             }
         } catch {
             close()
             return
         }
-        timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in self?.exchangeTimedOut() }
+        timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in
+            self?.exchangeTimedOut()
+        }
         service()
     }
 
@@ -351,7 +389,9 @@ final class ControlConnection {
     private func readRequest() {
         var buffer = [UInt8](repeating: 0, count: 16384)
         while phase == .reading {
-            let result = buffer.withUnsafeMutableBytes { raw in Result { () throws(SystemError) in try socket.read(into: raw) } }
+            let result = buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in try socket.read(into: raw) }
+            }
             switch result {
             case .failure, .success(.processed(0)):
                 close()
@@ -380,7 +420,9 @@ final class ControlConnection {
         reader = HTTPRequestReader()
         pending = response.bytes
         if let timeout { loop.cancel(timeout) }
-        timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in self?.exchangeTimedOut() }
+        timeout = loop.schedule(at: loop.clock.now() + ControlServer.exchangeTimeout) { [weak self] in
+            self?.exchangeTimedOut()
+        }
         flush()
         if phase == .writing { peers?.holdsAnswer(self) }
     }

@@ -53,7 +53,9 @@ final class ExchangeConnections {
         if let oldest = waiting.min(by: { $0.sequence < $1.sequence }) {
             if !loggedDisplacement {
                 loggedDisplacement = true
-                logger.warning("\(name): \(limit) connections open; closing the one waiting longest for its request to make room (logged once)")
+                logger.warning(
+                    "\(name): \(limit) connections open; closing the one waiting longest for its request to make room (logged once)"
+                )
             }
             endings.displaced += 1
             oldest.close()
@@ -75,7 +77,9 @@ final class ExchangeConnections {
             guard let oldest = others.min(by: { $0.answerOrder < $1.answerOrder }) else { return }
             if !loggedUnreadAnswer {
                 loggedUnreadAnswer = true
-                logger.warning("\(name): answers unread by their clients hold \(Self.answerBytesLimit >> 20) MiB; closing the one waiting longest to make room (logged once)")
+                logger.warning(
+                    "\(name): answers unread by their clients hold \(Self.answerBytesLimit >> 20) MiB; closing the one waiting longest to make room (logged once)"
+                )
             }
             held -= oldest.heldAnswerBytes
             endings.unreadAnswers += 1

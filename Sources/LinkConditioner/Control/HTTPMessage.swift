@@ -26,7 +26,9 @@ struct HTTPRequest: Sendable {
     }
 
     /// Fields that may appear once only: a second copy would let two readers frame or route the request differently.
-    private static let singletonFields: Set<String> = ["host", "content-length", "content-type", "authorization", "origin"]
+    private static let singletonFields: Set<String> = [
+        "host", "content-length", "content-type", "authorization", "origin",
+    ]
 
     /// A parsed request head: the request line, the fields, and how many body bytes follow.
     struct Head: Sendable {
@@ -41,7 +43,8 @@ struct HTTPRequest: Sendable {
         case invalid(status: Int, reason: String)
     }
 
-    static let bareLineFeed = ParseOutcome.invalid(status: 400, reason: "request lines must end with CRLF (\\r\\n), not a bare LF")
+    static let bareLineFeed = ParseOutcome.invalid(
+        status: 400, reason: "request lines must end with CRLF (\\r\\n), not a bare LF")
     static let headTooLarge = ParseOutcome.invalid(status: 431, reason: "request headers larger than 16 KiB")
 
     /// Parses a request from the start of `bytes`, or says that more bytes are needed or the request is malformed:
@@ -62,26 +65,33 @@ struct HTTPRequest: Sendable {
 
     /// Parses the head's text (without the blank line that ends it).
     static func parseHead(_ bytes: ArraySlice<UInt8>) -> HeadOutcome {
-        guard bytes.count <= maximumHeaderBytes else { return .invalid(status: 431, reason: "request headers larger than 16 KiB") }
+        guard bytes.count <= maximumHeaderBytes else {
+            return .invalid(status: 431, reason: "request headers larger than 16 KiB")
+        }
         guard let head = String(validating: bytes, as: UTF8.self) else {
             return .invalid(status: 400, reason: "the request head is not UTF-8 text")
         }
         var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
         let requestLine = lines.removeFirst().split(separator: " ", omittingEmptySubsequences: false).map(String.init)
-        guard requestLine.count == 3, isToken(requestLine[0]), requestLine[2] == "HTTP/1.1" || requestLine[2] == "HTTP/1.0",
-              requestLine[1].hasPrefix("/"), !requestLine[1].contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 32 || $0 == 127 } ?? false })
+        guard requestLine.count == 3, isToken(requestLine[0]),
+            requestLine[2] == "HTTP/1.1" || requestLine[2] == "HTTP/1.0",
+            requestLine[1].hasPrefix("/"),
+            !requestLine[1].contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 32 || $0 == 127 } ?? false })
         else {
             return .invalid(status: 400, reason: "expected a request line such as \"GET /status HTTP/1.1\"")
         }
         var headers: [String: String] = [:]
         for line in lines {
             guard let colon = line.firstIndex(of: ":"), isToken(String(line[..<colon])) else {
-                return .invalid(status: 400, reason: "malformed header line \"\(line.prefix(60))\" (expected NAME: VALUE)")
+                return .invalid(
+                    status: 400, reason: "malformed header line \"\(line.prefix(60))\" (expected NAME: VALUE)")
             }
             let name = line[..<colon].lowercased()
             let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
             if let earlier = headers[name] {
-                guard !singletonFields.contains(name) else { return .invalid(status: 400, reason: "more than one \(name) header") }
+                guard !singletonFields.contains(name) else {
+                    return .invalid(status: 400, reason: "more than one \(name) header")
+                }
                 headers[name] = earlier + ", " + value
             } else {
                 headers[name] = value
@@ -92,11 +102,14 @@ struct HTTPRequest: Sendable {
         }
         var length = 0
         if let text = headers["content-length"] {
-            guard !text.isEmpty, text.count <= 18, text.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(text) else {
+            guard !text.isEmpty, text.count <= 18, text.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(text)
+            else {
                 return .invalid(status: 400, reason: "Content-Length \"\(text.prefix(40))\" is not a number of bytes")
             }
             guard value <= maximumBodyBytes else {
-                return .invalid(status: 413, reason: "the body is \(value) bytes; the control endpoint takes at most 1 MiB (1048576 bytes)")
+                return .invalid(
+                    status: 413,
+                    reason: "the body is \(value) bytes; the control endpoint takes at most 1 MiB (1048576 bytes)")
             }
             length = value
         }
@@ -110,21 +123,24 @@ struct HTTPRequest: Sendable {
         var query: [String: String] = [:]
         if pathPart.count == 2 {
             for pair in pathPart[1].split(separator: "&") {
-                let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(decodeQueryComponent)
+                let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(
+                    decodeQueryComponent)
                 query[keyValue[0]] = keyValue.count == 2 ? keyValue[1] : ""
             }
         }
-        let request = HTTPRequest(method: head.method, path: String(pathPart[0]), query: query, headers: head.headers,
-                                  body: Array(bytes[bodyStart..<(bodyStart + head.bodyLength)]))
+        let request = HTTPRequest(
+            method: head.method, path: String(pathPart[0]), query: query, headers: head.headers,
+            body: Array(bytes[bodyStart..<(bodyStart + head.bodyLength)]))
         return .complete(request, consumed: bodyStart + head.bodyLength)
     }
 
     /// Whether `text` is an RFC 9110 token: a method or a field name.
     private static func isToken(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
+        !text.isEmpty
+            && text.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+            }
     }
 
     private static func decodeQueryComponent(_ text: Substring) -> String {
@@ -184,7 +200,8 @@ struct HTTPResponse: Sendable {
 
     var bytes: [UInt8] {
         let payload = Array(body.utf8)
-        let head = "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Type: \(contentType)\r\nContent-Length: \(payload.count)\r\n"
+        let head =
+            "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Type: \(contentType)\r\nContent-Length: \(payload.count)\r\n"
             + "Connection: close\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n"
             + extraHeaders.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
         return Array(head.utf8) + payload

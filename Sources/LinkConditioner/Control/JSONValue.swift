@@ -55,7 +55,8 @@ enum JSONValue: Decodable, Equatable, Sendable {
             return value.isFinite ? "\(value)" : "null"
         case .string(let value): return Self.quoted(value)
         case .array(let values): return "[" + values.map(\.rendered).joined(separator: ",") + "]"
-        case .object(let members): return "{" + members.map { Self.quoted($0.0) + ":" + $0.1.rendered }.joined(separator: ",") + "}"
+        case .object(let members):
+            return "{" + members.map { Self.quoted($0.0) + ":" + $0.1.rendered }.joined(separator: ",") + "}"
         }
     }
 
@@ -89,11 +90,16 @@ struct ToxiproxyError: Error, Sendable {
     var message: String
     var status: Int
 
-    static func badRequestBody(_ reason: String) -> ToxiproxyError { ToxiproxyError(message: "bad request body: \(reason)", status: 400) }
-    static func missingField(_ field: String) -> ToxiproxyError { ToxiproxyError(message: "missing required field: \(field)", status: 400) }
+    static func badRequestBody(_ reason: String) -> ToxiproxyError {
+        ToxiproxyError(message: "bad request body: \(reason)", status: 400)
+    }
+    static func missingField(_ field: String) -> ToxiproxyError {
+        ToxiproxyError(message: "missing required field: \(field)", status: 400)
+    }
     static let proxyNotFound = ToxiproxyError(message: "proxy not found", status: 404)
     static let proxyExists = ToxiproxyError(message: "proxy already exists", status: 409)
-    static let invalidStream = ToxiproxyError(message: "stream was invalid, can be either upstream or downstream", status: 400)
+    static let invalidStream = ToxiproxyError(
+        message: "stream was invalid, can be either upstream or downstream", status: 400)
     static let invalidToxicType = ToxiproxyError(message: "invalid toxic type", status: 400)
     static let toxicExists = ToxiproxyError(message: "toxic already exists", status: 409)
     static let toxicNotFound = ToxiproxyError(message: "toxic not found", status: 404)
@@ -106,7 +112,8 @@ struct ToxiproxyError: Error, Sendable {
         let resolved = address.description == given ? "" : " (\(address))"
         let loopback = Endpoint(parsing: String(given)).map { "127.0.0.1:\($0.port)" } ?? "127.0.0.1:PORT"
         return ToxiproxyError(
-            message: "proxy \"\(proxy.prefix(80))\": listen \"\(given)\"\(resolved) is not a loopback address, and this Toxiproxy API "
+            message:
+                "proxy \"\(proxy.prefix(80))\": listen \"\(given)\"\(resolved) is not a loopback address, and this Toxiproxy API "
                 + "lets proxies listen on loopback only, so that other hosts cannot reach the upstream through them; "
                 + "listen on \(loopback) (or localhost), or start linkcond with --allow-remote (toxiproxy-server: "
                 + "-allow-remote) to let proxies listen beyond loopback",

@@ -16,14 +16,16 @@ public struct Ramp: Sendable, Hashable {
 
     /// Parses `KEY from VALUE to VALUE over DURATION` (the words after `ramp`).
     init(parsing words: [String], fail: (String) -> ScenarioError) throws(ScenarioError) {
-        let expected = "ramp KEY from VALUE to VALUE over DURATION, KEY one of bandwidth, delay, jitter, loss (optionally uplink./downlink.)"
+        let expected =
+            "ramp KEY from VALUE to VALUE over DURATION, KEY one of bandwidth, delay, jitter, loss (optionally uplink./downlink.)"
         if let overIndex = words.firstIndex(of: "over"), overIndex < words.count - 2 {
             let written = words[(overIndex + 1)...].joined(separator: " ")
             throw fail("one word after \"over\", a duration without a space such as \"20s\" (not \"\(written)\")")
         }
         guard let fromIndex = words.firstIndex(of: "from"), let toIndex = words.firstIndex(of: "to"),
-              let overIndex = words.firstIndex(of: "over"), fromIndex == 1, fromIndex < toIndex, toIndex < overIndex,
-              overIndex == words.count - 2 else { throw fail(expected) }
+            let overIndex = words.firstIndex(of: "over"), fromIndex == 1, fromIndex < toIndex, toIndex < overIndex,
+            overIndex == words.count - 2
+        else { throw fail(expected) }
         key = words[0]
         let parts = key.split(separator: ".").map(String.init)
         guard let name = parts.last, let field = Field(rawValue: name), parts.count <= 2 else { throw fail(expected) }
@@ -41,7 +43,9 @@ public struct Ramp: Sendable, Hashable {
         to = try Self.value(of: field, key: key, toText, fail: fail)
     }
 
-    private static func value(of field: Field, key: String, _ text: String, fail: (String) -> ScenarioError) throws(ScenarioError) -> Double {
+    private static func value(of field: Field, key: String, _ text: String, fail: (String) -> ScenarioError)
+        throws(ScenarioError) -> Double
+    {
         var scratch = Profile.none
         do {
             try scratch.set(key, to: text)
@@ -51,7 +55,9 @@ public struct Ramp: Sendable, Hashable {
         let direction = key.hasPrefix("uplink.") ? scratch.uplink : scratch.downlink
         switch field {
         case .bandwidth:
-            guard let rate = direction.bandwidth else { throw fail("a bandwidth such as \"1 Mbit/s\" (not unlimited) to ramp") }
+            guard let rate = direction.bandwidth else {
+                throw fail("a bandwidth such as \"1 Mbit/s\" (not unlimited) to ramp")
+            }
             return rate.bitsPerSecond
         case .delay: return Double(direction.delay.nanoseconds)
         case .jitter: return Double(direction.jitter.nanoseconds)

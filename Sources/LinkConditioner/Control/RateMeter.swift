@@ -61,8 +61,10 @@ final class RateMeter {
         rates = [:]
         for (listener, current) in newest.bytes {
             guard let previous = oldest.bytes[listener] else { continue }
-            rates[listener] = (Double(max(current.uplink - previous.uplink, 0)) * 8 / seconds,
-                               Double(max(current.downlink - previous.downlink, 0)) * 8 / seconds)
+            rates[listener] = (
+                Double(max(current.uplink - previous.uplink, 0)) * 8 / seconds,
+                Double(max(current.downlink - previous.downlink, 0)) * 8 / seconds
+            )
         }
         if newest.at - oldest.at >= Self.window, Self.same(oldest.bytes, newest.bytes), !isHolding() {
             timer = nil
@@ -84,8 +86,10 @@ final class RateMeter {
         schedule()
     }
 
-    private static func same(_ a: [ObjectIdentifier: (uplink: Int, downlink: Int)],
-                             _ b: [ObjectIdentifier: (uplink: Int, downlink: Int)]) -> Bool {
+    private static func same(
+        _ a: [ObjectIdentifier: (uplink: Int, downlink: Int)],
+        _ b: [ObjectIdentifier: (uplink: Int, downlink: Int)]
+    ) -> Bool {
         a.count == b.count && a.allSatisfy { key, value in b[key].map { $0 == value } ?? false }
     }
 

@@ -61,7 +61,8 @@ public struct Scenario: Sendable, Hashable {
         var sawRepeat = false
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let lineNumber = index + 1
-            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first
+            let line =
+                rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first
                 .map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
             if line.isEmpty { continue }
             func fail(_ expected: String) -> ScenarioError {
@@ -86,7 +87,9 @@ public struct Scenario: Sendable, Hashable {
             case .notATime: throw fail("a time such as \"0s\", \"1.5s\", \"500ms\" or \"2min\" first")
             case .outOfRange: throw fail("a time from 0s to \(Self.longestTimeText) first")
             }
-            guard steps.isEmpty || at >= lastTime else { throw fail("times in increasing order (previous step at \(Self.format(lastTime)))") }
+            guard steps.isEmpty || at >= lastTime else {
+                throw fail("times in increasing order (previous step at \(Self.format(lastTime)))")
+            }
             let action = words[1].trimmingCharacters(in: .whitespaces)
             if action == "repeat" {
                 guard at > .zero, !steps.isEmpty else { throw fail("a repeat time after the first step") }
@@ -95,9 +98,12 @@ public struct Scenario: Sendable, Hashable {
                 sawRepeat = true
                 continue
             }
-            steps.append(Step(
-                at: at, action: try Self.action(action, directory: directory, builtInProfilesOnly: builtInProfilesOnly, fail: fail),
-                line: lineNumber))
+            steps.append(
+                Step(
+                    at: at,
+                    action: try Self.action(
+                        action, directory: directory, builtInProfilesOnly: builtInProfilesOnly, fail: fail),
+                    line: lineNumber))
             lastTime = at
         }
         if steps.isEmpty {
@@ -113,10 +119,11 @@ public struct Scenario: Sendable, Hashable {
     /// Parses `text`, read from the file at `path` (once: a pipe gives its text only once).
     private init(text: String, ofFile path: String, builtInProfilesOnly: Bool = false) throws(ScenarioError) {
         let base = URL(fileURLWithPath: path).lastPathComponent
-        try self.init(parsing: text,
-                      name: base.hasSuffix(".scenario") ? String(base.dropLast(9)) : base, file: base,
-                      directory: URL(fileURLWithPath: path).deletingLastPathComponent().path,
-                      builtInProfilesOnly: builtInProfilesOnly)
+        try self.init(
+            parsing: text,
+            name: base.hasSuffix(".scenario") ? String(base.dropLast(9)) : base, file: base,
+            directory: URL(fileURLWithPath: path).deletingLastPathComponent().path,
+            builtInProfilesOnly: builtInProfilesOnly)
     }
 
     private static func action(
@@ -140,7 +147,9 @@ public struct Scenario: Sendable, Hashable {
             // A step is one change, as a profile file is: a key set twice in it is refused, not won by the last.
             var keys: Set<String> = []
             for assignment in body.split(separator: ";") {
-                var parts = assignment.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                var parts = assignment.split(separator: "=", maxSplits: 1).map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                }
                 guard parts.count == 2, !parts[0].isEmpty else { throw fail("set KEY = VALUE[; KEY = VALUE…]") }
                 if let key = try? ProfileKey.named(parts[0]), !keys.insert(key.name).inserted {
                     throw fail("each key once in a step (\"\(key.name)\" is set twice; set each key once)")
@@ -162,7 +171,9 @@ public struct Scenario: Sendable, Hashable {
         default:
             guard words.count == 1 else { throw fail("a profile name or path, offline, online, set or ramp") }
             if builtInProfilesOnly && (words[0].contains("/") || words[0].hasSuffix(".profile")) {
-                throw fail("a built-in profile name: a running linkcond reads no files, so play a scenario that names profile files with \"linkcond run --scenario FILE\"")
+                throw fail(
+                    "a built-in profile name: a running linkcond reads no files, so play a scenario that names profile files with \"linkcond run --scenario FILE\""
+                )
             }
             do {
                 return .profile(try builtInProfilesOnly ? Profile.namedBuiltIn(words[0]) : Profile.load(words[0]))
@@ -195,7 +206,8 @@ public struct Scenario: Sendable, Hashable {
             // Decimal digits and a point only: Double also reads "0x10" (16), "1e3", "+5" and "nan".
             let number = text.dropLast(unit.count)
             guard number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
-                  let value = Double(number), value >= 0, value.isFinite else { return .notATime }
+                let value = Double(number), value >= 0, value.isFinite
+            else { return .notATime }
             let seconds = value * scale
             guard seconds <= longestTime.seconds else { return .outOfRange }
             return .time(.nanoseconds(Int64(roundingClamped: seconds * 1e9)))
@@ -246,14 +258,19 @@ extension Scenario {
     /// Loads a scenario by path (anything with a `/` or ending in `.scenario`, or an existing file) or by the
     /// name of a shipped one; returns it with its text. With `builtInProfilesOnly` a file is checked as a running
     /// linkcond will check its text (see `init(parsing:…)`), so a refusal names the file rather than the request.
-    public static func load(_ nameOrPath: String, builtInProfilesOnly: Bool = false) throws(ScenarioError) -> (Scenario, String) {
-        let isPath = nameOrPath.contains("/") || nameOrPath.hasSuffix(".scenario") || FileManager.default.fileExists(atPath: nameOrPath)
+    public static func load(_ nameOrPath: String, builtInProfilesOnly: Bool = false) throws(ScenarioError) -> (
+        Scenario, String
+    ) {
+        let isPath =
+            nameOrPath.contains("/") || nameOrPath.hasSuffix(".scenario")
+            || FileManager.default.fileExists(atPath: nameOrPath)
         if !isPath, let builtIn = BuiltInScenarioTexts.all.first(where: { $0.name == nameOrPath.lowercased() }) {
             return (try Scenario(parsing: builtIn.text + "\n", name: builtIn.name), builtIn.text + "\n")
         }
         guard isPath else {
-            throw ScenarioError(file: nameOrPath, line: nil, text: nil,
-                                expected: "a scenario file or one of: \(builtInNames.joined(separator: ", "))")
+            throw ScenarioError(
+                file: nameOrPath, line: nil, text: nil,
+                expected: "a scenario file or one of: \(builtInNames.joined(separator: ", "))")
         }
         let text = try text(ofFile: nameOrPath)
         return (try Scenario(text: text, ofFile: nameOrPath, builtInProfilesOnly: builtInProfilesOnly), text)

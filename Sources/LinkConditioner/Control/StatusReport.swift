@@ -76,7 +76,9 @@ public struct StatusReport: Codable, Sendable {
         public var bytesUp: Int
         public var bytesDown: Int
 
-        public init(destination: String, host: String? = nil, connections: Int = 0, bytesUp: Int = 0, bytesDown: Int = 0) {
+        public init(
+            destination: String, host: String? = nil, connections: Int = 0, bytesUp: Int = 0, bytesDown: Int = 0
+        ) {
             self.destination = destination
             self.host = host
             self.connections = connections
@@ -113,7 +115,8 @@ public struct StatusReport: Codable, Sendable {
         /// every other listener and from an older linkcond's answer.
         public var toxiproxy: String?
 
-        init(_ status: ListenerStatus, uplinkBitsPerSecond: Double, downlinkBitsPerSecond: Double, conditions: Profile) {
+        init(_ status: ListenerStatus, uplinkBitsPerSecond: Double, downlinkBitsPerSecond: Double, conditions: Profile)
+        {
             kind = status.kind
             address = status.address.description
             upstream = status.upstream
@@ -125,12 +128,14 @@ public struct StatusReport: Codable, Sendable {
             connectionsLooped = status.connectionsLooped
             connectionsTurnedAway = status.connectionsTurnedAway
             malformedMessages = status.malformedMessages
-            uplink = Direction(status.uplink, kernelDrops: status.uplinkKernelDrops, faultDrops: status.uplinkFaultDrops,
-                               lateness: status.uplinkLateness, bitsPerSecond: uplinkBitsPerSecond,
-                               bandwidth: conditions.uplink.bandwidth)
-            downlink = Direction(status.downlink, kernelDrops: status.downlinkKernelDrops, faultDrops: status.downlinkFaultDrops,
-                                 lateness: status.downlinkLateness, bitsPerSecond: downlinkBitsPerSecond,
-                                 bandwidth: conditions.downlink.bandwidth)
+            uplink = Direction(
+                status.uplink, kernelDrops: status.uplinkKernelDrops, faultDrops: status.uplinkFaultDrops,
+                lateness: status.uplinkLateness, bitsPerSecond: uplinkBitsPerSecond,
+                bandwidth: conditions.uplink.bandwidth)
+            downlink = Direction(
+                status.downlink, kernelDrops: status.downlinkKernelDrops, faultDrops: status.downlinkFaultDrops,
+                lateness: status.downlinkLateness, bitsPerSecond: downlinkBitsPerSecond,
+                bandwidth: conditions.downlink.bandwidth)
             destinations = status.destinations
             toxiproxy = status.toxiproxy
         }
@@ -158,8 +163,11 @@ public struct StatusReport: Codable, Sendable {
 }
 
 extension StatusReport.Direction {
-    init(_ counters: LinkCounters, kernelDrops: Int, faultDrops: Int = 0, lateness: LatenessHistogram = LatenessHistogram(),
-         bitsPerSecond: Double, bandwidth: BitRate?) {
+    init(
+        _ counters: LinkCounters, kernelDrops: Int, faultDrops: Int = 0,
+        lateness: LatenessHistogram = LatenessHistogram(),
+        bitsPerSecond: Double, bandwidth: BitRate?
+    ) {
         bytesDelivered = counters.bytesDelivered
         queuedBytes = counters.queuedBytes
         inFlightBytes = counters.inFlightBytes

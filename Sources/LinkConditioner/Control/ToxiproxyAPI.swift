@@ -49,7 +49,9 @@ final class ToxiproxyAPI {
 
     /// `GET /version`: the Toxiproxy version this API follows, and linkcond's.
     func version(_ exchange: ToxiproxyExchange) {
-        exchange.reply(.toxiproxyJSON(.object([("version", .string(Self.compatibleVersion)), ("linkcond", .string(linkcondVersion))])))
+        exchange.reply(
+            .toxiproxyJSON(
+                .object([("version", .string(Self.compatibleVersion)), ("linkcond", .string(linkcondVersion))])))
     }
 
     /// `GET /proxies`: every proxy by name, in creation order.
@@ -82,10 +84,14 @@ final class ToxiproxyAPI {
     }
 
     /// Reads `{"name","listen","upstream","enabled"}` merged onto `defaults`; runs on the worker.
-    static func proxyRequest(_ body: JSONValue, defaults: ProxyRequest, position: String = "") -> Result<ProxyRequest, ToxiproxyError> {
+    static func proxyRequest(_ body: JSONValue, defaults: ProxyRequest, position: String = "") -> Result<
+        ProxyRequest, ToxiproxyError
+    > {
         guard case .object = body else { return .failure(.badRequestBody("expected a JSON object")) }
         var result = defaults
-        for (key, path) in [("name", \ProxyRequest.name), ("listen", \ProxyRequest.listen), ("upstream", \ProxyRequest.upstream)] {
+        for (key, path) in [
+            ("name", \ProxyRequest.name), ("listen", \ProxyRequest.listen), ("upstream", \ProxyRequest.upstream),
+        ] {
             switch body[key] {
             case nil, .null?: break
             case .string(let text)?: result[keyPath: path] = text
@@ -102,8 +108,11 @@ final class ToxiproxyAPI {
         guard result.name.utf8.count <= 256, !result.name.contains("/") else {
             return .failure(.badRequestBody("a proxy name is at most 256 bytes and has no \"/\""))
         }
-        for (key, text) in [("listen", result.listen), ("upstream", result.upstream)] where text.utf8.count > addressTextLimit {
-            return .failure(.badRequestBody("\"\(key)\" is \(text.utf8.count) bytes; an address (HOST:PORT) is at most \(addressTextLimit)"))
+        for (key, text) in [("listen", result.listen), ("upstream", result.upstream)]
+        where text.utf8.count > addressTextLimit {
+            return .failure(
+                .badRequestBody(
+                    "\"\(key)\" is \(text.utf8.count) bytes; an address (HOST:PORT) is at most \(addressTextLimit)"))
         }
         return .success(result)
     }
@@ -132,7 +141,8 @@ final class ToxiproxyAPI {
                 return .failure(.listenBeyondLoopback(proxy: request.name, listen: listenText, address: address))
             }
             var request = request
-            request.resolved = ResolvedAddresses(listen: address, upstream: upstream, upstreamAddresses: try upstream.resolve())
+            request.resolved = ResolvedAddresses(
+                listen: address, upstream: upstream, upstreamAddresses: try upstream.resolve())
             return .success(request)
         } catch {
             return .failure(.badRequestBody("\(error)"))
@@ -146,7 +156,9 @@ final class ToxiproxyAPI {
         let defaults = ProxyRequest(name: "", listen: "", upstream: "", enabled: true)
         let remoteListeners = self.remoteListeners
         worker.parse {
-            JSONValue.parse(body).flatMap { Self.proxyRequest($0, defaults: defaults) }.flatMap({ Self.resolve($0, remoteListeners: remoteListeners) })
+            JSONValue.parse(body).flatMap { Self.proxyRequest($0, defaults: defaults) }.flatMap({
+                Self.resolve($0, remoteListeners: remoteListeners)
+            })
         } then: { [weak self] outcome in
             guard let self else { return }
             switch outcome {
@@ -163,22 +175,29 @@ final class ToxiproxyAPI {
 
     /// Answers with the JSON `body` makes, made and rendered on the worker from values copied on the loop: a
     /// listing of every proxy can be megabytes. Called on the loop thread; `reply` runs on it.
-    private func render(status: Int = 200, reply: @escaping (HTTPResponse) -> Void, _ body: @escaping @Sendable () -> JSONValue) {
+    private func render(
+        status: Int = 200, reply: @escaping (HTTPResponse) -> Void, _ body: @escaping @Sendable () -> JSONValue
+    ) {
         worker.parse({ HTTPResponse.toxiproxyJSON(body(), status: status) }, then: reply)
     }
 
     /// The refusal of a proxy beyond `proxyLimit`.
     static func proxyLimitReached(_ name: String) -> ToxiproxyError {
-        ToxiproxyError(message: "linkcond serves at most \(proxyLimit) proxies; delete one before creating \"\(name.prefix(80))\"", status: 400)
+        ToxiproxyError(
+            message: "linkcond serves at most \(proxyLimit) proxies; delete one before creating \"\(name.prefix(80))\"",
+            status: 400)
     }
 
     /// Makes the proxy `request` describes and starts it when enabled; nothing is kept when it cannot listen.
     private func add(_ request: ProxyRequest) -> Result<ToxiproxyProxy, ToxiproxyError> {
         guard proxies.count < Self.proxyLimit else { return .failure(Self.proxyLimitReached(request.name)) }
         let seed = state.conditions.profile.seed.map { $0 ^ Self.nameHash(request.name) }
-        let proxy = ToxiproxyProxy(name: request.name, listen: request.listen.isEmpty ? "127.0.0.1:0" : request.listen,
-                                   upstream: request.upstream, loop: state.loop, seed: seed ?? UInt64.random(in: 0...UInt64.max))
-        if let error = start(proxy, request.resolved, listen: proxy.listen, upstream: proxy.upstream) { return .failure(error) }
+        let proxy = ToxiproxyProxy(
+            name: request.name, listen: request.listen.isEmpty ? "127.0.0.1:0" : request.listen,
+            upstream: request.upstream, loop: state.loop, seed: seed ?? UInt64.random(in: 0...UInt64.max))
+        if let error = start(proxy, request.resolved, listen: proxy.listen, upstream: proxy.upstream) {
+            return .failure(error)
+        }
         proxies[request.name] = proxy
         order.append(request.name)
         return .success(proxy)
@@ -187,7 +206,9 @@ final class ToxiproxyAPI {
     /// Starts `proxy` at `resolved` (nothing when it is to stay disabled), its listen address written as `listen`
     /// and its upstream as `upstream`; a listen failure is Toxiproxy's 500 with the reason, an address that
     /// would reach linkcond itself (`OwnListenerRefusal`) a 400 that says which; either changes nothing.
-    private func start(_ proxy: ToxiproxyProxy, _ resolved: ResolvedAddresses?, listen: String, upstream: String) -> ToxiproxyError? {
+    private func start(_ proxy: ToxiproxyProxy, _ resolved: ResolvedAddresses?, listen: String, upstream: String)
+        -> ToxiproxyError?
+    {
         guard let resolved else { return nil }
         do {
             try proxy.start(at: resolved, upstream: upstream, state: state)
@@ -218,18 +239,26 @@ final class ToxiproxyAPI {
         let remoteListeners = self.remoteListeners
         worker.parse { () -> Result<[ProxyRequest], ToxiproxyError> in
             JSONValue.parse(body).flatMap { value in
-                guard case .array(let items) = value else { return .failure(.badRequestBody("expected a JSON array of proxies")) }
+                guard case .array(let items) = value else {
+                    return .failure(.badRequestBody("expected a JSON array of proxies"))
+                }
                 guard items.count <= Self.proxyLimit else {
-                    return .failure(ToxiproxyError(message: "linkcond serves at most \(Self.proxyLimit) proxies; the list has \(items.count)", status: 400))
+                    return .failure(
+                        ToxiproxyError(
+                            message: "linkcond serves at most \(Self.proxyLimit) proxies; the list has \(items.count)",
+                            status: 400))
                 }
                 var requests: [ProxyRequest] = []
                 for (index, item) in items.enumerated() {
                     let defaults = ProxyRequest(name: "", listen: "", upstream: "", enabled: true)
-                    switch Self.proxyRequest(item, defaults: defaults, position: " at proxy \(index + 1)").flatMap({ Self.resolve($0, remoteListeners: remoteListeners) }) {
+                    switch Self.proxyRequest(item, defaults: defaults, position: " at proxy \(index + 1)").flatMap({
+                        Self.resolve($0, remoteListeners: remoteListeners)
+                    }) {
                     case .failure(let error): return .failure(error)
                     case .success(let request):
                         if requests.contains(where: { $0.name == request.name }) {
-                            return .failure(ToxiproxyError(message: "duplicate proxy name \"\(request.name)\"", status: 500))
+                            return .failure(
+                                ToxiproxyError(message: "duplicate proxy name \"\(request.name)\"", status: 500))
                         }
                         requests.append(request)
                     }
@@ -247,8 +276,12 @@ final class ToxiproxyAPI {
                 let added = Set(requests.map(\.name)).subtracting(self.proxies.keys)
                 if self.proxies.count + added.count > Self.proxyLimit {
                     let error = Self.proxyLimitReached(added.sorted()[0])
-                    return reply(.toxiproxyJSON(.object([("error", .string(error.message)), ("status", .number(Double(error.status))),
-                                                         ("proxies", .array([]))]), status: error.status))
+                    return reply(
+                        .toxiproxyJSON(
+                            .object([
+                                ("error", .string(error.message)), ("status", .number(Double(error.status))),
+                                ("proxies", .array([])),
+                            ]), status: error.status))
                 }
                 var populated: [ToxiproxyProxy] = []
                 for request in requests {
@@ -263,8 +296,10 @@ final class ToxiproxyAPI {
                     case .failure(let error):
                         let listings = populated.map(\.listing)
                         return self.render(status: error.status, reply: reply) {
-                            .object([("error", .string(error.message)), ("status", .number(Double(error.status))),
-                                     ("proxies", .array(listings.map(\.json)))])
+                            .object([
+                                ("error", .string(error.message)), ("status", .number(Double(error.status))),
+                                ("proxies", .array(listings.map(\.json))),
+                            ])
                         }
                     case .success(let proxy):
                         populated.append(proxy)
@@ -313,7 +348,9 @@ final class ToxiproxyAPI {
                 return Self.resolve(update, remoteListeners: remoteListeners)
             }
         } then: { [weak self, weak proxy] outcome in
-            guard let self, let proxy, self.proxies[name] === proxy else { return reply(ToxiproxyError.proxyNotFound.response) }
+            guard let self, let proxy, self.proxies[name] === proxy else {
+                return reply(ToxiproxyError.proxyNotFound.response)
+            }
             switch outcome {
             case .failure(let error): reply(error.response)
             case .success(let update):
@@ -403,14 +440,23 @@ final class ToxiproxyAPI {
         let proxyName = exchange.proxyName
         let reply = exchange.reply
         let body = exchange.request.body
-        worker.parse { JSONValue.parse(body).flatMap(ToxicDefinition.parsing) } then: { [weak self, weak proxy] outcome in
-            guard let self, let proxy, self.proxies[proxyName] === proxy else { return reply(ToxiproxyError.proxyNotFound.response) }
+        worker.parse {
+            JSONValue.parse(body).flatMap(ToxicDefinition.parsing)
+        } then: { [weak self, weak proxy] outcome in
+            guard let self, let proxy, self.proxies[proxyName] === proxy else {
+                return reply(ToxiproxyError.proxyNotFound.response)
+            }
             switch outcome {
             case .failure(let error): reply(error.response)
             case .success(let toxic):
                 guard proxy.toxic(named: toxic.name) == nil else { return reply(ToxiproxyError.toxicExists.response) }
                 guard proxy.toxics.count < Self.toxicLimit else {
-                    return reply(ToxiproxyError(message: "proxy \"\(proxyName.prefix(80))\" has \(Self.toxicLimit) toxics, the most linkcond keeps per proxy; delete one before adding \"\(toxic.name.prefix(80))\"", status: 400).response)
+                    return reply(
+                        ToxiproxyError(
+                            message:
+                                "proxy \"\(proxyName.prefix(80))\" has \(Self.toxicLimit) toxics, the most linkcond keeps per proxy; delete one before adding \"\(toxic.name.prefix(80))\"",
+                            status: 400
+                        ).response)
                 }
                 proxy.chains[toxic.stream]!.append(toxic)
                 reply(.toxiproxyJSON(toxic.json))
@@ -448,7 +494,9 @@ final class ToxiproxyAPI {
         let toxicName = exchange.toxicName
         let reply = exchange.reply
         let body = exchange.request.body
-        worker.parse { JSONValue.parse(body).flatMap { toxic.updated(with: $0) } } then: { [weak self, weak proxy] outcome in
+        worker.parse {
+            JSONValue.parse(body).flatMap { toxic.updated(with: $0) }
+        } then: { [weak self, weak proxy] outcome in
             guard let self, let proxy, self.proxies[proxyName] === proxy, proxy.toxic(named: toxicName) != nil else {
                 return reply(ToxiproxyError.toxicNotFound.response)
             }

@@ -42,8 +42,9 @@ final class ToxiproxyProxy {
         if let previous, previous.localAddress == resolved.listen { stop(state: state) }
         let started: TCPListener
         do {
-            started = try TCPListener(address: resolved.listen, upstream: resolved.upstream, upstreamAddresses: resolved.upstreamAddresses,
-                                      context: context)
+            started = try TCPListener(
+                address: resolved.listen, upstream: resolved.upstream, upstreamAddresses: resolved.upstreamAddresses,
+                context: context)
             started.toxiproxyName = name
             if let refusal = state.ownListeners.refusal(adding: started.addresses) {
                 started.close()
@@ -51,8 +52,10 @@ final class ToxiproxyProxy {
             }
         } catch {
             if let previous, listener == nil {
-                install(try? TCPListener(address: previous.localAddress, upstream: previous.upstream,
-                                         upstreamAddresses: previous.upstreamAddresses, context: context), state: state)
+                install(
+                    try? TCPListener(
+                        address: previous.localAddress, upstream: previous.upstream,
+                        upstreamAddresses: previous.upstreamAddresses, context: context), state: state)
             }
             throw error
         }
@@ -95,8 +98,10 @@ final class ToxiproxyProxy {
         var toxics: [ToxicDefinition]
 
         var json: JSONValue {
-            .object([("name", .string(name)), ("listen", .string(listen)), ("upstream", .string(upstream)),
-                     ("enabled", .bool(enabled)), ("toxics", .array(toxics.map(\.json)))])
+            .object([
+                ("name", .string(name)), ("listen", .string(listen)), ("upstream", .string(upstream)),
+                ("enabled", .bool(enabled)), ("toxics", .array(toxics.map(\.json))),
+            ])
         }
     }
 }
@@ -116,16 +121,21 @@ private final class ToxiproxyStages: StageSource {
 
     var needsStages: Bool { true }
 
-    func makeStages(for relay: TCPRelay, seeds: StageSeeds, speaker: ToxicStream?) -> (uplink: ToxicStage, downlink: ToxicStage) {
-        faults.makeStages(for: relay, seeds: seeds, speaker: speaker, after: (proxy.chains[.upstream]!, proxy.chains[.downstream]!))
+    func makeStages(for relay: TCPRelay, seeds: StageSeeds, speaker: ToxicStream?) -> (
+        uplink: ToxicStage, downlink: ToxicStage
+    ) {
+        faults.makeStages(
+            for: relay, seeds: seeds, speaker: speaker, after: (proxy.chains[.upstream]!, proxy.chains[.downstream]!))
     }
 }
 
 extension ToxicDefinition {
     var json: JSONValue {
         let attributes = kind.attributeLimits.map { ($0.key, JSONValue.number(Double(attribute($0.key)))) }
-        return .object([("name", .string(name)), ("type", .string(kind.name)), ("stream", .string(stream.rawValue)),
-                        ("toxicity", .number(toxicity)), ("attributes", .object(attributes))])
+        return .object([
+            ("name", .string(name)), ("type", .string(kind.name)), ("stream", .string(stream.rawValue)),
+            ("toxicity", .number(toxicity)), ("attributes", .object(attributes)),
+        ])
     }
 
     /// A new toxic from a create request's body: default stream `downstream`, toxicity 1, name `TYPE_STREAM`.
@@ -164,7 +174,9 @@ extension ToxicDefinition {
         switch body["toxicity"] {
         case nil, .null?: break
         case .number(let value)?:
-            guard (0...1).contains(value) else { return .failure(.badRequestBody("toxicity \(value) is not between 0 and 1")) }
+            guard (0...1).contains(value) else {
+                return .failure(.badRequestBody("toxicity \(value) is not between 0 and 1"))
+            }
             result.toxicity = value
         default: return .failure(.badRequestBody("\"toxicity\" must be a number from 0 to 1"))
         }
@@ -173,8 +185,12 @@ extension ToxicDefinition {
         case .object(let members)?:
             for (key, value) in members {
                 guard let limit = kind.attributeLimits.first(where: { $0.key == key })?.maximum else { continue }
-                guard case .number(let number) = value, number == number.rounded(), number >= 0, number <= Double(limit) else {
-                    return .failure(.badRequestBody("\(kind.name) attribute \"\(key)\" must be a whole number from 0 to \(limit), got \(value.rendered.prefix(40))"))
+                guard case .number(let number) = value, number == number.rounded(), number >= 0, number <= Double(limit)
+                else {
+                    return .failure(
+                        .badRequestBody(
+                            "\(kind.name) attribute \"\(key)\" must be a whole number from 0 to \(limit), got \(value.rendered.prefix(40))"
+                        ))
                 }
                 result.attributes[key] = Int64(number)
             }

@@ -72,7 +72,8 @@ extension ToxiproxyAPI {
         var seen: Set<String> = []
         for entry in routes where seen.insert(entry.route.path).inserted {
             let segments = entry.route.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-            guard segments.count == parts.count, zip(segments, parts).allSatisfy({ $0.hasPrefix("{") || $0 == $1 }) else { continue }
+            guard segments.count == parts.count, zip(segments, parts).allSatisfy({ $0.hasPrefix("{") || $0 == $1 })
+            else { continue }
             var arguments: [String: String] = [:]
             for (segment, part) in zip(segments, parts) where segment.hasPrefix("{") {
                 arguments[String(segment.dropFirst().dropLast())] = part
@@ -84,7 +85,9 @@ extension ToxiproxyAPI {
 
     /// The segments of `path` after its leading "/", percent-decoded.
     static func segments(of path: String) -> [String] {
-        path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { String($0).removingPercentEncoding ?? String($0) }
+        path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map {
+            String($0).removingPercentEncoding ?? String($0)
+        }
     }
 
     /// The methods `routes` serves on `path`, in the table's order; empty for a path it does not know.
@@ -103,7 +106,11 @@ extension ToxiproxyAPI {
             return .served(entry, arguments: arguments)
         }
         let allowed = routes.filter { $0.route.path == pattern }.map(\.route.method)
-        var response = ToxiproxyError(message: "\(method.prefix(20)) is not allowed on \(path.prefix(80)); it takes \(allowed.joined(separator: ", "))", status: 405).response
+        var response = ToxiproxyError(
+            message:
+                "\(method.prefix(20)) is not allowed on \(path.prefix(80)); it takes \(allowed.joined(separator: ", "))",
+            status: 405
+        ).response
         response.extraHeaders = [("Allow", allowed.joined(separator: ", "))]
         return .refused(response)
     }

@@ -24,8 +24,10 @@ final class ToxiproxyServer: HTTPExchangeServer {
     /// Whether a refused other user has been logged; once per server, so a flood logs one line.
     private var loggedStranger = false
 
-    init(address: SocketAddress, token: String?, remoteListeners: Bool, clients: ToxiproxyClients,
-         state: ProxyState) throws(SystemError) {
+    init(
+        address: SocketAddress, token: String?, remoteListeners: Bool, clients: ToxiproxyClients,
+        state: ProxyState
+    ) throws(SystemError) {
         self.clients = clients
         self.state = state
         loop = state.loop
@@ -36,11 +38,15 @@ final class ToxiproxyServer: HTTPExchangeServer {
         let port = self.address.port
         acceptedHosts = self.address.isLoopback ? LoopbackHosts(port: port, portless: ["localhost", "127.0.0.1"]) : nil
         api = ToxiproxyAPI(state: state, remoteListeners: remoteListeners)
-        connections = ExchangeConnections(limit: ControlServer.connectionLimit, acceptor: acceptor, logger: state.logger,
-                                          name: "Toxiproxy API", reserve: state.descriptorReserve)
-        try acceptor.start(shortage: .serve(state.descriptorReserve)) { [weak self] client, _ in self?.accepted(client) }
+        connections = ExchangeConnections(
+            limit: ControlServer.connectionLimit, acceptor: acceptor, logger: state.logger,
+            name: "Toxiproxy API", reserve: state.descriptorReserve)
+        try acceptor.start(shortage: .serve(state.descriptorReserve)) { [weak self] client, _ in self?.accepted(client)
+        }
         if clients == .everyLocalUser && token == nil {
-            logger.warning("Toxiproxy API on \(self.address) serves every user of this machine: any of them may change your proxies and create relays that run as user \(CurrentUser.id)")
+            logger.warning(
+                "Toxiproxy API on \(self.address) serves every user of this machine: any of them may change your proxies and create relays that run as user \(CurrentUser.id)"
+            )
         }
     }
 
@@ -56,7 +62,9 @@ final class ToxiproxyServer: HTTPExchangeServer {
         if let refusal = refusal(of: request) ?? strangerRefusal(of: request, on: connection) {
             var response = refusal.response
             let allowed = ToxiproxyAPI.methods(allowedOn: request.path)
-            if refusal.status == 405, !allowed.isEmpty { response.extraHeaders = [("Allow", allowed.joined(separator: ", "))] }
+            if refusal.status == 405, !allowed.isEmpty {
+                response.extraHeaders = [("Allow", allowed.joined(separator: ", "))]
+            }
             return reply(response)
         }
         api.handle(request, reply: reply)
@@ -70,31 +78,48 @@ final class ToxiproxyServer: HTTPExchangeServer {
         guard token == nil, clients == .ownerOnly else { return nil }
         let controlToken = state.controlToken
         if let controlToken, let given = request.headers["authorization"], given.hasPrefix("Bearer "),
-           ControlToken.matches(String(given.dropFirst(7)), controlToken) {
+            ControlToken.matches(String(given.dropFirst(7)), controlToken)
+        {
             return nil
         }
         let client = state.descriptorReserve.lending { connection.socket.localClient() }
         if client.isOwner { return nil }
         if !loggedStranger {
             loggedStranger = true
-            logger.warning("Toxiproxy API: refused \(client) (only user \(CurrentUser.id) and root are served; logged once)")
+            logger.warning(
+                "Toxiproxy API: refused \(client) (only user \(CurrentUser.id) and root are served; logged once)")
         }
-        let allow = (controlToken != nil ? "send linkcond's control token as \"Authorization: Bearer TOKEN\" (the one it was given, or the one in the file it names on stderr), or " : "")
+        let allow =
+            (controlToken != nil
+                ? "send linkcond's control token as \"Authorization: Bearer TOKEN\" (the one it was given, or the one in the file it names on stderr), or "
+                : "")
             + "start linkcond with --toxiproxy-allow-other-users (toxiproxy-server: -allow-other-users)"
-        let who = client == .linkcondItself ? "this connection comes through \(client), which relays any user"
-                                            : "this connection belongs to \(client)"
-        return ToxiproxyError(message: "this Toxiproxy API serves only programs of user \(CurrentUser.id), who started linkcond, and root; \(who). To allow it, \(allow)", status: 403)
+        let who =
+            client == .linkcondItself
+            ? "this connection comes through \(client), which relays any user"
+            : "this connection belongs to \(client)"
+        return ToxiproxyError(
+            message:
+                "this Toxiproxy API serves only programs of user \(CurrentUser.id), who started linkcond, and root; \(who). To allow it, \(allow)",
+            status: 403)
     }
 
     private func refusal(of request: HTTPRequest) -> ToxiproxyError? {
         if let acceptedHosts {
             let host = request.headers["host"]?.lowercased() ?? ""
             guard acceptedHosts.contains(host) else {
-                return ToxiproxyError(message: "Host \"\(host.prefix(80))\" is not this Toxiproxy API; expected 127.0.0.1:\(address.port) or localhost:\(address.port) (a web page trying DNS rebinding looks like this)", status: 403)
+                return ToxiproxyError(
+                    message:
+                        "Host \"\(host.prefix(80))\" is not this Toxiproxy API; expected 127.0.0.1:\(address.port) or localhost:\(address.port) (a web page trying DNS rebinding looks like this)",
+                    status: 403)
             }
         }
-        if request.headers["origin"] != nil || request.headers["sec-fetch-site"].map({ !["same-origin", "none"].contains($0.lowercased()) }) == true {
-            return ToxiproxyError(message: "requests from web pages are refused: only local programs may drive the Toxiproxy API", status: 403)
+        if request.headers["origin"] != nil
+            || request.headers["sec-fetch-site"].map({ !["same-origin", "none"].contains($0.lowercased()) }) == true
+        {
+            return ToxiproxyError(
+                message: "requests from web pages are refused: only local programs may drive the Toxiproxy API",
+                status: 403)
         }
         if request.headers["user-agent"]?.hasPrefix("Mozilla/") == true {
             return ToxiproxyError(message: "User agent not allowed", status: 403)
@@ -105,7 +130,10 @@ final class ToxiproxyServer: HTTPExchangeServer {
         if let token {
             let given = request.headers["authorization"] ?? ""
             guard given.hasPrefix("Bearer "), ControlToken.matches(String(given.dropFirst(7)), token) else {
-                return ToxiproxyError(message: "this Toxiproxy API listens beyond loopback and needs \"Authorization: Bearer TOKEN\" (the token linkcond was given in LINKCOND_CONTROL_TOKEN or --control-token)", status: 401)
+                return ToxiproxyError(
+                    message:
+                        "this Toxiproxy API listens beyond loopback and needs \"Authorization: Bearer TOKEN\" (the token linkcond was given in LINKCOND_CONTROL_TOKEN or --control-token)",
+                    status: 401)
             }
         }
         return nil

@@ -73,7 +73,10 @@ final class DNSForwarder: ConditionedListener {
     /// `nameserver` of /etc/resolv.conf when none is given. Given `adoptedQueries`, a UDP socket opened elsewhere
     /// (in an exec'd program's namespace), it takes that socket for UDP queries, closing it when it throws, and binds
     /// only TCP on `address`.
-    init(address: SocketAddress, upstream: [SocketAddress], context: ListenerContext, adoptingQueries adoptedQueries: Socket? = nil) throws {
+    init(
+        address: SocketAddress, upstream: [SocketAddress], context: ListenerContext,
+        adoptingQueries adoptedQueries: Socket? = nil
+    ) throws {
         let upstreamAddress: SocketAddress
         let udpSocket: Socket
         let tcpSocket: Socket
@@ -126,12 +129,20 @@ final class DNSForwarder: ConditionedListener {
         let seed = context.profile.seed ?? UInt64.random(in: 0...UInt64.max)
         queries = UDPLink(loop: loop, profile: Self.queryDirection(context.profile), seed: seed &+ 0x5D)
         answers = UDPLink(loop: loop, profile: Self.answerDirection(context.profile), seed: seed &+ 0xA7)
-        queryPump = DatagramPump(link: queries) { [unowned self] bytes, _ in self.write(bytes, on: self.upstreamSocket, to: nil) }
-        answerPump = DatagramPump(link: answers) { [unowned self] bytes, client in self.write(bytes, on: self.udpSocket, to: client) }
+        queryPump = DatagramPump(link: queries) { [unowned self] bytes, _ in
+            self.write(bytes, on: self.upstreamSocket, to: nil)
+        }
+        answerPump = DatagramPump(link: answers) { [unowned self] bytes, client in
+            self.write(bytes, on: self.udpSocket, to: client)
+        }
         do {
             let interest = Epoll.readable | Epoll.edgeTriggered
-            registrations.append(try loop.register(udpSocket.descriptor, interest: interest) { [weak self] _ in self?.receiveQueries() })
-            registrations.append(try loop.register(upstreamSocket.descriptor, interest: interest) { [weak self] _ in self?.receiveAnswers() })
+            registrations.append(
+                try loop.register(udpSocket.descriptor, interest: interest) { [weak self] _ in self?.receiveQueries() })
+            registrations.append(
+                try loop.register(upstreamSocket.descriptor, interest: interest) { [weak self] _ in
+                    self?.receiveAnswers()
+                })
             try acceptor.start(shortage: .turnAway(context.descriptorReserve)) { [weak self] client, address in
                 self?.accepted(client, from: address)
             }
@@ -174,7 +185,8 @@ final class DNSForwarder: ConditionedListener {
             let host = words[1].split(separator: "%").first.map(String.init) ?? ""
             if let address = SocketAddress(numericHost: host, port: 53) { return address }
         }
-        throw ResolutionError(host: "the system resolver", reason: "no nameserver in \(path); give --dns-upstream HOST:PORT")
+        throw ResolutionError(
+            host: "the system resolver", reason: "no nameserver in \(path); give --dns-upstream HOST:PORT")
     }
 
     /// Binds UDP on `address`, then TCP on the port UDP got; with port 0, retries when TCP finds that port taken.
@@ -185,7 +197,7 @@ final class DNSForwarder: ConditionedListener {
                 let local = try udp.localAddress()
                 let tcp = try Socket.listening(on: local)
                 return (udp, tcp, local)
-            } catch where error.errno == .addressInUse && address.port == 0 {
+            } catch  where error.errno == .addressInUse && address.port == 0 {
                 udp.close()
             } catch {
                 udp.close()
@@ -195,22 +207,26 @@ final class DNSForwarder: ConditionedListener {
         throw SystemError("bind \(address) for UDP and TCP", .addressInUse)
     }
 
-    var bound: BoundListener { BoundListener(kind: "dns", address: localAddress, upstream: upstreamAddress.description) }
+    var bound: BoundListener {
+        BoundListener(kind: "dns", address: localAddress, upstream: upstreamAddress.description)
+    }
 
     /// Its TCP listener, and its UDP one unless an exec'd program's namespace holds that; its upstream over both.
     var addresses: ListenerAddresses {
-        ListenerAddresses(name: "DNS forwarder", role: .commandLine,
-                          listening: (queriesAdopted ? [] : [TransportAddress(transport: .udp, address: localAddress)])
-                              + [TransportAddress(transport: .tcp, address: localAddress)],
-                          upstreams: [.udp, .tcp].map { TransportAddress(transport: $0, address: upstreamAddress) })
+        ListenerAddresses(
+            name: "DNS forwarder", role: .commandLine,
+            listening: (queriesAdopted ? [] : [TransportAddress(transport: .udp, address: localAddress)])
+                + [TransportAddress(transport: .tcp, address: localAddress)],
+            upstreams: [.udp, .tcp].map { TransportAddress(transport: $0, address: upstreamAddress) })
     }
 
     func status() -> ListenerStatus {
-        var status = ListenerStatus(kind: "dns", address: localAddress, upstream: upstreamAddress.description,
-                                    activeConnections: connections.count + pending.count,
-                                    connectionsAccepted: queriesReceived, connectionsRefused: queriesRefused,
-                                    uplink: Self.adding(tcpQueryBytes, to: queries.counters),
-                                    downlink: Self.adding(tcpAnswerBytes, to: answers.counters))
+        var status = ListenerStatus(
+            kind: "dns", address: localAddress, upstream: upstreamAddress.description,
+            activeConnections: connections.count + pending.count,
+            connectionsAccepted: queriesReceived, connectionsRefused: queriesRefused,
+            uplink: Self.adding(tcpQueryBytes, to: queries.counters),
+            downlink: Self.adding(tcpAnswerBytes, to: answers.counters))
         status.malformedMessages = malformedMessages
         status.connectionsTurnedAway = acceptor.turnedAway
         status.streamBufferedBytes = tcpBufferedBytes
@@ -243,7 +259,8 @@ final class DNSForwarder: ConditionedListener {
             guard case .processed(let (count, client)) = received else { return }
             let query = Array(UnsafeRawBufferPointer(rebasing: readBuffer.bytes[0..<count]))
             if let problem = DNSMessage.problem(withQuery: query) {
-                countMalformed(problem == .oversized ? "an oversized query" : "a query shorter than a DNS header", from: client)
+                countMalformed(
+                    problem == .oversized ? "an oversized query" : "a query shorter than a DNS header", from: client)
                 continue
             }
             forward(query, from: client, at: now)
@@ -307,7 +324,8 @@ final class DNSForwarder: ConditionedListener {
     private func expire(at now: Instant) {
         while let first = expiries.first, first.at <= now {
             expiries.removeFirst()
-            guard let query = pending[first.key], query.upstreamID == first.upstreamID, query.expiresAt == first.at else { continue }
+            guard let query = pending[first.key], query.upstreamID == first.upstreamID, query.expiresAt == first.at
+            else { continue }
             pending.removeValue(forKey: first.key)
             keysByUpstreamID.removeValue(forKey: query.upstreamID)
         }

@@ -112,7 +112,8 @@ final class DNSTCPConnection {
                 case .message(let query): delay(query)
                 case .malformed: forwarder.countMalformed("a TCP frame shorter than a DNS header", from: clientAddress)
                 case .oversized:
-                    forwarder.countMalformed("a TCP frame longer than \(DNSMessage.maximumQuerySize) bytes", from: clientAddress)
+                    forwarder.countMalformed(
+                        "a TCP frame longer than \(DNSMessage.maximumQuerySize) bytes", from: clientAddress)
                     close()
                 }
             }
@@ -159,7 +160,8 @@ final class DNSTCPConnection {
         if !upstreamConnected {
             guard events & (Epoll.writable | Epoll.error | Epoll.hangUp) != 0 else { return }
             if let error = (try? upstream.pendingError()) ?? nil {
-                forwarder.logger.warning("dns over tcp from \(clientAddress): upstream \(forwarder.upstreamAddress): \(error)")
+                forwarder.logger.warning(
+                    "dns over tcp from \(clientAddress): upstream \(forwarder.upstreamAddress): \(error)")
                 close()
                 return
             }
@@ -190,7 +192,8 @@ final class DNSTCPConnection {
                 case .message(let answer) where !outstanding.isEmpty:
                     outstandingBytes -= outstanding.removeFirst()
                     lastProgress = loop.clock.now()
-                    forwarder.recordLookup(client: clientAddress, answer: answer, askedAt: askedAt.removeFirst(), overTCP: true)
+                    forwarder.recordLookup(
+                        client: clientAddress, answer: answer, askedAt: askedAt.removeFirst(), overTCP: true)
                     toClient += DNSFrameReader.framed(answer)
                     forwarder.tcpAnswerReturned(bytes: answer.count)
                 case .message, .malformed, .oversized:
@@ -266,7 +269,9 @@ final class DNSTCPConnection {
         idleTimer = loop.schedule(at: deadline) { [weak self] in
             guard let self, !self.isClosed else { return }
             self.idleTimer = nil
-            if self.lastProgress + self.forwarder.options.dnsTCPIdleTimeout + self.forwarder.queryDelay > self.loop.clock.now() {
+            if self.lastProgress + self.forwarder.options.dnsTCPIdleTimeout + self.forwarder.queryDelay
+                > self.loop.clock.now()
+            {
                 self.armIdleTimer()
                 return
             }

@@ -16,7 +16,8 @@ public final class ExecLaunch {
 
     /// Starts the helper for `program` and waits until its namespaces are built in `mode`; nothing is left behind
     /// when it throws.
-    public init(program: [String], congestion: String, forwards: [UInt16] = [], mode: ExecNamespace.Mode = .auto) throws {
+    public init(program: [String], congestion: String, forwards: [UInt16] = [], mode: ExecNamespace.Mode = .auto) throws
+    {
         let (ours, theirs) = try Namespaces.socketPair()
         let inherited: Int32
         do {
@@ -29,9 +30,13 @@ public final class ExecLaunch {
         }
         let spawned: Int32
         do {
-            spawned = try Namespaces.spawn(Namespaces.selfExecutable, ["linkcond", ExecNamespace.helperCommand, String(inherited),
-                                                                        congestion, forwards.isEmpty ? "-" : forwards.map(String.init).joined(separator: ","),
-                                                                        mode.rawValue, "--"] + program)
+            spawned = try Namespaces.spawn(
+                Namespaces.selfExecutable,
+                [
+                    "linkcond", ExecNamespace.helperCommand, String(inherited),
+                    congestion, forwards.isEmpty ? "-" : forwards.map(String.init).joined(separator: ","),
+                    mode.rawValue, "--",
+                ] + program)
         } catch {
             Namespaces.close(ours)
             Namespaces.close(inherited)
@@ -39,13 +44,17 @@ public final class ExecLaunch {
         }
         Namespaces.close(inherited)
         let answer = try? Namespaces.receive(over: ours)
-        guard let answer, let plumbing = ExecNamespace.Plumbing(message: String(decoding: answer.message, as: UTF8.self),
-                                                                 descriptors: answer.descriptors) else {
+        guard let answer,
+            let plumbing = ExecNamespace.Plumbing(
+                message: String(decoding: answer.message, as: UTF8.self),
+                descriptors: answer.descriptors)
+        else {
             answer?.descriptors.forEach(Namespaces.close)
             Namespaces.close(ours)
             _ = Namespaces.waitForChild(spawned)
             let text = answer.map { String(decoding: $0.message, as: UTF8.self) } ?? ""
-            throw Refusal(description: text.isEmpty ? "the namespace helper ended without building the namespaces" : text)
+            throw Refusal(
+                description: text.isEmpty ? "the namespace helper ended without building the namespaces" : text)
         }
         pid = spawned
         socket = ours

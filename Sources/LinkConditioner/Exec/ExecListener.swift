@@ -21,11 +21,13 @@ public struct ExecSettings: Hashable, Sendable {
 func makeExecListener(_ settings: ExecSettings, context: ListenerContext) throws -> ConditionedListener {
     switch settings.plumbing {
     case .tunnel(let programTun, let gatewayTun, let listenerV4, let listenerV6):
-        return try ExecListener(programTun: programTun, gatewayTun: gatewayTun, listeners: [listenerV4, listenerV6],
-                                settings: settings, context: context)
+        return try ExecListener(
+            programTun: programTun, gatewayTun: gatewayTun, listeners: [listenerV4, listenerV6],
+            settings: settings, context: context)
     case .redirect(let listenerV4, let listenerV6, let dnsQueries, _):
-        return try ExecRedirectListener(listeners: [listenerV4, listenerV6], dnsQueries: dnsQueries, settings: settings,
-                                        context: context)
+        return try ExecRedirectListener(
+            listeners: [listenerV4, listenerV6], dnsQueries: dnsQueries, settings: settings,
+            context: context)
     }
 }
 
@@ -85,8 +87,10 @@ final class ExecListener: RelayHost, ConditionedListener {
     private lazy var idleSweep = DeadlineAlarm(loop: loop) { [weak self] now in self?.forgetIdleFlows(at: now) }
 
     /// Takes the TUN devices and the gateway's listeners (one per family) the namespace helper opened.
-    init(programTun programTunDescriptor: Int32, gatewayTun gatewayTunDescriptor: Int32, listeners: [Int32],
-         settings: ExecSettings, context: ListenerContext) throws {
+    init(
+        programTun programTunDescriptor: Int32, gatewayTun gatewayTunDescriptor: Int32, listeners: [Int32],
+        settings: ExecSettings, context: ListenerContext
+    ) throws {
         loop = context.loop
         logger = context.logger
         options = context.options
@@ -98,27 +102,34 @@ final class ExecListener: RelayHost, ConditionedListener {
         (uplink, downlink) = ShapedLink.pair(for: unshaped)
         uplink.listenerName = "exec"
         (packetUplink, packetDownlink) = UDPLink.pair(for: context)
-        faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
+        faults = ListenerFaults(
+            loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         programTun = try TunDevice(adopting: programTunDescriptor)
         gatewayTun = try TunDevice(adopting: gatewayTunDescriptor)
         let upstream = try settings.dnsUpstream.map { try $0.resolve() } ?? []
         do {
-            dns = try DNSForwarder(address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream, context: context)
+            dns = try DNSForwarder(
+                address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream, context: context)
         } catch {
             context.logger.warning("exec: no DNS forwarder (\(error)); name lookups inside will fail")
             dns = nil
         }
         towardGateway = DatagramPump(link: packetUplink) { [unowned self] packet, _ in self.leaveUplink(packet) }
-        towardProgram = DatagramPump(link: packetDownlink) { [unowned self] packet, _ in self.write(packet, to: self.programTun) }
-        registrations.append(try loop.register(programTun.descriptor, interest: Epoll.readable) { [weak self] _ in
-            self?.readPackets(from: self?.programTun, uplink: true)
-        })
-        registrations.append(try loop.register(gatewayTun.descriptor, interest: Epoll.readable) { [weak self] _ in
-            self?.readPackets(from: self?.gatewayTun, uplink: false)
-        })
+        towardProgram = DatagramPump(link: packetDownlink) { [unowned self] packet, _ in
+            self.write(packet, to: self.programTun)
+        }
+        registrations.append(
+            try loop.register(programTun.descriptor, interest: Epoll.readable) { [weak self] _ in
+                self?.readPackets(from: self?.programTun, uplink: true)
+            })
+        registrations.append(
+            try loop.register(gatewayTun.descriptor, interest: Epoll.readable) { [weak self] _ in
+                self?.readPackets(from: self?.gatewayTun, uplink: false)
+            })
         for (fd, family) in zip(listeners, [Namespaces.familyV4, Namespaces.familyV6]) {
             let acceptor = try TCPAcceptor(adopting: Socket.adopting(fd), loop: loop, logger: logger)
-            try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: logger)) { [weak self] client, address in
+            try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: logger)) {
+                [weak self] client, address in
                 self?.accepted(client, from: address, family: family)
             }
             acceptors.append((acceptor, family))
@@ -127,26 +138,31 @@ final class ExecListener: RelayHost, ConditionedListener {
     }
 
     var bound: BoundListener {
-        BoundListener(kind: "exec", address: SocketAddress(numericHost: AddressBytes.format(ExecNamespace.programAddressV4), port: 0)!,
-                      upstream: nil)
+        BoundListener(
+            kind: "exec",
+            address: SocketAddress(numericHost: AddressBytes.format(ExecNamespace.programAddressV4), port: 0)!,
+            upstream: nil)
     }
 
     func status() -> ListenerStatus {
-        ListenerStatus(kind: "exec", address: bound.address, upstream: nil, activeConnections: relays.count + flows.count,
-                       connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
-                       uplink: packetUplink.counters, downlink: packetDownlink.counters,
-                       uplinkLateness: packetUplink.model.lateness, downlinkLateness: packetDownlink.model.lateness,
-                       destinations: destinations.report(live: relays.values.compactMap { relay in
-                           relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
-                       }
-                                                             + flows.values.map { ($0.destination.description, $0.bytesUp, $0.bytesDown) }))
+        ListenerStatus(
+            kind: "exec", address: bound.address, upstream: nil, activeConnections: relays.count + flows.count,
+            connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
+            uplink: packetUplink.counters, downlink: packetDownlink.counters,
+            uplinkLateness: packetUplink.model.lateness, downlinkLateness: packetDownlink.model.lateness,
+            destinations: destinations.report(
+                live: relays.values.compactMap { relay in
+                    relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
+                }
+                    + flows.values.map { ($0.destination.description, $0.bytesUp, $0.bytesDown) }))
     }
 
     func connectionEntries() -> [ConnectionEntry] {
         relays.values.map { $0.entry(listener: bound.address) }
             + flows.values.map {
-                ConnectionEntry(id: 0, listener: bound.address.description, client: $0.client.description,
-                                upstream: $0.destination.description, state: "flow")
+                ConnectionEntry(
+                    id: 0, listener: bound.address.description, client: $0.client.description,
+                    upstream: $0.destination.description, state: "flow")
             }
     }
 
@@ -184,7 +200,8 @@ final class ExecListener: RelayHost, ConditionedListener {
     /// Whether packets to or from `address` bypass the link: `--exclude` or the profile's `exclude`.
     private func isExcluded(_ address: [UInt8]) -> Bool {
         guard !exclude.isEmpty || !profile.exclude.isEmpty else { return false }
-        return exclude.contains { $0.matches(addressBytes: address) } || profile.exclude.contains { $0.matches(addressBytes: address) }
+        return exclude.contains { $0.matches(addressBytes: address) }
+            || profile.exclude.contains { $0.matches(addressBytes: address) }
     }
 
     /// Applies the offline switch to a packet the program sent: a blackhole takes everything, a refusal answers
@@ -198,7 +215,8 @@ final class ExecListener: RelayHost, ConditionedListener {
         case .refuse:
             if let header = IPPacketHeader(parsing: packet), header.isConnectionRequest(packet) {
                 connectionsRefused += 1
-                _ = write(IPPacketBuilder.reset(answering: header, sequence: header.sequenceNumber(packet)), to: programTun)
+                _ = write(
+                    IPPacketBuilder.reset(answering: header, sequence: header.sequenceNumber(packet)), to: programTun)
             }
             return false
         }
@@ -207,7 +225,8 @@ final class ExecListener: RelayHost, ConditionedListener {
     /// A packet at the end of the uplink: UDP leaves through a host socket, everything else enters the gateway.
     private func leaveUplink(_ packet: [UInt8]) -> Bool {
         if let header = IPPacketHeader(parsing: packet), header.transport == IPPacketHeader.udp,
-           let payload = header.udpPayload(of: packet) {
+            let payload = header.udpPayload(of: packet)
+        {
             relayDatagram(payload, header: header)
             return true
         }
@@ -222,11 +241,14 @@ final class ExecListener: RelayHost, ConditionedListener {
     // MARK: TCP
 
     private func accepted(_ client: Socket, from address: SocketAddress, family: Int32) {
-        guard let destination = client.originalDestinationOrClose(family: family, from: address, logger: logger) else { return }
+        guard let destination = client.originalDestinationOrClose(family: family, from: address, logger: logger) else {
+            return
+        }
         connectionsAccepted += 1
         destinations.opened(destination)
-        let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
-                             upstreamName: destinations.upstreamName(for: destination), upstreamAddresses: [mapToHost(destination)])
+        let relay = TCPRelay(
+            id: nextRelayID, host: self, client: client, clientAddress: address,
+            upstreamName: destinations.upstreamName(for: destination), upstreamAddresses: [mapToHost(destination)])
         nextRelayID += 1
         relay.stageSource = faults
         relays[relay.id] = relay
@@ -236,7 +258,9 @@ final class ExecListener: RelayHost, ConditionedListener {
     }
 
     func relayClosed(_ relay: TCPRelay) {
-        guard relays.removeValue(forKey: relay.id) != nil, let destination = relayDestinations.removeValue(forKey: relay.id) else { return }
+        guard relays.removeValue(forKey: relay.id) != nil,
+            let destination = relayDestinations.removeValue(forKey: relay.id)
+        else { return }
         destinations.closed(destination, bytesUp: relay.bytesUp, bytesDown: relay.bytesDown)
     }
 
@@ -253,12 +277,15 @@ final class ExecListener: RelayHost, ConditionedListener {
             flow = existing
         } else {
             guard flows.count < options.udpFlowLimit,
-                  let client = SocketAddress(numericHost: AddressBytes.format(header.source), port: header.sourcePort),
-                  let inside = SocketAddress(numericHost: AddressBytes.format(header.destination), port: header.destinationPort)
+                let client = SocketAddress(numericHost: AddressBytes.format(header.source), port: header.sourcePort),
+                let inside = SocketAddress(
+                    numericHost: AddressBytes.format(header.destination), port: header.destinationPort)
             else { return }
             do {
-                flow = try ExecDatagramFlow(client: client, destination: inside, host: mapToHost(inside), header: header,
-                                            loop: loop) { [weak self] reply, flow in self?.replied(reply, on: flow) }
+                flow = try ExecDatagramFlow(
+                    client: client, destination: inside, host: mapToHost(inside), header: header,
+                    loop: loop
+                ) { [weak self] reply, flow in self?.replied(reply, on: flow) }
             } catch {
                 logger.debug("exec: UDP to \(inside): \(error)")
                 return
@@ -272,8 +299,9 @@ final class ExecListener: RelayHost, ConditionedListener {
 
     private func replied(_ payload: [UInt8], on flow: ExecDatagramFlow) {
         let header = flow.header
-        let packet = IPPacketBuilder.udp(from: header.destination, port: header.destinationPort,
-                                         to: header.source, port: header.sourcePort, payload: payload[...])
+        let packet = IPPacketBuilder.udp(
+            from: header.destination, port: header.destinationPort,
+            to: header.source, port: header.sourcePort, payload: payload[...])
         if isExcluded(header.destination) {
             _ = write(packet, to: programTun)
         } else {
@@ -357,8 +385,10 @@ final class ExecDatagramFlow {
     private(set) var bytesDown = 0
     private var buffer = [UInt8](repeating: 0, count: 65536)
 
-    init(client: SocketAddress, destination: SocketAddress, host: SocketAddress, header: IPPacketHeader, loop: EventLoop,
-         onReply: @escaping ([UInt8], ExecDatagramFlow) -> Void) throws {
+    init(
+        client: SocketAddress, destination: SocketAddress, host: SocketAddress, header: IPPacketHeader, loop: EventLoop,
+        onReply: @escaping ([UInt8], ExecDatagramFlow) -> Void
+    ) throws {
         self.client = client
         self.destination = destination
         self.header = header

@@ -68,8 +68,9 @@ public enum ExecNamespace {
             case "ok tun" where fds.count == 4:
                 self = .tunnel(programTun: fds[0], gatewayTun: fds[1], listenerV4: fds[2], listenerV6: fds[3])
             case "ok proxy" where fds.count == 3:
-                self = .redirect(listenerV4: fds[0], listenerV6: fds[1], dnsQueries: fds[2],
-                                 tunRefusal: lines.count > 1 ? String(lines[1]) : nil)
+                self = .redirect(
+                    listenerV4: fds[0], listenerV6: fds[1], dnsQueries: fds[2],
+                    tunRefusal: lines.count > 1 ? String(lines[1]) : nil)
             default:
                 return nil
             }
@@ -82,7 +83,8 @@ public enum ExecNamespace {
     /// run).
     public static func runHelper(_ arguments: [String]) -> Never {
         guard arguments.count >= 6, let socket = Int32(arguments[0]), arguments[4] == "--",
-              let forwards = parseForwards(arguments[2]), let mode = Mode(rawValue: arguments[3]) else {
+            let forwards = parseForwards(arguments[2]), let mode = Mode(rawValue: arguments[3])
+        else {
             Namespaces.writeErrorLine("linkcond: \(helperCommand) is internal to linkcond exec")
             Namespaces.exit(2)
         }
@@ -93,7 +95,10 @@ public enum ExecNamespace {
             do {
                 try Namespaces.unshare(.pid)
             } catch {
-                throw SetupFailure(description: "cannot create a PID namespace (\(error)), which ends everything the program starts with linkcond: the kernel needs CONFIG_PID_NS, and user.max_pid_namespaces > 0")
+                throw SetupFailure(
+                    description:
+                        "cannot create a PID namespace (\(error)), which ends everything the program starts with linkcond: the kernel needs CONFIG_PID_NS, and user.max_pid_namespaces > 0"
+                )
             }
             try Namespaces.send(Array(plumbing.message.utf8), descriptors: plumbing.descriptors, over: socket)
             plumbing.descriptors.forEach(Namespaces.close)
@@ -125,7 +130,10 @@ public enum ExecNamespace {
         do {
             try Namespaces.unshare(root ? [.network, .mount] : [.user, .network, .mount])
         } catch {
-            throw SetupFailure(description: "cannot create a user and network namespace (\(error)). Unprivileged user namespaces must be allowed: sysctl kernel.unprivileged_userns_clone=1 (Debian), user.max_user_namespaces > 0; on Ubuntu 24.04 also kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for linkcond")
+            throw SetupFailure(
+                description:
+                    "cannot create a user and network namespace (\(error)). Unprivileged user namespaces must be allowed: sysctl kernel.unprivileged_userns_clone=1 (Debian), user.max_user_namespaces > 0; on Ubuntu 24.04 also kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for linkcond"
+            )
         }
         if !root {
             try Namespaces.writeFile("/proc/self/setgroups", "deny")
@@ -140,11 +148,16 @@ public enum ExecNamespace {
                 programTun = try Namespaces.openTun(named: "lc0")
             } catch {
                 guard mode == .auto else {
-                    throw SetupFailure(description: "cannot create a TUN device (\(error)): /dev/net/tun must exist and be readable and writable by you (modprobe tun; chmod 0666 /dev/net/tun), or use --mode proxy")
+                    throw SetupFailure(
+                        description:
+                            "cannot create a TUN device (\(error)): /dev/net/tun must exist and be readable and writable by you (modprobe tun; chmod 0666 /dev/net/tun), or use --mode proxy"
+                    )
                 }
                 tunRefusal = "\(error)"
             }
-            if let programTun { return try buildTunnel(programTun: programTun, congestion: congestion, forwards: forwards) }
+            if let programTun {
+                return try buildTunnel(programTun: programTun, congestion: congestion, forwards: forwards)
+            }
         }
         return try buildRedirect(forwards: forwards, tunRefusal: tunRefusal)
     }
@@ -167,7 +180,8 @@ public enum ExecNamespace {
         let listenerV4 = try Socket.listening(on: SocketAddress(numericHost: "0.0.0.0", port: 0)!)
         let listenerV6 = try Socket.listening(on: SocketAddress(numericHost: "::", port: 0)!)
         let (portV4, portV6) = (try listenerV4.localAddress().port, try listenerV6.localAddress().port)
-        try runNft("""
+        try runNft(
+            """
             add table inet linkcond
             add chain inet linkcond divert { type nat hook prerouting priority dstnat; }
             add rule inet linkcond divert iifname "lc1" meta nfproto ipv4 meta l4proto tcp redirect to :\(portV4)
@@ -175,8 +189,9 @@ public enum ExecNamespace {
             """)
         try Namespaces.enterNetwork(programNetwork)
         try Namespaces.bindText("nameserver \(AddressBytes.format(gatewayAddressV4))\n", over: "/etc/resolv.conf")
-        return .tunnel(programTun: programTun, gatewayTun: gatewayTun,
-                       listenerV4: listenerV4.descriptor, listenerV6: listenerV6.descriptor)
+        return .tunnel(
+            programTun: programTun, gatewayTun: gatewayTun,
+            listenerV4: listenerV4.descriptor, listenerV6: listenerV6.descriptor)
     }
 
     /// The proxy mode: routes out of a veth end that leads nowhere, nftables redirecting TCP and DNS to sockets on
@@ -186,7 +201,9 @@ public enum ExecNamespace {
         do {
             try run("ip", "link", "add", "lc0", "type", "veth", "peer", "name", "lc0p")
         } catch {
-            throw SetupFailure(description: "cannot create the namespace's interface (\(error)): the kernel needs veth (modprobe veth)")
+            throw SetupFailure(
+                description: "cannot create the namespace's interface (\(error)): the kernel needs veth (modprobe veth)"
+            )
         }
         try run("ip", "link", "set", "lc0p", "up")
         try configure("lc0", v4: programAddressV4, v6: programAddressV6)
@@ -195,8 +212,10 @@ public enum ExecNamespace {
         let listenerV4 = try Socket.listening(on: SocketAddress(numericHost: "127.0.0.1", port: 0)!)
         let listenerV6 = try Socket.listening(on: SocketAddress(numericHost: "::1", port: 0)!)
         let dnsQueries = try Socket.datagram(boundTo: SocketAddress(numericHost: "127.0.0.1", port: 0)!)
-        let (portV4, portV6, portDNS) = (try listenerV4.localAddress().port, try listenerV6.localAddress().port,
-                                         try dnsQueries.localAddress().port)
+        let (portV4, portV6, portDNS) = (
+            try listenerV4.localAddress().port, try listenerV6.localAddress().port,
+            try dnsQueries.localAddress().port
+        )
         let (program4, program6) = (AddressBytes.format(programAddressV4), AddressBytes.format(programAddressV6))
         var rules = """
             add table inet linkcond
@@ -210,12 +229,14 @@ public enum ExecNamespace {
             """
         if !forwards.isEmpty {
             let list = forwards.map(String.init).joined(separator: ", ")
-            rules += "\nadd rule inet linkcond divert meta nfproto ipv4 ip daddr 127.0.0.1 tcp dport { \(list) } redirect to :\(portV4)"
+            rules +=
+                "\nadd rule inet linkcond divert meta nfproto ipv4 ip daddr 127.0.0.1 tcp dport { \(list) } redirect to :\(portV4)"
         }
         try runNft(rules)
         try Namespaces.bindText("nameserver \(AddressBytes.format(gatewayAddressV4))\n", over: "/etc/resolv.conf")
-        return .redirect(listenerV4: listenerV4.descriptor, listenerV6: listenerV6.descriptor, dnsQueries: dnsQueries.descriptor,
-                         tunRefusal: tunRefusal)
+        return .redirect(
+            listenerV4: listenerV4.descriptor, listenerV6: listenerV6.descriptor, dnsQueries: dnsQueries.descriptor,
+            tunRefusal: tunRefusal)
     }
 
     /// Applies nftables `rules` (one command a line), saying what to install when nft is missing or fails.
@@ -223,7 +244,10 @@ public enum ExecNamespace {
         do {
             try run("nft", rules.replacingOccurrences(of: "\n", with: "; "))
         } catch {
-            throw SetupFailure(description: "\(purpose.map { $0 + ": " } ?? "")nftables: \(error) (install the nftables package: apt-get install nftables)")
+            throw SetupFailure(
+                description:
+                    "\(purpose.map { $0 + ": " } ?? "")nftables: \(error) (install the nftables package: apt-get install nftables)"
+            )
         }
     }
 
@@ -254,7 +278,10 @@ public enum ExecNamespace {
                 try Namespaces.writeFile(path, "0")
             } catch {
                 guard Namespaces.readLine(path) != "0" else { continue }
-                throw SetupFailure(description: "cannot turn IP forwarding off in the program's namespace: \(path): \(error). In a container, /proc/sys is read-only: run it with --security-opt unmask=/proc/sys (podman), --security-opt systempaths=unconfined (Docker)")
+                throw SetupFailure(
+                    description:
+                        "cannot turn IP forwarding off in the program's namespace: \(path): \(error). In a container, /proc/sys is read-only: run it with --security-opt unmask=/proc/sys (podman), --security-opt systempaths=unconfined (Docker)"
+                )
             }
         }
     }
@@ -276,7 +303,9 @@ public enum ExecNamespace {
             guard report else { return }
             let allowed = Namespaces.readLine("/proc/sys/net/ipv4/tcp_allowed_congestion_control") ?? "?"
             let current = Namespaces.readLine(path) ?? "?"
-            Namespaces.writeErrorLine("linkcond exec: tcp.congestion \(name) is not allowed in new namespaces here (net.ipv4.tcp_allowed_congestion_control = \(allowed)); the program's TCP uses \(current)")
+            Namespaces.writeErrorLine(
+                "linkcond exec: tcp.congestion \(name) is not allowed in new namespaces here (net.ipv4.tcp_allowed_congestion_control = \(allowed)); the program's TCP uses \(current)"
+            )
         }
     }
 
@@ -284,7 +313,8 @@ public enum ExecNamespace {
     private static func run(_ arguments: String...) throws {
         let directories = ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
         guard let path = directories.map({ $0 + "/" + arguments[0] }).first(where: Namespaces.isExecutable) else {
-            throw SetupFailure(description: "\(arguments[0]) is not installed (looked in \(directories.joined(separator: ", ")))")
+            throw SetupFailure(
+                description: "\(arguments[0]) is not installed (looked in \(directories.joined(separator: ", ")))")
         }
         let pid = try Namespaces.spawn(path, arguments)
         let status = Namespaces.waitForChild(pid) ?? -1

@@ -45,7 +45,8 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         exclude = settings.exclude
         (uplink, downlink) = ShapedLink.pair(for: context)
         uplink.listenerName = "exec"
-        faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
+        faults = ListenerFaults(
+            loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         let queries = Socket.adopting(dnsQueries)
         let upstream: [SocketAddress]
         do {
@@ -56,8 +57,9 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
             throw error
         }
         do {
-            dns = try DNSForwarder(address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream,
-                                   context: context, adoptingQueries: queries)
+            dns = try DNSForwarder(
+                address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream,
+                context: context, adoptingQueries: queries)
         } catch {
             context.logger.warning("exec: no DNS forwarder (\(error)); name lookups inside will fail")
             dns = nil
@@ -68,7 +70,8 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
             for (fd, family) in zip(listeners, [Namespaces.familyV4, Namespaces.familyV6]) {
                 pending.removeFirst()
                 let acceptor = try TCPAcceptor(adopting: Socket.adopting(fd), loop: loop, logger: logger)
-                try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: logger)) { [weak self] client, address in
+                try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: logger)) {
+                    [weak self] client, address in
                     self?.accepted(client, from: address, family: family)
                 }
                 acceptors.append(acceptor)
@@ -82,17 +85,21 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     }
 
     var bound: BoundListener {
-        BoundListener(kind: "exec", address: SocketAddress(numericHost: AddressBytes.format(ExecNamespace.programAddressV4), port: 0)!,
-                      upstream: nil)
+        BoundListener(
+            kind: "exec",
+            address: SocketAddress(numericHost: AddressBytes.format(ExecNamespace.programAddressV4), port: 0)!,
+            upstream: nil)
     }
 
     func status() -> ListenerStatus {
-        var status = ListenerStatus(kind: "exec", address: bound.address, upstream: nil, activeConnections: relays.count,
-                                    connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
-                                    uplink: uplink.counters, downlink: downlink.counters,
-                                    destinations: destinations.report(live: relays.values.compactMap { relay in
-                                        relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
-                                    }))
+        var status = ListenerStatus(
+            kind: "exec", address: bound.address, upstream: nil, activeConnections: relays.count,
+            connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
+            uplink: uplink.counters, downlink: downlink.counters,
+            destinations: destinations.report(
+                live: relays.values.compactMap { relay in
+                    relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
+                }))
         status.connectionsExcluded = connectionsExcluded
         status.uplinkLateness = uplink.lateness
         status.downlinkLateness = downlink.lateness
@@ -116,7 +123,9 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     /// Relays a redirected connection to where the program sent it, or resets it while the profile refuses
     /// connections.
     private func accepted(_ client: Socket, from address: SocketAddress, family: Int32) {
-        guard let destination = client.originalDestinationOrClose(family: family, from: address, logger: logger) else { return }
+        guard let destination = client.originalDestinationOrClose(family: family, from: address, logger: logger) else {
+            return
+        }
         let excluded = isExcluded(destination)
         if profile.fault == .refuse && !excluded {
             connectionsRefused += 1
@@ -127,19 +136,24 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         connectionsAccepted += 1
         destinations.opened(destination)
         let host: RelayHost = excluded ? direct : self
-        let relay = TCPRelay(id: nextRelayID, host: host, client: client, clientAddress: address,
-                             upstreamName: destinations.upstreamName(for: destination),
-                             upstreamAddresses: [ExecNamespace.hostAddress(for: destination, dns: dns?.bound.address)])
+        let relay = TCPRelay(
+            id: nextRelayID, host: host, client: client, clientAddress: address,
+            upstreamName: destinations.upstreamName(for: destination),
+            upstreamAddresses: [ExecNamespace.hostAddress(for: destination, dns: dns?.bound.address)])
         nextRelayID += 1
         if excluded { connectionsExcluded += 1 } else { relay.stageSource = faults }
         relays[relay.id] = relay
         relayDestinations[relay.id] = destination.description
-        logger.debug("exec: connection \(relay.id) from \(address) to \(destination)\(excluded ? " (excluded, unconditioned)" : "")")
+        logger.debug(
+            "exec: connection \(relay.id) from \(address) to \(destination)\(excluded ? " (excluded, unconditioned)" : "")"
+        )
         relay.start(blackholed: !excluded && isBlackholed)
     }
 
     func relayClosed(_ relay: TCPRelay) {
-        guard relays.removeValue(forKey: relay.id) != nil, let destination = relayDestinations.removeValue(forKey: relay.id) else { return }
+        guard relays.removeValue(forKey: relay.id) != nil,
+            let destination = relayDestinations.removeValue(forKey: relay.id)
+        else { return }
         destinations.closed(destination, bytesUp: relay.bytesUp, bytesDown: relay.bytesDown)
     }
 

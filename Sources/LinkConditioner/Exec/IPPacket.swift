@@ -28,10 +28,14 @@ struct IPPacketHeader: Hashable {
             guard headerLength >= 20, packet.count >= headerLength + 8 else { return nil }
             let fragment = UInt16(packet[6] & 0x1f) << 8 | UInt16(packet[7])
             guard fragment == 0 else { return nil }
-            (transport, source, destination, transportOffset) = (packet[9], Array(packet[12..<16]), Array(packet[16..<20]), headerLength)
+            (transport, source, destination, transportOffset) = (
+                packet[9], Array(packet[12..<16]), Array(packet[16..<20]), headerLength
+            )
         case 6:
             guard packet.count >= 48 else { return nil }
-            (transport, source, destination, transportOffset) = (packet[6], Array(packet[8..<24]), Array(packet[24..<40]), 40)
+            (transport, source, destination, transportOffset) = (
+                packet[6], Array(packet[8..<24]), Array(packet[24..<40]), 40
+            )
         default:
             return nil
         }
@@ -63,8 +67,10 @@ struct IPPacketHeader: Hashable {
 /// Builds the IP packets linkcond sends into the program's namespace.
 enum IPPacketBuilder {
     /// A UDP datagram from `source`:`sourcePort` to `destination`:`destinationPort` (4- or 16-byte addresses).
-    static func udp(from source: [UInt8], port sourcePort: UInt16, to destination: [UInt8], port destinationPort: UInt16,
-                    payload: ArraySlice<UInt8>) -> [UInt8] {
+    static func udp(
+        from source: [UInt8], port sourcePort: UInt16, to destination: [UInt8], port destinationPort: UInt16,
+        payload: ArraySlice<UInt8>
+    ) -> [UInt8] {
         var segment = [UInt8]()
         segment.reserveCapacity(8 + payload.count)
         append16(&segment, sourcePort)
@@ -72,8 +78,11 @@ enum IPPacketBuilder {
         append16(&segment, UInt16(truncatingIfNeeded: 8 + payload.count))
         append16(&segment, 0)
         segment += payload
-        let sum = checksum(segment, initial: pseudoHeaderSum(source, destination, transport: IPPacketHeader.udp,
-                                                             length: segment.count))
+        let sum = checksum(
+            segment,
+            initial: pseudoHeaderSum(
+                source, destination, transport: IPPacketHeader.udp,
+                length: segment.count))
         let value = sum == 0 ? 0xffff : sum
         segment[6] = UInt8(value >> 8)
         segment[7] = UInt8(value & 0xff)
@@ -88,14 +97,20 @@ enum IPPacketBuilder {
         append32(&segment, 0)
         append32(&segment, sequence &+ 1)
         segment += [0x50, 0x14, 0, 0, 0, 0, 0, 0]
-        let sum = checksum(segment, initial: pseudoHeaderSum(request.destination, request.source,
-                                                             transport: IPPacketHeader.tcp, length: segment.count))
+        let sum = checksum(
+            segment,
+            initial: pseudoHeaderSum(
+                request.destination, request.source,
+                transport: IPPacketHeader.tcp, length: segment.count))
         segment[16] = UInt8(sum >> 8)
         segment[17] = UInt8(sum & 0xff)
-        return ipHeader(request.destination, request.source, transport: IPPacketHeader.tcp, payloadLength: segment.count) + segment
+        return ipHeader(
+            request.destination, request.source, transport: IPPacketHeader.tcp, payloadLength: segment.count) + segment
     }
 
-    private static func ipHeader(_ source: [UInt8], _ destination: [UInt8], transport: UInt8, payloadLength: Int) -> [UInt8] {
+    private static func ipHeader(_ source: [UInt8], _ destination: [UInt8], transport: UInt8, payloadLength: Int)
+        -> [UInt8]
+    {
         var header = [UInt8]()
         if source.count == 16 {
             header += [0x60, 0, 0, 0]
@@ -113,7 +128,9 @@ enum IPPacketBuilder {
         return header
     }
 
-    private static func pseudoHeaderSum(_ source: [UInt8], _ destination: [UInt8], transport: UInt8, length: Int) -> UInt32 {
+    private static func pseudoHeaderSum(_ source: [UInt8], _ destination: [UInt8], transport: UInt8, length: Int)
+        -> UInt32
+    {
         var words = source + destination
         if source.count == 16 {
             append32(&words, UInt32(length))

@@ -62,12 +62,17 @@ struct HTTPStatus: Equatable {
     var explanation: String
     var extraFields: [String] = []
 
-    static func badRequest(_ why: String) -> HTTPStatus { HTTPStatus(code: 400, reason: "Bad Request", explanation: why) }
+    static func badRequest(_ why: String) -> HTTPStatus {
+        HTTPStatus(code: 400, reason: "Bad Request", explanation: why)
+    }
     static let proxyAuthenticationRequired = HTTPStatus(
-        code: 407, reason: "Proxy Authentication Required", explanation: "this linkcond proxy needs a user name and password (--proxy-user)",
+        code: 407, reason: "Proxy Authentication Required",
+        explanation: "this linkcond proxy needs a user name and password (--proxy-user)",
         extraFields: ["Proxy-Authenticate: Basic realm=\"linkcond\""])
-    static let timeout = HTTPStatus(code: 408, reason: "Request Timeout", explanation: "the request head did not arrive in time")
-    static let headersTooLarge = HTTPStatus(code: 431, reason: "Request Header Fields Too Large", explanation: "the request head exceeds the proxy's limit")
+    static let timeout = HTTPStatus(
+        code: 408, reason: "Request Timeout", explanation: "the request head did not arrive in time")
+    static let headersTooLarge = HTTPStatus(
+        code: 431, reason: "Request Header Fields Too Large", explanation: "the request head exceeds the proxy's limit")
 }
 
 /// HTTP proxying (RFC 9110 and 9112) as bytes in and bytes out: parsing heads, deciding what a request asks for,
@@ -81,7 +86,8 @@ enum HTTPProxy {
 
     /// Fields that describe one connection and must not be forwarded (RFC 9110 section 7.6.1), plus the proxy's own.
     static let hopByHopFields: Set<String> = [
-        "connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate", "te", "trailer", "upgrade",
+        "connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate", "te", "trailer",
+        "upgrade",
     ]
 
     /// Fields that delimit or route a request: a Connection field naming one of them would make the proxy drop it
@@ -92,7 +98,9 @@ enum HTTPProxy {
 
     /// Parses the head at the start of `bytes`, if it is complete and within `headLimit`.
     static func parseHead(_ bytes: ArraySlice<UInt8>) -> HTTPHeadParse {
-        if let bareLineFeed = firstBareLineFeed(in: bytes), bareLineFeed < (firstHeadEnd(in: bytes, from: bytes.startIndex) ?? bytes.endIndex) {
+        if let bareLineFeed = firstBareLineFeed(in: bytes),
+            bareLineFeed < (firstHeadEnd(in: bytes, from: bytes.startIndex) ?? bytes.endIndex)
+        {
             return .malformed("request lines must end with CRLF (\\r\\n), not a bare LF")
         }
         guard let end = firstHeadEnd(in: bytes, from: bytes.startIndex) else {
@@ -106,19 +114,24 @@ enum HTTPProxy {
         let lines = text.components(separatedBy: "\r\n")
         let requestLine = lines[0].split(separator: " ", omittingEmptySubsequences: false)
         guard requestLine.count == 3, !requestLine[0].isEmpty, !requestLine[1].isEmpty,
-              requestLine[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "-" || $0 == "_") }),
-              requestLine.allSatisfy({ $0.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F } }) else {
-            return .malformed("expected a request line such as \"GET http://example.com/ HTTP/1.1\", without control characters")
+            requestLine[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "-" || $0 == "_") }),
+            requestLine.allSatisfy({ $0.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F } })
+        else {
+            return .malformed(
+                "expected a request line such as \"GET http://example.com/ HTTP/1.1\", without control characters")
         }
         var fields: [(String, String)] = []
         for line in lines.dropFirst() {
             guard let field = field(line[...]) else {
-                return .malformed("malformed header field \"\(escaped(line.prefix(60)))\": expected NAME: VALUE, the name a token and neither holding control characters")
+                return .malformed(
+                    "malformed header field \"\(escaped(line.prefix(60)))\": expected NAME: VALUE, the name a token and neither holding control characters"
+                )
             }
             fields.append(field)
         }
-        let head = HTTPRequestHead(method: String(requestLine[0]), target: String(requestLine[1]),
-                                   version: String(requestLine[2]), fields: fields)
+        let head = HTTPRequestHead(
+            method: String(requestLine[0]), target: String(requestLine[1]),
+            version: String(requestLine[2]), fields: fields)
         return .head(head, length: length)
     }
 
@@ -127,7 +140,9 @@ enum HTTPProxy {
     /// could be read differently by the origin (request smuggling).
     static func field(_ line: Substring) -> (name: String, value: String)? {
         guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
-              line[..<colon].utf8.allSatisfy(isTokenByte), line[line.index(after: colon)...].utf8.allSatisfy(isFieldValueByte) else {
+            line[..<colon].utf8.allSatisfy(isTokenByte),
+            line[line.index(after: colon)...].utf8.allSatisfy(isFieldValueByte)
+        else {
             return nil
         }
         return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
@@ -136,7 +151,9 @@ enum HTTPProxy {
     /// Whether `byte` may appear in a token (RFC 9110 section 5.6.2's tchar): a letter, a digit or one of !#$%&'*+-.^_`|~.
     static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"): true
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "A")...UInt8(ascii: "Z"):
+            true
         default: tokenPunctuation.contains(byte)
         }
     }
@@ -148,7 +165,10 @@ enum HTTPProxy {
 
     /// `text` with control characters written as escapes, for an explanation sent back or logged.
     static func escaped(_ text: Substring) -> String {
-        String(text.unicodeScalars.flatMap { $0.value < 0x20 || $0.value == 0x7F ? Array($0.escaped(asASCII: true).unicodeScalars) : [$0] }
+        String(
+            text.unicodeScalars.flatMap {
+                $0.value < 0x20 || $0.value == 0x7F ? Array($0.escaped(asASCII: true).unicodeScalars) : [$0]
+            }
             .map(Character.init))
     }
 
@@ -162,7 +182,9 @@ enum HTTPProxy {
     static func firstHeadEnd(in bytes: ArraySlice<UInt8>, from start: Int) -> Int? {
         var index = max(start, bytes.startIndex)
         while index + 3 < bytes.endIndex {
-            if bytes[index] == 13, bytes[index + 1] == 10, bytes[index + 2] == 13, bytes[index + 3] == 10 { return index }
+            if bytes[index] == 13, bytes[index + 1] == 10, bytes[index + 2] == 13, bytes[index + 3] == 10 {
+                return index
+            }
             index += 1
         }
         return nil
@@ -172,7 +194,10 @@ enum HTTPProxy {
     static func intent(of head: HTTPRequestHead, credentials: ProxyCredentials?) -> HTTPProxyIntent {
         guard head.version == "HTTP/1.1" || head.version == "HTTP/1.0" else {
             if head.version.hasPrefix("HTTP/") {
-                return .reject(HTTPStatus(code: 505, reason: "HTTP Version Not Supported", explanation: "linkcond proxies HTTP/1.0 and HTTP/1.1"))
+                return .reject(
+                    HTTPStatus(
+                        code: 505, reason: "HTTP Version Not Supported",
+                        explanation: "linkcond proxies HTTP/1.0 and HTTP/1.1"))
             }
             return .reject(.badRequest("unknown protocol version \"\(head.version.prefix(20))\""))
         }
@@ -186,19 +211,29 @@ enum HTTPProxy {
         let target = head.target.lowercased()
         if !target.hasPrefix("http://") {
             if target.contains("://") {
-                return .reject(HTTPStatus(code: 501, reason: "Not Implemented",
-                                          explanation: "linkcond forwards http:// URLs; use CONNECT for https:// and anything else"))
+                return .reject(
+                    HTTPStatus(
+                        code: 501, reason: "Not Implemented",
+                        explanation: "linkcond forwards http:// URLs; use CONNECT for https:// and anything else"))
             }
-            return .reject(.badRequest("this is a proxy: send an absolute URL (GET http://host/path) or CONNECT host:port"))
+            return .reject(
+                .badRequest("this is a proxy: send an absolute URL (GET http://host/path) or CONNECT host:port"))
         }
         if head.method == "TRACE" {
-            return .reject(HTTPStatus(code: 405, reason: "Method Not Allowed", explanation: "linkcond does not forward TRACE",
-                                      extraFields: ["Allow: " + forwardedMethods.sorted().joined(separator: ", ") + ", CONNECT"]))
+            return .reject(
+                HTTPStatus(
+                    code: 405, reason: "Method Not Allowed", explanation: "linkcond does not forward TRACE",
+                    extraFields: ["Allow: " + forwardedMethods.sorted().joined(separator: ", ") + ", CONNECT"]))
         }
         guard forwardedMethods.contains(head.method) else {
-            return .reject(HTTPStatus(code: 501, reason: "Not Implemented", explanation: "linkcond does not forward \(head.method.prefix(20)) requests"))
+            return .reject(
+                HTTPStatus(
+                    code: 501, reason: "Not Implemented",
+                    explanation: "linkcond does not forward \(head.method.prefix(20)) requests"))
         }
-        guard let (origin, _) = absoluteTarget(head.target) else { return .reject(.badRequest("malformed URL \"\(head.target.prefix(80))\"")) }
+        guard let (origin, _) = absoluteTarget(head.target) else {
+            return .reject(.badRequest("malformed URL \"\(head.target.prefix(80))\""))
+        }
         if case .failure(let why) = framing(of: head) { return .reject(.badRequest(why.description)) }
         let protected = Set(head.tokens("Connection") + head.tokens("Proxy-Connection")).intersection(framingFields)
         if let field = protected.sorted().first {
@@ -219,11 +254,14 @@ enum HTTPProxy {
 
     /// Reads `host[:port]` or `[v6][:port]`; nil for user info, an empty host or a bad port.
     static func origin(authority: String, defaultPort: UInt16?) -> HTTPOrigin? {
-        guard !authority.isEmpty, !authority.contains("@"), !authority.contains(where: { $0.isWhitespace }) else { return nil }
+        guard !authority.isEmpty, !authority.contains("@"), !authority.contains(where: { $0.isWhitespace }) else {
+            return nil
+        }
         if let endpoint = Endpoint(parsing: authority), !authority.hasPrefix(":") {
             return endpoint.host.isEmpty ? nil : HTTPOrigin(host: endpoint.host, port: endpoint.port)
         }
-        guard let port = defaultPort, !authority.contains(":") || (authority.hasPrefix("[") && authority.hasSuffix("]")) else { return nil }
+        guard let port = defaultPort, !authority.contains(":") || (authority.hasPrefix("[") && authority.hasSuffix("]"))
+        else { return nil }
         let host = authority.hasPrefix("[") ? String(authority.dropFirst().dropLast()) : authority
         return host.isEmpty ? nil : HTTPOrigin(host: host, port: port)
     }
@@ -231,17 +269,23 @@ enum HTTPProxy {
     /// How the request's body is delimited; both Transfer-Encoding and Content-Length, or a bad value, is an error.
     static func framing(of head: HTTPRequestHead) -> Result<HTTPBodyFraming, FramingError> {
         let codings = head.tokens("Transfer-Encoding")
-        let lengths = head.values("Content-Length").flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+        let lengths = head.values("Content-Length").flatMap { $0.split(separator: ",") }.map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
         if !codings.isEmpty {
             guard lengths.isEmpty else { return .failure(FramingError("both Transfer-Encoding and Content-Length")) }
-            guard codings.last == "chunked" else { return .failure(FramingError("a request body must end with chunked transfer coding")) }
+            guard codings.last == "chunked" else {
+                return .failure(FramingError("a request body must end with chunked transfer coding"))
+            }
             return .success(.chunked)
         }
         guard let first = lengths.first else { return .success(.none) }
         // Digits only (RFC 9110 section 8.6): Int would also read "+4" and "-0", which an origin may not.
         guard lengths.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-              let length = Int(first) else {
-            return .failure(FramingError("invalid Content-Length \"\(escaped(first.prefix(40)))\": expected decimal digits only"))
+            let length = Int(first)
+        else {
+            return .failure(
+                FramingError("invalid Content-Length \"\(escaped(first.prefix(40)))\": expected decimal digits only"))
         }
         return .success(length == 0 ? .none : .length(length))
     }
@@ -255,9 +299,12 @@ enum HTTPProxy {
         for value in head.values("Proxy-Authorization") {
             let parts = value.split(separator: " ", maxSplits: 1)
             guard parts.count == 2, parts[0].lowercased() == "basic",
-                  let decoded = Data(base64Encoded: String(parts[1]).trimmingCharacters(in: .whitespaces)),
-                  let colon = decoded.firstIndex(of: UInt8(ascii: ":")) else { continue }
-            if credentials.accepts(user: Array(decoded[..<colon]), password: Array(decoded[(colon + 1)...])) { return true }
+                let decoded = Data(base64Encoded: String(parts[1]).trimmingCharacters(in: .whitespaces)),
+                let colon = decoded.firstIndex(of: UInt8(ascii: ":"))
+            else { continue }
+            if credentials.accepts(user: Array(decoded[..<colon]), password: Array(decoded[(colon + 1)...])) {
+                return true
+            }
         }
         return false
     }
@@ -265,7 +312,10 @@ enum HTTPProxy {
     /// The head to send the origin: origin-form target, Host set to the URL's authority, hop-by-hop fields removed.
     static func rewritten(_ head: HTTPRequestHead, origin: HTTPOrigin, path: String) -> [UInt8] {
         let connectionTokens = Set(head.tokens("Connection") + head.tokens("Proxy-Connection"))
-        var lines = ["\(head.method) \(path) \(head.version)", "Host: " + (origin.port == 80 ? hostText(origin) : origin.authority)]
+        var lines = [
+            "\(head.method) \(path) \(head.version)",
+            "Host: " + (origin.port == 80 ? hostText(origin) : origin.authority),
+        ]
         for (name, value) in head.fields {
             let lowered = name.lowercased()
             if lowered == "host" || hopByHopFields.contains(lowered) || connectionTokens.contains(lowered) { continue }
@@ -279,13 +329,18 @@ enum HTTPProxy {
         return Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8)
     }
 
-    private static func hostText(_ origin: HTTPOrigin) -> String { origin.host.contains(":") ? "[\(origin.host)]" : origin.host }
+    private static func hostText(_ origin: HTTPOrigin) -> String {
+        origin.host.contains(":") ? "[\(origin.host)]" : origin.host
+    }
 
     /// A complete response linkcond sends itself, closing the connection after it.
     static func response(_ status: HTTPStatus) -> [UInt8] {
         let body = "linkcond: \(status.explanation)\n"
         var lines = ["HTTP/1.1 \(status.code) \(status.reason)"] + status.extraFields
-        lines += ["Content-Type: text/plain; charset=utf-8", "Content-Length: \(body.utf8.count)", "Connection: close", "", body]
+        lines += [
+            "Content-Type: text/plain; charset=utf-8", "Content-Length: \(body.utf8.count)", "Connection: close", "",
+            body,
+        ]
         return Array(lines.joined(separator: "\r\n").utf8)
     }
 
@@ -361,9 +416,11 @@ final class HTTPRequestRewriter: StreamFilter {
                     continue
                 }
                 pending = []
-                guard case .forward(let requested) = HTTPProxy.intent(of: head, credentials: nil), requested.isSame(as: origin),
-                      let (_, path) = HTTPProxy.absoluteTarget(head.target),
-                      case .success(let framing) = HTTPProxy.framing(of: head) else {
+                guard case .forward(let requested) = HTTPProxy.intent(of: head, credentials: nil),
+                    requested.isSame(as: origin),
+                    let (_, path) = HTTPProxy.absoluteTarget(head.target),
+                    case .success(let framing) = HTTPProxy.framing(of: head)
+                else {
                     stop()
                     continue
                 }
@@ -414,7 +471,10 @@ final class HTTPRequestRewriter: StreamFilter {
                     continue
                 }
                 guard let size = Self.chunkSize(line[...]) else {
-                    stop(malformed: "a malformed chunk size line \"\(HTTPProxy.escaped(String(decoding: line.prefix(40), as: UTF8.self)[...]))\": expected hex digits and CRLF")
+                    stop(
+                        malformed:
+                            "a malformed chunk size line \"\(HTTPProxy.escaped(String(decoding: line.prefix(40), as: UTF8.self)[...]))\": expected hex digits and CRLF"
+                    )
                     continue
                 }
                 output += line
@@ -433,7 +493,8 @@ final class HTTPRequestRewriter: StreamFilter {
         guard !digits.isEmpty, digits.count <= 15 else { return nil }
         let extensions = content.dropFirst(digits.count).drop { $0 == 32 || $0 == 9 }
         guard extensions.isEmpty ? digits.count == content.count : extensions.first == UInt8(ascii: ";"),
-              extensions.allSatisfy(HTTPProxy.isFieldValueByte) else { return nil }
+            extensions.allSatisfy(HTTPProxy.isFieldValueByte)
+        else { return nil }
         return Int(String(decoding: digits, as: UTF8.self), radix: 16)
     }
 
@@ -441,13 +502,17 @@ final class HTTPRequestRewriter: StreamFilter {
     static func trailerLine(_ line: ArraySlice<UInt8>) -> Bool? {
         guard line.count >= 2, line[line.endIndex - 2] == 13 else { return nil }
         if line.count == 2 { return true }
-        guard let text = String(validating: line.dropLast(2), as: UTF8.self), HTTPProxy.field(text[...]) != nil else { return nil }
+        guard let text = String(validating: line.dropLast(2), as: UTF8.self), HTTPProxy.field(text[...]) != nil else {
+            return nil
+        }
         return false
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+            UInt8(ascii: "A")...UInt8(ascii: "F"):
+            true
         default: false
         }
     }

@@ -233,12 +233,16 @@ final class ProxyClientSession {
                     }
                     return resolve(.httpTunnel(origin))
                 case .forward(let origin):
-                    if let portal = frontEnd.activePortal { return answerAsPortal(head, host: origin.host, style: portal) }
+                    if let portal = frontEnd.activePortal {
+                        return answerAsPortal(head, host: origin.host, style: portal)
+                    }
                     // The body that came with the head is checked now: a malformed framing is refused before any
                     // byte of the request reaches the origin.
                     let rewriter = HTTPRequestRewriter(origin: origin)
                     let rewritten = rewriter.filter(Array(received[consumed...]))
-                    if let why = rewriter.firstRequestMalformation { return finish(HTTPProxy.response(.badRequest(why))) }
+                    if let why = rewriter.firstRequestMalformation {
+                        return finish(HTTPProxy.response(.badRequest(why)))
+                    }
                     return resolve(.httpForward(origin, rewrite: rewriter, rewritten: rewritten))
                 }
             }
@@ -275,7 +279,8 @@ final class ProxyClientSession {
         phase = .resolving
         let excludedByName = frontEnd.isExcluded(name: request.host)
         if let numeric = SocketAddress(numericHost: request.host, port: request.port) {
-            return connect(request, to: [numeric], excluded: excludedByName || frontEnd.isExcluded(addresses: [numeric]))
+            return connect(
+                request, to: [numeric], excluded: excludedByName || frontEnd.isExcluded(addresses: [numeric]))
         }
         let session = LoopBound(WeakSession(self))
         let pending = LoopBound(request)
@@ -284,13 +289,18 @@ final class ProxyClientSession {
         }
         guard started else {
             frontEnd.logger.warning("connection \(id): too many name lookups waiting; refusing \(request.host)")
-            return fail(request, socks: .generalFailure,
-                        http: HTTPStatus(code: 503, reason: "Service Unavailable", explanation: "too many name lookups are waiting; try again"))
+            return fail(
+                request, socks: .generalFailure,
+                http: HTTPStatus(
+                    code: 503, reason: "Service Unavailable",
+                    explanation: "too many name lookups are waiting; try again"))
         }
         setTimer(after: frontEnd.settings.lookupTimeout) { [weak self] in
             guard let self, self.phase == .resolving else { return }
-            self.fail(request, socks: .ttlExpired,
-                      http: HTTPStatus(code: 504, reason: "Gateway Timeout", explanation: "looking up \(request.host) timed out"))
+            self.fail(
+                request, socks: .ttlExpired,
+                http: HTTPStatus(
+                    code: 504, reason: "Gateway Timeout", explanation: "looking up \(request.host) timed out"))
         }
     }
 
@@ -311,8 +321,9 @@ final class ProxyClientSession {
                 self.connect(request, to: addresses, excluded: excluded)
             case .failure(let error):
                 self.frontEnd.logger.debug("connection \(self.id): \(error)")
-                self.fail(request, socks: .hostUnreachable,
-                          http: HTTPStatus(code: 502, reason: "Bad Gateway", explanation: "\(error)"))
+                self.fail(
+                    request, socks: .hostUnreachable,
+                    http: HTTPStatus(code: 502, reason: "Bad Gateway", explanation: "\(error)"))
             }
         }
         let delay = frontEnd.dnsDelay
@@ -323,8 +334,12 @@ final class ProxyClientSession {
     /// Hands the client to a relay towards `addresses`, with the pipelined bytes and the protocol's replies.
     private func connect(_ request: Request, to addresses: [SocketAddress], excluded: Bool) {
         if addresses.contains(where: frontEnd.isForbidden) {
-            return fail(request, socks: .notAllowed,
-                        http: HTTPStatus(code: 403, reason: "Forbidden", explanation: "\(request.host):\(request.port) is linkcond's own proxy, control endpoint or Toxiproxy API"))
+            return fail(
+                request, socks: .notAllowed,
+                http: HTTPStatus(
+                    code: 403, reason: "Forbidden",
+                    explanation:
+                        "\(request.host):\(request.port) is linkcond's own proxy, control endpoint or Toxiproxy API"))
         }
         guard output.isEmpty else {
             return fail(request, socks: .generalFailure, http: HTTPStatus.badRequest("the client is not reading"))
@@ -350,10 +365,11 @@ final class ProxyClientSession {
         registration = nil
         let answers = heldAnswers
         heldAnswers = []
-        frontEnd.relay(self, to: addresses, upstreamName: name, excluded: excluded,
-                       handshake: ProxyReplies(style: style, upstreamName: name, answersFirst: answers),
-                       preloaded: preloaded, preloadEndsStream: endsStream, filter: filter, clientRegistration: handedOver,
-                       unreadClientEvents: unreadEvents)
+        frontEnd.relay(
+            self, to: addresses, upstreamName: name, excluded: excluded,
+            handshake: ProxyReplies(style: style, upstreamName: name, answersFirst: answers),
+            preloaded: preloaded, preloadEndsStream: endsStream, filter: filter, clientRegistration: handedOver,
+            unreadClientEvents: unreadEvents)
     }
 
     private func fail(_ request: Request, socks: SOCKS5.Reply, http: HTTPStatus) {

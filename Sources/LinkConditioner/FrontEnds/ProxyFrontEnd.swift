@@ -16,8 +16,10 @@ public struct ProxyFrontEndSettings: Hashable, Sendable {
     /// How long a connect to the destination may take (after the uplink delay) before the client is told it timed out.
     public var connectTimeout: Duration
 
-    public init(credentials: ProxyCredentials? = nil, exclude: [HostPattern] = [], handshakeTimeout: Duration = .seconds(10),
-                lookupTimeout: Duration = .seconds(5), connectionsPerClient: Int = 512, connectTimeout: Duration = .seconds(15)) {
+    public init(
+        credentials: ProxyCredentials? = nil, exclude: [HostPattern] = [], handshakeTimeout: Duration = .seconds(10),
+        lookupTimeout: Duration = .seconds(5), connectionsPerClient: Int = 512, connectTimeout: Duration = .seconds(15)
+    ) {
         self.credentials = credentials
         self.exclude = exclude
         self.handshakeTimeout = handshakeTimeout
@@ -78,12 +80,15 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         self.resolver = HostResolver(loop: context.loop)
         self.ownListeners = context.ownListeners
         (uplink, downlink) = ShapedLink.pair(for: context)
-        faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
+        faults = ListenerFaults(
+            loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         uplink.listenerName = "proxy \(acceptor.localAddress)"
         direct = DirectLinkHost(owner: self)
         do {
-            try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: context.logger),
-                               shortage: .turnAway(context.descriptorReserve)) { [weak self] client, address in
+            try acceptor.start(
+                onFailure: readBuffer.pipes.shortageHandler(logger: context.logger),
+                shortage: .turnAway(context.descriptorReserve)
+            ) { [weak self] client, address in
                 self?.accepted(client, from: address)
             }
         } catch {
@@ -95,13 +100,16 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     var bound: BoundListener { BoundListener(kind: "proxy", address: localAddress, upstream: nil) }
 
     var addresses: ListenerAddresses {
-        ListenerAddresses(name: "proxy front end", role: .commandLine, listening: [TransportAddress(transport: .tcp, address: localAddress)])
+        ListenerAddresses(
+            name: "proxy front end", role: .commandLine,
+            listening: [TransportAddress(transport: .tcp, address: localAddress)])
     }
 
     func status() -> ListenerStatus {
-        var status = ListenerStatus(kind: "proxy", address: localAddress, upstream: nil, activeConnections: sessions.count + relays.count,
-                                    connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
-                                    uplink: uplink.counters, downlink: downlink.counters)
+        var status = ListenerStatus(
+            kind: "proxy", address: localAddress, upstream: nil, activeConnections: sessions.count + relays.count,
+            connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
+            uplink: uplink.counters, downlink: downlink.counters)
         status.connectionsExcluded = connectionsExcluded
         status.connectionsLooped = connectionsLooped
         status.connectionsTurnedAway = acceptor.turnedAway
@@ -111,8 +119,11 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     }
 
     func connectionEntries() -> [ConnectionEntry] {
-        sessions.values.map { ConnectionEntry(id: $0.id, listener: localAddress.description, client: $0.clientAddress.description,
-                                              upstream: "", state: "handshake") }
+        sessions.values.map {
+            ConnectionEntry(
+                id: $0.id, listener: localAddress.description, client: $0.clientAddress.description,
+                upstream: "", state: "handshake")
+        }
             + relays.values.map { $0.entry(listener: localAddress) }
     }
 
@@ -152,15 +163,20 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     /// displaces the connection of that address that has waited longest for its request (as the control endpoint
     /// does), and a program that sends its request at once gets through any number of silent ones.
     private func accepted(_ client: Socket, from address: SocketAddress) {
-        if let ownListeners, ownListeners.closeIfLooped(client, from: address, at: "proxy \(localAddress)",
-                                                         looped: &connectionsLooped, logger: logger) {
+        if let ownListeners,
+            ownListeners.closeIfLooped(
+                client, from: address, at: "proxy \(localAddress)",
+                looped: &connectionsLooped, logger: logger)
+        {
             return
         }
         let clientHost = address.host
         let full = connectionsByClient[clientHost, default: 0] >= settings.connectionsPerClient
         if profile.fault == .refuse || (full && !displaceLongestWaiting(from: clientHost)) {
             if profile.fault != .refuse {
-                logger.warning("client \(clientHost) already holds \(settings.connectionsPerClient) connections past their request; resetting a new one")
+                logger.warning(
+                    "client \(clientHost) already holds \(settings.connectionsPerClient) connections past their request; resetting a new one"
+                )
             }
             connectionsRefused += 1
             try? client.setResetOnClose()
@@ -180,11 +196,15 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     /// Resets the session of `clientHost` that has waited longest for its request (the lowest id: ids follow
     /// accept order) to make room for a new connection; false when none of its connections is displaceable.
     private func displaceLongestWaiting(from clientHost: String) -> Bool {
-        let oldest = sessions.values.filter { $0.isDisplaceable && clientHosts[$0.id] == clientHost }.min { $0.id < $1.id }
+        let oldest = sessions.values.filter { $0.isDisplaceable && clientHosts[$0.id] == clientHost }.min {
+            $0.id < $1.id
+        }
         guard let oldest else { return false }
         if !loggedDisplacement {
             loggedDisplacement = true
-            logger.warning("client \(clientHost) holds \(settings.connectionsPerClient) connections; resetting the one waiting longest for its request to make room (logged once)")
+            logger.warning(
+                "client \(clientHost) holds \(settings.connectionsPerClient) connections; resetting the one waiting longest for its request to make room (logged once)"
+            )
         }
         oldest.displace()
         return true
@@ -192,18 +212,23 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
 
     /// Takes a client whose request is complete from its session and relays it to `addresses`; the relay takes
     /// over the session's registration of the client, with the read events the session left unread.
-    func relay(_ session: ProxyClientSession, to addresses: [SocketAddress], upstreamName: String, excluded: Bool,
-               handshake: UpstreamHandshake, preloaded: [UInt8], preloadEndsStream: Bool, filter: StreamFilter?,
-               clientRegistration: EventLoop.RegistrationID?, unreadClientEvents: UInt32) {
+    func relay(
+        _ session: ProxyClientSession, to addresses: [SocketAddress], upstreamName: String, excluded: Bool,
+        handshake: UpstreamHandshake, preloaded: [UInt8], preloadEndsStream: Bool, filter: StreamFilter?,
+        clientRegistration: EventLoop.RegistrationID?, unreadClientEvents: UInt32
+    ) {
         sessions.removeValue(forKey: session.id)
         let host: RelayHost = excluded ? direct : self
-        let relay = TCPRelay(id: session.id, host: host, client: session.client, clientAddress: session.clientAddress,
-                             upstreamName: upstreamName, upstreamAddresses: addresses, handshake: handshake,
-                             preloadedClientBytes: preloaded, preloadEndsStream: preloadEndsStream, uplinkFilter: filter,
-                             clientRegistration: clientRegistration, unreadClientEvents: unreadClientEvents)
+        let relay = TCPRelay(
+            id: session.id, host: host, client: session.client, clientAddress: session.clientAddress,
+            upstreamName: upstreamName, upstreamAddresses: addresses, handshake: handshake,
+            preloadedClientBytes: preloaded, preloadEndsStream: preloadEndsStream, uplinkFilter: filter,
+            clientRegistration: clientRegistration, unreadClientEvents: unreadClientEvents)
         if excluded { connectionsExcluded += 1 } else { relay.stageSource = faults }
         relays[relay.id] = relay
-        logger.debug("connection \(session.id) from \(session.clientAddress): \(upstreamName)\(excluded ? " (excluded, unconditioned)" : "")")
+        logger.debug(
+            "connection \(session.id) from \(session.clientAddress): \(upstreamName)\(excluded ? " (excluded, unconditioned)" : "")"
+        )
         relay.start(blackholed: !excluded && isBlackholed)
         relay.limitConnect(until: loop.clock.now() + host.uplink.currentDelay + settings.connectTimeout)
     }

@@ -56,7 +56,8 @@ enum SOCKS5 {
     static func reply(_ code: Reply, bound: SocketAddress? = nil) -> [UInt8] {
         let bytes = bound?.addressBytes ?? []
         let port = bound?.port ?? 0
-        let address: [UInt8] = bytes.count == 16 ? [0x04] + bytes : bytes.count == 4 ? [0x01] + bytes : [0x01, 0, 0, 0, 0]
+        let address: [UInt8] =
+            bytes.count == 16 ? [0x04] + bytes : bytes.count == 4 ? [0x01] + bytes : [0x01, 0, 0, 0, 0]
         return [version, code.rawValue, 0x00] + address + [UInt8(port >> 8), UInt8(port & 0xFF)]
     }
 }
@@ -96,7 +97,9 @@ struct SOCKS5Negotiation {
 
     private mutating func greeting(_ bytes: [UInt8]) -> SOCKS5Step {
         guard bytes.count >= 2 else { return .needMore }
-        guard bytes[0] == SOCKS5.version, bytes[1] > 0 else { return .refuse([SOCKS5.version, SOCKS5.Method.noneAcceptable.rawValue]) }
+        guard bytes[0] == SOCKS5.version, bytes[1] > 0 else {
+            return .refuse([SOCKS5.version, SOCKS5.Method.noneAcceptable.rawValue])
+        }
         let length = 2 + Int(bytes[1])
         guard bytes.count >= length else { return .needMore }
         let offered = Set(bytes[2..<length])
@@ -155,9 +158,11 @@ struct SOCKS5Negotiation {
             guard AddressBytes.parse(name) != nil || HostPattern(parsing: name) == .host(name.lowercased()) else {
                 return .refuse(SOCKS5.reply(.hostUnreachable))
             }
-            return .connect(SOCKS5.Destination(host: name, port: port, isName: AddressBytes.parse(name) == nil), consumed: length)
+            return .connect(
+                SOCKS5.Destination(host: name, port: port, isName: AddressBytes.parse(name) == nil), consumed: length)
         default:
-            return .connect(SOCKS5.Destination(host: AddressBytes.format(address), port: port, isName: false), consumed: length)
+            return .connect(
+                SOCKS5.Destination(host: AddressBytes.format(address), port: port, isName: false), consumed: length)
         }
     }
 }

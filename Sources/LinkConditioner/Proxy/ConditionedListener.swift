@@ -156,11 +156,14 @@ extension StreamLink {
 }
 
 /// Builds the listener for `spec`, bound to `address`; `upstream` holds what `spec`'s upstream resolved to.
-func makeListener(_ spec: ListenerSpec, address: SocketAddress, upstream: [SocketAddress],
-                  context: ListenerContext) throws -> ConditionedListener {
+func makeListener(
+    _ spec: ListenerSpec, address: SocketAddress, upstream: [SocketAddress],
+    context: ListenerContext
+) throws -> ConditionedListener {
     switch spec.kind {
     case .tcp(let endpoint):
-        let listener = try TCPListener(address: address, upstream: endpoint, upstreamAddresses: upstream, context: context)
+        let listener = try TCPListener(
+            address: address, upstream: endpoint, upstreamAddresses: upstream, context: context)
         listener.spliceLoops = context.spliceLoops
         return listener
     case .udp(let endpoint):

@@ -20,14 +20,18 @@ extension ConditionedProxy {
 
     /// Front-end sessions looking their destination's name up now, read on the loop thread.
     func sessionsResolving() -> Int {
-        onLoop(or: 0) { state in state.listeners.compactMap { $0 as? ProxyFrontEnd }.map(\.sessionsResolving).reduce(0, +) }
+        onLoop(or: 0) { state in
+            state.listeners.compactMap { $0 as? ProxyFrontEnd }.map(\.sessionsResolving).reduce(0, +)
+        }
     }
 
     /// How the TCP listeners' and front ends' acceptors took their clients so far: wakes of the listening socket,
     /// and accepts that found nobody waiting.
     func acceptTally() -> (wakes: Int, emptyAccepts: Int) {
         onLoop(or: (0, 0)) { state in
-            let acceptors = state.listeners.compactMap { ($0 as? TCPListener)?.acceptor ?? ($0 as? ProxyFrontEnd)?.acceptor }
+            let acceptors = state.listeners.compactMap {
+                ($0 as? TCPListener)?.acceptor ?? ($0 as? ProxyFrontEnd)?.acceptor
+            }
             return (acceptors.map(\.wakes).reduce(0, +), acceptors.map(\.emptyAccepts).reduce(0, +))
         }
     }
@@ -45,8 +49,10 @@ extension ConditionedProxy {
 
     /// `read` of each open relay of the listeners whose relays `relays` gives (nil for other kinds), on the loop
     /// thread.
-    private func eachRelay<T: Sendable>(of relays: @escaping @Sendable (ConditionedListener) -> [UInt64: TCPRelay]?,
-                                        _ read: @escaping @Sendable (TCPRelay) -> T) -> [T] {
+    private func eachRelay<T: Sendable>(
+        of relays: @escaping @Sendable (ConditionedListener) -> [UInt64: TCPRelay]?,
+        _ read: @escaping @Sendable (TCPRelay) -> T
+    ) -> [T] {
         onLoop(or: []) { state in
             state.listeners.flatMap { relays($0)?.values.map(read) ?? [] }
         }
@@ -65,10 +71,11 @@ struct RelayReference: @unchecked Sendable {
 extension TCPRelay {
     /// What the relay decided for its connection so far, as a test sees it.
     var decisions: RelayDecisions {
-        RelayDecisions(hasStages: uplink?.stage != nil, speaker: (uplink?.stage as? ToxicStage)?.turn.speaker,
-                       clientInterest: clientRegistration.flatMap { loop.interest(of: $0) },
-                       modelledDirections: [uplink?.flow, downlink?.flow].filter { $0 != nil }.count,
-                       upstreamNoDelay: upstream.flatMap { try? $0.isNoDelay() })
+        RelayDecisions(
+            hasStages: uplink?.stage != nil, speaker: (uplink?.stage as? ToxicStage)?.turn.speaker,
+            clientInterest: clientRegistration.flatMap { loop.interest(of: $0) },
+            modelledDirections: [uplink?.flow, downlink?.flow].filter { $0 != nil }.count,
+            upstreamNoDelay: upstream.flatMap { try? $0.isNoDelay() })
     }
 }
 

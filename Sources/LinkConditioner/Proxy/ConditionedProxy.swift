@@ -19,9 +19,13 @@ public final class ConditionedProxy: Sendable {
 
     /// Binds every listener and starts relaying under `profile`. Upstream host names are resolved here, before
     /// the loop starts. Nothing is left open when it throws.
-    public init(listeners specs: [ListenerSpec], profile: Profile, options: ProxyOptions = ProxyOptions(),
-                logger: Logger = Logger(label: "linkcond")) throws {
-        guard options.threads >= 1 else { throw ProxyOptionError("threads must be at least 1 (the main loop), not \(options.threads)") }
+    public init(
+        listeners specs: [ListenerSpec], profile: Profile, options: ProxyOptions = ProxyOptions(),
+        logger: Logger = Logger(label: "linkcond")
+    ) throws {
+        guard options.threads >= 1 else {
+            throw ProxyOptionError("threads must be at least 1 (the main loop), not \(options.threads)")
+        }
         if let priority = options.realtimePriority, !(1...99).contains(priority) {
             throw ProxyOptionError("realtimePriority must be a SCHED_FIFO priority from 1 to 99, not \(priority)")
         }
@@ -38,17 +42,20 @@ public final class ConditionedProxy: Sendable {
         }
         let loop = try EventLoop()
         self.loop = loop
-        let state = LoopBound(ProxyState(loop: loop, profile: profile, logger: logger,
-                                         bufferBudget: BufferBudget(limit: options.maximumBuffered, loop: loop)))
+        let state = LoopBound(
+            ProxyState(
+                loop: loop, profile: profile, logger: logger,
+                bufferBudget: BufferBudget(limit: options.maximumBuffered, loop: loop)))
         self.state = state
         loop.start()
         let pending = LoopBound((resolved, profile, options, logger))
         do {
             self.listeners = try loop.submitAndWait {
                 let (resolved, profile, options, logger) = pending.value
-                var context = ListenerContext(loop: loop, profile: profile, options: options,
-                                              readBuffer: ReadBuffer(), logger: logger, bufferBudget: state.value.bufferBudget,
-                                              ownListeners: state.value.ownListeners, descriptorReserve: state.value.descriptorReserve)
+                var context = ListenerContext(
+                    loop: loop, profile: profile, options: options,
+                    readBuffer: ReadBuffer(), logger: logger, bufferBudget: state.value.bufferBudget,
+                    ownListeners: state.value.ownListeners, descriptorReserve: state.value.descriptorReserve)
                 // Asked before anything is made, so a refusal leaves no file (a recording's) replaced.
                 if let priority = options.realtimePriority {
                     do throws(SystemError) { try RealtimeScheduling.enterFIFO(priority: priority) } catch {
@@ -71,7 +78,8 @@ public final class ConditionedProxy: Sendable {
                     }
                     state.value.listenerContext = context
                     for (spec, address, upstream) in resolved {
-                        try state.value.add(try makeListener(spec, address: address, upstream: upstream, context: context))
+                        try state.value.add(
+                            try makeListener(spec, address: address, upstream: upstream, context: context))
                     }
                     // Only a proxy that started replaces an earlier recording of that name.
                     try state.value.recorder?.begin()
@@ -163,7 +171,9 @@ public final class ConditionedProxy: Sendable {
 
     /// Everything a status display shows: conditions, scenario, listeners with counters and current rates.
     public func report() -> StatusReport {
-        onLoop(or: StatusReport(profile: "", profileSummary: "", offline: nil, scenario: nil, listeners: [])) { $0.report() }
+        onLoop(or: StatusReport(profile: "", profileSummary: "", offline: nil, scenario: nil, listeners: [])) {
+            $0.report()
+        }
     }
 
     /// Stops accepting, closes every connection and listening socket, and ends the loop thread.
@@ -186,14 +196,18 @@ public final class ConditionedProxy: Sendable {
         case .tcp(let endpoint):
             socketAddress = try endpoint.resolve()[0]
         case .unix(let path):
-            guard let local = SocketAddress(unixPath: path) else { throw ControlSetupError("socket path too long: \(path)") }
+            guard let local = SocketAddress(unixPath: path) else {
+                throw ControlSetupError("socket path too long: \(path)")
+            }
             socketAddress = local
             unixPath = path
         }
         let chosen = (socketAddress, unixPath)
         return try attach { state in
             let server = try ControlServer(address: chosen.0, unixPath: chosen.1, token: token, state: state)
-            if let refusal = state.ownListeners.refusal(adding: ProxyState.apiAddresses("control endpoint", server.address)) {
+            if let refusal = state.ownListeners.refusal(
+                adding: ProxyState.apiAddresses("control endpoint", server.address))
+            {
                 server.close()
                 throw refusal
             }
@@ -210,16 +224,22 @@ public final class ConditionedProxy: Sendable {
     /// the same choice. On loopback, `clients` says whose programs are served without the control token.
     /// `requiresTokenBeyondLoopback: false` serves it beyond loopback without one, as Toxiproxy does
     /// (`--toxiproxy-without-token`, for a container whose network is the boundary). Returns `http://HOST:PORT`.
-    public func serveToxiproxy(at endpoint: Endpoint, token: String? = nil, remoteListeners: Bool = false,
-                               clients: ToxiproxyClients = .ownerOnly, requiresTokenBeyondLoopback: Bool = true) throws -> String {
+    public func serveToxiproxy(
+        at endpoint: Endpoint, token: String? = nil, remoteListeners: Bool = false,
+        clients: ToxiproxyClients = .ownerOnly, requiresTokenBeyondLoopback: Bool = true
+    ) throws -> String {
         let address = try endpoint.resolve()[0]
         if !address.isLoopback && requiresTokenBeyondLoopback && (token ?? "").isEmpty {
-            throw ControlSetupError("a Toxiproxy API reachable from other hosts needs --allow-remote and --control-token")
+            throw ControlSetupError(
+                "a Toxiproxy API reachable from other hosts needs --allow-remote and --control-token")
         }
         return try attach { state in
-            let server = try ToxiproxyServer(address: address, token: address.isLoopback ? nil : token,
-                                             remoteListeners: remoteListeners || !address.isLoopback, clients: clients, state: state)
-            if let refusal = state.ownListeners.refusal(adding: ProxyState.apiAddresses("Toxiproxy API", server.address)) {
+            let server = try ToxiproxyServer(
+                address: address, token: address.isLoopback ? nil : token,
+                remoteListeners: remoteListeners || !address.isLoopback, clients: clients, state: state)
+            if let refusal = state.ownListeners.refusal(
+                adding: ProxyState.apiAddresses("Toxiproxy API", server.address))
+            {
                 server.close()
                 throw refusal
             }
@@ -238,7 +258,9 @@ public final class ConditionedProxy: Sendable {
             guard let server = state.value.toxiproxy else { return answer.set("the Toxiproxy API is not served") }
             server.populate(json) { response in
                 guard response.status != 201 else { return answer.set(nil) }
-                if case .success(let body) = JSONValue.parse(Array(response.body.utf8)), case .string(let message)? = body["error"] {
+                if case .success(let body) = JSONValue.parse(Array(response.body.utf8)),
+                    case .string(let message)? = body["error"]
+                {
                     return answer.set(message)
                 }
                 answer.set(response.body.trimmingCharacters(in: .whitespacesAndNewlines))

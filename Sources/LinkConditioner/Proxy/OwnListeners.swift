@@ -96,23 +96,37 @@ final class OwnListeners {
         let localAddresses = InterfacesOnce(interfaceAddresses).read
         for upstream in new.upstreams {
             for listener in existing + [new] {
-                for own in listener.listening where own.transport == upstream.transport
-                    && Self.reaches(upstream.address, own.address, interfaces: localAddresses) {
-                    return OwnListenerRefusal(description: "\(new.name): upstream \(upstream.address) is linkcond's own \(listener.name) on \(own.address); a relay to linkcond itself loops until every descriptor is taken. Give the address of the real server")
+                for own in listener.listening
+                where own.transport == upstream.transport
+                    && Self.reaches(upstream.address, own.address, interfaces: localAddresses)
+                {
+                    return OwnListenerRefusal(
+                        description:
+                            "\(new.name): upstream \(upstream.address) is linkcond's own \(listener.name) on \(own.address); a relay to linkcond itself loops until every descriptor is taken. Give the address of the real server"
+                    )
                 }
             }
         }
         for listener in existing {
             for upstream in listener.upstreams {
-                for own in new.listening where own.transport == upstream.transport
-                    && Self.reaches(upstream.address, own.address, interfaces: localAddresses) {
-                    return OwnListenerRefusal(description: "\(new.name) on \(own.address): linkcond's own \(listener.name) relays to \(upstream.address), which would reach it; a relay to linkcond itself can loop until every descriptor is taken. Choose another address")
+                for own in new.listening
+                where own.transport == upstream.transport
+                    && Self.reaches(upstream.address, own.address, interfaces: localAddresses)
+                {
+                    return OwnListenerRefusal(
+                        description:
+                            "\(new.name) on \(own.address): linkcond's own \(listener.name) relays to \(upstream.address), which would reach it; a relay to linkcond itself can loop until every descriptor is taken. Choose another address"
+                    )
                 }
             }
             guard new.role != .commandLine || listener.role != .commandLine else { continue }
             for own in new.listening {
-                for other in listener.listening where other.transport == own.transport && Self.overlaps(own.address, other.address) {
-                    return OwnListenerRefusal(description: "\(new.name) on \(own.address) would share port \(own.address.port) on loopback with linkcond's own \(listener.name) on \(other.address) and catch its clients (a client of localhost:\(own.address.port) tries [::1] and 127.0.0.1); choose another port")
+                for other in listener.listening
+                where other.transport == own.transport && Self.overlaps(own.address, other.address) {
+                    return OwnListenerRefusal(
+                        description:
+                            "\(new.name) on \(own.address) would share port \(own.address.port) on loopback with linkcond's own \(listener.name) on \(other.address) and catch its clients (a client of localhost:\(own.address.port) tries [::1] and 127.0.0.1); choose another port"
+                    )
                 }
             }
         }
@@ -123,9 +137,11 @@ final class OwnListeners {
     /// any address of the host when either is unspecified (0.0.0.0, [::]), or any loopback address when the
     /// listener is on loopback, so 127.0.0.2, [::1] and [::ffff:127.0.0.1] count as the listener's 127.0.0.1. That
     /// is wider than the kernel's rule, on purpose: no relay of linkcond's needs a loopback port linkcond listens on.
-    static func reaches(_ destination: SocketAddress, _ listener: SocketAddress, interfaces: () -> Set<[UInt8]>) -> Bool {
+    static func reaches(_ destination: SocketAddress, _ listener: SocketAddress, interfaces: () -> Set<[UInt8]>) -> Bool
+    {
         guard destination.port == listener.port else { return false }
-        let target = destination.canonicalAddressBytes, own = listener.canonicalAddressBytes
+        let target = destination.canonicalAddressBytes
+        let own = listener.canonicalAddressBytes
         if target == own || isUnspecified(target) { return true }
         if destination.isLoopback && (listener.isLoopback || isUnspecified(own)) { return true }
         return isUnspecified(own) && interfaces().contains(target)
@@ -135,7 +151,8 @@ final class OwnListeners {
     /// loopback or unspecified, where a client of `localhost:PORT` may land on either.
     static func overlaps(_ a: SocketAddress, _ b: SocketAddress) -> Bool {
         guard a.port == b.port else { return false }
-        let first = a.canonicalAddressBytes, second = b.canonicalAddressBytes
+        let first = a.canonicalAddressBytes
+        let second = b.canonicalAddressBytes
         if first == second { return true }
         return (a.isLoopback || isUnspecified(first)) && (b.isLoopback || isUnspecified(second))
     }
@@ -164,12 +181,16 @@ final class OwnListeners {
 
     /// Closes `client` when it is one of linkcond's own upstream connections (a loop through relays pointing at
     /// each other), counting it in `looped` and logging the first for `listener`; true when it did.
-    func closeIfLooped(_ client: Socket, from peer: SocketAddress, at listener: String, looped: inout Int,
-                       logger: Logger) -> Bool {
+    func closeIfLooped(
+        _ client: Socket, from peer: SocketAddress, at listener: String, looped: inout Int,
+        logger: Logger
+    ) -> Bool {
         guard isOwnUpstream(peer) else { return false }
         looped += 1
         if looped == 1 {
-            logger.warning("\(listener): connection from \(peer) is linkcond's own upstream connection (a relay loop); closed. Later ones are counted in status (connectionsLooped), not logged")
+            logger.warning(
+                "\(listener): connection from \(peer) is linkcond's own upstream connection (a relay loop); closed. Later ones are counted in status (connectionsLooped), not logged"
+            )
         }
         client.close()
         return true

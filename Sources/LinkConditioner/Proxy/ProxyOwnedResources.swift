@@ -21,10 +21,12 @@ extension ConditionedProxy {
     func ownedResources() -> ProxyOwnedResources {
         let resources = try? attach { state in
             let loops = [state.loop] + (state.spliceLoops?.loops.map(\.loop) ?? [])
-            let pools = [state.listenerContext?.readBuffer.pipes].compactMap { $0 }
+            let pools =
+                [state.listenerContext?.readBuffer.pipes].compactMap { $0 }
                 + (state.spliceLoops?.loops.map(\.pipes) ?? [])
-            return ProxyOwnedResources(threadIDs: loops.map(\.kernelThreadID),
-                                       loopDescriptors: loops.flatMap(\.ownDescriptors), pipePools: pools)
+            return ProxyOwnedResources(
+                threadIDs: loops.map(\.kernelThreadID),
+                loopDescriptors: loops.flatMap(\.ownDescriptors), pipePools: pools)
         }
         return resources ?? ProxyOwnedResources()
     }

@@ -54,14 +54,18 @@ final class ProxyState {
         applied = profile
         ownListeners.listAll = { [unowned self] in
             self.listeners.map(\.addresses)
-                + [self.control.map { Self.apiAddresses("control endpoint", $0.address) },
-                   self.toxiproxy.map { Self.apiAddresses("Toxiproxy API", $0.address) }].compactMap { $0 }
+                + [
+                    self.control.map { Self.apiAddresses("control endpoint", $0.address) },
+                    self.toxiproxy.map { Self.apiAddresses("Toxiproxy API", $0.address) },
+                ].compactMap { $0 }
         }
     }
 
     /// The addresses of the control endpoint or the Toxiproxy API listening at `address` (none on a Unix socket).
     static func apiAddresses(_ name: String, _ address: SocketAddress) -> ListenerAddresses {
-        ListenerAddresses(name: name, role: .api, listening: address.isInternet ? [TransportAddress(transport: .tcp, address: address)] : [])
+        ListenerAddresses(
+            name: name, role: .api,
+            listening: address.isInternet ? [TransportAddress(transport: .tcp, address: address)] : [])
     }
 
     /// Adds `listener`, or closes it and throws when it would reach linkcond itself (see `OwnListeners.refusal`).
@@ -163,16 +167,18 @@ final class ProxyState {
             profileSummary: conditions.profile.summary,
             offline: conditions.offline?.rawValue,
             scenario: scenario.map { runner in
-                StatusReport.ScenarioState(name: runner.scenario.name, step: runner.currentStep?.line,
-                                           stepAppliedSeconds: runner.currentStepAppliedAt?.seconds,
-                                           elapsedSeconds: runner.elapsed.seconds, repetitions: runner.repetitions,
-                                           finished: runner.finished)
+                StatusReport.ScenarioState(
+                    name: runner.scenario.name, step: runner.currentStep?.line,
+                    stepAppliedSeconds: runner.currentStepAppliedAt?.seconds,
+                    elapsedSeconds: runner.elapsed.seconds, repetitions: runner.repetitions,
+                    finished: runner.finished)
             },
             listeners: listeners.map { listener in
                 let status = listener.status()
                 let rate = rates[ObjectIdentifier(listener)] ?? (0, 0)
-                return StatusReport.Listener(status, uplinkBitsPerSecond: rate.0, downlinkBitsPerSecond: rate.1,
-                                             conditions: conditions.effective)
+                return StatusReport.Listener(
+                    status, uplinkBitsPerSecond: rate.0, downlinkBitsPerSecond: rate.1,
+                    conditions: conditions.effective)
             },
             splicePipesKept: listenerContext?.readBuffer.pipes.count ?? 0,
             spliceLoops: spliceLoops?.threads ?? 0,

@@ -12,7 +12,8 @@ struct DNSSummary {
         let questions = Int(bytes[4]) << 8 | Int(bytes[5])
         let answerCount = Int(bytes[6]) << 8 | Int(bytes[7])
         var offset = 12
-        guard questions >= 1, let (qname, afterName) = Self.name(in: bytes, at: offset), afterName + 4 <= bytes.count else { return }
+        guard questions >= 1, let (qname, afterName) = Self.name(in: bytes, at: offset), afterName + 4 <= bytes.count
+        else { return }
         name = qname
         type = Self.typeName(Int(bytes[afterName]) << 8 | Int(bytes[afterName + 1]))
         offset = afterName + 4
@@ -30,8 +31,9 @@ struct DNSSummary {
             case (1, 4):
                 answers.append(bytes[data..<(data + 4)].map(String.init).joined(separator: "."))
             case (28, 16):
-                answers.append(stride(from: data, to: data + 16, by: 2)
-                    .map { String(Int(bytes[$0]) << 8 | Int(bytes[$0 + 1]), radix: 16) }.joined(separator: ":"))
+                answers.append(
+                    stride(from: data, to: data + 16, by: 2)
+                        .map { String(Int(bytes[$0]) << 8 | Int(bytes[$0 + 1]), radix: 16) }.joined(separator: ":"))
             case (5, _):
                 if let (alias, _) = Self.name(in: bytes, at: data) { answers.append("CNAME " + alias) }
             default:

@@ -8,7 +8,10 @@ final class DatagramFlowRecording {
     private let loop: EventLoop
 
     /// Records the flow's opening at `now`: the relay's address, the client's and the upstream's.
-    init(recorder: TrafficRecorder, loop: EventLoop, listener: String, client: String, destination: String, at now: Instant) {
+    init(
+        recorder: TrafficRecorder, loop: EventLoop, listener: String, client: String, destination: String,
+        at now: Instant
+    ) {
         self.recorder = recorder
         self.loop = loop
         flow = recorder.flowOpened(listener: listener, client: client, destination: destination, at: now)

@@ -67,14 +67,19 @@ public final class EventLog: TrafficRecorder {
     /// Opens the file at `options.path` and buffers the header line; nothing is written, and an earlier file of that
     /// name keeps its contents, until `begin` (or none of it, after `abandon`). A write that fails later (a full
     /// disk) is logged on `logger` once, and the recording ends there.
-    init(_ options: RecordingOptions, loop: EventLoop, logger: Logger, wallClock: Date = Date()) throws(RecordFile.Refusal) {
+    init(_ options: RecordingOptions, loop: EventLoop, logger: Logger, wallClock: Date = Date()) throws(RecordFile
+        .Refusal)
+    {
         self.loop = loop
         self.origin = loop.clock.now()
         self.limit = options.limit
         self.writer = try LogWriter(path: options.path, logger: logger)
-        let wall = ISO8601DateFormatter.string(from: wallClock, timeZone: .gmt,
-                                               formatOptions: [.withInternetDateTime, .withFractionalSeconds])
-        append("{\"v\":\(Self.version),\"ev\":\"start\",\"wall\":\(json(wall)),\"linkcond\":\(json(linkcondVersion)),\"limit\":\(limit),\"window_us\":\(Self.window.nanoseconds / 1000)}")
+        let wall = ISO8601DateFormatter.string(
+            from: wallClock, timeZone: .gmt,
+            formatOptions: [.withInternetDateTime, .withFractionalSeconds])
+        append(
+            "{\"v\":\(Self.version),\"ev\":\"start\",\"wall\":\(json(wall)),\"linkcond\":\(json(linkcondVersion)),\"limit\":\(limit),\"window_us\":\(Self.window.nanoseconds / 1000)}"
+        )
     }
 
     /// Replaces an earlier file of that name and starts writing, once the proxy has started. Loop thread.
@@ -89,21 +94,29 @@ public final class EventLog: TrafficRecorder {
 
     private func micros(_ now: Instant) -> Int64 { (now - origin).nanoseconds / 1000 }
 
-    func connectionOpened(listener: String, client: String, destination: String, name: String?, at now: Instant) -> UInt64 {
+    func connectionOpened(listener: String, client: String, destination: String, name: String?, at now: Instant)
+        -> UInt64
+    {
         let id = nextConnection
         nextConnection += 1
-        append("{\"t\":\(micros(now)),\"ev\":\"open\",\"conn\":\(id),\"listener\":\(json(listener)),\"client\":\(json(client)),\"dest\":\(json(destination))\(name.map { ",\"name\":\(json($0))" } ?? "")}")
+        append(
+            "{\"t\":\(micros(now)),\"ev\":\"open\",\"conn\":\(id),\"listener\":\(json(listener)),\"client\":\(json(client)),\"dest\":\(json(destination))\(name.map { ",\"name\":\(json($0))" } ?? "")}"
+        )
         return id
     }
 
     func flowOpened(listener: String, client: String, destination: String, at now: Instant) -> UInt64 {
         let id = nextConnection
         nextConnection += 1
-        append("{\"t\":\(micros(now)),\"ev\":\"open\",\"conn\":\(id),\"proto\":\"udp\",\"listener\":\(json(listener)),\"client\":\(json(client)),\"dest\":\(json(destination))}")
+        append(
+            "{\"t\":\(micros(now)),\"ev\":\"open\",\"conn\":\(id),\"proto\":\"udp\",\"listener\":\(json(listener)),\"client\":\(json(client)),\"dest\":\(json(destination))}"
+        )
         return id
     }
 
-    func datagramsDropped(_ connection: UInt64, _ direction: RecordedDirection, count: Int, cause: StallCause, at now: Instant) {
+    func datagramsDropped(
+        _ connection: UInt64, _ direction: RecordedDirection, count: Int, cause: StallCause, at now: Instant
+    ) {
         let key = DropKey(connection: connection, direction: direction, cause: cause)
         if let open = drops[key], now - open.start >= Self.window {
             emitDrops(open, key)
@@ -117,7 +130,9 @@ public final class EventLog: TrafficRecorder {
     }
 
     private func emitDrops(_ window: Window, _ key: DropKey) {
-        append("{\"t\":\(micros(window.start)),\"ev\":\"drop\",\"conn\":\(key.connection),\"dir\":\"\(key.direction.rawValue)\",\"cause\":\"\(key.cause.rawValue)\",\"datagrams\":\(window.operations),\"last\":\(micros(window.last))}")
+        append(
+            "{\"t\":\(micros(window.start)),\"ev\":\"drop\",\"conn\":\(key.connection),\"dir\":\"\(key.direction.rawValue)\",\"cause\":\"\(key.cause.rawValue)\",\"datagrams\":\(window.operations),\"last\":\(micros(window.last))}"
+        )
     }
 
     private func flushDrops(where due: (DropKey, Window) -> Bool) {
@@ -140,31 +155,43 @@ public final class EventLog: TrafficRecorder {
     }
 
     func stall(_ connection: UInt64, _ direction: RecordedDirection, cause: StallCause, ended: Bool, at now: Instant) {
-        append("{\"t\":\(micros(now)),\"ev\":\"\(ended ? "resume" : "stall")\",\"conn\":\(connection),\"dir\":\"\(direction.rawValue)\",\"cause\":\"\(cause.rawValue)\"}")
+        append(
+            "{\"t\":\(micros(now)),\"ev\":\"\(ended ? "resume" : "stall")\",\"conn\":\(connection),\"dir\":\"\(direction.rawValue)\",\"cause\":\"\(cause.rawValue)\"}"
+        )
     }
 
     func connectionClosed(_ connection: UInt64, by party: ClosingParty, reset: Bool, at now: Instant) {
         for direction in [RecordedDirection.up, .down] {
             let key = Self.key(connection, direction)
             if let window = sends.removeValue(forKey: key) { emit(window, connection, direction, event: "send") }
-            if let window = deliveries.removeValue(forKey: key) { emit(window, connection, direction, event: "deliver") }
+            if let window = deliveries.removeValue(forKey: key) {
+                emit(window, connection, direction, event: "deliver")
+            }
         }
         flushDrops { key, _ in key.connection == connection }
-        append("{\"t\":\(micros(now)),\"ev\":\"close\",\"conn\":\(connection),\"by\":\"\(party.rawValue)\",\"reset\":\(reset)}")
+        append(
+            "{\"t\":\(micros(now)),\"ev\":\"close\",\"conn\":\(connection),\"by\":\"\(party.rawValue)\",\"reset\":\(reset)}"
+        )
     }
 
     func dnsLookup(_ lookup: RecordedLookup, at now: Instant) {
         let answers = lookup.answers.map(json).joined(separator: ",")
-        append("{\"t\":\(micros(now)),\"ev\":\"dns\",\"client\":\(json(lookup.client)),\"name\":\(json(lookup.name)),\"type\":\(json(lookup.type)),\"delay_us\":\(lookup.delay.nanoseconds / 1000),\"rcode\":\(lookup.responseCode.map(String.init) ?? "null"),\"answer\":[\(answers)]\(lookup.transport == "udp" ? "" : ",\"proto\":\(json(lookup.transport))")}")
+        append(
+            "{\"t\":\(micros(now)),\"ev\":\"dns\",\"client\":\(json(lookup.client)),\"name\":\(json(lookup.name)),\"type\":\(json(lookup.type)),\"delay_us\":\(lookup.delay.nanoseconds / 1000),\"rcode\":\(lookup.responseCode.map(String.init) ?? "null"),\"answer\":[\(answers)]\(lookup.transport == "udp" ? "" : ",\"proto\":\(json(lookup.transport))")}"
+        )
     }
 
     func conditionsChanged(_ conditions: LiveConditions, at now: Instant) {
         let profile = conditions.profile
-        append("{\"t\":\(micros(now)),\"ev\":\"profile\",\"name\":\(json(profile.name)),\"summary\":\(json(profile.summary)),\"offline\":\(conditions.offline.map { json($0.rawValue) } ?? "null"),\"delay_up_us\":\(profile.uplink.delay.nanoseconds / 1000),\"delay_down_us\":\(profile.downlink.delay.nanoseconds / 1000)}")
+        append(
+            "{\"t\":\(micros(now)),\"ev\":\"profile\",\"name\":\(json(profile.name)),\"summary\":\(json(profile.summary)),\"offline\":\(conditions.offline.map { json($0.rawValue) } ?? "null"),\"delay_up_us\":\(profile.uplink.delay.nanoseconds / 1000),\"delay_down_us\":\(profile.downlink.delay.nanoseconds / 1000)}"
+        )
     }
 
     func scenarioStep(_ description: String, line: Int?, at now: Instant) {
-        append("{\"t\":\(micros(now)),\"ev\":\"scenario\",\"step\":\(json(description)),\"line\":\(line.map(String.init) ?? "null")}")
+        append(
+            "{\"t\":\(micros(now)),\"ev\":\"scenario\",\"step\":\(json(description)),\"line\":\(line.map(String.init) ?? "null")}"
+        )
     }
 
     /// Writes what is buffered and every open window, waits for the writer, and closes the file. Loop thread.
@@ -188,8 +215,10 @@ public final class EventLog: TrafficRecorder {
     private static func direction(_ key: UInt64) -> RecordedDirection { key & 1 == 0 ? .up : .down }
 
     /// Adds one read or write to its direction's open window, writing the window out first when it has run its span.
-    private func accumulate(_ windows: inout [UInt64: Window], _ connection: UInt64, _ direction: RecordedDirection,
-                            count: Int, at now: Instant, event: String) {
+    private func accumulate(
+        _ windows: inout [UInt64: Window], _ connection: UInt64, _ direction: RecordedDirection,
+        count: Int, at now: Instant, event: String
+    ) {
         let key = Self.key(connection, direction)
         if let open = windows[key], now - open.start >= Self.window {
             emit(open, connection, direction, event: event)
@@ -206,7 +235,9 @@ public final class EventLog: TrafficRecorder {
 
     private func emit(_ window: Window, _ connection: UInt64, _ direction: RecordedDirection, event: String) {
         let operations = event == "send" ? "reads" : "writes"
-        append("{\"t\":\(micros(window.start)),\"ev\":\"\(event)\",\"conn\":\(connection),\"dir\":\"\(direction.rawValue)\",\"bytes\":\(window.bytes),\"\(operations)\":\(window.operations),\"small\":\(window.small),\"last\":\(micros(window.last))}")
+        append(
+            "{\"t\":\(micros(window.start)),\"ev\":\"\(event)\",\"conn\":\(connection),\"dir\":\"\(direction.rawValue)\",\"bytes\":\(window.bytes),\"\(operations)\":\(window.operations),\"small\":\(window.small),\"last\":\(micros(window.last))}"
+        )
     }
 
     /// Adds one line to the batch, unless the file has reached its limit; hands a full batch to the writer.

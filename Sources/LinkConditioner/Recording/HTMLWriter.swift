@@ -27,7 +27,9 @@ struct HTMLWriter {
     }
 
     /// `<tag name="value" …>`, each value escaped; `/>` ends it when `empty` (an SVG element with no content).
-    mutating func open(_ tag: StaticString, _ attributes: KeyValuePairs<StaticString, String> = [:], empty: Bool = false) {
+    mutating func open(
+        _ tag: StaticString, _ attributes: KeyValuePairs<StaticString, String> = [:], empty: Bool = false
+    ) {
         html += "<"
         markup(tag)
         for (name, value) in attributes {
@@ -52,15 +54,19 @@ struct HTMLWriter {
     }
 
     /// An element whose content is `text`, escaped.
-    mutating func element(_ tag: StaticString, _ attributes: KeyValuePairs<StaticString, String> = [:], text content: String) {
+    mutating func element(
+        _ tag: StaticString, _ attributes: KeyValuePairs<StaticString, String> = [:], text content: String
+    ) {
         open(tag, attributes)
         text(content)
         close(tag)
     }
 
     /// An element whose content `body` writes.
-    mutating func element(_ tag: StaticString, _ attributes: KeyValuePairs<StaticString, String> = [:],
-                          _ body: (inout HTMLWriter) -> Void) {
+    mutating func element(
+        _ tag: StaticString, _ attributes: KeyValuePairs<StaticString, String> = [:],
+        _ body: (inout HTMLWriter) -> Void
+    ) {
         open(tag, attributes)
         body(&self)
         close(tag)

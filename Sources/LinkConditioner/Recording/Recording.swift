@@ -130,18 +130,28 @@ public struct Recording: Sendable {
                     break
                 }
                 if isLast && !endsWithNewline {
-                    throw Problem(description: "\(file):1: the first line is cut short: the recording was interrupted before it began")
+                    throw Problem(
+                        description:
+                            "\(file):1: the first line is cut short: the recording was interrupted before it began")
                 }
-                throw Problem(description: "\(file):\(number): not a JSON object; expected one event per line as linkcond run --record writes them")
+                throw Problem(
+                    description:
+                        "\(file):\(number): not a JSON object; expected one event per line as linkcond run --record writes them"
+                )
             }
             let event = object["ev"] as? String ?? ""
             if index == 0 {
                 guard event == "start" else {
-                    throw Problem(description: "\(file):1: not a linkcond recording: the first line should be the \"start\" event")
+                    throw Problem(
+                        description: "\(file):1: not a linkcond recording: the first line should be the \"start\" event"
+                    )
                 }
                 let version = object["v"] as? Int ?? -1
                 guard version == EventLog.version else {
-                    throw Problem(description: "\(file):1: recording format version \(version); this linkcond reads version \(EventLog.version)")
+                    throw Problem(
+                        description:
+                            "\(file):1: recording format version \(version); this linkcond reads version \(EventLog.version)"
+                    )
                 }
                 wallClock = object["wall"] as? String ?? ""
                 continue
@@ -152,7 +162,10 @@ public struct Recording: Sendable {
                 }
                 let amount = value.doubleValue
                 guard amount >= 0, amount <= Double(Self.largestNumber), amount == amount.rounded(.towardZero) else {
-                    throw Problem(description: "\(file):\(number): \"\(key)\" is \(value): expected a whole number from 0 to \(Self.largestNumber)")
+                    throw Problem(
+                        description:
+                            "\(file):\(number): \"\(key)\" is \(value): expected a whole number from 0 to \(Self.largestNumber)"
+                    )
                 }
                 return Int64(amount)
             }
@@ -169,35 +182,49 @@ public struct Recording: Sendable {
             case "open":
                 let id = UInt64(try int("conn"))
                 open[id] = connections.count
-                connections.append(Connection(id: id, listener: object["listener"] as? String ?? "",
-                                              client: object["client"] as? String ?? "",
-                                              destination: object["dest"] as? String ?? "",
-                                              name: object["name"] as? String, opened: time, line: number))
-                if let transport = object["proto"] as? String { connections[connections.count - 1].transport = transport }
+                connections.append(
+                    Connection(
+                        id: id, listener: object["listener"] as? String ?? "",
+                        client: object["client"] as? String ?? "",
+                        destination: object["dest"] as? String ?? "",
+                        name: object["name"] as? String, opened: time, line: number))
+                if let transport = object["proto"] as? String {
+                    connections[connections.count - 1].transport = transport
+                }
             case "established":
                 connections[try connection()].established = time
             case "send", "deliver":
                 let position = try connection()
-                let activity = Activity(start: time, last: try int("last"), up: object["dir"] as? String == "up",
-                                        bytes: Int(try int("bytes")),
-                                        operations: Int((object["reads"] ?? object["writes"]) as? Int ?? 0),
-                                        small: Int(try int("small")))
+                let activity = Activity(
+                    start: time, last: try int("last"), up: object["dir"] as? String == "up",
+                    bytes: Int(try int("bytes")),
+                    operations: Int((object["reads"] ?? object["writes"]) as? Int ?? 0),
+                    small: Int(try int("small")))
                 end = max(end, activity.last)
-                if event == "send" { connections[position].sends.append(activity) } else { connections[position].deliveries.append(activity) }
+                if event == "send" {
+                    connections[position].sends.append(activity)
+                } else {
+                    connections[position].deliveries.append(activity)
+                }
             case "stall":
-                connections[try connection()].stalls.append(Stall(start: time, end: nil, up: object["dir"] as? String == "up",
-                                                                  cause: object["cause"] as? String ?? "?"))
+                connections[try connection()].stalls.append(
+                    Stall(
+                        start: time, end: nil, up: object["dir"] as? String == "up",
+                        cause: object["cause"] as? String ?? "?"))
             case "resume":
                 let position = try connection()
                 let up = object["dir"] as? String == "up"
                 let cause = object["cause"] as? String ?? "?"
-                if let last = connections[position].stalls.lastIndex(where: { $0.up == up && $0.end == nil && $0.cause == cause }) {
+                if let last = connections[position].stalls.lastIndex(where: {
+                    $0.up == up && $0.end == nil && $0.cause == cause
+                }) {
                     connections[position].stalls[last].end = time
                 }
             case "drop":
                 let position = try connection()
-                let drop = Drop(start: time, last: try int("last"), up: object["dir"] as? String == "up",
-                                cause: object["cause"] as? String ?? "?", datagrams: Int(try int("datagrams")))
+                let drop = Drop(
+                    start: time, last: try int("last"), up: object["dir"] as? String == "up",
+                    cause: object["cause"] as? String ?? "?", datagrams: Int(try int("datagrams")))
                 end = max(end, drop.last)
                 connections[position].drops.append(drop)
             case "close":
@@ -206,13 +233,18 @@ public struct Recording: Sendable {
                 connections[position].closedBy = object["by"] as? String
                 connections[position].reset = object["reset"] as? Bool ?? false
             case "dns":
-                lookups.append(Lookup(time: time, name: object["name"] as? String ?? "?", type: object["type"] as? String ?? "?",
-                                      delay: try int("delay_us"), answers: object["answer"] as? [String] ?? [],
-                                      transport: object["proto"] as? String ?? "udp"))
+                lookups.append(
+                    Lookup(
+                        time: time, name: object["name"] as? String ?? "?", type: object["type"] as? String ?? "?",
+                        delay: try int("delay_us"), answers: object["answer"] as? [String] ?? [],
+                        transport: object["proto"] as? String ?? "udp"))
             case "profile":
                 let roundTrip = try int("delay_up_us") + int("delay_down_us")
-                phases.append(Phase(start: time, profile: object["name"] as? String ?? "", summary: object["summary"] as? String ?? "",
-                                    offline: object["offline"] as? String, roundTrip: roundTrip))
+                phases.append(
+                    Phase(
+                        start: time, profile: object["name"] as? String ?? "",
+                        summary: object["summary"] as? String ?? "",
+                        offline: object["offline"] as? String, roundTrip: roundTrip))
             case "scenario":
                 steps.append(Step(time: time, text: object["step"] as? String ?? "", line: object["line"] as? Int))
             case "limit":
@@ -222,7 +254,10 @@ public struct Recording: Sendable {
             case "end":
                 break
             default:
-                throw Problem(description: "\(file):\(number): unknown event \"\(event)\"; expected open, established, send, deliver, stall, resume, drop, close, dns, profile, scenario, dropped, limit or end")
+                throw Problem(
+                    description:
+                        "\(file):\(number): unknown event \"\(event)\"; expected open, established, send, deliver, stall, resume, drop, close, dns, profile, scenario, dropped, limit or end"
+                )
             }
         }
         for index in connections.indices {

@@ -27,7 +27,9 @@ public enum ReportPage {
                     item.text(" \(finding.threshold).")
                     item.markup("<br>")
                     item.element("i", text: "Connections:")
-                    item.text(" \(finding.connections.isEmpty ? "-" : finding.connections.map { "#\($0)" }.joined(separator: " ")); ")
+                    item.text(
+                        " \(finding.connections.isEmpty ? "-" : finding.connections.map { "#\($0)" }.joined(separator: " ")); "
+                    )
                     item.element("i", text: "times:")
                     item.text(" \(finding.times.map(label).joined(separator: " "))")
                     item.markup("<br>")
@@ -39,14 +41,22 @@ public enum ReportPage {
         page.element("h2", text: "Timeline")
         page.markup(legend)
         page.element("div", ["id": "scroll"]) { timeline(&$0, recording, report) }
-        page.element("p", text: "Radio model: \(report.radio.model), promotion \(label(report.radio.promotion)), tail \(label(report.radio.tail)); source: \(report.radio.source).")
+        page.element(
+            "p",
+            text:
+                "Radio model: \(report.radio.model), promotion \(label(report.radio.promotion)), tail \(label(report.radio.tail)); source: \(report.radio.source)."
+        )
         page.element("h2", text: "Hosts")
         page.element("table", ["id": "hosts"]) { table in
-            table.markup("<tr><th>host</th><th>connections</th><th>bytes up</th><th>bytes down</th><th>first byte (median)</th><th>lookups</th></tr>")
+            table.markup(
+                "<tr><th>host</th><th>connections</th><th>bytes up</th><th>bytes down</th><th>first byte (median)</th><th>lookups</th></tr>"
+            )
             for host in report.hosts.prefix(200) {
                 table.element("tr") { row in
-                    for cell in [host.host, "\(host.connections)", "\(host.bytesUp)", "\(host.bytesDown)",
-                                 host.medianTimeToFirstByte.map(label) ?? "-", "\(host.lookups)"] {
+                    for cell in [
+                        host.host, "\(host.connections)", "\(host.bytesUp)", "\(host.bytesDown)",
+                        host.medianTimeToFirstByte.map(label) ?? "-", "\(host.lookups)",
+                    ] {
                         row.element("td", text: cell)
                     }
                 }
@@ -79,9 +89,13 @@ public enum ReportPage {
 
     /// The paragraph at the top: when, how long, how much, and what the link did.
     static func summary(_ report: TrafficReport) -> String {
-        let flows = report.flowCount > 0 ? ", \(report.flowCount) UDP flows (\(report.datagramsUp) datagrams up, \(report.datagramsDown) down)" : ""
-        let cut = report.cutAt.map { " The recording reached its size limit at \(label($0)); nothing later is in it." } ?? ""
-        return "Recorded \(report.wallClock): \(label(report.duration)), \(report.connectionCount) connections, \(report.bytesUp) bytes up, \(report.bytesDown) bytes down, \(report.lookups) DNS lookups\(flows). \(causes(report))Radio (\(report.radio.model)): \(report.radio.wakeUps) wake-ups, \(label(report.radio.highPower)) in high power.\(cut)"
+        let flows =
+            report.flowCount > 0
+            ? ", \(report.flowCount) UDP flows (\(report.datagramsUp) datagrams up, \(report.datagramsDown) down)" : ""
+        let cut =
+            report.cutAt.map { " The recording reached its size limit at \(label($0)); nothing later is in it." } ?? ""
+        return
+            "Recorded \(report.wallClock): \(label(report.duration)), \(report.connectionCount) connections, \(report.bytesUp) bytes up, \(report.bytesDown) bytes down, \(report.lookups) DNS lookups\(flows). \(causes(report))Radio (\(report.radio.model)): \(report.radio.wakeUps) wake-ups, \(label(report.radio.highPower)) in high power.\(cut)"
     }
 
     /// The SVG timeline: profile phases, scenario steps, the radio, a time axis, then one row per connection.
@@ -92,32 +106,54 @@ public enum ReportPage {
         func px(_ value: Double) -> String { String(format: "%.1f", value) }
         let top = 60.0
         let height = top + Double(recording.connections.count) * rowHeight + 20
-        svg.element("svg", ["xmlns": "http://www.w3.org/2000/svg", "id": "timeline", "width": px(labelWidth + plotWidth + 20), "height": px(height)]) { svg in
+        svg.element(
+            "svg",
+            [
+                "xmlns": "http://www.w3.org/2000/svg", "id": "timeline", "width": px(labelWidth + plotWidth + 20),
+                "height": px(height),
+            ]
+        ) { svg in
             for (index, phase) in recording.phases.enumerated() {
                 let stop = index + 1 < recording.phases.count ? recording.phases[index + 1].start : recording.end
                 let color = phase.offline != nil ? "#f4c7c3" : (index % 2 == 0 ? "#e8eef8" : "#f3f0e0")
                 let name = phase.profile.isEmpty ? "(inline)" : phase.profile
                 svg.markup("\n")
                 svg.element("g", ["class": "phase"]) { group in
-                    group.element("title", text: "\(name)\(phase.offline.map { " offline \($0)" } ?? ""): \(phase.summary)")
-                    group.empty("rect", ["x": px(x(phase.start)), "y": "0", "width": px(max(x(stop) - x(phase.start), 1)),
-                                         "height": px(height), "fill": color, "opacity": "0.5"])
-                    group.element("text", ["x": px(x(phase.start) + 2), "y": "12", "class": "small"],
-                                  text: name + (phase.offline != nil ? " offline" : ""))
+                    group.element(
+                        "title", text: "\(name)\(phase.offline.map { " offline \($0)" } ?? ""): \(phase.summary)")
+                    group.empty(
+                        "rect",
+                        [
+                            "x": px(x(phase.start)), "y": "0", "width": px(max(x(stop) - x(phase.start), 1)),
+                            "height": px(height), "fill": color, "opacity": "0.5",
+                        ])
+                    group.element(
+                        "text", ["x": px(x(phase.start) + 2), "y": "12", "class": "small"],
+                        text: name + (phase.offline != nil ? " offline" : ""))
                 }
             }
             for step in recording.steps {
                 svg.markup("\n")
                 svg.element("g", ["class": "step"]) { group in
                     group.element("title", text: "scenario: \(step.text)")
-                    group.empty("line", ["x1": px(x(step.time)), "x2": px(x(step.time)), "y1": "0", "y2": px(height),
-                                         "stroke": "#a060c0", "stroke-dasharray": "3 3"])
+                    group.empty(
+                        "line",
+                        [
+                            "x1": px(x(step.time)), "x2": px(x(step.time)), "y1": "0", "y2": px(height),
+                            "stroke": "#a060c0", "stroke-dasharray": "3 3",
+                        ])
                 }
             }
             for period in report.radio.periods {
                 svg.markup("\n")
-                svg.element("rect", ["class": "radio", "x": px(x(period[0])), "y": "20",
-                                     "width": px(max(x(min(period[1], recording.end)) - x(period[0]), 1)), "height": "10", "fill": "#e07040"]) {
+                svg.element(
+                    "rect",
+                    [
+                        "class": "radio", "x": px(x(period[0])), "y": "20",
+                        "width": px(max(x(min(period[1], recording.end)) - x(period[0]), 1)), "height": "10",
+                        "fill": "#e07040",
+                    ]
+                ) {
                     $0.element("title", text: "radio high power \(period[2]) bytes")
                 }
             }
@@ -125,7 +161,8 @@ public enum ReportPage {
             svg.element("text", ["x": "4", "y": "29", "class": "small"], text: "radio (\(report.radio.model))")
             for tick in ticks(end: recording.end) {
                 svg.markup("\n")
-                svg.empty("line", ["x1": px(x(tick)), "x2": px(x(tick)), "y1": "36", "y2": px(height), "stroke": "#ddd"])
+                svg.empty(
+                    "line", ["x1": px(x(tick)), "x2": px(x(tick)), "y1": "36", "y2": px(height), "stroke": "#ddd"])
                 svg.element("text", ["x": px(x(tick)), "y": "48", "class": "small"], text: label(tick))
             }
             for (index, connection) in recording.connections.enumerated() {
@@ -134,32 +171,64 @@ public enum ReportPage {
                 let closed = connection.closed ?? recording.end
                 svg.markup("\n")
                 svg.element("g", ["class": "conn", "data-conn": "\(connection.id)"]) { row in
-                    let closing = connection.closed.map { ", closed \(label($0)) by \(connection.closedBy ?? "?")\(connection.reset ? " (reset)" : "")" } ?? ""
-                    row.element("title", text: "#\(connection.id) \(connection.host) opened \(label(connection.opened))\(closing)")
-                    row.element("text", ["x": "2", "y": px(y + rowHeight - 1), "class": "row"],
-                                text: rowHeight >= 8 ? "#\(connection.id) \(connection.transport == "udp" ? "udp " : "")\(connection.host)" : "")
-                    row.empty("line", ["x1": px(x(connection.opened)), "x2": px(max(x(closed), x(connection.opened) + 1)),
-                                       "y1": px(mid), "y2": px(mid), "stroke": "#999"])
+                    let closing =
+                        connection.closed.map {
+                            ", closed \(label($0)) by \(connection.closedBy ?? "?")\(connection.reset ? " (reset)" : "")"
+                        } ?? ""
+                    row.element(
+                        "title",
+                        text: "#\(connection.id) \(connection.host) opened \(label(connection.opened))\(closing)")
+                    row.element(
+                        "text", ["x": "2", "y": px(y + rowHeight - 1), "class": "row"],
+                        text: rowHeight >= 8
+                            ? "#\(connection.id) \(connection.transport == "udp" ? "udp " : "")\(connection.host)" : "")
+                    row.empty(
+                        "line",
+                        [
+                            "x1": px(x(connection.opened)), "x2": px(max(x(closed), x(connection.opened) + 1)),
+                            "y1": px(mid), "y2": px(mid), "stroke": "#999",
+                        ])
                     if let established = connection.established {
-                        row.empty("rect", ["class": "setup", "x": px(x(connection.opened)), "y": px(y + 1),
-                                           "width": px(max(x(established) - x(connection.opened), 1)), "height": px(rowHeight - 2), "fill": "#f0b030"])
+                        row.empty(
+                            "rect",
+                            [
+                                "class": "setup", "x": px(x(connection.opened)), "y": px(y + 1),
+                                "width": px(max(x(established) - x(connection.opened), 1)), "height": px(rowHeight - 2),
+                                "fill": "#f0b030",
+                            ])
                     }
-                    for (spans, up) in [(connection.deliveries.filter(\.up), true), (connection.deliveries.filter { !$0.up }, false)] {
+                    for (spans, up) in [
+                        (connection.deliveries.filter(\.up), true), (connection.deliveries.filter { !$0.up }, false),
+                    ] {
                         for (start, stop) in merged(spans.map { (x($0.start), x($0.last)) }) {
-                            row.empty("rect", ["x": px(start), "y": px(up ? y + 1 : mid), "width": px(max(stop - start, 1)),
-                                               "height": px(rowHeight / 2 - 1), "fill": up ? "#3070d0" : "#30a050"])
+                            row.empty(
+                                "rect",
+                                [
+                                    "x": px(start), "y": px(up ? y + 1 : mid), "width": px(max(stop - start, 1)),
+                                    "height": px(rowHeight / 2 - 1), "fill": up ? "#3070d0" : "#30a050",
+                                ])
                         }
                     }
                     for stall in connection.stalls {
-                        row.element("rect", ["class": "stall", "data-cause": stall.cause, "x": px(x(stall.start)), "y": px(mid - 1),
-                                             "width": px(max(x(stall.end ?? closed) - x(stall.start), 1)), "height": "2",
-                                             "fill": stallColor(stall.cause)]) {
+                        row.element(
+                            "rect",
+                            [
+                                "class": "stall", "data-cause": stall.cause, "x": px(x(stall.start)), "y": px(mid - 1),
+                                "width": px(max(x(stall.end ?? closed) - x(stall.start), 1)), "height": "2",
+                                "fill": stallColor(stall.cause),
+                            ]
+                        ) {
                             $0.element("title", text: "stall (\(stall.cause))")
                         }
                     }
                     for (start, stop) in merged(connection.drops.map { (x($0.start), x($0.last)) }) {
-                        row.element("rect", ["class": "drop", "x": px(start), "y": px(y), "width": px(max(stop - start, 1)),
-                                             "height": px(rowHeight), "fill": "#000", "opacity": "0.6"]) {
+                        row.element(
+                            "rect",
+                            [
+                                "class": "drop", "x": px(start), "y": px(y), "width": px(max(stop - start, 1)),
+                                "height": px(rowHeight), "fill": "#000", "opacity": "0.6",
+                            ]
+                        ) {
                             $0.element("title", text: "datagrams dropped")
                         }
                     }
@@ -183,7 +252,8 @@ public enum ReportPage {
     static func causes(_ report: TrafficReport) -> String {
         let stalls = report.stalls.map { "\($0.stalls) \($0.cause) stalls (\(label($0.time)))" }
         let drops = report.datagramDrops.map { "\($0.datagrams) datagrams dropped for \($0.cause)" }
-        return (stalls.isEmpty ? "" : "Stalls: \(stalls.joined(separator: ", ")). ") + (drops.isEmpty ? "" : "UDP: \(drops.joined(separator: ", ")). ")
+        return (stalls.isEmpty ? "" : "Stalls: \(stalls.joined(separator: ", ")). ")
+            + (drops.isEmpty ? "" : "UDP: \(drops.joined(separator: ", ")). ")
     }
 
     /// Pixel spans merged where they touch, so a busy row draws one rectangle per pixel run.
@@ -200,12 +270,15 @@ public enum ReportPage {
     }
 
     static func ticks(end: Int64) -> [Int64] {
-        let steps: [Int64] = [1_000, 10_000, 100_000, 500_000, 1_000_000, 5_000_000, 10_000_000, 60_000_000, 600_000_000, 3_600_000_000]
+        let steps: [Int64] = [
+            1_000, 10_000, 100_000, 500_000, 1_000_000, 5_000_000, 10_000_000, 60_000_000, 600_000_000, 3_600_000_000,
+        ]
         let step = steps.first { end / $0 <= 12 } ?? 36_000_000_000
         return Array(stride(from: Int64(0), through: end, by: Int64.Stride(step)))
     }
 
     static func label(_ micros: Int64) -> String {
-        micros >= 10_000_000 ? String(format: "%.1f s", Double(micros) / 1e6) : String(format: "%.0f ms", Double(micros) / 1e3)
+        micros >= 10_000_000
+            ? String(format: "%.1f s", Double(micros) / 1e6) : String(format: "%.0f ms", Double(micros) / 1e3)
     }
 }

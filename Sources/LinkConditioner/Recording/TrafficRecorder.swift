@@ -3,7 +3,8 @@
 /// Called on the event loop thread; each call must be cheap (no I/O). `exec` reports through the same calls.
 protocol TrafficRecorder: AnyObject {
     /// A client connection was accepted; returns the number later calls name it by.
-    func connectionOpened(listener: String, client: String, destination: String, name: String?, at now: Instant) -> UInt64
+    func connectionOpened(listener: String, client: String, destination: String, name: String?, at now: Instant)
+        -> UInt64
     /// The upstream accepted the connection (linkcond's connect finished).
     func connectionEstablished(_ connection: UInt64, at now: Instant)
     /// The app's bytes arrived: one read of `count` bytes from the side that sends in `direction`.
@@ -24,7 +25,8 @@ protocol TrafficRecorder: AnyObject {
     func flowOpened(listener: String, client: String, destination: String, at now: Instant) -> UInt64
     /// `count` datagrams going `direction` were dropped for `cause` (`queue`: the link's full queue; `loss`: the
     /// link's loss or queue discipline; `fault`: a blocked port or a cut).
-    func datagramsDropped(_ connection: UInt64, _ direction: RecordedDirection, count: Int, cause: StallCause, at now: Instant)
+    func datagramsDropped(
+        _ connection: UInt64, _ direction: RecordedDirection, count: Int, cause: StallCause, at now: Instant)
 }
 
 /// The direction bytes cross: up from the client to its upstream, down back to the client.
@@ -72,8 +74,9 @@ extension RecordedLookup {
     /// The lookup `answer` completes for `client`, after the client waited `delay`.
     init(client: String, answer: [UInt8], delay: Duration) {
         let summary = DNSSummary(answer: answer)
-        self.init(client: client, name: summary.name, type: summary.type, delay: delay, answers: summary.answers,
-                  responseCode: summary.responseCode)
+        self.init(
+            client: client, name: summary.name, type: summary.type, delay: delay, answers: summary.answers,
+            responseCode: summary.responseCode)
     }
 }
 

@@ -107,9 +107,11 @@ public struct TrafficReport: Sendable, Codable {
         cutAt = recording.cutAt
         radio = Self.radio(connections)
         hosts = Self.hosts(recording)
-        findings = [Self.smallWrites(streams.connections), Self.serialRequests(streams), Self.reuseMissed(streams.connections),
-                    Self.setUpCost(streams), Self.wakeUps(radio), Self.longWaits(streams.connections),
-                    Self.offlineRetries(streams)].compactMap { $0 }
+        findings = [
+            Self.smallWrites(streams.connections), Self.serialRequests(streams), Self.reuseMissed(streams.connections),
+            Self.setUpCost(streams), Self.wakeUps(radio), Self.longWaits(streams.connections),
+            Self.offlineRetries(streams),
+        ].compactMap { $0 }
     }
 
     /// Stalls summed per cause (queue, loss, offline, fault), with the connections they held.
@@ -120,7 +122,9 @@ public struct TrafficReport: Sendable, Codable {
                 var total = totals[stall.cause] ?? StallTotal(cause: stall.cause, stalls: 0, time: 0, connections: [])
                 total.stalls += 1
                 total.time = total.time.addingSaturating(max(0, (stall.end ?? end) - stall.start))
-                if total.connections.last != connection.id && total.connections.count < 20 { total.connections.append(connection.id) }
+                if total.connections.last != connection.id && total.connections.count < 20 {
+                    total.connections.append(connection.id)
+                }
                 totals[stall.cause] = total
             }
         }
@@ -157,12 +161,15 @@ public struct TrafficReport: Sendable, Codable {
         guard small >= smallWriteMinimum, Double(small) >= smallWriteShare * Double(reads) else { return nil }
         let worst = Dictionary(grouping: sends, by: \.0).mapValues { $0.reduce(0) { $0 + $1.1.small } }
             .sorted { $0.value > $1.value }.prefix(20)
-        return Finding(rule: "small-writes", title: "Small writes",
-                       threshold: "at least \(smallWriteMinimum) writes under \(EventLog.smallWrite) bytes, and at least \(Int(smallWriteShare * 100)) % of all writes",
-                       numbers: "\(small) of \(reads) writes (\(small * 100 / max(reads, 1)) %) were under \(EventLog.smallWrite) bytes",
-                       advice: "Buffer small messages and write them together; each write can cost a packet and a radio wake.",
-                       connections: worst.map(\.key),
-                       times: sends.filter { $0.1.small > 0 }.prefix(20).map(\.1.start))
+        return Finding(
+            rule: "small-writes", title: "Small writes",
+            threshold:
+                "at least \(smallWriteMinimum) writes under \(EventLog.smallWrite) bytes, and at least \(Int(smallWriteShare * 100)) % of all writes",
+            numbers:
+                "\(small) of \(reads) writes (\(small * 100 / max(reads, 1)) %) were under \(EventLog.smallWrite) bytes",
+            advice: "Buffer small messages and write them together; each write can cost a packet and a radio wake.",
+            connections: worst.map(\.key),
+            times: sends.filter { $0.1.small > 0 }.prefix(20).map(\.1.start))
     }
 
     /// A request: an upload that started after the previous answer on its connection came back (or the first).
@@ -209,14 +216,20 @@ public struct TrafficReport: Sendable, Codable {
         guard !chains.isEmpty else { return nil }
         chains.sort { $0.requests.count > $1.requests.count }
         let total = chains.reduce(0) { $0 + $1.requests.count }
-        let added = chains.flatMap(\.requests).reduce(Int64(0)) { $0.addingSaturating(recording.roundTrip(at: $1.start)) }
+        let added = chains.flatMap(\.requests).reduce(Int64(0)) {
+            $0.addingSaturating(recording.roundTrip(at: $1.start))
+        }
         let described = chains.prefix(5).map { "\($0.host): \($0.requests.count)" }.joined(separator: ", ")
-        return Finding(rule: "dependent-round-trips", title: "Requests one after another",
-                       threshold: "at least \(serialMinimum) requests to one host, each sent within \(ms(serialGap)) after the previous answer arrived and none while another was waiting",
-                       numbers: "\(total) serial requests (\(described)); under this profile they waited about \(ms(added)) of round trips",
-                       advice: "Send independent requests at once (HTTP/2 multiplexing or a few parallel connections), or batch them into one request.",
-                       connections: Array(Set(chains[0].requests.map(\.connection)).sorted().prefix(20)),
-                       times: chains[0].requests.prefix(20).map(\.start))
+        return Finding(
+            rule: "dependent-round-trips", title: "Requests one after another",
+            threshold:
+                "at least \(serialMinimum) requests to one host, each sent within \(ms(serialGap)) after the previous answer arrived and none while another was waiting",
+            numbers:
+                "\(total) serial requests (\(described)); under this profile they waited about \(ms(added)) of round trips",
+            advice:
+                "Send independent requests at once (HTTP/2 multiplexing or a few parallel connections), or batch them into one request.",
+            connections: Array(Set(chains[0].requests.map(\.connection)).sorted().prefix(20)),
+            times: chains[0].requests.prefix(20).map(\.start))
     }
 
     /// New connections to a host that had one closed moments before: each pays the handshake again.
@@ -226,7 +239,8 @@ public struct TrafficReport: Sendable, Codable {
             let sorted = group.sorted { $0.opened < $1.opened }
             for (index, connection) in sorted.enumerated() where index > 0 {
                 let recentlyClosed = sorted[..<index].contains { previous in
-                    let finished = min(previous.closed ?? .max, previous.deliveries.last?.last ?? previous.closed ?? .max)
+                    let finished = min(
+                        previous.closed ?? .max, previous.deliveries.last?.last ?? previous.closed ?? .max)
                     return finished <= connection.opened && connection.opened - finished < reuseWindow
                 }
                 if recentlyClosed { missed.append(connection) }
@@ -235,11 +249,13 @@ public struct TrafficReport: Sendable, Codable {
         guard missed.count >= reuseMinimum else { return nil }
         missed.sort { $0.opened < $1.opened }
         let hosts = Set(missed.map(\.host)).sorted().prefix(5).joined(separator: ", ")
-        return Finding(rule: "reuse-missed", title: "Connections not reused",
-                       threshold: "at least \(reuseMinimum) new connections to a host whose previous connection was idle or had closed, its last byte less than \(reuseWindow / 1_000_000) s before",
-                       numbers: "\(missed.count) new connections (\(hosts)) each paid a new handshake",
-                       advice: "Keep connections alive and reuse them (HTTP keep-alive, one shared session/client object).",
-                       connections: missed.prefix(20).map(\.id), times: missed.prefix(20).map(\.opened))
+        return Finding(
+            rule: "reuse-missed", title: "Connections not reused",
+            threshold:
+                "at least \(reuseMinimum) new connections to a host whose previous connection was idle or had closed, its last byte less than \(reuseWindow / 1_000_000) s before",
+            numbers: "\(missed.count) new connections (\(hosts)) each paid a new handshake",
+            advice: "Keep connections alive and reuse them (HTTP keep-alive, one shared session/client object).",
+            connections: missed.prefix(20).map(\.id), times: missed.prefix(20).map(\.opened))
     }
 
     /// Connections whose upstream's first byte reached linkcond more than `setUpRoundTrips` round trips after they opened
@@ -254,11 +270,15 @@ public struct TrafficReport: Sendable, Codable {
         }
         guard !slow.isEmpty else { return nil }
         let worst = slow.map(\.1).max() ?? 0
-        return Finding(rule: "set-up-cost", title: "Round trips spent on set-up",
-                       threshold: "the upstream's first byte reached linkcond more than \(setUpRoundTrips) round trips after the connection opened (the handshake and one request take about 1.5; the downlink's queue is left out)",
-                       numbers: "\(slow.count) connections; the slowest waited \(String(format: "%.1f", worst)) round trips for its first byte",
-                       advice: "Cut set-up exchanges: reuse connections, TLS 1.3 and session resumption, fewer handshake messages before the request.",
-                       connections: slow.prefix(20).map(\.0.id), times: slow.prefix(20).map(\.0.opened))
+        return Finding(
+            rule: "set-up-cost", title: "Round trips spent on set-up",
+            threshold:
+                "the upstream's first byte reached linkcond more than \(setUpRoundTrips) round trips after the connection opened (the handshake and one request take about 1.5; the downlink's queue is left out)",
+            numbers:
+                "\(slow.count) connections; the slowest waited \(String(format: "%.1f", worst)) round trips for its first byte",
+            advice:
+                "Cut set-up exchanges: reuse connections, TLS 1.3 and session resumption, fewer handshake messages before the request.",
+            connections: slow.prefix(20).map(\.0.id), times: slow.prefix(20).map(\.0.opened))
     }
 
     static func radio(_ connections: [Recording.Connection]) -> Radio {
@@ -273,20 +293,26 @@ public struct TrafficReport: Sendable, Codable {
                 periods.append([span.start, span.last + lteTail + ltePromotion, Int64(span.bytes)])
             }
         }
-        return Radio(model: "LTE", promotion: ltePromotion, tail: lteTail,
-                     source: "Huang et al., A Close Examination of Performance and Power Characteristics of 4G LTE Networks, MobiSys 2012",
-                     wakeUps: periods.count, highPower: periods.reduce(0) { $0 + $1[1] - $1[0] }, periods: periods)
+        return Radio(
+            model: "LTE", promotion: ltePromotion, tail: lteTail,
+            source:
+                "Huang et al., A Close Examination of Performance and Power Characteristics of 4G LTE Networks, MobiSys 2012",
+            wakeUps: periods.count, highPower: periods.reduce(0) { $0 + $1[1] - $1[0] }, periods: periods)
     }
 
     /// Small transfers spread out in time, each waking the radio for a whole tail.
     static func wakeUps(_ radio: Radio) -> Finding? {
         let small = radio.periods.filter { $0[2] < Int64(smallWakeUp) }
         guard small.count >= wakeUpMinimum else { return nil }
-        return Finding(rule: "radio-wake-ups", title: "Radio woken by small transfers",
-                       threshold: "at least \(wakeUpMinimum) radio wake-ups (LTE tail \(ms(lteTail))) that each moved under \(smallWakeUp / 1000) KB",
-                       numbers: "\(small.count) of \(radio.wakeUps) wake-ups moved under \(smallWakeUp / 1000) KB; \(ms(Int64(small.count) * lteTail)) of high power for them",
-                       advice: "Batch periodic transfers (poll less often, piggyback on other traffic, use push), and defer what can wait.",
-                       connections: [], times: small.prefix(20).map { $0[0] })
+        return Finding(
+            rule: "radio-wake-ups", title: "Radio woken by small transfers",
+            threshold:
+                "at least \(wakeUpMinimum) radio wake-ups (LTE tail \(ms(lteTail))) that each moved under \(smallWakeUp / 1000) KB",
+            numbers:
+                "\(small.count) of \(radio.wakeUps) wake-ups moved under \(smallWakeUp / 1000) KB; \(ms(Int64(small.count) * lteTail)) of high power for them",
+            advice:
+                "Batch periodic transfers (poll less often, piggyback on other traffic, use push), and defer what can wait.",
+            connections: [], times: small.prefix(20).map { $0[0] })
     }
 
     /// Requests whose answer took longer than common client timeouts.
@@ -295,16 +321,20 @@ public struct TrafficReport: Sendable, Codable {
         for connection in connections {
             for request in requests(connection) {
                 let end = request.answered ?? connection.closed
-                if let end, end - request.start >= clientTimeouts[0] { long.append((connection.id, request.start, end - request.start)) }
+                if let end, end - request.start >= clientTimeouts[0] {
+                    long.append((connection.id, request.start, end - request.start))
+                }
             }
         }
         guard !long.isEmpty else { return nil }
         let over60 = long.filter { $0.2 >= clientTimeouts[1] }.count
-        return Finding(rule: "long-waits", title: "Requests outlived client timeouts",
-                       threshold: "a request waited 30 s or more for its answer (common client timeouts are 30 s and 60 s)",
-                       numbers: "\(long.count) requests waited at least 30 s, \(over60) at least 60 s; longest \(ms(long.map(\.2).max() ?? 0))",
-                       advice: "Set timeouts from the network's real latency, show progress, and make long transfers resumable.",
-                       connections: long.prefix(20).map(\.0), times: long.prefix(20).map(\.1))
+        return Finding(
+            rule: "long-waits", title: "Requests outlived client timeouts",
+            threshold: "a request waited 30 s or more for its answer (common client timeouts are 30 s and 60 s)",
+            numbers:
+                "\(long.count) requests waited at least 30 s, \(over60) at least 60 s; longest \(ms(long.map(\.2).max() ?? 0))",
+            advice: "Set timeouts from the network's real latency, show progress, and make long transfers resumable.",
+            connections: long.prefix(20).map(\.0), times: long.prefix(20).map(\.1))
     }
 
     /// Connections opened again and again while offline, faster than a backoff would.
@@ -315,52 +345,70 @@ public struct TrafficReport: Sendable, Codable {
         var tight: [Recording.Connection] = []
         for (_, group) in Dictionary(grouping: offline, by: \.host) {
             let sorted = group.sorted { $0.opened < $1.opened }
-            for index in sorted.indices.dropFirst() where sorted[index].opened - sorted[index - 1].opened < retryInterval {
+            for index in sorted.indices.dropFirst()
+            where sorted[index].opened - sorted[index - 1].opened < retryInterval {
                 tight.append(sorted[index])
             }
         }
         guard tight.count >= retryMinimum else { return nil }
-        return Finding(rule: "offline-retries", title: "Retries in a tight loop while offline",
-                       threshold: "at least \(retryMinimum) connections to one host while offline, each less than \(ms(retryInterval)) after the previous",
-                       numbers: "\(tight.count) retries while offline (of \(offline.count) connections opened offline)",
-                       advice: "Back off exponentially while offline and retry when the system says the network is back.",
-                       connections: tight.prefix(20).map(\.id), times: tight.prefix(20).map(\.opened))
+        return Finding(
+            rule: "offline-retries", title: "Retries in a tight loop while offline",
+            threshold:
+                "at least \(retryMinimum) connections to one host while offline, each less than \(ms(retryInterval)) after the previous",
+            numbers: "\(tight.count) retries while offline (of \(offline.count) connections opened offline)",
+            advice: "Back off exponentially while offline and retry when the system says the network is back.",
+            connections: tight.prefix(20).map(\.id), times: tight.prefix(20).map(\.opened))
     }
 
     static func hosts(_ recording: Recording) -> [HostTotals] {
         Dictionary(grouping: recording.connections, by: \.host).map { host, connections in
             let hostName = host.split(separator: ":").dropLast().joined(separator: ":")
-            return HostTotals(host: host, connections: connections.count,
-                              bytesUp: connections.reduce(0) { $0 + $1.deliveries.filter(\.up).reduce(0) { $0 + $1.bytes } },
-                              bytesDown: connections.reduce(0) { $0 + $1.deliveries.filter { !$0.up }.reduce(0) { $0 + $1.bytes } },
-                              medianTimeToFirstByte: median(connections.compactMap { connection in
-                                  connection.deliveries.first { !$0.up }.map { $0.start - connection.opened }
-                              }),
-                              lookups: recording.lookups.filter { $0.name == hostName || $0.name == hostName + "." }.count)
+            return HostTotals(
+                host: host, connections: connections.count,
+                bytesUp: connections.reduce(0) { $0 + $1.deliveries.filter(\.up).reduce(0) { $0 + $1.bytes } },
+                bytesDown: connections.reduce(0) { $0 + $1.deliveries.filter { !$0.up }.reduce(0) { $0 + $1.bytes } },
+                medianTimeToFirstByte: median(
+                    connections.compactMap { connection in
+                        connection.deliveries.first { !$0.up }.map { $0.start - connection.opened }
+                    }),
+                lookups: recording.lookups.filter { $0.name == hostName || $0.name == hostName + "." }.count)
         }.sorted { $0.connections > $1.connections }
     }
 
     /// The plain-text summary `linkcond report` prints, its fields' control characters escaped for the terminal.
     public var summary: String {
-        var lines = ["recording from \(wallClock): \(Self.ms(duration)), \(connectionCount) connections, \(bytesUp) bytes up, \(bytesDown) bytes down, \(lookups) DNS lookups"]
+        var lines = [
+            "recording from \(wallClock): \(Self.ms(duration)), \(connectionCount) connections, \(bytesUp) bytes up, \(bytesDown) bytes down, \(lookups) DNS lookups"
+        ]
         if flowCount > 0 { lines.append("udp: \(flowCount) flows, \(datagramsUp) datagrams up, \(datagramsDown) down") }
         for total in stalls {
-            lines.append("stalls (\(total.cause)): \(total.stalls), \(Self.ms(total.time)) in all; connections \(total.connections.map(String.init).joined(separator: " "))")
+            lines.append(
+                "stalls (\(total.cause)): \(total.stalls), \(Self.ms(total.time)) in all; connections \(total.connections.map(String.init).joined(separator: " "))"
+            )
         }
         for total in datagramDrops {
-            lines.append("datagrams dropped (\(total.cause)): \(total.datagrams); flows \(total.flows.map(String.init).joined(separator: " "))")
+            lines.append(
+                "datagrams dropped (\(total.cause)): \(total.datagrams); flows \(total.flows.map(String.init).joined(separator: " "))"
+            )
         }
-        if let cutAt { lines.append("the recording reached its size limit at \(Self.ms(cutAt)): nothing after that is in it") }
-        lines.append("radio (\(radio.model) model): \(radio.wakeUps) wake-ups, \(Self.ms(radio.highPower)) in high power")
+        if let cutAt {
+            lines.append("the recording reached its size limit at \(Self.ms(cutAt)): nothing after that is in it")
+        }
+        lines.append(
+            "radio (\(radio.model) model): \(radio.wakeUps) wake-ups, \(Self.ms(radio.highPower)) in high power")
         if findings.isEmpty { lines.append("findings: none") }
         for finding in findings {
             lines.append("finding \(finding.rule): \(finding.numbers)")
             lines.append("  threshold: \(finding.threshold)")
-            if !finding.connections.isEmpty { lines.append("  connections: \(finding.connections.map(String.init).joined(separator: " "))") }
+            if !finding.connections.isEmpty {
+                lines.append("  connections: \(finding.connections.map(String.init).joined(separator: " "))")
+            }
             lines.append("  advice: \(finding.advice)")
         }
         for host in hosts.prefix(10) {
-            lines.append("host \(host.host): \(host.connections) connections, \(host.bytesUp) B up, \(host.bytesDown) B down, first byte \(host.medianTimeToFirstByte.map(Self.ms) ?? "-") (median), \(host.lookups) lookups")
+            lines.append(
+                "host \(host.host): \(host.connections) connections, \(host.bytesUp) B up, \(host.bytesDown) B down, first byte \(host.medianTimeToFirstByte.map(Self.ms) ?? "-") (median), \(host.lookups) lookups"
+            )
         }
         return TerminalText.lines(lines) + "\n"
     }

@@ -15,13 +15,13 @@ public enum BottleneckEvent: Sendable, Equatable {
 
     public var packet: LinkPacket {
         switch self {
-        case let .departed(packet, _), let .dropped(packet, _): packet
+        case .departed(let packet, _), .dropped(let packet, _): packet
         }
     }
 
     public var at: Instant {
         switch self {
-        case let .departed(_, at), let .dropped(_, at): at
+        case .departed(_, let at), .dropped(_, let at): at
         }
     }
 }

@@ -15,7 +15,9 @@ public struct DropHeadQueue: NamedQueueDiscipline {
 
     public mutating func enqueue(_ packet: LinkPacket, now: Instant) -> [LinkPacket] { fifo.enqueue(packet, now: now) }
 
-    public mutating func dequeue(now: Instant) -> (packet: LinkPacket?, dropped: [LinkPacket]) { fifo.dequeue(now: now) }
+    public mutating func dequeue(now: Instant) -> (packet: LinkPacket?, dropped: [LinkPacket]) {
+        fifo.dequeue(now: now)
+    }
 
     public mutating func removeAll(ofFlow flow: Int) -> [LinkPacket] { fifo.removeAll(ofFlow: flow) }
 }

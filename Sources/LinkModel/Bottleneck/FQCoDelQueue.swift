@@ -32,7 +32,8 @@ public struct FQCoDelQueue: NamedQueueDiscipline {
         var deficit = 0
         var list: List?
 
-        mutating func dequeue(now: Instant, parameters: CoDelParameters) -> (packet: LinkPacket?, dropped: [LinkPacket]) {
+        mutating func dequeue(now: Instant, parameters: CoDelParameters) -> (packet: LinkPacket?, dropped: [LinkPacket])
+        {
             codel.dequeue(from: &packets, now: now, parameters: parameters)
         }
     }
@@ -138,7 +139,8 @@ public struct FQCoDelQueue: NamedQueueDiscipline {
         var dropped: [LinkPacket] = []
         var droppedBytes = 0
         while dropped.count < Self.dropBatch, droppedBytes < threshold || dropped.isEmpty,
-              let packet = queues[fattest].packets.popFirst() {
+            let packet = queues[fattest].packets.popFirst()
+        {
             dropped.append(packet)
             droppedBytes += packet.bytes
         }

@@ -33,15 +33,15 @@ public enum QueueLimit: Hashable, Sendable, CustomStringConvertible {
     /// Whether a queue holding `bytes` in `packets` packets would exceed this limit.
     public func isExceeded(bytes: Int, packets: Int) -> Bool {
         switch self {
-        case let .bytes(limit): bytes > limit
-        case let .packets(limit): packets > limit
+        case .bytes(let limit): bytes > limit
+        case .packets(let limit): packets > limit
         }
     }
 
     public var description: String {
         switch self {
-        case let .bytes(count): "\(count) bytes"
-        case let .packets(count): "\(count) packets"
+        case .bytes(let count): "\(count) bytes"
+        case .packets(let count): "\(count) packets"
         }
     }
 }

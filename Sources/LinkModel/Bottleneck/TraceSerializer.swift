@@ -80,7 +80,8 @@ public struct TraceSerializer: Serializer {
             line = 0
         }
         let offset = elapsed - loop * period
-        var low = line, high = trace.milliseconds.count
+        var low = line
+        var high = trace.milliseconds.count
         while low < high {
             let middle = (low + high) / 2
             if Int64(trace.milliseconds[middle]) * 1_000_000 < offset { low = middle + 1 } else { high = middle }

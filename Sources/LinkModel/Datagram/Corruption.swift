@@ -7,7 +7,8 @@
 public struct Corruption: ProbabilityImpairment {
     public static let name = "corrupt"
     public static let outcome = "corrupted"
-    public static let effect = "probability that one random bit of a datagram's payload is flipped (netem "
+    public static let effect =
+        "probability that one random bit of a datagram's payload is flipped (netem "
         + "`corrupt`); both copies of a duplicated datagram carry it; TCP streams are never corrupted, and a run whose "
         + "listeners are all TCP says so"
 

@@ -63,7 +63,8 @@ public final class DatagramLink {
             for dropped in bottleneck.update(discipline: discipline, now: now) {
                 tally.counters.queuedBytes -= dropped.bytes
                 tally.counters.tailDrops += 1
-                schedule(DatagramDelivery(index: dropped.tag, size: dropped.bytes, copies: 0), flow: dropped.flow, at: now)
+                schedule(
+                    DatagramDelivery(index: dropped.tag, size: dropped.bytes, copies: 0), flow: dropped.flow, at: now)
             }
         }
     }
@@ -117,7 +118,8 @@ public final class DatagramLink {
             if dropped.flow == flow.id && dropped.tag == index {
                 admitted = false
             } else {
-                schedule(DatagramDelivery(index: dropped.tag, size: dropped.bytes, copies: 0), flow: dropped.flow, at: now)
+                schedule(
+                    DatagramDelivery(index: dropped.tag, size: dropped.bytes, copies: 0), flow: dropped.flow, at: now)
             }
         }
         return admitted ? .accepted(index: index) : .tailDropped
@@ -129,8 +131,9 @@ public final class DatagramLink {
     /// holding it); false leaves everything as it was, and the caller uses `enqueue`.
     public func deliversAtOnce(_ size: Int, on flow: DatagramFlow) -> Bool {
         guard isPassThrough, !flow.isRemoved, bottleneck.nextEventTime == nil, flow.line.isEmpty,
-              tally.counters.inFlightBytes + size <= profile.queue.bytes,
-              !profile.queueLimit.isExceeded(bytes: size, packets: 1) else { return false }
+            tally.counters.inFlightBytes + size <= profile.queue.bytes,
+            !profile.queueLimit.isExceeded(bytes: size, packets: 1)
+        else { return false }
         flow.nextDatagramIndex += 1
         tally.counters.datagramsEnqueued += 1
         tally.counters.bytesEnqueued += size
@@ -163,24 +166,31 @@ public final class DatagramLink {
     private func settle(_ events: [BottleneckEvent]) {
         for event in events {
             switch event {
-            case let .dropped(packet, at):
+            case .dropped(let packet, let at):
                 tally.counters.queuedBytes -= packet.bytes
                 tally.counters.codelDrops += 1
                 schedule(DatagramDelivery(index: packet.tag, size: packet.bytes, copies: 0), flow: packet.flow, at: at)
-            case let .departed(packet, at):
+            case .departed(let packet, let at):
                 tally.counters.queuedBytes -= packet.bytes
                 var fate = SegmentFate(departure: at, payloadBytes: packet.bytes)
                 if !pipeline.isEmpty { pipeline.apply(to: &fate, random: &random) }
                 tally.counters.transmissions += 1
                 if fate.lost {
-                    if fate.lossCause == .burst { tally.counters.burstLosses += 1 } else { tally.counters.randomLosses += 1 }
-                    schedule(DatagramDelivery(index: packet.tag, size: packet.bytes, copies: 0), flow: packet.flow, at: at)
+                    if fate.lossCause == .burst {
+                        tally.counters.burstLosses += 1
+                    } else {
+                        tally.counters.randomLosses += 1
+                    }
+                    schedule(
+                        DatagramDelivery(index: packet.tag, size: packet.bytes, copies: 0), flow: packet.flow, at: at)
                 } else {
                     tally.counters.duplicates += fate.copies - 1
                     if fate.flippedBit != nil { tally.counters.datagramsCorrupted += 1 }
-                    schedule(DatagramDelivery(index: packet.tag, size: packet.bytes, copies: fate.copies,
-                                              flippedBit: fate.flippedBit),
-                             flow: packet.flow, at: fate.deliverAt)
+                    schedule(
+                        DatagramDelivery(
+                            index: packet.tag, size: packet.bytes, copies: fate.copies,
+                            flippedBit: fate.flippedBit),
+                        flow: packet.flow, at: fate.deliverAt)
                 }
             }
         }

@@ -26,8 +26,10 @@ public struct GilbertElliottParameters: Hashable, Sendable {
     /// Probability that a datagram is lost in the good state (netem's 1-k).
     public var lossInGood: Percentage
 
-    public init(goodToBad: Percentage = Percentage(1), badToGood: Percentage = Percentage(25),
-                lossInBad: Percentage = Percentage(100), lossInGood: Percentage = .zero) {
+    public init(
+        goodToBad: Percentage = Percentage(1), badToGood: Percentage = Percentage(25),
+        lossInBad: Percentage = Percentage(100), lossInGood: Percentage = .zero
+    ) {
         self.goodToBad = goodToBad
         self.badToGood = badToGood
         self.lossInBad = lossInBad
@@ -36,7 +38,8 @@ public struct GilbertElliottParameters: Hashable, Sendable {
 
     /// The fraction of datagrams lost in the long run: the stationary mix of the two states' loss rates.
     public var meanLossRate: Double {
-        let p = goodToBad.probability, r = badToGood.probability
+        let p = goodToBad.probability
+        let r = badToGood.probability
         guard p + r > 0 else { return lossInGood.probability }
         return (r * lossInGood.probability + p * lossInBad.probability) / (p + r)
     }

@@ -65,7 +65,9 @@ public struct CubicWindow: CongestionControl {
 
     public init() {}
 
-    public mutating func acked(rtt: Duration, now: Instant, window: inout CongestionWindow, sndUna: Int64, sndNxt: Int64) {
+    public mutating func acked(
+        rtt: Duration, now: Instant, window: inout CongestionWindow, sndUna: Int64, sndNxt: Int64
+    ) {
         if let epochStart, now - epochStart < .seconds(1) { return }
         let delay = max(rtt, .microseconds(1))
         if delayMin.map({ $0 > delay }) ?? true { delayMin = delay }

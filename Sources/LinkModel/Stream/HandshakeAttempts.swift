@@ -110,12 +110,17 @@ public struct HandshakeAttempts: Hashable, Sendable {
 
     /// Plays the handshake out; `synLost` is asked once per SYN sent, `synAckLost` once per SYN-ACK sent and
     /// `ackLost` once per ACK of a SYN-ACK the client sends, in time order.
-    public init(uplinkDelay: Duration, downlinkDelay: Duration, synLost: () -> Bool, synAckLost: () -> Bool,
-                ackLost: () -> Bool = { false }) {
+    public init(
+        uplinkDelay: Duration, downlinkDelay: Duration, synLost: () -> Bool, synAckLost: () -> Bool,
+        ackLost: () -> Bool = { false }
+    ) {
         var play = HandshakePlay()
         for _ in 0..<Self.maximumEvents {
-            guard play.step(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: synLost,
-                            synAckLost: synAckLost, ackLost: ackLost) else { break }
+            guard
+                play.step(
+                    uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: synLost,
+                    synAckLost: synAckLost, ackLost: ackLost)
+            else { break }
         }
         self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, play: play)
     }
@@ -132,7 +137,8 @@ public struct HandshakeAttempts: Hashable, Sendable {
         handshakeAcksLost = play.lostAckSends.count
         echoedSynSentAt = play.echoedSynSentAt
         establishingSynAck = play.establishingSynAck
-        synAckSends = play.synAckSends.count == 1 && play.synAckSends.first == play.establishingSynAck ? [] : play.synAckSends
+        synAckSends =
+            play.synAckSends.count == 1 && play.synAckSends.first == play.establishingSynAck ? [] : play.synAckSends
         lostAckSends = play.lostAckSends
     }
 
@@ -144,8 +150,9 @@ public struct HandshakeAttempts: Hashable, Sendable {
     public var clientStart: SideStart {
         let echoed = echoedSynSentAt ?? .zero
         let roundTrip = clientEstablished.map { $0 - echoed } ?? uplinkDelay + downlinkDelay
-        return SideStart(retransmissions: synRetransmissions, roundTrip: roundTrip,
-                         startsAtOneSegment: synRetransmissions > 1 && echoed > .zero)
+        return SideStart(
+            retransmissions: synRetransmissions, roundTrip: roundTrip,
+            startsAtOneSegment: synRetransmissions > 1 && echoed > .zero)
     }
 
     /// How the server starts when its side opened `offset` after the client's connect() (its ACK's arrival, or
@@ -160,7 +167,8 @@ public struct HandshakeAttempts: Hashable, Sendable {
         guard !synAckSends.isEmpty else {
             return SideStart(retransmissions: synAckRetransmissions, roundTrip: roundTrip, startsAtOneSegment: false)
         }
-        var sent = 0, byTimer = false
+        var sent = 0
+        var byTimer = false
         var firstOfRequest: Duration?
         for send in synAckSends where send.at < offset {
             sent += 1
@@ -169,8 +177,9 @@ public struct HandshakeAttempts: Hashable, Sendable {
             byTimer = byTimer || send.byTimer
         }
         let resent = max(sent - 1, 0)
-        return SideStart(retransmissions: resent, roundTrip: roundTrip,
-                         startsAtOneSegment: resent > 1 && byTimer && firstOfRequest != establishing.at)
+        return SideStart(
+            retransmissions: resent, roundTrip: roundTrip,
+            startsAtOneSegment: resent > 1 && byTimer && firstOfRequest != establishing.at)
     }
 
     /// The client's ACKs of SYN-ACKs the uplink lost before `offset` after the client's connect().
@@ -221,8 +230,10 @@ private struct HandshakePlay {
     }
 
     /// Handles the earliest pending event (ties in the order of `Event`); false once the handshake is decided.
-    mutating func step(uplinkDelay: Duration, downlinkDelay: Duration, synLost: () -> Bool, synAckLost: () -> Bool,
-                       ackLost: () -> Bool) -> Bool {
+    mutating func step(
+        uplinkDelay: Duration, downlinkDelay: Duration, synLost: () -> Bool, synAckLost: () -> Bool,
+        ackLost: () -> Bool
+    ) -> Bool {
         var candidates: [(Duration, Event)] = []
         if established == nil { candidates.append((HandshakeAttempts.clientGivesUpAfter, .clientGivesUp)) }
         if let at = ackArrivals.first { candidates.append((at, .ackArrives)) }
@@ -230,9 +241,11 @@ private struct HandshakePlay {
         if let at = request?.timerAt { candidates.append((at, .timer)) }
         if let at = synArrivals.first?.at { candidates.append((at, .synArrives)) }
         if let at = synSendTime(synsSent) { candidates.append((at, .synSent)) }
-        guard let (now, event) = candidates.min(by: { lhs, rhs in
-            lhs.0 == rhs.0 ? Self.order(lhs.1) < Self.order(rhs.1) : lhs.0 < rhs.0
-        }) else { return false }
+        guard
+            let (now, event) = candidates.min(by: { lhs, rhs in
+                lhs.0 == rhs.0 ? Self.order(lhs.1) < Self.order(rhs.1) : lhs.0 < rhs.0
+            })
+        else { return false }
         switch event {
         case .clientGivesUp:
             return false

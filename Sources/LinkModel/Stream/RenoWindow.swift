@@ -8,7 +8,9 @@
 public struct RenoWindow: CongestionControl {
     public init() {}
 
-    public mutating func acked(rtt: Duration, now: Instant, window: inout CongestionWindow, sndUna: Int64, sndNxt: Int64) {}
+    public mutating func acked(
+        rtt: Duration, now: Instant, window: inout CongestionWindow, sndUna: Int64, sndNxt: Int64
+    ) {}
 
     public mutating func increase(acked: Int, now: Instant, window: inout CongestionWindow) {
         var acked = acked

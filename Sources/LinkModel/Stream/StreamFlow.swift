@@ -113,9 +113,10 @@ public final class StreamFlow {
     /// Congestion figures for status and tests: the sender's window and loss repairs.
     public var transport: TransportState {
         let sender = model.sender
-        return TransportState(cwnd: sender.cwnd, ssthresh: sender.ssthresh, srtt: sender.timer.srtt,
-                              rto: sender.timer.timeout, retransmissions: sender.retransmissions,
-                              recoveries: sender.recoveries, timeouts: sender.timeouts)
+        return TransportState(
+            cwnd: sender.cwnd, ssthresh: sender.ssthresh, srtt: sender.timer.srtt,
+            rto: sender.timer.timeout, retransmissions: sender.retransmissions,
+            recoveries: sender.recoveries, timeouts: sender.timeouts)
     }
 }
 

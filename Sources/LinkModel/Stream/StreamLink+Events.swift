@@ -10,12 +10,12 @@ extension StreamLink.Emulation {
             if let due = bottleneck.nextEventTime, due <= at {
                 for event in bottleneck.advance(to: at) {
                     switch event {
-                    case let .departed(packet, departure):
+                    case .departed(let packet, let departure):
                         if let flow = flow(numbered: packet.flow) {
                             departed(packet, of: flow, &flow.model, at: departure, handledAt: at)
                             compactScheduleIfStale()
                         }
-                    case let .dropped(packet, _):
+                    case .dropped(let packet, _):
                         flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1
                         counters.segmentsLost += 1
                     }
@@ -33,8 +33,10 @@ extension StreamLink.Emulation {
     }
 
     /// `flow`'s `packet` left the bottleneck at `departure`, handled at `at`.
-    mutating func departed(_ packet: LinkPacket, of flow: StreamFlow, _ model: inout StreamFlow.Model,
-                                   at departure: Instant, handledAt at: Instant) {
+    mutating func departed(
+        _ packet: LinkPacket, of flow: StreamFlow, _ model: inout StreamFlow.Model,
+        at departure: Instant, handledAt at: Instant
+    ) {
         model.segmentsInBottleneck -= 1
         depart(packet, of: &model, at: departure)
         reschedule(flow, &model, at: at)
@@ -48,8 +50,9 @@ extension StreamLink.Emulation {
         while let first = model.arrivals.first, first.at <= now {
             model.arrivals.removeFirst()
             touched = true
-            let ack = model.receiver.receive(first.segment, now: first.at, idleRestart: model.sender.timer.rto,
-                                             roundTrip: profile.delay + reverseDelay)
+            let ack = model.receiver.receive(
+                first.segment, now: first.at, idleRestart: model.sender.timer.rto,
+                roundTrip: profile.delay + reverseDelay)
             if let ack { sendAck(ack, on: &model, at: first.at) }
             let released = model.receiver.takeReleased()
             if released > 0 {
@@ -64,7 +67,8 @@ extension StreamLink.Emulation {
             }
         }
         if let deadline = model.receiver.delayedAckDeadline, deadline <= now,
-           let ack = model.receiver.delayedAckFired(now: deadline) {
+            let ack = model.receiver.delayedAckFired(now: deadline)
+        {
             sendAck(ack, on: &model, at: deadline)
         }
         while let first = model.acks.first, first.at <= now {

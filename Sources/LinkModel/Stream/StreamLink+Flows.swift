@@ -66,7 +66,9 @@ extension StreamLink.Emulation {
         _ = bottleneck.removeAll(ofFlow: flow.number)
         let index = flowIndex(numbered: flow.number)
         if index < flows.count, flows[index] === flow { flows.remove(at: index) }
-        if flow.model.isMarkedChanged, let index = changed.firstIndex(where: { $0 === flow }) { changed.remove(at: index) }
+        if flow.model.isMarkedChanged, let index = changed.firstIndex(where: { $0 === flow }) {
+            changed.remove(at: index)
+        }
         flow.model.isMarkedChanged = false
         flow.model.arrivals.removeAll()
         flow.model.acks.removeAll()

@@ -11,7 +11,8 @@ extension StreamLink.Emulation {
 
     /// Where the flow numbered `number` is, or would be, in `flows` (sorted by number).
     func flowIndex(numbered number: Int) -> Int {
-        var low = 0, high = flows.count
+        var low = 0
+        var high = flows.count
         while low < high {
             let middle = (low + high) / 2
             if flows[middle].number < number { low = middle + 1 } else { high = middle }
@@ -54,9 +55,10 @@ extension StreamLink.Emulation {
     mutating func compactScheduleIfStale() {
         guard schedule.count > 2 * flows.count + 64 else { return }
         scheduleTopIsLive = false
-        schedule = Heap(flows.compactMap { flow in
-            guard let at = flow.model.scheduledAt, at != .never else { return nil }
-            return ScheduledFlow(at: at, number: flow.number, generation: flow.model.scheduleGeneration)
-        })
+        schedule = Heap(
+            flows.compactMap { flow in
+                guard let at = flow.model.scheduledAt, at != .never else { return nil }
+                return ScheduledFlow(at: at, number: flow.number, generation: flow.model.scheduleGeneration)
+            })
     }
 }

@@ -110,17 +110,22 @@ public final class StreamLink {
     /// SYN-ACKs `reverse` (the downlink), each lost by its direction's loss; each direction counts the
     /// retransmissions it carries.
     public func drawHandshake(answeredOver reverse: StreamLink) -> HandshakeAttempts {
-        assert(emulation.side == .connector && reverse.emulation.side == .acceptor,
-               "the SYNs cross the uplink, the SYN-ACKs the downlink")
+        assert(
+            emulation.side == .connector && reverse.emulation.side == .acceptor,
+            "the SYNs cross the uplink, the SYN-ACKs the downlink")
         let (uplinkDelay, downlinkDelay) = (emulation.profile.delay, reverse.emulation.profile.delay)
-        let attempts = emulation.canLoseHandshakeSegment || reverse.emulation.canLoseHandshakeSegment
-            ? HandshakeAttempts(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay,
-                                synLost: { self.emulation.isHandshakeSegmentLost() },
-                                synAckLost: { reverse.emulation.isHandshakeSegmentLost() },
-                                ackLost: { self.emulation.isHandshakeSegmentLost() })
+        let attempts =
+            emulation.canLoseHandshakeSegment || reverse.emulation.canLoseHandshakeSegment
+            ? HandshakeAttempts(
+                uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay,
+                synLost: { self.emulation.isHandshakeSegmentLost() },
+                synAckLost: { reverse.emulation.isHandshakeSegmentLost() },
+                ackLost: { self.emulation.isHandshakeSegmentLost() })
             : HandshakeAttempts(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay)
         emulation.counters.handshakeRetransmissions += attempts.synRetransmissions
-        if attempts.isAbandoned { reverse.emulation.counters.handshakeRetransmissions += attempts.synAckRetransmissions }
+        if attempts.isAbandoned {
+            reverse.emulation.counters.handshakeRetransmissions += attempts.synAckRetransmissions
+        }
         return attempts
     }
 
@@ -129,7 +134,9 @@ public final class StreamLink {
     /// (a lossless handshake over the current delays when nil), never if it was abandoned, and the server's side,
     /// when every ACK of its SYN-ACKs was lost, once the client's bytes reach it (`open`); without (a proxy front
     /// end's reply plays that part), at once.
-    public func makeFlow(at now: Instant, emulatingHandshake: Bool = true, handshake: HandshakeAttempts? = nil) -> StreamFlow {
+    public func makeFlow(at now: Instant, emulatingHandshake: Bool = true, handshake: HandshakeAttempts? = nil)
+        -> StreamFlow
+    {
         emulation.makeFlow(at: now, emulatingHandshake: emulatingHandshake, handshake: handshake)
     }
 
@@ -186,7 +193,8 @@ public final class StreamLink {
     /// batching.
     public func nextRelease(of flow: StreamFlow) -> Instant? {
         var next = flow.model.arrivals.first?.at
-        if flow.model.segmentsInBottleneck > 0, let departure = emulation.bottleneck.nextEventTime, departure != .never {
+        if flow.model.segmentsInBottleneck > 0, let departure = emulation.bottleneck.nextEventTime, departure != .never
+        {
             let arrival = departure.addingSaturating(nanoseconds: emulation.leastDelayNanoseconds)
             next = min(next ?? arrival, arrival)
         }
@@ -273,8 +281,9 @@ extension StreamLink {
             self.ackLoss = SegmentLoss(shape: reverse)
             self.ackRandom = SeededRandom(seed: seed ^ Self.ackSeedSalt)
             self.settings = settings
-            self.bottleneck = Bottleneck(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
-                                         serializer: profile.makeSerializer())
+            self.bottleneck = Bottleneck(
+                discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
+                serializer: profile.makeSerializer())
             self.random = SeededRandom(seed: seed)
             self.segmentLoss = SegmentLoss(shape: profile)
             self.handshakeRandom = SeededRandom(seed: seed ^ Self.handshakeSeedSalt)
@@ -301,8 +310,9 @@ extension StreamLink {
                 bottleneck.update(serializer: profile.makeSerializer(), now: now)
             }
             if old.queueManagement != profile.queueManagement || old.queueLimit != profile.queueLimit {
-                let refused = bottleneck.update(discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
-                                                now: now)
+                let refused = bottleneck.update(
+                    discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
+                    now: now)
                 for packet in refused { flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1 }
                 counters.segmentsLost += refused.count
             }
@@ -337,7 +347,9 @@ extension StreamLink {
             compactScheduleIfStale()
         }
 
-        private mutating func enqueue(_ bytes: Int, on flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
+        private mutating func enqueue(
+            _ bytes: Int, on flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant
+        ) {
             if isPassThrough && model.pendingBytes == 0 {
                 model.release(bytes, at: now)
                 markChanged(flow, &model)

@@ -59,7 +59,9 @@ public struct TCPReceiver {
 
     /// Takes a segment arriving at `now`; returns the ACK to send at once, if any. `idleRestart` is the pause
     /// after which ACKs turn quick again (the path's RTO); `roundTrip` paces window autotuning.
-    public mutating func receive(_ segment: TCPSegment, now: Instant, idleRestart: Duration, roundTrip: Duration) -> TCPAck? {
+    public mutating func receive(_ segment: TCPSegment, now: Instant, idleRestart: Duration, roundTrip: Duration)
+        -> TCPAck?
+    {
         if lastArrival == nil || now - lastArrival! > idleRestart { quickAcksLeft = Self.quickAcks }
         lastArrival = now
         if segment.end <= rcvNxt || outOfOrder.contains(where: { $0.contains(segment.seq) }) {

@@ -8,7 +8,9 @@ extension TCPSender {
         func consider(_ segment: SentSegment) {
             delivered += 1
             advanceRACK(segment, now: now)
-            if newest.map({ segment.sentAt > $0.sentAt || (segment.sentAt == $0.sentAt && segment.end > $0.end) }) ?? true {
+            if newest.map({ segment.sentAt > $0.sentAt || (segment.sentAt == $0.sentAt && segment.end > $0.end) })
+                ?? true
+            {
                 newest = segment
             }
         }
@@ -28,8 +30,12 @@ extension TCPSender {
             while let first = segments.first, first.end <= ack.cumulative {
                 segments.removeFirst()
                 switch first.fate {
-                case .inFlight: packetsInFlight -= 1; consider(first)
-                case .lost: lostOut -= 1; consider(first)
+                case .inFlight:
+                    packetsInFlight -= 1
+                    consider(first)
+                case .lost:
+                    lostOut -= 1
+                    consider(first)
                 case .sacked: sackedOut -= 1
                 }
             }
@@ -110,7 +116,9 @@ extension TCPSender {
             switch segments[index].fate {
             case .inFlight: packetsInFlight -= 1
             case .lost: lostOut -= 1
-            case .sacked: index += 1; continue
+            case .sacked:
+                index += 1
+                continue
             }
             segments[index].fate = .sacked
             sackedOut += 1
@@ -140,7 +148,8 @@ extension TCPSender {
     /// The index of the first outstanding segment starting at or after `seq`, by binary search (segments are in
     /// order).
     private func firstIndex(atOrAbove seq: Int64) -> Int {
-        var low = segments.startIndex, high = segments.endIndex
+        var low = segments.startIndex
+        var high = segments.endIndex
         while low < high {
             let middle = (low + high) / 2
             if segments[middle].seq < seq { low = middle + 1 } else { high = middle }
@@ -157,7 +166,8 @@ extension TCPSender {
         if segment.retransmitted, let minRTT, rtt < minRTT { return }
         rackAdvanced = true
         rackRTT = rtt
-        let isNewer = rackSentAt.map { segment.sentAt > $0 || (segment.sentAt == $0 && segment.end > rackEndSeq) } ?? true
+        let isNewer =
+            rackSentAt.map { segment.sentAt > $0 || (segment.sentAt == $0 && segment.end > rackEndSeq) } ?? true
         guard isNewer else { return }
         rackSentAt = segment.sentAt
         rackEndSeq = segment.end
@@ -173,7 +183,8 @@ extension TCPSender {
     mutating func detectLosses(now: Instant) -> (lost: Int, wait: Duration?) {
         guard let rackSentAt else { return (0, nil) }
         var latest: Duration?
-        let reorderWindow = (state != .open || sackedOut >= 3)
+        let reorderWindow =
+            (state != .open || sackedOut >= 3)
             ? Duration.zero : min(Duration(attoseconds: (minRTT ?? .zero).attoseconds / 4), timer.srtt ?? .zero)
         var newlyLost = 0
         for index in segments.indices {

@@ -34,9 +34,12 @@ extension TCPSender {
     /// arithmetic here is theirs.)
     mutating func scheduleProbe(now: Instant) {
         probeDeadline = nil
-        guard state == .open, tlpHighSeq == nil, reorderDeadline == nil, !segments.isEmpty, let srtt = timer.srtt else { return }
+        guard state == .open, tlpHighSeq == nil, reorderDeadline == nil, !segments.isEmpty, let srtt = timer.srtt else {
+            return
+        }
         if packetsInFlight < window.cwnd && unsentBytes > 0 { return }
-        var timeout = Duration(attoseconds: srtt.attoseconds * 2)
+        var timeout =
+            Duration(attoseconds: srtt.attoseconds * 2)
             + (segments.count == 1 ? RetransmissionTimer.minimum : Self.probeAllowance)
         if let retransmissionDeadline { timeout = min(timeout, retransmissionDeadline - now) }
         probeDeadline = now + timeout

@@ -64,8 +64,10 @@ public struct TCPAck: Hashable, Sendable {
     /// The receive window the receiver advertises, in bytes.
     public var window: Int
 
-    public init(cumulative: Int64, sacked: Range<Int64>? = nil, moreSacked: [Range<Int64>] = [], duplicate: Bool = false,
-                window: Int) {
+    public init(
+        cumulative: Int64, sacked: Range<Int64>? = nil, moreSacked: [Range<Int64>] = [], duplicate: Bool = false,
+        window: Int
+    ) {
         self.cumulative = cumulative
         self.sacked = sacked
         self.moreSacked = moreSacked

@@ -22,7 +22,8 @@ public struct DeliveryTrace: Hashable, Sendable {
 
     /// The average rate the trace offers over one period, in bits per second of payload.
     public var averageRate: BitRate {
-        BitRate(bitsPerSecond: Double(milliseconds.count * Self.opportunityBytes * 8) / (Double(periodMilliseconds) / 1000))
+        BitRate(
+            bitsPerSecond: Double(milliseconds.count * Self.opportunityBytes * 8) / (Double(periodMilliseconds) / 1000))
     }
 
     /// A trace of opportunity times already validated (by `parsing` or by a model).
@@ -52,7 +53,8 @@ public struct DeliveryTrace: Hashable, Sendable {
             }
             let value = try Self.timestamp(line, file: name, line: lineNumber)
             if let previous = times.last, value < previous {
-                throw TraceError(file: name, line: lineNumber, problem: .decreasing(previous: Int64(previous), value: Int64(value)))
+                throw TraceError(
+                    file: name, line: lineNumber, problem: .decreasing(previous: Int64(previous), value: Int64(value)))
             }
             times.append(value)
         }
@@ -62,14 +64,17 @@ public struct DeliveryTrace: Hashable, Sendable {
     }
 
     /// One line's timestamp: decimal digits, optionally surrounded by spaces or a carriage return.
-    private static func timestamp(_ line: ArraySlice<UInt8>, file: String, line number: Int) throws(TraceError) -> UInt32 {
+    private static func timestamp(_ line: ArraySlice<UInt8>, file: String, line number: Int) throws(TraceError)
+        -> UInt32
+    {
         let blank: Set<UInt8> = [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r")]
         let digits = line.drop(while: blank.contains).reversed().drop(while: blank.contains).reversed()
         guard !digits.isEmpty else { throw TraceError(file: file, line: number, problem: .emptyLine) }
         var value: Int64 = 0
         for byte in digits {
             guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else {
-                throw TraceError(file: file, line: number, problem: .notAnInteger(String(decoding: line.prefix(32), as: UTF8.self)))
+                throw TraceError(
+                    file: file, line: number, problem: .notAnInteger(String(decoding: line.prefix(32), as: UTF8.self)))
             }
             value = value * 10 + Int64(byte - UInt8(ascii: "0"))
             guard value <= maximumTimestamp else { throw TraceError(file: file, line: number, problem: .tooLate) }
@@ -109,9 +114,9 @@ public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
             "the trace is empty: expected one millisecond timestamp per line (mahimahi's format)"
         case .emptyLine:
             "empty line: expected a millisecond timestamp (mahimahi's format has no empty lines)"
-        case let .notAnInteger(text):
+        case .notAnInteger(let text):
             "\"\(text)\" is not a timestamp: expected a whole number of milliseconds"
-        case let .decreasing(previous, value):
+        case .decreasing(let previous, let value):
             "\(value) comes after \(previous): timestamps must never decrease"
         case .zeroLength:
             "the trace lasts 0 ms: its last timestamp must be above 0"
@@ -119,9 +124,9 @@ public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
             "the trace has more than \(DeliveryTrace.maximumOpportunities) lines"
         case .tooLate:
             "timestamp beyond \(DeliveryTrace.maximumTimestamp) ms (49 days)"
-        case let .unreadable(reason):
+        case .unreadable(let reason):
             "cannot read the trace: \(reason)"
-        case let .unknownBuiltIn(known):
+        case .unknownBuiltIn(let known):
             "no built-in trace has this name: expected one of \(known.joined(separator: ", ")) or a file path (containing /)"
         }
     }

@@ -22,7 +22,8 @@ public enum BlockedPortsSetting: ConnectionSetting {
     static let maximumRanges = 64
 
     public static func expected(for key: String) -> String {
-        key == "blocked.mode" ? "one of \(Mode.allCases.map(\.rawValue).joined(separator: ", "))"
+        key == "blocked.mode"
+            ? "one of \(Mode.allCases.map(\.rawValue).joined(separator: ", "))"
             : "ports or port ranges from 1 to 65535 separated by commas, such as \"25, 6000-7000\", or \"none\""
     }
 
@@ -45,8 +46,12 @@ public enum BlockedPortsSetting: ConnectionSetting {
         guard !items.isEmpty, items.count <= maximumRanges else { throw .invalidValue(expected: expected) }
         var ranges: [ClosedRange<UInt16>] = []
         for item in items {
-            let bounds = item.split(separator: "-", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard bounds.count <= 2, bounds.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else {
+            let bounds = item.split(separator: "-", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            guard bounds.count <= 2,
+                bounds.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) })
+            else {
                 throw .invalidValue(expected: expected)
             }
             let numbers = bounds.map { Int($0.prefix(6)) ?? 0 }

@@ -14,10 +14,12 @@ public enum CaptivePortalSetting: ConnectionSetting {
             meaning: "plain-HTTP requests through the proxy front end (HTTP proxy or SOCKS5) get a login page (a 200 "
                 + "with a form, or a 302 to `http://portal.linkcond.invalid/linkcond-portal/login`) instead of the "
                 + "origin's answer",
-            example: "redirect"),
+            example: "redirect")
     ]
 
-    public static func expected(for key: String) -> String { "one of \(Style.allCases.map(\.rawValue).joined(separator: ", "))" }
+    public static func expected(for key: String) -> String {
+        "one of \(Style.allCases.map(\.rawValue).joined(separator: ", "))"
+    }
 
     public static func change(
         for key: String, value: String, context: SettingContext

@@ -7,7 +7,7 @@ public enum ConnectStallSetting: ConnectionSetting {
             "connect.stall", value: "duration", default: "0 ms",
             meaning: "every new connection waits that long before linkcond connects to the server (a firewall prompt, "
                 + "a SYN lost twice)",
-            example: "5 s"),
+            example: "5 s")
     ]
 
     public static func expected(for key: String) -> String { ProfileValue.expectedDuration }

@@ -31,7 +31,8 @@ public enum CutSetting: DirectionSetting {
     public static let referenceSection = ReferenceSection.faults
 
     public static func expected(for key: String) -> String {
-        key == "cut.mode" ? "one of \(Mode.allCases.map(\.rawValue).joined(separator: ", "))"
+        key == "cut.mode"
+            ? "one of \(Mode.allCases.map(\.rawValue).joined(separator: ", "))"
             : "a size such as \"64 KiB\" (1 B to 1024 MiB) or a duration such as \"10 s\" (0 ms to 3600 s), or \"none\""
     }
 
@@ -60,16 +61,19 @@ public enum CutSetting: DirectionSetting {
 
     public static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)] {
         guard let cut = direction.faults.cutAfter else { return [] }
-        let point = switch cut {
-        case .bytes(let bytes): "\(bytes) B"
-        case .time(let time): ProfileValue.format(time)
-        }
+        let point =
+            switch cut {
+            case .bytes(let bytes): "\(bytes) B"
+            case .time(let time): ProfileValue.format(time)
+            }
         return [("cut.after", point), ("cut.mode", direction.faults.cutMode.rawValue)]
     }
 
     public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
         ProfileSettings.pairSummary(downlink, uplink) { direction in
-            direction.faults.cutAfter.map { _ in "cut (\(direction.faults.cutMode.rawValue)) after \(rendered(direction)[0].value)" }
+            direction.faults.cutAfter.map { _ in
+                "cut (\(direction.faults.cutMode.rawValue)) after \(rendered(direction)[0].value)"
+            }
         }
     }
 

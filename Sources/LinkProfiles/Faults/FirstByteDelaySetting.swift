@@ -7,7 +7,7 @@ public enum FirstByteDelaySetting: DirectionSetting {
             "first-byte.delay", value: "duration", default: "0 ms",
             meaning: "the first byte of each turn of the direction waits: `downlink.first-byte.delay = 45 s` is the "
                 + "server that answers every request 45 s late",
-            example: "45 s"),
+            example: "45 s")
     ]
     public static let kernelSupport = KernelSupport.refused
     public static let referenceSection = ReferenceSection.faults
@@ -22,7 +22,8 @@ public enum FirstByteDelaySetting: DirectionSetting {
     }
 
     public static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)] {
-        direction.faults.firstByteDelay == .zero ? [] : [("first-byte.delay", ProfileValue.format(direction.faults.firstByteDelay))]
+        direction.faults.firstByteDelay == .zero
+            ? [] : [("first-byte.delay", ProfileValue.format(direction.faults.firstByteDelay))]
     }
 
     public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {

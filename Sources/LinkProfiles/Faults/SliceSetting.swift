@@ -58,5 +58,7 @@ public enum SliceSetting: DirectionSetting {
         ProfileSettings.pairSummary(downlink, uplink) { $0.faults.sliceSize.map { "sliced into \($0) B writes" } }
     }
 
-    public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] { direction.faults.sliceSize == nil ? [] : ["slice.size"] }
+    public static func kernelUnsupported(_ direction: DirectionProfile) -> [String] {
+        direction.faults.sliceSize == nil ? [] : ["slice.size"]
+    }
 }

@@ -5,7 +5,7 @@ public enum SlowCloseSetting: DirectionSetting {
         KeyReference(
             "close.delay", value: "duration", default: "0 ms",
             meaning: "the end of the stream (FIN) arrives that much after the data: a slow close",
-            example: "2 s"),
+            example: "2 s")
     ]
     public static let kernelSupport = KernelSupport.refused
     public static let referenceSection = ReferenceSection.faults

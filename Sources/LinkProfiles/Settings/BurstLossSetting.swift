@@ -58,7 +58,8 @@ public enum BurstLossSetting: DirectionSetting {
         let defaults = DirectionProfile()
         var lines: [(key: String, value: String)] = []
         if direction.lossModel != defaults.lossModel { lines.append(("loss.model", direction.lossModel.rawValue)) }
-        for (key, field) in parameters where direction.gilbertElliott[keyPath: field] != defaults.gilbertElliott[keyPath: field] {
+        for (key, field) in parameters
+        where direction.gilbertElliott[keyPath: field] != defaults.gilbertElliott[keyPath: field] {
             lines.append((key, ProfileValue.format(direction.gilbertElliott[keyPath: field])))
         }
         return lines
@@ -66,7 +67,8 @@ public enum BurstLossSetting: DirectionSetting {
 
     public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
         guard downlink.lossModel == .gilbertElliott || uplink.lossModel == .gilbertElliott else { return nil }
-        let down = downlink.burstLossSummary, up = uplink.burstLossSummary
+        let down = downlink.burstLossSummary
+        let up = uplink.burstLossSummary
         return "bursty datagram loss " + (down == up ? down : "\(down)/\(up)")
     }
 

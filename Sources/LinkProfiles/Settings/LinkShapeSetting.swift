@@ -87,16 +87,19 @@ public enum LinkShapeSetting: DirectionSetting {
 
     /// Every key, at its default too: a rendered profile always states the link.
     public static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)] {
-        [("bandwidth", ProfileValue.format(direction.bandwidth)), ("delay", ProfileValue.format(direction.delay)),
-         ("jitter", ProfileValue.format(direction.jitter)), ("loss", ProfileValue.format(direction.loss)),
-         ("queue", ProfileValue.format(direction.queueLimit)), ("burst", ProfileValue.format(direction.burst))]
+        [
+            ("bandwidth", ProfileValue.format(direction.bandwidth)), ("delay", ProfileValue.format(direction.delay)),
+            ("jitter", ProfileValue.format(direction.jitter)), ("loss", ProfileValue.format(direction.loss)),
+            ("queue", ProfileValue.format(direction.queueLimit)), ("burst", ProfileValue.format(direction.burst)),
+        ]
     }
 
     /// Rates, delay and loss always (as `down/up` pairs when the directions differ); jitter, queue and burst only
     /// when they differ from the defaults.
     public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
         func pair<Value: Equatable>(_ field: KeyPath<DirectionProfile, Value>, _ format: (Value) -> String) -> String {
-            let down = downlink[keyPath: field], up = uplink[keyPath: field]
+            let down = downlink[keyPath: field]
+            let up = uplink[keyPath: field]
             return down == up ? format(down) : "\(format(down))/\(format(up))"
         }
         var parts: [String] = []

@@ -33,7 +33,8 @@ extension PercentageSetting {
     }
 
     public static func summary(downlink: DirectionProfile, uplink: DirectionProfile) -> String? {
-        let down = downlink[keyPath: field], up = uplink[keyPath: field]
+        let down = downlink[keyPath: field]
+        let up = uplink[keyPath: field]
         guard down != .zero || up != .zero else { return nil }
         let value = down == up ? ProfileValue.format(down) : "\(ProfileValue.format(down))/\(ProfileValue.format(up))"
         return "\(value) \(summaryWord)"
@@ -49,7 +50,8 @@ extension PercentageSetting {
 public enum DuplicationSetting: PercentageSetting {
     public static let key = "duplicate"
     public static let summaryWord = "duplicated"
-    public static let meaning = "probability that a datagram is delivered twice; the copy arrives with it; it is made "
+    public static let meaning =
+        "probability that a datagram is delivered twice; the copy arrives with it; it is made "
         + "after the bottleneck, so it costs no serialisation (netem charges its copy one)"
     public static var field: KeyPath<DirectionProfile, Percentage> { \.duplicate }
 
@@ -62,7 +64,8 @@ public enum DuplicationSetting: PercentageSetting {
 public enum ReorderSetting: PercentageSetting {
     public static let key = "reorder"
     public static let summaryWord = "reordered"
-    public static let meaning = "probability that a datagram is held back after its delay by the one-way `delay`, at "
+    public static let meaning =
+        "probability that a datagram is held back after its delay by the one-way `delay`, at "
         + "least 10 ms, so later datagrams overtake it"
     public static var field: KeyPath<DirectionProfile, Percentage> { \.reorder }
 

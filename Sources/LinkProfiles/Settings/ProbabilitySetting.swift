@@ -7,7 +7,9 @@ public enum ProbabilitySetting<Kind: ProbabilityImpairment>: PercentageSetting {
     public static var key: String { Kind.name }
     public static var summaryWord: String { Kind.outcome }
     public static var meaning: String { Kind.effect }
-    public static var field: KeyPath<DirectionProfile, Percentage> { \.declaredImpairments[DeclaredImpairments.Kind(Kind.self)] }
+    public static var field: KeyPath<DirectionProfile, Percentage> {
+        \.declaredImpairments[DeclaredImpairments.Kind(Kind.self)]
+    }
 
     public static func setting(_ probability: Percentage) -> @Sendable (inout DirectionProfile) -> Void {
         { $0.declaredImpairments[Kind.self] = probability }
@@ -20,7 +22,9 @@ public enum ProbabilitySetting<Kind: ProbabilityImpairment>: PercentageSetting {
 extension ProfileSettings {
     /// A `ProbabilitySetting` for each probability impairment the datagram pipeline runs, in the pipeline's order.
     static var probabilitySettings: [any DirectionSetting.Type] {
-        ImpairmentPipeline.datagramKinds.compactMap { kind in (kind as? any ProbabilityImpairment.Type).map { setting(for: $0) } }
+        ImpairmentPipeline.datagramKinds.compactMap { kind in
+            (kind as? any ProbabilityImpairment.Type).map { setting(for: $0) }
+        }
     }
 
     private static func setting<Kind: ProbabilityImpairment>(for kind: Kind.Type) -> any DirectionSetting.Type {

@@ -35,18 +35,20 @@ public enum ProfileKeyReference {
     /// The table of `section`'s keys, one row each, in the settings table's order.
     static func table(_ section: ReferenceSection) -> [String] {
         let header = ["| key | value | default | set for | `linkcond tc` | meaning |", "|---|---|---|---|---|---|"]
-        return header + ProfileSettings.all.filter { $0.declaration.referenceSection == section }.flatMap { entry in
-            let declaration = entry.declaration
-            let reach = scope(entry), kernelSupport = kernel(declaration.kernelSupport)
-            return declaration.reference.map { key in
-                "| `\(key.key)` | \(key.value) | \(key.defaultValue) | \(reach) | \(kernelSupport) | \(key.meaning) |"
+        return header
+            + ProfileSettings.all.filter { $0.declaration.referenceSection == section }.flatMap { entry in
+                let declaration = entry.declaration
+                let reach = scope(entry)
+                let kernelSupport = kernel(declaration.kernelSupport)
+                return declaration.reference.map { key in
+                    "| `\(key.key)` | \(key.value) | \(key.defaultValue) | \(reach) | \(kernelSupport) | \(key.meaning) |"
+                }
             }
-        }
     }
 
     private static func scope(_ entry: ProfileSetting) -> String {
         switch entry {
-        case let .direction(setting): setting.isDatagramOnly ? "each direction, datagrams only" : "each direction"
+        case .direction(let setting): setting.isDatagramOnly ? "each direction, datagrams only" : "each direction"
         case .connection: "the whole connection"
         case .wholeProfile: "the whole profile"
         }
@@ -55,7 +57,7 @@ public enum ProfileKeyReference {
     private static func kernel(_ support: KernelSupport) -> String {
         switch support {
         case .programmed: "programmed"
-        case let .partly(words): words
+        case .partly(let words): words
         case .refused: "refused"
         case .ignored: "ignored"
         }

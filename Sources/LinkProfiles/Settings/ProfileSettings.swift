@@ -133,9 +133,9 @@ public enum ProfileSetting: Sendable {
     /// The setting's declaration, whatever its kind.
     public var declaration: any SettingDeclaration.Type {
         switch self {
-        case let .direction(setting): setting
-        case let .connection(setting): setting
-        case let .wholeProfile(setting): setting
+        case .direction(let setting): setting
+        case .connection(let setting): setting
+        case .wholeProfile(let setting): setting
         }
     }
 }
@@ -147,11 +147,15 @@ public enum ProfileSettings {
     public static let all: [ProfileSetting] =
         [.wholeProfile(DescriptionSetting.self), .direction(LinkShapeSetting.self)]
         + directionSettings.map(ProfileSetting.direction)
-        + [.connection(ConnectStallSetting.self), .connection(BlockedPortsSetting.self),
-           .connection(CaptivePortalSetting.self)]
-        + [.wholeProfile(TCPSenderSetting.self), .wholeProfile(DNSDelaySetting.self),
-           .wholeProfile(ConnectionFaultSetting.self), .wholeProfile(SeedSetting.self),
-           .wholeProfile(ExcludeSetting.self)]
+        + [
+            .connection(ConnectStallSetting.self), .connection(BlockedPortsSetting.self),
+            .connection(CaptivePortalSetting.self),
+        ]
+        + [
+            .wholeProfile(TCPSenderSetting.self), .wholeProfile(DNSDelaySetting.self),
+            .wholeProfile(ConnectionFaultSetting.self), .wholeProfile(SeedSetting.self),
+            .wholeProfile(ExcludeSetting.self),
+        ]
 
     /// The per-direction settings after the link's own, in rendering order: datagram impairments, the queue and
     /// the trace, then the stream faults in the order their stages see the bytes (the composition's
@@ -164,12 +168,12 @@ public enum ProfileSettings {
 
     /// Every per-direction setting, the link's own first.
     public static let perDirection: [any DirectionSetting.Type] = all.compactMap {
-        if case let .direction(setting) = $0 { setting } else { nil }
+        if case .direction(let setting) = $0 { setting } else { nil }
     }
 
     /// Every connection-wide setting.
     static let connectionWide: [any ConnectionSetting.Type] = all.compactMap {
-        if case let .connection(setting) = $0 { setting } else { nil }
+        if case .connection(let setting) = $0 { setting } else { nil }
     }
 
     /// The entry that owns unprefixed `key`, if any.
@@ -186,8 +190,8 @@ public enum ProfileSettings {
     ) -> String? {
         switch (words(downlink), words(uplink)) {
         case (nil, nil): nil
-        case let (down?, up?) where down == up: down
-        case let (down, up): "\(down ?? "default") down, \(up ?? "default") up"
+        case (let down?, let up?) where down == up: down
+        case (let down, let up): "\(down ?? "default") down, \(up ?? "default") up"
         }
     }
 

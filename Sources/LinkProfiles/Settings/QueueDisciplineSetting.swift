@@ -45,7 +45,9 @@ public enum QueueDisciplineSetting: DirectionSetting {
         let expected = expected(for: key)
         switch key {
         case "queue.discipline":
-            guard let named = QueueManagement(named: value.lowercased()) else { throw .invalidValue(expected: expected) }
+            guard let named = QueueManagement(named: value.lowercased()) else {
+                throw .invalidValue(expected: expected)
+            }
             return { $0.queueManagement = QueueManagement(keeping: $0.queueManagement, discipline: named.discipline) }
         case "queue.target", "queue.interval":
             let duration = try ProfileValue.duration(value)
@@ -53,7 +55,9 @@ public enum QueueDisciplineSetting: DirectionSetting {
             if key == "queue.target" { return { $0.queueManagement.codel.target = duration } }
             return { $0.queueManagement.codel.interval = duration }
         case "queue.flows":
-            guard let flows = Int(value), flows >= 1, flows <= maximumFlows else { throw .outOfRange(expected: expected) }
+            guard let flows = Int(value), flows >= 1, flows <= maximumFlows else {
+                throw .outOfRange(expected: expected)
+            }
             return { $0.queueManagement.flows = flows }
         default:
             let quantum = try ProfileValue.size(value, expected: expected)
@@ -63,7 +67,8 @@ public enum QueueDisciplineSetting: DirectionSetting {
     }
 
     public static func rendered(_ direction: DirectionProfile) -> [(key: String, value: String)] {
-        let management = direction.queueManagement, defaults = QueueManagement()
+        let management = direction.queueManagement
+        let defaults = QueueManagement()
         var lines: [(key: String, value: String)] = []
         if management.discipline != defaults.discipline { lines.append(("queue.discipline", management.discipline)) }
         if management.codel.target != defaults.codel.target {

@@ -11,7 +11,7 @@ public enum TraceSetting: DirectionSetting {
             "trace", value: "built-in trace, path with `/`, or `none`", default: "none",
             meaning: "capacity follows a mahimahi trace instead of `bandwidth`, see [capacity "
                 + "traces](#capacity-traces)",
-            example: "subway.down"),
+            example: "subway.down")
     ]
     public static let kernelSupport = KernelSupport.refused
     public static let referenceSection = ReferenceSection.link
@@ -33,12 +33,16 @@ public enum TraceSetting: DirectionSetting {
     /// The trace `value` names, read and validated; a path is refused unread where `context` reads no files.
     static func load(_ value: String, context: SettingContext) throws(ProfileError.Kind) -> DeliveryTrace {
         guard value.contains("/") else {
-            guard let trace = DeliveryTrace.builtIn(named: value) else { throw .invalidValue(expected: expected(for: "trace")) }
+            guard let trace = DeliveryTrace.builtIn(named: value) else {
+                throw .invalidValue(expected: expected(for: "trace"))
+            }
             return trace
         }
         guard context.readsFiles else {
-            throw .invalidValue(expected: "a built-in trace (\(TraceModel.presetNames.joined(separator: ", "))): a running "
-                + "linkcond reads no files, so a trace file is read by `linkcond run --profile FILE` or `--scenario FILE`")
+            throw .invalidValue(
+                expected: "a built-in trace (\(TraceModel.presetNames.joined(separator: ", "))): a running "
+                    + "linkcond reads no files, so a trace file is read by `linkcond run --profile FILE` or `--scenario FILE`"
+            )
         }
         let path = value.hasPrefix("/") || context.directory == nil ? value : context.directory! + "/" + value
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
@@ -46,7 +50,8 @@ public enum TraceSetting: DirectionSetting {
         }
         guard let size = attributes[.size] as? Int, attributes[.type] as? FileAttributeType == .typeRegular else {
             let kind = attributes[.type] as? FileAttributeType == .typeDirectory ? "a directory" : "not a regular file"
-            throw .unreadable(reason: "\(value): is \(kind): expected a trace file (one millisecond timestamp per line)")
+            throw .unreadable(
+                reason: "\(value): is \(kind): expected a trace file (one millisecond timestamp per line)")
         }
         guard size <= maximumFileBytes else {
             throw .unreadable(reason: "\(value): the trace file is larger than \(maximumFileBytes / 1024 / 1024) MiB")

@@ -6,7 +6,7 @@ public enum DescriptionSetting: WholeProfileSetting {
         KeyReference(
             "description", value: "text (quote it to use `#`)", default: "empty",
             meaning: "shown by `linkcond profiles`",
-            example: "Edge, typical"),
+            example: "Edge, typical")
     ]
     public static let kernelSupport = KernelSupport.ignored
     public static let acceptsQuotedText = true
@@ -70,7 +70,8 @@ public enum TCPSenderSetting: WholeProfileSetting {
 
     /// The keys whose values differ from Linux's defaults.
     public static func rendered(_ profile: Profile) -> [(key: String, value: String)] {
-        let tcp = profile.tcp, defaults = TCPSettings()
+        let tcp = profile.tcp
+        let defaults = TCPSettings()
         var settings: [(key: String, value: String)] = []
         if tcp.congestion != defaults.congestion { settings.append(("tcp.congestion", tcp.congestion.rawValue)) }
         if tcp.initialWindow != defaults.initialWindow {
@@ -95,7 +96,7 @@ public enum DNSDelaySetting: WholeProfileSetting {
         KeyReference(
             "dns.delay", value: "duration", default: "0 ms",
             meaning: "added to every DNS lookup linkcond makes or relays",
-            example: "3 s"),
+            example: "3 s")
     ]
     public static let kernelSupport = KernelSupport.programmed
 
@@ -123,7 +124,7 @@ public enum ConnectionFaultSetting: WholeProfileSetting {
         KeyReference(
             "fault", value: "`none`, `blackhole`, `refuse`", default: "none",
             meaning: "blackhole: accept, forward nothing; refuse: reset new connections",
-            example: "blackhole"),
+            example: "blackhole")
     ]
     public static let kernelSupport = KernelSupport.refused
 
@@ -151,7 +152,7 @@ public enum SeedSetting: WholeProfileSetting {
         KeyReference(
             "seed", value: "unsigned integer, or `random`", default: "random",
             meaning: "seed of every random draw (jitter, loss): the same seed repeats a run exactly",
-            example: "42"),
+            example: "42")
     ]
     public static let kernelSupport = KernelSupport.ignored
 
@@ -178,7 +179,7 @@ public enum ExcludeSetting: WholeProfileSetting {
             "exclude", value: "list, or `none`", default: "none",
             meaning: "destinations relayed untouched, see "
                 + "[exclude](../guides/proxy.md#relaying-some-destinations-untouched-exclude)",
-            example: "*.example.com"),
+            example: "*.example.com")
     ]
     public static let kernelSupport = KernelSupport.ignored
 

@@ -178,15 +178,16 @@ public final class EventLoop: @unchecked Sendable {
         precondition(!inLoopThread, "submitAndWait on the loop thread would deadlock")
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result<T, Error>!
-        let accepted = enqueue(PendingWork(
-            run: {
-                result = Result { try work() }
-                done.signal()
-            },
-            abandon: {
-                result = .failure(EventLoopStopped())
-                done.signal()
-            }))
+        let accepted = enqueue(
+            PendingWork(
+                run: {
+                    result = Result { try work() }
+                    done.signal()
+                },
+                abandon: {
+                    result = .failure(EventLoopStopped())
+                    done.signal()
+                }))
         guard accepted else { throw EventLoopStopped() }
         done.wait()
         return try result.get()
@@ -229,18 +230,24 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Registers `descriptor` for `interest` events; `handler` runs on the loop thread for each event.
-    package func register(_ descriptor: Int32, interest: UInt32, handler: @escaping EventHandler) throws(SystemError) -> RegistrationID {
+    package func register(_ descriptor: Int32, interest: UInt32, handler: @escaping EventHandler) throws(SystemError)
+        -> RegistrationID
+    {
         try register(descriptor, interest: interest, owner: .handler(handler))
     }
 
     /// Registers `descriptor` for `interest` events, told to `receiver` on the loop thread. The loop holds
     /// `receiver` until the registration is forgotten (`deregister`), so an owner that always deregisters before it
     /// lets go needs no weak reference to itself.
-    package func register(_ descriptor: Int32, interest: UInt32, receiver: some EventReceiver) throws(SystemError) -> RegistrationID {
+    package func register(_ descriptor: Int32, interest: UInt32, receiver: some EventReceiver) throws(SystemError)
+        -> RegistrationID
+    {
         try register(descriptor, interest: interest, owner: .receiver(receiver))
     }
 
-    private func register(_ descriptor: Int32, interest: UInt32, owner: EventOwner) throws(SystemError) -> RegistrationID {
+    private func register(_ descriptor: Int32, interest: UInt32, owner: EventOwner) throws(SystemError)
+        -> RegistrationID
+    {
         assertInLoop()
         let key = RegistrationID.key(number: nextRegistration, descriptor: descriptor)
         nextRegistration = RegistrationID.number(after: nextRegistration)
@@ -248,7 +255,8 @@ public final class EventLoop: @unchecked Sendable {
         try epoll.add(descriptor, events: interest, data: key)
         let index = Int(descriptor)
         if index >= registrations.count {
-            registrations.append(contentsOf: repeatElement(nil, count: max(index + 1, 2 * registrations.count) - registrations.count))
+            registrations.append(
+                contentsOf: repeatElement(nil, count: max(index + 1, 2 * registrations.count) - registrations.count))
         }
         registrations[index] = Registration(key: key, interest: interest, owner: owner)
         return RegistrationID(key: key)
@@ -258,23 +266,31 @@ public final class EventLoop: @unchecked Sendable {
     @inline(__always)
     private func registration(forKey key: UInt64) -> Registration? {
         let index = RegistrationID(key: key).descriptor
-        guard index < registrations.count, let registration = registrations[index], registration.key == key else { return nil }
+        guard index < registrations.count, let registration = registrations[index], registration.key == key else {
+            return nil
+        }
         return registration
     }
 
     /// Gives a registered descriptor a new owner: a new key, `interest` and `handler` in one `epoll_ctl` MOD, in place
     /// of a deregister and a register. Like a fresh ADD, the MOD reports the readiness the descriptor has now, and
     /// an event still queued under the old key is ignored.
-    func reregister(_ id: RegistrationID, interest: UInt32, handler: @escaping EventHandler) throws(SystemError) -> RegistrationID {
+    func reregister(_ id: RegistrationID, interest: UInt32, handler: @escaping EventHandler) throws(SystemError)
+        -> RegistrationID
+    {
         try reregister(id, interest: interest, owner: .handler(handler))
     }
 
     /// `reregister` to a `receiver`, held as `register(_:interest:receiver:)` holds it.
-    func reregister(_ id: RegistrationID, interest: UInt32, receiver: some EventReceiver) throws(SystemError) -> RegistrationID {
+    func reregister(_ id: RegistrationID, interest: UInt32, receiver: some EventReceiver) throws(SystemError)
+        -> RegistrationID
+    {
         try reregister(id, interest: interest, owner: .receiver(receiver))
     }
 
-    private func reregister(_ id: RegistrationID, interest: UInt32, owner: EventOwner) throws(SystemError) -> RegistrationID {
+    private func reregister(_ id: RegistrationID, interest: UInt32, owner: EventOwner) throws(SystemError)
+        -> RegistrationID
+    {
         assertInLoop()
         guard registration(forKey: id.key) != nil else {
             preconditionFailure("reregister of a descriptor that is not registered")
@@ -298,12 +314,16 @@ public final class EventLoop: @unchecked Sendable {
     /// what it waits for already: the key stays (it still names the same open descriptor), so only edges after
     /// this call reach `receiver`, and readiness the earlier owner was told of and left unused must be passed on by
     /// it. With another interest, this is `reregister`, whose MOD reports the readiness again.
-    package func transfer(_ id: RegistrationID, interest: UInt32, receiver: some EventReceiver) throws(SystemError) -> RegistrationID {
+    package func transfer(_ id: RegistrationID, interest: UInt32, receiver: some EventReceiver) throws(SystemError)
+        -> RegistrationID
+    {
         assertInLoop()
         guard let registration = registration(forKey: id.key) else {
             preconditionFailure("transfer of a descriptor that is not registered")
         }
-        guard registration.interest == interest else { return try reregister(id, interest: interest, receiver: receiver) }
+        guard registration.interest == interest else {
+            return try reregister(id, interest: interest, receiver: receiver)
+        }
         registrations[id.descriptor]!.owner = .receiver(receiver)
         return id
     }
@@ -346,7 +366,9 @@ public final class EventLoop: @unchecked Sendable {
     /// An `exact` timer has spent its lateness budget already (a pump's held write): the loop wakes at its
     /// deadline even when `TimerWakeSpacing` would wake later.
     @discardableResult
-    package func schedule(at deadline: Instant, delivery: Bool = false, exact: Bool = false, _ action: @escaping () -> Void) -> TimerID {
+    package func schedule(
+        at deadline: Instant, delivery: Bool = false, exact: Bool = false, _ action: @escaping () -> Void
+    ) -> TimerID {
         assertInLoop()
         let id = nextTimer
         nextTimer += 1
@@ -402,7 +424,8 @@ public final class EventLoop: @unchecked Sendable {
             turn &+= 1
             let count: Int
             do {
-                count = try epoll.wait(events: events, data: data, capacity: Int32(capacity), timeoutMilliseconds: timeout)
+                count = try epoll.wait(
+                    events: events, data: data, capacity: Int32(capacity), timeoutMilliseconds: timeout)
             } catch {
                 preconditionFailure("epoll_wait failed: \(error)")
             }
@@ -421,7 +444,8 @@ public final class EventLoop: @unchecked Sendable {
                     }
                     switch registration(forKey: data[index])?.owner {
                     case .handler(let handler)?: handler(events[index])
-                    case .receiver(let receiver)?: receiver.receive(events[index], on: Int32(RegistrationID(key: data[index]).descriptor))
+                    case .receiver(let receiver)?:
+                        receiver.receive(events[index], on: Int32(RegistrationID(key: data[index]).descriptor))
                     case nil: break
                     }
                 }

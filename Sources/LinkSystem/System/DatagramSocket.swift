@@ -63,17 +63,24 @@ extension Socket {
     /// kernel cuts up (UDP GSO); the receiver still gets every datagram whole. `.wouldBlock` and a thrown error are
     /// about the first message: datagram `start` and, segmenting, the rest of its run (`batch.firstMessageLength`
     /// datagrams), none of which was sent.
-    package func sendDatagrams(_ batch: DatagramSendBatch, from start: Int, segmenting: Bool) throws(SystemError) -> IOResult<Int> {
+    package func sendDatagrams(_ batch: DatagramSendBatch, from start: Int, segmenting: Bool) throws(SystemError)
+        -> IOResult<Int>
+    {
         try batch.send(on: descriptor, from: start, segmenting: segmenting)
     }
 
     /// Receives one datagram into `buffer`; returns its length (cut to the buffer) and its sender.
-    package func receiveDatagram(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<(Int, SocketAddress)> {
+    package func receiveDatagram(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult<
+        (Int, SocketAddress)
+    > {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = try withUnsafeMutablePointer(to: &storage) { (pointer) throws(SystemError) -> IOResult<Int> in
-            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) throws(SystemError) -> IOResult<Int> in
-                try nonBlockingSyscall("recvfrom") { recvfrom(descriptor, buffer.baseAddress, buffer.count, 0, address, &length) }
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                (address) throws(SystemError) -> IOResult<Int> in
+                try nonBlockingSyscall("recvfrom") {
+                    recvfrom(descriptor, buffer.baseAddress, buffer.count, 0, address, &length)
+                }
             }
         }
         switch result {
@@ -83,7 +90,9 @@ extension Socket {
     }
 
     /// Sends `buffer` as one datagram to `address`; `.wouldBlock` when the socket's send buffer is full.
-    package func sendDatagram(_ buffer: UnsafeRawBufferPointer, to address: SocketAddress) throws(SystemError) -> IOResult<Int> {
+    package func sendDatagram(_ buffer: UnsafeRawBufferPointer, to address: SocketAddress) throws(SystemError)
+        -> IOResult<Int>
+    {
         try address.withSockAddr { (pointer, length) throws(SystemError) -> IOResult<Int> in
             try nonBlockingSyscall("sendto \(address)") {
                 sendto(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), pointer, length)
@@ -151,10 +160,11 @@ package final class DatagramBatch {
     package subscript(index: Int) -> Datagram {
         precondition(index < count, "datagram \(index) of \(count) received")
         let slot = slots[index]
-        return Datagram(length: Int(slot.length),
-                        sender: SocketAddress(storage: addresses[index], length: slot.address_length),
-                        kernelDropCount: slot.has_drop_count != 0 ? slot.drop_count : nil,
-                        arrival: slot.arrival_ns != 0 ? Instant(nanoseconds: slot.arrival_ns) : nil)
+        return Datagram(
+            length: Int(slot.length),
+            sender: SocketAddress(storage: addresses[index], length: slot.address_length),
+            kernelDropCount: slot.has_drop_count != 0 ? slot.drop_count : nil,
+            arrival: slot.arrival_ns != 0 ? Instant(nanoseconds: slot.arrival_ns) : nil)
     }
 
     /// Calls `body` with the bytes of datagram `index` of the last `receive`.
@@ -214,8 +224,9 @@ package final class DatagramSendBatch {
             addresses[count] = destination.storage
             addressLength = destination.length
         }
-        datagrams[count] = clinux_outgoing_datagram(offset: UInt32(payloadBytes), length: UInt32(bytes.count),
-                                                    address_length: addressLength)
+        datagrams[count] = clinux_outgoing_datagram(
+            offset: UInt32(payloadBytes), length: UInt32(bytes.count),
+            address_length: addressLength)
         count += 1
         payloadBytes += bytes.count
     }
@@ -226,13 +237,15 @@ package final class DatagramSendBatch {
         payloadBytes = 0
     }
 
-    fileprivate func send(on descriptor: Int32, from start: Int, segmenting: Bool) throws(SystemError) -> IOResult<Int> {
+    fileprivate func send(on descriptor: Int32, from start: Int, segmenting: Bool) throws(SystemError) -> IOResult<Int>
+    {
         precondition(start < count, "sending datagram \(start) of \(count) staged")
         var firstMessage: UInt32 = 0
         defer { firstMessageLength = Int(firstMessage) }
         let result = try nonBlockingSyscall("sendmmsg") {
-            clinux_send_datagrams(descriptor, payload.baseAddress, addresses + start, datagrams + start, UInt32(count - start),
-                                  segmenting ? 1 : 0, &firstMessage)
+            clinux_send_datagrams(
+                descriptor, payload.baseAddress, addresses + start, datagrams + start, UInt32(count - start),
+                segmenting ? 1 : 0, &firstMessage)
         }
         guard case .processed(let sent) = result else { return .wouldBlock }
         return .processed(Int(sent))

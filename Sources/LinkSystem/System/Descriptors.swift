@@ -38,7 +38,10 @@ package struct Epoll {
     }
 
     /// Waits for events (forever when `timeoutMilliseconds` is -1) and fills the two buffers; returns how many.
-    func wait(events: UnsafeMutablePointer<UInt32>, data: UnsafeMutablePointer<UInt64>, capacity: Int32, timeoutMilliseconds: Int32 = -1) throws(SystemError) -> Int {
+    func wait(
+        events: UnsafeMutablePointer<UInt32>, data: UnsafeMutablePointer<UInt64>, capacity: Int32,
+        timeoutMilliseconds: Int32 = -1
+    ) throws(SystemError) -> Int {
         Int(try syscall("epoll_wait") { clinux_epoll_wait(descriptor, events, data, capacity, timeoutMilliseconds) })
     }
 

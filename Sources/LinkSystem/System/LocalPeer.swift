@@ -35,7 +35,8 @@ extension Socket {
     /// lists it as linkcond's user's whoever it relays. Reads the socket table; see `localPeerUserID`.
     package func localClient() -> LocalClient {
         if let local = try? localAddress(), let peer = try? peerAddress(),
-           OwnConnections.shared.contains(local: peer, remote: local) {
+            OwnConnections.shared.contains(local: peer, remote: local)
+        {
             return .linkcondItself
         }
         guard let user = localPeerUserID() else { return .unknown }

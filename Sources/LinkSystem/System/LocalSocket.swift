@@ -37,14 +37,17 @@ extension Socket {
     /// Opens a non-blocking stream socket for `address`'s family (IPv4, IPv6 or Unix).
     static func stream(for address: SocketAddress) throws(SystemError) -> Socket {
         if address.isUnix {
-            return Socket(descriptor: try syscall("socket") { clinux_socket_nonblocking(AF_UNIX, Int32(SOCK_STREAM.rawValue)) })
+            return Socket(
+                descriptor: try syscall("socket") { clinux_socket_nonblocking(AF_UNIX, Int32(SOCK_STREAM.rawValue)) })
         }
         return try tcp(family: address.family)
     }
 
     /// Listens on a Unix-domain socket at `path`, replacing a stale socket file nobody answers on.
     package static func listening(unixPath path: String) throws(SystemError) -> Socket {
-        guard let address = SocketAddress(unixPath: path) else { throw SystemError("bind \(path)", Errno(rawValue: ENAMETOOLONG)) }
+        guard let address = SocketAddress(unixPath: path) else {
+            throw SystemError("bind \(path)", Errno(rawValue: ENAMETOOLONG))
+        }
         if let probe = try? BlockingStream.connect(to: address, timeout: .milliseconds(200)) {
             probe.close()
             throw SystemError("bind \(path)", .addressInUse)
@@ -52,7 +55,9 @@ extension Socket {
         var existing = stat()
         if lstat(path, &existing) == 0 {
             guard existing.st_mode & S_IFMT == S_IFSOCK else {
-                throw SystemError("bind \(path) (not a socket: linkcond replaces only a socket nobody listens on)", Errno(rawValue: EEXIST))
+                throw SystemError(
+                    "bind \(path) (not a socket: linkcond replaces only a socket nobody listens on)",
+                    Errno(rawValue: EEXIST))
             }
             _ = unlink(path)
         }
@@ -85,7 +90,9 @@ public final class BlockingStream {
     public static func connect(to address: SocketAddress, timeout: Duration) throws(SystemError) -> BlockingStream {
         let socket = try Socket.stream(for: address)
         do {
-            _ = try syscall("fcntl") { clinux_fcntl_setfl(socket.descriptor, clinux_fcntl_getfl(socket.descriptor) & ~O_NONBLOCK) }
+            _ = try syscall("fcntl") {
+                clinux_fcntl_setfl(socket.descriptor, clinux_fcntl_getfl(socket.descriptor) & ~O_NONBLOCK)
+            }
             let seconds = timeout.nanoseconds / 1_000_000_000
             var interval = timeval(tv_sec: Int(seconds), tv_usec: Int((timeout.nanoseconds % 1_000_000_000) / 1000))
             for option in [SO_RCVTIMEO, SO_SNDTIMEO] {

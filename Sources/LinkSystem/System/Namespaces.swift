@@ -86,7 +86,9 @@ public enum Namespaces {
         var fds = [Int32](repeating: -1, count: 8)
         var count: Int32 = 0
         let length = try syscall("recvmsg") {
-            buffer.withUnsafeMutableBytes { clinux_receive_descriptors(socket, &fds, 8, &count, $0.baseAddress, $0.count) }
+            buffer.withUnsafeMutableBytes {
+                clinux_receive_descriptors(socket, &fds, 8, &count, $0.baseAddress, $0.count)
+            }
         }
         return (Array(buffer.prefix(length)), Array(fds.prefix(Int(count))))
     }
@@ -198,7 +200,9 @@ public enum Namespaces {
     public static let familyV4 = AF_INET
     public static let familyV6 = AF_INET6
 
-    private static func withCStrings<R, E: Error>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) throws(E) -> R) throws(E) -> R {
+    private static func withCStrings<R, E: Error>(
+        _ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) throws(E) -> R
+    ) throws(E) -> R {
         let pointers = strings.map { strdup($0) } + [nil]
         defer { for pointer in pointers { free(pointer) } }
         return try pointers.withUnsafeBufferPointer { (buffer) throws(E) -> R in try body(buffer.baseAddress!) }
@@ -223,7 +227,9 @@ public struct TunDevice: Sendable {
 
     /// Writes one packet; `.wouldBlock` when the device's queue is full.
     package func write(_ packet: [UInt8]) throws(SystemError) -> IOResult<Int> {
-        try nonBlockingSyscall("write tun") { packet.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) } }
+        try nonBlockingSyscall("write tun") {
+            packet.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        }
     }
 
     public func close() { _ = Glibc.close(descriptor) }
@@ -237,7 +243,9 @@ extension Socket {
     package func originalDestination(family: Int32) throws(SystemError) -> SocketAddress {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = try syscall("getsockopt SO_ORIGINAL_DST") { clinux_original_destination(descriptor, family, &storage, &length) }
+        _ = try syscall("getsockopt SO_ORIGINAL_DST") {
+            clinux_original_destination(descriptor, family, &storage, &length)
+        }
         return SocketAddress(storage: storage, length: length)
     }
 }

@@ -23,8 +23,10 @@ final class OwnConnections: @unchecked Sendable {
             localPort = local.port
             // A connect to an unspecified address (0.0.0.0, ::) reaches loopback, where the server sees that address.
             let remoteBytes = remote.canonicalAddressBytes
-            self.remote = remoteBytes.allSatisfy { $0 == 0 } ? (remoteBytes.count == 4 ? [127, 0, 0, 1] : [UInt8](repeating: 0, count: 15) + [1])
-                                                             : remoteBytes
+            self.remote =
+                remoteBytes.allSatisfy { $0 == 0 }
+                ? (remoteBytes.count == 4 ? [127, 0, 0, 1] : [UInt8](repeating: 0, count: 15) + [1])
+                : remoteBytes
             remotePort = remote.port
         }
     }

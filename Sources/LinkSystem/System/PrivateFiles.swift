@@ -20,12 +20,18 @@ public enum PrivateFiles {
         guard error.rawValue == EEXIST else { throw Refusal("cannot create \(path): \(error)") }
         var status = stat()
         guard lstat(path, &status) == 0 else { throw Refusal("cannot inspect \(path): \(Errno.current)") }
-        guard status.st_mode & S_IFMT == S_IFDIR else { throw Refusal("\(path) exists and is not a directory; remove it") }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw Refusal("\(path) exists and is not a directory; remove it")
+        }
         guard status.st_uid == getuid() else {
-            throw Refusal("\(path) belongs to user \(status.st_uid), not to you (user \(getuid())); another user may be trying to intercept linkcond. Remove it, or set XDG_RUNTIME_DIR")
+            throw Refusal(
+                "\(path) belongs to user \(status.st_uid), not to you (user \(getuid())); another user may be trying to intercept linkcond. Remove it, or set XDG_RUNTIME_DIR"
+            )
         }
         guard status.st_mode & 0o077 == 0 else {
-            throw Refusal("\(path) is accessible to other users (mode \(String(status.st_mode & 0o777, radix: 8))); run: chmod 700 \(path)")
+            throw Refusal(
+                "\(path) is accessible to other users (mode \(String(status.st_mode & 0o777, radix: 8))); run: chmod 700 \(path)"
+            )
         }
     }
 
@@ -39,7 +45,9 @@ public enum PrivateFiles {
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { raw in Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) }
+            let written = bytes.withUnsafeBytes { raw in
+                Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+            }
             if written < 0 && Errno.current == .interrupted { continue }
             guard written > 0 else {
                 _ = unlink(path)
@@ -60,13 +68,19 @@ public enum PrivateFiles {
         }
         defer { _ = Glibc.close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { throw Refusal("\(path) is not a regular file") }
-        guard status.st_uid == getuid() else { throw Refusal("\(path) belongs to user \(status.st_uid), not to you; not using it") }
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw Refusal("\(path) is not a regular file")
+        }
+        guard status.st_uid == getuid() else {
+            throw Refusal("\(path) belongs to user \(status.st_uid), not to you; not using it")
+        }
         guard status.st_mode & 0o077 == 0 else { throw Refusal("\(path) is readable by other users; not using it") }
         var buffer = [UInt8](repeating: 0, count: limit)
         var count = 0
         while count < limit {
-            let got = buffer.withUnsafeMutableBytes { raw in Glibc.read(descriptor, raw.baseAddress! + count, limit - count) }
+            let got = buffer.withUnsafeMutableBytes { raw in
+                Glibc.read(descriptor, raw.baseAddress! + count, limit - count)
+            }
             if got < 0 && Errno.current == .interrupted { continue }
             guard got > 0 else { break }
             count += got
@@ -84,7 +98,9 @@ public enum PrivateFiles {
         guard lstat(path, &status) == 0 else { return }
         guard status.st_mode & S_IFMT == S_IFSOCK else { throw Refusal("\(path) is not a socket") }
         guard status.st_uid == getuid() || status.st_uid == 0 else {
-            throw Refusal("\(path) belongs to user \(status.st_uid), not to you (user \(getuid())); refusing to talk to another user's process. Remove it, or pass --control")
+            throw Refusal(
+                "\(path) belongs to user \(status.st_uid), not to you (user \(getuid())); refusing to talk to another user's process. Remove it, or pass --control"
+            )
         }
     }
 }
@@ -95,7 +111,9 @@ extension Socket {
     package func peerUserID() throws(SystemError) -> UInt32 {
         var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
         var length = socklen_t(MemoryLayout.size(ofValue: credentials))
-        _ = try syscall("getsockopt SO_PEERCRED") { getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) }
+        _ = try syscall("getsockopt SO_PEERCRED") {
+            getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length)
+        }
         return credentials.uid
     }
 }

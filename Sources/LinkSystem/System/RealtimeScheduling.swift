@@ -9,6 +9,8 @@ public enum RealtimeScheduling {
     /// `passedOn` (the bench's echo server, whose threads should all run so). Throws EPERM without CAP_SYS_NICE or
     /// an RLIMIT_RTPRIO of at least `priority`.
     public static func enterFIFO(priority: Int32, passedOn: Bool = false) throws(SystemError) {
-        _ = try syscall("sched_setscheduler(SCHED_FIFO, \(priority))") { clinux_set_realtime_fifo(priority, passedOn ? 1 : 0) }
+        _ = try syscall("sched_setscheduler(SCHED_FIFO, \(priority))") {
+            clinux_set_realtime_fifo(priority, passedOn ? 1 : 0)
+        }
     }
 }

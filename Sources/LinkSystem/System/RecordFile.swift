@@ -56,10 +56,14 @@ package final class RecordFile {
                 var link = stat()
                 guard lstat(path, &link) == 0 else { throw Refusal("cannot inspect \(path): \(Errno.current)") }
                 if let shared, !shared.sticky {
-                    throw Refusal("\(path): a symbolic link in a directory other users can write to and whose sticky bit is off (any of them could replace the link); not following it. Record into a directory of your own, or name the file itself")
+                    throw Refusal(
+                        "\(path): a symbolic link in a directory other users can write to and whose sticky bit is off (any of them could replace the link); not following it. Record into a directory of your own, or name the file itself"
+                    )
                 }
                 if let shared, link.st_uid != getuid(), link.st_uid != shared.owner {
-                    throw Refusal("\(path): a symbolic link of user \(link.st_uid) in a directory other users can write to; not following it")
+                    throw Refusal(
+                        "\(path): a symbolic link of user \(link.st_uid) in a directory other users can write to; not following it"
+                    )
                 }
                 descriptor = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0o644)
             }
@@ -67,7 +71,9 @@ package final class RecordFile {
         guard descriptor >= 0 else {
             let error = Errno.current
             // A FIFO made after the check above, with no reader.
-            if error.rawValue == ENXIO, stat(path, &existing) == 0 { throw Refusal(Self.notRegular(path, existing.st_mode)) }
+            if error.rawValue == ENXIO, stat(path, &existing) == 0 {
+                throw Refusal(Self.notRegular(path, existing.st_mode))
+            }
             throw Refusal("cannot open \(path) for writing: \(error)")
         }
         var file = stat()
@@ -77,9 +83,11 @@ package final class RecordFile {
         } else if file.st_mode & S_IFMT != S_IFREG {
             refusal = Self.notRegular(path, file.st_mode)
         } else if let shared, !created, file.st_uid != getuid(), file.st_uid != shared.owner {
-            refusal = "\(path): a file of user \(file.st_uid) in a directory other users can write to; not writing into it"
+            refusal =
+                "\(path): a file of user \(file.st_uid) in a directory other users can write to; not writing into it"
         } else if shared != nil, !created, file.st_nlink > 1 {
-            refusal = "\(path): a file with \(file.st_nlink) names in a directory other users can write to (one may be a hard link to another of your files); not writing into it"
+            refusal =
+                "\(path): a file with \(file.st_nlink) names in a directory other users can write to (one may be a hard link to another of your files); not writing into it"
         }
         if let refusal {
             _ = Glibc.close(descriptor)
@@ -92,15 +100,17 @@ package final class RecordFile {
 
     /// The refusal of a path whose file type (`mode`) is not a regular file.
     private static func notRegular(_ path: String, _ mode: mode_t) -> String {
-        let kind = switch mode & S_IFMT {
-        case S_IFIFO: "a FIFO (named pipe)"
-        case S_IFCHR: "a character device"
-        case S_IFBLK: "a block device"
-        case S_IFSOCK: "a socket"
-        case S_IFDIR: "a directory"
-        default: "of file type \(String(mode & S_IFMT, radix: 8))"
-        }
-        return "\(path) is \(kind), not a regular file; --record writes a regular file (a new name, or an earlier recording to replace)"
+        let kind =
+            switch mode & S_IFMT {
+            case S_IFIFO: "a FIFO (named pipe)"
+            case S_IFCHR: "a character device"
+            case S_IFBLK: "a block device"
+            case S_IFSOCK: "a socket"
+            case S_IFDIR: "a directory"
+            default: "of file type \(String(mode & S_IFMT, radix: 8))"
+            }
+        return
+            "\(path) is \(kind), not a regular file; --record writes a regular file (a new name, or an earlier recording to replace)"
     }
 
     /// The directory holding `path` when users other than its owner may write to it: every user (mode o+w), or a
@@ -129,7 +139,9 @@ package final class RecordFile {
     package func writeAll(_ bytes: [UInt8]) throws(SystemError) {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { raw in Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset) }
+            let written = bytes.withUnsafeBytes { raw in
+                Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+            }
             if written < 0 {
                 if Errno.current == .interrupted { continue }
                 throw SystemError("write", .current)

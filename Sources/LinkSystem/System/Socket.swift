@@ -55,7 +55,9 @@ public struct Socket: Hashable, Sendable {
     /// `connect(2)` alone, for a UDP socket too; true when it completed at once.
     func startConnect(to address: SocketAddress) throws(SystemError) -> Bool {
         let result = try address.withSockAddr { (pointer, length) throws(SystemError) in
-            try nonBlockingSyscall("connect \(address)", pending: .inProgress) { Glibc.connect(descriptor, pointer, length) }
+            try nonBlockingSyscall("connect \(address)", pending: .inProgress) {
+                Glibc.connect(descriptor, pointer, length)
+            }
         }
         if case .processed = result { return true }
         return false
@@ -77,7 +79,9 @@ public struct Socket: Hashable, Sendable {
     }
 
     /// Reads into `buffer` like `read`, with when the last byte read reached the socket, if the kernel stamped it.
-    package func readStamped(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> (IOResult<Int>, arrival: Instant?) {
+    package func readStamped(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> (
+        IOResult<Int>, arrival: Instant?
+    ) {
         var arrival: Int64 = 0
         let result = try nonBlockingSyscall("recvmsg") {
             clinux_recv_stamped(descriptor, buffer.baseAddress, buffer.count, &arrival)
@@ -90,7 +94,9 @@ public struct Socket: Hashable, Sendable {
 
     /// Writes from `buffer` without raising SIGPIPE; returns how many bytes the kernel took.
     package func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {
-        let result = try nonBlockingSyscall("write") { clinux_send_nosignal(descriptor, buffer.baseAddress, buffer.count) }
+        let result = try nonBlockingSyscall("write") {
+            clinux_send_nosignal(descriptor, buffer.baseAddress, buffer.count)
+        }
         switch result {
         case .processed(let count): return .processed(count)
         case .wouldBlock: return .wouldBlock
@@ -111,7 +117,9 @@ public struct Socket: Hashable, Sendable {
     package func isNoDelay() throws(SystemError) -> Bool {
         var value: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
-        _ = try syscall("getsockopt TCP_NODELAY") { getsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &value, &length) }
+        _ = try syscall("getsockopt TCP_NODELAY") {
+            getsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &value, &length)
+        }
         return value != 0
     }
 

@@ -99,14 +99,18 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
             if family == AF_INET6 {
                 let address = raw.load(as: sockaddr_in6.self).sin6_addr
                 return withUnsafeBytes(of: address) { bytes in
-                    (family, port, bytes.loadUnaligned(as: UInt64.self), bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                    (
+                        family, port, bytes.loadUnaligned(as: UInt64.self),
+                        bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+                    )
                 }
             }
             return (family, port, 0, UInt64(raw.load(as: sockaddr_in.self).sin_addr.s_addr))
         }
     }
 
-    func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws(SystemError) -> R) throws(SystemError) -> R {
+    func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws(SystemError) -> R) throws(SystemError) -> R
+    {
         var copy = storage
         let length = self.length
         return try withUnsafePointer(to: &copy) { (pointer) throws(SystemError) -> R in
@@ -133,8 +137,9 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
         let portPart: Substring
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]"),
-                  text.index(after: close) < text.endIndex,
-                  text[text.index(after: close)] == ":" else { return nil }
+                text.index(after: close) < text.endIndex,
+                text[text.index(after: close)] == ":"
+            else { return nil }
             hostPart = text[text.index(after: text.startIndex)..<close]
             portPart = text[text.index(close, offsetBy: 2)...]
         } else {
@@ -167,7 +172,8 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         while let entry = cursor {
             if let address = entry.pointee.ai_addr,
-               entry.pointee.ai_family == AF_INET || entry.pointee.ai_family == AF_INET6 {
+                entry.pointee.ai_family == AF_INET || entry.pointee.ai_family == AF_INET6
+            {
                 var storage = sockaddr_storage()
                 withUnsafeMutableBytes(of: &storage) { raw in
                     raw.copyMemory(from: UnsafeRawBufferPointer(start: address, count: Int(entry.pointee.ai_addrlen)))

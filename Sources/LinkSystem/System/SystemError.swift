@@ -94,8 +94,10 @@ func syscall<T: FixedWidthInteger>(_ operation: @autoclosure () -> String, _ bod
 /// Like `syscall`, but `pending` (EAGAIN unless told, EINPROGRESS for a non-blocking connect) is a result
 /// (`.wouldBlock`), not an error; the operation's name is spelled only for a real error.
 @inline(__always)
-func nonBlockingSyscall<T: FixedWidthInteger>(_ operation: @autoclosure () -> String, pending: Errno? = .wouldBlock,
-                                              _ body: () -> T) throws(SystemError) -> IOResult<T> {
+func nonBlockingSyscall<T: FixedWidthInteger>(
+    _ operation: @autoclosure () -> String, pending: Errno? = .wouldBlock,
+    _ body: () -> T
+) throws(SystemError) -> IOResult<T> {
     while true {
         let result = body()
         if result != -1 { return .processed(result) }

@@ -18,11 +18,12 @@ struct BottleneckTests {
 
         let events = bottleneck.advance(to: .s(1))
 
-        #expect(events == [
-            .departed(LinkPacket(flow: 0, bytes: 1500, tag: 0, enqueuedAt: .ms(10)), at: .ms(11)),
-            .departed(LinkPacket(flow: 0, bytes: 1500, tag: 1, enqueuedAt: .ms(10)), at: .ms(12)),
-            .departed(LinkPacket(flow: 0, bytes: 1500, tag: 2, enqueuedAt: .ms(10)), at: .ms(13)),
-        ])
+        #expect(
+            events == [
+                .departed(LinkPacket(flow: 0, bytes: 1500, tag: 0, enqueuedAt: .ms(10)), at: .ms(11)),
+                .departed(LinkPacket(flow: 0, bytes: 1500, tag: 1, enqueuedAt: .ms(10)), at: .ms(12)),
+                .departed(LinkPacket(flow: 0, bytes: 1500, tag: 2, enqueuedAt: .ms(10)), at: .ms(13)),
+            ])
         #expect(bottleneck.nextEventTime == nil)
     }
 
@@ -83,7 +84,8 @@ struct BottleneckTests {
 
     @Test func stoppedLinkHoldsItsPacketUntilANewSerializer() {
         var bottleneck = Bottleneck(
-            discipline: FIFOQueue(limit: .packets(10)), serializer: ConstantRateSerializer(rate: BitRate(bitsPerSecond: 0)))
+            discipline: FIFOQueue(limit: .packets(10)),
+            serializer: ConstantRateSerializer(rate: BitRate(bitsPerSecond: 0)))
         _ = bottleneck.enqueue(packet(0), now: .zero)
         #expect(bottleneck.advance(to: .s(10)).isEmpty)
         #expect(bottleneck.nextEventTime == nil)

@@ -130,7 +130,8 @@ struct CoDelTests {
 
         for ms in 0..<5_000 {
             let now = Instant.ms(Double(ms))
-            let arrivals = (ms / 700) % 2 == 0 ? Int.random(in: 0...3, using: &random) : Int.random(in: 0...1, using: &random)
+            let arrivals =
+                (ms / 700) % 2 == 0 ? Int.random(in: 0...3, using: &random) : Int.random(in: 0...1, using: &random)
             for _ in 0..<arrivals {
                 _ = queue.enqueue(LinkPacket(flow: 0, bytes: 1500, tag: tag, enqueuedAt: now), now: now)
                 reference.queue.append((tag, 1500, Double(ms)))
@@ -168,7 +169,9 @@ struct CoDelTests {
         }
 
         let second = drops.filter { $0.1 >= .ms(2_300) }
-        try #require(second.count >= 2 && drops.count > second.count + 5, "\(drops.count) drops, \(second.count) in the second episode")
+        try #require(
+            second.count >= 2 && drops.count > second.count + 5,
+            "\(drops.count) drops, \(second.count) in the second episode")
         #expect((second[1].1 - second[0].1) < .milliseconds(50), "the second episode restarted at count 1")
         #expect(drops.map(\.0) == reference.drops.map(\.tag))
         #expect(drops.map { $0.1.nanoseconds } == reference.drops.map { Int64($0.at) * 1_000_000 })

@@ -6,7 +6,9 @@ struct FQCoDelTests {
     /// A 12 Mbit/s bottleneck (one 1500-byte packet per millisecond) fed, for two seconds, two bulk packets per
     /// millisecond on flow 1 and one 100-byte ping every 20 ms on flow 2; returns each ping's wait at the
     /// bottleneck (departure − arrival) and the events.
-    private func pingWaitsBehindBulk(_ discipline: any QueueDiscipline) -> (waits: [Duration], events: [BottleneckEvent]) {
+    private func pingWaitsBehindBulk(_ discipline: any QueueDiscipline) -> (
+        waits: [Duration], events: [BottleneckEvent]
+    ) {
         var bottleneck = Bottleneck(discipline: discipline, serializer: ConstantRateSerializer(rate: .mbps(12)))
         var events: [BottleneckEvent] = []
         var tag: UInt64 = 0
@@ -21,7 +23,7 @@ struct FQCoDelTests {
         }
         events += bottleneck.advance(to: .s(60))
         let waits = events.compactMap { event -> Duration? in
-            guard case let .departed(packet, at) = event, packet.flow == 2 else { return nil }
+            guard case .departed(let packet, let at) = event, packet.flow == 2 else { return nil }
             return at - packet.enqueuedAt
         }
         return (waits, events)

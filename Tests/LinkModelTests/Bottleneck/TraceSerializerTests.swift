@@ -61,7 +61,9 @@ struct TraceSerializerTests {
     @Test func startingFarLaterSkipsWholeLoops() throws {
         var serializer = TraceSerializer(trace: try trace("3\n10\n"), origin: .zero)
 
-        #expect(serializer.transmissionEnd(bytes: 1500, startingAt: .s(100) + .milliseconds(4)) == .s(100) + .milliseconds(10))
+        #expect(
+            serializer.transmissionEnd(bytes: 1500, startingAt: .s(100) + .milliseconds(4)) == .s(100)
+                + .milliseconds(10))
     }
 
     @Test func originIsTheFirstPacketsStart() throws {
@@ -73,7 +75,8 @@ struct TraceSerializerTests {
     @Test(arguments: ["lte-driving.down", "subway.up"])
     func replayRateOverALoopIsOpportunitiesTimesPacketSizeOverPeriod(name: String) throws {
         let trace = try #require(DeliveryTrace.builtIn(named: name))
-        var bottleneck = Bottleneck(discipline: FIFOQueue(limit: .packets(1_000_000)), serializer: TraceSerializer(trace: trace))
+        var bottleneck = Bottleneck(
+            discipline: FIFOQueue(limit: .packets(1_000_000)), serializer: TraceSerializer(trace: trace))
         for tag in 0..<(trace.milliseconds.count * 3) {
             _ = bottleneck.enqueue(LinkPacket(flow: 0, bytes: 1500, tag: UInt64(tag)), now: .zero)
         }

@@ -60,7 +60,8 @@ struct DatagramLinkBottleneckTests {
         var profile = DirectionProfile(bandwidth: .mbps(12), queue: ByteCount(bytes: 15_000))
         profile.queueManagement = QueueManagement(FQCoDelQueue.self)
         let link = DatagramLink(profile: profile, seed: 1)
-        let bulk = link.makeFlow(), sparse = link.makeFlow()
+        let bulk = link.makeFlow()
+        let sparse = link.makeFlow()
         // The automatic burst (1 ms at 12 Mbit/s) sends one at once and one is on the wire; ten fill the queue.
         for _ in 0..<12 { link.enqueue(1500, on: bulk, at: .zero) }
 
@@ -91,7 +92,8 @@ struct DatagramLinkBottleneckTests {
     }
 
     @Test func datagramsInPropagationCountAgainstTheQueue() {
-        let link = DatagramLink(profile: DirectionProfile(delay: .seconds(10), queue: ByteCount(bytes: 250_000)), seed: 1)
+        let link = DatagramLink(
+            profile: DirectionProfile(delay: .seconds(10), queue: ByteCount(bytes: 250_000)), seed: 1)
         let flow = link.makeFlow()
 
         let admissions = (0..<10).map { _ in link.enqueue(60_000, on: flow, at: .zero) }

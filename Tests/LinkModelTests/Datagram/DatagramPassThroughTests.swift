@@ -24,8 +24,10 @@ struct DatagramPassThroughTests {
     static let profilesThatDecide: [DirectionProfile] = {
         var codel = DirectionProfile()
         codel.queueManagement = QueueManagement(CoDelQueue.self)
-        return [DirectionProfile(delay: .milliseconds(1)), DirectionProfile(bandwidth: .mbps(10)),
-                DirectionProfile(loss: Percentage(1)), codel]
+        return [
+            DirectionProfile(delay: .milliseconds(1)), DirectionProfile(bandwidth: .mbps(10)),
+            DirectionProfile(loss: Percentage(1)), codel,
+        ]
     }()
 
     @Test(arguments: profilesThatDecide)

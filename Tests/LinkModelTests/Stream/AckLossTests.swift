@@ -1,15 +1,17 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// ACKs cross the reverse direction and take its loss, as on a real link: a lost ACK is covered by the next one,
 /// which is cumulative and repeats the receiver's SACK blocks.
 @Suite(.timeLimit(.minutes(5)))
 struct AckLossTests {
     @Test func aDownlinkFlowsAcksAreLostAtTheUplinksLossRateWithoutAnyRepairOrTimeout() {
-        let link = StreamLink(side: .acceptor, profile: DirectionProfile(delay: .milliseconds(50)),
-                              reverse: DirectionProfile(delay: .milliseconds(50), loss: Percentage(10)),
-                              settings: TCPSettings(), seed: 5)
+        let link = StreamLink(
+            side: .acceptor, profile: DirectionProfile(delay: .milliseconds(50)),
+            reverse: DirectionProfile(delay: .milliseconds(50), loss: Percentage(10)),
+            settings: TCPSettings(), seed: 5)
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
 
         let result = transfer(1_000_000, over: link, flow: flow, from: .zero)

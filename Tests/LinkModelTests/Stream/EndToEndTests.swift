@@ -97,7 +97,8 @@ struct EndToEndTests {
         var profile = Profile.none
         // A queue larger than the whole download can never overflow, so no data segment may be lost however the
         // machine's load times the server's writes (with the default queue, slow start overshot it under load).
-        profile.downlink = DirectionProfile(bandwidth: .mbps(50), delay: .milliseconds(5), queue: ByteCount(bytes: 2 << 20))
+        profile.downlink = DirectionProfile(
+            bandwidth: .mbps(50), delay: .milliseconds(5), queue: ByteCount(bytes: 2 << 20))
         profile.uplink = DirectionProfile(delay: .milliseconds(5), loss: Percentage(10))
         profile.seed = 6
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)
@@ -148,12 +149,15 @@ struct EndToEndTests {
         profile.downlink = DirectionProfile(delay: .milliseconds(20))
         for seed in UInt64(1)...10_000 {
             let seeds = StreamLink.directionSeeds(profileSeed: seed)
-            let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: profile.tcp,
-                                    seed: seeds.uplink)
-            let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: profile.tcp,
-                                      seed: seeds.downlink)
+            let uplink = StreamLink(
+                side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: profile.tcp,
+                seed: seeds.uplink)
+            let downlink = StreamLink(
+                side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: profile.tcp,
+                seed: seeds.downlink)
             let attempts = uplink.drawHandshake(answeredOver: downlink)
-            if attempts.synRetransmissions == 0 && attempts.handshakeAcksLost == 2 && attempts.serverEstablished != nil {
+            if attempts.synRetransmissions == 0 && attempts.handshakeAcksLost == 2 && attempts.serverEstablished != nil
+            {
                 profile.seed = seed
                 return (profile, attempts)
             }
@@ -194,7 +198,8 @@ struct EndToEndTests {
     /// server's timer first fired at 1 s, one when a stalled machine sent them after that, two when the timer's
     /// answers opened it at 3.06 s; so fewer than two tells the client's bytes from the timer).
     private func throughLostFinalAck(to server: TestServer, _ exchange: (TestConnection) throws -> [UInt8])
-        throws -> (bytes: [UInt8], elapsed: Double, synAcksResent: Int) {
+        throws -> (bytes: [UInt8], elapsed: Double, synAcksResent: Int)
+    {
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: Self.finalAckLost.profile)
         defer { proxy.stop() }
         let start = MonotonicClock().now()
@@ -268,8 +273,9 @@ struct EndToEndTests {
         var allLost = Profile.none
         allLost.uplink = DirectionProfile(delay: .milliseconds(10))
         allLost.uplink.lossModel = .gilbertElliott
-        allLost.uplink.gilbertElliott = GilbertElliottParameters(goodToBad: Percentage(100), badToGood: .zero,
-                                                                 lossInBad: Percentage(100), lossInGood: Percentage(100))
+        allLost.uplink.gilbertElliott = GilbertElliottParameters(
+            goodToBad: Percentage(100), badToGood: .zero,
+            lossInBad: Percentage(100), lossInGood: Percentage(100))
         allLost.downlink = DirectionProfile(delay: .milliseconds(10))
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: allLost)
         defer { proxy.stop() }

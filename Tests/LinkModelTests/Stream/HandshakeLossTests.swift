@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// Answers the given decisions in order, then "delivered" for every later segment.
 private func losses(_ decisions: [Bool]) -> () -> Bool {
@@ -14,7 +15,6 @@ struct HandshakeLossTests {
     private let up = Duration.milliseconds(20)
     private let down = Duration.milliseconds(30)
 
-
     @Test func aLosslessHandshakeTakesOneRoundTrip() {
         let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
 
@@ -25,8 +25,9 @@ struct HandshakeLossTests {
     }
 
     @Test func aLostSynCostsOneSecond() {
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true]),
-                                         synAckLost: losses([]))
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([true]),
+            synAckLost: losses([]))
 
         #expect(attempts.serverReached == .seconds(1) + up)
         #expect(attempts.clientEstablished == .seconds(1) + up + down)
@@ -34,16 +35,18 @@ struct HandshakeLossTests {
     }
 
     @Test func aSynLostTwiceCostsThreeSeconds() {
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true, true]),
-                                         synAckLost: losses([]))
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([true, true]),
+            synAckLost: losses([]))
 
         #expect(attempts.clientEstablished == .seconds(3) + up + down)
         #expect(attempts.synRetransmissions == 2)
     }
 
     @Test func aLostSynAckCostsOneSecondAnsweringTheResentSyn() {
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]),
-                                         synAckLost: losses([true]))
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([]),
+            synAckLost: losses([true]))
 
         #expect(attempts.serverReached == up)
         #expect(attempts.clientEstablished == .seconds(1) + up + down)
@@ -52,8 +55,9 @@ struct HandshakeLossTests {
     }
 
     @Test func aLostSynAckWhoseResentSynIsLostTooIsResentByTheServersTimer() {
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([false, true]),
-                                         synAckLost: losses([true]))
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([false, true]),
+            synAckLost: losses([true]))
 
         #expect(attempts.clientEstablished == .seconds(1) + up + down)
         #expect(attempts.synAckRetransmissions == 1)
@@ -62,8 +66,9 @@ struct HandshakeLossTests {
     @Test func theServersTimerRunsFromTheSynThatReachedItBeforeTheClientsNextRetry() {
         // The first SYN is lost, the second makes the request at 1 s + up; its SYN-ACK is lost. The server's
         // timer resends at 2 s + up, before the client's third SYN at 3 s.
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true]),
-                                         synAckLost: losses([true]))
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([true]),
+            synAckLost: losses([true]))
 
         #expect(attempts.clientEstablished == .seconds(2) + up + down)
     }
@@ -86,8 +91,10 @@ struct HandshakeLossTests {
 
     @Test func aLinkWithoutLossDrawsALosslessHandshake() {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
-        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
-        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        let uplink = StreamLink(
+            side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(
+            side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
 
         let attempts = uplink.drawHandshake(answeredOver: downlink)
 
@@ -95,13 +102,16 @@ struct HandshakeLossTests {
     }
 
     @Test func aLosslessHandshakeIsTheOnePlayedOutWithNothingLost() {
-        let delays: [(Duration, Duration)] = [(.zero, .zero), (up, down), (.milliseconds(500), .milliseconds(500)),
-                                              (.milliseconds(999), .milliseconds(1)), (.milliseconds(600), .milliseconds(600)),
-                                              (.seconds(2), .milliseconds(300))]
+        let delays: [(Duration, Duration)] = [
+            (.zero, .zero), (up, down), (.milliseconds(500), .milliseconds(500)),
+            (.milliseconds(999), .milliseconds(1)), (.milliseconds(600), .milliseconds(600)),
+            (.seconds(2), .milliseconds(300)),
+        ]
         for (uplinkDelay, downlinkDelay) in delays {
             let lossless = HandshakeAttempts(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay)
-            let played = HandshakeAttempts(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: { false },
-                                           synAckLost: { false })
+            let played = HandshakeAttempts(
+                uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: { false },
+                synAckLost: { false })
 
             #expect(lossless == played, "uplink \(uplinkDelay), downlink \(downlinkDelay)")
         }
@@ -118,8 +128,10 @@ struct HandshakeLossTests {
     @Test func aLinkWithoutLossCountsTheSynItResentOverALongRoundTrip() {
         let slow = Duration.milliseconds(600)
         let profile = linkProfile(down: nil, up: nil, downDelay: slow, upDelay: slow)
-        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
-        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        let uplink = StreamLink(
+            side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(
+            side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
 
         let attempts = uplink.drawHandshake(answeredOver: downlink)
         _ = downlink.makeFlow(at: .zero + slow, handshake: attempts)
@@ -136,9 +148,12 @@ struct HandshakeLossTests {
         profile.uplink.loss = Percentage(40)
         profile.downlink.loss = Percentage(40)
         func draws(seed: UInt64) -> [HandshakeAttempts] {
-            let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: seed)
-            let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(),
-                                      seed: seed &+ 1)
+            let uplink = StreamLink(
+                side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(),
+                seed: seed)
+            let downlink = StreamLink(
+                side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(),
+                seed: seed &+ 1)
             return (0..<50).map { _ in uplink.drawHandshake(answeredOver: downlink) }
         }
 
@@ -151,8 +166,10 @@ struct HandshakeLossTests {
 
     @Test func eachDirectionCountsTheHandshakeSegmentsItResent() {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
-        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
-        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        let uplink = StreamLink(
+            side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(
+            side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
         uplink.handshakeLossDecision = losses([true, true])
         downlink.handshakeLossDecision = losses([true])
 
@@ -168,10 +185,13 @@ struct HandshakeLossTests {
     @Test func aBurstLossModelDrawsTheHandshakeToo() {
         var profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
         profile.uplink.lossModel = .gilbertElliott
-        profile.uplink.gilbertElliott = GilbertElliottParameters(goodToBad: Percentage(100), badToGood: .zero,
-                                                                lossInBad: Percentage(100), lossInGood: Percentage(100))
-        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
-        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        profile.uplink.gilbertElliott = GilbertElliottParameters(
+            goodToBad: Percentage(100), badToGood: .zero,
+            lossInBad: Percentage(100), lossInGood: Percentage(100))
+        let uplink = StreamLink(
+            side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(
+            side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
 
         let attempts = uplink.drawHandshake(answeredOver: downlink)
 
@@ -180,9 +200,12 @@ struct HandshakeLossTests {
 
     @Test func aFlowOpensWhenItsSideOfALateHandshakeCompleted() {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true]), synAckLost: losses([]))
-        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
-        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([true]), synAckLost: losses([]))
+        let uplink = StreamLink(
+            side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(
+            side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
         let connect = Instant.zero + (attempts.serverReached ?? .zero)
 
         let client = uplink.makeFlow(at: connect, handshake: attempts)
@@ -194,7 +217,8 @@ struct HandshakeLossTests {
 
     @Test func aFirstFetchAfterALostSynIsLateByOneSecond() {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true]), synAckLost: losses([]))
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([true]), synAckLost: losses([]))
         let connection = ModelConnection(profile: profile, handshake: attempts)
 
         let lastByte = connection.fetch(request: 100, response: 100, at: .zero)
@@ -204,9 +228,12 @@ struct HandshakeLossTests {
 
     @Test func aSenderWhoseSynWasResentMoreThanOnceStartsFromOneSegment() {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
-        let once = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true]), synAckLost: losses([]))
-        let twice = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true, true]), synAckLost: losses([]))
-        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let once = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([true]), synAckLost: losses([]))
+        let twice = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([true, true]), synAckLost: losses([]))
+        let uplink = StreamLink(
+            side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
 
         let afterOne = uplink.makeFlow(at: .zero, handshake: once)
         let afterTwo = uplink.makeFlow(at: .zero, handshake: twice)
@@ -224,7 +251,6 @@ struct FinalAckLossTests {
     private let up = Duration.milliseconds(20)
     private let down = Duration.milliseconds(30)
 
-
     @Test func withoutLossTheServerIsEstablishedWhenTheFinalAckArrives() {
         let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
 
@@ -233,8 +259,9 @@ struct FinalAckLossTests {
     }
 
     @Test func aLostFinalAckLeavesTheServerWaitingForItsSynAckTimer() {
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
-                                         ackLost: losses([true]))
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+            ackLost: losses([true]))
 
         // The SYN-ACK timer runs from the SYN's arrival (up): the resent SYN-ACK crosses down, its ACK up.
         #expect(attempts.clientEstablished == up + down)
@@ -244,16 +271,18 @@ struct FinalAckLossTests {
     }
 
     @Test func eachLostAnswerToAResentSynAckDoublesTheServersWait() {
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
-                                         ackLost: losses([true, true]))
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+            ackLost: losses([true, true]))
 
         #expect(attempts.serverEstablished == up + .seconds(1 + 2) + down + up)
         #expect(attempts.synAckRetransmissions == 2)
     }
 
     @Test func aServerWhoseEveryAckIsLostDropsItsRequestAfterFiveResends() {
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: { false }, synAckLost: { false },
-                                         ackLost: { true })
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: { false }, synAckLost: { false },
+            ackLost: { true })
 
         #expect(attempts.clientEstablished == up + down)
         #expect(attempts.serverEstablished == nil)
@@ -263,9 +292,11 @@ struct FinalAckLossTests {
 
     @Test func noSynAckResendCountsWhenTheClientsBytesOpenedTheServerFirst() {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
-                                         ackLost: losses([true, true]))
-        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+            ackLost: losses([true, true]))
+        let downlink = StreamLink(
+            side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
         let server = downlink.makeFlow(at: .ms(20), handshake: attempts)
 
         downlink.open(server, at: .ms(20 + 30 + 20))
@@ -277,8 +308,9 @@ struct FinalAckLossTests {
     }
 
     @Test func aServerOpenedAfterALostFinalAckSamplesFromItsFirstSynAck() {
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
-                                         ackLost: losses([true]))
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+            ackLost: losses([true]))
 
         let start = attempts.serverStart(openedAt: attempts.serverEstablished!)
 
@@ -289,8 +321,9 @@ struct FinalAckLossTests {
     }
 
     @Test func resentSynAcksTheClientDidNotNeedAreUndone() {
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
-                                         ackLost: losses([true, true, true]))
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+            ackLost: losses([true, true, true]))
 
         let start = attempts.serverStart(openedAt: attempts.serverEstablished!)
 
@@ -302,8 +335,9 @@ struct FinalAckLossTests {
     @Test func aClientEstablishedByATimersResendStartsTheServerAtOneSegment() {
         // The first SYN gets through, the client's later SYNs do not; the first two SYN-ACKs are lost, so the
         // server's timer resends at up + 1 s and up + 3 s, and the second resend establishes the client.
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([false, true, true]),
-                                         synAckLost: losses([true, true]))
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([false, true, true]),
+            synAckLost: losses([true, true]))
 
         let start = attempts.serverStart(openedAt: attempts.serverEstablished!)
 
@@ -314,10 +348,12 @@ struct FinalAckLossTests {
     }
 
     @Test func aClientWhoseFirstSynGotThroughIsNotCutByResendingIt() {
-        let firstDelivered = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([false, true]),
-                                               synAckLost: losses([true, true]))
-        let firstLost = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([true, true]),
-                                          synAckLost: losses([]))
+        let firstDelivered = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([false, true]),
+            synAckLost: losses([true, true]))
+        let firstLost = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([true, true]),
+            synAckLost: losses([]))
 
         #expect(firstDelivered.synRetransmissions > 1)
         #expect(!firstDelivered.clientStart.startsAtOneSegment)
@@ -328,9 +364,11 @@ struct FinalAckLossTests {
 
     @Test func aServerThatDroppedItsRequestResetsTheClientsLateBytes() {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: { false }, synAckLost: { false },
-                                         ackLost: { true })
-        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: { false }, synAckLost: { false },
+            ackLost: { true })
+        let downlink = StreamLink(
+            side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
         let server = downlink.makeFlow(at: .ms(20), handshake: attempts)
 
         let opened = downlink.open(server, at: .zero + up + .seconds(64))
@@ -343,9 +381,11 @@ struct FinalAckLossTests {
 
     @Test func theServersSideOpensWhenItsFinalAckArrivesOrWhenTheClientsBytesDo() {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
-                                         ackLost: losses([true]))
-        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+            ackLost: losses([true]))
+        let downlink = StreamLink(
+            side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
         let connect = Instant.zero + up
         let server = downlink.makeFlow(at: connect, handshake: attempts)
         #expect(server.opensAt == .ms(20 + 1_000 + 30 + 20))
@@ -360,8 +400,9 @@ struct FinalAckLossTests {
 
     @Test func aServerThatSpeaksFirstSendsOnceItsResentSynAckWasAnswered() {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
-        let attempts = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
-                                         ackLost: losses([true]))
+        let attempts = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+            ackLost: losses([true]))
         let connection = ModelConnection(profile: profile, handshake: attempts)
 
         let banner = connection.fetch(request: 0, response: 100, at: .zero)
@@ -371,12 +412,15 @@ struct FinalAckLossTests {
 
     @Test func aClientFirstRequestIsNotDelayedByALostFinalAck() {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
-        let lost = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
-                                     ackLost: losses([true]))
+        let lost = HandshakeAttempts(
+            uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
+            ackLost: losses([true]))
         let delivered = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
 
-        let withLostAck = ModelConnection(profile: profile, handshake: lost).fetch(request: 100, response: 100, at: .zero)
-        let withoutLoss = ModelConnection(profile: profile, handshake: delivered).fetch(request: 100, response: 100, at: .zero)
+        let withLostAck = ModelConnection(profile: profile, handshake: lost).fetch(
+            request: 100, response: 100, at: .zero)
+        let withoutLoss = ModelConnection(profile: profile, handshake: delivered).fetch(
+            request: 100, response: 100, at: .zero)
 
         #expect(withLostAck == .ms(20 + 30 + 20 + 30))
         #expect(withLostAck == withoutLoss)
@@ -384,8 +428,10 @@ struct FinalAckLossTests {
 
     @Test func theDownlinkCountsTheLostAcksOfItsSynAcks() {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
-        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
-        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
+        let uplink = StreamLink(
+            side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(
+            side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 2)
         uplink.handshakeLossDecision = losses([false, true, true])
 
         let attempts = uplink.drawHandshake(answeredOver: downlink)

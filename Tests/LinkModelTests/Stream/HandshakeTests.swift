@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// The handshake's round trip: the connecting side may send once the SYN-ACK is back, the accepting side once
 /// the final ACK has arrived, so a first request/response takes two round trips.
@@ -9,7 +10,8 @@ struct HandshakeTests {
     private let profile = linkProfile(down: nil, up: nil, downDelay: .milliseconds(30), upDelay: .milliseconds(20))
 
     @Test func theConnectingSideOpensOneSynAckAfterTheUpstreamConnect() {
-        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let uplink = StreamLink(
+            side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
 
         let flow = uplink.makeFlow(at: .ms(20))
 
@@ -17,7 +19,8 @@ struct HandshakeTests {
     }
 
     @Test func theAcceptingSideOpensOnceTheFinalAckArrived() {
-        let downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 1)
+        let downlink = StreamLink(
+            side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: TCPSettings(), seed: 1)
 
         let flow = downlink.makeFlow(at: .ms(20))
 
@@ -41,7 +44,8 @@ struct HandshakeTests {
     }
 
     @Test func aFrontEndsReplyPlaysTheHandshakeSoNothingWaits() {
-        let uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
+        let uplink = StreamLink(
+            side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: TCPSettings(), seed: 1)
 
         let flow = uplink.makeFlow(at: .ms(20), emulatingHandshake: false)
 

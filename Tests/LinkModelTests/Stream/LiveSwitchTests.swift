@@ -1,22 +1,25 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// A live profile switch on a stream link: what the new queue has no room for is a loss for its flow.
 @Suite(.timeLimit(.minutes(5)))
 struct LiveSwitchTests {
     @Test func segmentsAShrunkQueueRefusesCountAsLostAndTheStreamStillArrivesWhole() {
         let slow = DirectionProfile(bandwidth: .mbps(1), delay: .milliseconds(10))
-        let link = StreamLink(side: .acceptor, profile: slow, reverse: DirectionProfile(delay: .milliseconds(10)),
-                              settings: TCPSettings(), seed: 1)
+        let link = StreamLink(
+            side: .acceptor, profile: slow, reverse: DirectionProfile(delay: .milliseconds(10)),
+            settings: TCPSettings(), seed: 1)
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
         link.enqueue(segments(10), on: flow, at: .zero)
         let queuedBeforeSwitch = link.counters.queuedBytes
         var small = slow
         small.queue = ByteCount(bytes: segments(2))
 
-        link.update(profile: small, reverse: DirectionProfile(delay: .milliseconds(10)), settings: TCPSettings(),
-                    now: .ms(1))
+        link.update(
+            profile: small, reverse: DirectionProfile(delay: .milliseconds(10)), settings: TCPSettings(),
+            now: .ms(1))
 
         // Of the initial window of 10 segments, the first left at once on the burst credit, one is on the wire
         // and eight wait; the new queue keeps two of them.
@@ -25,7 +28,9 @@ struct LiveSwitchTests {
         var delivered = 0
         for _ in 0..<10_000 {
             guard let next = link.nextServiceTime else { break }
-            for changed in link.advance(to: next) where changed === flow { delivered += changed.takeDeliverable(at: next) }
+            for changed in link.advance(to: next) where changed === flow {
+                delivered += changed.takeDeliverable(at: next)
+            }
         }
         #expect(delivered == segments(10))
     }

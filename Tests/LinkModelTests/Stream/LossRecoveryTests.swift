@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// How the emulated sender repairs losses: fast recovery within about a round trip when later segments get
 /// through, a tail loss probe when none follow, and a retransmission timeout with backoff when nothing gets through.
@@ -33,7 +34,8 @@ struct LossRecoveryTests {
     }
 
     @Test func aTailSentBeforeARepairIsFoundLostWhenTheRepairIsAcknowledged() {
-        let profile = linkProfile(down: .mbps(10), up: .mbps(10), downDelay: .milliseconds(100), upDelay: .milliseconds(100))
+        let profile = linkProfile(
+            down: .mbps(10), up: .mbps(10), downDelay: .milliseconds(100), upDelay: .milliseconds(100))
         let connection = ModelConnection(profile: profile)
         var lost: Set<UInt64> = [UInt64(segments(8)), UInt64(segments(20))]
         connection.downlink.lossDecision = { packet in lost.remove(packet.tag) != nil }
@@ -90,7 +92,8 @@ struct LossRecoveryTests {
         sender.write(segments(100), now: .zero)
         let flight = (0..<10).compactMap { _ in sender.nextSegment(now: .zero) }
         for index in 1...3 {
-            sender.receive(TCPAck(cumulative: 0, sacked: flight[index].seq..<flight[index].end, window: 1 << 20), now: .ms(100))
+            sender.receive(
+                TCPAck(cumulative: 0, sacked: flight[index].seq..<flight[index].end, window: 1 << 20), now: .ms(100))
         }
 
         #expect(sender.state == .recovery)
@@ -102,7 +105,8 @@ struct LossRecoveryTests {
         sender.write(segments(100), now: .zero)
         let flight = (0..<10).compactMap { _ in sender.nextSegment(now: .zero) }
         for index in 1...9 {
-            sender.receive(TCPAck(cumulative: 0, sacked: flight[index].seq..<flight[index].end, window: 1 << 20), now: .ms(100))
+            sender.receive(
+                TCPAck(cumulative: 0, sacked: flight[index].seq..<flight[index].end, window: 1 << 20), now: .ms(100))
         }
         while sender.nextSegment(now: .ms(100)) != nil {}
         let ssthresh = sender.ssthresh
@@ -124,7 +128,9 @@ struct LossRecoveryTests {
         // than the retransmission timeout, here srtt + max(4 · rttvar, 200 ms) = 300 ms after the ACK.
         #expect(sender.nextTimer == .ms(100) + .milliseconds(300))
         sender.timerFired(now: .ms(400))
-        #expect(sender.nextSegment(now: .ms(400)) == TCPSegment(seq: flight[3].seq, length: TCPSender.mss, isRetransmission: true))
+        #expect(
+            sender.nextSegment(now: .ms(400))
+                == TCPSegment(seq: flight[3].seq, length: TCPSender.mss, isRetransmission: true))
         sender.receive(TCPAck(cumulative: flight[3].end, window: 1 << 20), now: .ms(500))
 
         #expect(sender.timeouts == 0)
@@ -185,7 +191,9 @@ struct LossRecoveryTests {
         #expect(sender.timeouts == 1)
         #expect(sender.cwnd == 1)
         #expect(sender.ssthresh == cwndBefore * 717 / 1024)
-        #expect(sender.nextSegment(now: timeoutAt) == TCPSegment(seq: flight[1].seq, length: TCPSender.mss, isRetransmission: true))
+        #expect(
+            sender.nextSegment(now: timeoutAt)
+                == TCPSegment(seq: flight[1].seq, length: TCPSender.mss, isRetransmission: true))
         #expect(sender.nextSegment(now: timeoutAt) == nil)
     }
 
@@ -210,8 +218,9 @@ struct StreamLossModelTests {
     @Test func burstyGilbertElliottLossHitsSegmentsAndEveryByteStillArrives() {
         var forward = DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(10), lossModel: .gilbertElliott)
         forward.gilbertElliott = GilbertElliottParameters(goodToBad: Percentage(1), badToGood: Percentage(50))
-        let link = StreamLink(side: .acceptor, profile: forward, reverse: DirectionProfile(delay: .milliseconds(10)),
-                              settings: TCPSettings(), seed: 3)
+        let link = StreamLink(
+            side: .acceptor, profile: forward, reverse: DirectionProfile(delay: .milliseconds(10)),
+            settings: TCPSettings(), seed: 3)
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
 
         let result = transfer(2_000_000, over: link, flow: flow, from: .zero)
@@ -254,7 +263,9 @@ struct TailLossProbeTests {
         var (sender, second) = probedSender()
 
         sender.receive(TCPAck(cumulative: second.end, window: 1 << 20), now: .ms(420))
-        sender.receive(TCPAck(cumulative: second.end, sacked: second.seq..<second.end, duplicate: true, window: 1 << 20), now: .ms(500))
+        sender.receive(
+            TCPAck(cumulative: second.end, sacked: second.seq..<second.end, duplicate: true, window: 1 << 20),
+            now: .ms(500))
         sender.write(segments(1), now: .ms(500))
         let next = sender.nextSegment(now: .ms(500))!
         sender.receive(TCPAck(cumulative: next.end, window: 1 << 20), now: .ms(600))

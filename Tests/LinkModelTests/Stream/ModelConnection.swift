@@ -1,5 +1,6 @@
-@testable import LinkModel
 import LinkProfiles
+
+@testable import LinkModel
 
 /// A connection through a profile's emulated path in virtual time, as the proxy runs it: the handshake is drawn,
 /// the upstream connect starts when the first SYN reached the server (one uplink delay after the client's
@@ -16,9 +17,11 @@ final class ModelConnection {
 
     /// Connects at `start` (the client's connect()); `handshake` replaces the links' draw.
     init(profile: Profile, seed: UInt64 = 1, start: Instant = .zero, handshake: HandshakeAttempts? = nil) {
-        uplink = StreamLink(side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: profile.tcp, seed: seed)
-        downlink = StreamLink(side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: profile.tcp,
-                              seed: seed &+ 1)
+        uplink = StreamLink(
+            side: .connector, profile: profile.uplink, reverse: profile.downlink, settings: profile.tcp, seed: seed)
+        downlink = StreamLink(
+            side: .acceptor, profile: profile.downlink, reverse: profile.uplink, settings: profile.tcp,
+            seed: seed &+ 1)
         let handshake = handshake ?? uplink.drawHandshake(answeredOver: downlink)
         self.handshake = handshake
         let attach = start + (handshake.serverReached ?? HandshakeAttempts.clientGivesUpAfter)
@@ -32,7 +35,10 @@ final class ModelConnection {
     func fetch(request: Int = 100, response: Int, at: Instant) -> Instant? {
         guard !handshake.isAbandoned else { return nil }
         now = max(now, at)
-        var requestWritten = 0, requestArrived = 0, responseWritten = 0, responseArrived = 0
+        var requestWritten = 0
+        var requestArrived = 0
+        var responseWritten = 0
+        var responseArrived = 0
         var answering = false
         for _ in 0..<20_000_000 {
             for flow in uplink.advance(to: now) { requestArrived += flow.takeDeliverable(at: now) }

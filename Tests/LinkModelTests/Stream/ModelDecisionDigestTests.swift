@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// The proof that work on the model's cost changed none of its decisions: for each profile, a digest of every
 /// event instant, every release (flow, instant, bytes), each sender's state after every instant (cwnd, ssthresh,
@@ -37,8 +38,10 @@ struct ModelDecisionDigestTests {
         }
 
         mutating func add(_ sender: TCPSender) {
-            for word in [sender.cwnd, sender.ssthresh, Int(sender.sndUna), Int(sender.sndNxt), sender.packetsInFlight,
-                         sender.retransmissions, sender.recoveries, sender.timeouts, sender.probes] {
+            for word in [
+                sender.cwnd, sender.ssthresh, Int(sender.sndUna), Int(sender.sndNxt), sender.packetsInFlight,
+                sender.retransmissions, sender.recoveries, sender.timeouts, sender.probes,
+            ] {
                 add(word)
             }
             add(sender.nextTimer)
@@ -50,10 +53,13 @@ struct ModelDecisionDigestTests {
     /// Sends `size` bytes on each of `flows` flows over `profile`, its ACKs back over `reverse` (the same delay,
     /// lossless, when nil), writing as the send buffers take them, and digests everything the model decided until
     /// all bytes are delivered.
-    private func digest(_ profile: DirectionProfile, reverse: DirectionProfile? = nil, flows count: Int = 1, size: Int,
-                        seed: UInt64 = 11) -> Digest {
-        let link = StreamLink(side: .acceptor, profile: profile, reverse: reverse ?? DirectionProfile(delay: profile.delay),
-                              settings: TCPSettings(), seed: seed)
+    private func digest(
+        _ profile: DirectionProfile, reverse: DirectionProfile? = nil, flows count: Int = 1, size: Int,
+        seed: UInt64 = 11
+    ) -> Digest {
+        let link = StreamLink(
+            side: .acceptor, profile: profile, reverse: reverse ?? DirectionProfile(delay: profile.delay),
+            settings: TCPSettings(), seed: seed)
         let flows = (0..<count).map { _ in link.makeFlow(at: .zero, emulatingHandshake: false) }
         var written = Array(repeating: 0, count: count)
         var delivered = 0
@@ -87,8 +93,10 @@ struct ModelDecisionDigestTests {
         #expect(delivered == count * size)
         let counters = link.counters
         result.segmentsLost = counters.segmentsLost
-        for word in [counters.bytesEnqueued, counters.bytesDelivered, counters.transmissions, counters.segmentsLost,
-                     counters.acksLost, counters.queuedBytes, counters.inFlightBytes] {
+        for word in [
+            counters.bytesEnqueued, counters.bytesDelivered, counters.transmissions, counters.segmentsLost,
+            counters.acksLost, counters.queuedBytes, counters.inFlightBytes,
+        ] {
             result.add(word)
         }
         return result
@@ -96,27 +104,39 @@ struct ModelDecisionDigestTests {
 
     @Test func aGigabitAlone() {
         let result = digest(DirectionProfile(bandwidth: .gbps(1)), size: 4_000_000)
-        #expect(result.value == 1234538864323287071 && result.releases == 2314, "\(result.value) over \(result.releases) releases")
+        #expect(
+            result.value == 1_234_538_864_323_287_071 && result.releases == 2314,
+            "\(result.value) over \(result.releases) releases")
     }
 
     @Test func aGigabitWithTenMilliseconds() {
-        let result = digest(DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20)),
-                            size: 8_000_000)
-        #expect(result.value == 1209487859929726909 && result.releases == 4955, "\(result.value) over \(result.releases) releases")
+        let result = digest(
+            DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20)),
+            size: 8_000_000)
+        #expect(
+            result.value == 1_209_487_859_929_726_909 && result.releases == 4955,
+            "\(result.value) over \(result.releases) releases")
     }
 
     @Test func twoPercentLossBothWays() {
-        let result = digest(DirectionProfile(bandwidth: .mbps(100), delay: .milliseconds(10), loss: Percentage(2)),
-                            reverse: DirectionProfile(delay: .milliseconds(10), loss: Percentage(2)), size: 2_000_000)
+        let result = digest(
+            DirectionProfile(bandwidth: .mbps(100), delay: .milliseconds(10), loss: Percentage(2)),
+            reverse: DirectionProfile(delay: .milliseconds(10), loss: Percentage(2)), size: 2_000_000)
         #expect(result.segmentsLost > 0)
-        #expect(result.value == 3104928546983505906 && result.releases == 379, "\(result.value) over \(result.releases) releases")
+        #expect(
+            result.value == 3_104_928_546_983_505_906 && result.releases == 379,
+            "\(result.value) over \(result.releases) releases")
     }
 
     @Test func burstLossWithJitter() {
-        let result = digest(DirectionProfile(bandwidth: .mbps(50), delay: .milliseconds(15), jitter: .milliseconds(3),
-                                             lossModel: .gilbertElliott), size: 1_000_000)
+        let result = digest(
+            DirectionProfile(
+                bandwidth: .mbps(50), delay: .milliseconds(15), jitter: .milliseconds(3),
+                lossModel: .gilbertElliott), size: 1_000_000)
         #expect(result.segmentsLost > 0)
-        #expect(result.value == 17015040527432756134 && result.releases == 292, "\(result.value) over \(result.releases) releases")
+        #expect(
+            result.value == 17_015_040_527_432_756_134 && result.releases == 292,
+            "\(result.value) over \(result.releases) releases")
     }
 
     @Test func twoFlowsThroughCoDel() {
@@ -124,7 +144,9 @@ struct ModelDecisionDigestTests {
         profile.queueManagement = QueueManagement(CoDelQueue.self)
         let result = digest(profile, flows: 2, size: 1_000_000)
         #expect(result.segmentsLost > 0)
-        #expect(result.value == 13659679324716060054 && result.releases == 1019, "\(result.value) over \(result.releases) releases")
+        #expect(
+            result.value == 13_659_679_324_716_060_054 && result.releases == 1019,
+            "\(result.value) over \(result.releases) releases")
     }
 
     @Test func threeFlowsThroughFQCoDelWithLoss() {
@@ -132,13 +154,17 @@ struct ModelDecisionDigestTests {
         profile.queueManagement = QueueManagement(FQCoDelQueue.self)
         let result = digest(profile, flows: 3, size: 500_000)
         #expect(result.segmentsLost > 0)
-        #expect(result.value == 5477044874883399946 && result.releases == 692, "\(result.value) over \(result.releases) releases")
+        #expect(
+            result.value == 5_477_044_874_883_399_946 && result.releases == 692,
+            "\(result.value) over \(result.releases) releases")
     }
 
     @Test func aDeliveryTraceWithDelay() throws {
         var profile = DirectionProfile(delay: .milliseconds(5))
         profile.trace = try DeliveryTrace(parsing: Array("1\n1\n2\n3\n3\n3\n5\n8\n8\n".utf8), name: "bursty")
         let result = digest(profile, size: 300_000)
-        #expect(result.value == 9841397440617691696 && result.releases == 112, "\(result.value) over \(result.releases) releases")
+        #expect(
+            result.value == 9_841_397_440_617_691_696 && result.releases == 112,
+            "\(result.value) over \(result.releases) releases")
     }
 }

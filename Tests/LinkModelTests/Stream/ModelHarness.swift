@@ -1,16 +1,21 @@
-@testable import LinkModel
 import LinkProfiles
 
+@testable import LinkModel
+
 /// One direction of a path: `oneWay` delay each way, optional rate and loss.
-func pathProfiles(oneWay: Duration, reverse: Duration? = nil, bandwidth: BitRate? = nil, loss: Double = 0,
-                  queue: ByteCount = DirectionProfile.defaultQueue) -> (forward: DirectionProfile, reverse: DirectionProfile) {
+func pathProfiles(
+    oneWay: Duration, reverse: Duration? = nil, bandwidth: BitRate? = nil, loss: Double = 0,
+    queue: ByteCount = DirectionProfile.defaultQueue
+) -> (forward: DirectionProfile, reverse: DirectionProfile) {
     let forward = DirectionProfile(bandwidth: bandwidth, delay: oneWay, loss: Percentage(loss * 100), queue: queue)
     return (forward, DirectionProfile(delay: reverse ?? oneWay))
 }
 
 /// A model-only link carrying the acceptor's (server's) data, with `settings` and `seed`.
-func modelLink(oneWay: Duration, reverse: Duration? = nil, bandwidth: BitRate? = nil, loss: Double = 0,
-               queue: ByteCount = DirectionProfile.defaultQueue, settings: TCPSettings = TCPSettings(), seed: UInt64 = 1) -> StreamLink {
+func modelLink(
+    oneWay: Duration, reverse: Duration? = nil, bandwidth: BitRate? = nil, loss: Double = 0,
+    queue: ByteCount = DirectionProfile.defaultQueue, settings: TCPSettings = TCPSettings(), seed: UInt64 = 1
+) -> StreamLink {
     let (forward, back) = pathProfiles(oneWay: oneWay, reverse: reverse, bandwidth: bandwidth, loss: loss, queue: queue)
     return StreamLink(side: .acceptor, profile: forward, reverse: back, settings: settings, seed: seed)
 }
@@ -29,8 +34,10 @@ struct ModelTransfer {
 /// Writes `size` bytes into `flow` from `start` as fast as its send buffer takes them (in whole segments, as a
 /// Linux sender with autocorking would send them) and runs the model event by
 /// event (virtual time, no clock) until the receiver released them all, or `limit` has passed.
-func transfer(_ size: Int, over link: StreamLink, flow: StreamFlow, from start: Instant,
-              limit: Duration = .seconds(600)) -> ModelTransfer {
+func transfer(
+    _ size: Int, over link: StreamLink, flow: StreamFlow, from start: Instant,
+    limit: Duration = .seconds(600)
+) -> ModelTransfer {
     var result = ModelTransfer()
     var written = 0
     var delivered = 0

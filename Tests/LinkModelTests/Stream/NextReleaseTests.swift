@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// What the link tells a pump about a flow's next release, which decides whether the pump holds released bytes
 /// to write them together: nothing once nothing is on its way, and never later than the real next release.
@@ -8,15 +9,19 @@ import Testing
 struct NextReleaseTests {
     /// A 1 Gbit/s link whose bucket holds one segment, so segments leave one by one from the start.
     private func gigabit(oneWay: Duration) -> StreamLink {
-        let forward = DirectionProfile(bandwidth: .gbps(1), delay: oneWay, queue: ByteCount(bytes: 4 << 20),
-                                       burst: ByteCount(bytes: TCPSender.mss))
-        return StreamLink(side: .acceptor, profile: forward, reverse: DirectionProfile(delay: oneWay), settings: TCPSettings(),
-                          seed: 1)
+        let forward = DirectionProfile(
+            bandwidth: .gbps(1), delay: oneWay, queue: ByteCount(bytes: 4 << 20),
+            burst: ByteCount(bytes: TCPSender.mss))
+        return StreamLink(
+            side: .acceptor, profile: forward, reverse: DirectionProfile(delay: oneWay), settings: TCPSettings(),
+            seed: 1)
     }
 
     /// Writes `size` bytes into `flow` as its send buffer takes them and runs the model event by event until they
     /// are all released, noting each release with the link's answer to `nextRelease(of:)` right after it.
-    private func releases(_ size: Int, over link: StreamLink, flow: StreamFlow) -> [(at: Instant, bytes: Int, next: Instant?)] {
+    private func releases(_ size: Int, over link: StreamLink, flow: StreamFlow) -> [(
+        at: Instant, bytes: Int, next: Instant?
+    )] {
         var result: [(at: Instant, bytes: Int, next: Instant?)] = []
         var now = Instant.zero
         var written = 0

@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// What a live profile switch does to a flow's retransmission timer on its link, in virtual time: the flow
 /// retries one timeout after the switch rather than waiting out the backoff the old path made it build up.

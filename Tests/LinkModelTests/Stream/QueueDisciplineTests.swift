@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// The bottleneck's queue discipline shapes what TCP flows see: a drop-tail FIFO lets a bulk download build a
 /// standing queue that every other flow waits behind; CoDel drops until the queue's sojourn time is near its 5 ms
@@ -11,8 +12,9 @@ struct QueueDisciplineTests {
     private func replyLatency(behind discipline: any NamedQueueDiscipline.Type) -> Duration {
         var forward = DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(10))
         forward.queueManagement = QueueManagement(discipline)
-        let link = StreamLink(side: .acceptor, profile: forward, reverse: DirectionProfile(delay: .milliseconds(10)),
-                              settings: TCPSettings(), seed: 4)
+        let link = StreamLink(
+            side: .acceptor, profile: forward, reverse: DirectionProfile(delay: .milliseconds(10)),
+            settings: TCPSettings(), seed: 4)
         let bulk = link.makeFlow(at: .zero, emulatingHandshake: false)
         let asked = Instant.ms(10_000)
         let reply = link.makeFlow(at: asked, emulatingHandshake: false)
@@ -63,8 +65,9 @@ struct StreamTraceTests {
     @Test func aStreamOverATraceOfOneOpportunityPerMillisecondMovesAboutTwelveMegabitsPerSecond() throws {
         var forward = DirectionProfile(delay: .milliseconds(10))
         forward.trace = try DeliveryTrace(parsing: Array("1\n".utf8), name: "one-per-ms")
-        let link = StreamLink(side: .acceptor, profile: forward, reverse: DirectionProfile(delay: .milliseconds(10)),
-                              settings: TCPSettings(), seed: 1)
+        let link = StreamLink(
+            side: .acceptor, profile: forward, reverse: DirectionProfile(delay: .milliseconds(10)),
+            settings: TCPSettings(), seed: 1)
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
 
         let result = transfer(3_000_000, over: link, flow: flow, from: .zero)

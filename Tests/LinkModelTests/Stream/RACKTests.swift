@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// RACK's loss detection and reorder timer as Linux 6.1 runs them (net/ipv4/tcp_recovery.c), at HZ = 250.
 @Suite(.timeLimit(.minutes(5)))
@@ -27,7 +28,9 @@ struct RACKTests {
         // One expiry marks both lost (nothing is in flight any more) and starts the recovery with the oldest.
         #expect(sender.state == .recovery)
         #expect(sender.packetsInFlight == 0)
-        #expect(sender.nextSegment(now: .ms(140)) == TCPSegment(seq: flight[0].seq, length: flight[0].length, isRetransmission: true))
+        #expect(
+            sender.nextSegment(now: .ms(140))
+                == TCPSegment(seq: flight[0].seq, length: flight[0].length, isRetransmission: true))
     }
 
     @Test func aLaterDeliveryOfAnOlderSegmentSetsRACKsRoundTripAndPostponesTheLoss() {
@@ -56,7 +59,8 @@ struct RACKTests {
         // At 120 ms segment 0 is acknowledged and segment 3 SACKed: RACK's round trip is segment 0's 120 ms (the
         // last one the ACK delivered), the reordering window 25 ms, so segment 2 is due last, at 155 ms: the reorder
         // timer is set for 120 + 40 ms, in place of the retransmission timer, which the ACK does not restart.
-        sender.receive(TCPAck(cumulative: flight[0].end, sacked: flight[3].seq..<flight[3].end, window: 1 << 20), now: .ms(120))
+        sender.receive(
+            TCPAck(cumulative: flight[0].end, sacked: flight[3].seq..<flight[3].end, window: 1 << 20), now: .ms(120))
         #expect(sender.reorderDeadline == .ms(160))
         #expect(sender.retransmissionDeadline == nil)
 
@@ -66,7 +70,9 @@ struct RACKTests {
         #expect(sender.state == .recovery)
         #expect(sender.reorderDeadline == nil)
         #expect(sender.retransmissionDeadline == .ms(300))
-        #expect(sender.nextSegment(now: .ms(160)) == TCPSegment(seq: flight[1].seq, length: flight[1].length, isRetransmission: true))
+        #expect(
+            sender.nextSegment(now: .ms(160))
+                == TCPSegment(seq: flight[1].seq, length: flight[1].length, isRetransmission: true))
         #expect(sender.retransmissionDeadline == .ms(460))
     }
 
@@ -84,7 +90,8 @@ struct RACKTests {
         #expect(sender.nextSegment(now: .ms(1_100))?.seq == flight[2].seq)
         // At 1.2 s one ACK SACKs the resent segment 2 and the original segment 3, delayed 1.2 s: RACK's reference is
         // the resent segment 2, its round trip segment 3's 1.2 s, so the resent segment 1 is due at 2.3 s.
-        sender.receive(TCPAck(cumulative: flight[0].end, sacked: flight[2].seq..<flight[3].end, window: 1 << 20), now: .ms(1_200))
+        sender.receive(
+            TCPAck(cumulative: flight[0].end, sacked: flight[2].seq..<flight[3].end, window: 1 << 20), now: .ms(1_200))
         #expect(sender.reorderDeadline == .ms(2_304))
 
         sender.timerFired(now: .ms(2_304))
@@ -92,6 +99,8 @@ struct RACKTests {
         // tcp_rack_reo_timeout enters recovery from any state but recovery itself, the loss state included.
         #expect(sender.state == .recovery)
         #expect(sender.recoveries == 1)
-        #expect(sender.nextSegment(now: .ms(2_304)) == TCPSegment(seq: flight[1].seq, length: flight[1].length, isRetransmission: true))
+        #expect(
+            sender.nextSegment(now: .ms(2_304))
+                == TCPSegment(seq: flight[1].seq, length: flight[1].length, isRetransmission: true))
     }
 }

@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// The model against the real Linux TCP numbers in NOTES §7 (Debian 12's kernel 6.1, CUBIC, over netem under
 /// qemu; medians of 3), computed in virtual time so the results do not depend on the machine. Targets are the
@@ -8,9 +9,12 @@ import Testing
 /// netem counts 1514-byte frames per 1448-byte segment, so it runs about 4.5 % faster on rate-bound cells.
 @Suite(.timeLimit(.minutes(5)))
 struct RealTCPReferenceTests {
-    static let tenMegabit = linkProfile(down: .mbps(10), up: .mbps(10), downDelay: .milliseconds(25), upDelay: .milliseconds(25))
-    static let lte = linkProfile(down: .mbps(50), up: .mbps(10), downDelay: .milliseconds(50), upDelay: .milliseconds(65))
-    static let threeG = linkProfile(down: .kbps(780), up: .kbps(330), downDelay: .milliseconds(100), upDelay: .milliseconds(100))
+    static let tenMegabit = linkProfile(
+        down: .mbps(10), up: .mbps(10), downDelay: .milliseconds(25), upDelay: .milliseconds(25))
+    static let lte = linkProfile(
+        down: .mbps(50), up: .mbps(10), downDelay: .milliseconds(50), upDelay: .milliseconds(65))
+    static let threeG = linkProfile(
+        down: .kbps(780), up: .kbps(330), downDelay: .milliseconds(100), upDelay: .milliseconds(100))
 
     @Test(arguments: [
         ("10 Mbit/s, 25 ms each way", tenMegabit, 10_000, 113.0),
@@ -22,13 +26,17 @@ struct RealTCPReferenceTests {
         ("3G 780/330 kbit/s, 100 ms each way", threeG, 10_000, 517.0),
         ("3G 780/330 kbit/s, 100 ms each way", threeG, 100_000, 1561.0),
     ])
-    func aFetchFromConnectToLastByteIsWithinTwentyPercentOfLinux(link: String, profile: Profile, size: Int, realMilliseconds: Double) {
+    func aFetchFromConnectToLastByteIsWithinTwentyPercentOfLinux(
+        link: String, profile: Profile, size: Int, realMilliseconds: Double
+    ) {
         let connection = ModelConnection(profile: profile)
 
         let lastByte = connection.fetch(response: size, at: .zero)
 
         let model = (lastByte.map { $0 - .zero } ?? .seconds(3600)).seconds * 1000
-        #expect(abs(model / realMilliseconds - 1) <= 0.2, "\(link), \(size) bytes: model \(model) ms, Linux \(realMilliseconds) ms")
+        #expect(
+            abs(model / realMilliseconds - 1) <= 0.2,
+            "\(link), \(size) bytes: model \(model) ms, Linux \(realMilliseconds) ms")
     }
 
     @Test func aSecondRequestAfterTwoIdleSecondsPaysSlowStartAgainLikeLinux() {

@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// The model's decisions pinned: a digest of every release (flow, instant, bytes) for five profiles, recorded
 /// from the model as it stands, so work on its hot path or on what observes it must leave them bit-identical.
@@ -25,9 +26,11 @@ struct ReleaseDigestTests {
 
     /// Sends `size` bytes on each of `flows` flows over `profile` (the reverse path with the same delay), writing
     /// as the send buffers take them, and digests every release until all are delivered.
-    private func digest(_ profile: DirectionProfile, flows count: Int = 1, size: Int, seed: UInt64 = 7) -> ReleaseDigest {
-        let link = StreamLink(side: .acceptor, profile: profile, reverse: DirectionProfile(delay: profile.delay),
-                              settings: TCPSettings(), seed: seed)
+    private func digest(_ profile: DirectionProfile, flows count: Int = 1, size: Int, seed: UInt64 = 7) -> ReleaseDigest
+    {
+        let link = StreamLink(
+            side: .acceptor, profile: profile, reverse: DirectionProfile(delay: profile.delay),
+            settings: TCPSettings(), seed: seed)
         let flows = (0..<count).map { _ in link.makeFlow(at: .zero, emulatingHandshake: false) }
         var written = Array(repeating: 0, count: count)
         var delivered = 0
@@ -56,31 +59,45 @@ struct ReleaseDigestTests {
 
     @Test func aGigabitWithoutDelay() {
         let result = digest(DirectionProfile(bandwidth: .gbps(1)), size: 4_000_000)
-        #expect(result.value == 8025389770339013513 && result.count == 2314, "\(result.value) over \(result.count) releases")
+        #expect(
+            result.value == 8_025_389_770_339_013_513 && result.count == 2314,
+            "\(result.value) over \(result.count) releases")
     }
 
     @Test func aGigabitWithTenMillisecondsAndAFourMebibyteQueue() {
-        let result = digest(DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20)),
-                            size: 8_000_000)
-        #expect(result.value == 8493876435039506381 && result.count == 4955, "\(result.value) over \(result.count) releases")
+        let result = digest(
+            DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20)),
+            size: 8_000_000)
+        #expect(
+            result.value == 8_493_876_435_039_506_381 && result.count == 4955,
+            "\(result.value) over \(result.count) releases")
     }
 
     @Test func tenMegabitsWithTwentyFiveMillisecondsAndOnePercentLoss() {
-        let result = digest(DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(25), loss: Percentage(1)),
-                            size: 1_000_000)
-        #expect(result.value == 10466889472712391124 && result.count == 237, "\(result.value) over \(result.count) releases")
+        let result = digest(
+            DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(25), loss: Percentage(1)),
+            size: 1_000_000)
+        #expect(
+            result.value == 10_466_889_472_712_391_124 && result.count == 237,
+            "\(result.value) over \(result.count) releases")
     }
 
     @Test func fiftyMegabitsWithJitterAndHalfAPercentLoss() {
-        let result = digest(DirectionProfile(bandwidth: .mbps(50), delay: .milliseconds(20), jitter: .milliseconds(5),
-                                             loss: Percentage(0.5)), size: 2_000_000)
-        #expect(result.value == 1265467090756421680 && result.count == 360, "\(result.value) over \(result.count) releases")
+        let result = digest(
+            DirectionProfile(
+                bandwidth: .mbps(50), delay: .milliseconds(20), jitter: .milliseconds(5),
+                loss: Percentage(0.5)), size: 2_000_000)
+        #expect(
+            result.value == 1_265_467_090_756_421_680 && result.count == 360,
+            "\(result.value) over \(result.count) releases")
     }
 
     @Test func threeFlowsThroughFQCoDelWithTwoPercentLoss() {
         var profile = DirectionProfile(bandwidth: .mbps(20), delay: .milliseconds(10), loss: Percentage(2))
         profile.queueManagement = QueueManagement(FQCoDelQueue.self)
         let result = digest(profile, flows: 3, size: 500_000)
-        #expect(result.value == 13314904627220230604 && result.count == 437, "\(result.value) over \(result.count) releases")
+        #expect(
+            result.value == 13_314_904_627_220_230_604 && result.count == 437,
+            "\(result.value) over \(result.count) releases")
     }
 }

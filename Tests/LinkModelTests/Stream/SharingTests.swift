@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// Connections share a direction's one bottleneck as TCP flows share a router: through the queue and their own
 /// congestion control, not by a scheduler of linkcond's.

@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// Slow start from the initial window, as a Linux sender does it: the window doubles every round trip.
 @Suite(.timeLimit(.minutes(5)))
@@ -104,8 +105,9 @@ struct HyStartTests {
     }
 
     @Test func renoWithoutHyStartFillsTheSameQueueUntilItDrops() {
-        let link = modelLink(oneWay: .milliseconds(50), bandwidth: .mbps(10), queue: ByteCount(bytes: 600_000),
-                             settings: TCPSettings(congestion: .reno))
+        let link = modelLink(
+            oneWay: .milliseconds(50), bandwidth: .mbps(10), queue: ByteCount(bytes: 600_000),
+            settings: TCPSettings(congestion: .reno))
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
 
         let result = transfer(3_000_000, over: link, flow: flow, from: .zero)

@@ -1,34 +1,42 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// What the relay relies on from a stream link, whatever TCP does inside it: every byte exactly once and in
 /// order, across live profile switches and with other flows coming and going.
 @Suite(.timeLimit(.minutes(5)))
 struct StreamLinkContractTests {
     private func link(_ profile: DirectionProfile, seed: UInt64 = 1) -> StreamLink {
-        StreamLink(side: .acceptor, profile: profile, reverse: DirectionProfile(delay: profile.delay),
-                   settings: TCPSettings(), seed: seed)
+        StreamLink(
+            side: .acceptor, profile: profile, reverse: DirectionProfile(delay: profile.delay),
+            settings: TCPSettings(), seed: seed)
     }
 
     /// Runs `link` event by event until nothing is left or `limit`, adding each flow's releases to `delivered`.
-    private func drain(_ link: StreamLink, _ flows: [StreamFlow], into delivered: inout [Int],
-                       until limit: Instant = .ms(600_000)) {
+    private func drain(
+        _ link: StreamLink, _ flows: [StreamFlow], into delivered: inout [Int],
+        until limit: Instant = .ms(600_000)
+    ) {
         for _ in 0..<1_000_000 {
             guard let next = link.nextServiceTime, next <= limit else { return }
             for flow in link.advance(to: next) {
-                if let index = flows.firstIndex(where: { $0 === flow }) { delivered[index] += flow.takeDeliverable(at: next) }
+                if let index = flows.firstIndex(where: { $0 === flow }) {
+                    delivered[index] += flow.takeDeliverable(at: next)
+                }
             }
         }
     }
 
     @Test func aRateSwitchMidTransferLosesNoBytesAndFinishesSooner() {
         let slow = DirectionProfile(bandwidth: .mbps(1), delay: .milliseconds(50))
-        let switched = link(slow), unchanged = link(slow)
+        let switched = link(slow)
+        let unchanged = link(slow)
         let flow = switched.makeFlow(at: .zero, emulatingHandshake: false)
         let reference = unchanged.makeFlow(at: .zero, emulatingHandshake: false)
         let size = 200_000
-        let fast = transferAfterSwitch(size, over: switched, flow: flow, to: DirectionProfile(bandwidth: .mbps(20), delay: .milliseconds(10)))
+        let fast = transferAfterSwitch(
+            size, over: switched, flow: flow, to: DirectionProfile(bandwidth: .mbps(20), delay: .milliseconds(10)))
         let steady = transfer(size, over: unchanged, flow: reference, from: .zero)
 
         #expect(fast.bytes == size)
@@ -37,20 +45,28 @@ struct StreamLinkContractTests {
     }
 
     /// Writes `size` bytes, switches the profile to `profile` at 500 ms, and runs to the end.
-    private func transferAfterSwitch(_ size: Int, over link: StreamLink, flow: StreamFlow,
-                                     to profile: DirectionProfile) -> (bytes: Int, lastByteAt: Instant?) {
-        var written = 0, delivered = [0]
+    private func transferAfterSwitch(
+        _ size: Int, over link: StreamLink, flow: StreamFlow,
+        to profile: DirectionProfile
+    ) -> (bytes: Int, lastByteAt: Instant?) {
+        var written = 0
+        var delivered = [0]
         var now = Instant.zero
         var switched = false
         var last: Instant?
         for _ in 0..<1_000_000 {
             if !switched && now >= .ms(500) {
-                link.update(profile: profile, reverse: DirectionProfile(delay: profile.delay), settings: TCPSettings(), now: now)
+                link.update(
+                    profile: profile, reverse: DirectionProfile(delay: profile.delay), settings: TCPSettings(), now: now
+                )
                 switched = true
             }
             for changed in link.advance(to: now) where changed === flow {
                 let count = changed.takeDeliverable(at: now)
-                if count > 0 { delivered[0] += count; last = now }
+                if count > 0 {
+                    delivered[0] += count
+                    last = now
+                }
             }
             while written < size && link.canAccept(flow) {
                 link.enqueue(min(segments(45), size - written), on: flow, at: now)
@@ -72,7 +88,9 @@ struct StreamLinkContractTests {
 
         for _ in 0..<100 {
             guard let next = link.nextServiceTime else { break }
-            for changed in link.advance(to: next) where changed === flow { releases.append((next, changed.takeDeliverable(at: next))) }
+            for changed in link.advance(to: next) where changed === flow {
+                releases.append((next, changed.takeDeliverable(at: next)))
+            }
         }
 
         #expect(releases.map(\.0) == [.ms(43), .ms(50)])

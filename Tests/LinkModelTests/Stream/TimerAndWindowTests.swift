@@ -1,6 +1,7 @@
-@testable import LinkModel
 import LinkProfiles
 import Testing
+
+@testable import LinkModel
 
 /// The retransmission timer's arithmetic (RFC 6298 with Linux's 200 ms floor on the variance term), CUBIC's window
 /// curve, and restart after idle.
@@ -76,8 +77,9 @@ struct TimerAndWindowTests {
             let expected = 0.4 * (t - kSeconds) * (t - kSeconds) * (t - kSeconds) + 100
             // The window trails the curve by at most about one round trip's growth.
             let growthPerRoundTrip = 3 * 0.4 * (t - kSeconds) * (t - kSeconds) * rtt.seconds
-            #expect(abs(Double(sample.cwnd) - expected) <= 2 + growthPerRoundTrip,
-                    "at \(sample.seconds) s the window is \(sample.cwnd), the curve \(expected)")
+            #expect(
+                abs(Double(sample.cwnd) - expected) <= 2 + growthPerRoundTrip,
+                "at \(sample.seconds) s the window is \(sample.cwnd), the curve \(expected)")
         }
         #expect(cubic.originPoint == 100)
         #expect(abs(cubic.k - kSeconds) < 1e-9)

@@ -29,7 +29,9 @@ struct DeliveryTraceTests {
     }
 
     @Test func refusesANonIntegerLineByFileAndLine() {
-        #expect(error(of: "1\n2\nabc\n") == "cell.trace:3: \"abc\" is not a timestamp: expected a whole number of milliseconds")
+        #expect(
+            error(of: "1\n2\nabc\n")
+                == "cell.trace:3: \"abc\" is not a timestamp: expected a whole number of milliseconds")
         #expect(error(of: "1\n2.5\n")?.hasPrefix("cell.trace:2:") == true)
         #expect(error(of: "1\n-3\n")?.hasPrefix("cell.trace:2:") == true)
     }
@@ -57,12 +59,15 @@ struct DeliveryTraceTests {
     @Test(arguments: TraceModel.presetNames)
     func shippedTraceFileIsWhatTheModelGenerates(name: String) throws {
         let path = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("profiles/traces/\(name)").path
         let shipped = try #require(FileManager.default.contents(atPath: path))
 
         #expect(String(decoding: shipped, as: UTF8.self) == TraceModel.presets[name]!.fileText())
-        #expect(try DeliveryTrace(parsing: Array(shipped), name: name).milliseconds == DeliveryTrace.builtIn(named: name)?.milliseconds)
+        #expect(
+            try DeliveryTrace(parsing: Array(shipped), name: name).milliseconds
+                == DeliveryTrace.builtIn(named: name)?.milliseconds)
     }
 
     @Test func theSameSeedDrawsTheSameTraceAndAnotherSeedAnother() {

@@ -1,5 +1,6 @@
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// What a forwarded UDP lookup crosses: the query waits `dns.delay` instead of the link's delay, and the answer
 /// waits nothing, so a lookup pays the DNS delay once however the link is set.

@@ -1,15 +1,19 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// The DNS forwarder, over UDP and TCP, against a DNS server on loopback.
 @Suite(.serialized)
 struct DNSForwarderTests {
     private func forwarder(to server: DNSTestServer, profile: Profile) throws -> ConditionedProxy {
         try ConditionedProxy(
-            listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0),
-                                     kind: .dns(upstream: Endpoint(host: "127.0.0.1", port: server.port)))],
+            listeners: [
+                ListenerSpec(
+                    listen: Endpoint(host: "127.0.0.1", port: 0),
+                    kind: .dns(upstream: Endpoint(host: "127.0.0.1", port: server.port)))
+            ],
             profile: profile)
     }
 
@@ -44,7 +48,8 @@ struct DNSForwarderTests {
         // (dig's own query time is stamped by its threads, which a loaded machine can run late). That the delay is
         // paid once, not on the answer too, is the forwarder's decision (for UDP, DNSDelayDirectionTests').
         let forwarded = try #require(server.lastQueryAt.value)
-        #expect(forwarded - through.launchedAt >= .milliseconds(300), "\(forwarded - through.launchedAt) for 300 ms asked")
+        #expect(
+            forwarded - through.launchedAt >= .milliseconds(300), "\(forwarded - through.launchedAt) for 300 ms asked")
     }
 
     @Test(.enabled(if: Dig.path != nil, "dig is not installed (apt-get install dnsutils)"))
@@ -66,8 +71,12 @@ struct DNSForwarderTests {
         defer { server.stop() }
         let proxy = try forwarder(to: server, profile: delayed(50))
         defer { proxy.stop() }
-        let first = try TestDatagramSocket(), second = try TestDatagramSocket()
-        defer { first.close(); second.close() }
+        let first = try TestDatagramSocket()
+        let second = try TestDatagramSocket()
+        defer {
+            first.close()
+            second.close()
+        }
 
         try first.send(Self.query(id: 0x1234, name: "one.test"), to: proxy.port)
         try second.send(Self.query(id: 0x1234, name: "second.test"), to: proxy.port)
@@ -198,7 +207,8 @@ struct DNSForwarderTests {
 
     @Test func theSystemResolverIsTheFirstNameserver() throws {
         let path = NSTemporaryDirectory() + "linkcond-resolv-\(UInt32.random(in: 0...UInt32.max)).conf"
-        try "# comment\nsearch example\nnameserver 127.0.0.53\nnameserver 10.0.0.1\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try "# comment\nsearch example\nnameserver 127.0.0.53\nnameserver 10.0.0.1\n".write(
+            toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
 
         #expect(try DNSForwarderSupport.systemResolver(configuration: path) == "127.0.0.53:53")

@@ -10,8 +10,11 @@ struct DNSQueryKeyTests {
         var profile = Profile.none
         profile.dnsDelay = dnsDelay
         return try ConditionedProxy(
-            listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0),
-                                     kind: .dns(upstream: Endpoint(host: "127.0.0.1", port: server.port)))],
+            listeners: [
+                ListenerSpec(
+                    listen: Endpoint(host: "127.0.0.1", port: 0),
+                    kind: .dns(upstream: Endpoint(host: "127.0.0.1", port: server.port)))
+            ],
             profile: profile)
     }
 
@@ -44,13 +47,18 @@ struct DNSQueryKeyTests {
         defer { server.stop() }
         let proxy = try forwarder(to: server, dnsDelay: .milliseconds(100))
         defer { proxy.stop() }
-        let first = try TestDatagramSocket(timeout: 0.6), second = try TestDatagramSocket(timeout: 0.6)
-        defer { first.close(); second.close() }
+        let first = try TestDatagramSocket(timeout: 0.6)
+        let second = try TestDatagramSocket(timeout: 0.6)
+        defer {
+            first.close()
+            second.close()
+        }
 
         try first.send(DNSForwarderTests.query(id: 0x0707, name: "first.test"), to: proxy.port)
         try second.send(DNSForwarderTests.query(id: 0x0707, name: "second-port.test"), to: proxy.port)
         try first.send(DNSForwarderTests.query(id: 0x0707, name: "first.test"), to: proxy.port)
-        let toFirst = receiveAll(first), toSecond = receiveAll(second)
+        let toFirst = receiveAll(first)
+        let toSecond = receiveAll(second)
 
         #expect(toFirst.count == 1 && toSecond.count == 1, "\(toFirst.count) and \(toSecond.count) answers")
         #expect(toFirst.first?.count == DNSForwarderTests.query(id: 0, name: "first.test").count + 16)

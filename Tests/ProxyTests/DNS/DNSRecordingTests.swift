@@ -15,8 +15,11 @@ struct DNSRecordingTests {
         var profile = Profile.none
         profile.dnsDelay = .milliseconds(200)
         let proxy = try ConditionedProxy(
-            listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0),
-                                     kind: .dns(upstream: Endpoint(host: "127.0.0.1", port: server.port)))],
+            listeners: [
+                ListenerSpec(
+                    listen: Endpoint(host: "127.0.0.1", port: 0),
+                    kind: .dns(upstream: Endpoint(host: "127.0.0.1", port: server.port)))
+            ],
             profile: profile, options: options)
 
         _ = try Dig.query("app.example.test", port: proxy.port)
@@ -35,15 +38,19 @@ struct DNSRecordingTests {
     func aLookupOverTCPIsRecordedAsATCPLookupAndTheReportCountsIt() throws {
         let server = try DNSTestServer()
         defer { server.stop() }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-dns-tcp-\(UUID()).jsonl").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-dns-tcp-\(UUID()).jsonl")
+            .path
         defer { try? FileManager.default.removeItem(atPath: path) }
         var options = ProxyOptions()
         options.recording = RecordingOptions(path: path)
         var profile = Profile.none
         profile.dnsDelay = .milliseconds(200)
         let proxy = try ConditionedProxy(
-            listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0),
-                                     kind: .dns(upstream: Endpoint(host: "127.0.0.1", port: server.port)))],
+            listeners: [
+                ListenerSpec(
+                    listen: Endpoint(host: "127.0.0.1", port: 0),
+                    kind: .dns(upstream: Endpoint(host: "127.0.0.1", port: server.port)))
+            ],
             profile: profile, options: options)
 
         let answer = try Dig.query("app.example.test", port: proxy.port, tcp: true)

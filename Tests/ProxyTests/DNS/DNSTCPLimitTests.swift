@@ -7,12 +7,17 @@ import Testing
 /// pipelines queries faster than `dns.delay` lets them through is read only as fast as they are answered.
 @Suite(.serialized)
 struct DNSTCPLimitTests {
-    private func forwarder(to server: DNSTestServer, dnsDelay: Duration, idle: Duration = .seconds(10)) throws -> ConditionedProxy {
+    private func forwarder(to server: DNSTestServer, dnsDelay: Duration, idle: Duration = .seconds(10)) throws
+        -> ConditionedProxy
+    {
         var profile = Profile.none
         profile.dnsDelay = dnsDelay
         return try ConditionedProxy(
-            listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0),
-                                     kind: .dns(upstream: Endpoint(host: "127.0.0.1", port: server.port)))],
+            listeners: [
+                ListenerSpec(
+                    listen: Endpoint(host: "127.0.0.1", port: 0),
+                    kind: .dns(upstream: Endpoint(host: "127.0.0.1", port: server.port)))
+            ],
             profile: profile, options: ProxyOptions(dnsTCPIdleTimeout: idle))
     }
 
@@ -81,7 +86,9 @@ struct DNSTCPLimitTests {
         let status = proxy.status()[0]
 
         #expect(ids == (0..<count).map { UInt16($0) }, "\(ids.count) of \(count) answers, in order: \(ids.prefix(3))…")
-        #expect(status.streamBufferedPeak <= 512 * 1024, "held \(status.streamBufferedPeak) bytes for one pipelining client")
+        #expect(
+            status.streamBufferedPeak <= 512 * 1024, "held \(status.streamBufferedPeak) bytes for one pipelining client"
+        )
         #expect(status.streamBufferedBytes == 0)
     }
 }

@@ -23,7 +23,8 @@ final class DNSTestServer: @unchecked Sendable {
             while let header = try? connection.receive(exactly: 2) {
                 let length = Int(header[0]) << 8 | Int(header[1])
                 guard let query = try? connection.receive(exactly: length),
-                      let answer = DNSTestServer.answer(to: query, address: address) else { return }
+                    let answer = DNSTestServer.answer(to: query, address: address)
+                else { return }
                 lastQueryAt.value = MonotonicClock().now()
                 try? connection.send([UInt8(answer.count >> 8), UInt8(answer.count & 0xFF)] + answer)
             }
@@ -36,7 +37,9 @@ final class DNSTestServer: @unchecked Sendable {
             tcp.stop()
             throw error
         }
-        let udp = self.udp, stopped = self.stopped, done = self.done
+        let udp = self.udp
+        let stopped = self.stopped
+        let done = self.done
         Thread.detachNewThread {
             while !stopped.value {
                 guard let (query, from) = udp.receive() else { continue }
@@ -78,14 +81,17 @@ struct DigResult {
 }
 
 enum Dig {
-    static let path = ["/usr/bin/dig", "/bin/dig", "/usr/local/bin/dig"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let path = ["/usr/bin/dig", "/bin/dig", "/usr/local/bin/dig"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
 
     /// Runs `dig @127.0.0.1 -p port name A` with one try and a timeout of `seconds`; `tcp` adds +tcp.
     static func query(_ name: String, port: UInt16, tcp: Bool = false, seconds: Int = 3) throws -> DigResult {
         guard let path else { throw TestError("dig is not installed") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["@127.0.0.1", "-p", "\(port)", name, "A", "+tries=1", "+time=\(seconds)", "+noall", "+answer", "+stats"]
+        process.arguments =
+            ["@127.0.0.1", "-p", "\(port)", name, "A", "+tries=1", "+time=\(seconds)", "+noall", "+answer", "+stats"]
             + (tcp ? ["+tcp"] : [])
         let output = Pipe()
         process.standardOutput = output
@@ -98,7 +104,8 @@ enum Dig {
         let lines = text.split(separator: "\n").map(String.init)
         let answers = lines.filter { !$0.hasPrefix(";") && !$0.isEmpty }
         guard let timeLine = lines.first(where: { $0.contains("Query time:") }),
-              let milliseconds = timeLine.split(separator: " ").compactMap({ Int($0) }).first else {
+            let milliseconds = timeLine.split(separator: " ").compactMap({ Int($0) }).first
+        else {
             throw TestError("dig gave no query time: \(text)")
         }
         return DigResult(answers: answers, queryTime: .milliseconds(milliseconds), launchedAt: launchedAt)

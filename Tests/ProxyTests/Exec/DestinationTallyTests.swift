@@ -1,5 +1,6 @@
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// The destination table `linkcond exec` shows in `status`: counts per destination, bounded whatever the program does.
 struct DestinationTallyTests {
@@ -15,7 +16,10 @@ struct DestinationTallyTests {
 
         let rows = tally.report(live: [(address(1).description, 10, 20)])
 
-        #expect(rows == [StatusReport.Destination(destination: "198.18.0.1:443", connections: 2, bytesUp: 110, bytesDown: 1020)])
+        #expect(
+            rows == [
+                StatusReport.Destination(destination: "198.18.0.1:443", connections: 2, bytesUp: 110, bytesDown: 1020)
+            ])
     }
 
     @Test func destinationsPastTheLimitShareTheOtherRow() {

@@ -1,5 +1,6 @@
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// The IP packets `linkcond exec` builds: what it writes into the program's namespace must parse and check.
 struct IPPacketTests {
@@ -9,7 +10,8 @@ struct IPPacketTests {
     }
 
     @Test func aBuiltIPv4UDPDatagramParsesBackWithValidChecksums() throws {
-        let packet = IPPacketBuilder.udp(from: [198, 18, 0, 2], port: 53, to: [198, 18, 0, 1], port: 40000, payload: [1, 2, 3][...])
+        let packet = IPPacketBuilder.udp(
+            from: [198, 18, 0, 2], port: 53, to: [198, 18, 0, 1], port: 40000, payload: [1, 2, 3][...])
 
         let header = try #require(IPPacketHeader(parsing: packet))
 
@@ -22,8 +24,10 @@ struct IPPacketTests {
     }
 
     @Test func aBuiltIPv6UDPDatagramCarriesAValidChecksum() throws {
-        let source = ExecNamespace.gatewayAddressV6, destination = ExecNamespace.programAddressV6
-        let packet = IPPacketBuilder.udp(from: source, port: 443, to: destination, port: 50000, payload: [9, 8, 7, 6, 5][...])
+        let source = ExecNamespace.gatewayAddressV6
+        let destination = ExecNamespace.programAddressV6
+        let packet = IPPacketBuilder.udp(
+            from: source, port: 443, to: destination, port: 50000, payload: [9, 8, 7, 6, 5][...])
 
         let header = try #require(IPPacketHeader(parsing: packet))
 
@@ -43,7 +47,8 @@ struct IPPacketTests {
         #expect(header.source == [1, 2, 3, 4] && header.destination == [198, 18, 0, 1])
         #expect(header.sourcePort == 2 && header.destinationPort == 1)
         #expect(reset[20 + 13] == 0x14, "RST and ACK")
-        #expect(header.sequenceNumber(reset) == 0 && reset[28..<32] == [0, 0, 0x03, 0xe9][...], "acknowledges sequence + 1")
+        #expect(
+            header.sequenceNumber(reset) == 0 && reset[28..<32] == [0, 0, 0x03, 0xe9][...], "acknowledges sequence + 1")
         let pseudo: [UInt8] = [1, 2, 3, 4, 198, 18, 0, 1, 0, 6, 0, 20]
         #expect(verifies(Array(reset[20...]), pseudoHeader: pseudo), "TCP checksum")
     }

@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// A front end's connect timeout lives only as long as the connect it limits: a relay whose upstream accepted
 /// leaves no timer in the loop, so a churn of connections does not keep one closure per connection for 15 s.
@@ -19,7 +20,8 @@ struct FrontEndConnectTimerTests {
         for _ in 0..<20 {
             let client = try TestConnection.connect(port: proxy.port, timeout: 5)
             clients.append(client)
-            let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
+            let reply = try SOCKS5Client.negotiate(
+                client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
             try #require(reply == 0x00)
             try client.send([7])
             _ = try client.receive(exactly: 1)

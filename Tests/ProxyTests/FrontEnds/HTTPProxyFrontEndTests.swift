@@ -9,9 +9,13 @@ struct HTTPProxyFrontEndTests {
     @Test func curlFetchesSeveralMebibytesByteExactWithAPlainProxiedGet() throws {
         let size = 6 << 20
 
-        guard let result = try curlThroughFrontEnd(unavailable: "curl is not installed; the HTTP proxy curl test cannot run", arguments: { proxyPort, originPort in
-            ["-x", "http://127.0.0.1:\(proxyPort)", "http://127.0.0.1:\(originPort)/bytes/\(size)"]
-        }) else { return }
+        guard
+            let result = try curlThroughFrontEnd(
+                unavailable: "curl is not installed; the HTTP proxy curl test cannot run",
+                arguments: { proxyPort, originPort in
+                    ["-x", "http://127.0.0.1:\(proxyPort)", "http://127.0.0.1:\(originPort)/bytes/\(size)"]
+                })
+        else { return }
 
         expectOriginBody(result, size: size)
     }
@@ -19,9 +23,13 @@ struct HTTPProxyFrontEndTests {
     @Test func curlFetchesSeveralMebibytesByteExactThroughAConnectTunnel() throws {
         let size = 5 << 20
 
-        guard let result = try curlThroughFrontEnd(unavailable: "curl is not installed; the HTTP CONNECT curl test cannot run", arguments: { proxyPort, originPort in
-            ["-p", "-x", "http://127.0.0.1:\(proxyPort)", "http://localhost:\(originPort)/bytes/\(size)"]
-        }) else { return }
+        guard
+            let result = try curlThroughFrontEnd(
+                unavailable: "curl is not installed; the HTTP CONNECT curl test cannot run",
+                arguments: { proxyPort, originPort in
+                    ["-p", "-x", "http://127.0.0.1:\(proxyPort)", "http://localhost:\(originPort)/bytes/\(size)"]
+                })
+        else { return }
 
         expectOriginBody(result, size: size)
     }
@@ -30,10 +38,16 @@ struct HTTPProxyFrontEndTests {
         let origin = try TestHTTPOrigin()
         defer { origin.stop() }
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         let responses = HTTPResponseReader(client)
-        try client.send(Array("GET http://127.0.0.1:\(origin.port)/echo?x=1 HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\nProxy-Connection: keep-alive\r\nX-Test: kept\r\n\r\n".utf8))
+        try client.send(
+            Array(
+                "GET http://127.0.0.1:\(origin.port)/echo?x=1 HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\nProxy-Connection: keep-alive\r\nX-Test: kept\r\n\r\n"
+                    .utf8))
         let response = try responses.next()
         let seen = String(decoding: response.body, as: UTF8.self)
 
@@ -48,8 +62,13 @@ struct HTTPProxyFrontEndTests {
         let origin = try TestHTTPOrigin()
         defer { origin.stop() }
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
-        let request = { (size: Int) in Array("GET http://127.0.0.1:\(origin.port)/bytes/\(size) HTTP/1.1\r\nHost: x\r\n\r\n".utf8) }
+        defer {
+            client.close()
+            proxy.stop()
+        }
+        let request = { (size: Int) in
+            Array("GET http://127.0.0.1:\(origin.port)/bytes/\(size) HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+        }
 
         let responses = HTTPResponseReader(client)
         try client.send(request(1000))
@@ -67,7 +86,10 @@ struct HTTPProxyFrontEndTests {
         let origin = try TestHTTPOrigin()
         defer { origin.stop() }
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let post = "POST http://127.0.0.1:\(origin.port)/first HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nHELLO"
         let get = "GET http://127.0.0.1:\(origin.port)/second HTTP/1.1\r\nHost: x\r\n\r\n"
 
@@ -84,12 +106,21 @@ struct HTTPProxyFrontEndTests {
     @Test func closesAfterTheCurrentExchangeWhenALaterRequestNamesAnotherOrigin() throws {
         let origin = try TestHTTPOrigin()
         let other = try TestHTTPOrigin()
-        defer { origin.stop(); other.stop() }
+        defer {
+            origin.stop()
+            other.stop()
+        }
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         let responses = HTTPResponseReader(client)
-        try client.send(Array("GET http://127.0.0.1:\(origin.port)/a HTTP/1.1\r\nHost: x\r\n\r\nGET http://127.0.0.1:\(other.port)/b HTTP/1.1\r\nHost: y\r\n\r\n".utf8))
+        try client.send(
+            Array(
+                "GET http://127.0.0.1:\(origin.port)/a HTTP/1.1\r\nHost: x\r\n\r\nGET http://127.0.0.1:\(other.port)/b HTTP/1.1\r\nHost: y\r\n\r\n"
+                    .utf8))
         let first = try responses.next()
         let rest = client.readUntilClosed()
 
@@ -102,10 +133,14 @@ struct HTTPProxyFrontEndTests {
         let echo = try TestServer.echo()
         defer { echo.stop() }
         let (proxy, client) = try connectedFrontEnd(profile: delayProfile(.milliseconds(20)))
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let established = "HTTP/1.1 200 Connection established\r\n\r\n"
 
-        try client.send(Array("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nHost: 127.0.0.1:\(echo.port)\r\n\r\npipelined".utf8))
+        try client.send(
+            Array("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nHost: 127.0.0.1:\(echo.port)\r\n\r\npipelined".utf8))
 
         #expect(try client.receive(exactly: established.utf8.count) == Array(established.utf8))
         #expect(try client.receive(exactly: 9) == Array("pipelined".utf8))
@@ -113,7 +148,10 @@ struct HTTPProxyFrontEndTests {
 
     @Test func answersBadRequestToGarbage() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(Array("\u{01}\u{02} nonsense\r\n\r\n".utf8))
         let response = client.readTextUntilClosed()
@@ -123,7 +161,10 @@ struct HTTPProxyFrontEndTests {
 
     @Test func answersBadRequestToAnOriginFormRequest() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(Array("GET / HTTP/1.1\r\nHost: example\r\n\r\n".utf8))
 
@@ -132,9 +173,13 @@ struct HTTPProxyFrontEndTests {
 
     @Test func answersHeaderFieldsTooLargeToAnOversizedHead() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
-        try? client.send(Array("GET http://127.0.0.1:9/ HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 40_000))\r\n\r\n".utf8))
+        try? client.send(
+            Array("GET http://127.0.0.1:9/ HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 40_000))\r\n\r\n".utf8))
 
         #expect(client.readTextUntilClosed().hasPrefix("HTTP/1.1 431 "))
     }
@@ -144,7 +189,10 @@ struct HTTPProxyFrontEndTests {
         let port = closed.port
         closed.stop()
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(Array("GET http://127.0.0.1:\(port)/ HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
 
@@ -153,7 +201,10 @@ struct HTTPProxyFrontEndTests {
 
     @Test func answersBadGatewayWhenTheNameDoesNotResolve() throws {
         let (proxy, client) = try connectedFrontEnd(timeout: 10)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(Array("CONNECT nonexistent.invalid:443 HTTP/1.1\r\n\r\n".utf8))
 
@@ -163,7 +214,10 @@ struct HTTPProxyFrontEndTests {
     @Test(arguments: [("TRACE", 405), ("BREW", 501)])
     func refusesMethodsItDoesNotForward(method: String, status: Int) throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(Array("\(method) http://127.0.0.1:9/ HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
 
@@ -173,7 +227,8 @@ struct HTTPProxyFrontEndTests {
     @Test func asksForProxyCredentialsWhenTheyAreRequiredAndAcceptsThem() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.frontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
+        let proxy = try ConditionedProxy.frontEnd(
+            settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
         defer { proxy.stop() }
         let anonymous = try TestConnection.connect(port: proxy.port, timeout: 5)
         defer { anonymous.close() }
@@ -182,7 +237,8 @@ struct HTTPProxyFrontEndTests {
         let token = Data("ann:s3cret".utf8).base64EncodedString()
 
         try anonymous.send(Array("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\n\r\n".utf8))
-        try authorized.send(Array("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nProxy-Authorization: Basic \(token)\r\n\r\n".utf8))
+        try authorized.send(
+            Array("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nProxy-Authorization: Basic \(token)\r\n\r\n".utf8))
 
         #expect(anonymous.readTextUntilClosed().hasPrefix("HTTP/1.1 407 "))
         #expect(String(decoding: try authorized.receive(exactly: 12), as: UTF8.self) == "HTTP/1.1 200")
@@ -192,7 +248,10 @@ struct HTTPProxyFrontEndTests {
         let echo = try TestServer.echo()
         defer { echo.stop() }
         let (proxy, client) = try connectedFrontEnd(profile: delayProfile(.milliseconds(100)))
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let established = "HTTP/1.1 200 Connection established\r\n\r\n"
 
         let start = MonotonicClock().now()

@@ -1,20 +1,27 @@
 import Foundation
 import Glibc
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
 
+@testable import LinkConditioner
+
 extension ConditionedProxy {
     /// A SOCKS5 and HTTP proxy front end on 127.0.0.1 port 0.
-    static func frontEnd(profile: Profile = .none, settings: ProxyFrontEndSettings = ProxyFrontEndSettings()) throws -> ConditionedProxy {
-        try ConditionedProxy(listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0), kind: .proxy(settings))],
-                             profile: profile)
+    static func frontEnd(profile: Profile = .none, settings: ProxyFrontEndSettings = ProxyFrontEndSettings()) throws
+        -> ConditionedProxy
+    {
+        try ConditionedProxy(
+            listeners: [ListenerSpec(listen: Endpoint(host: "127.0.0.1", port: 0), kind: .proxy(settings))],
+            profile: profile)
     }
 
     /// An IPv6 echo endpoint: an unconditioned TCP relay on [::1] port 0 in front of `echo`.
     static func ipv6Echo(inFrontOf echo: TestServer) throws -> ConditionedProxy {
         try ConditionedProxy(
-            listeners: [ListenerSpec(listen: Endpoint(host: "::1", port: 0), upstream: Endpoint(host: "127.0.0.1", port: echo.port))],
+            listeners: [
+                ListenerSpec(
+                    listen: Endpoint(host: "::1", port: 0), upstream: Endpoint(host: "127.0.0.1", port: echo.port))
+            ],
             profile: .none)
     }
 }
@@ -144,17 +151,23 @@ final class HTTPResponseReader {
     func next() throws -> (status: Int, head: String, body: [UInt8]) {
         var headEnd: Int?
         while true {
-            headEnd = buffer.count < 4 ? nil : (0...(buffer.count - 4)).first {
-                buffer[$0] == 13 && buffer[$0 + 1] == 10 && buffer[$0 + 2] == 13 && buffer[$0 + 3] == 10
-            }
+            headEnd =
+                buffer.count < 4
+                ? nil
+                : (0...(buffer.count - 4)).first {
+                    buffer[$0] == 13 && buffer[$0 + 1] == 10 && buffer[$0 + 2] == 13 && buffer[$0 + 3] == 10
+                }
             if headEnd != nil { break }
             let chunk = try connection.receive()
-            guard !chunk.isEmpty else { throw TestError("end of stream inside a response head: \(String(decoding: buffer, as: UTF8.self))") }
+            guard !chunk.isEmpty else {
+                throw TestError("end of stream inside a response head: \(String(decoding: buffer, as: UTF8.self))")
+            }
             buffer += chunk
         }
         let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
         let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? -1
-        let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+        let length =
+            head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
             .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
         buffer.removeFirst(headEnd! + 4)
         while buffer.count < length {
@@ -186,9 +199,12 @@ final class TestHTTPOrigin: @unchecked Sendable {
             while true {
                 var end: Int?
                 while end == nil {
-                    end = buffer.count < 4 ? nil : (0...(buffer.count - 4)).first {
-                        buffer[$0] == 13 && buffer[$0 + 1] == 10 && buffer[$0 + 2] == 13 && buffer[$0 + 3] == 10
-                    }
+                    end =
+                        buffer.count < 4
+                        ? nil
+                        : (0...(buffer.count - 4)).first {
+                            buffer[$0] == 13 && buffer[$0 + 1] == 10 && buffer[$0 + 2] == 13 && buffer[$0 + 3] == 10
+                        }
                     if end == nil {
                         guard let chunk = try? connection.receive(), !chunk.isEmpty else { return }
                         buffer += chunk
@@ -196,7 +212,8 @@ final class TestHTTPOrigin: @unchecked Sendable {
                 }
                 let head = String(decoding: buffer[..<end!], as: UTF8.self)
                 buffer.removeFirst(end! + 4)
-                let contentLength = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                let contentLength =
+                    head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
                     .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
                 while buffer.count < contentLength {
                     guard let chunk = try? connection.receive(), !chunk.isEmpty else { return }
@@ -213,7 +230,8 @@ final class TestHTTPOrigin: @unchecked Sendable {
                     body = Array(head.utf8) + requestBody
                 }
                 let closes = head.lowercased().contains("connection: close")
-                let response = "HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\(closes ? "Connection: close\r\n" : "")\r\n"
+                let response =
+                    "HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\(closes ? "Connection: close\r\n" : "")\r\n"
                 guard (try? connection.send(Array(response.utf8) + body)) != nil, !closes else { return }
             }
         }
@@ -252,7 +270,11 @@ func expectOriginBody(_ result: CurlResult, size: Int, sourceLocation: SourceLoc
 /// Runs curl with `arguments`, writing the body to a temporary file; returns its exit status, the file's digest and
 /// the `-w` output. Returns nil when curl is not installed.
 func runCurl(_ arguments: [String], timeout: Double = 60) throws -> CurlResult? {
-    guard let curl = ["/usr/bin/curl", "/usr/local/bin/curl", "/bin/curl"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+    guard
+        let curl = ["/usr/bin/curl", "/usr/local/bin/curl", "/bin/curl"].first(where: {
+            FileManager.default.isExecutableFile(atPath: $0)
+        })
+    else {
         return nil
     }
     let output = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-curl-\(UUID().uuidString)")

@@ -8,7 +8,10 @@ import Testing
 struct ProxyFrontEndSecurityTests {
     @Test func aSOCKS5ClientOfferingOnlyPasswordAuthenticationIsRefusedWhenNoCredentialsAreConfigured() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(SOCKS5Client.greeting(methods: [0x02]))
 
@@ -18,7 +21,10 @@ struct ProxyFrontEndSecurityTests {
 
     @Test func aSOCKS5ConnectToTheProxyItselfAsAnIPv4MappedIPv6AddressIsNotAllowed() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let mapped: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] + SOCKS5Client.loopback
 
         let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv6: mapped, port: proxy.port))
@@ -29,9 +35,15 @@ struct ProxyFrontEndSecurityTests {
 
     @Test func anHTTPConnectToTheProxyItselfAsAnIPv4MappedIPv6AddressIsForbidden() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
-        try client.send(Array("CONNECT [::ffff:127.0.0.1]:\(proxy.port) HTTP/1.1\r\nHost: [::ffff:127.0.0.1]:\(proxy.port)\r\n\r\n".utf8))
+        try client.send(
+            Array(
+                "CONNECT [::ffff:127.0.0.1]:\(proxy.port) HTTP/1.1\r\nHost: [::ffff:127.0.0.1]:\(proxy.port)\r\n\r\n"
+                    .utf8))
         let response = client.readTextUntilClosed()
 
         #expect(response.hasPrefix("HTTP/1.1 403 "), "\(response)")
@@ -39,7 +51,10 @@ struct ProxyFrontEndSecurityTests {
 
     @Test func anHTTPGetToTheProxyItselfAsAnIPv4MappedIPv6AddressIsForbidden() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(Array("GET http://[::ffff:127.0.0.1]:\(proxy.port)/ HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
         let response = client.readTextUntilClosed()
@@ -50,18 +65,27 @@ struct ProxyFrontEndSecurityTests {
     /// The Toxiproxy API asks no token on loopback and the control endpoint accepts a loopback `Host`: whoever may
     /// use the proxy (other hosts with --allow-remote, every page of a browser pointed at it) must not reach them
     /// through it, whichever way the loopback address is written.
-    @Test(arguments: ["GET http://127.0.0.1:API/proxies HTTP/1.1\r\nHost: 127.0.0.1:API",
-                      "CONNECT 127.0.0.1:API HTTP/1.1\r\nHost: 127.0.0.1:API",
-                      "GET http://[::ffff:127.0.0.1]:API/proxies HTTP/1.1\r\nHost: 127.0.0.1:API",
-                      "GET http://127.0.0.1:CONTROL/status HTTP/1.1\r\nHost: 127.0.0.1:CONTROL"])
+    @Test(arguments: [
+        "GET http://127.0.0.1:API/proxies HTTP/1.1\r\nHost: 127.0.0.1:API",
+        "CONNECT 127.0.0.1:API HTTP/1.1\r\nHost: 127.0.0.1:API",
+        "GET http://[::ffff:127.0.0.1]:API/proxies HTTP/1.1\r\nHost: 127.0.0.1:API",
+        "GET http://127.0.0.1:CONTROL/status HTTP/1.1\r\nHost: 127.0.0.1:CONTROL",
+    ])
     func linkcondsOwnAPIsAreForbiddenThroughTheProxy(_ request: String) throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
-        let api = try #require(try proxy.serveToxiproxy(at: Endpoint(host: "127.0.0.1", port: 0)).split(separator: ":").last)
-        let control = try #require(try proxy.serveControl(at: .tcp(Endpoint(host: "127.0.0.1", port: 0))).split(separator: ":").last)
+        defer {
+            client.close()
+            proxy.stop()
+        }
+        let api = try #require(
+            try proxy.serveToxiproxy(at: Endpoint(host: "127.0.0.1", port: 0)).split(separator: ":").last)
+        let control = try #require(
+            try proxy.serveControl(at: .tcp(Endpoint(host: "127.0.0.1", port: 0))).split(separator: ":").last)
 
-        try client.send(Array((request.replacingOccurrences(of: "API", with: String(api))
-            .replacingOccurrences(of: "CONTROL", with: String(control)) + "\r\n\r\n").utf8))
+        try client.send(
+            Array(
+                (request.replacingOccurrences(of: "API", with: String(api))
+                    .replacingOccurrences(of: "CONTROL", with: String(control)) + "\r\n\r\n").utf8))
         let response = client.readTextUntilClosed()
 
         #expect(response.hasPrefix("HTTP/1.1 403 "), "\(response)")
@@ -70,8 +94,14 @@ struct ProxyFrontEndSecurityTests {
 
     @Test func aSOCKS5ConnectToTheToxiproxyAPIIsNotAllowed() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
-        let api = try #require(try proxy.serveToxiproxy(at: Endpoint(host: "127.0.0.1", port: 0)).split(separator: ":").last.flatMap { UInt16($0) })
+        defer {
+            client.close()
+            proxy.stop()
+        }
+        let api = try #require(
+            try proxy.serveToxiproxy(at: Endpoint(host: "127.0.0.1", port: 0)).split(separator: ":").last.flatMap {
+                UInt16($0)
+            })
 
         let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(name: "localhost", port: api))
 
@@ -83,11 +113,17 @@ struct ProxyFrontEndSecurityTests {
         let origin = try TestHTTPOrigin()
         defer { origin.stop() }
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let smuggled = "GET /second HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
-        try client.send(Array(("POST http://127.0.0.1:\(origin.port)/first HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            + "Connection: \(connectionField)\r\nContent-Length: \(smuggled.utf8.count)\r\n\r\n" + smuggled).utf8))
+        try client.send(
+            Array(
+                ("POST http://127.0.0.1:\(origin.port)/first HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    + "Connection: \(connectionField)\r\nContent-Length: \(smuggled.utf8.count)\r\n\r\n" + smuggled)
+                    .utf8))
         let response = client.readTextUntilClosed()
 
         #expect(response.hasPrefix("HTTP/1.1 400 "), "\(response)")
@@ -97,7 +133,10 @@ struct ProxyFrontEndSecurityTests {
     /// Framings an origin may read differently from linkcond (RFC 9112 sections 6 and 7.1, RFC 9110 section 5):
     /// each request comes whole in one write, and is refused before linkcond connects to the origin.
     @Test(arguments: [
-        ("a chunk size of -0", "Transfer-Encoding: chunked\r\n\r\n-0\r\n\r\nGET http://127.0.0.1:ORIGIN/smuggled HTTP/1.1\r\nHost: x\r\n\r\n"),
+        (
+            "a chunk size of -0",
+            "Transfer-Encoding: chunked\r\n\r\n-0\r\n\r\nGET http://127.0.0.1:ORIGIN/smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+        ),
         ("a chunk size of +5", "Transfer-Encoding: chunked\r\n\r\n+5\r\nhello\r\n0\r\n\r\n"),
         ("chunk data not followed by CRLF", "Transfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n"),
         ("bare LFs on the chunk lines", "Transfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\n\n"),
@@ -112,15 +151,21 @@ struct ProxyFrontEndSecurityTests {
         let origin = try TestHTTPOrigin()
         defer { origin.stop() }
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
-        try client.send(Array(("POST http://127.0.0.1:\(origin.port)/first HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            + rest.replacingOccurrences(of: "ORIGIN", with: String(origin.port))).utf8))
+        try client.send(
+            Array(
+                ("POST http://127.0.0.1:\(origin.port)/first HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    + rest.replacingOccurrences(of: "ORIGIN", with: String(origin.port))).utf8))
         let response = client.readTextUntilClosed()
 
         #expect(response.hasPrefix("HTTP/1.1 400 "), "\(framing): \(response)")
-        #expect(origin.connections.value == 0 && origin.requestHeads.value.isEmpty,
-                "\(framing): the origin saw \(origin.connections.value) connections and \(origin.requestHeads.value)")
+        #expect(
+            origin.connections.value == 0 && origin.requestHeads.value.isEmpty,
+            "\(framing): the origin saw \(origin.connections.value) connections and \(origin.requestHeads.value)")
     }
 
     @Test func aWellFramedChunkedRequestWithExtensionsAndTrailersIsForwardedWhole() throws {
@@ -129,7 +174,9 @@ struct ProxyFrontEndSecurityTests {
         let origin = try TestServer { connection in
             defer { connection.close() }
             var bytes: [UInt8] = []
-            while !String(decoding: bytes, as: UTF8.self).hasSuffix(body), let chunk = try? connection.receive(), !chunk.isEmpty {
+            while !String(decoding: bytes, as: UTF8.self).hasSuffix(body), let chunk = try? connection.receive(),
+                !chunk.isEmpty
+            {
                 bytes += chunk
             }
             received.value = bytes
@@ -137,20 +184,30 @@ struct ProxyFrontEndSecurityTests {
         }
         defer { origin.stop() }
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
-        try client.send(Array(("POST http://127.0.0.1:\(origin.port)/chunked HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            + "Transfer-Encoding: chunked\r\n\r\n" + body).utf8))
+        try client.send(
+            Array(
+                ("POST http://127.0.0.1:\(origin.port)/chunked HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    + "Transfer-Encoding: chunked\r\n\r\n" + body).utf8))
         let answer = try HTTPResponseReader(client).next()
 
         #expect(answer.status == 200)
         let forwarded = String(decoding: received.value, as: UTF8.self)
-        #expect(forwarded.hasPrefix("POST /chunked HTTP/1.1\r\n") && forwarded.hasSuffix("\r\n\r\n" + body), "\(forwarded)")
+        #expect(
+            forwarded.hasPrefix("POST /chunked HTTP/1.1\r\n") && forwarded.hasSuffix("\r\n\r\n" + body), "\(forwarded)")
     }
 
     @Test func aRequestWithBareLineFeedsIsAnsweredBadRequestAtOnce() throws {
-        let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(handshakeTimeout: .seconds(60)), timeout: 30)
-        defer { client.close(); proxy.stop() }
+        let (proxy, client) = try connectedFrontEnd(
+            settings: ProxyFrontEndSettings(handshakeTimeout: .seconds(60)), timeout: 30)
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(Array("GET http://127.0.0.1:9/ HTTP/1.1\nHost: 127.0.0.1\n\n".utf8))
         let response = client.readTextUntilClosed()

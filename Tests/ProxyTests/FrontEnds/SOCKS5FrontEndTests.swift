@@ -10,9 +10,13 @@ struct SOCKS5FrontEndTests {
         let echo = try TestServer.echo()
         defer { echo.stop() }
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
-        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
+        let reply = try SOCKS5Client.negotiate(
+            client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
         try client.send(Array("hello".utf8))
 
         #expect(reply == 0x00)
@@ -25,9 +29,13 @@ struct SOCKS5FrontEndTests {
         let ipv6Echo = try ConditionedProxy.ipv6Echo(inFrontOf: echo)
         defer { ipv6Echo.stop() }
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
-        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv6: SOCKS5Client.loopbackIPv6, port: ipv6Echo.port))
+        let reply = try SOCKS5Client.negotiate(
+            client, request: SOCKS5Client.connect(ipv6: SOCKS5Client.loopbackIPv6, port: ipv6Echo.port))
         try client.send(Array("over six".utf8))
 
         #expect(reply == 0x00)
@@ -38,9 +46,13 @@ struct SOCKS5FrontEndTests {
         let echo = try TestServer.echo()
         defer { echo.stop() }
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
-        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(name: "localhost", port: echo.port))
+        let reply = try SOCKS5Client.negotiate(
+            client, request: SOCKS5Client.connect(name: "localhost", port: echo.port))
         try client.send([7, 8, 9])
 
         #expect(reply == 0x00)
@@ -51,10 +63,14 @@ struct SOCKS5FrontEndTests {
         let echo = try TestServer.echo()
         defer { echo.stop() }
         let (proxy, client) = try connectedFrontEnd(profile: delayProfile(.milliseconds(20)))
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let pipelined = [UInt8](repeating: 0x2A, count: 3000) + Array("end".utf8)
 
-        try client.send(SOCKS5Client.greeting() + SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port) + pipelined)
+        try client.send(
+            SOCKS5Client.greeting() + SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port) + pipelined)
         let method = try client.receive(exactly: 2)
         let reply = try SOCKS5Client.readReply(client)
 
@@ -68,9 +84,13 @@ struct SOCKS5FrontEndTests {
         let port = closed.port
         closed.stop()
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
-        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: port))
+        let reply = try SOCKS5Client.negotiate(
+            client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: port))
 
         #expect(reply == 0x05)
         #expect(client.readUntilClosed().isEmpty)
@@ -78,9 +98,13 @@ struct SOCKS5FrontEndTests {
 
     @Test func repliesHostUnreachableForANameThatDoesNotResolve() throws {
         let (proxy, client) = try connectedFrontEnd(timeout: 10)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
-        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(name: "nonexistent.invalid", port: 80))
+        let reply = try SOCKS5Client.negotiate(
+            client, request: SOCKS5Client.connect(name: "nonexistent.invalid", port: 80))
 
         #expect(reply == 0x04)
     }
@@ -88,16 +112,23 @@ struct SOCKS5FrontEndTests {
     @Test(arguments: [UInt8(0x02), 0x03, 0x09])
     func repliesCommandNotSupportedForAnythingButConnect(command: UInt8) throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
-        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: 80, command: command))
+        let reply = try SOCKS5Client.negotiate(
+            client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: 80, command: command))
 
         #expect(reply == 0x07)
     }
 
     @Test func repliesAddressTypeNotSupportedForAnUnknownAddressType() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         let reply = try SOCKS5Client.negotiate(client, request: [0x05, 0x01, 0x00, 0x07, 1, 2, 3, 4, 0, 80])
 
@@ -106,7 +137,10 @@ struct SOCKS5FrontEndTests {
 
     @Test func repliesGeneralFailureToARequestWithTheWrongVersion() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         let reply = try SOCKS5Client.negotiate(client, request: [0x04, 0x01, 0x00, 0x01, 127, 0, 0, 1, 0, 80])
 
@@ -115,16 +149,24 @@ struct SOCKS5FrontEndTests {
 
     @Test func repliesNotAllowedForAConnectToTheProxyItself() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
-        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: proxy.port))
+        let reply = try SOCKS5Client.negotiate(
+            client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: proxy.port))
 
         #expect(reply == 0x02)
     }
 
     @Test func refusesEveryMethodWhenCredentialsAreRequiredButNotOffered() throws {
-        let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
-        defer { client.close(); proxy.stop() }
+        let (proxy, client) = try connectedFrontEnd(
+            settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(SOCKS5Client.greeting(methods: [0x00]))
 
@@ -133,8 +175,12 @@ struct SOCKS5FrontEndTests {
     }
 
     @Test func refusesWrongCredentials() throws {
-        let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
-        defer { client.close(); proxy.stop() }
+        let (proxy, client) = try connectedFrontEnd(
+            settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(SOCKS5Client.greeting(methods: [0x00, 0x02]))
         let method = try client.receive(exactly: 2)
@@ -148,8 +194,12 @@ struct SOCKS5FrontEndTests {
     @Test func acceptsTheRightCredentials() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
-        defer { client.close(); proxy.stop() }
+        let (proxy, client) = try connectedFrontEnd(
+            settings: ProxyFrontEndSettings(credentials: ProxyCredentials(user: "ann", password: "s3cret")))
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(SOCKS5Client.greeting(methods: [0x02]))
         _ = try client.receive(exactly: 2)
@@ -162,8 +212,12 @@ struct SOCKS5FrontEndTests {
     }
 
     @Test func closesAClientThatSendsNothingOnceTheHandshakeTimeoutPasses() throws {
-        let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(handshakeTimeout: .milliseconds(300)))
-        defer { client.close(); proxy.stop() }
+        let (proxy, client) = try connectedFrontEnd(
+            settings: ProxyFrontEndSettings(handshakeTimeout: .milliseconds(300)))
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let start = MonotonicClock().now()
 
         let ending = Result { try client.receive() }
@@ -180,12 +234,17 @@ struct SOCKS5FrontEndTests {
 
     @Test func aConnectThatNeverCompletesIsAnsweredTTLExpiredOnceTheConnectTimeoutPasses() throws {
         let blocked = UInt16(9)
-        let (proxy, client) = try connectedFrontEnd(profile: Profile(parsing: "blocked.ports = \(blocked)\nblocked.mode = blackhole"),
-                                                    settings: ProxyFrontEndSettings(connectTimeout: .milliseconds(300)))
-        defer { client.close(); proxy.stop() }
+        let (proxy, client) = try connectedFrontEnd(
+            profile: Profile(parsing: "blocked.ports = \(blocked)\nblocked.mode = blackhole"),
+            settings: ProxyFrontEndSettings(connectTimeout: .milliseconds(300)))
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let start = MonotonicClock().now()
 
-        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: blocked))
+        let reply = try SOCKS5Client.negotiate(
+            client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: blocked))
 
         #expect(reply == 0x06)
         #expect(secondsSince(start) >= 0.3, "never before the connect timeout")
@@ -194,12 +253,17 @@ struct SOCKS5FrontEndTests {
     @Test func aConnectHeldByAConnectStallIsAnsweredTTLExpiredOnceTheConnectTimeoutPasses() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let (proxy, client) = try connectedFrontEnd(profile: Profile(parsing: "connect.stall = 60s"),
-                                                    settings: ProxyFrontEndSettings(connectTimeout: .milliseconds(300)))
-        defer { client.close(); proxy.stop() }
+        let (proxy, client) = try connectedFrontEnd(
+            profile: Profile(parsing: "connect.stall = 60s"),
+            settings: ProxyFrontEndSettings(connectTimeout: .milliseconds(300)))
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let start = MonotonicClock().now()
 
-        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
+        let reply = try SOCKS5Client.negotiate(
+            client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
 
         #expect(reply == 0x06)
         #expect(secondsSince(start) >= 0.3, "never before the connect timeout")
@@ -209,7 +273,10 @@ struct SOCKS5FrontEndTests {
         let echo = try TestServer.echo()
         defer { echo.stop() }
         let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(connectTimeout: .milliseconds(300)))
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         proxy.goOffline(.blackhole)
         try SOCKS5Client.greet(client)
         try client.send(SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
@@ -226,8 +293,12 @@ struct SOCKS5FrontEndTests {
         let echo = try TestServer.echo()
         defer { echo.stop() }
         let (proxy, client) = try connectedFrontEnd(settings: ProxyFrontEndSettings(connectTimeout: .milliseconds(100)))
-        defer { client.close(); proxy.stop() }
-        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
+        defer {
+            client.close()
+            proxy.stop()
+        }
+        let reply = try SOCKS5Client.negotiate(
+            client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
         try client.send([1])
         _ = try client.receive(exactly: 1)
 
@@ -240,7 +311,10 @@ struct SOCKS5FrontEndTests {
 
     @Test func closesAClientThatSendsAGreetingWithoutMethods() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send([0x05, 0x00])
 
@@ -252,7 +326,10 @@ struct SOCKS5FrontEndTests {
         let echo = try TestServer.echo()
         defer { echo.stop() }
         let (proxy, client) = try connectedFrontEnd(profile: delayProfile(.milliseconds(100)))
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         try SOCKS5Client.greet(client)
 
         let start = MonotonicClock().now()
@@ -268,8 +345,12 @@ struct SOCKS5FrontEndTests {
     @Test func setupToANameAlsoPaysTheDNSDelay() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let (proxy, client) = try connectedFrontEnd(profile: delayProfile(.milliseconds(100), dnsDelay: .milliseconds(150)))
-        defer { client.close(); proxy.stop() }
+        let (proxy, client) = try connectedFrontEnd(
+            profile: delayProfile(.milliseconds(100), dnsDelay: .milliseconds(150)))
+        defer {
+            client.close()
+            proxy.stop()
+        }
         try SOCKS5Client.greet(client)
 
         let start = MonotonicClock().now()
@@ -284,9 +365,13 @@ struct SOCKS5FrontEndTests {
     @Test func curlFetchesSeveralMebibytesByteExactThroughSocks5Hostname() throws {
         let size = 6 << 20
 
-        guard let result = try curlThroughFrontEnd(unavailable: "curl is not installed; the SOCKS5 curl test cannot run", arguments: { proxyPort, originPort in
-            ["--socks5-hostname", "127.0.0.1:\(proxyPort)", "http://localhost:\(originPort)/bytes/\(size)"]
-        }) else { return }
+        guard
+            let result = try curlThroughFrontEnd(
+                unavailable: "curl is not installed; the SOCKS5 curl test cannot run",
+                arguments: { proxyPort, originPort in
+                    ["--socks5-hostname", "127.0.0.1:\(proxyPort)", "http://localhost:\(originPort)/bytes/\(size)"]
+                })
+        else { return }
 
         expectOriginBody(result, size: size)
     }

@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// A SOCKS5 client that sends its request without waiting for the method selection gets both answers in one write,
 /// in protocol order; a client that waits gets the method selection at once.
@@ -11,7 +12,10 @@ struct SOCKS5PipelinedAnswerTests {
         let echo = try TestServer.echo()
         defer { echo.stop() }
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(SOCKS5Client.greeting() + SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
         let method = try client.receive(exactly: 2)
@@ -26,7 +30,10 @@ struct SOCKS5PipelinedAnswerTests {
 
     @Test func aClientWaitingForTheMethodSelectionGetsItAtOnce() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(SOCKS5Client.greeting())
 
@@ -36,7 +43,10 @@ struct SOCKS5PipelinedAnswerTests {
 
     @Test func aPipelinedRequestRefusedByTheFrontEndGetsTheMethodSelectionFirstInTheSameWrite() throws {
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send(SOCKS5Client.greeting() + SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: proxy.port))
         let method = try client.receive(exactly: 2)

@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// A proxy front end's session reads its client as soon as it is accepted, and watches it as the relay will, so the
 /// relay takes the registration over without an `epoll_ctl`; it passes on what the client reported that it left
@@ -15,7 +16,10 @@ struct SessionHandOverTests {
     private func descriptorControls(request: (UInt16) -> [UInt8], replyLength: Int) throws -> Int {
         let echo = try TestServer.echo()
         let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop(); echo.stop() }
+        defer {
+            proxy.stop()
+            echo.stop()
+        }
         let before = proxy.descriptorControls()
         let client = try TestConnection.connect(port: proxy.port, timeout: 10)
         try client.send(request(echo.port))
@@ -38,7 +42,11 @@ struct SessionHandOverTests {
     @Test func aSessionReadsItsClientAsSoonAsItIsAcceptedAndAClientThatHadSentNothingIsServedLater() throws {
         let echo = try TestServer.echo()
         let (proxy, client) = try connectedFrontEnd()
-        defer { client.close(); proxy.stop(); echo.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+            echo.stop()
+        }
         let firstReadFoundNothing = waitUntil(seconds: 10) { proxy.relayCalls().sessionFirstReadsEmpty == 1 }
 
         try client.send(socksRequest(echo.port))
@@ -53,7 +61,10 @@ struct SessionHandOverTests {
     @Test func aRequestSentBeforeTheAcceptIsReadByTheReadAtTheAccept() throws {
         let echo = try TestServer.echo()
         let proxy = try ConditionedProxy.frontEnd()
-        defer { proxy.stop(); echo.stop() }
+        defer {
+            proxy.stop()
+            echo.stop()
+        }
         let release = proxy.holdLoop()
         let client: TestConnection
         do {
@@ -69,7 +80,9 @@ struct SessionHandOverTests {
         try readSOCKSReplies(client)
 
         #expect(proxy.relayCalls().sessionFirstReads == 1)
-        #expect(proxy.relayCalls().sessionFirstReadsEmpty == 0, "the read at the accept found nothing of a request already sent")
+        #expect(
+            proxy.relayCalls().sessionFirstReadsEmpty == 0,
+            "the read at the accept found nothing of a request already sent")
     }
 
     @Test func aSOCKS5ConnectionRegistersItsTwoSocketsAndNothingMore() throws {
@@ -79,7 +92,8 @@ struct SessionHandOverTests {
     }
 
     @Test func anHTTPConnectConnectionRegistersItsTwoSocketsAndNothingMore() throws {
-        let controls = try descriptorControls(request: connectRequest, replyLength: HTTPProxy.connectionEstablished.count)
+        let controls = try descriptorControls(
+            request: connectRequest, replyLength: HTTPProxy.connectionEstablished.count)
 
         #expect(controls == 2, "client and upstream added, no MOD at the hand-over, no DEL at the close")
     }
@@ -97,11 +111,17 @@ struct SessionHandOverTests {
     /// Sends `request` with the payload behind it and then the end of stream, and expects the reply `readReply`
     /// reads, the payload echoed, and the upstream's end of stream; `separately`, the payload once the session
     /// looks the destination's name up.
-    private func expectPayloadAndEndOfStreamCross(request: (UInt16) -> [UInt8], readReply: (TestConnection) throws -> Void,
-                                                  separately: Bool = false, profile: Profile = .none) throws {
+    private func expectPayloadAndEndOfStreamCross(
+        request: (UInt16) -> [UInt8], readReply: (TestConnection) throws -> Void,
+        separately: Bool = false, profile: Profile = .none
+    ) throws {
         let echo = try TestServer.echo()
         let (proxy, client) = try connectedFrontEnd(profile: profile, timeout: 20)
-        defer { client.close(); proxy.stop(); echo.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+            echo.stop()
+        }
 
         if separately {
             try client.send(request(echo.port))
@@ -128,7 +148,8 @@ struct SessionHandOverTests {
     @Test func bytesAndTheEndOfStreamSentWhileTheNameIsLookedUpCross() throws {
         // The 300 ms DNS delay holds the session resolving while the payload and the end of stream arrive.
         try expectPayloadAndEndOfStreamCross(
-            request: { SOCKS5Client.greeting() + SOCKS5Client.connect(name: "localhost", port: $0) }, readReply: readSOCKSReplies,
+            request: { SOCKS5Client.greeting() + SOCKS5Client.connect(name: "localhost", port: $0) },
+            readReply: readSOCKSReplies,
             separately: true, profile: delayProfile(.zero, dnsDelay: .milliseconds(300)))
     }
 }

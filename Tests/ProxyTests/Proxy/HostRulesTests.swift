@@ -56,28 +56,35 @@ struct HostRulesTests {
         let afterConditioned = proxy.status()[0]
 
         #expect(afterExcluded.connectionsExcluded == 1)
-        #expect(afterExcluded.uplink.bytesDelivered == 0 && afterExcluded.downlink.bytesDelivered == 0,
-                "the excluded echo crossed the shaped link: \(afterExcluded.uplink.bytesDelivered) bytes up, \(afterExcluded.downlink.bytesDelivered) down")
+        #expect(
+            afterExcluded.uplink.bytesDelivered == 0 && afterExcluded.downlink.bytesDelivered == 0,
+            "the excluded echo crossed the shaped link: \(afterExcluded.uplink.bytesDelivered) bytes up, \(afterExcluded.downlink.bytesDelivered) down"
+        )
         #expect(afterConditioned.connectionsAccepted == 2 && afterConditioned.connectionsExcluded == 1)
         #expect(afterConditioned.uplink.bytesDelivered == 1, "\(afterConditioned.uplink.bytesDelivered) bytes up")
-        #expect(conditioned >= 0.395, "conditioned destination took \(conditioned) s, expected two round trips of 0.2 s")
+        #expect(
+            conditioned >= 0.395, "conditioned destination took \(conditioned) s, expected two round trips of 0.2 s")
     }
 
     @Test func excludesByNetworkFromTheListenerSettings() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.frontEnd(profile: delayProfile(.milliseconds(100)),
-                                                  settings: ProxyFrontEndSettings(exclude: [try #require(HostPattern(parsing: "127.0.0.0/8"))]))
+        let proxy = try ConditionedProxy.frontEnd(
+            profile: delayProfile(.milliseconds(100)),
+            settings: ProxyFrontEndSettings(exclude: [try #require(HostPattern(parsing: "127.0.0.0/8"))]))
         defer { proxy.stop() }
         let client = try TestConnection.connect(port: proxy.port, timeout: 5)
         defer { client.close() }
 
-        let reply = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
+        let reply = try SOCKS5Client.negotiate(
+            client, request: SOCKS5Client.connect(ipv4: SOCKS5Client.loopback, port: echo.port))
         try client.send([1])
         _ = try client.receive(exactly: 1)
 
         #expect(reply == 0x00)
-        #expect(proxy.status()[0].connectionsExcluded == 1, "the connection to an excluded network was not relayed untouched")
+        #expect(
+            proxy.status()[0].connectionsExcluded == 1,
+            "the connection to an excluded network was not relayed untouched")
         #expect(proxy.status()[0].uplink.bytesDelivered == 0, "the echo to an excluded network crossed the shaped link")
     }
 }

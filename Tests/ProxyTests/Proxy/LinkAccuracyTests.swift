@@ -61,7 +61,9 @@ struct LinkAccuracyTests {
         let achieved = Double(received) * 8 / secondsSince(start)
 
         #expect(received == size)
-        #expect(achieved <= rate.bitsPerSecond * 1.005, "achieved \(achieved / 1e6) Mbit/s for \(rate.bitsPerSecond / 1e6) asked")
+        #expect(
+            achieved <= rate.bitsPerSecond * 1.005,
+            "achieved \(achieved / 1e6) Mbit/s for \(rate.bitsPerSecond / 1e6) asked")
     }
 
     @Test func deliversTheUplinkRateNeverFaster() throws {
@@ -93,7 +95,9 @@ struct LinkAccuracyTests {
         let elapsed = try #require(state.last) - start
         let achieved = Double(state.count) * 8 / elapsed.seconds
         #expect(arrived, "\(state.count) of \(size) bytes arrived")
-        #expect(achieved <= rate.bitsPerSecond * 1.005, "achieved \(achieved / 1e6) Mbit/s for \(rate.bitsPerSecond / 1e6) asked")
+        #expect(
+            achieved <= rate.bitsPerSecond * 1.005,
+            "achieved \(achieved / 1e6) Mbit/s for \(rate.bitsPerSecond / 1e6) asked")
     }
 
     @Test func aSmallRequestAndAGreedyDownloadShareOneBottleneck() throws {

@@ -1,8 +1,9 @@
 import CLinuxShims
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// A stopped proxy leaves nothing it opened behind. Every check counts only what the proxy under test owns: its
 /// loop threads by kernel id, its loops' own descriptors through a duplicate kept as a witness, its splice pipes
@@ -56,8 +57,12 @@ import Testing
         }
 
         #expect(threadNamesSeen == [["linkcond-loop", "linkcond-splice"]], "loop threads seen while running")
-        #expect(socketsSeenWhileRunning.allSatisfy { $0 == 3 }, "proxy sockets seen while running: \(socketsSeenWhileRunning)")
-        #expect(onSpliceLoopsSeen.allSatisfy { $0 == 1 }, "connections on the splice loop before stop: \(onSpliceLoopsSeen)")
+        #expect(
+            socketsSeenWhileRunning.allSatisfy { $0 == 3 },
+            "proxy sockets seen while running: \(socketsSeenWhileRunning)")
+        #expect(
+            onSpliceLoopsSeen.allSatisfy { $0 == 1 }, "connections on the splice loop before stop: \(onSpliceLoopsSeen)"
+        )
         #expect(pipesOpened > 0, "the connections were spliced through pipes the pools opened")
         #expect(leaks.isEmpty, "\(leaks.prefix(10))")
     }
@@ -110,8 +115,9 @@ private func proxySockets(port: UInt16, upstreamPort: UInt16) -> [String] {
         for line in text.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
             guard fields.count > 9, open.contains("socket:[\(fields[9])]"),
-                  let local = fields[1].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) }),
-                  let remote = fields[2].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) }) else { continue }
+                let local = fields[1].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) }),
+                let remote = fields[2].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) })
+            else { continue }
             if local == port || remote == upstreamPort { found.append("socket:[\(fields[9])]") }
         }
     }

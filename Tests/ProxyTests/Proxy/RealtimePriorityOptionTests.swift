@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// `ProxyOptions.realtimePriority` as a test suite embedding the proxy sets it.
 @Suite(.serialized)

@@ -8,7 +8,8 @@ struct OfflineRecordingTests {
     @Test func aConnectionHeldWhileOfflineIsRecordedAsAnOfflineStallThatEndsWhenTheLinkComesBack() throws {
         let echo = try TestServer.echo()
         defer { echo.stop() }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-offline-\(UUID()).jsonl").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-offline-\(UUID()).jsonl")
+            .path
         var options = ProxyOptions()
         options.recording = RecordingOptions(path: path)
         let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none, options: options)

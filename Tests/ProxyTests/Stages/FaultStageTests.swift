@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// A connection holds fault stages only while the profile sets a stream fault: a fault-free profile's connections
 /// make none, and a fault set later gives the open ones theirs, knowing who spoke last.
@@ -11,7 +12,10 @@ struct FaultStageTests {
     func aConnectionMakesStagesOnlyWhenItsProfileSetsAFault(profile: String, makesStages: Bool) throws {
         let echo = try TestServer.echo()
         let proxy = try ConditionedProxy.inFront(of: echo.port, profile: try Profile(parsing: profile))
-        defer { proxy.stop(); echo.stop() }
+        defer {
+            proxy.stop()
+            echo.stop()
+        }
         let client = try echoedClient(through: proxy)
         defer { client.close() }
 
@@ -22,7 +26,10 @@ struct FaultStageTests {
         let echo = try TestServer.echo()
         // A delay keeps the bytes on the copying path, where the stages would have seen who spoke.
         let proxy = try ConditionedProxy.inFront(of: echo.port, profile: try Profile(parsing: "delay = 1 ms"))
-        defer { proxy.stop(); echo.stop() }
+        defer {
+            proxy.stop()
+            echo.stop()
+        }
         let client = try echoedClient(through: proxy)
         defer { client.close() }
         #expect(proxy.relayDecisions().map(\.hasStages) == [false])

@@ -24,7 +24,9 @@ final class DatagramOutbox {
     }
 
     /// Errors that say the kernel or the route cannot segment, rather than something about the datagram.
-    private static let segmentationUnsupported: Set<Errno> = [.ioError, .invalidArgument, .notSupported, .optionUnknown]
+    private static let segmentationUnsupported: Set<Errno> = [
+        .ioError, .invalidArgument, .notSupported, .optionUnknown,
+    ]
 
     /// Defers sending until the matching `release`; holds nest.
     func hold() {
@@ -47,7 +49,9 @@ final class DatagramOutbox {
 
     /// Sends `bytes` as one datagram on `socket` to `destination` (nil: its connected peer), now or at the end of the
     /// current hold; a refusal is counted in `refusals`.
-    func send(_ bytes: UnsafeRawBufferPointer, on socket: Socket, to destination: SocketAddress?, refusals: RefusedDatagrams) {
+    func send(
+        _ bytes: UnsafeRawBufferPointer, on socket: Socket, to destination: SocketAddress?, refusals: RefusedDatagrams
+    ) {
         if socket != self.socket || refusals !== self.refusals || !batch.hasRoom(for: bytes.count) { flush() }
         self.socket = socket
         self.refusals = refusals

@@ -7,7 +7,9 @@ final class UDPLink {
     let loop: EventLoop
     private(set) var model: DatagramLink
     private var pumps: [ObjectIdentifier: DatagramPump] = [:]
-    private lazy var serviceAlarm = DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in self?.service(at: now) }
+    private lazy var serviceAlarm = DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in
+        self?.service(at: now)
+    }
     /// Where the pumps' sends are staged during a service pass, so the datagrams it releases go out together; nil
     /// when the pumps send one by one.
     var outbox: DatagramOutbox?
@@ -22,8 +24,10 @@ final class UDPLink {
     /// The uplink and downlink of a listener built from `context`.
     static func pair(for context: ListenerContext) -> (uplink: UDPLink, downlink: UDPLink) {
         let (profile, seeds) = (context.profile, context.directionSeeds)
-        return (UDPLink(loop: context.loop, profile: profile.uplink, seed: seeds.uplink),
-                UDPLink(loop: context.loop, profile: profile.downlink, seed: seeds.downlink))
+        return (
+            UDPLink(loop: context.loop, profile: profile.uplink, seed: seeds.uplink),
+            UDPLink(loop: context.loop, profile: profile.downlink, seed: seeds.downlink)
+        )
     }
 
     func attach(_ pump: DatagramPump) -> DatagramFlow {
@@ -107,7 +111,9 @@ final class DatagramPump {
     private(set) var flow: DatagramFlow!
     private let send: Send
     private var held: [UInt64: HeldDatagram] = [:]
-    private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop, delivery: true) { [weak self] now in self?.deliverDue(at: now) }
+    private lazy var deliveryAlarm = DeadlineAlarm(loop: link.loop, delivery: true) { [weak self] now in
+        self?.deliverDue(at: now)
+    }
     /// Datagrams the destination socket refused (its send buffer was full, or the peer was unreachable).
     private(set) var sendFailures = 0
     /// Called for each datagram the link dropped (loss, or the queue discipline), for the recording.
@@ -122,7 +128,8 @@ final class DatagramPump {
     /// Hands one datagram to the link at `now`, counted from when it reached its socket (`arrival`, if the socket
     /// stamped it); false when the link's queue dropped it at the tail.
     @discardableResult
-    func offer(_ bytes: [UInt8], to destination: SocketAddress? = nil, arrival: Instant? = nil, at now: Instant) -> Bool {
+    func offer(_ bytes: [UInt8], to destination: SocketAddress? = nil, arrival: Instant? = nil, at now: Instant) -> Bool
+    {
         // Hold the bytes first: an unimpaired link releases the datagram inside `enqueue`.
         let index = flow.nextDatagramIndex
         held[index] = HeldDatagram(bytes: bytes, destination: destination)
@@ -146,7 +153,9 @@ final class DatagramPump {
         for outcome in flow.takeDeliverableDatagrams(at: now) {
             guard var datagram = held.removeValue(forKey: outcome.index) else { continue }
             if outcome.copies == 0 { lost?() }
-            if let bit = outcome.flippedBit, bit / 8 < datagram.bytes.count { datagram.bytes[bit / 8] ^= 0x80 >> UInt8(bit % 8) }
+            if let bit = outcome.flippedBit, bit / 8 < datagram.bytes.count {
+                datagram.bytes[bit / 8] ^= 0x80 >> UInt8(bit % 8)
+            }
             for _ in 0..<outcome.copies where !send(datagram.bytes, datagram.destination) {
                 sendFailures += 1
             }

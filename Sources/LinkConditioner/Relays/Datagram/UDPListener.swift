@@ -47,7 +47,9 @@ final class UDPListener: ConditionedListener {
     static let receiveBufferBytes: Int32 = 4 << 20
 
     /// Binds `address` and starts receiving; `upstreamAddresses` must hold at least one address.
-    init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext) throws {
+    init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext)
+        throws
+    {
         guard let upstreamAddress = upstreamAddresses.first else {
             throw ResolutionError(host: upstream.host, reason: "no address to relay UDP to")
         }
@@ -74,7 +76,8 @@ final class UDPListener: ConditionedListener {
         downlink.outbox = readBuffer.outbox
         uplink.stampsArrivals(on: socket)
         do {
-            registration = try loop.register(socket.descriptor, interest: Epoll.readable | Epoll.edgeTriggered) { [weak self] _ in
+            registration = try loop.register(socket.descriptor, interest: Epoll.readable | Epoll.edgeTriggered) {
+                [weak self] _ in
                 self?.receiveFromClients()
             }
         } catch {
@@ -86,23 +89,29 @@ final class UDPListener: ConditionedListener {
     var bound: BoundListener { BoundListener(kind: "udp", address: localAddress, upstream: upstream.description) }
 
     var addresses: ListenerAddresses {
-        ListenerAddresses(name: "udp relay", role: .commandLine, listening: [TransportAddress(transport: .udp, address: localAddress)],
-                          upstreams: [TransportAddress(transport: .udp, address: upstreamAddress)])
+        ListenerAddresses(
+            name: "udp relay", role: .commandLine,
+            listening: [TransportAddress(transport: .udp, address: localAddress)],
+            upstreams: [TransportAddress(transport: .udp, address: upstreamAddress)])
     }
 
     func connectionEntries() -> [ConnectionEntry] {
-        flows.keys.map { ConnectionEntry(id: 0, listener: localAddress.description, client: $0.description,
-                                         upstream: upstream.description, state: "flow") }
+        flows.keys.map {
+            ConnectionEntry(
+                id: 0, listener: localAddress.description, client: $0.description,
+                upstream: upstream.description, state: "flow")
+        }
     }
 
     func status() -> ListenerStatus {
-        ListenerStatus(kind: "udp", address: localAddress, upstream: upstream.description, activeConnections: flows.count,
-                       connectionsAccepted: flowsOpened, connectionsRefused: flowsRefused,
-                       uplink: uplink.counters, downlink: downlink.counters,
-                       uplinkKernelDrops: uplinkKernelDrops + uplinkRefused.count,
-                       downlinkKernelDrops: downlinkKernelDrops + downlinkRefused.count,
-                       uplinkFaultDrops: uplinkFaultDrops, downlinkFaultDrops: downlinkFaultDrops,
-                       uplinkLateness: uplink.model.lateness, downlinkLateness: downlink.model.lateness)
+        ListenerStatus(
+            kind: "udp", address: localAddress, upstream: upstream.description, activeConnections: flows.count,
+            connectionsAccepted: flowsOpened, connectionsRefused: flowsRefused,
+            uplink: uplink.counters, downlink: downlink.counters,
+            uplinkKernelDrops: uplinkKernelDrops + uplinkRefused.count,
+            downlinkKernelDrops: downlinkKernelDrops + downlinkRefused.count,
+            uplinkFaultDrops: uplinkFaultDrops, downlinkFaultDrops: downlinkFaultDrops,
+            uplinkLateness: uplink.model.lateness, downlinkLateness: downlink.model.lateness)
     }
 
     /// Reads client datagrams in batches until the socket is empty, at most `batchesPerTurn` batches per loop turn;
@@ -151,7 +160,8 @@ final class UDPListener: ConditionedListener {
         }
         let host = client.host
         guard profile.fault != .refuse, flows.count < options.udpFlowLimit,
-              flowsPerHost[host, default: 0] < options.udpFlowsPerClient else {
+            flowsPerHost[host, default: 0] < options.udpFlowsPerClient
+        else {
             flowsRefused += 1
             return nil
         }
@@ -265,8 +275,9 @@ final class UDPFlow {
         }
         self.upstream = upstream
         let recording = listener.recorder.map {
-            DatagramFlowRecording(recorder: $0, loop: listener.loop, listener: listener.localAddress.description,
-                                  client: client.description, destination: address.description, at: now)
+            DatagramFlowRecording(
+                recorder: $0, loop: listener.loop, listener: listener.localAddress.description,
+                client: client.description, destination: address.description, at: now)
         }
         self.recording = recording
         let sendUp: (UnsafeRawBufferPointer) -> Void = { [unowned listener] bytes in
@@ -289,7 +300,9 @@ final class UDPFlow {
         uplink.lost = { recording?.dropped(up: true, cause: .loss) }
         downlink.lost = { recording?.dropped(up: false, cause: .loss) }
         do {
-            registration = try listener.loop.register(upstream.descriptor, interest: Epoll.readable | Epoll.edgeTriggered) { [weak self] _ in
+            registration = try listener.loop.register(
+                upstream.descriptor, interest: Epoll.readable | Epoll.edgeTriggered
+            ) { [weak self] _ in
                 self?.receiveFromUpstream()
             }
         } catch {

@@ -182,8 +182,10 @@ final class SplicedConnection {
         ticket = handed.ticket
         client = handed.client
         upstream = handed.upstream
-        uplink = SplicedDirection(source: handed.client, destination: handed.upstream, state: handed.uplink, pipes: owner.pipes)
-        downlink = SplicedDirection(source: handed.upstream, destination: handed.client, state: handed.downlink, pipes: owner.pipes)
+        uplink = SplicedDirection(
+            source: handed.client, destination: handed.upstream, state: handed.uplink, pipes: owner.pipes)
+        downlink = SplicedDirection(
+            source: handed.upstream, destination: handed.client, state: handed.downlink, pipes: owner.pipes)
         bytes = handed.bytes
         self.ended = ended
     }
@@ -191,10 +193,12 @@ final class SplicedConnection {
     /// Watches both sockets and moves what they already have.
     func start() {
         do {
-            clientRegistration = try owner.loop.register(client.descriptor, interest: Self.edgeInterest) { [weak self] events in
+            clientRegistration = try owner.loop.register(client.descriptor, interest: Self.edgeInterest) {
+                [weak self] events in
                 self?.clientEvent(events)
             }
-            upstreamRegistration = try owner.loop.register(upstream.descriptor, interest: Self.edgeInterest) { [weak self] events in
+            upstreamRegistration = try owner.loop.register(upstream.descriptor, interest: Self.edgeInterest) {
+                [weak self] events in
                 self?.upstreamEvent(events)
             }
         } catch {
@@ -206,13 +210,17 @@ final class SplicedConnection {
     }
 
     private func clientEvent(_ events: UInt32) {
-        if events & (Epoll.readable | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 { uplink.sourceReadable = true }
+        if events & (Epoll.readable | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
+            uplink.sourceReadable = true
+        }
         if events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 { downlink.destinationWritable = true }
         move()
     }
 
     private func upstreamEvent(_ events: UInt32) {
-        if events & (Epoll.readable | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 { downlink.sourceReadable = true }
+        if events & (Epoll.readable | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 {
+            downlink.sourceReadable = true
+        }
         if events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 { uplink.destinationWritable = true }
         move()
     }
@@ -279,9 +287,10 @@ final class SplicedConnection {
     /// Stops carrying the connection and returns it with its pipes and stream positions to the main loop.
     func handBack() -> HandedOverConnection {
         letGo()
-        return HandedOverConnection(ticket: ticket, client: client, upstream: upstream,
-                                    uplink: uplink.handBack(), downlink: downlink.handBack(),
-                                    bytes: bytes, needsMainLoop: needsMainLoop)
+        return HandedOverConnection(
+            ticket: ticket, client: client, upstream: upstream,
+            uplink: uplink.handBack(), downlink: downlink.handBack(),
+            bytes: bytes, needsMainLoop: needsMainLoop)
     }
 }
 
@@ -345,7 +354,7 @@ final class SplicedDirection {
                     splice.giveBack()
                     do {
                         try destination.shutdownWrite()
-                    } catch where error.errno == .notConnected {
+                    } catch  where error.errno == .notConnected {
                         // The peer is already gone; the other direction will notice.
                     }
                     finished = true

@@ -27,7 +27,9 @@ final class SplicePipePool {
 
     /// A pool of at most `most` pipes, fewer for a small descriptor limit (unlimited when nil).
     convenience init(descriptorLimit: Int? = openDescriptorLimit, keepingAtMost most: Int = 32) {
-        self.init(limit: min(most, (descriptorLimit ?? Int.max) / 32), crowdedFrom: descriptorLimit.map { $0 - $0 / 8 } ?? Int.max)
+        self.init(
+            limit: min(most, (descriptorLimit ?? Int.max) / 32),
+            crowdedFrom: descriptorLimit.map { $0 - $0 / 8 } ?? Int.max)
     }
 
     init(limit: Int, crowdedFrom: Int) {
@@ -57,7 +59,8 @@ final class SplicePipePool {
     /// pipe is kept only when the kernel counts no byte in it.
     func give(_ pipe: SplicePipe, knownEmpty: Bool = false) {
         guard idle.count < limit, Int(max(pipe.readEnd, pipe.writeEnd, lastOpened)) < crowdedFrom,
-              knownEmpty || pipe.isEmpty else {
+            knownEmpty || pipe.isEmpty
+        else {
             discard(pipe)
             return
         }

@@ -74,8 +74,11 @@ final class StreamSplice {
         defer { buffer.deallocate() }
         var taken = 0
         while taken < buffer.count {
-            guard case .processed(let count) = try pipe.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[taken...])),
-                  count > 0 else { break }
+            guard
+                case .processed(let count) = try pipe.read(
+                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[taken...])),
+                count > 0
+            else { break }
             taken += count
         }
         pipedBytes -= taken

@@ -35,11 +35,14 @@ final class RecordedConnection: ConnectionObserver {
     private var heldBy: (up: UInt8, down: UInt8) = (0, 0)
 
     /// Opens the connection in `recorder`'s recording.
-    init(recorder: TrafficRecorder, listener: String, client: String, destination: String, name: String?,
-         at now: Instant) {
+    init(
+        recorder: TrafficRecorder, listener: String, client: String, destination: String, name: String?,
+        at now: Instant
+    ) {
         self.recorder = recorder
-        connection = recorder.connectionOpened(listener: listener, client: client, destination: destination,
-                                               name: name, at: now)
+        connection = recorder.connectionOpened(
+            listener: listener, client: client, destination: destination,
+            name: name, at: now)
     }
 
     func established(at now: Instant) { recorder.connectionEstablished(connection, at: now) }

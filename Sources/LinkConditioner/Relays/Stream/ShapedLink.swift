@@ -21,7 +21,9 @@ final class ShapedLink {
     private var waitingForQueue: [ObjectIdentifier: StreamPump] = [:]
     /// The pumps whose queue space opened in the current pass, kept between passes for its capacity.
     private var reopened: [StreamPump] = []
-    private lazy var serviceAlarm = DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in self?.service(at: now) }
+    private lazy var serviceAlarm = DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in
+        self?.service(at: now)
+    }
     /// Whether `service` runs its passes now.
     private enum Servicing {
         case idle
@@ -52,17 +54,22 @@ final class ShapedLink {
         direction = side == .connector ? \.uplink : \.downlink
         reverse = side == .connector ? \.downlink : \.uplink
         self.currentDelay = profile[keyPath: direction].delay
-        self.model = StreamLink(side: side, profile: profile[keyPath: direction], reverse: profile[keyPath: reverse],
-                                settings: profile.tcp, seed: seed)
+        self.model = StreamLink(
+            side: side, profile: profile[keyPath: direction], reverse: profile[keyPath: reverse],
+            settings: profile.tcp, seed: seed)
     }
 
     /// The uplink and downlink of a listener built from `context`.
     static func pair(for context: ListenerContext) -> (uplink: ShapedLink, downlink: ShapedLink) {
         let (profile, seeds) = (context.profile, context.directionSeeds)
-        let pair = (ShapedLink(loop: context.loop, side: .connector, profile: profile, seed: seeds.uplink,
-                               budget: context.bufferBudget),
-                    ShapedLink(loop: context.loop, side: .acceptor, profile: profile, seed: seeds.downlink,
-                               budget: context.bufferBudget))
+        let pair = (
+            ShapedLink(
+                loop: context.loop, side: .connector, profile: profile, seed: seeds.uplink,
+                budget: context.bufferBudget),
+            ShapedLink(
+                loop: context.loop, side: .acceptor, profile: profile, seed: seeds.downlink,
+                budget: context.bufferBudget)
+        )
         pair.0.recorder = context.recorder
         return pair
     }
@@ -147,7 +154,8 @@ final class ShapedLink {
     /// Applies a new profile to this direction; data already queued keeps its order.
     func update(_ profile: Profile) {
         let now = loop.clock.now()
-        model.update(profile: profile[keyPath: direction], reverse: profile[keyPath: reverse], settings: profile.tcp, now: now)
+        model.update(
+            profile: profile[keyPath: direction], reverse: profile[keyPath: reverse], settings: profile.tcp, now: now)
         currentDelay = profile[keyPath: direction].delay
         if !model.isPassThrough {
             // Leaving the splice path enqueues what a pipe holds, which gives an unmodelled pump its flow.

@@ -43,7 +43,9 @@ extension StreamPump {
             if let oldest = batch.oldestRelease { link.lateness.record(now - oldest) }
             deliverableBytes += batch.take()
         case .hold(let deadline):
-            let alarm = batchAlarm ?? DeadlineAlarm(loop: link.loop, exact: true) { [weak self] now in self?.due(.delivery, at: now) }
+            let alarm =
+                batchAlarm
+                ?? DeadlineAlarm(loop: link.loop, exact: true) { [weak self] now in self?.due(.delivery, at: now) }
             batchAlarm = alarm
             alarm.arm(at: deadline)
         }
@@ -172,7 +174,7 @@ extension StreamPump {
             do {
                 try destination.shutdownWrite()
                 readBuffer.calls.halfCloses += 1
-            } catch where error.errno == .notConnected {
+            } catch  where error.errno == .notConnected {
                 // The peer is already gone; the connection's other direction will notice.
             } catch {
                 return .failed(error)
@@ -200,7 +202,9 @@ extension StreamPump {
     }
 
     private func armDelivery(at due: Instant) {
-        let alarm = deliveryAlarm ?? DeadlineAlarm(loop: link.loop, delivery: true) { [weak self] now in self?.due(.delivery, at: now) }
+        let alarm =
+            deliveryAlarm
+            ?? DeadlineAlarm(loop: link.loop, delivery: true) { [weak self] now in self?.due(.delivery, at: now) }
         deliveryAlarm = alarm
         alarm.arm(at: due)
     }

@@ -17,12 +17,15 @@ extension StreamPump {
     func spliceDecision(at now: Instant) -> SpliceDecision {
         if let splice, splice.pipedBytes > 0 { return .splice }
         guard stage?.isIdle ?? true, filter == nil, link.isPassThrough, !(splice?.isUnavailable ?? false),
-              destinationState.isConnected, forwarding, !sourceEnded, flow.map({ now >= $0.opensAt }) ?? true else {
+            destinationState.isConnected, forwarding, !sourceEnded, flow.map({ now >= $0.opensAt }) ?? true
+        else {
             // Copying from here on: an empty pipe goes back to the pool rather than wait with the connection.
             splice?.giveBack()
             return .copy
         }
-        guard heldBytes == 0, (flow?.pendingBytes ?? 0) == 0, (flow?.releasedBytes ?? 0) == 0 else { return .drainFirst }
+        guard heldBytes == 0, (flow?.pendingBytes ?? 0) == 0, (flow?.releasedBytes ?? 0) == 0 else {
+            return .drainFirst
+        }
         // A pipe, and the splice state that holds it, are made only once a burst proves long (`copyBurstStart`),
         // so a connection that never sends, or sends short messages, makes neither.
         return .splice
@@ -110,7 +113,8 @@ extension StreamPump {
     /// One read of up to `burstCopyLimit` bytes into the loop's scratch buffer, written straight on. Bytes the
     /// destination does not take go onto the copying path, ahead of anything read later.
     private func copyBurstStart(into scratch: ReadBuffer, at now: Instant) -> BurstStep {
-        let target = UnsafeMutableRawBufferPointer(rebasing: scratch.bytes[0..<min(Self.burstCopyLimit, scratch.bytes.count)])
+        let target = UnsafeMutableRawBufferPointer(
+            rebasing: scratch.bytes[0..<min(Self.burstCopyLimit, scratch.bytes.count)])
         let read: IOResult<Int>
         do {
             read = try source.read(into: target)

@@ -117,9 +117,11 @@ final class StreamPump {
     let readBuffer: ReadBuffer
 
     /// A pump for `relay`'s `direction`; `emulatingHandshake` makes its flow open after its side of `handshake`.
-    init(relay: TCPRelay, direction: RecordedDirection, link: ShapedLink, source: Socket, destination: Socket,
-         capacity: Int, readBuffer: ReadBuffer, emulatingHandshake: Bool, handshake: HandshakeAttempts?,
-         observer: ConnectionObserver?) {
+    init(
+        relay: TCPRelay, direction: RecordedDirection, link: ShapedLink, source: Socket, destination: Socket,
+        capacity: Int, readBuffer: ReadBuffer, emulatingHandshake: Bool, handshake: HandshakeAttempts?,
+        observer: ConnectionObserver?
+    ) {
         self.readBuffer = readBuffer
         self.pipes = readBuffer.pipes
         self.relay = relay

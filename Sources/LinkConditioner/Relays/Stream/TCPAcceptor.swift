@@ -71,8 +71,10 @@ final class TCPAcceptor {
     /// when an accept fails, to give up descriptors the owner can spare (true when it did, and the accept is
     /// tried again at once), and `shortage` says what is done when none is left. Closes the socket when it cannot
     /// be watched.
-    func start(onFailure: (() -> Bool)? = nil, shortage: ShortageAnswer? = nil,
-               _ onClient: @escaping (Socket, SocketAddress) -> Void) throws(SystemError) {
+    func start(
+        onFailure: (() -> Bool)? = nil, shortage: ShortageAnswer? = nil,
+        _ onClient: @escaping (Socket, SocketAddress) -> Void
+    ) throws(SystemError) {
         self.onClient = onClient
         self.onFailure = onFailure
         self.shortage = shortage
@@ -113,7 +115,9 @@ final class TCPAcceptor {
                     continue
                 }
                 if failedAttempts == 0 {
-                    logger.error("accept on \(localAddress): \(error); pausing accepts, retrying every 100 ms until one succeeds")
+                    logger.error(
+                        "accept on \(localAddress): \(error); pausing accepts, retrying every 100 ms until one succeeds"
+                    )
                 }
                 failedAttempts += 1
                 pause()
@@ -146,7 +150,9 @@ final class TCPAcceptor {
                     return true
                 case .processed?:
                     if failedAttempts == 0 {
-                        logger.error("accept on \(localAddress): \(error); closing new connections at once until descriptors are free")
+                        logger.error(
+                            "accept on \(localAddress): \(error); closing new connections at once until descriptors are free"
+                        )
                     }
                     failedAttempts += 1
                     turnedAway += 1

@@ -29,9 +29,11 @@ public struct ProxyOptions: Sendable {
     /// One event loop thread per online core: `linkcond run`'s default.
     public static var threadsPerCore: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
 
-    public init(connectionBuffer: Int = 4 * 1024 * 1024, maximumBuffered: Int = 256 * 1024 * 1024,
-                udpIdleTimeout: Duration = .seconds(60), udpFlowLimit: Int = 4096, udpFlowsPerClient: Int = 256,
-                dnsTCPIdleTimeout: Duration = .seconds(10)) {
+    public init(
+        connectionBuffer: Int = 4 * 1024 * 1024, maximumBuffered: Int = 256 * 1024 * 1024,
+        udpIdleTimeout: Duration = .seconds(60), udpFlowLimit: Int = 4096, udpFlowsPerClient: Int = 256,
+        dnsTCPIdleTimeout: Duration = .seconds(10)
+    ) {
         self.dnsTCPIdleTimeout = dnsTCPIdleTimeout
         self.connectionBuffer = connectionBuffer
         self.maximumBuffered = maximumBuffered
@@ -77,7 +79,9 @@ final class TCPListener: RelayHost, ConditionedListener {
     var toxiproxyName: String?
 
     /// Binds and listens on `address`, and starts accepting.
-    init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext) throws(SystemError) {
+    init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext)
+        throws(SystemError)
+    {
         acceptor = try TCPAcceptor(address: address, loop: context.loop, logger: context.logger)
         self.loop = context.loop
         self.upstream = upstream
@@ -89,14 +93,17 @@ final class TCPListener: RelayHost, ConditionedListener {
         self.logger = context.logger
         self.ownListeners = context.ownListeners
         (uplink, downlink) = ShapedLink.pair(for: context)
-        faults = ListenerFaults(loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
+        faults = ListenerFaults(
+            loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         uplink.listenerName = "tcp \(acceptor.localAddress)"
         // Unowned, not weak: the listener owns the acceptor and closes it before going, and a weak reference would
         // give the listener a side table that slows the unowned retain each of its relays makes to reach it.
         let givePipesUp = readBuffer.pipes.shortageHandler(logger: context.logger)
         let giveDescriptorsUp: () -> Bool = { [unowned self] in givePipesUp() || self.giveUpFinishedClients() }
-        try acceptor.start(onFailure: giveDescriptorsUp,
-                           shortage: .turnAway(context.descriptorReserve)) { [unowned self] client, address in
+        try acceptor.start(
+            onFailure: giveDescriptorsUp,
+            shortage: .turnAway(context.descriptorReserve)
+        ) { [unowned self] client, address in
             self.accepted(client, from: address)
         }
     }
@@ -104,10 +111,11 @@ final class TCPListener: RelayHost, ConditionedListener {
     var bound: BoundListener { BoundListener(kind: "tcp", address: localAddress, upstream: upstream.description) }
 
     var addresses: ListenerAddresses {
-        ListenerAddresses(name: toxiproxyName.map { "Toxiproxy proxy \"\($0)\"" } ?? "tcp relay",
-                          role: toxiproxyName == nil ? .commandLine : .toxiproxy,
-                          listening: [TransportAddress(transport: .tcp, address: localAddress)],
-                          upstreams: upstreamAddresses.map { TransportAddress(transport: .tcp, address: $0) })
+        ListenerAddresses(
+            name: toxiproxyName.map { "Toxiproxy proxy \"\($0)\"" } ?? "tcp relay",
+            role: toxiproxyName == nil ? .commandLine : .toxiproxy,
+            listening: [TransportAddress(transport: .tcp, address: localAddress)],
+            upstreams: upstreamAddresses.map { TransportAddress(transport: .tcp, address: $0) })
     }
 
     /// The listener's figures, with what splice loops delivered for its connections counted first.
@@ -119,9 +127,10 @@ final class TCPListener: RelayHost, ConditionedListener {
                 onSpliceLoops += 1
             }
         }
-        var status = ListenerStatus(kind: "tcp", address: localAddress, upstream: upstream.description,
-                                    activeConnections: relays.count, connectionsAccepted: connectionsAccepted,
-                                    connectionsRefused: connectionsRefused, uplink: uplink.counters, downlink: downlink.counters)
+        var status = ListenerStatus(
+            kind: "tcp", address: localAddress, upstream: upstream.description,
+            activeConnections: relays.count, connectionsAccepted: connectionsAccepted,
+            connectionsRefused: connectionsRefused, uplink: uplink.counters, downlink: downlink.counters)
         status.connectionsOnSpliceLoops = onSpliceLoops
         status.connectionsLooped = connectionsLooped
         status.connectionsTurnedAway = acceptor.turnedAway
@@ -139,8 +148,11 @@ final class TCPListener: RelayHost, ConditionedListener {
     /// Relays a new client, or resets it at once while the profile refuses connections. A client that is one of
     /// linkcond's own upstream connections (a loop through relays pointing at each other) is closed at once.
     private func accepted(_ client: Socket, from address: SocketAddress) {
-        if let ownListeners, ownListeners.closeIfLooped(client, from: address, at: "tcp \(localAddress)",
-                                                         looped: &connectionsLooped, logger: logger) {
+        if let ownListeners,
+            ownListeners.closeIfLooped(
+                client, from: address, at: "tcp \(localAddress)",
+                looped: &connectionsLooped, logger: logger)
+        {
             return
         }
         if profile.fault == .refuse {
@@ -150,8 +162,9 @@ final class TCPListener: RelayHost, ConditionedListener {
             return
         }
         connectionsAccepted += 1
-        let relay = TCPRelay(id: nextRelayID, host: self, client: client, clientAddress: address,
-                             upstreamName: upstreamName, upstreamAddresses: upstreamAddresses)
+        let relay = TCPRelay(
+            id: nextRelayID, host: self, client: client, clientAddress: address,
+            upstreamName: upstreamName, upstreamAddresses: upstreamAddresses)
         nextRelayID += 1
         relay.stageSource = stageSource ?? faults
         relays[relay.id] = relay
@@ -164,7 +177,9 @@ final class TCPListener: RelayHost, ConditionedListener {
     private func giveUpFinishedClients() -> Bool {
         let finished = relays.values.filter(\.holdsFinishedClient)
         guard !finished.isEmpty else { return false }
-        logger.notice("tcp \(localAddress): descriptors exhausted: reset \(finished.count) blackholed connections whose clients had closed their side; what they sent is lost")
+        logger.notice(
+            "tcp \(localAddress): descriptors exhausted: reset \(finished.count) blackholed connections whose clients had closed their side; what they sent is lost"
+        )
         for relay in finished { relay.giveUpFinishedClient() }
         return true
     }

@@ -57,7 +57,9 @@ extension TCPRelay {
     /// A TCP socket for the upstream, noted with the pool as the loop's newest descriptor; when descriptors are
     /// exhausted, the kept splice pipes are closed and the socket tried once more, so kept pipes never cost a
     /// connection.
-    private static func openUpstreamSocket(family: Int32, pipes: SplicePipePool, logger: Logger) throws(SystemError) -> Socket {
+    private static func openUpstreamSocket(family: Int32, pipes: SplicePipePool, logger: Logger) throws(SystemError)
+        -> Socket
+    {
         let socket: Socket
         do {
             socket = try Socket.tcp(family: family)
@@ -141,7 +143,9 @@ extension TCPRelay {
             upstreamAttempt = upstreamAddresses.count - 1
             upstreamFailed(address: upstreamAddresses[upstreamAttempt], error)
         case .connecting, .blackholed:
-            if case .blackholed(let cause) = state { observer?.connectionHeld(cause, ended: true, at: loop.clock.now()) }
+            if case .blackholed(let cause) = state {
+                observer?.connectionHeld(cause, ended: true, at: loop.clock.now())
+            }
             state = .connecting(.crossingLink)
             connectUpstream(givenUp: error)
         case .relaying, .failing, .hung, .spliced, .closed:
@@ -162,7 +166,8 @@ extension TCPRelay {
             connectUpstream()
             return
         }
-        logger.warning("connection \(id) from \(clientAddress): upstream \(upstreamName) (\(address)) unreachable: \(error)")
+        logger.warning(
+            "connection \(id) from \(clientAddress): upstream \(upstreamName) (\(address)) unreachable: \(error)")
         if let handshake {
             let reply = handshake.replyOnFailure(error)
             if !reply.isEmpty {
@@ -170,7 +175,9 @@ extension TCPRelay {
                 if let registration = upstreamRegistration { loop.deregister(registration) }
                 upstreamRegistration = nil
                 uplink.stopForwarding()
-                if let outcome = downlink.inject(reply, endOfStream: true, at: loop.clock.now()) { pumpProgressed(downlink, outcome: outcome) }
+                if let outcome = downlink.inject(reply, endOfStream: true, at: loop.clock.now()) {
+                    pumpProgressed(downlink, outcome: outcome)
+                }
                 return
             }
         }
@@ -199,10 +206,14 @@ extension TCPRelay {
             break
         case .bytes(let bytes):
             preload = .nothing
-            if let outcome = uplink.inject(bytes, endOfStream: false, at: now) { pumpProgressed(uplink, outcome: outcome) }
+            if let outcome = uplink.inject(bytes, endOfStream: false, at: now) {
+                pumpProgressed(uplink, outcome: outcome)
+            }
         case .bytesThenEnd(let bytes):
             preload = .nothing
-            if let outcome = uplink.inject(bytes, endOfStream: true, at: now) { pumpProgressed(uplink, outcome: outcome) }
+            if let outcome = uplink.inject(bytes, endOfStream: true, at: now) {
+                pumpProgressed(uplink, outcome: outcome)
+            }
         }
         pumpMayRead(uplink, at: now)
         pumpMayRead(downlink, at: now)

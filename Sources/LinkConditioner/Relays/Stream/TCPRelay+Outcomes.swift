@@ -5,11 +5,13 @@ extension TCPRelay {
     /// connection is open): seeded as the pumps' own draw said, and told which direction sent last.
     func makeStagesIfNeeded() {
         guard let stageSource, stageSource.needsStages, let stageSeeds, let uplink, let downlink, uplink.stage == nil,
-              !uplink.isClosed, !downlink.isClosed else { return }
-        let speaker: ToxicStream? = switch (uplink.lastAdmission, downlink.lastAdmission) {
-        case (0, 0): nil
-        case let (up, down): up > down ? .upstream : .downstream
-        }
+            !uplink.isClosed, !downlink.isClosed
+        else { return }
+        let speaker: ToxicStream? =
+            switch (uplink.lastAdmission, downlink.lastAdmission) {
+            case (0, 0): nil
+            case (let up, let down): up > down ? .upstream : .downstream
+            }
         (uplink.stage, downlink.stage) = stageSource.makeStages(for: self, seeds: stageSeeds, speaker: speaker)
     }
 
@@ -18,7 +20,8 @@ extension TCPRelay {
     /// so no edge is missed.
     func watchClientForWritingIfBlocked() {
         guard case .reading = clientWatch, let downlink, case .blocked = downlink.destinationState,
-              let clientRegistration else { return }
+            let clientRegistration
+        else { return }
         clientWatch = .readingAndWriting
         loop.setInterest(clientRegistration, Self.edgeInterest)
     }
@@ -107,7 +110,11 @@ extension TCPRelay {
         }
         watchClientForWritingIfBlocked()
         if closingParty == nil, let pump, !outcome.isOpen {
-            if case .cut = outcome { closingParty = .linkcond } else { closingParty = pump === uplink ? .client : .upstream }
+            if case .cut = outcome {
+                closingParty = .linkcond
+            } else {
+                closingParty = pump === uplink ? .client : .upstream
+            }
         }
         switch outcome {
         case .failed(let error):

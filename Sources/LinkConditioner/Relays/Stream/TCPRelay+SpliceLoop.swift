@@ -13,8 +13,9 @@ extension TCPRelay {
     /// pipe still holding bytes goes with them.
     func handOverIfPassThrough() {
         guard case .relaying = state, case .whenPassThrough = spliceLoopChoice, handshake == nil, uplinkFilter == nil,
-              let spliceLoops = host.spliceLoops, spliceLoops.canHandOver, let upstream, let uplink, let downlink,
-              uplink.bytesDelivered + downlink.bytesDelivered >= Self.bytesBeforeHandOver else { return }
+            let spliceLoops = host.spliceLoops, spliceLoops.canHandOver, let upstream, let uplink, let downlink,
+            uplink.bytesDelivered + downlink.bytesDelivered >= Self.bytesBeforeHandOver
+        else { return }
         let now = loop.clock.now()
         guard uplink.canLeaveMainLoop(at: now), downlink.canLeaveMainLoop(at: now) else { return }
         if let registration = clientRegistration { loop.deregister(registration) }
@@ -24,8 +25,9 @@ extension TCPRelay {
         let bytes = SplicedBytes()
         let client = self.client
         let ticket = spliceLoops.handOver(self) { ticket in
-            HandedOverConnection(ticket: ticket, client: client, upstream: upstream, uplink: uplink.handOver(),
-                                 downlink: downlink.handOver(), bytes: bytes)
+            HandedOverConnection(
+                ticket: ticket, client: client, upstream: upstream, uplink: uplink.handOver(),
+                downlink: downlink.handOver(), bytes: bytes)
         }
         state = .spliced(SpliceLoopCarriage(ticket: ticket, bytes: bytes))
     }

@@ -126,10 +126,12 @@ final class TCPRelay {
     /// and its answer) is not handed between threads for nothing; a bulk transfer passes it in a few reads.
     static let bytesBeforeHandOver = 64 * 1024
 
-    init(id: UInt64, host: RelayHost, client: Socket, clientAddress: SocketAddress, upstreamName: String,
-         upstreamAddresses: [SocketAddress], handshake: UpstreamHandshake? = nil,
-         preloadedClientBytes: [UInt8] = [], preloadEndsStream: Bool = false, uplinkFilter: StreamFilter? = nil,
-         clientRegistration: EventLoop.RegistrationID? = nil, unreadClientEvents: UInt32 = 0) {
+    init(
+        id: UInt64, host: RelayHost, client: Socket, clientAddress: SocketAddress, upstreamName: String,
+        upstreamAddresses: [SocketAddress], handshake: UpstreamHandshake? = nil,
+        preloadedClientBytes: [UInt8] = [], preloadEndsStream: Bool = false, uplinkFilter: StreamFilter? = nil,
+        clientRegistration: EventLoop.RegistrationID? = nil, unreadClientEvents: UInt32 = 0
+    ) {
         precondition(!upstreamAddresses.isEmpty, "a relay needs at least one upstream address")
         self.id = id
         self.host = host
@@ -140,7 +142,9 @@ final class TCPRelay {
         self.upstreamName = upstreamName
         self.upstreamAddresses = upstreamAddresses
         self.handshake = handshake
-        self.preload = preloadEndsStream ? .bytesThenEnd(preloadedClientBytes)
+        self.preload =
+            preloadEndsStream
+            ? .bytesThenEnd(preloadedClientBytes)
             : preloadedClientBytes.isEmpty ? .nothing : .bytes(preloadedClientBytes)
         self.uplinkFilter = uplinkFilter
         self.clientRegistration = clientRegistration
@@ -185,18 +189,22 @@ final class TCPRelay {
     /// Makes the uplink and downlink pumps for the upstream `socket`, with their stages and observer.
     func makePumps(upstream socket: Socket) {
         let buffer = host.options.connectionBuffer
-        uplink = StreamPump(relay: self, direction: .up, link: host.uplink, source: client, destination: socket,
-                            capacity: buffer, readBuffer: readBuffer, emulatingHandshake: emulatesHandshake,
-                            handshake: handshakeAttempts, observer: observer)
-        downlink = StreamPump(relay: self, direction: .down, link: host.downlink, source: socket, destination: client,
-                              capacity: buffer, readBuffer: readBuffer, emulatingHandshake: emulatesHandshake,
-                              handshake: handshakeAttempts, observer: observer)
+        uplink = StreamPump(
+            relay: self, direction: .up, link: host.uplink, source: client, destination: socket,
+            capacity: buffer, readBuffer: readBuffer, emulatingHandshake: emulatesHandshake,
+            handshake: handshakeAttempts, observer: observer)
+        downlink = StreamPump(
+            relay: self, direction: .down, link: host.downlink, source: socket, destination: client,
+            capacity: buffer, readBuffer: readBuffer, emulatingHandshake: emulatesHandshake,
+            handshake: handshakeAttempts, observer: observer)
         uplink.filter = uplinkFilter
         uplink.setNoDelayBeforeSecondWrite()
         if let stageSource {
             let seeds = stageSource.drawStageSeeds()
             stageSeeds = seeds
-            if stageSource.needsStages { (uplink.stage, downlink.stage) = stageSource.makeStages(for: self, seeds: seeds, speaker: nil) }
+            if stageSource.needsStages {
+                (uplink.stage, downlink.stage) = stageSource.makeStages(for: self, seeds: seeds, speaker: nil)
+            }
         }
         downlink.destinationConnected()
     }

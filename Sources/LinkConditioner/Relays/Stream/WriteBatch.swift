@@ -16,8 +16,9 @@
 /// Pure: time is an argument. Lives on the event loop thread, one per `StreamPump`.
 struct WriteBatch {
     /// 100 µs: the delay-precision target, which no byte's lateness may exceed.
-    static let standard = WriteBatch(longestHold: .microseconds(100), largestWrite: 64 * 1024,
-                                     loopSpacing: TimerWakeSpacing.standard.spacing)
+    static let standard = WriteBatch(
+        longestHold: .microseconds(100), largestWrite: 64 * 1024,
+        loopSpacing: TimerWakeSpacing.standard.spacing)
 
     /// How long after its release a held byte must be written.
     let longestHold: Duration
@@ -53,7 +54,9 @@ struct WriteBatch {
     func decision(at now: Instant, nextRelease: Instant?) -> Decision {
         guard bytes > 0, let oldest = oldestRelease else { return .none }
         let deadline = oldest + longestHold
-        guard bytes < largestWrite, let next = nextRelease, max(next, now + loopSpacing) <= deadline else { return .write }
+        guard bytes < largestWrite, let next = nextRelease, max(next, now + loopSpacing) <= deadline else {
+            return .write
+        }
         return .hold(until: deadline)
     }
 

@@ -12,18 +12,30 @@ enum CaptivePortal {
     ///
     /// - Parameter host: The host the client asked for (the proxy request's or the tunnel's), for a request whose
     ///   target is a path only.
-    static func answer(to head: HTTPRequestHead, host asked: String, style: CaptivePortalSetting.Style) -> (bytes: [UInt8], releases: Bool) {
+    static func answer(to head: HTTPRequestHead, host asked: String, style: CaptivePortalSetting.Style) -> (
+        bytes: [UInt8], releases: Bool
+    ) {
         if head.method == "POST", path(of: head.target) == loginPath {
-            return (response(status: "200 OK", fields: [], body: page(title: "You are online", content: "<p>You are now online.</p>")), true)
+            return (
+                response(
+                    status: "200 OK", fields: [],
+                    body: page(title: "You are online", content: "<p>You are now online.</p>")), true
+            )
         }
         if style == .redirect, asked.lowercased() != host {
             let location = "http://\(host)\(loginPath)"
-            return (response(status: "302 Found", fields: ["Location: \(location)"],
-                             body: page(title: "Redirecting", content: "<p><a href=\"\(location)\">Log in</a></p>")), false)
+            return (
+                response(
+                    status: "302 Found", fields: ["Location: \(location)"],
+                    body: page(title: "Redirecting", content: "<p><a href=\"\(location)\">Log in</a></p>")), false
+            )
         }
-        let form = "<form method=\"post\" action=\"http://\(host)\(loginPath)\">"
+        let form =
+            "<form method=\"post\" action=\"http://\(host)\(loginPath)\">"
             + "<label>Room number <input name=\"room\"></label> <button type=\"submit\">Log in</button></form>"
-        return (response(status: "200 OK", fields: [], body: page(title: "Log in to the network", content: form)), false)
+        return (
+            response(status: "200 OK", fields: [], body: page(title: "Log in to the network", content: form)), false
+        )
     }
 
     private static func path(of target: String) -> String {
@@ -38,8 +50,11 @@ enum CaptivePortal {
     }
 
     private static func response(status: String, fields: [String], body: String) -> [UInt8] {
-        let lines = ["HTTP/1.1 \(status)"] + fields + ["Content-Type: text/html; charset=utf-8", "Content-Length: \(body.utf8.count)",
-                                                     "Cache-Control: no-store", "Connection: close", "", body]
+        let lines =
+            ["HTTP/1.1 \(status)"] + fields + [
+                "Content-Type: text/html; charset=utf-8", "Content-Length: \(body.utf8.count)",
+                "Cache-Control: no-store", "Connection: close", "", body,
+            ]
         return Array(lines.joined(separator: "\r\n").utf8)
     }
 }

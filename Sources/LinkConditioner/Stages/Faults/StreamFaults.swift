@@ -89,8 +89,10 @@ final class FaultChain: StageChain {
         entries.map { entry in
             let setting = StreamFaultSettings.all[entry.index]
             let direction = entry.direction
-            return StageEntry(id: StageEntryID(chain: ObjectIdentifier(self), id: UInt64(entry.index)), revision: entry.revision,
-                              toxicity: 1, makeEffect: { random in setting.makeEffect(for: direction, random: random) ?? PassingEffect() })
+            return StageEntry(
+                id: StageEntryID(chain: ObjectIdentifier(self), id: UInt64(entry.index)), revision: entry.revision,
+                toxicity: 1,
+                makeEffect: { random in setting.makeEffect(for: direction, random: random) ?? PassingEffect() })
         }
     }
 
@@ -116,7 +118,9 @@ protocol StageSource: AnyObject {
     var needsStages: Bool { get }
     /// The stages of `relay`'s two directions, seeded by `seeds`; `speaker` is the direction that sent last (nil
     /// before either did), for stages made after the connection has carried bytes.
-    func makeStages(for relay: TCPRelay, seeds: StageSeeds, speaker: ToxicStream?) -> (uplink: ToxicStage, downlink: ToxicStage)
+    func makeStages(for relay: TCPRelay, seeds: StageSeeds, speaker: ToxicStream?) -> (
+        uplink: ToxicStage, downlink: ToxicStage
+    )
 }
 
 /// The seeds of one relay's uplink and downlink stages.
@@ -162,18 +166,24 @@ final class ListenerFaults: StageSource {
     /// True while a stream fault is set either way: a connection of a fault-free profile holds no stages.
     var needsStages: Bool { !uplink.isEmpty || !downlink.isEmpty }
 
-    func makeStages(for relay: TCPRelay, seeds: StageSeeds, speaker: ToxicStream?) -> (uplink: ToxicStage, downlink: ToxicStage) {
+    func makeStages(for relay: TCPRelay, seeds: StageSeeds, speaker: ToxicStream?) -> (
+        uplink: ToxicStage, downlink: ToxicStage
+    ) {
         makeStages(for: relay, seeds: seeds, speaker: speaker, after: nil)
     }
 
     /// The stages of a relay: `toxics` first (a Toxiproxy proxy's), then the profile's faults.
-    func makeStages(for relay: TCPRelay, seeds: StageSeeds, speaker: ToxicStream?,
-                    after toxics: (upstream: ToxicChain, downstream: ToxicChain)?) -> (uplink: ToxicStage, downlink: ToxicStage) {
+    func makeStages(
+        for relay: TCPRelay, seeds: StageSeeds, speaker: ToxicStream?,
+        after toxics: (upstream: ToxicChain, downstream: ToxicChain)?
+    ) -> (uplink: ToxicStage, downlink: ToxicStage) {
         let end: (StreamEnd) -> Void = { [weak relay] how in relay?.end(how) }
         let turn = ConversationTurn(speaker: speaker)
         let up: [any StageChain] = toxics.map { [$0.upstream, uplink] } ?? [uplink]
         let down: [any StageChain] = toxics.map { [$0.downstream, downlink] } ?? [downlink]
-        return (ToxicStage(chains: up, loop: loop, side: .upstream, turn: turn, seed: seeds.uplink, end: end),
-                ToxicStage(chains: down, loop: loop, side: .downstream, turn: turn, seed: seeds.downlink, end: end))
+        return (
+            ToxicStage(chains: up, loop: loop, side: .upstream, turn: turn, seed: seeds.uplink, end: end),
+            ToxicStage(chains: down, loop: loop, side: .downstream, turn: turn, seed: seeds.downlink, end: end)
+        )
     }
 }

@@ -8,7 +8,8 @@ final class BandwidthToxic: ToxicEffect {
     private var free = Instant.zero
 
     init(kilobytesPerSecond: Int64) {
-        bytesPerSecond = kilobytesPerSecond.multipliedReportingOverflow(by: 1000).overflow ? .max : kilobytesPerSecond * 1000
+        bytesPerSecond =
+            kilobytesPerSecond.multipliedReportingOverflow(by: 1000).overflow ? .max : kilobytesPerSecond * 1000
     }
 
     func shape(_ pieces: inout [StagePiece], at now: Instant, stage: ToxicStage) {

@@ -20,7 +20,11 @@ final class LatencyToxic: ToxicEffect {
 }
 
 extension ToxicKind {
-    static let latency = ToxicKind("latency", attributes: [("latency", longestMilliseconds), ("jitter", longestMilliseconds)]) { toxic, random in
-        LatencyToxic(latency: .milliseconds(toxic.attribute("latency")), jitter: .milliseconds(toxic.attribute("jitter")), random: random)
+    static let latency = ToxicKind(
+        "latency", attributes: [("latency", longestMilliseconds), ("jitter", longestMilliseconds)]
+    ) { toxic, random in
+        LatencyToxic(
+            latency: .milliseconds(toxic.attribute("latency")), jitter: .milliseconds(toxic.attribute("jitter")),
+            random: random)
     }
 }

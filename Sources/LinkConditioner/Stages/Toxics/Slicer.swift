@@ -20,25 +20,31 @@ final class SlicerToxic: ToxicEffect {
         let average = attributes["average_size"] ?? 0
         let variation = attributes["size_variation"] ?? 0
         if average < 1 { return "slicer: average_size must be at least 1 byte" }
-        if variation >= average { return "slicer: size_variation (\(variation)) must be less than average_size (\(average))" }
+        if variation >= average {
+            return "slicer: size_variation (\(variation)) must be less than average_size (\(average))"
+        }
         return nil
     }
 
     var slices: Bool { true }
 
     func nextSlice(of available: Int) -> (size: Int, pause: Duration)? {
-        let drawn = averageSize + (sizeVariation > 0 ? Int.random(in: -sizeVariation...sizeVariation, using: &random) : 0)
+        let drawn =
+            averageSize + (sizeVariation > 0 ? Int.random(in: -sizeVariation...sizeVariation, using: &random) : 0)
         return (min(available, max(1, drawn)), delay)
     }
 }
 
 extension ToxicKind {
     static let slicer = ToxicKind(
-        "slicer", attributes: [("average_size", 1 << 30), ("size_variation", 1 << 30), ("delay", longestMilliseconds * 1000)],
+        "slicer",
+        attributes: [("average_size", 1 << 30), ("size_variation", 1 << 30), ("delay", longestMilliseconds * 1000)],
         inconsistency: { SlicerToxic.inconsistency($0) },
         makeEffect: { toxic, random in
-            SlicerToxic(averageSize: Int(toxic.attribute("average_size")), sizeVariation: Int(toxic.attribute("size_variation")),
-                        delay: .microseconds(toxic.attribute("delay")), random: random)
+            SlicerToxic(
+                averageSize: Int(toxic.attribute("average_size")),
+                sizeVariation: Int(toxic.attribute("size_variation")),
+                delay: .microseconds(toxic.attribute("delay")), random: random)
         }
     )
 }

@@ -38,9 +38,11 @@ struct ToxicKind: Sendable, Equatable {
     /// A fresh effect for one direction of one connection, from the toxic's attributes.
     let makeEffect: @Sendable (ToxicDefinition, SeededRandom) -> ToxicEffect
 
-    init(_ name: String, attributes: [(key: String, maximum: Int64)],
-         inconsistency: @escaping @Sendable ([String: Int64]) -> String? = { _ in nil },
-         makeEffect: @escaping @Sendable (ToxicDefinition, SeededRandom) -> ToxicEffect) {
+    init(
+        _ name: String, attributes: [(key: String, maximum: Int64)],
+        inconsistency: @escaping @Sendable ([String: Int64]) -> String? = { _ in nil },
+        makeEffect: @escaping @Sendable (ToxicDefinition, SeededRandom) -> ToxicEffect
+    ) {
         self.name = name
         attributeLimits = attributes
         check = inconsistency

@@ -43,8 +43,9 @@ final class ToxicChain: StageChain {
 
     var stageEntries: [StageEntry] {
         entries.map { entry in
-            StageEntry(id: StageEntryID(chain: ObjectIdentifier(self), id: entry.id), revision: entry.revision,
-                       toxicity: entry.definition.toxicity, makeEffect: entry.definition.makeEffect(random:))
+            StageEntry(
+                id: StageEntryID(chain: ObjectIdentifier(self), id: entry.id), revision: entry.revision,
+                toxicity: entry.definition.toxicity, makeEffect: entry.definition.makeEffect(random:))
         }
     }
 

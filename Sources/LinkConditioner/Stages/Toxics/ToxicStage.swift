@@ -36,8 +36,10 @@ final class ToxicStage: StreamStage {
 
     /// `end` ends the connection on a toxic's behalf (a timeout closes it, a reset_peer resets it, a cut may
     /// leave it hanging). `chains` act in order: the first one's toxics see the bytes first.
-    init(chains: [any StageChain], loop: EventLoop, side: ToxicStream, turn: ConversationTurn, seed: UInt64,
-         end: @escaping (StreamEnd) -> Void) {
+    init(
+        chains: [any StageChain], loop: EventLoop, side: ToxicStream, turn: ConversationTurn, seed: UInt64,
+        end: @escaping (StreamEnd) -> Void
+    ) {
         self.loop = loop
         self.side = side
         self.turn = turn
@@ -149,7 +151,8 @@ final class ToxicStage: StreamStage {
             pump.forward(size, at: now)
         }
         if !closed, let head = waiting.first {
-            let alarm = self.alarm ?? DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in self?.release(at: now) }
+            let alarm =
+                self.alarm ?? DeadlineAlarm(loop: loop, delivery: true) { [weak self] now in self?.release(at: now) }
             self.alarm = alarm
             alarm.arm(at: slicer == nil ? head.due : max(head.due, nextSliceAt))
         }

@@ -1,5 +1,6 @@
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// Sending released datagrams together with sendmmsg, on real loopback sockets.
 struct DatagramOutboxTests {
@@ -57,7 +58,8 @@ struct DatagramOutboxTests {
         let outbox = DatagramOutbox(segments: segments)
         let refusals = RefusedDatagrams()
         // Runs of 1200-byte datagrams, each run ending in a shorter one, then a longer one that cannot join.
-        let sent = (0..<130).map { number in [UInt8(number)] + [UInt8](repeating: 1, count: number % 50 == 49 ? 500 : 1199) }
+        let sent =
+            (0..<130).map { number in [UInt8(number)] + [UInt8](repeating: 1, count: number % 50 == 49 ? 500 : 1199) }
             + [[UInt8](repeating: 2, count: 1500)]
 
         outbox.holding {
@@ -81,7 +83,9 @@ struct DatagramOutboxTests {
 
         outbox.holding {
             for number in 0..<40 {
-                outbox.send(datagram(number), on: sender, to: number % 3 == 0 ? firstAddress : secondAddress, refusals: refusals)
+                outbox.send(
+                    datagram(number), on: sender, to: number % 3 == 0 ? firstAddress : secondAddress, refusals: refusals
+                )
             }
         }
 
@@ -135,7 +139,9 @@ struct DatagramOutboxTests {
 
         outbox.holding {
             // Sizes differ, so no two are joined into one segmented message.
-            for number in 1...5 { outbox.send([UInt8](repeating: UInt8(number), count: number), on: sender, to: nil, refusals: refusals) }
+            for number in 1...5 {
+                outbox.send([UInt8](repeating: UInt8(number), count: number), on: sender, to: nil, refusals: refusals)
+            }
         }
 
         #expect(refusals.count >= 1)

@@ -20,11 +20,15 @@ struct DatagramQueueTests {
         profile.uplink.queueManagement = QueueManagement(CoDelQueue.self)
         let proxy = try ConditionedProxy.udpInFront(of: sink.port, profile: profile)
         let client = try TestDatagramSocket()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         // 300 datagrams of 1000 bytes: 2.4 s of queue at 1 Mbit/s, far beyond CoDel's 5 ms target.
         for number in 0..<300 {
-            try client.send([UInt8](repeating: UInt8(truncatingIfNeeded: number), count: 1000), to: proxy.listeners[0].address.port)
+            try client.send(
+                [UInt8](repeating: UInt8(truncatingIfNeeded: number), count: 1000), to: proxy.listeners[0].address.port)
             if number % 50 == 49 { usleep(1000) }
         }
         func settled() -> Bool {

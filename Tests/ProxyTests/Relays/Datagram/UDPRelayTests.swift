@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// End-to-end behaviour of the UDP relay on real loopback sockets.
 @Suite(.serialized)
@@ -50,7 +51,10 @@ struct UDPRelayTests {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
         let (proxy, client) = try relay(to: echo)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         for size in [1, 100, 1472, 9000, 60_000] {
             let datagram = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ size) }
@@ -70,7 +74,10 @@ struct UDPRelayTests {
         var profile = Profile.none
         profile.uplink.delay = .milliseconds(100)
         let (proxy, client) = try relay(to: echo, profile: appliedLater ? .none : profile)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         if appliedLater { proxy.apply(profile) }
         // The kernel turns receive stamps on for the whole machine some time after the first socket asks (a
         // deferred static key); a round trip through the delay first makes sure they are on.
@@ -95,7 +102,10 @@ struct UDPRelayTests {
         var profile = Profile.none
         profile.uplink.delay = .seconds(1)
         let (proxy, client) = try relay(to: echo, profile: profile)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         try client.send([0], to: proxy.port)
         #expect(client.receive()?.bytes == [0])
 
@@ -135,7 +145,10 @@ struct UDPRelayTests {
         defer { echo.stop() }
         let timeout = 0.2
         let (proxy, client) = try relay(to: echo, options: ProxyOptions(udpIdleTimeout: .milliseconds(200)))
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         let start = MonotonicClock().now()
         try client.send([1], to: proxy.port)
@@ -155,7 +168,10 @@ struct UDPRelayTests {
         defer { echo.stop() }
         let timeout = 0.3
         let (proxy, client) = try relay(to: echo, options: ProxyOptions(udpIdleTimeout: .milliseconds(300)))
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         // Round trips back to back for twice the timeout; the longest gap between two shows whether the test thread
         // itself was kept off the CPU for a whole timeout, which would make the relay right to forget the flow.
@@ -169,14 +185,17 @@ struct UDPRelayTests {
             _ = client.receive()
         }
 
-        #expect(status(proxy).connectionsAccepted == 1 || longestGap >= timeout / 2,
-                "the flow was forgotten although the longest gap between datagrams was \(longestGap) s")
+        #expect(
+            status(proxy).connectionsAccepted == 1 || longestGap >= timeout / 2,
+            "the flow was forgotten although the longest gap between datagrams was \(longestGap) s")
         #expect(echo.sourcePorts.count == status(proxy).connectionsAccepted)
     }
 
     /// A third client is refused and counted, whether the limit is per client host (all three share 127.0.0.1) or
     /// for the whole listener.
-    @Test(arguments: [("per client", ProxyOptions(udpFlowsPerClient: 2)), ("per listener", ProxyOptions(udpFlowLimit: 2))])
+    @Test(arguments: [
+        ("per client", ProxyOptions(udpFlowsPerClient: 2)), ("per listener", ProxyOptions(udpFlowLimit: 2)),
+    ])
     func flowsBeyondTheLimitAreRefused(limit: String, options: ProxyOptions) throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
@@ -200,7 +219,10 @@ struct UDPRelayTests {
         profile.uplink.loss = Percentage(10)
         profile.seed = 2024
         let (proxy, client) = try relay(to: sink, profile: profile)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try sendPaced(5000, from: client, to: proxy, window: 50, sink: sink) {
             [UInt8](repeating: UInt8(truncatingIfNeeded: $0), count: 64)
@@ -212,7 +234,9 @@ struct UDPRelayTests {
         #expect(status(proxy).uplinkKernelDrops == 0)
         #expect(trials == 5000)
         #expect(uplink.randomLosses == trials - received)
-        #expect(withinInterval(trials - received, trials: trials, probability: 0.1), "lost \(trials - received) of \(trials)")
+        #expect(
+            withinInterval(trials - received, trials: trials, probability: 0.1),
+            "lost \(trials - received) of \(trials)")
     }
 
     @Test func aSmallQueueUnderARateCapDropsAtTheTailAndCountsIt() throws {
@@ -222,7 +246,10 @@ struct UDPRelayTests {
         profile.uplink.bandwidth = .mbps(1)
         profile.uplink.queue = ByteCount(bytes: 15_000)
         let (proxy, client) = try relay(to: sink, profile: profile)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         // 200 datagrams wait for the relay together: the 12-datagram queue takes what fits, the idle link's burst
         // credit sends one at once and one more is on the wire; the rest is dropped. Reading them takes time (ASan
@@ -250,11 +277,16 @@ struct UDPRelayTests {
         profile.uplink.delay = .seconds(20)
         let queue = profile.uplink.queue.bytes
         let (proxy, client) = try relay(to: sink, profile: profile)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         var mostHeld = 0
         for window in 0..<40 {
-            try sendPaced(50, from: client, to: proxy, window: 50) { _ in [UInt8](repeating: UInt8(window), count: 60_000) }
+            try sendPaced(50, from: client, to: proxy, window: 50) { _ in
+                [UInt8](repeating: UInt8(window), count: 60_000)
+            }
             let uplink = status(proxy).uplink
             mostHeld = max(mostHeld, uplink.queuedBytes + uplink.inFlightBytes)
         }
@@ -268,17 +300,24 @@ struct UDPRelayTests {
         #expect(reported.inFlightBytes == queue / 60_000 * 60_000)
     }
 
-    @Test(.enabled(if: relayCanEnlargeItsReceiveBuffer,
-                   "needs root (SO_RCVBUFFORCE) or net.core.rmem_max of at least 4 MiB for the relay's receive buffer"))
+    @Test(
+        .enabled(
+            if: relayCanEnlargeItsReceiveBuffer,
+            "needs root (SO_RCVBUFFORCE) or net.core.rmem_max of at least 4 MiB for the relay's receive buffer"))
     func aBurstWhileTheLoopIsBusyWaitsInTheKernelInsteadOfBeingDropped() throws {
         let sink = try TestDatagramServer { _ in nil }
         defer { sink.stop() }
         let (proxy, client) = try relay(to: sink)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         // 2 MB in 1000 datagrams: ten times what the kernel's default receive buffer holds.
         let release = proxy.holdLoop()
-        for number in 0..<1000 { try client.send([UInt8](repeating: UInt8(truncatingIfNeeded: number), count: 2000), to: proxy.port) }
+        for number in 0..<1000 {
+            try client.send([UInt8](repeating: UInt8(truncatingIfNeeded: number), count: 2000), to: proxy.port)
+        }
         release()
         waitUntil(seconds: 10) { status(proxy).uplink.datagramsEnqueued + status(proxy).uplinkKernelDrops == 1000 }
 
@@ -290,7 +329,10 @@ struct UDPRelayTests {
         let sink = try TestDatagramServer { _ in nil }
         defer { sink.stop() }
         let (proxy, client) = try relay(to: sink)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         // 40 MB while the loop is held: far more than even the enlarged receive buffer holds.
         let release = proxy.holdLoop()
@@ -322,7 +364,10 @@ struct UDPRelayTests {
         profile.uplink.duplicate = Percentage(20)
         profile.seed = 5
         let (proxy, client) = try relay(to: sink, profile: profile)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try sendPaced(1000, from: client, to: proxy, window: 50, sink: sink) { [UInt8(truncatingIfNeeded: $0)] }
         let uplink = status(proxy).uplink
@@ -336,7 +381,10 @@ struct UDPRelayTests {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
         let (proxy, client) = try relay(to: echo)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         try client.send([1], to: proxy.port)
         _ = client.receive()
 
@@ -368,14 +416,18 @@ struct UDPRelayTests {
         let sink = try TestDatagramServer { _ in nil }
         defer { sink.stop() }
         let (proxy, client) = try relay(to: sink)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         // Room for every datagram in propagation under both profiles: the sender waits for the relay's reads, not
         // its deliveries, and a switch keeps what is in propagation counted against the new profile's queue.
         var passThrough = Profile.none
         passThrough.uplink.queue = ByteCount(bytes: 16 << 20)
         var delayed = passThrough
         delayed.uplink.delay = .milliseconds(5)
-        let rounds = 10, perRound = 200
+        let rounds = 10
+        let perRound = 200
 
         for round in 0..<rounds {
             proxy.apply(round % 2 == 0 ? passThrough : delayed)
@@ -395,16 +447,22 @@ struct UDPRelayTests {
     /// Datagram `number` of a burst: its number in the first two bytes, then filler up to a size that changes every
     /// 20 datagrams, so runs of equal sizes (which the relay may send as one segmented message) alternate with changes.
     private func numbered(_ number: Int) -> [UInt8] {
-        [UInt8(number >> 8), UInt8(number & 0xFF)] + [UInt8](repeating: UInt8(truncatingIfNeeded: number), count: (number / 20 * 389) % 3000)
+        [UInt8(number >> 8), UInt8(number & 0xFF)]
+            + [UInt8](repeating: UInt8(truncatingIfNeeded: number), count: (number / 20 * 389) % 3000)
     }
 
-    @Test(.enabled(if: relayCanEnlargeItsReceiveBuffer,
-                   "needs root (SO_RCVBUFFORCE) or net.core.rmem_max of at least 4 MiB for the relay's receive buffer"))
+    @Test(
+        .enabled(
+            if: relayCanEnlargeItsReceiveBuffer,
+            "needs root (SO_RCVBUFFORCE) or net.core.rmem_max of at least 4 MiB for the relay's receive buffer"))
     func aBurstReadAndSentInBatchesReachesTheUpstreamWholeAndInOrder() throws {
         let sink = try TestDatagramServer { _ in nil }
         defer { sink.stop() }
         let (proxy, client) = try relay(to: sink)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let sent = (0..<300).map(numbered)
 
         // Held, so the relay finds the whole burst waiting and reads and sends it in batches.
@@ -417,8 +475,10 @@ struct UDPRelayTests {
         #expect(status(proxy).uplinkKernelDrops == 0)
     }
 
-    @Test(.enabled(if: relayCanEnlargeItsReceiveBuffer,
-                   "needs root (SO_RCVBUFFORCE) or net.core.rmem_max of at least 4 MiB for the relay's receive buffer"))
+    @Test(
+        .enabled(
+            if: relayCanEnlargeItsReceiveBuffer,
+            "needs root (SO_RCVBUFFORCE) or net.core.rmem_max of at least 4 MiB for the relay's receive buffer"))
     func echoesOfBurstsFromTwoClientsReturnToEachClientWholeAndInOrder() throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
@@ -445,7 +505,10 @@ struct UDPRelayTests {
         var delayed = Profile.none
         delayed.uplink.delay = .milliseconds(50)
         let (proxy, client) = try relay(to: sink, profile: delayed)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let sent = (0..<100).map(numbered)
 
         try sendPaced(sent.count, from: client, to: proxy, window: 50) { sent[$0] }
@@ -459,7 +522,8 @@ struct UDPRelayTests {
 /// Whether the relay gets the receive buffer it asks for: as root (SO_RCVBUFFORCE), or when net.core.rmem_max allows it.
 let relayCanEnlargeItsReceiveBuffer: Bool = {
     if geteuid() == 0 { return true }
-    let limit = (try? String(contentsOfFile: "/proc/sys/net/core/rmem_max", encoding: .utf8))
+    let limit =
+        (try? String(contentsOfFile: "/proc/sys/net/core/rmem_max", encoding: .utf8))
         .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
     return limit >= Int(UDPListener.receiveBufferBytes)
 }()

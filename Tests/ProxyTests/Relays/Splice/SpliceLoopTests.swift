@@ -15,7 +15,9 @@ struct SpliceLoopTests {
         return options
     }()
 
-    private func onSpliceLoops(_ proxy: ConditionedProxy) -> Int { proxy.status().first?.connectionsOnSpliceLoops ?? -1 }
+    private func onSpliceLoops(_ proxy: ConditionedProxy) -> Int {
+        proxy.status().first?.connectionsOnSpliceLoops ?? -1
+    }
 
     /// Sends `size` bytes through an echo and reads them back, so the connection carries enough to be handed over.
     private func exchange(_ client: TestConnection, size: Int) throws {
@@ -88,8 +90,11 @@ struct SpliceLoopTests {
         defer { proxy.stop() }
         let token = ControlToken.random()
         let served = try proxy.serveControl(at: .tcp(Endpoint(host: "127.0.0.1", port: 0)), token: token)
-        let control = ControlClient(address: .tcp(Endpoint(host: "127.0.0.1", port: try #require(served.split(separator: ":").last.flatMap { UInt16($0) }))),
-                                    token: token)
+        let control = ControlClient(
+            address: .tcp(
+                Endpoint(
+                    host: "127.0.0.1", port: try #require(served.split(separator: ":").last.flatMap { UInt16($0) }))),
+            token: token)
         let client = try TestConnection.connect(port: proxy.port)
         defer { client.close() }
         try handOver(client, on: proxy)

@@ -1,6 +1,7 @@
 import Glibc
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// The loop's pool of splice pipes: an empty pipe given back is the next one taken, and nothing else is kept.
 struct SplicePipePoolTests {

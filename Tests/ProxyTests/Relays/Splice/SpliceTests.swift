@@ -12,8 +12,10 @@ struct SpliceTests {
 
     /// Downloads `payload` through a proxy under `profile` (the client half-closes first), then runs `check` with
     /// what arrived and the proxy, still running, for its counters.
-    private func download(_ payload: Payload, under profile: Profile,
-                          _ check: (_ received: (count: Int, checksum: UInt64), _ proxy: ConditionedProxy) throws -> Void) throws {
+    private func download(
+        _ payload: Payload, under profile: Profile,
+        _ check: (_ received: (count: Int, checksum: UInt64), _ proxy: ConditionedProxy) throws -> Void
+    ) throws {
         let server = try TestServer.sending(payload)
         defer { server.stop() }
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile)

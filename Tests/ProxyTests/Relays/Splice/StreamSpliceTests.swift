@@ -1,6 +1,7 @@
 import Glibc
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// A direction's splice path hands its pipe back to the loop's pool whenever the pipe is empty, and only then.
 struct StreamSpliceTests {
@@ -15,14 +16,20 @@ struct StreamSpliceTests {
         let pool = SplicePipePool(limit: 32, crowdedFrom: .max)
         defer { pool.release() }
         let (source, peer) = try socketPair()
-        defer { source.close(); peer.close() }
+        defer {
+            source.close()
+            peer.close()
+        }
         let splice = StreamSplice(pool: pool)
         try #require(splice.prepare())
 
         let filled = try splice.fill(from: source)
         splice.giveBack()
 
-        guard case .wouldBlock = filled else { Issue.record("an empty source filled \(filled)"); return }
+        guard case .wouldBlock = filled else {
+            Issue.record("an empty source filled \(filled)")
+            return
+        }
         #expect(pool.count == 1)
     }
 
@@ -33,7 +40,10 @@ struct StreamSpliceTests {
         let pool = SplicePipePool(limit: 32, crowdedFrom: .max)
         defer { pool.release() }
         let (source, peer) = try socketPair()
-        defer { source.close(); peer.close() }
+        defer {
+            source.close()
+            peer.close()
+        }
         let pipe = try pool.take(size: StreamSplice.pipeSize)
         pool.give(pipe)
         let splice = StreamSplice(pool: pool)
@@ -52,7 +62,12 @@ struct StreamSpliceTests {
         defer { pool.release() }
         let (source, sender) = try socketPair()
         let (destination, receiver) = try socketPair()
-        defer { source.close(); sender.close(); destination.close(); receiver.close() }
+        defer {
+            source.close()
+            sender.close()
+            destination.close()
+            receiver.close()
+        }
         let payload: [UInt8] = Array(0..<100)
         #expect(payload.withUnsafeBytes { write(sender.descriptor, $0.baseAddress, $0.count) } == 100)
         let splice = StreamSplice(pool: pool)
@@ -75,7 +90,12 @@ struct StreamSpliceTests {
         defer { pool.release() }
         let (source, sender) = try socketPair()
         let (destination, receiver) = try socketPair()
-        defer { source.close(); sender.close(); destination.close(); receiver.close() }
+        defer {
+            source.close()
+            sender.close()
+            destination.close()
+            receiver.close()
+        }
         let payload = [UInt8](repeating: 0x2A, count: 64)
         #expect(payload.withUnsafeBytes { write(sender.descriptor, $0.baseAddress, $0.count) } == 64)
         let pipe = try pool.take(size: StreamSplice.pipeSize)
@@ -100,7 +120,10 @@ struct StreamSpliceTests {
         let pool = SplicePipePool(limit: 32, crowdedFrom: .max)
         defer { pool.release() }
         let (source, sender) = try socketPair()
-        defer { source.close(); sender.close() }
+        defer {
+            source.close()
+            sender.close()
+        }
         var byte: UInt8 = 0x42
         #expect(write(sender.descriptor, &byte, 1) == 1)
         let splice = StreamSplice(pool: pool)

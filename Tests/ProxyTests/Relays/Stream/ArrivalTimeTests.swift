@@ -1,14 +1,16 @@
-@testable import LinkConditioner
 import Foundation
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// The link's delay counts from when bytes reached the proxy's socket (the kernel's receive stamp), not from when
 /// a busy event loop got round to reading them, as a real link's delay starts when the packet enters it.
 @Suite(.serialized)
 struct ArrivalTimeTests {
     @Test func aLateReadDoesNotAddToTheDelay() throws {
-        let sendSecond = DispatchSemaphore(value: 0), secondSent = DispatchSemaphore(value: 0)
+        let sendSecond = DispatchSemaphore(value: 0)
+        let secondSent = DispatchSemaphore(value: 0)
         let server = try TestServer { connection in
             defer { connection.close() }
             try? connection.send([1])
@@ -25,7 +27,8 @@ struct ArrivalTimeTests {
         let client = try TestConnection.connect(port: proxy.port, timeout: 30)
         defer { client.close() }
         #expect(try client.receive(exactly: 1) == [1])
-        let loopHeld = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let loopHeld = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
 
         proxy.loop.execute {
             loopHeld.signal()

@@ -20,8 +20,9 @@ struct BufferBudgetTests {
         var profile = Profile.none
         profile.downlink.delay = .milliseconds(300)
         let cap = 1 << 20
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: profile,
-                                                 options: ProxyOptions(connectionBuffer: 4 << 20, maximumBuffered: cap))
+        let proxy = try ConditionedProxy.inFront(
+            of: server.port, profile: profile,
+            options: ProxyOptions(connectionBuffer: 4 << 20, maximumBuffered: cap))
         defer { proxy.stop() }
 
         let clients = try (0..<8).map { _ in try TestConnection.connect(port: proxy.port, timeout: 30) }
@@ -42,7 +43,8 @@ struct BufferBudgetTests {
         }
         #expect(group.wait(timeout: .now() + 60) == .success)
 
-        #expect(heldWhileNobodyRead.peak >= cap - 64 * 1024, "the readers never reached the cap: \(heldWhileNobodyRead)")
+        #expect(
+            heldWhileNobodyRead.peak >= cap - 64 * 1024, "the readers never reached the cap: \(heldWhileNobodyRead)")
         #expect(heldWhileNobodyRead.peak <= cap, "held \(heldWhileNobodyRead.peak) bytes for a cap of \(cap)")
         #expect(proxy.bufferedBytes().peak <= cap)
         for index in clients.indices {

@@ -1,7 +1,8 @@
-@testable import LinkConditioner
 import Foundation
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// Each write of released bytes records how long after its release by the model it reached the socket, so `status`
 /// can say when a busy machine made linkcond's delays longer than asked.
@@ -52,7 +53,8 @@ struct DeliveryLatenessTests {
     @Test func aLoopHeldPastAReleaseRecordsHowLateItWrote() throws {
         try withEcho(through: delayedUplink(.milliseconds(200))) { proxy, client in
             try ping(client, 1)
-            let loopHeld = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            let loopHeld = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
 
             proxy.loop.execute {
                 loopHeld.signal()

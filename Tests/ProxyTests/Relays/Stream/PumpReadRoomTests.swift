@@ -1,5 +1,6 @@
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// How much room a full pump waits for before it reads its source again: one whole read of the loop's buffer, a
 /// quarter of a buffer too small for that, and never less than a byte.

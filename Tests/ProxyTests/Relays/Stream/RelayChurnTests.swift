@@ -95,11 +95,19 @@ struct RelayChurnTests {
                         if !intact { problems.mutate { $0.append("round \(round) client \(index): bytes differ") } }
                         if resetting {
                             if received.ending == .endOfStream && received.bytes.count < payload.count {
-                                problems.mutate { $0.append("round \(round) client \(index): FIN after \(received.bytes.count) of \(payload.count) bytes of a reset stream") }
+                                problems.mutate {
+                                    $0.append(
+                                        "round \(round) client \(index): FIN after \(received.bytes.count) of \(payload.count) bytes of a reset stream"
+                                    )
+                                }
                             }
                             if received.ending == .reset { resets.mutate { $0 += 1 } }
                         } else if received.ending != .endOfStream || received.bytes.count != payload.count {
-                            problems.mutate { $0.append("round \(round) client \(index): \(received.ending) after \(received.bytes.count) of \(payload.count) bytes") }
+                            problems.mutate {
+                                $0.append(
+                                    "round \(round) client \(index): \(received.ending) after \(received.bytes.count) of \(payload.count) bytes"
+                                )
+                            }
                         }
                     } catch {
                         problems.mutate { $0.append("round \(round) client \(index): \(error)") }
@@ -111,8 +119,9 @@ struct RelayChurnTests {
 
         #expect(problems.value.isEmpty, "\(problems.value.count) problems, first: \(problems.value.prefix(5))")
         #expect(resets.value > 0, "no reset stream was cut before its end: the test did not exercise cuts")
-        #expect(waitUntil(seconds: 20) { proxy.status()[0].activeConnections == 0 },
-                "connections still open: \(proxy.status()[0].activeConnections)")
+        #expect(
+            waitUntil(seconds: 20) { proxy.status()[0].activeConnections == 0 },
+            "connections still open: \(proxy.status()[0].activeConnections)")
     }
 
     @Test func stoppingTheProxyResetsAStreamWhoseDataIsStillOnTheLink() throws {
@@ -142,7 +151,10 @@ struct RelayChurnTests {
         #expect(received.ending == .reset, "a stream cut by stop ended with \(received.ending)")
     }
 
-    @Test func echoClientsStayByteExactOrAreResetWhileTheProxyFlipsBetweenBlackholeOnlineAndResetsEveryFiftyMilliseconds() throws {
+    @Test
+    func echoClientsStayByteExactOrAreResetWhileTheProxyFlipsBetweenBlackholeOnlineAndResetsEveryFiftyMilliseconds()
+        throws
+    {
         let server = try TestServer.echo()
         defer { server.stop() }
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
@@ -165,7 +177,8 @@ struct RelayChurnTests {
                         defer { client.close() }
                         for exchange in 0..<exchangesPerConnection {
                             let size = 1000 + (index * 131 + exchange * 97) % 9000
-                            let message = [UInt8](repeating: UInt8(truncatingIfNeeded: index &* 31 &+ exchange), count: size)
+                            let message = [UInt8](
+                                repeating: UInt8(truncatingIfNeeded: index &* 31 &+ exchange), count: size)
                             try client.send(message)
                             let echoed = try client.receive(exactly: message.count)
                             if echoed != message {
@@ -176,11 +189,17 @@ struct RelayChurnTests {
                         }
                         client.shutdownWrite()
                         let rest = Self.readToEnd(client)
-                        if case .failed = rest.ending { problems.mutate { $0.append("client \(index) connection \(connection): \(rest.ending)") } }
-                        if !rest.bytes.isEmpty {
-                            problems.mutate { $0.append("client \(index) connection \(connection): ended with \(rest.ending) after \(rest.bytes.count) extra bytes") }
+                        if case .failed = rest.ending {
+                            problems.mutate { $0.append("client \(index) connection \(connection): \(rest.ending)") }
                         }
-                    } catch where "\(error)".contains("reset") {
+                        if !rest.bytes.isEmpty {
+                            problems.mutate {
+                                $0.append(
+                                    "client \(index) connection \(connection): ended with \(rest.ending) after \(rest.bytes.count) extra bytes"
+                                )
+                            }
+                        }
+                    } catch  where "\(error)".contains("reset") {
                         // Cut by resetConnections: a reset is the honest ending; connect again.
                     } catch {
                         problems.mutate { $0.append("client \(index) connection \(connection): \(error)") }

@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// The system calls a short connection (a request, its reply, both ends of stream) costs an unshaped relay: none
 /// spent to hear that a socket is empty, and no half-close just before the close that sends the same FIN.
@@ -45,10 +46,13 @@ struct ShortConnectionCallTests {
     }
 
     @Test func aShortReadAfterThePeersFINIsTheEndOfStreamWithoutAReadOfNothing() throws {
-        let sawEnd = DispatchSemaphore(value: 0), mayReply = DispatchSemaphore(value: 0)
+        let sawEnd = DispatchSemaphore(value: 0)
+        let mayReply = DispatchSemaphore(value: 0)
         let server = try TestServer { connection in
             defer { connection.close() }
-            guard (try? connection.receive(exactly: Self.request.count)) != nil, (try? connection.receive())?.isEmpty == true else { return }
+            guard (try? connection.receive(exactly: Self.request.count)) != nil,
+                (try? connection.receive())?.isEmpty == true
+            else { return }
             sawEnd.signal()
             // The reply and its end of stream wait until the uplink's reads are counted, so none of theirs is.
             _ = mayReply.wait(timeout: .now() + 30)

@@ -149,7 +149,8 @@ struct TCPRelayTests {
         try client.send(Array("def".utf8))
         let arrived = waitUntil(seconds: 20) { received.value.count >= 7 }
 
-        #expect(arrived, "only \(received.value.count) of 7 bytes arrived: the relay stopped reading at the urgent mark")
+        #expect(
+            arrived, "only \(received.value.count) of 7 bytes arrived: the relay stopped reading at the urgent mark")
         #expect(received.value == [0] + Array("abcdef".utf8), "the urgent byte travels out of band, and is not relayed")
     }
 
@@ -263,7 +264,8 @@ struct TCPRelayTests {
                 do {
                     let client = try TestConnection.connect(port: proxy.port)
                     defer { client.close() }
-                    let message = [UInt8]("connection \(index) ".utf8) + [UInt8](repeating: UInt8(index % 251), count: 20_000)
+                    let message =
+                        [UInt8]("connection \(index) ".utf8) + [UInt8](repeating: UInt8(index % 251), count: 20_000)
                     try client.send(message)
                     client.shutdownWrite()
                     let echoed = try client.receive(exactly: message.count)
@@ -299,10 +301,13 @@ struct TCPRelayTests {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         return names.compactMap { name -> (UInt16, UInt16, Bool)? in
             guard let fd = Int32(name),
-                  (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)"))?.hasPrefix("socket:") == true
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)"))?.hasPrefix(
+                    "socket:") == true
             else { return nil }
-            var local = sockaddr_in(), remote = sockaddr_in()
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size), remoteLength = length
+            var local = sockaddr_in()
+            var remote = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            var remoteLength = length
             let named = withUnsafeMutablePointer(to: &local) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
             }
@@ -321,7 +326,10 @@ struct TCPRelayTests {
         let server = try TestServer.echo()
         defer { server.stop() }
         let proxy = try ConditionedProxy(
-            listeners: [ListenerSpec(listen: Endpoint(host: "::1", port: 0), upstream: Endpoint(host: "localhost", port: server.port))],
+            listeners: [
+                ListenerSpec(
+                    listen: Endpoint(host: "::1", port: 0), upstream: Endpoint(host: "localhost", port: server.port))
+            ],
             profile: .none)
         defer { proxy.stop() }
 

@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// A connection made while its link shapes nothing builds no flow in the link's model, and a shaping profile
 /// switched on later still conditions it. The tests assert what the relay decided (how many directions it
@@ -64,7 +65,8 @@ struct UnmodelledFlowTests {
         defer { proxy.stop() }
         defer { client.close() }
 
-        let status = try SOCKS5Client.negotiate(client, request: SOCKS5Client.connect(ipv4: [127, 0, 0, 1], port: echo.port))
+        let status = try SOCKS5Client.negotiate(
+            client, request: SOCKS5Client.connect(ipv4: [127, 0, 0, 1], port: echo.port))
         _ = try echoRoundTrip(client, byte: 3)
 
         #expect(status == 0x00)

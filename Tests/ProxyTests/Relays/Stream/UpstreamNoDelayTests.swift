@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// The upstream's socket gets TCP_NODELAY before the relay's second write to it, not at connect: Nagle's algorithm
 /// can hold back only a write made while earlier bytes are unacknowledged. The tests read the option the kernel

@@ -1,5 +1,6 @@
-@testable import LinkConditioner
 import Testing
+
+@testable import LinkConditioner
 
 /// When a pump writes the bytes its link model released: a lone release at once, a run of releases together,
 /// no byte later than the hold after its release nor before it, at once when the loop might not come back before
@@ -61,7 +62,9 @@ struct WriteBatchTests {
         for index in 0..<3 {
             batch.add(quarter, releasedAt: origin + .microseconds(Int64(index)))
         }
-        #expect(batch.decision(at: origin + .microseconds(2), nextRelease: origin + .microseconds(3)) == .hold(until: origin + hold))
+        #expect(
+            batch.decision(at: origin + .microseconds(2), nextRelease: origin + .microseconds(3))
+                == .hold(until: origin + hold))
 
         batch.add(quarter, releasedAt: origin + .microseconds(3))
 

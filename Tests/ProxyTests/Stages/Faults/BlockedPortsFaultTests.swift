@@ -9,11 +9,19 @@ import Testing
 struct BlockedPortsFaultTests {
     @Test func aRefusedPortFailsCurlsTunnelAtOnceWithABadGateway() throws {
         let origin = try TestHTTPOrigin()
-        let proxy = try ConditionedProxy.frontEnd(profile: Profile(parsing: "blocked.ports = \(origin.port)\nblocked.mode = refuse"))
-        defer { proxy.stop(); origin.stop() }
+        let proxy = try ConditionedProxy.frontEnd(
+            profile: Profile(parsing: "blocked.ports = \(origin.port)\nblocked.mode = refuse"))
+        defer {
+            proxy.stop()
+            origin.stop()
+        }
 
-        guard let result = try runCurl(["-p", "-x", "http://127.0.0.1:\(proxy.port)", "-w", "%{http_connect}",
-                                        "http://127.0.0.1:\(origin.port)/bytes/1000"]) else {
+        guard
+            let result = try runCurl([
+                "-p", "-x", "http://127.0.0.1:\(proxy.port)", "-w", "%{http_connect}",
+                "http://127.0.0.1:\(origin.port)/bytes/1000",
+            ])
+        else {
             Issue.record("curl is not installed; the blocked port test cannot run")
             return
         }
@@ -26,12 +34,20 @@ struct BlockedPortsFaultTests {
 
     @Test func aBlackholedPortLeavesCurlWaitingUntilItGivesUp() throws {
         let origin = try TestHTTPOrigin()
-        let proxy = try ConditionedProxy.frontEnd(profile: Profile(parsing: "blocked.ports = 1-442, \(origin.port)\nblocked.mode = blackhole"))
-        defer { proxy.stop(); origin.stop() }
+        let proxy = try ConditionedProxy.frontEnd(
+            profile: Profile(parsing: "blocked.ports = 1-442, \(origin.port)\nblocked.mode = blackhole"))
+        defer {
+            proxy.stop()
+            origin.stop()
+        }
 
         let start = MonotonicClock().now()
-        guard let result = try runCurl(["-x", "http://127.0.0.1:\(proxy.port)", "--max-time", "2",
-                                        "http://127.0.0.1:\(origin.port)/bytes/1000"]) else {
+        guard
+            let result = try runCurl([
+                "-x", "http://127.0.0.1:\(proxy.port)", "--max-time", "2",
+                "http://127.0.0.1:\(origin.port)/bytes/1000",
+            ])
+        else {
             Issue.record("curl is not installed; the blocked port test cannot run")
             return
         }
@@ -46,9 +62,16 @@ struct BlockedPortsFaultTests {
         let origin = try TestHTTPOrigin()
         let blocked = origin.port == 25 ? "26" : "25"
         let proxy = try ConditionedProxy.frontEnd(profile: Profile(parsing: "blocked.ports = \(blocked)"))
-        defer { proxy.stop(); origin.stop() }
+        defer {
+            proxy.stop()
+            origin.stop()
+        }
 
-        guard let result = try runCurl(["-x", "http://127.0.0.1:\(proxy.port)", "http://127.0.0.1:\(origin.port)/bytes/1000"]) else {
+        guard
+            let result = try runCurl([
+                "-x", "http://127.0.0.1:\(proxy.port)", "http://127.0.0.1:\(origin.port)/bytes/1000",
+            ])
+        else {
             Issue.record("curl is not installed; the blocked port test cannot run")
             return
         }
@@ -58,8 +81,12 @@ struct BlockedPortsFaultTests {
 
     @Test func aRefusedPortResetsATCPRelaysClient() throws {
         let echo = try TestServer.echo()
-        let proxy = try ConditionedProxy.inFront(of: echo.port, profile: Profile(parsing: "blocked.ports = \(echo.port)"))
-        defer { proxy.stop(); echo.stop() }
+        let proxy = try ConditionedProxy.inFront(
+            of: echo.port, profile: Profile(parsing: "blocked.ports = \(echo.port)"))
+        defer {
+            proxy.stop()
+            echo.stop()
+        }
 
         let client = try TestConnection.connect(port: proxy.port, timeout: 10)
         defer { client.close() }

@@ -12,10 +12,17 @@ struct ConnectStallFaultTests {
     @Test func curlsTunnelOpensNoEarlierThanTheStall() throws {
         let origin = try TestHTTPOrigin()
         let proxy = try ConditionedProxy.frontEnd(profile: Profile(parsing: "connect.stall = 1 s"))
-        defer { proxy.stop(); origin.stop() }
+        defer {
+            proxy.stop()
+            origin.stop()
+        }
 
-        guard let result = try runCurl(["-p", "-x", "http://127.0.0.1:\(proxy.port)", "-w", "%{time_appconnect} %{time_total}",
-                                        "http://127.0.0.1:\(origin.port)/bytes/1000"]) else {
+        guard
+            let result = try runCurl([
+                "-p", "-x", "http://127.0.0.1:\(proxy.port)", "-w", "%{time_appconnect} %{time_total}",
+                "http://127.0.0.1:\(origin.port)/bytes/1000",
+            ])
+        else {
             Issue.record("curl is not installed; the connect stall test cannot run")
             return
         }
@@ -28,11 +35,18 @@ struct ConnectStallFaultTests {
     @Test func curlWithAShorterConnectTimeoutGivesUpWithItsTimeoutError() throws {
         let origin = try TestHTTPOrigin()
         let proxy = try ConditionedProxy.frontEnd(profile: Profile(parsing: "connect.stall = 30 s"))
-        defer { proxy.stop(); origin.stop() }
+        defer {
+            proxy.stop()
+            origin.stop()
+        }
 
         let start = MonotonicClock().now()
-        guard let result = try runCurl(["-p", "-x", "http://127.0.0.1:\(proxy.port)", "--connect-timeout", "1",
-                                        "http://127.0.0.1:\(origin.port)/bytes/1000"]) else {
+        guard
+            let result = try runCurl([
+                "-p", "-x", "http://127.0.0.1:\(proxy.port)", "--connect-timeout", "1",
+                "http://127.0.0.1:\(origin.port)/bytes/1000",
+            ])
+        else {
             Issue.record("curl is not installed; the connect stall test cannot run")
             return
         }

@@ -36,8 +36,12 @@ struct CutFaultTests {
     @Test func aCutAfterBytesDeliversExactlyThoseBytesThenResets() throws {
         let payload = Payload(size: 1 << 20, seed: 5)
         let server = try sender(payload)
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: Profile(parsing: "downlink.cut.after = 100000 B"))
-        defer { proxy.stop(); server.stop() }
+        let proxy = try ConditionedProxy.inFront(
+            of: server.port, profile: Profile(parsing: "downlink.cut.after = 100000 B"))
+        defer {
+            proxy.stop()
+            server.stop()
+        }
 
         let client = try TestConnection.connect(port: proxy.port, timeout: 10)
         defer { client.close() }
@@ -45,17 +49,24 @@ struct CutFaultTests {
 
         #expect(ending == "reset")
         #expect(bytes.count == 100_000)
-        var expected = StreamDigest(), seen = StreamDigest()
+        var expected = StreamDigest()
+        var seen = StreamDigest()
         seen.add(bytes)
-        payload.forEachBlock { block in if expected.count < 100_000 { expected.add(Array(block.prefix(100_000 - expected.count))) } }
+        payload.forEachBlock { block in
+            if expected.count < 100_000 { expected.add(Array(block.prefix(100_000 - expected.count))) }
+        }
         #expect(seen.value == expected.value)
     }
 
     @Test func aHangingCutDeliversTheBytesThenNeitherDataNorAnEnd() throws {
         let payload = Payload(size: 1 << 20, seed: 6)
         let server = try sender(payload)
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: Profile(parsing: "cut.after = 5000 B\ncut.mode = hang"))
-        defer { proxy.stop(); server.stop() }
+        let proxy = try ConditionedProxy.inFront(
+            of: server.port, profile: Profile(parsing: "cut.after = 5000 B\ncut.mode = hang"))
+        defer {
+            proxy.stop()
+            server.stop()
+        }
 
         let client = try TestConnection.connect(port: proxy.port, timeout: 3)
         defer { client.close() }
@@ -69,7 +80,10 @@ struct CutFaultTests {
     @Test func aCutAfterATimeResetsTheConnectionNeverEarly() throws {
         let server = try TestServer { connection in _ = try? connection.receive() }
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: Profile(parsing: "cut.after = 400 ms"))
-        defer { proxy.stop(); server.stop() }
+        defer {
+            proxy.stop()
+            server.stop()
+        }
 
         let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: proxy.port, timeout: 10)
@@ -84,7 +98,10 @@ struct CutFaultTests {
     @Test func aCutSetOnALiveConnectionReachesIt() throws {
         let server = try TestServer { connection in _ = try? connection.receive() }
         let proxy = try ConditionedProxy.inFront(of: server.port, profile: .none)
-        defer { proxy.stop(); server.stop() }
+        defer {
+            proxy.stop()
+            server.stop()
+        }
         let client = try TestConnection.connect(port: proxy.port, timeout: 10)
         defer { client.close() }
         try client.send([1])
@@ -102,7 +119,10 @@ struct ScenarioFaultTests {
     @Test func aScenarioStepCutsALiveConnectionSilently() throws {
         let echo = try TestServer.echo()
         let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none)
-        defer { proxy.stop(); echo.stop() }
+        defer {
+            proxy.stop()
+            echo.stop()
+        }
         let client = try TestConnection.connect(port: proxy.port, timeout: 1)
         defer { client.close() }
         try client.send([1, 2, 3])

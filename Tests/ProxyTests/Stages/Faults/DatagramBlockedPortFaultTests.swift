@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// `blocked.ports` on the UDP relay: the upstream's port is matched, every datagram to and from it is dropped and
 /// counted, whichever mode (a userspace relay cannot send the ICMP a refusing firewall sends), and other ports pass.
@@ -9,14 +10,17 @@ import Testing
 struct DatagramBlockedPortFaultTests {
     private func status(_ proxy: ConditionedProxy) -> ListenerStatus { proxy.status()[0] }
 
-
     @Test(arguments: ["refuse", "blackhole"])
     func datagramsToABlockedUpstreamPortAreDroppedAndCountedOpeningNoFlow(_ mode: String) throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: Profile(parsing: "blocked.ports = 1-79, \(echo.port)\nblocked.mode = \(mode)"))
+        let proxy = try ConditionedProxy.udpInFront(
+            of: echo.port, profile: Profile(parsing: "blocked.ports = 1-79, \(echo.port)\nblocked.mode = \(mode)"))
         let client = try TestDatagramSocket(timeout: 0.2)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         for number in 0..<5 { try client.send([UInt8(number)], to: proxy.port) }
         let counted = waitUntil(seconds: 10) { status(proxy).uplinkFaultDrops == 5 }
@@ -32,7 +36,10 @@ struct DatagramBlockedPortFaultTests {
         defer { echo.stop() }
         let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: .none)
         let client = try TestDatagramSocket(timeout: 5)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         try client.send([1], to: proxy.port)
         let before = client.receive()
 
@@ -49,9 +56,13 @@ struct DatagramBlockedPortFaultTests {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
         let other = echo.port == 65535 ? echo.port - 1 : echo.port + 1
-        let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: Profile(parsing: "blocked.ports = \(other)"))
+        let proxy = try ConditionedProxy.udpInFront(
+            of: echo.port, profile: Profile(parsing: "blocked.ports = \(other)"))
         let client = try TestDatagramSocket(timeout: 5)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send([7], to: proxy.port)
 

@@ -1,7 +1,8 @@
 import Foundation
-@testable import LinkConditioner
 import LoopbackPeers
 import Testing
+
+@testable import LinkConditioner
 
 /// `cut.after` on the UDP relay: a flow stops relaying, both ways, after a direction's bytes (whole datagrams only)
 /// or a time after it opened; the drops are counted, and once the cut flow has idled out a new flow opens.
@@ -9,15 +10,20 @@ import Testing
 struct DatagramCutFaultTests {
     private func status(_ proxy: ConditionedProxy) -> ListenerStatus { proxy.status()[0] }
 
-
     @Test func anUplinkCutPassesTheWholeDatagramsUnderTheLimitThenNothing() throws {
         let sink = try TestDatagramServer(reply: { _ in nil })
         defer { sink.stop() }
-        let proxy = try ConditionedProxy.udpInFront(of: sink.port, profile: Profile(parsing: "uplink.cut.after = 250 B"))
+        let proxy = try ConditionedProxy.udpInFront(
+            of: sink.port, profile: Profile(parsing: "uplink.cut.after = 250 B"))
         let client = try TestDatagramSocket()
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
-        for size in [100, 100, 100, 10] { try client.send([UInt8](repeating: UInt8(size), count: size), to: proxy.port) }
+        for size in [100, 100, 100, 10] {
+            try client.send([UInt8](repeating: UInt8(size), count: size), to: proxy.port)
+        }
         let counted = waitUntil(seconds: 10) { status(proxy).uplinkFaultDrops == 2 }
 
         #expect(counted, "\(status(proxy).uplinkFaultDrops) of 2 counted")
@@ -28,9 +34,13 @@ struct DatagramCutFaultTests {
     @Test func aDownlinkCutStopsTheAnswersAndThenTheFlow() throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: Profile(parsing: "downlink.cut.after = 200 B"))
+        let proxy = try ConditionedProxy.udpInFront(
+            of: echo.port, profile: Profile(parsing: "downlink.cut.after = 200 B"))
         let client = try TestDatagramSocket(timeout: 5)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         var answers: [Int] = []
         for _ in 0..<2 {
@@ -52,7 +62,10 @@ struct DatagramCutFaultTests {
         defer { echo.stop() }
         let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: Profile(parsing: "cut.after = 1 s"))
         let client = try TestDatagramSocket(timeout: 5)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send([1], to: proxy.port)
         let first = client.receive()
@@ -68,10 +81,14 @@ struct DatagramCutFaultTests {
     @Test func aCutFlowIdlesOutAndTheClientsNextDatagramOpensAFreshOne() throws {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
-        let proxy = try ConditionedProxy.udpInFront(of: echo.port, profile: Profile(parsing: "uplink.cut.after = 100 B"),
-                                                    options: ProxyOptions(udpIdleTimeout: .seconds(2)))
+        let proxy = try ConditionedProxy.udpInFront(
+            of: echo.port, profile: Profile(parsing: "uplink.cut.after = 100 B"),
+            options: ProxyOptions(udpIdleTimeout: .seconds(2)))
         let client = try TestDatagramSocket(timeout: 5)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
 
         try client.send([UInt8](repeating: 1, count: 100), to: proxy.port)
         let first = client.receive()
@@ -115,10 +132,14 @@ struct DatagramCutFaultTests {
     @Test func anUpstreamThatKeepsSendingDoesNotKeepACutFlowAlive() throws {
         let upstream = try TestDatagramSocket(timeout: 5)
         defer { upstream.close() }
-        let proxy = try ConditionedProxy.udpInFront(of: upstream.port, profile: Profile(parsing: "downlink.cut.after = 10 B"),
-                                                    options: ProxyOptions(udpIdleTimeout: .seconds(1)))
+        let proxy = try ConditionedProxy.udpInFront(
+            of: upstream.port, profile: Profile(parsing: "downlink.cut.after = 10 B"),
+            options: ProxyOptions(udpIdleTimeout: .seconds(1)))
         let client = try TestDatagramSocket(timeout: 5)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         try client.send([1], to: proxy.port)
         let flowPort = try #require(upstream.receive()?.port)
 

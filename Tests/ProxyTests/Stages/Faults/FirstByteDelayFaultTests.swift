@@ -11,10 +11,17 @@ struct FirstByteDelayFaultTests {
     @Test func curlsFirstByteArrivesNoEarlierThanTheDelay() throws {
         let origin = try TestHTTPOrigin()
         let proxy = try ConditionedProxy.frontEnd(profile: Profile(parsing: "downlink.first-byte.delay = 800 ms"))
-        defer { proxy.stop(); origin.stop() }
+        defer {
+            proxy.stop()
+            origin.stop()
+        }
 
-        guard let result = try runCurl(["-x", "http://127.0.0.1:\(proxy.port)", "-w", "%{time_pretransfer} %{time_starttransfer}",
-                                        "http://127.0.0.1:\(origin.port)/bytes/100000"]) else {
+        guard
+            let result = try runCurl([
+                "-x", "http://127.0.0.1:\(proxy.port)", "-w", "%{time_pretransfer} %{time_starttransfer}",
+                "http://127.0.0.1:\(origin.port)/bytes/100000",
+            ])
+        else {
             Issue.record("curl is not installed; the slow server test cannot run")
             return
         }
@@ -28,8 +35,13 @@ struct FirstByteDelayFaultTests {
 
     @Test func everyResponseOnAKeptAliveConnectionWaits() throws {
         let origin = try TestHTTPOrigin()
-        let (proxy, client) = try connectedFrontEnd(profile: Profile(parsing: "downlink.first-byte.delay = 300 ms"), timeout: 10)
-        defer { client.close(); proxy.stop(); origin.stop() }
+        let (proxy, client) = try connectedFrontEnd(
+            profile: Profile(parsing: "downlink.first-byte.delay = 300 ms"), timeout: 10)
+        defer {
+            client.close()
+            proxy.stop()
+            origin.stop()
+        }
         let responses = HTTPResponseReader(client)
 
         var waits: [Double] = []

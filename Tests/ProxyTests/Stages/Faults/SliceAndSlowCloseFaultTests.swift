@@ -11,9 +11,17 @@ struct SliceAndSlowCloseFaultTests {
     /// at once, so the pacing is what is asserted, never the read sizes.
     @Test func slicedDataIsPacedSliceBySliceAndArrivesByteExact() throws {
         let payload = Array((0..<200).map { UInt8($0 % 251) })
-        let server = try TestServer { connection in try? connection.send(payload); connection.shutdownWrite(); _ = try? connection.receive() }
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: Profile(parsing: "downlink.slice.size = 10 B\ndownlink.slice.delay = 20 ms"))
-        defer { proxy.stop(); server.stop() }
+        let server = try TestServer { connection in
+            try? connection.send(payload)
+            connection.shutdownWrite()
+            _ = try? connection.receive()
+        }
+        let proxy = try ConditionedProxy.inFront(
+            of: server.port, profile: Profile(parsing: "downlink.slice.size = 10 B\ndownlink.slice.delay = 20 ms"))
+        defer {
+            proxy.stop()
+            server.stop()
+        }
 
         let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: proxy.port, timeout: 20)
@@ -27,9 +35,17 @@ struct SliceAndSlowCloseFaultTests {
     }
 
     @Test func theEndOfStreamArrivesNoEarlierThanTheCloseDelay() throws {
-        let server = try TestServer { connection in try? connection.send(Array("bye".utf8)); connection.shutdownWrite(); _ = try? connection.receive() }
-        let proxy = try ConditionedProxy.inFront(of: server.port, profile: Profile(parsing: "downlink.close.delay = 500 ms"))
-        defer { proxy.stop(); server.stop() }
+        let server = try TestServer { connection in
+            try? connection.send(Array("bye".utf8))
+            connection.shutdownWrite()
+            _ = try? connection.receive()
+        }
+        let proxy = try ConditionedProxy.inFront(
+            of: server.port, profile: Profile(parsing: "downlink.close.delay = 500 ms"))
+        defer {
+            proxy.stop()
+            server.stop()
+        }
 
         let start = MonotonicClock().now()
         let client = try TestConnection.connect(port: proxy.port, timeout: 10)
