@@ -240,16 +240,7 @@ final class TCPRelay {
         case .relaying:
             break
         }
-        let now = loop.clock.now()
-        if events & StreamPump.readEvents != 0 {
-            uplink.sourceEvent(events)
-            pumpMayRead(uplink, at: now)
-        }
-        if !isClosed, events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 {
-            downlink.destinationMayTakeMore()
-            pumpProgressed(downlink, outcome: downlink.writeDeliverable())
-        }
-        handOverIfPassThrough()
+        socketEvent(events, source: uplink, destination: downlink)
     }
 
     private func upstreamEvent(_ events: UInt32) {
@@ -270,14 +261,19 @@ final class TCPRelay {
         case .blackholed, .relaying, .failing, .hung:
             break
         }
+        socketEvent(events, source: downlink, destination: uplink)
+    }
+
+    /// Serves a relaying socket's `events`: the pump it feeds reads, the pump that writes to it writes.
+    private func socketEvent(_ events: UInt32, source: StreamPump, destination: StreamPump) {
         let now = loop.clock.now()
         if events & StreamPump.readEvents != 0 {
-            downlink.sourceEvent(events)
-            pumpMayRead(downlink, at: now)
+            source.sourceEvent(events)
+            pumpMayRead(source, at: now)
         }
         if !isClosed, events & (Epoll.writable | Epoll.hangUp | Epoll.error) != 0 {
-            uplink.destinationMayTakeMore()
-            pumpProgressed(uplink, outcome: uplink.writeDeliverable())
+            destination.destinationMayTakeMore()
+            pumpProgressed(destination, outcome: destination.writeDeliverable())
         }
         handOverIfPassThrough()
     }
