@@ -118,7 +118,7 @@ until [ -S "$socket" ]; do
     sleep 0.2
 done
 echo "$name: Testcontainers for Python against podman's socket"
-check "Testcontainers starts linkcond:latest, creates a proxy, adds a toxic that conditions a connection, stops it" \
+check "Testcontainers starts linkcond:latest (exposed as a Toxiproxy test does, and on loopback), a toxic conditions a connection" \
     env DOCKER_HOST="unix://$socket" TESTCONTAINERS_RYUK_DISABLED=true TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 LINKCOND_IMAGE="$linkcond_image" \
     LINKCOND_NETWORK="$network" LINKCOND_UPSTREAM="$upstream_ip:80" LINKCOND_PAGE="$test_work/upstream/www/page.bin" \
     LINKCOND_TEST_LABEL="$label" timeout 300 "$python" -m unittest -v "$repo/Tests/image/test_testcontainers.py"
