@@ -23,7 +23,7 @@ struct SetCommand: ParsableCommand {
         help: ArgumentHelp(
             "Settings, such as downlink.delay=800ms or \"loss 2 %\".", valueName: "key=value"),
         completion: .list(ProfileSettings.keyNames))
-    var settings: [String]
+    var settings: [String] = []
 
     @OptionGroup var control: ControlOptions
 
