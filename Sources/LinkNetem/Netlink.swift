@@ -37,6 +37,7 @@ final class NetlinkSocket {
             throw .namespaceUnavailable(name: name, reason: String(cString: strerror(errno)))
         }
         guard cnetlink_enter_network_namespace(target) == 0 else {
+            if errno == EPERM { throw .needsSysAdmin(namespace: name) }
             throw .namespaceUnavailable(name: name, reason: String(cString: strerror(errno)))
         }
         let result = nl_connect(socket, NETLINK_ROUTE)
@@ -44,7 +45,8 @@ final class NetlinkSocket {
             fatalError("cannot return to this thread's own network namespace: \(String(cString: strerror(errno)))")
         }
         if result < 0 {
-            throw TrafficControlError(NetlinkError(code: result, operation: "connect to rtnetlink in \(name)"))
+            throw TrafficControlError(
+                NetlinkError(code: result, operation: "connect to rtnetlink in \(name)"), namespace: name)
         }
     }
 }

@@ -38,8 +38,11 @@ func netlinkCall(_ operation: @autoclosure () -> String, _ call: () -> Int32) th
 public enum TrafficControlError: Error, Equatable, CustomStringConvertible, Sendable {
     /// No network device has this name in the namespace linkcond runs in.
     case noSuchDevice(String)
-    /// The kernel refused a change: the process lacks CAP_NET_ADMIN.
-    case needsNetAdmin(operation: String)
+    /// The kernel refused a change: the process lacks CAP_NET_ADMIN in the network namespace named `namespace`
+    /// (nil: its own).
+    case needsNetAdmin(operation: String, namespace: String? = nil)
+    /// The kernel refused to let the process enter the named network namespace: it lacks CAP_SYS_ADMIN.
+    case needsSysAdmin(namespace: String)
     /// The kernel has no sch_netem, and the profile needs delay, jitter or loss.
     case noNetem
     /// The device's root qdisc was installed by someone else; linkcond will not replace it.
@@ -53,8 +56,15 @@ public enum TrafficControlError: Error, Equatable, CustomStringConvertible, Send
         switch self {
         case .noSuchDevice(let name):
             return "no network device named \"\(name)\" (see `ip link show`)"
-        case .needsNetAdmin(let operation):
+        case .needsNetAdmin(let operation, nil):
             return "\(operation): permission denied: linkcond needs CAP_NET_ADMIN to change qdiscs (run as root)"
+        case .needsNetAdmin(let operation, let namespace?):
+            return "\(operation): permission denied: linkcond needs CAP_NET_ADMIN in network namespace "
+                + "\"\(namespace)\" to change its qdiscs (run as root)"
+        case .needsSysAdmin(let namespace):
+            return
+                "cannot enter network namespace \"\(namespace)\": permission denied: linkcond needs CAP_SYS_ADMIN to "
+                + "enter it, then CAP_NET_ADMIN in it to change its qdiscs (run as root)"
         case .noNetem:
             return "this kernel has no netem qdisc: delay, jitter and loss cannot be applied in the kernel; "
                 + "load sch_netem, or use the proxy (or pass --rate-only to apply only the bandwidth)"
@@ -68,10 +78,11 @@ public enum TrafficControlError: Error, Equatable, CustomStringConvertible, Send
         }
     }
 
-    /// Translates a libnl failure into the user's terms: missing permission, or the raw libnl message.
-    init(_ error: NetlinkError) {
+    /// Translates a libnl failure into the user's terms: missing permission (in the named network namespace, or
+    /// nil for the process's own), or the raw libnl message.
+    init(_ error: NetlinkError, namespace: String? = nil) {
         if error.isPermissionDenied {
-            self = .needsNetAdmin(operation: error.operation)
+            self = .needsNetAdmin(operation: error.operation, namespace: namespace)
         } else {
             self = .netlink(error)
         }

@@ -287,7 +287,9 @@ extension TrafficControl {
         uplink: DirectionCounters?, downlink: DirectionCounters?
     ) {
         let links: NetlinkCache
-        do { links = try NetlinkCache.links(socket) } catch { throw TrafficControlError(error) }
+        do { links = try NetlinkCache.links(socket) } catch {
+            throw TrafficControlError(error, namespace: networkNamespace)
+        }
         guard let link = NetworkLink.named(device, in: links) else { throw .noSuchDevice(device) }
         let ifb = NetworkLink.named(TrafficHandle.ifbName(forIfindex: link.ifindex), in: links)
         do {
@@ -307,7 +309,7 @@ extension TrafficControl {
             }
             return (sum(link.ifindex), sum(ifb?.ifindex))
         } catch {
-            throw TrafficControlError(error)
+            throw TrafficControlError(error, namespace: networkNamespace)
         }
     }
 }

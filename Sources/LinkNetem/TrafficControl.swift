@@ -10,10 +10,13 @@ import LinkConditioner
 /// Not thread-safe: use one instance from one thread.
 public final class TrafficControl {
     let socket: NetlinkSocket
+    /// The network namespace the socket was opened in, as `ip netns` names it; nil for the process's own.
+    let networkNamespace: String?
 
     /// Opens a netlink socket in the named network namespace (as `ip netns` names it), or in the current one.
     public init(networkNamespace: String? = nil) throws(TrafficControlError) {
         socket = try NetlinkSocket(networkNamespace: networkNamespace)
+        self.networkNamespace = networkNamespace
     }
 
     /// What `apply` did, for the user.
@@ -151,7 +154,7 @@ public final class TrafficControl {
         } catch let error as TrafficControlError {
             throw error
         } catch let error as NetlinkError {
-            throw TrafficControlError(error)
+            throw TrafficControlError(error, namespace: networkNamespace)
         } catch {
             fatalError("unexpected error \(error)")
         }

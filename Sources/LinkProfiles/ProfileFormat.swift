@@ -18,9 +18,39 @@ extension Profile {
     public init(parsing text: String, name: String = "", file: String? = nil, readsFiles: Bool = true)
         throws(ProfileError)
     {
+        let reading = Self.read(text, file: file, readsFiles: readsFiles, stopsAtFirstError: true)
+        if let error = reading.errors.first { throw error }
+        var profile = Profile(name: name)
+        for (_, change) in reading.changes.filter({ !$0.key.isDirectional }) { change(&profile) }
+        for (_, change) in reading.changes.filter({ $0.key.isDirectional }) { change(&profile) }
+        self = profile
+    }
+
+    /// Every bad line of a profile, in line order, each located by `file` and line number; empty when it is valid.
+    ///
+    /// Each line is checked on its own (a profile has no setting whose validity depends on another line), so a
+    /// file with several mistakes is fixed in one pass rather than one error per run.
+    public static func problems(parsing text: String, file: String? = nil, readsFiles: Bool = true) -> [ProfileError] {
+        read(text, file: file, readsFiles: readsFiles, stopsAtFirstError: false).errors
+    }
+
+    /// Every bad line of a profile file, or the one error saying why it cannot be read; empty when it is valid.
+    public static func problems(inFile path: String, readsFiles: Bool = true) -> [ProfileError] {
+        switch UserTextFile.read(path) {
+        case .success(let contents): problems(parsing: contents, file: path, readsFiles: readsFiles)
+        case .failure(let failure):
+            [ProfileError(file: path, kind: .unreadable(reason: failure.reason(for: "profile")))]
+        }
+    }
+
+    /// The changes of a profile's valid lines and the errors of its bad ones, stopping at the first error when asked.
+    private static func read(_ text: String, file: String?, readsFiles: Bool, stopsAtFirstError: Bool) -> (
+        changes: [(key: ProfileKey, change: @Sendable (inout Profile) -> Void)], errors: [ProfileError]
+    ) {
         let context = SettingContext(directory: file.map(Profile.directory(ofFile:)), readsFiles: readsFiles)
         var firstLine: [String: Int] = [:]
         var changes: [(key: ProfileKey, change: @Sendable (inout Profile) -> Void)] = []
+        var errors: [ProfileError] = []
         for (offset, rawLine) in ProfileLine.lines(of: text).enumerated() {
             let number = offset + 1
             do throws(ProfileError) {
@@ -37,13 +67,11 @@ extension Profile {
                 var located = error
                 located.file = file
                 located.line = number
-                throw located
+                errors.append(located)
+                if stopsAtFirstError { break }
             }
         }
-        var profile = Profile(name: name)
-        for (_, change) in changes.filter({ !$0.key.isDirectional }) { change(&profile) }
-        for (_, change) in changes.filter({ $0.key.isDirectional }) { change(&profile) }
-        self = profile
+        return (changes, errors)
     }
 
     /// Reads and parses a profile file; its name is the file's base name without `.profile`.

@@ -104,10 +104,9 @@ enum ProfileValue {
         }
         if unitText.isEmpty { throw .missingUnit(expected: expected) }
         guard let unit = units.first(where: { $0.symbol == unitText }) else {
-            let caseInsensitive = units.filter { $0.symbol.lowercased() == unitText.lowercased() }
-            if caseInsensitive.count == 1 {
-                throw .invalidValue(
-                    expected: "\(expected); units are case-sensitive: did you mean \"\(caseInsensitive[0].symbol)\"?")
+            let number = (negative ? "-" : "") + digits
+            if let suggestion = UnitSpelling.suggestion(number: number, unitText: String(unitText), units: units) {
+                throw .invalidValue(expected: "\(expected); \(suggestion.hint)")
             }
             throw .invalidValue(expected: expected)
         }

@@ -84,44 +84,6 @@ struct UseCommand: ParsableCommand {
     }
 }
 
-/// `linkcond set KEY VALUE…`: changes one setting of the running profile.
-struct SetCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "set", abstract: "Change one setting of a running linkcond's profile.",
-        discussion: """
-            Examples:
-              linkcond set downlink.delay 300 ms
-              linkcond set loss 2 %
-            """)
-
-    @Argument(help: "A profile key, such as downlink.delay or loss.", completion: .list(ProfileSettings.keyNames))
-    var key: String
-
-    /// Every word the options leave, so that a negative value such as `-5 ms` reaches the profile format, which says
-    /// what is wrong with it (`.remaining` took `-5` for an unknown option). `words` sorts out `--` and mistyped options.
-    @Argument(parsing: .allUnrecognized, help: "The value, such as \"300 ms\" or \"2 %\".")
-    var value: [String]
-
-    @OptionGroup var control: ControlOptions
-
-    /// The value's words without the `--` that may end the options.
-    private var words: [String] { value.filter { $0 != "--" } }
-
-    func validate() throws {
-        if let option = words.first(where: { $0.hasPrefix("--") }) {
-            throw ValidationError("unknown option \"\(option)\"; the options of set are --control and --control-token.")
-        }
-        if words.isEmpty { throw ValidationError("give a value after \(key), such as: linkcond set \(key) 300 ms") }
-    }
-
-    func run() throws {
-        let text = words.joined(separator: " ").trimmingCharacters(in: .whitespaces)
-        let cleaned = text.hasPrefix("=") ? String(text.dropFirst()).trimmingCharacters(in: .whitespaces) : text
-        _ = try control.perform("POST", "/settings", body: "\(key) = \(cleaned)\n", quiet: true)
-        print("\(key) = \(cleaned)")
-    }
-}
-
 /// `linkcond offline`: airplane mode for a running instance.
 struct OfflineCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -104,6 +104,35 @@ struct ExecCommand: ParsableCommand {
         }
     }
 
+    /// The command line that `arguments` (those after `exec`) meant when they name a program without the `--`
+    /// that must come before it: the same words with `--` before the first word from which they parse, or nil when
+    /// no place makes them valid (ArgumentParser's own message stands then).
+    ///
+    /// Without `--`, exec would take the program's options for its own (`curl -v`), or refuse them.
+    static func withTerminator(_ arguments: [String]) -> String? {
+        guard !arguments.contains("--") else { return nil }
+        for index in arguments.indices where !arguments[index].hasPrefix("-") {
+            let placed = Array(arguments[..<index]) + ["--"] + arguments[index...]
+            if (try? parse(placed)) != nil {
+                return (["linkcond", configuration.commandName!] + placed).map(shellWord).joined(separator: " ")
+            }
+        }
+        return nil
+    }
+
+    /// `word` as a shell reads it back: bare when no shell treats any of its characters specially, else quoted, in
+    /// single quotes unless it holds one (a backslash would show doubled, as error messages escape it).
+    private static func shellWord(_ word: String) -> String {
+        let plain = word.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
+                || "@%+=:,./_-".unicodeScalars.contains($0)
+        }
+        if plain && !word.isEmpty { return word }
+        if !word.contains("'") { return "'\(word)'" }
+        if !word.contains(where: { #""$`\"#.contains($0) }) { return "\"\(word)\"" }
+        return "'" + word.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+    }
+
     func run() throws {
         let arguments = program
         if let dnsUpstream, Endpoint(parsing: dnsUpstream) == nil {

@@ -56,6 +56,12 @@ struct Linkcond: ParsableCommand {
             try command.run()
         } catch {
             let code = exitCode(for: error)
+            if code == .validationFailure, arguments.first == ExecCommand.configuration.commandName,
+                let fixed = ExecCommand.withTerminator(Array(arguments.dropFirst()))
+            {
+                printError("linkcond: put -- before the program, so that its options stay its own: \(fixed)")
+                Foundation.exit(2)
+            }
             if code == .validationFailure {
                 var message = fullMessage(for: error)
                 if message.hasPrefix("Error: ") { message = "linkcond: " + message.dropFirst("Error: ".count) }

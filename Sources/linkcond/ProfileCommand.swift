@@ -41,13 +41,16 @@ struct ProfileCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check that profile files are valid.",
             discussion: """
-                Prints "ok PATH" for each valid file and the first error of each invalid one; exits 2 if any is \
-                invalid.
+                Prints "ok PATH" for each valid file, and each error of an invalid one as FILE:LINE (up to \
+                \(errorsShown) a file, then how many more); exits 2 if any is invalid.
 
                 Example:
                   linkcond profile check profiles/*.profile
                 """
         )
+
+        /// The errors printed for one file; a file wrong on every line would bury the first ones.
+        static let errorsShown = 20
 
         @Argument(
             help: ArgumentHelp("Paths to .profile files.", valueName: "path"),
@@ -61,13 +64,15 @@ struct ProfileCommand: ParsableCommand {
         func run() throws {
             var allValid = true
             for path in paths {
-                do {
-                    _ = try Profile(contentsOfFile: path)
+                let problems = Profile.problems(inFile: path)
+                if problems.isEmpty {
                     print("ok \(path)")
-                } catch {
-                    printError("linkcond: \(error)")
-                    allValid = false
+                    continue
                 }
+                allValid = false
+                for problem in problems.prefix(Self.errorsShown) { printError("linkcond: \(problem)") }
+                let more = problems.count - Self.errorsShown
+                if more > 0 { printError("linkcond: \(path): and \(more) more error\(more == 1 ? "" : "s")") }
             }
             if !allValid { throw ExitStatus.badInput }
         }

@@ -23,6 +23,45 @@ struct TCCommandTests {
         #expect(try pair.snapshot() == before)
     }
 
+    /// With --netns, the namespace is entered first (setns needs CAP_SYS_ADMIN): the error names that capability,
+    /// the one needed next, and the namespace.
+    @Test func withoutCapabilitiesNetnsSaysWhichCapabilityIsMissingInWhichNamespace() throws {
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let before = try pair.snapshot()
+
+        let result = try Shell.runCapturing([
+            "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+            TCBinary.url!.path, "tc", "apply", pair.nearDevice, "DSL", "--rate-only", "--netns", pair.near,
+        ])
+
+        #expect(result.status == 1)
+        #expect(
+            result.stderr.contains(
+                "cannot enter network namespace \"\(pair.near)\": permission denied: linkcond needs CAP_SYS_ADMIN to enter it, then CAP_NET_ADMIN in it"
+            ), "stderr: \(result.stderr)")
+        #expect(try pair.snapshot() == before)
+    }
+
+    /// Root without CAP_NET_ADMIN enters the namespace, and the refused change names the namespace it was refused in.
+    @Test func withoutCapNetAdminNetnsNamesTheNamespace() throws {
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let before = try pair.snapshot()
+
+        let result = try Shell.runCapturing([
+            "setpriv", "--inh-caps=-net_admin", "--bounding-set=-net_admin", TCBinary.url!.path, "tc", "apply",
+            pair.nearDevice, "DSL", "--rate-only", "--netns", pair.near,
+        ])
+
+        #expect(result.status == 1)
+        #expect(
+            result.stderr.contains(
+                "permission denied: linkcond needs CAP_NET_ADMIN in network namespace \"\(pair.near)\""),
+            "stderr: \(result.stderr)")
+        #expect(try pair.snapshot() == before)
+    }
+
     @Test func showPrintsTheProfileTermsReadBackFromTheKernel() throws {
         let pair = try NamespacePair()
         defer { pair.remove() }
