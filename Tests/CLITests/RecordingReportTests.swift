@@ -125,22 +125,61 @@ struct RecordingReportTests {
         }
     }
 
-    @Test func tenByteWritesAreReportedAsSmallWritesAndTenKilobyteWritesAreNot() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let small = try record(upstreamPort: Int(echo.port)) { port in
-            try echoExchanges(port: port, size: 10, count: 30)
+    /// A client that writes `count` pieces of `size` bytes without waiting for any reply, each after the upstream
+    /// received the previous one, so each reaches linkcond as its own read whatever the machine's speed.
+    func piecesWithoutReply(size: Int, count: Int) throws -> String {
+        let received = DispatchSemaphore(value: 0)
+        let upstream = try TestServer { connection in
+            while let bytes = try? connection.receive(), !bytes.isEmpty { received.signal() }
         }
-        let large = try record(upstreamPort: Int(echo.port)) { port in
-            try echoExchanges(port: port, size: 10_000, count: 30)
+        defer { upstream.stop() }
+        return try record(upstreamPort: Int(upstream.port)) { port in
+            let connection = try TestConnection.connect(port: UInt16(port))
+            defer { connection.close() }
+            for _ in 0..<count {
+                try connection.send([UInt8](repeating: 0x61, count: size))
+                guard received.wait(timeout: .now() + 20) == .success else {
+                    throw CLITestError("the upstream did not receive a piece")
+                }
+            }
         }
+    }
 
-        let smallReport = try makeReport(small)
+    @Test func tenByteWritesWithoutAReplyAreReportedAsSmallWritesAndTenKilobyteWritesAreNot() throws {
+        let smallReport = try makeReport(try piecesWithoutReply(size: 10, count: 30))
         let finding = (smallReport["findings"] as! [[String: Any]]).first { $0["rule"] as? String == "small-writes" }
         #expect(finding != nil, "\(rules(smallReport))")
-        #expect((finding?["numbers"] as? String)?.hasPrefix("30 of 30 writes") == true, "\(finding ?? [:])")
+        #expect((finding?["numbers"] as? String)?.hasPrefix("1 of 1 connections") == true, "\(finding ?? [:])")
         #expect(finding?["connections"] as? [Int] == [1])
-        #expect(!rules(try makeReport(large)).contains("small-writes"))
+        #expect(!rules(try makeReport(try piecesWithoutReply(size: 10_000, count: 30))).contains("small-writes"))
+    }
+
+    /// Curl's whole GET is under 100 bytes: 25 connections that each wrote one are not small writes.
+    @Test func twentyFiveSingleRequestCurlConnectionsAreNotSmallWrites() throws {
+        let upstream = try HTTPUpstream()
+        defer { upstream.stop() }
+        let path = try record(upstreamPort: upstream.port) { port in
+            for size in 1...25 { try curl(["http://127.0.0.1:\(port)/\(size * 10)"]) }
+        }
+        let report = try makeReport(path)
+
+        #expect(report["connectionCount"] as? Int == 25)
+        #expect(!rules(report).contains("small-writes"), "\(report["findings"] ?? [])")
+        let summary = try LinkcondProcess.run(["report", path, "-o", path + ".html"])
+        #expect(summary.stdout.contains("connections: #2–#25"), "\(summary.stdout)")
+    }
+
+    /// One curl fetching five URLs over one kept-alive connection misses no reuse.
+    @Test func oneKeptAliveConnectionForFiveRequestsIsNotMissedReuse() throws {
+        let upstream = try HTTPUpstream()
+        defer { upstream.stop() }
+        let path = try record(upstreamPort: upstream.port, profile: "dsl") { port in
+            try curl((1...5).map { "http://127.0.0.1:\(port)/\($0 * 100)" })
+        }
+        let report = try makeReport(path)
+
+        #expect(!rules(report).contains("reuse-missed"), "\(report["findings"] ?? [])")
+        #expect(!rules(report).contains("set-up-cost"), "\(report["findings"] ?? [])")
     }
 
     @Test func aBulkTransferWritesOneSendAndOneDeliverLinePerTwentyMillisecondsNotOnePerRead() throws {

@@ -27,9 +27,7 @@ public enum ReportPage {
                     item.text(" \(finding.threshold).")
                     item.markup("<br>")
                     item.element("i", text: "Connections:")
-                    item.text(
-                        " \(finding.connections.isEmpty ? "-" : finding.connections.map { "#\($0)" }.joined(separator: " ")); "
-                    )
+                    item.text(" \(TrafficReport.connectionList(finding.connections, worst: finding.worst)); ")
                     item.element("i", text: "times:")
                     item.text(" \(finding.times.map(label).joined(separator: " "))")
                     item.markup("<br>")
