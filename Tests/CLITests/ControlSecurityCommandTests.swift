@@ -10,7 +10,7 @@ struct ControlSecurityCommandTests {
     final class RuntimeDirectory {
         let path: String
         var environment: [String: String] {
-            ["XDG_RUNTIME_DIR": path, "LINKCOND_CONTROL": "", "LINKCOND_CONTROL_TOKEN": ""]
+            ["XDG_RUNTIME_DIR": path, "LINKCOND_CONTROL": "", "LINKCOND_CONTROL_TOKEN": "", "LINKCOND_NAME": ""]
         }
         var privateDirectory: String { path + "/linkcond" }
 
