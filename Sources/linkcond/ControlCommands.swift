@@ -213,7 +213,8 @@ struct SetCommand: ParsableCommand {
 
     func validate() throws {
         if let option = words.first(where: { $0.hasPrefix("--") }) {
-            throw ValidationError("unknown option \"\(option)\"; the options of set are --control, --name and --control-token.")
+            throw ValidationError(
+                "unknown option \"\(option)\"; the options of set are --control, --name and --control-token.")
         }
         if words.isEmpty { throw ValidationError("give a value after \(key), such as: linkcond set \(key) 300 ms") }
     }

@@ -73,7 +73,8 @@ enum InstanceTable {
         {
             return answer.profile.isEmpty ? "(inline)" : answer.profile
         }
-        return descriptor.profile.contains("/") ? (descriptor.profile as NSString).lastPathComponent : descriptor.profile
+        return descriptor.profile.contains("/")
+            ? (descriptor.profile as NSString).lastPathComponent : descriptor.profile
     }
 
     /// The table, fitted to `columns`: the listeners come last and are cut with "…" where the line would be longer.

@@ -28,7 +28,7 @@ struct InstanceCommandTests {
         var name: String { String(lines.last!.dropFirst("ready name ".count)) }
         var pid: Int32 { process.process.processIdentifier }
 
-        deinit { _ = try? process.stop() }
+        deinit { if process.process.isRunning { _ = try? process.stop() } }
     }
 
     private func linkcond(_ arguments: [String], _ runtime: RuntimeDirectory, _ environment: [String: String] = [:])
@@ -85,7 +85,8 @@ struct InstanceCommandTests {
         let byOption = try linkcond(["use", "edge", "--name", "left"], runtime)
         let byEnvironment = try linkcond(["use", "lte"], runtime, ["LINKCOND_NAME": "right"])
         // --name comes before LINKCOND_NAME.
-        let optionFirst = try linkcond(["set", "loss", "2", "%", "--name", "left"], runtime, ["LINKCOND_NAME": "right"])
+        let optionFirst = try linkcond(
+            ["set", "loss", "2", "%", "--name", "left"], runtime, ["LINKCOND_NAME": "right"])
         let unknown = try linkcond(["status", "--name", "nobody"], runtime)
         let malformed = try linkcond(["status", "--name", "two words"], runtime)
 
@@ -111,7 +112,8 @@ struct InstanceCommandTests {
 
         for refused in [second, fromEnvironment] {
             #expect(refused.status == 2, "\(refused.stderr)")
-            #expect(refused.stderr.contains("\"ci\"") && refused.stderr.contains("pid \(first.pid)"), "\(refused.stderr)")
+            #expect(
+                refused.stderr.contains("\"ci\"") && refused.stderr.contains("pid \(first.pid)"), "\(refused.stderr)")
             #expect(refused.stdout.isEmpty)
         }
         #expect(malformed.status == 2 && malformed.stderr.contains("--name \"../x\""), "\(malformed.stderr)")
@@ -164,8 +166,9 @@ struct InstanceCommandTests {
         #expect(lines.count == 2, "\(table.stdout)")
         #expect(lines.allSatisfy { $0.count <= 80 }, "\(table.stdout)")
         #expect(lines.first.map { $0.hasPrefix("NAME") && $0.contains("PID") && $0.contains("LISTENERS") } == true)
-        #expect(lines.last.map { $0.hasPrefix("3g-1 ") && $0.contains(" \(instance.pid) ") && $0.contains(" edge ") }
-            == true, "\(table.stdout)")
+        #expect(
+            lines.last.map { $0.hasPrefix("3g-1 ") && $0.contains(" \(instance.pid) ") && $0.contains(" edge ") }
+                == true, "\(table.stdout)")
         #expect(lines.last?.contains("tcp 127.0.0.1:") == true, "\(table.stdout)")
 
         let entries = try #require(
@@ -181,7 +184,8 @@ struct InstanceCommandTests {
         let listeners = try #require(entry["listeners"] as? [String])
         #expect(listeners.count == 2 && listeners[0] == instance.lines[0].dropFirst("ready ".count), "\(listeners)")
         let control = try #require(entry["control"] as? [String])
-        #expect(control == [runtime.privateDirectory + "/instances/3g-1.sock", String(instance.lines[2].dropFirst(14))])
+        #expect(
+            control == [runtime.privateDirectory + "/instances/3g-1.sock", String(instance.lines[2].dropFirst(14))])
     }
 
     @Test func aDescriptorWhoseProcessIsGoneIsRemovedAndNotCounted() throws {
@@ -197,8 +201,13 @@ struct InstanceCommandTests {
             let text = """
                 {"name":"\(name)","pid":\(pid),"processStart":\(start),"started":"2024-01-01T00:00:00Z","profile":"lte","listeners":[],"control":["\(directory)/\(name).sock"]}
                 """
-            #expect(FileManager.default.createFile(atPath: "\(directory)/\(name).json", contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]))
-            #expect(FileManager.default.createFile(atPath: "\(directory)/\(name).sock", contents: nil, attributes: [.posixPermissions: 0o600]))
+            #expect(
+                FileManager.default.createFile(
+                    atPath: "\(directory)/\(name).json", contents: Data(text.utf8),
+                    attributes: [.posixPermissions: 0o600]))
+            #expect(
+                FileManager.default.createFile(
+                    atPath: "\(directory)/\(name).sock", contents: nil, attributes: [.posixPermissions: 0o600]))
         }
 
         let status = try linkcond(["status"], runtime)
@@ -240,7 +249,8 @@ struct InstanceCommandTests {
         // The private directory the command sees holds no instance: only LINKCOND_CONTROL can lead it there.
         let result = try linkcond(
             ["dashboard"], emptyRuntime, ["LINKCOND_CONTROL": url, "LINKCOND_CONTROL_TOKEN": token])
-        let byName = try linkcond(["dashboard", "--name", instance.name], instanceRuntime, ["LINKCOND_CONTROL_TOKEN": token])
+        let byName = try linkcond(
+            ["dashboard", "--name", instance.name], instanceRuntime, ["LINKCOND_CONTROL_TOKEN": token])
         let bare = try linkcond(["dashboard"], instanceRuntime, ["LINKCOND_CONTROL_TOKEN": token])
 
         #expect(result.status == 0, "\(result.stderr)")

@@ -148,9 +148,9 @@ public struct InstanceDirectory: Sendable {
 
     /// Takes a name and writes its descriptor, made by `describe` from the name. A given name a running instance
     /// has is refused; an automatic one takes the next number. A stale descriptor (its process gone) gives way.
-    public func claim(_ request: InstanceNameRequest, describe: (String) -> InstanceDescriptor) throws(
-        InstanceClaimError
-    ) -> InstanceDescriptor {
+    public func claim(_ request: InstanceNameRequest, describe: (String) -> InstanceDescriptor)
+        throws(InstanceClaimError) -> InstanceDescriptor
+    {
         do {
             try prepare()
             return try PrivateFiles.withLock(lockPath) { () throws -> InstanceDescriptor in

@@ -40,7 +40,9 @@ enum ProcessStat {
         var buffer = [UInt8](repeating: 0, count: 1024)
         var count = 0
         while count < buffer.count {
-            let got = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + count, $0.count - count) }
+            let got = buffer.withUnsafeMutableBytes {
+                Glibc.read(descriptor, $0.baseAddress! + count, $0.count - count)
+            }
             if got < 0 && errno == EINTR { continue }
             guard got > 0 else { break }
             count += got
