@@ -2,14 +2,22 @@ import ArgumentParser
 import Foundation
 import LinkConditioner
 
-/// How a command finds the running linkcond it steers.
+/// How a command finds the running linkcond it steers: `--control`, else `--name`, else `LINKCOND_CONTROL`, else
+/// `LINKCOND_NAME`, else the one instance that runs. With several running and none of these, it refuses to guess.
 struct ControlOptions: ParsableArguments {
     @Option(
         name: .long,
         help:
-            "Control endpoint of the running linkcond: http://HOST:PORT or a socket path (default: $LINKCOND_CONTROL, then the per-user socket)."
+            "Control endpoint of the running linkcond: http://HOST:PORT or a socket path (default: $LINKCOND_CONTROL)."
     )
     var control: String?
+
+    @Option(
+        name: .long,
+        help:
+            "Name of the running linkcond to steer, as linkcond ps lists it (default: $LINKCOND_NAME; without a name or a control endpoint, the one instance that runs)."
+    )
+    var name: String?
 
     @Option(
         name: .customLong("control-token"),
@@ -22,14 +30,110 @@ struct ControlOptions: ParsableArguments {
         if let control, ControlAddress(parsing: control) == nil {
             throw ValidationError("--control \"\(control)\" is neither http://HOST:PORT nor a socket path.")
         }
+        if control != nil && name != nil {
+            throw ValidationError("--control and --name both pick an instance: give one of them.")
+        }
+        if let name, let problem = InstanceName.problem(with: name) {
+            throw ValidationError("--name \"\(name)\": \(problem).")
+        }
     }
+
+    /// Which running linkcond the options pick; prints why none can be picked and throws the exit status: 1 when
+    /// none runs (or none has the name), 2 when several run and nothing says which, or a variable is malformed.
+    func target() throws -> ControlTarget {
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.value.isEmpty }
+        if let control { return .address(ControlAddress(parsing: control)!) }
+        if let name { return .instance(try Self.instance(named: name, from: "--name")) }
+        if let given = environment["LINKCOND_CONTROL"] {
+            guard let address = ControlAddress(parsing: given) else {
+                printError("linkcond: LINKCOND_CONTROL \"\(given)\" is neither http://HOST:PORT nor a socket path")
+                throw ExitStatus.badInput
+            }
+            return .address(address)
+        }
+        if let given = environment[InstanceNameOption.environmentName] {
+            if let problem = InstanceName.problem(with: given) {
+                printError("linkcond: \(InstanceNameOption.environmentName) \"\(given)\": \(problem)")
+                throw ExitStatus.badInput
+            }
+            return .instance(try Self.instance(named: given, from: InstanceNameOption.environmentName))
+        }
+        let running = InstanceDirectory().running()
+        switch running.count {
+        case 0:
+            printError(
+                "linkcond: no running linkcond answers: none runs for this user (linkcond ps lists them); start one with \"linkcond run …\", or pass --control ADDRESS"
+            )
+            throw ExitStatus.runtimeFailure
+        case 1:
+            return .instance(running[0])
+        default:
+            printError("linkcond: \(running.count) linkcond instances run; not guessing which one to steer:")
+            InstanceTable.brief(running).forEach(printError)
+            printError("pick one with --name NAME (or LINKCOND_NAME=NAME in the environment), or --control ADDRESS")
+            throw ExitStatus.badInput
+        }
+    }
+
+    /// The running instance called `name` (given by `source`), or exit status 1 naming the ones that run.
+    private static func instance(named name: String, from source: String) throws -> InstanceDescriptor {
+        let directory = InstanceDirectory()
+        if let found = directory.instance(named: name) { return found }
+        let running = directory.running().map(\.name)
+        printError(
+            "linkcond: no running linkcond is named \"\(name)\" (\(source)); "
+                + (running.isEmpty ? "none runs" : "running: \(running.joined(separator: ", "))")
+                + " (linkcond ps lists them)")
+        throw ExitStatus.runtimeFailure
+    }
+
+    /// The endpoint of the picked instance and its token, for the requests of one command.
+    func connect() throws -> ControlConnection {
+        let address = try target().address
+        do {
+            return ControlConnection(address: address, token: try controlToken ?? ControlClient.token(for: address))
+        } catch {
+            printError("linkcond: \(error)")
+            throw ExitStatus.runtimeFailure
+        }
+    }
+
+    /// Sends one request to the picked instance (see `ControlConnection.perform`).
+    func perform(_ method: String, _ path: String, body: String = "", quiet: Bool = false) throws -> String {
+        try connect().perform(method, path, body: body, quiet: quiet)
+    }
+}
+
+/// The running linkcond a command acts on: an endpoint given outright, or an instance found by its descriptor.
+enum ControlTarget {
+    case address(ControlAddress)
+    case instance(InstanceDescriptor)
+
+    /// Where to send requests: the endpoint given, or the instance's own socket (no token needed) while its file
+    /// is there, else the first of its endpoints.
+    var address: ControlAddress {
+        switch self {
+        case .address(let address): return address
+        case .instance(let descriptor):
+            let endpoints = descriptor.control.compactMap(ControlAddress.init(parsing:))
+            let socket = endpoints.first { address in
+                if case .unix(let path) = address { FileManager.default.fileExists(atPath: path) } else { false }
+            }
+            return socket ?? endpoints.first ?? .unix(InstanceDirectory().socketPath(descriptor.name))
+        }
+    }
+}
+
+/// One running linkcond's endpoint and token, found once so that every request of a command (each refresh of
+/// `status --watch`) goes to the same instance.
+struct ControlConnection {
+    var address: ControlAddress
+    var token: String?
 
     /// Sends one request; prints the body and exits 0 on success, prints the error and exits 2 (bad input) or 1.
     func perform(_ method: String, _ path: String, body: String = "", quiet: Bool = false) throws -> String {
-        guard let address = ControlClient.locate(control) else { throw ValidationError("no control address") }
         let response: ControlClient.Response
         do {
-            let token = try controlToken ?? ControlClient.token(for: address)
             response = try ControlClient(address: address, token: token).send(method, path, body: body)
         } catch {
             printError("linkcond: \(error)")

@@ -22,19 +22,4 @@ extension ConditionedProxy {
         )
         return (served, file)
     }
-
-    /// Also serves the per-user control socket when it is free, so `linkcond use/set/status` find this instance.
-    func serveUserDefaultControl(logger: Logger) {
-        do {
-            try PrivateFiles.prepareDirectory(ControlAddress.privateDirectory)
-            let path = try serveControl(at: .userDefault, token: nil)
-            logger.info("control socket \(path) (linkcond use/set/status/offline/online find it there)")
-        } catch let refusal as PrivateFiles.Refusal {
-            logger.warning("no control socket: \(refusal)")
-        } catch {
-            logger.notice(
-                "control socket \(ControlAddress.userDefault) is taken by another linkcond; steer this one with --control"
-            )
-        }
-    }
 }

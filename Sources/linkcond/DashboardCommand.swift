@@ -9,9 +9,10 @@ struct DashboardCommand: ParsableCommand {
         discussion: """
             The URL carries the control token after "#token=": browsers never send that part to a server, and the \
             page keeps the token for its tab only. --open hands the browser a one-time ticket the page trades for \
-            the token instead, since a browser's command line is readable by every user of the machine. Without \
-            --control the command looks for the one running linkcond whose control endpoint is on 127.0.0.1 (its \
-            token file in the private directory).
+            the token instead, since a browser's command line is readable by every user of the machine. The \
+            instance is picked as the other commands pick it: --control, --name, $LINKCOND_CONTROL, \
+            $LINKCOND_NAME, else the one that runs; its control endpoint must be on loopback TCP \
+            (http://127.0.0.1:PORT), which it is unless it was started with --control PATH.
 
             Examples:
               linkcond dashboard
@@ -25,31 +26,37 @@ struct DashboardCommand: ParsableCommand {
     @OptionGroup var control: ControlOptions
 
     func run() throws {
-        let candidates: [(ControlAddress, String?)]
-        if let given = control.control {
-            guard let address = ControlAddress(parsing: given), case .tcp = address, address.isLocalOnly else {
+        let target = try control.target()
+        let address: ControlAddress
+        switch target {
+        case .address(let given):
+            guard case .tcp = given, given.isLocalOnly else {
                 printError(
                     "linkcond: the dashboard is served on a loopback TCP control endpoint (http://127.0.0.1:PORT), not \(given)"
                 )
                 throw ExitStatus.badInput
             }
-            candidates = [(address, try control.controlToken ?? ControlClient.token(for: address))]
-        } else {
-            candidates = Self.runningEndpoints()
-        }
-        let answering = candidates.filter { address, token in
-            (try? ControlClient(address: address, token: token).send("GET", "/version").status) == 200
-        }
-        guard answering.count == 1, let (address, token) = answering.first, case .tcp(let endpoint) = address else {
-            if answering.isEmpty {
+            address = given
+        case .instance(let descriptor):
+            guard
+                let found = descriptor.control.compactMap(ControlAddress.init(parsing:)).first(where: { address in
+                    if case .tcp = address { address.isLocalOnly } else { false }
+                })
+            else {
                 printError(
-                    "linkcond: no running linkcond with a control endpoint on 127.0.0.1 answers; start one with \"linkcond run …\", or pass --control http://127.0.0.1:PORT"
+                    "linkcond: \(descriptor.name) (pid \(descriptor.pid)) has no control endpoint on loopback TCP, where the dashboard is served (it was started with --control \(descriptor.control.last ?? "PATH")); start it with --control 127.0.0.1:0"
                 )
-            } else {
-                printError(
-                    "linkcond: \(answering.count) running linkcond instances answer (\(answering.map { "\($0.0)" }.joined(separator: ", "))); choose one with --control"
-                )
+                throw ExitStatus.runtimeFailure
             }
+            address = found
+        }
+        let token = try control.controlToken ?? ControlClient.token(for: address)
+        guard (try? ControlClient(address: address, token: token).send("GET", "/version").status) == 200,
+            case .tcp(let endpoint) = address
+        else {
+            printError(
+                "linkcond: no running linkcond answers at \(address) with this token; start one with \"linkcond run …\", or pass --control http://127.0.0.1:PORT"
+            )
             throw ExitStatus.runtimeFailure
         }
         let page = "http://127.0.0.1:\(endpoint.port)/"
@@ -65,19 +72,6 @@ struct DashboardCommand: ParsableCommand {
             throw ExitStatus.runtimeFailure
         }
         Self.openInBrowser(page + "#ticket=" + ticket.body.trimmingCharacters(in: .whitespacesAndNewlines))
-    }
-
-    /// The loopback endpoints whose token files this user's private directory holds, with their tokens.
-    static func runningEndpoints() -> [(ControlAddress, String?)] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: ControlAddress.privateDirectory)) ?? []
-        return names.sorted().compactMap { name in
-            guard name.hasPrefix("control-"), name.hasSuffix(".token"),
-                let port = UInt16(name.dropFirst("control-".count).dropLast(".token".count))
-            else { return nil }
-            let address = ControlAddress.tcp(Endpoint(host: "127.0.0.1", port: port))
-            guard let token = try? ControlClient.token(for: address) else { return nil }
-            return (address, token)
-        }
     }
 
     private static func openInBrowser(_ url: String) {

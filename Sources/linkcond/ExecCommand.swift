@@ -13,7 +13,8 @@ struct ExecCommand: ParsableCommand {
             The program runs in its own network namespace: every TCP connection, UDP datagram and DNS lookup it \
             makes to anything but its own loopback crosses the link as IP packets, so its own kernel TCP sees \
             the emulated network. No proxy settings are needed. Standard input, output and error are the \
-            program's; linkcond's messages, and the line "ready control URL", go to stderr. The program runs in \
+            program's; linkcond's messages, and the lines "ready control URL" and "ready name NAME", go to \
+            stderr. The program runs in \
             a PID namespace of its own, under a small init: when it exits, or linkcond ends in any way (SIGKILL \
             included), everything it started ends with it; /proc inside shows only those processes.
 
@@ -48,11 +49,13 @@ struct ExecCommand: ParsableCommand {
     @Option(
         name: .long,
         help:
-            "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free)."
+            "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0; the instance's own socket in the private directory is served as well)."
     )
     var control: String?
 
     @OptionGroup var controlToken: ServedControlToken
+
+    @OptionGroup var instanceName: InstanceNameOption
 
     @Option(
         name: .customLong("dns-upstream"),
@@ -198,19 +201,34 @@ struct ExecCommand: ParsableCommand {
             launch.abandon()
             throw ExitStatus.runtimeFailure
         }
+        var registration: InstanceRegistration
+        do {
+            registration = try InstanceRegistration.claim(
+                instanceName.request(base: InstanceName.base(forProfile: self.profile)), command: "exec",
+                profile: self.profile, listeners: proxy.listeners)
+        } catch {
+            proxy.stop()
+            launch.abandon()
+            throw error
+        }
+        registration.serveSocket(proxy, logger: logger)
         var createdFiles: [String] = []
         do {
             let address = control.flatMap(ControlAddress.init(parsing:)) ?? .tcp(Endpoint(host: "127.0.0.1", port: 0))
             let (line, tokenFile) = try proxy.serveLocalControl(at: address, token: controlToken.value, logger: logger)
             createdFiles += tokenFile.map { [$0] } ?? []
+            registration.addControl(line)
+            try registration.publish()
             printError("ready control \(line)")
+            printError(registration.readyLine)
         } catch {
-            printError("linkcond exec: control endpoint: \(error)")
+            if !(error is ExitCode) { printError("linkcond exec: control endpoint: \(error)") }
             proxy.stop()
             launch.abandon()
+            createdFiles.forEach(PrivateFiles.remove)
+            registration.release()
             throw ExitStatus.runtimeFailure
         }
-        if control == nil { proxy.serveUserDefaultControl(logger: logger) }
         if let scenario { proxy.startScenario(scenario) }
         logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
         do {
@@ -220,11 +238,13 @@ struct ExecCommand: ParsableCommand {
             proxy.stop()
             launch.abandon()
             createdFiles.forEach(PrivateFiles.remove)
+            registration.release()
             throw ExitStatus.runtimeFailure
         }
         let status = launch.waitForExit { signal in logger.info("signal \(signal): passed to the program") }
         proxy.stop()
         createdFiles.forEach(PrivateFiles.remove)
+        registration.release()
         throw ExitCode(status)
     }
 }

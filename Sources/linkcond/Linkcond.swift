@@ -13,6 +13,7 @@ struct Linkcond: ParsableCommand {
               linkcond run --profile 3g            a local SOCKS5 and HTTP proxy on 3G
               linkcond exec --profile 3g -- ./app  one program, whole, on 3G
               linkcond use edge                    switch the running one to Edge
+              linkcond ps                          list the running instances
               linkcond profiles                    list the built-in profiles
 
             Exit status: 0 success, 1 runtime failure (address in use, no running linkcond, kernel refusal), \
@@ -20,7 +21,7 @@ struct Linkcond: ParsableCommand {
             """,
         version: linkcondVersion,
         subcommands: [
-            RunCommand.self, ExecCommand.self, UseCommand.self, SetCommand.self, StatusCommand.self,
+            RunCommand.self, ExecCommand.self, PsCommand.self, UseCommand.self, SetCommand.self, StatusCommand.self,
             OfflineCommand.self,
             OnlineCommand.self, ResetCommand.self, ScenarioCommand.self, ProfilesCommand.self, ProfileCommand.self,
             TCCommand.self, TraceCommand.self, DashboardCommand.self, ReportCommand.self,

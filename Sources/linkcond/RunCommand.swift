@@ -10,8 +10,8 @@ struct RunCommand: ParsableCommand {
         abstract: "Run a conditioning proxy in front of one or more upstreams.",
         discussion: """
             Each --listen pairs with the --upstream at the same position. Once every listener is bound, one line \
-            per listener is printed on stdout: "ready tcp LISTEN UPSTREAM". Logs go to stderr. SIGINT or SIGTERM \
-            closes every connection and exits 0. Without any listener option, a SOCKS5 and HTTP proxy starts on \
+            per listener is printed on stdout: "ready tcp LISTEN UPSTREAM", then "ready control URL" and \
+            "ready name NAME". Logs go to stderr. SIGINT or SIGTERM closes every connection and exits 0. Without any listener option, a SOCKS5 and HTTP proxy starts on \
             127.0.0.1 (port chosen by the system) and stderr says how to point an app at it.
 
             Examples:
@@ -25,8 +25,11 @@ struct RunCommand: ParsableCommand {
             --record writes one JSON event per line (reads and writes coalesced per 20 ms and direction); at \
             --record-limit the file is truncated: its beginning is kept and its last line says where it stopped.
 
+            Each instance has a name (--name, else the profile's name and a number, such as 3g-1) and a control \
+            socket of its own; "linkcond ps" lists the running ones, and the other commands take --name to pick one.
+
             Exit status: 0 after SIGINT or SIGTERM, 1 when a listener cannot start (address in use, unresolvable \
-            upstream), 2 for bad usage or a bad profile or scenario.
+            upstream), 2 for bad usage, a bad profile or scenario, or a --name another running instance has.
             """
     )
 
@@ -113,7 +116,7 @@ struct RunCommand: ParsableCommand {
     @Option(
         name: .long,
         help:
-            "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0, plus the per-user socket when free)."
+            "Address of the control endpoint: HOST:PORT or a socket path (default 127.0.0.1:0; the instance's own socket in the private directory is served as well)."
     )
     var control: String?
 
@@ -146,6 +149,8 @@ struct RunCommand: ParsableCommand {
     var toxiproxyConfig: String?
 
     @OptionGroup var controlToken: ServedControlToken
+
+    @OptionGroup var instanceName: InstanceNameOption
 
     @OptionGroup var recordArguments: RecordArguments
 
@@ -241,19 +246,31 @@ struct RunCommand: ParsableCommand {
         }
         let logger = Logger(label: "linkcond")
         controlToken.warnIfOnTheCommandLine(logger)
+        var registration: InstanceRegistration
+        do {
+            registration = try InstanceRegistration.claim(
+                instanceName.request(base: nameBase), command: "run", profile: self.profile,
+                listeners: proxy.listeners)
+        } catch {
+            proxy.stop()
+            throw error
+        }
+        // The instance's own socket first: the endpoint served last is the one the proxy keeps out of its relays.
+        registration.serveSocket(proxy, logger: logger)
         var controlLines: [String] = []
         var createdFiles: [String] = []
         do {
             let address = control.flatMap(ControlAddress.init(parsing:)) ?? .tcp(Endpoint(host: "127.0.0.1", port: 0))
             let (line, tokenFile) = try serveControl(proxy, at: address, logger: logger)
             controlLines.append("ready control \(line)")
+            registration.addControl(line)
             createdFiles += tokenFile.map { [$0] } ?? []
         } catch {
             printError("linkcond: control endpoint: \(error)")
             proxy.stop()
+            registration.release()
             throw ExitStatus.runtimeFailure
         }
-        if control == nil { proxy.serveUserDefaultControl(logger: logger) }
         if let toxiproxy, let endpoint = Self.toxiproxyEndpoint(toxiproxy) {
             do {
                 let token = toxiproxyWithoutToken ? nil : controlToken.value
@@ -264,6 +281,7 @@ struct RunCommand: ParsableCommand {
                     clients: toxiproxyAllowOtherUsers || toxiproxyWithoutToken ? .everyLocalUser : .ownerOnly,
                     requiresTokenBeyondLoopback: !toxiproxyWithoutToken)
                 controlLines.insert("ready toxiproxy \(served)", at: 0)
+                registration.addListener("ready toxiproxy \(served)")
                 if toxiproxyWithoutToken && !ControlAddress.tcp(endpoint).isLocalOnly {
                     logger.warning(
                         "the Toxiproxy API at \(served) asks no token: anyone who reaches it (in a container, anyone who reaches its published port) can make linkcond connect anywhere it can reach; publish it to loopback only (-p 127.0.0.1:8474:8474)"
@@ -279,10 +297,21 @@ struct RunCommand: ParsableCommand {
                 printError("linkcond: Toxiproxy API on \(endpoint): \(error)")
                 proxy.stop()
                 createdFiles.forEach(PrivateFiles.remove)
+                registration.release()
                 throw ExitStatus.runtimeFailure
             }
         }
-        let readyLines = (proxy.listeners.map(\.readyLine) + controlLines).map { $0 + "\n" }.joined()
+        do {
+            try registration.publish()
+        } catch {
+            proxy.stop()
+            createdFiles.forEach(PrivateFiles.remove)
+            registration.release()
+            throw error
+        }
+        // "ready name" comes last: scripts and the clients read up to "ready control" and rely on the order before.
+        let readyLines = (proxy.listeners.map(\.readyLine) + controlLines + [registration.readyLine]).map { $0 + "\n" }
+            .joined()
         write(readyLines, to: .standardOutput)
         explainProxyFrontEnds(proxy.listeners)
         if let scenario { proxy.startScenario(scenario) }
@@ -292,6 +321,13 @@ struct RunCommand: ParsableCommand {
         logger.info("signal \(signal): closing every connection")
         proxy.stop()
         createdFiles.forEach(PrivateFiles.remove)
+        registration.release()
+    }
+
+    /// The start of this instance's automatic name: `toxiproxy` for a Toxiproxy API over the `none` profile (as
+    /// `toxiproxy-server` and the container image start it), else the profile's name.
+    private var nameBase: String {
+        toxiproxy != nil && profile == "none" ? "toxiproxy" : InstanceName.base(forProfile: profile)
     }
 
     private func serveControl(_ proxy: ConditionedProxy, at address: ControlAddress, logger: Logger) throws -> (

@@ -37,8 +37,9 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         var refreshes = 0
+        let connection = try control.connect()
         repeat {
-            let body = try control.perform("GET", "/status", quiet: true)
+            let body = try connection.perform("GET", "/status", quiet: true)
             if json {
                 print(body, terminator: "")
             } else {

@@ -17,13 +17,15 @@ enum ToxiproxyServerPersonality {
         program.map { ($0 as NSString).lastPathComponent == name } ?? false
     }
 
-    /// Toxiproxy server's flags as given: `-host`, `-port`, `-config`, `-token`, `-allow-remote`,
+    /// Toxiproxy server's flags as given: `-host`, `-port`, `-config`, `-token`, `-name`, `-allow-remote`,
     /// `-allow-other-users`, `-version`.
     struct Flags {
         var host: String
         var port: UInt16 = 8474
         var config: String?
         var token: String?
+        /// The instance's name (`run --name`).
+        var name: String?
         var allowRemote = false
         var allowOtherUsers = false
         var version = false
@@ -53,6 +55,7 @@ enum ToxiproxyServerPersonality {
             case "port": port = try value("port", inline: inline)
             case "config": parsed.config = try value("config", inline: inline)
             case "token": parsed.token = try value("token", inline: inline)
+            case "name": parsed.name = try value("name", inline: inline)
             case "allow-remote": parsed.allowRemote = true
             case "allow-other-users": parsed.allowOtherUsers = true
             case "version":
@@ -96,6 +99,8 @@ enum ToxiproxyServerPersonality {
                             root's, and clients that send the control token)
           -token string     Token every API request must carry as "Authorization: Bearer TOKEN" (beyond loopback;
                             default $LINKCOND_CONTROL_TOKEN, which other users cannot read as they can this flag)
+          -name string      Name of this linkcond instance, which linkcond ps lists and linkcond --name picks
+                            (default $LINKCOND_NAME, else toxiproxy-N)
           -version          Print the version and exit
         """
 }
@@ -112,9 +117,10 @@ struct PersonalityError: Error, CustomStringConvertible {
 }
 
 extension ToxiproxyServerPersonality.Flags {
-    /// The `linkcond run` options for `-config`, `-token`, `-allow-remote` and `-allow-other-users`.
+    /// The `linkcond run` options for `-config`, `-token`, `-name`, `-allow-remote` and `-allow-other-users`.
     var runOptions: [String] {
         (config.map { ["--toxiproxy-config", $0] } ?? []) + (token.map { ["--control-token", $0] } ?? [])
+            + (name.map { ["--name", $0] } ?? [])
             + (allowRemote ? ["--allow-remote"] : []) + (allowOtherUsers ? ["--toxiproxy-allow-other-users"] : [])
     }
 }

@@ -10,7 +10,7 @@ struct ControlSecurityCommandTests {
     final class RuntimeDirectory {
         let path: String
         var environment: [String: String] {
-            ["XDG_RUNTIME_DIR": path, "LINKCOND_CONTROL": "", "LINKCOND_CONTROL_TOKEN": ""]
+            ["XDG_RUNTIME_DIR": path, "LINKCOND_CONTROL": "", "LINKCOND_CONTROL_TOKEN": "", "LINKCOND_NAME": ""]
         }
         var privateDirectory: String { path + "/linkcond" }
 
@@ -58,7 +58,7 @@ struct ControlSecurityCommandTests {
         #expect(exit == 0)
         #expect(!FileManager.default.fileExists(atPath: tokenFile), "the token file outlived linkcond")
         #expect(
-            !FileManager.default.fileExists(atPath: runtime.privateDirectory + "/control.sock"),
+            !FileManager.default.fileExists(atPath: runtime.privateDirectory + "/instances/3g-1.sock"),
             "the socket outlived linkcond")
     }
 

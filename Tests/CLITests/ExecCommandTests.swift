@@ -11,6 +11,24 @@ import Testing
     .serialized,
     .enabled(if: ExecEnvironment.missing == nil, "linkcond exec cannot run here: \(ExecEnvironment.missing ?? "")"))
 struct ExecCommandTests {
+    /// exec's ready lines go to stderr, the program's stdout being its own: the name comes after the control line,
+    /// and the instance's socket and descriptor are gone once it exits.
+    @Test func execNamesItselfOnStderrAfterTheControlLineAndCleansUp() throws {
+        let runtime = try ControlSecurityCommandTests.RuntimeDirectory()
+
+        let result = try LinkcondProcess.run(
+            ["exec", "--profile", "3g", "--name", "exec-test", "--", "true"], environment: runtime.environment,
+            timeout: 60)
+
+        let ready = result.stderr.split(separator: "\n").filter { $0.hasPrefix("ready ") }
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        #expect(ready.count == 2 && ready[0].hasPrefix("ready control http://127.0.0.1:"), "\(result.stderr)")
+        #expect(ready.last == "ready name exec-test", "\(result.stderr)")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: runtime.privateDirectory + "/instances")) ?? []
+        #expect(left.filter { !$0.hasPrefix(".") }.isEmpty, "\(left)")
+    }
+
     @Test func curlDownloadsByteExactAtTheProfileRateAndItsConnectTakesOneRoundTrip() throws {
         var body = [UInt8]()
         Payload(size: 1 << 20, seed: 7).forEachBlock { body += $0 }

@@ -13,15 +13,6 @@ public struct ControlClient: Sendable {
         self.token = token
     }
 
-    /// The endpoint to use: the given one, else `LINKCOND_CONTROL`, else the per-user socket.
-    public static func locate(_ given: String?) -> ControlAddress? {
-        if let given { return ControlAddress(parsing: given) }
-        if let environment = ProcessInfo.processInfo.environment["LINKCOND_CONTROL"], !environment.isEmpty {
-            return ControlAddress(parsing: environment)
-        }
-        return .userDefault
-    }
-
     public struct Response: Sendable {
         public var status: Int
         public var body: String

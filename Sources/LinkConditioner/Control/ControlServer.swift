@@ -20,7 +20,8 @@ public enum ControlAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The directory only this user can enter where linkcond keeps its control socket and token files:
+    /// The directory only this user can enter where linkcond keeps its token files and, in `instances/`, each running
+    /// instance's descriptor and control socket:
     /// `$XDG_RUNTIME_DIR/linkcond`, or `/tmp/linkcond-UID` when `XDG_RUNTIME_DIR` is not set.
     public static var privateDirectory: String {
         if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
@@ -28,9 +29,6 @@ public enum ControlAddress: Hashable, Sendable, CustomStringConvertible {
         }
         return "/tmp/linkcond-\(CurrentUser.id)"
     }
-
-    /// The per-user socket a running linkcond serves when it can, and the CLI tries first.
-    public static var userDefault: ControlAddress { .unix(privateDirectory + "/control.sock") }
 
     /// Where `linkcond run` keeps the token of its TCP control endpoint on `port`, for the CLI to find.
     public static func tokenFile(port: UInt16) -> String { privateDirectory + "/control-\(port).token" }

@@ -9,7 +9,7 @@ public enum PrivateFiles {
     /// Why a private file or directory cannot be trusted or made.
     public struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
         public var description: String
-        init(_ description: String) { self.description = description }
+        package init(_ description: String) { self.description = description }
     }
 
     /// Creates `path` as a directory only this user can enter (mode 0700), or checks that the existing one is such a
@@ -55,6 +55,50 @@ public enum PrivateFiles {
             }
             offset += written
         }
+    }
+
+    /// Creates `path` with `text` (mode 0600) only if nothing is there yet, as one step: a reader sees the whole file
+    /// or none. Returns false, writing nothing, when `path` exists.
+    public static func createExclusively(_ text: String, at path: String) throws(Refusal) -> Bool {
+        let staging = stagingPath(for: path)
+        try write(text, to: staging)
+        defer { _ = unlink(staging) }
+        guard link(staging, path) == 0 else {
+            let error = Errno.current
+            if error.rawValue == EEXIST { return false }
+            throw Refusal("cannot create \(path): \(error)")
+        }
+        return true
+    }
+
+    /// Replaces `path` with a file holding `text` (mode 0600), as one step: a reader sees the old file or the new one.
+    public static func replace(_ text: String, at path: String) throws(Refusal) {
+        let staging = stagingPath(for: path)
+        try write(text, to: staging)
+        guard rename(staging, path) == 0 else {
+            let error = Errno.current
+            _ = unlink(staging)
+            throw Refusal("cannot replace \(path): \(error)")
+        }
+    }
+
+    /// A name next to `path` that no other process uses: the writer's pid in a hidden file.
+    private static func stagingPath(for path: String) -> String {
+        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+        return String(path[..<slash]) + "." + path[slash...] + ".\(getpid()).tmp"
+    }
+
+    /// Runs `body` holding an exclusive `flock` on the file `path` (created 0600 when missing), so that processes of
+    /// this user that take the same lock run such bodies one at a time. Throws a `Refusal` when the lock cannot be
+    /// taken, or what `body` throws.
+    public static func withLock<Result>(_ path: String, _ body: () throws -> Result) throws -> Result {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw Refusal("cannot open \(path): \(Errno.current)") }
+        defer { _ = Glibc.close(descriptor) }
+        while flock(descriptor, LOCK_EX) != 0 {
+            guard Errno.current == .interrupted else { throw Refusal("cannot lock \(path): \(Errno.current)") }
+        }
+        return try body()
     }
 
     /// Reads a small file this user owns and nobody else can read (at most `limit` bytes); nil when it does not

@@ -1,0 +1,104 @@
+import ArgumentParser
+import Foundation
+import LinkConditioner
+import Logging
+
+/// `--name` of `run` and `exec` (or `LINKCOND_NAME`): the name the other commands pick this instance by.
+struct InstanceNameOption: ParsableArguments {
+    static let environmentName = "LINKCOND_NAME"
+
+    @Option(
+        name: .long,
+        help:
+            "Name of this instance, which ps lists and --name of the other commands picks (default: $LINKCOND_NAME, else the profile's name and a number, such as 3g-1)."
+    )
+    var name: String?
+
+    func validate() throws {
+        if let (name, source) = given, let problem = InstanceName.problem(with: name) {
+            throw ValidationError("\(source) \"\(name)\": \(problem).")
+        }
+    }
+
+    /// The name asked for and where it came from (`--name` or `LINKCOND_NAME`); nil when neither gives one.
+    var given: (String, String)? {
+        if let name { return (name, "--name") }
+        if let name = ProcessInfo.processInfo.environment[Self.environmentName], !name.isEmpty {
+            return (name, Self.environmentName)
+        }
+        return nil
+    }
+
+    /// The name to claim: the given one, else `base` and the lowest free number.
+    func request(base: String) -> InstanceNameRequest {
+        given.map { .given($0.0) } ?? .automatic(base: base)
+    }
+}
+
+/// This process's entry among the running instances: its descriptor, and its own control socket beside it.
+///
+/// Used on the main thread of `run` and `exec`: claimed once the listeners are bound, published once every control
+/// endpoint is served, released when the process stops.
+struct InstanceRegistration {
+    let directory = InstanceDirectory()
+    private(set) var descriptor: InstanceDescriptor
+
+    /// Claims a name for an instance of `command` on `profile` with `listeners`. Prints why it cannot and throws
+    /// the exit status: 2 when a running instance has the given name, 1 when the private directory is unusable.
+    static func claim(
+        _ request: InstanceNameRequest, command: String, profile: String, listeners: [BoundListener]
+    ) throws -> InstanceRegistration {
+        let directory = InstanceDirectory()
+        let process = ProcessIdentity.current
+        let started = Date()
+        do {
+            let descriptor = try directory.claim(request) { name in
+                InstanceDescriptor(
+                    name: name, process: process, started: started, command: command, profile: profile,
+                    listeners: listeners.map { String($0.readyLine.dropFirst("ready ".count)) }, control: [])
+            }
+            return InstanceRegistration(descriptor: descriptor)
+        } catch {
+            printError("linkcond: \(error)")
+            if case .nameTaken = error { throw ExitStatus.badInput }
+            throw ExitStatus.runtimeFailure
+        }
+    }
+
+    var name: String { descriptor.name }
+
+    /// The line that tells scripts the name, printed after every other ready line.
+    var readyLine: String { "ready name \(name)" }
+
+    /// Serves this instance's own control socket, `instances/NAME.sock` (no token: a Unix socket serves this user
+    /// only). A socket that cannot be made (a private directory too deep for a socket path) is logged and left
+    /// out: the instance's other control endpoint still serves.
+    mutating func serveSocket(_ proxy: ConditionedProxy, logger: Logger) {
+        let path = directory.socketPath(name)
+        do {
+            descriptor.control.append(try proxy.serveControl(at: .unix(path), token: nil))
+        } catch {
+            logger.warning("no control socket at \(path): \(error); the commands reach this instance with --control")
+        }
+    }
+
+    /// Adds the control endpoint `ready control` printed to the descriptor.
+    mutating func addControl(_ address: String) { descriptor.control.append(address) }
+
+    /// Adds a served API to the descriptor's listeners, as its ready line names it (`toxiproxy http://…`).
+    mutating func addListener(_ readyLine: String) {
+        descriptor.listeners.append(String(readyLine.dropFirst("ready ".count)))
+    }
+
+    /// Writes the descriptor as it stands now.
+    func publish() throws {
+        do {
+            try directory.update(descriptor)
+        } catch {
+            printError("linkcond: \(error)")
+            throw ExitStatus.runtimeFailure
+        }
+    }
+
+    func release() { directory.release(descriptor) }
+}
