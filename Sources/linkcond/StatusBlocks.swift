@@ -5,8 +5,8 @@ import LinkConditioner
 /// figures, never inside one. Names and addresses come from others (Toxiproxy clients, programs under exec), so each
 /// is escaped (`TerminalText`) before it is measured, and cut with an ellipsis when it alone is wider than a line.
 extension StatusCommand {
-    /// The columns the view may fill: `COLUMNS` when it holds a positive number, else the width of the terminal
-    /// standard output is (TIOCGWINSZ), else 80.
+    /// The columns the view may fill: `COLUMNS` when it holds a positive number, else the width of the terminal on
+    /// standard output (TIOCGWINSZ, read through LinkSystem's `Terminal`), else 80.
     static func viewWidth(environment: [String: String] = ProcessInfo.processInfo.environment) -> Int {
         if let text = environment["COLUMNS"], let columns = Int(text.trimmingCharacters(in: .whitespaces)),
             columns > 0
@@ -85,7 +85,7 @@ extension StatusCommand {
         if page.fits(head.map(TerminalText.escaped).joined(separator: " ")) {
             page.append(head.map(TerminalText.escaped).joined(separator: " "))
         } else {
-            page.wrap(lead: "", [label], indent: 0)
+            page.append(clipped(TerminalText.escaped(label), to: page.width))
             page.wrap(lead: "  listen       ", [listener.address], indent: figuresColumn)
             if let upstream = listener.upstream {
                 page.wrap(lead: "  upstream     ", [upstream], indent: figuresColumn)
