@@ -7,17 +7,25 @@ struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status", abstract: "Show a running linkcond's profile, listeners and traffic.",
         discussion: """
-            With --watch on a terminal the view is redrawn in place, cut to the terminal's size as top cuts its \
+            The view fits the width of $COLUMNS when set, else of the terminal, else 80 columns: one block per \
+            listener, long names cut with an ellipsis, never a number. --wide prints one table row per listener \
+            instead, whatever the width.
+
+            With --watch on a terminal the view is redrawn in place within the terminal's size, as top draws its \
             own; into a pipe or a file each refresh is appended whole, as plain lines.
 
             Examples:
               linkcond status
+              linkcond status --wide
               linkcond status --json
               linkcond status --watch
             """)
 
     @Flag(help: "Print the status as JSON.")
     var json = false
+
+    @Flag(help: "Print one table row per listener, however wide the terminal (about 190 columns).")
+    var wide = false
 
     @Flag(help: "Refresh the view every second, like top (Ctrl-C to leave).")
     var watch = false
@@ -47,14 +55,15 @@ struct StatusCommand: ParsableCommand {
                     printError("linkcond: the status answer is not a status report")
                     throw ExitStatus.runtimeFailure
                 }
+                // The width is read again for every refresh, so a resized terminal is filled at the next one.
+                let view = wide ? Self.render(report) : Self.blocks(report, width: Self.viewWidth())
                 if watch && Terminal.isStandardOutput {
-                    let view = Self.render(report)
                     let fitted =
                         Terminal.standardOutputSize.map { Self.fitted(view, rows: $0.rows, columns: $0.columns) }
                         ?? view
                     print("\u{1B}[H\u{1B}[2J" + fitted, terminator: "")
                 } else {
-                    print(Self.render(report), terminator: "")
+                    print(view, terminator: "")
                 }
             }
             fflush(nil)
@@ -104,12 +113,7 @@ struct StatusCommand: ParsableCommand {
             )
         }
         if let scenario = report.scenario {
-            let applied =
-                scenario.stepAppliedSeconds.map { String(format: " (applied %.3f s into the repetition)", $0) } ?? ""
-            let step = scenario.step.map { "line \($0)\(applied)" } ?? "not started"
-            lines.append(
-                "scenario  \(scenario.name.isEmpty ? "(inline)" : scenario.name), \(step), \(String(format: "%.1f", scenario.elapsedSeconds)) s in, repeated \(scenario.repetitions)×\(scenario.finished ? ", finished" : "")"
-            )
+            lines.append("scenario  " + scenarioParts(scenario).joined(separator: ", "))
         }
         lines.append("")
         let kindWidth = labelWidth(report.listeners, atLeast: 6)
@@ -142,6 +146,7 @@ struct StatusCommand: ParsableCommand {
                 ].joined(separator: " "))
         }
         lines += tcpLosses(report.listeners)
+        if let note = synResendNote(report) { lines.append(note) }
         lines += lateDeliveries(report.listeners, realtime: report.mainLoopRealtimePriority != nil)
         for listener in report.listeners {
             guard let destinations = listener.destinations, !destinations.isEmpty else { continue }

@@ -779,7 +779,9 @@ struct ExecCommandTests {
         let json = try LinkcondProcess.run([
             "status", "--json", "--control", socket, "--control-token", "token-of-the-test",
         ])
-        let text = try LinkcondProcess.run(["status", "--control", socket, "--control-token", "token-of-the-test"])
+        let text = try LinkcondProcess.run([
+            "status", "--wide", "--control", socket, "--control-token", "token-of-the-test",
+        ])
         let metrics = try ExecEnvironment.fetch("/metrics", control: socket, token: "token-of-the-test")
 
         let report = try #require(
@@ -915,7 +917,7 @@ enum ExecEnvironment {
     static func waitForConnection(control: String, timeout: Double = 30) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            let status = try LinkcondProcess.run(["status", "--control", control])
+            let status = try LinkcondProcess.run(["status", "--wide", "--control", control])
             let exec = status.stdout.split(separator: "\n").first { $0.hasPrefix("exec ") }?.split(separator: " ") ?? []
             if exec.count > 3, let live = Int(exec[3]), live >= 1 { return }
             usleep(100_000)

@@ -46,9 +46,9 @@ final class ProfiledLinkcond {
         return listener
     }
 
-    /// `linkcond status` as a person reads it.
+    /// `linkcond status --wide` as a person reads it: one table row per listener.
     func humanStatus() throws -> String {
-        try LinkcondProcess.run(["status", "--control", controlSocket]).stdout
+        try LinkcondProcess.run(["status", "--wide", "--control", controlSocket]).stdout
     }
 
     func stop() {

@@ -207,10 +207,18 @@ enum DashboardPage {
             $("profile-name").textContent = report.profile || "(inline)";
             $("profile-summary").textContent = report.profileSummary;
             const scenario = report.scenario;
+            // As `linkcond status` says it: the step in force and the next as written, and the wait until the next.
+            const countdown = (s) => s < 10 ? s.toFixed(1) + " s" : s < 60 ? Math.floor(s) + " s"
+              : s < 3600 ? Math.floor(s / 60) + " min " + Math.floor(s % 60) + " s"
+              : Math.floor(s / 3600) + " h " + Math.floor(s % 3600 / 60) + " min";
             $("scenario-state").textContent = scenario
-              ? (scenario.name || "(inline)") + ": " + (scenario.step ? "step at line " + scenario.step : "starting") + ", "
-                + scenario.elapsedSeconds.toFixed(1) + " s in" + (scenario.repetitions ? ", repeated " + scenario.repetitions + "×" : "")
-                + (scenario.finished ? ", finished" : "")
+              ? [(scenario.name || "(inline)") + ": " + (scenario.currentStep == null ? "starting"
+                  : "now \"" + scenario.currentStep + "\"" + (scenario.nextStep == null ? " (the last step)" : "")),
+                 scenario.nextStep == null ? null
+                  : (scenario.currentStep == null ? "first" : "next") + " \"" + scenario.nextStep + "\" in "
+                    + countdown(scenario.secondsToNextStep) + (scenario.nextStepStartsOver ? " (starting over)" : ""),
+                 scenario.repetitions ? "repeated " + scenario.repetitions + "×" : null,
+                ].filter((part) => part != null).join(", ")
               : "none running";
             const [up, down] = total(report, "bitsPerSecond");
             const [delayUp, delayDown] = total(report, "queueDelaySeconds");

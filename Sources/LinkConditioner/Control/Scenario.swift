@@ -36,6 +36,9 @@ public struct Scenario: Sendable, Hashable {
         public var action: Action
         /// The line it came from, for messages.
         public var line: Int
+        /// The action as the scenario's author wrote it (`edge`, `set downlink.delay = 800 ms`), comment and
+        /// surrounding spaces left out: what status shows for the step.
+        public var text: String
     }
 
     public var name: String
@@ -103,7 +106,7 @@ public struct Scenario: Sendable, Hashable {
                     at: at,
                     action: try Self.action(
                         action, directory: directory, builtInProfilesOnly: builtInProfilesOnly, fail: fail),
-                    line: lineNumber))
+                    line: lineNumber, text: action))
             lastTime = at
         }
         if steps.isEmpty {

@@ -36,8 +36,11 @@ final class ScenarioRunner {
     var elapsed: Duration { loop.clock.now() - cycleStart }
 
     /// The repeat period, never shorter than `Scenario.shortestRepeat` (a scenario built in code may ask for less).
-    private var period: Duration? {
-        scenario.period.map { max($0, Scenario.shortestRepeat) }
+    private var period: Duration? { scenario.repeatPeriod }
+
+    /// Where the scenario stands at `now`, a reading of the loop's clock: the step in force, the next and when.
+    func position(at now: Instant) -> ScenarioPosition {
+        ScenarioPosition(of: scenario, applied: nextIndex, elapsed: now - cycleStart, repetitions: repetitions)
     }
 
     /// Applies every step due by now, in order. A runner that fell behind (the process was suspended, the loop

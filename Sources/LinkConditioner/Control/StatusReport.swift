@@ -11,6 +11,15 @@ public struct StatusReport: Codable, Sendable {
         public var elapsedSeconds: Double
         public var repetitions: Int
         public var finished: Bool
+        /// The step in force as its author wrote it (`edge`, `set downlink.delay = 800 ms`); nil before the first
+        /// step and absent from an older linkcond's answer.
+        public var currentStep: String?
+        /// The step due next as written; nil once a scenario that does not repeat applied its last step.
+        public var nextStep: String?
+        /// Seconds until the next step applies; nil without a next step.
+        public var secondsToNextStep: Double?
+        /// Whether the next step starts the scenario over (`repeat`); nil without a next step.
+        public var nextStepStartsOver: Bool?
     }
 
     /// One direction's counters.
@@ -141,6 +150,22 @@ public struct StatusReport: Codable, Sendable {
         }
     }
 
+    /// The TCP handshake a new connection makes under the current conditions, for explaining SYNs resent on a
+    /// link that loses nothing.
+    public struct Handshake: Codable, Sendable {
+        /// The uplink's delay plus the downlink's: a SYN's trip and its SYN-ACK's. Over Linux's 1 s initial
+        /// retransmission timeout (`HandshakeAttempts.initialTimeout`) the client resends its SYN before the answer
+        /// arrives, as the kernel would, with no loss.
+        public var roundTripSeconds: Double
+        /// Whether neither direction can lose a TCP packet (no random loss, no burst loss).
+        public var lossless: Bool
+
+        init(_ conditions: Profile) {
+            roundTripSeconds = conditions.roundTrip.seconds
+            lossless = !conditions.uplink.shape.losesTCPPackets && !conditions.downlink.shape.losesTCPPackets
+        }
+    }
+
     /// The running linkcond's version.
     public var version: String = linkcondVersion
     public var profile: String
@@ -160,6 +185,8 @@ public struct StatusReport: Codable, Sendable {
     public var spliceHandOvers: Int?
     /// The main loop's SCHED_FIFO priority when it runs in the real-time class (`run --realtime`); absent otherwise.
     public var mainLoopRealtimePriority: Int?
+    /// The handshake under the current conditions (absent from an older linkcond's answer).
+    public var handshake: Handshake?
 }
 
 extension StatusReport.Direction {

@@ -167,11 +167,14 @@ final class ProxyState {
             profileSummary: conditions.profile.summary,
             offline: conditions.offline?.rawValue,
             scenario: scenario.map { runner in
-                StatusReport.ScenarioState(
+                let position = runner.position(at: loop.clock.now())
+                return StatusReport.ScenarioState(
                     name: runner.scenario.name, step: runner.currentStep?.line,
                     stepAppliedSeconds: runner.currentStepAppliedAt?.seconds,
                     elapsedSeconds: runner.elapsed.seconds, repetitions: runner.repetitions,
-                    finished: runner.finished)
+                    finished: runner.finished, currentStep: position.current?.text, nextStep: position.next?.text,
+                    secondsToNextStep: position.untilNext?.seconds,
+                    nextStepStartsOver: position.next.map { _ in position.nextStartsOver })
             },
             listeners: listeners.map { listener in
                 let status = listener.status()
@@ -183,7 +186,8 @@ final class ProxyState {
             splicePipesKept: listenerContext?.readBuffer.pipes.count ?? 0,
             spliceLoops: spliceLoops?.threads ?? 0,
             spliceHandOvers: spliceLoops?.handOvers ?? 0,
-            mainLoopRealtimePriority: realtimePriority.map(Int.init))
+            mainLoopRealtimePriority: realtimePriority.map(Int.init),
+            handshake: StatusReport.Handshake(conditions.effective))
     }
 
     func close() {

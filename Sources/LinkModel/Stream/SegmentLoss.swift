@@ -50,3 +50,9 @@ struct SegmentLoss: Sendable {
         }
     }
 }
+
+extension DirectionShape {
+    /// Whether this direction can lose a TCP packet (a segment, an ACK, a SYN or SYN-ACK): random loss above zero
+    /// or Gilbert-Elliott bursts. A stream link that cannot draws no loss at all.
+    public var losesTCPPackets: Bool { SegmentLoss(shape: self).canLose }
+}
