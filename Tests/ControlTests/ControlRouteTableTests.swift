@@ -99,7 +99,7 @@ struct ControlRouteTableTests {
         #expect(Self.status(page) == 200)
         #expect(
             unknown.hasSuffix(
-                "no such endpoint /nowhere; endpoints: /status, /version, /metrics, /connections, /catalog, "
+                "no such endpoint /nowhere; endpoints: /status, /version, /metrics, /connections, /history, /catalog, "
                     + "/profile, /settings, /offline, /online, /reset, /scenario\n"), "\(unknown)")
     }
 

@@ -4,7 +4,8 @@ import LoopbackPeers
 import Testing
 
 /// The dashboard in a real browser: headless chromium, driven over the DevTools protocol by
-/// Tests/dashboard/browser_check.py, steers a running instance while a download runs through it.
+/// Tests/dashboard/browser_check.py, reads what the instance sampled before it opened and steers the instance while a
+/// download runs through it.
 @Suite(.serialized)
 struct DashboardBrowserTests {
     static let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
@@ -19,10 +20,16 @@ struct DashboardBrowserTests {
         .enabled(
             if: chromium != nil && PythonScript.canImport("websocket"),
             "needs chromium (apt-get install chromium) and websocket-client (pip install websocket-client)"))
-    func aPersonInChromiumSeesTheChartsMoveSwitchesTheProfileAndGoesOfflineAndBack() throws {
+    func aPersonInChromiumSeesTheHistoryAndCapacityTheChartsMoveSwitchesTheProfileAndGoesOfflineAndBack() throws {
         let download = try SteadyDownload(profile: Profile.builtIn(named: "3g")!)
         defer { download.stop() }
         try download.waitForBytes(16 * 1024)
+        // The instance has sampled seconds of the download before the page opens, which the page must draw.
+        let sampled = try waitUntil(seconds: 20) {
+            try JSONDecoder().decode(HistoryReport.self, from: Data(download.body(of: "/history").utf8)).points.count
+                >= 2
+        }
+        #expect(sampled)
 
         let output = try PythonScript.run(
             "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",

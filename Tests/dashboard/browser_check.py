@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Drives a running linkcond's dashboard in headless chromium over the DevTools protocol, the way a person would.
 
-It loads the page with the token in the URL fragment, waits for the throughput chart to move while the caller's
-transfer runs, switches the profile with the picker, goes offline and back online with the buttons, and checks
-every step twice: in the page's DOM and through the control API. Screenshots go to the artefact directory.
+It loads the page with the token in the URL fragment, checks that the charts start with the instance's history from
+before the page opened and draw the profile's rate, waits for the throughput chart to move while the caller's
+transfer runs and the connection list to show its bytes and rate, switches the profile with the picker (the
+capacity line follows), goes offline and back online with the buttons, and checks every step twice: in the page's
+DOM and through the control API. Screenshots go to the artefact directory.
 Exits 0 when every check passed, 1 with the failed check on stderr otherwise. Needs websocket-client (PyPI).
 """
 import argparse
@@ -102,6 +104,7 @@ def main():
         page = Page(targets[0]["webSocketDebuggerUrl"])
         page.send("Page.enable")
         page.send("Runtime.enable")
+        opened = time.time()
         page.send("Page.navigate", url=arguments.url + "#token=" + arguments.token)
 
         text = lambda element_id: page.evaluate(f"(document.getElementById({element_id!r}) || {{}}).textContent")
@@ -113,14 +116,31 @@ def main():
 
         def chart(name):
             return page.evaluate(f"(() => {{ const d = document.getElementById({name!r}).dataset; "
-                                 "return {points: Number(d.points || 0), peak: Number(d.peak || 0)}; })()")
+                                 "return {points: Number(d.points || 0), peak: Number(d.peak || 0), oldest: Number(d.oldest || 0), "
+                                 "history: Number(d.historyPoints || 0), capacityUp: d.capacityUp, capacityDown: d.capacityDown}; })()")
+
+        def shown_capacity(status):
+            """The page's capacity line matches the API's profile rate, per direction."""
+            listener = status["listeners"][0]
+            current = chart("throughput-chart")
+            return all(current[key] not in (None, "") and abs(float(current[key]) - listener[direction]["bandwidthBitsPerSecond"]) < 1
+                       for key, direction in (("capacityUp", "uplink"), ("capacityDown", "downlink")))
+
+        history = wait_until("the charts to start with the history from before the page opened",
+                             lambda: (lambda c: c if c["history"] >= 1 and 0 < c["oldest"] < opened else None)(chart("throughput-chart")))
+        steps.append(f"history drawn: {history['history']} points, the oldest {opened - history['oldest']:.1f} s before the page opened")
+        wait_until("the capacity line to show the profile's rate", lambda: shown_capacity(before))
+        steps.append("capacity line: " + text("capacity-up") + " / " + text("capacity-down"))
         first = wait_until("the throughput chart to show traffic", lambda: (lambda c: c if c["peak"] > 0 and c["points"] >= 3 else None)(chart("throughput-chart")))
         later = wait_until("the charts to keep moving", lambda: (lambda c: c if c["points"] >= first["points"] + 4 else None)(chart("throughput-chart")), timeout=20)
         steps.append(f"charts moving: {first['points']} -> {later['points']} points, peak {later['peak']:.0f} bit/s, "
                      f"downlink {text('rate-down')}, queue delay {text('delay-down')}")
         wait_until("the connection list to show the transfer", lambda: page.evaluate(
             "document.querySelectorAll('#connections tbody tr').length") >= 1)
-        steps.append("connections listed: " + text("connection-count"))
+        cells = lambda: page.evaluate("[...document.querySelectorAll('#connections tbody tr')].map((row) => [...row.cells].map((cell) => cell.textContent))")
+        row = wait_until("a connection's downlink bytes and rate", lambda: next(
+            (row for row in cells() if row[6] and row[8] and row[8] != "0 bit/s"), None))
+        steps.append("connections listed: " + text("connection-count") + f", downlink {row[6]} at {row[8]}")
         page.screenshot(os.path.join(arguments.artefacts, "dashboard-transfer.png"))
 
         page.evaluate(f"(() => {{ const p = document.getElementById('profile-picker'); p.value = {arguments.profile!r}; "
@@ -128,6 +148,8 @@ def main():
         page.click("apply-profile")
         wait_until("the API to report the picked profile", lambda: api_status(arguments.url, arguments.token)["profile"] == arguments.profile)
         wait_until("the page to show the picked profile", lambda: text("profile-name") == arguments.profile)
+        picked = api_status(arguments.url, arguments.token)
+        wait_until("the capacity line to follow the profile", lambda: shown_capacity(picked))
         steps.append("picked profile " + arguments.profile)
 
         page.click("go-offline")

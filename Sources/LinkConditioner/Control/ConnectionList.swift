@@ -11,6 +11,23 @@ public struct ConnectionEntry: Codable, Sendable, Equatable {
     /// `connecting`, `relaying`, `blackholed`, `failing`, `handshake` (a proxy client still sending its request) or
     /// `flow` (UDP).
     public var state: String
+    /// Bytes delivered to the upstream and to the client so far; absent while connecting
+    /// and for the flows of a `udp` listener.
+    public var bytesUp: Int?
+    public var bytesDown: Int?
+
+    public init(
+        id: UInt64, listener: String, client: String, upstream: String, state: String, bytesUp: Int? = nil,
+        bytesDown: Int? = nil
+    ) {
+        self.id = id
+        self.listener = listener
+        self.client = client
+        self.upstream = upstream
+        self.state = state
+        self.bytesUp = bytesUp
+        self.bytesDown = bytesDown
+    }
 }
 
 /// `GET /connections`: the live connections of every listener, at most `limit` of them, and how many there are.
@@ -28,10 +45,13 @@ extension ConditionedListener {
 }
 
 extension TCPRelay {
+    /// The connection as listed, with what its pumps delivered (a splice loop's bytes counted first); no bytes
+    /// before the pumps exist (connecting).
     func entry(listener: SocketAddress) -> ConnectionEntry {
-        ConnectionEntry(
+        settleSplicedBytes()
+        return ConnectionEntry(
             id: id, listener: listener.description, client: clientAddress.description, upstream: upstreamName,
-            state: "\(state)")
+            state: "\(state)", bytesUp: uplink?.bytesDelivered, bytesDown: downlink?.bytesDelivered)
     }
 }
 

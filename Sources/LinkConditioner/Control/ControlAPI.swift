@@ -51,6 +51,13 @@ struct ControlAPI {
         worker.parse({ Self.connections(entries) }, then: exchange.reply)
     }
 
+    /// `GET /history`: the rate history, copied on the loop and rendered on the worker.
+    func history(_ exchange: ControlExchange) {
+        let report = HistoryReport(
+            state.historyPoints(), now: state.loop.clock.now(), wallClock: Date().timeIntervalSince1970)
+        worker.parse({ Self.encoded(report) }, then: exchange.reply)
+    }
+
     /// `GET /catalog`: the built-in profiles and scenarios.
     func catalog(_ exchange: ControlExchange) {
         exchange.reply(Self.catalog)

@@ -104,6 +104,11 @@ extension ControlServer {
             "GET", "/connections", .row(answer: "JSON: the live connections (at most 500) and their total"),
             .api { $0.connections($1) }),
         ControlRouteEntry(
+            "GET", "/history",
+            .row(
+                answer: "JSON: throughput, queue delay and the profile's rate, one point a second for the last "
+                    + "10 minutes (idle seconds as zeros)"), .api { $0.history($1) }),
+        ControlRouteEntry(
             "GET", "/catalog", .row(answer: "JSON: built-in profiles (name, summary, text) and scenarios"),
             .api { $0.catalog($1) }),
         ControlRouteEntry(

@@ -88,8 +88,8 @@ enum DashboardPage {
             </div>
           </section>
           <section id="charts">
-            <h2>Throughput <small>(last 60 s)</small></h2>
-            <p class="legend"><span class="up">▲ uplink <b id="rate-up">–</b></span> <span class="down">▼ downlink <b id="rate-down">–</b></span></p>
+            <h2>Throughput <select id="chart-span" aria-label="Time shown"><option value="60">last minute</option><option value="600">last 10 minutes</option></select></h2>
+            <p class="legend"><span class="up">▲ uplink <b id="rate-up">–</b></span> <span class="down">▼ downlink <b id="rate-down">–</b></span> <span class="capacity">dashed: the profile's rate <b id="capacity-up">–</b> / <b id="capacity-down">–</b></span></p>
             <canvas id="throughput-chart" class="tall"></canvas>
             <h2>Queue delay</h2>
             <p class="legend"><span class="up">▲ uplink <b id="delay-up">–</b></span> <span class="down">▼ downlink <b id="delay-down">–</b></span></p>
@@ -98,7 +98,7 @@ enum DashboardPage {
           <section id="connections-section">
             <h2>Connections <small id="connection-count"></small></h2>
             <table id="connections">
-              <thead><tr><th>listener</th><th>#</th><th>client</th><th>upstream</th><th>state</th></tr></thead>
+              <thead><tr><th>listener</th><th>#</th><th>client</th><th>upstream</th><th>state</th><th class="number">▲ bytes</th><th class="number">▼ bytes</th><th class="number">▲ rate</th><th class="number">▼ rate</th></tr></thead>
               <tbody></tbody>
             </table>
           </section>
@@ -127,6 +127,9 @@ enum DashboardPage {
         .legend { margin: 0.2em 0; }
         .up { color: var(--up); }
         .down { color: var(--down); margin-left: 1.5em; }
+        .capacity { color: var(--muted); margin-left: 1.5em; }
+        th.number, td.number { text-align: right; }
+        h2 select { font-size: 0.85em; margin-left: 0.5em; }
         table { border-collapse: collapse; width: 100%; font: 12px/1.3 ui-monospace, monospace; }
         th, td { text-align: left; padding: 0.2em 0.6em; border-bottom: 1px solid var(--line); }
         #message { margin: 0.5em 1.2em 0; min-height: 1.2em; color: #9d2417; }
@@ -138,8 +141,10 @@ enum DashboardPage {
         "use strict";
         (() => {
           const $ = (id) => document.getElementById(id);
-          const historySeconds = 60, pollMilliseconds = 500;
+          // The page keeps as much as the instance's history holds (GET /history, 10 minutes), and shows the span picked.
+          const keptSeconds = 600, pollMilliseconds = 500;
           const samples = [];
+          const now = () => Date.now() / 1000;
           let token = sessionStorage.getItem("linkcond-token") || "";
           let authorised = false;
 
@@ -188,6 +193,12 @@ enum DashboardPage {
             : bits >= 1e3 ? (bits / 1e3).toFixed(1) + " kbit/s" : Math.round(bits) + " bit/s";
           const delay = (seconds) => seconds == null ? "stalled" : seconds >= 1 ? seconds.toFixed(2) + " s" : Math.round(seconds * 1000) + " ms";
 
+          // The profile's rate per direction (the listeners share one profile), null when it sets none.
+          function capacity(report, direction) {
+            const rates = report.listeners.map((listener) => listener[direction].bandwidthBitsPerSecond).filter((bits) => bits != null);
+            return rates.length ? Math.max(...rates) : null;
+          }
+
           function total(report, key) {
             let up = 0, down = 0, upStalled = false, downStalled = false;
             for (const listener of report.listeners) {
@@ -226,13 +237,36 @@ enum DashboardPage {
             $("rate-down").textContent = rate(down);
             $("delay-up").textContent = delay(delayUp);
             $("delay-down").textContent = delay(delayDown);
-            samples.push({ at: performance.now() / 1000, up, down, delayUp, delayDown });
-            while (samples.length && samples[0].at < samples[samples.length - 1].at - historySeconds) samples.shift();
-            draw($("throughput-chart"), "up", "down", rate);
-            draw($("delay-chart"), "delayUp", "delayDown", delay);
+            const capacityUp = capacity(report, "uplink"), capacityDown = capacity(report, "downlink");
+            $("capacity-up").textContent = capacityUp == null ? "unlimited" : rate(capacityUp);
+            $("capacity-down").textContent = capacityDown == null ? "unlimited" : rate(capacityDown);
+            samples.push({ at: now(), up, down, delayUp, delayDown, capacityUp, capacityDown });
+            drawCharts();
           }
 
-          function draw(canvas, upKey, downKey, format) {
+          function drawCharts() {
+            while (samples.length && samples[0].at < samples[samples.length - 1].at - keptSeconds) samples.shift();
+            draw($("throughput-chart"), "up", "down", rate, ["capacityUp", "capacityDown"]);
+            draw($("delay-chart"), "delayUp", "delayDown", delay, []);
+          }
+
+          // The instance's samples from before the page opened, ahead of the page's own.
+          async function loadHistory() {
+            const history = JSON.parse(await call("GET", "/history"));
+            const first = samples.length ? samples[0].at : Infinity;
+            const earlier = history.points.filter((point) => point.time < first).map((point) => ({
+              at: point.time, up: point.uplinkBitsPerSecond, down: point.downlinkBitsPerSecond,
+              delayUp: point.uplinkQueueDelaySeconds ?? null, delayDown: point.downlinkQueueDelaySeconds ?? null,
+              capacityUp: point.uplinkCapacityBitsPerSecond ?? null, capacityDown: point.downlinkCapacityBitsPerSecond ?? null,
+            }));
+            samples.unshift(...earlier);
+            $("throughput-chart").dataset.historyPoints = String(earlier.length);
+            drawCharts();
+          }
+
+          // Lines for `upKey` and `downKey`, and dashed ones for the capacity keys (drawn where known): the scale
+          // reaches the capacity, so a rate above the link's reads as the burst it is.
+          function draw(canvas, upKey, downKey, format, capacityKeys) {
             const scale = window.devicePixelRatio || 1;
             const width = Math.max(100, canvas.clientWidth), height = Math.max(60, canvas.clientHeight), pad = 4;
             if (canvas.width !== Math.round(width * scale)) { canvas.width = Math.round(width * scale); canvas.height = Math.round(height * scale); }
@@ -240,9 +274,18 @@ enum DashboardPage {
             context.setTransform(scale, 0, 0, scale, 0, 0);
             context.clearRect(0, 0, width, height);
             const value = (sample, key) => sample[key] == null ? 0 : sample[key];
-            const peak = Math.max(1e-9, ...samples.map((s) => Math.max(value(s, upKey), value(s, downKey))));
+            const span = Number($("chart-span").value);
+            const newest = samples.length ? samples[samples.length - 1].at : now();
+            const shown = samples.filter((sample) => sample.at >= newest - span);
+            const highest = (keys) => Math.max(0, ...shown.flatMap((s) => keys.map((key) => value(s, key))));
+            const peak = Math.max(1e-9, highest([upKey, downKey, ...capacityKeys]));
             canvas.dataset.points = String(samples.length);
-            canvas.dataset.peak = String(samples.length ? Math.max(...samples.map((s) => Math.max(value(s, upKey), value(s, downKey)))) : 0);
+            canvas.dataset.peak = String(highest([upKey, downKey]));
+            canvas.dataset.oldest = String(samples.length ? samples[0].at : 0);
+            capacityKeys.forEach((key, index) => {
+              const latest = samples.length ? samples[samples.length - 1][key] : null;
+              canvas.dataset[index ? "capacityDown" : "capacityUp"] = latest == null ? "" : String(latest);
+            });
             context.strokeStyle = "#d8dde2";
             context.fillStyle = "#66707a";
             context.font = "11px sans-serif";
@@ -251,31 +294,59 @@ enum DashboardPage {
               context.beginPath(); context.moveTo(0, y); context.lineTo(width, y); context.stroke();
               context.fillText(format(peak * step / 4), 6, y - 3);
             }
-            if (samples.length < 2) return;
-            const newest = samples[samples.length - 1].at;
-            const x = (sample) => width - (newest - sample.at) / historySeconds * width;
+            if (shown.length < 2) return;
+            const x = (sample) => width - (newest - sample.at) / span * width;
             const y = (v) => height - pad - (height - 2 * pad) * v / peak;
-            for (const [key, colour] of [[upKey, "#b5561c"], [downKey, "#1f6fb2"]]) {
+            const lines = [[upKey, "#b5561c", []], [downKey, "#1f6fb2", []]];
+            capacityKeys.forEach((key, index) => lines.push([key, index ? "#1f6fb2" : "#b5561c", [6, 4]]));
+            for (const [key, colour, dashes] of lines) {
               context.strokeStyle = colour;
-              context.lineWidth = 2;
+              context.lineWidth = dashes.length ? 1.5 : 2;
+              context.setLineDash(dashes);
               context.beginPath();
-              samples.forEach((sample, index) => index ? context.lineTo(x(sample), y(value(sample, key))) : context.moveTo(x(sample), y(value(sample, key))));
+              // A capacity line steps where the profile changed, and breaks where the profile sets none.
+              let previousY = null;
+              for (const sample of shown) {
+                if (dashes.length && sample[key] == null) { previousY = null; continue; }
+                const pointY = y(value(sample, key));
+                if (previousY == null) context.moveTo(x(sample), pointY);
+                else { if (dashes.length) context.lineTo(x(sample), previousY); context.lineTo(x(sample), pointY); }
+                previousY = pointY;
+              }
               context.stroke();
             }
+            context.setLineDash([]);
           }
+
+          const bytes = (count) => count == null ? "" : count >= 1e9 ? (count / 1e9).toFixed(2) + " GB"
+            : count >= 1e6 ? (count / 1e6).toFixed(2) + " MB" : count >= 1e3 ? (count / 1e3).toFixed(1) + " kB" : count + " B";
+          // Each connection's bytes at the previous poll, for its rate: what it delivered between two polls.
+          let previousBytes = new Map();
 
           function showConnections(list) {
             $("connection-count").textContent = "(" + list.total + (list.total > list.connections.length ? ", first " + list.connections.length + " shown" : "") + ")";
             const body = $("connections").tBodies[0];
+            const at = now(), seen = new Map();
             const rows = list.connections.map((entry) => {
+              const key = entry.listener + " " + entry.id + " " + entry.client + " " + entry.upstream;
+              const before = previousBytes.get(key);
+              if (entry.bytesUp != null) seen.set(key, { at, up: entry.bytesUp, down: entry.bytesDown });
+              const perSecond = (direction) => before == null || entry[direction === "up" ? "bytesUp" : "bytesDown"] == null ? ""
+                : rate(Math.max(0, entry[direction === "up" ? "bytesUp" : "bytesDown"] - before[direction]) * 8 / Math.max(at - before.at, 1e-3));
               const row = document.createElement("tr");
-              for (const cell of [entry.listener, entry.id || "", entry.client, entry.upstream, entry.state]) {
+              const cells = [
+                [entry.listener], [entry.id || ""], [entry.client], [entry.upstream], [entry.state],
+                [bytes(entry.bytesUp), "number"], [bytes(entry.bytesDown), "number"], [perSecond("up"), "number"], [perSecond("down"), "number"],
+              ];
+              for (const [cell, kind] of cells) {
                 const td = document.createElement("td");
                 td.textContent = String(cell);
+                if (kind) td.className = kind;
                 row.appendChild(td);
               }
               return row;
             });
+            previousBytes = seen;
             body.replaceChildren(...rows);
           }
 
@@ -321,6 +392,7 @@ enum DashboardPage {
             try {
               await loadCatalog();
               await refresh();
+              await loadHistory();
               $("profile-text").value = await call("GET", "/profile");
               say("", true);
             } catch (error) { say(error.message); }
@@ -338,6 +410,7 @@ enum DashboardPage {
           $("go-online").onclick = () => act("POST", "/online");
           $("reset").onclick = () => act("POST", "/reset");
           $("stop-scenario").onclick = () => act("DELETE", "/scenario");
+          $("chart-span").onchange = drawCharts;
 
           redeemTicket().then(connect).then(poll);
         })();

@@ -10,6 +10,8 @@ import DequeModule
 /// linkcond wakes for nothing) and starts again from a fresh sample at the loop's next readiness event, which any
 /// traffic begins with.
 ///
+/// Once a second it adds a point to its `RateHistory` (ten minutes, bounded), which the dashboard reads on load.
+///
 /// Lives on the event loop thread.
 final class RateMeter {
     /// How often the counters are sampled.
@@ -34,12 +36,22 @@ final class RateMeter {
     /// Bits per second per listener, uplink and downlink, over the samples kept; zero before the first interval.
     private(set) var rates: [ObjectIdentifier: (uplink: Double, downlink: Double)] = [:]
     private var timer: EventLoop.TimerID?
+    /// The second's point, from the summed rates (uplink, downlink); the proxy adds queue delays and capacity.
+    private let describe: (Double, Double) -> RateHistory.Point
+    private var history = RateHistory()
+    private var lastRecorded: Instant?
 
     /// Starts sampling `sample` (every listener's delivered bytes, uplink and downlink). Called on the loop thread.
-    init(loop: EventLoop, sample: @escaping () -> Counts, isHolding: @escaping () -> Bool = { false }) {
+    init(
+        loop: EventLoop, sample: @escaping () -> Counts, isHolding: @escaping () -> Bool = { false },
+        describe: @escaping (Double, Double) -> RateHistory.Point = {
+            RateHistory.Point(uplinkBitsPerSecond: $0, downlinkBitsPerSecond: $1)
+        }
+    ) {
         self.loop = loop
         self.sample = sample
         self.isHolding = isHolding
+        self.describe = describe
         samples.append(Sample(at: loop.clock.now(), bytes: Self.keyed(sample())))
         schedule()
     }
@@ -66,6 +78,7 @@ final class RateMeter {
                 Double(max(current.downlink - previous.downlink, 0)) * 8 / seconds
             )
         }
+        recordSecond(at: now)
         if newest.at - oldest.at >= Self.window, Self.same(oldest.bytes, newest.bytes), !isHolding() {
             timer = nil
             isSleeping = true
@@ -73,6 +86,19 @@ final class RateMeter {
             return
         }
         schedule()
+    }
+
+    /// Adds the history's point when a second passed since the last one (less half a tick, for a late loop).
+    private func recordSecond(at now: Instant) {
+        if let lastRecorded, now - lastRecorded < RateHistory.spacing - Self.interval / 2 { return }
+        lastRecorded = now
+        let totals = rates.values.reduce((0.0, 0.0)) { ($0.0 + $1.uplink, $0.1 + $1.downlink) }
+        history.record(describe(totals.0, totals.1), at: now)
+    }
+
+    /// The history's points up to now: zeros for the seconds slept fill it to the present.
+    func historyPoints() -> [(at: Instant, point: RateHistory.Point)] {
+        isSleeping ? history.points(idleUntil: loop.clock.now()) : Array(history.points)
     }
 
     /// Whether the meter stopped its timer because nothing moved.

@@ -46,6 +46,9 @@ public struct StatusReport: Codable, Sendable {
         public var datagramsCorrupted: Int?
         /// Delivered payload over the last second.
         public var bitsPerSecond: Double
+        /// The profile's rate for this direction now (following scenario steps and `set`), which `bitsPerSecond`
+        /// reads against; absent when the profile sets none, and from an older linkcond's answer.
+        public var bandwidthBitsPerSecond: Double?
         /// How long a byte arriving now waits in the queue before the link's rate lets it through; nil when the
         /// link carries nothing (offline or zero rate) and bytes are queued.
         public var queueDelaySeconds: Double?
@@ -208,6 +211,7 @@ extension StatusReport.Direction {
         duplicates = counters.duplicates
         datagramsCorrupted = counters.datagramsCorrupted
         self.bitsPerSecond = bitsPerSecond
+        bandwidthBitsPerSecond = bandwidth?.bitsPerSecond
         queueDelaySeconds = Self.queueDelay(queuedBytes: counters.queuedBytes, bandwidth: bandwidth)
         deliveryLateness = StatusReport.Lateness(lateness)
     }

@@ -162,7 +162,7 @@ final class ExecListener: RelayHost, ConditionedListener {
             + flows.values.map {
                 ConnectionEntry(
                     id: 0, listener: bound.address.description, client: $0.client.description,
-                    upstream: $0.destination.description, state: "flow")
+                    upstream: $0.destination.description, state: "flow", bytesUp: $0.bytesUp, bytesDown: $0.bytesDown)
             }
     }
 

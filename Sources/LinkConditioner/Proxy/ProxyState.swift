@@ -157,7 +157,37 @@ final class ProxyState {
         } isHolding: { [unowned self] in
             // Bytes a splice loop moves raise no event on this loop, so the meter stays awake while it carries any.
             self.bufferBudget.held > 0 || (self.spliceLoops?.connections ?? 0) > 0
+        } describe: { [unowned self] uplink, downlink in
+            self.historyPoint(uplinkBitsPerSecond: uplink, downlinkBitsPerSecond: downlink)
         }
+    }
+
+    /// A second of the rate history: the rates given, the worst listener's queue delay (nil, stalled, wins) and the
+    /// profile's rate now.
+    private func historyPoint(uplinkBitsPerSecond: Double, downlinkBitsPerSecond: Double) -> RateHistory.Point {
+        let effective = conditions.effective
+        var point = RateHistory.Point(
+            uplinkBitsPerSecond: uplinkBitsPerSecond, downlinkBitsPerSecond: downlinkBitsPerSecond,
+            uplinkCapacityBitsPerSecond: effective.uplink.bandwidth?.bitsPerSecond,
+            downlinkCapacityBitsPerSecond: effective.downlink.bandwidth?.bitsPerSecond)
+        func worst(_ current: Double?, _ queued: Int, _ bandwidth: BitRate?) -> Double? {
+            guard let current, let delay = StatusReport.Direction.queueDelay(queuedBytes: queued, bandwidth: bandwidth)
+            else { return nil }
+            return max(current, delay)
+        }
+        for listener in listeners {
+            let status = listener.status()
+            point.uplinkQueueDelaySeconds = worst(
+                point.uplinkQueueDelaySeconds, status.uplink.queuedBytes, effective.uplink.bandwidth)
+            point.downlinkQueueDelaySeconds = worst(
+                point.downlinkQueueDelaySeconds, status.downlink.queuedBytes, effective.downlink.bandwidth)
+        }
+        return point
+    }
+
+    /// The rate history's points up to now, oldest first; empty before the meter started.
+    func historyPoints() -> [(at: Instant, point: RateHistory.Point)] {
+        rateMeter?.historyPoints() ?? []
     }
 
     func report() -> StatusReport {
