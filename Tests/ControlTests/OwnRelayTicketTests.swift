@@ -8,8 +8,8 @@ import Testing
 /// endpoint, relaying whoever reached it, of any user) is void: the kernel lists that socket as linkcond's user's,
 /// so the same-user check alone would hand the token to whoever sent the ticket through it.
 ///
-/// Item 1 of issue 32 refuses every relay or proxy whose upstream reaches a loopback control endpoint, and the
-/// dashboard's routes are served only there, so no such relay can be made through the binary; this test makes the
+/// Item 1 of issue 32 refuses every relay or proxy whose upstream reaches a loopback control endpoint, where alone the
+/// dashboard's routes are served; `exec`'s gateway still reaches it (RelayedTicketCommandTests). This test makes the
 /// connection in process, as a relay's upstream socket would.
 @Suite(.serialized)
 struct OwnRelayTicketTests {
