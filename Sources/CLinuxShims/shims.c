@@ -3,6 +3,9 @@
 #include <string.h>
 #include <time.h>
 #include <sched.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/inet_diag.h>
 #include "CLinuxShims.h"
 
 int clinux_accept_nonblocking(int fd, struct sockaddr_storage *addr, socklen_t *len) {
@@ -351,4 +354,51 @@ int clinux_pipe_set_size(int fd, int size) {
 int clinux_set_realtime_fifo(int priority, int passed_on) {
     struct sched_param parameters = { .sched_priority = priority };
     return sched_setscheduler(0, SCHED_FIFO | (passed_on ? 0 : SCHED_RESET_ON_FORK), &parameters);
+}
+
+int clinux_tcp_socket_owner(int family, const uint8_t *local, uint16_t local_port, const uint8_t *remote,
+                            uint16_t remote_port, uint32_t *uid) {
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0) return -errno;
+    struct {
+        struct nlmsghdr header;
+        struct inet_diag_req_v2 request;
+    } message;
+    memset(&message, 0, sizeof message);
+    message.header.nlmsg_len = sizeof message;
+    message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    message.header.nlmsg_flags = NLM_F_REQUEST;
+    message.request.sdiag_family = (uint8_t)family;
+    message.request.sdiag_protocol = IPPROTO_TCP;
+    message.request.idiag_states = ~0U;
+    size_t length = family == AF_INET6 ? 16 : 4;
+    memcpy(message.request.id.idiag_src, local, length);
+    memcpy(message.request.id.idiag_dst, remote, length);
+    message.request.id.idiag_sport = htons(local_port);
+    message.request.id.idiag_dport = htons(remote_port);
+    message.request.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+    message.request.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+    if (sendto(fd, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    long answer[1024];
+    ssize_t got;
+    do { got = recv(fd, answer, sizeof answer, 0); } while (got < 0 && errno == EINTR);
+    int error = got < 0 ? errno : 0;
+    close(fd);
+    if (got < 0) return -error;
+    struct nlmsghdr *reply = (struct nlmsghdr *)answer;
+    if (!NLMSG_OK(reply, (size_t)got)) return -EPROTO;
+    if (reply->nlmsg_type == NLMSG_ERROR) {
+        struct nlmsgerr *failure = NLMSG_DATA(reply);
+        return failure->error < 0 ? failure->error : -EPROTO;
+    }
+    if (reply->nlmsg_type != SOCK_DIAG_BY_FAMILY || reply->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+        return -EPROTO;
+    struct inet_diag_msg *socket_info = NLMSG_DATA(reply);
+    *uid = socket_info->idiag_uid;
+    return 0;
 }

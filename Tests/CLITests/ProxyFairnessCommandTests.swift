@@ -3,8 +3,9 @@ import LinkConditioner
 import LoopbackPeers
 import Testing
 
-/// Every local program reaches the SOCKS5 and HTTP proxy from 127.0.0.1, so its per-address connection cap is
-/// shared by all of them: a program holding it with silent connections must not lock the others out.
+/// Every local program reaches the SOCKS5 and HTTP proxy from 127.0.0.1, so a per-address connection cap would be
+/// shared by all of them: a program holding it with silent connections must not lock the others out, and one
+/// holding it with established tunnels must not lock out another user's programs.
 @Suite(.serialized)
 struct ProxyFairnessCommandTests {
     /// The front end's cap per client address (`ProxyFrontEndSettings.connectionsPerClient`).
@@ -44,5 +45,68 @@ struct ProxyFairnessCommandTests {
             "the longest-silent connection is still open: recv \(oldestHog), errno \(oldestHogError)")
         #expect(
             linkcond.stderrText.contains("resetting the one waiting longest for its request"), "\(linkcond.stderrText)")
+    }
+
+    /// One user's program holds the cap with established tunnels that carry nothing (which displace nothing: they
+    /// wait for no request); another user's program still gets through, as each user on loopback has a share of its
+    /// own. The hog's own next tunnel is reset: the cap still holds for it.
+    @Test(
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+                && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs root, setpriv and python3"))
+    func anotherUsersClientGetsThroughWhileOneHoldsTheCapWithIdleTunnels() throws {
+        let idle = try TestServer { connection in
+            defer { connection.close() }
+            while let chunk = try? connection.receive(), !chunk.isEmpty {}
+        }
+        defer { idle.stop() }
+        let origin = try TestServer { connection in
+            defer { connection.close() }
+            var request: [UInt8] = []
+            while !String(decoding: request, as: UTF8.self).contains("\r\n\r\n"), let chunk = try? connection.receive(),
+                !chunk.isEmpty
+            {
+                request += chunk
+            }
+            try? connection.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\nthrough".utf8))
+        }
+        defer { origin.stop() }
+        let linkcond = try RunningLinkcond(
+            ["run", "--proxy", "127.0.0.1:0", "--control", "127.0.0.1:0"],
+            environment: ["LINKCOND_CONTROL_TOKEN": ControlToken.random()])
+        defer { _ = try? linkcond.stop(signal: SIGTERM) }
+        let proxyPort = try linkcond.readReadyPort()
+
+        var hog: [TestConnection] = []
+        defer { for connection in hog { connection.close() } }
+        for _ in 0..<Self.cap {
+            let tunnel = try TestConnection.connect(port: proxyPort, timeout: 20)
+            hog.append(tunnel)
+            let reply = try Self.openTunnel(tunnel, to: idle.port)
+            guard reply.prefix(2) == [0x05, 0x00] else { throw TestError("tunnel \(hog.count): reply \(reply)") }
+        }
+        let oneMore = try TestConnection.connect(port: proxyPort, timeout: 20)
+        defer { oneMore.close() }
+        let oneMoreAnswer = Result { try Self.openTunnel(oneMore, to: idle.port) }
+        let stranger = try exchangeAsAnotherUser(
+            port: proxyPort,
+            "GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\nConnection: close\r\n\r\n"
+        )
+
+        #expect(stranger.hasPrefix("HTTP/1.1 200 ") && stranger.hasSuffix("through"), "\(stranger)")
+        if case .success(let reply) = oneMoreAnswer {
+            Issue.record("the hog's connection past the cap was served: \(reply)")
+        }
+        #expect(
+            linkcond.stderrText.contains("already holds \(Self.cap) connections past their request"),
+            "\(linkcond.stderrText)")
+    }
+
+    /// A SOCKS5 handshake without authentication and a CONNECT to 127.0.0.1:`port` on `client`; the reply's 10 bytes.
+    static func openTunnel(_ client: TestConnection, to port: UInt16) throws -> [UInt8] {
+        try client.send([0x05, 0x01, 0x00])
+        guard try client.receive(exactly: 2) == [0x05, 0x00] else { throw TestError("no SOCKS5 method") }
+        try client.send([0x05, 0x01, 0x00, 0x01, 127, 0, 0, 1, UInt8(port >> 8), UInt8(port & 0xFF)])
+        return try client.receive(exactly: 10)
     }
 }

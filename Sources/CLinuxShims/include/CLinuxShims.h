@@ -230,6 +230,12 @@ int clinux_mount_proc(void);
 /// waitpid(-1, WNOHANG): the pid of a child that ended (its status in `*status`: the exit status or 128+signal),
 /// 0 when none has, -1 with errno (ECHILD: no child left).
 int clinux_reap_any_child(int *status);
+/// The uid owning the TCP socket in this network namespace whose local end is `local` (`local_port`) and whose
+/// remote end is `remote` (`remote_port`), asked of the kernel's sock_diag for that one socket (no table is read).
+/// Addresses are 4 bytes (`family` AF_INET) or 16 (AF_INET6), ports in host order. 0 with `*uid` set, or -errno
+/// (-ENOENT: no such socket).
+int clinux_tcp_socket_owner(int family, const uint8_t *local, uint16_t local_port, const uint8_t *remote,
+                            uint16_t remote_port, uint32_t *uid);
 static inline int clinux_kill(int pid, int sig) { return kill(pid, sig); }
 static inline int clinux_dup_cloexec(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 3); }
 static inline int clinux_clear_cloexec(int fd) { return fcntl(fd, F_SETFD, 0); }

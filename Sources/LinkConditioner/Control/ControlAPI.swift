@@ -15,7 +15,8 @@ import Foundation
 /// Lives on the event loop thread.
 struct ControlAPI {
     unowned let state: ProxyState
-    private let worker: BodyParsingWorker
+    /// Parses bodies and renders the reports off the loop; tests hold it to see what waits for it.
+    let worker: BodyParsingWorker
 
     /// The most `key = value` lines one settings request may carry.
     static let settingsLimit = 256

@@ -122,7 +122,7 @@ final class ControlServer: HTTPExchangeServer {
     /// The `Host` values a request may carry (loopback TCP endpoints only); nil accepts any host.
     private let acceptedHosts: LoopbackHosts?
     private let connections: ExchangeConnections
-    /// Lends a descriptor for reading the kernel's socket table while the process has none left.
+    /// Lends a descriptor for asking the kernel who a client is while the process has none left.
     private let descriptorReserve: DescriptorReserve
     /// The one-time tickets `linkcond dashboard --open` asked for and no page has traded yet.
     private var tickets = DashboardTickets()

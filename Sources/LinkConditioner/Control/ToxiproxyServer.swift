@@ -73,7 +73,7 @@ final class ToxiproxyServer: HTTPExchangeServer {
     /// Why a loopback client that is not a program of linkcond's user (or root) is refused, or nil: the API runs
     /// relays as linkcond's user and holds the owner's proxies, which no other user may list, change or delete.
     /// The control token lets a client in, as does `ToxiproxyClients.everyLocalUser`. Beyond loopback the token
-    /// was required already. Reads the kernel's socket table, after every cheaper check passed.
+    /// was required already. Asks the kernel of the client's socket (`localClient`), after every cheaper check passed.
     private func strangerRefusal(of request: HTTPRequest, on connection: ControlConnection) -> ToxiproxyError? {
         guard token == nil, clients == .ownerOnly else { return nil }
         let controlToken = state.controlToken

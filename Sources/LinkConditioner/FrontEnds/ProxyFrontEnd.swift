@@ -10,8 +10,9 @@ public struct ProxyFrontEndSettings: Hashable, Sendable {
     public var handshakeTimeout: Duration
     /// How long a name lookup may take before the client is told it timed out.
     public var lookupTimeout: Duration
-    /// Connections (handshaking or relaying) one client address may hold at once. Beyond it, a new connection
-    /// displaces that address's connection that has waited longest for its request; when none is waiting, it is reset.
+    /// Connections (handshaking or relaying) one client may hold at once: one address, and on loopback one user
+    /// of it (the owner of the connecting socket). Beyond it, a new connection displaces that client's connection
+    /// that has waited longest for its request; when none is waiting, it is reset.
     public var connectionsPerClient: Int
     /// How long a connect to the destination may take (after the uplink delay) before the client is told it timed out.
     public var connectTimeout: Duration
@@ -54,8 +55,8 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     /// Sessions whose destination's name is being looked up.
     var sessionsResolving: Int { sessions.values.filter(\.isResolving).count }
     private(set) var relays: [UInt64: TCPRelay] = [:]
-    private var clientHosts: [UInt64: String] = [:]
-    private var connectionsByClient: [String: Int] = [:]
+    private var clients: [UInt64: ProxyClient] = [:]
+    private var connectionsByClient: [ProxyClient: Int] = [:]
     private var nextID: UInt64 = 1
     private var connectionsAccepted = 0
     private var connectionsRefused = 0
@@ -158,10 +159,12 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     /// Starts a session for a new client, or resets it while the profile refuses connections or the client
     /// already holds its share with no connection waiting for its request.
     ///
-    /// Every local program connects from 127.0.0.1, so the share of one client address is shared by all of them:
-    /// a program holding it with silent connections would lock every other one out. A new connection therefore
-    /// displaces the connection of that address that has waited longest for its request (as the control endpoint
-    /// does), and a program that sends its request at once gets through any number of silent ones.
+    /// Every local program connects from 127.0.0.1, so a share per address would be shared by all of them: a
+    /// program holding it would lock every other one out. On loopback each user therefore has a share of its own
+    /// (the kernel names the connecting socket's owner, `ProxyClient`), so another user's program cannot lock
+    /// yours out, even with established, idle tunnels. Within one share, a new connection displaces the one that
+    /// has waited longest for its request (as the control endpoint does), so a program that sends its request at
+    /// once gets through any number of silent ones of its own user.
     private func accepted(_ client: Socket, from address: SocketAddress) {
         if let ownListeners,
             ownListeners.closeIfLooped(
@@ -170,12 +173,12 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         {
             return
         }
-        let clientHost = address.host
-        let full = connectionsByClient[clientHost, default: 0] >= settings.connectionsPerClient
-        if profile.fault == .refuse || (full && !displaceLongestWaiting(from: clientHost)) {
+        let clientKey = ProxyClient(client, from: address)
+        let full = connectionsByClient[clientKey, default: 0] >= settings.connectionsPerClient
+        if profile.fault == .refuse || (full && !displaceLongestWaiting(from: clientKey)) {
             if profile.fault != .refuse {
                 logger.warning(
-                    "client \(clientHost) already holds \(settings.connectionsPerClient) connections past their request; resetting a new one"
+                    "client \(clientKey) already holds \(settings.connectionsPerClient) connections past their request; resetting a new one"
                 )
             }
             connectionsRefused += 1
@@ -186,24 +189,24 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
         connectionsAccepted += 1
         let id = nextID
         nextID += 1
-        clientHosts[id] = clientHost
-        connectionsByClient[clientHost, default: 0] += 1
+        clients[id] = clientKey
+        connectionsByClient[clientKey, default: 0] += 1
         let session = ProxyClientSession(id: id, frontEnd: self, client: client, clientAddress: address)
         sessions[id] = session
         session.start()
     }
 
-    /// Resets the session of `clientHost` that has waited longest for its request (the lowest id: ids follow
-    /// accept order) to make room for a new connection; false when none of its connections is displaceable.
-    private func displaceLongestWaiting(from clientHost: String) -> Bool {
-        let oldest = sessions.values.filter { $0.isDisplaceable && clientHosts[$0.id] == clientHost }.min {
+    /// Resets the session of `client` that has waited longest for its request (the lowest id: ids follow accept
+    /// order) to make room for a new connection; false when none of its connections is displaceable.
+    private func displaceLongestWaiting(from client: ProxyClient) -> Bool {
+        let oldest = sessions.values.filter { $0.isDisplaceable && clients[$0.id] == client }.min {
             $0.id < $1.id
         }
         guard let oldest else { return false }
         if !loggedDisplacement {
             loggedDisplacement = true
             logger.warning(
-                "client \(clientHost) holds \(settings.connectionsPerClient) connections; resetting the one waiting longest for its request to make room (logged once)"
+                "client \(client) holds \(settings.connectionsPerClient) connections; resetting the one waiting longest for its request to make room (logged once)"
             )
         }
         oldest.displace()
@@ -245,9 +248,9 @@ final class ProxyFrontEnd: RelayHost, ConditionedListener {
     }
 
     private func releaseClient(_ id: UInt64) {
-        guard let clientHost = clientHosts.removeValue(forKey: id) else { return }
-        let remaining = connectionsByClient[clientHost, default: 1] - 1
-        connectionsByClient[clientHost] = remaining > 0 ? remaining : nil
+        guard let client = clients.removeValue(forKey: id) else { return }
+        let remaining = connectionsByClient[client, default: 1] - 1
+        connectionsByClient[client] = remaining > 0 ? remaining : nil
     }
 
     /// The captive portal's style while it holds traffic back, nil when there is none or it let traffic through.
@@ -362,4 +365,19 @@ final class ProxyReplies: UpstreamHandshake {
         case .httpTunnel, .httpForward: HTTPProxy.response(HTTPProxy.status(connectError: error, origin: upstreamName))
         }
     }
+}
+
+/// Whose share of the front end's connections a connection counts against: its address, and on loopback the user
+/// owning the connecting socket, which the kernel names (sock_diag, a few system calls per accept; the socket table
+/// is never read here). Nil when the kernel cannot say: the connection then shares its address's share.
+struct ProxyClient: Hashable, CustomStringConvertible {
+    let host: String
+    let user: UInt32?
+
+    init(_ socket: Socket, from address: SocketAddress) {
+        host = address.host
+        user = address.isLoopback ? socket.localPeerUserIDFromKernel() : nil
+    }
+
+    var description: String { user.map { "\(host) (user \($0))" } ?? host }
 }

@@ -39,9 +39,9 @@ package final class DescriptorReserve {
         return true
     }
 
-    /// Runs `body`, which opens a descriptor for a moment (a read of the kernel's socket table), with one of the
-    /// reserve's given up for it, so it succeeds while the process is out of descriptors; the reserve takes it back
-    /// after. The loop thread opens nothing else meanwhile.
+    /// Runs `body`, which opens a descriptor for a moment (a question to sock_diag, or a read of the kernel's socket
+    /// table), with one of the reserve's given up for it, so it succeeds while the process is out of descriptors; the
+    /// reserve takes it back after. The loop thread opens nothing else meanwhile.
     package func lending<T>(_ body: () -> T) -> T {
         let lent = release()
         defer { if lent { refill() } }

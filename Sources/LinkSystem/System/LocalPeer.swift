@@ -1,3 +1,4 @@
+import CLinuxShims
 import Glibc
 
 extension Socket {
@@ -14,14 +15,51 @@ extension Socket {
     }
 
     /// The user who owns the other end of this TCP connection, when that end is on this machine (in this network
-    /// namespace): the kernel's socket table (/proc/net/tcp, or tcp6) lists every socket with its owner, and the
-    /// peer's is the one whose local address is this connection's peer and whose remote address is this end.
-    /// Nil when no such socket is listed (the peer is another host, or already gone). Reads the whole table, so
-    /// call it for rare requests only, after cheaper checks passed.
-    func localPeerUserID() -> UInt32? {
+    /// namespace): the peer's socket is the one whose local address is this connection's peer and whose remote
+    /// address is this end. Asked of the kernel for that one socket (sock_diag), which costs a few system calls;
+    /// where sock_diag is unavailable, the kernel's socket table (/proc/net/tcp, or tcp6) is read whole instead.
+    /// Nil when no such socket exists (the peer is another host, or already gone).
+    package func localPeerUserID() -> UInt32? {
         guard let local = try? localAddress(), let peer = try? peerAddress() else { return nil }
-        let wanted = (Self.tableForm(of: peer), Self.tableForm(of: local))
-        let table = Self.readProcFile(local.isIPv6 ? "/proc/net/tcp6" : "/proc/net/tcp")
+        switch Self.socketOwner(local: peer, remote: local) {
+        case .found(let user): return user
+        case .absent: return nil
+        case .unanswered: return Self.tableOwner(local: peer, remote: local)
+        }
+    }
+
+    /// `localPeerUserID` without its fallback: nil also where sock_diag cannot be asked, so that a caller on the data
+    /// path (once per accepted connection) never reads the whole socket table.
+    package func localPeerUserIDFromKernel() -> UInt32? {
+        guard let local = try? localAddress(), let peer = try? peerAddress(),
+            case .found(let user) = Self.socketOwner(local: peer, remote: local)
+        else { return nil }
+        return user
+    }
+
+    /// What sock_diag says of the TCP socket from `local` to `remote`.
+    enum DiagnosedOwner: Equatable {
+        case found(UInt32)
+        /// The kernel has no such socket.
+        case absent
+        /// sock_diag could not be asked (no descriptor, no netlink in this sandbox).
+        case unanswered
+    }
+
+    static func socketOwner(local: SocketAddress, remote: SocketAddress) -> DiagnosedOwner {
+        let (localBytes, remoteBytes) = (local.addressBytes, remote.addressBytes)
+        guard localBytes.count == remoteBytes.count else { return .unanswered }
+        var user: UInt32 = 0
+        let result = clinux_tcp_socket_owner(
+            localBytes.count == 16 ? AF_INET6 : AF_INET, localBytes, local.port, remoteBytes, remote.port, &user)
+        if result == 0 { return .found(user) }
+        return result == -ENOENT ? .absent : .unanswered
+    }
+
+    /// The owner of the TCP socket from `local` to `remote` as the socket table lists it: reads the whole table.
+    private static func tableOwner(local: SocketAddress, remote: SocketAddress) -> UInt32? {
+        let wanted = (tableForm(of: local), tableForm(of: remote))
+        let table = readProcFile(local.isIPv6 ? "/proc/net/tcp6" : "/proc/net/tcp")
         for line in table.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard fields.count > 7, fields[1] == wanted.0, fields[2] == wanted.1 else { continue }
@@ -32,7 +70,7 @@ extension Socket {
 
     /// Who holds the other end of this accepted TCP connection, for the endpoints that serve only linkcond's own
     /// user (and root): one of linkcond's own sockets (see `OwnConnections`) is told apart first, as the kernel
-    /// lists it as linkcond's user's whoever it relays. Reads the socket table; see `localPeerUserID`.
+    /// lists it as linkcond's user's whoever it relays. Asks the kernel of the peer's socket; see `localPeerUserID`.
     package func localClient() -> LocalClient {
         if let local = try? localAddress(), let peer = try? peerAddress(),
             OwnConnections.shared.contains(local: peer, remote: local)
