@@ -120,6 +120,18 @@ struct ToxiproxyAPITests {
         #expect(try client.receive(exactly: 6) == Array("second".utf8))
     }
 
+    @Test func aNewUpstreamKeepsTheListeningSocketSoItsAddressIsNeverFree() throws {
+        let api = try ToxiproxyUnderTest()
+        defer { api.stop() }
+        let port = try api.createProxy("moving", upstreamPort: 9)
+        let before = try #require(listeningSocketInode(port: port))
+
+        let (status, _) = try api.send("PATCH", "/proxies/moving", #"{"upstream":"127.0.0.1:7"}"#)
+
+        #expect(status == 200)
+        #expect(listeningSocketInode(port: port) == before)
+    }
+
     @Test func toxicsGetToxiproxyDefaultsAndAreListedUpstreamFirst() throws {
         let api = try ToxiproxyUnderTest()
         defer { api.stop() }
@@ -477,4 +489,15 @@ struct ToxiproxyAPITests {
         #expect(status == 200)
         #expect((json as? [String: Any])?.string("version") == "2.12.0")
     }
+}
+
+/// The inode of the socket listening on 127.0.0.1:`port`, from /proc/net/tcp: the same inode is the same socket.
+private func listeningSocketInode(port: UInt16) -> String? {
+    guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return nil }
+    let local = "0100007F:" + String(format: "%04X", port)
+    for line in table.split(separator: "\n").dropFirst() {
+        let fields = line.split(separator: " ")
+        if fields.count > 9, fields[1] == local, fields[3] == "0A" { return String(fields[9]) }
+    }
+    return nil
 }

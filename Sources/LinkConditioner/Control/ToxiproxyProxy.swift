@@ -31,35 +31,53 @@ final class ToxiproxyProxy {
 
     /// Listens at `resolved.listen` and relays to its upstream, named `upstream` as the request wrote it, in place of
     /// the listener it has; adds the new listener to `state`. The new socket is bound before the old listener closes,
-    /// so a refused move (the address in use) leaves the proxy as it was: same listener, address and upstream. Only a
-    /// restart on the very address it holds must close first, the kernel taking one listener per address; should
-    /// that rebind fail, the old listener is rebound. A listener that would reach linkcond itself is refused
-    /// (`OwnListenerRefusal`) the same way.
+    /// so a refused move (the address in use) leaves the proxy as it was: same listener, address and upstream. A
+    /// restart on the very address it holds keeps the listening socket itself (`restart`). A listener that would
+    /// reach linkcond itself is refused (`OwnListenerRefusal`) the same way.
     func start(at resolved: ToxiproxyAPI.ResolvedAddresses, upstream: String, state: ProxyState) throws {
         guard var context = state.listenerContext else { return }
         context.profile = state.conditions.effective
-        let previous = listener
-        if let previous, previous.localAddress == resolved.listen { stop(state: state) }
-        let started: TCPListener
-        do {
-            started = try TCPListener(
-                address: resolved.listen, upstream: resolved.upstream, upstreamAddresses: resolved.upstreamAddresses,
-                context: context)
-            started.toxiproxyName = name
-            if let refusal = state.ownListeners.refusal(adding: started.addresses) {
-                started.close()
-                throw refusal
-            }
-        } catch {
-            if let previous, listener == nil {
-                install(
-                    try? TCPListener(
-                        address: previous.localAddress, upstream: previous.upstream,
-                        upstreamAddresses: previous.upstreamAddresses, context: context), state: state)
-            }
-            throw error
+        if let previous = listener, previous.localAddress == resolved.listen {
+            return try restart(previous, at: resolved, upstream: upstream, context: context, state: state)
+        }
+        let started = try TCPListener(
+            address: resolved.listen, upstream: resolved.upstream, upstreamAddresses: resolved.upstreamAddresses,
+            context: context)
+        started.toxiproxyName = name
+        if let refusal = state.ownListeners.refusal(adding: started.addresses) {
+            started.close()
+            throw refusal
         }
         stop(state: state)
+        install(started, state: state)
+        self.upstream = upstream
+    }
+
+    /// Restarts on the address `previous` holds with a new upstream. The kernel takes one listener per address, so
+    /// the new listener takes over the old one's socket (a second descriptor of it) rather than closing and binding
+    /// again: the address is never free for another socket to take meanwhile, and clients in its backlog stay. The
+    /// connections are reset, as in Toxiproxy. A refused upstream leaves the old one on the same socket.
+    private func restart(
+        _ previous: TCPListener, at resolved: ToxiproxyAPI.ResolvedAddresses, upstream: String,
+        context: ListenerContext, state: ProxyState
+    ) throws {
+        let kept = try previous.acceptor.duplicateSocket()
+        stop(state: state)
+        let started = try TCPListener(
+            adopting: kept, upstream: resolved.upstream, upstreamAddresses: resolved.upstreamAddresses,
+            context: context)
+        started.toxiproxyName = name
+        if let refusal = state.ownListeners.refusal(adding: started.addresses) {
+            let keptAgain = try? started.acceptor.duplicateSocket()
+            started.close()
+            if let keptAgain {
+                install(
+                    try? TCPListener(
+                        adopting: keptAgain, upstream: previous.upstream,
+                        upstreamAddresses: previous.upstreamAddresses, context: context), state: state)
+            }
+            throw refusal
+        }
         install(started, state: state)
         self.upstream = upstream
     }

@@ -30,6 +30,12 @@ public struct Socket: Hashable, Sendable {
         return socket
     }
 
+    /// A second descriptor for the same socket, close-on-exec. A listener restarted on its own address takes one,
+    /// so the address is never free for another socket to take between the old listener's close and the new one.
+    package func duplicate() throws(SystemError) -> Socket {
+        Socket(descriptor: try syscall("fcntl F_DUPFD_CLOEXEC") { clinux_dup_cloexec(descriptor) })
+    }
+
     /// Accepts one pending connection as a non-blocking socket, or reports that none is waiting.
     package func accept() throws(SystemError) -> IOResult<(Socket, SocketAddress)> {
         var storage = sockaddr_storage()

@@ -201,6 +201,10 @@ final class TCPAcceptor {
         if !paused { loop.setInterest(registration, holding ? 0 : Epoll.readable) }
     }
 
+    /// A second descriptor of the listening socket, for a successor that takes it over: the socket stays bound and
+    /// listening when this acceptor closes its own descriptor.
+    func duplicateSocket() throws(SystemError) -> Socket { try socket.duplicate() }
+
     /// Stops accepting and closes the listening socket.
     func close() {
         if let registration { loop.deregister(registration) }

@@ -79,10 +79,27 @@ final class TCPListener: RelayHost, ConditionedListener {
     var toxiproxyName: String?
 
     /// Binds and listens on `address`, and starts accepting.
-    init(address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext)
-        throws(SystemError)
-    {
-        acceptor = try TCPAcceptor(address: address, loop: context.loop, logger: context.logger)
+    convenience init(
+        address: SocketAddress, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext
+    ) throws(SystemError) {
+        try self.init(
+            acceptor: TCPAcceptor(address: address, loop: context.loop, logger: context.logger), upstream: upstream,
+            upstreamAddresses: upstreamAddresses, context: context)
+    }
+
+    /// Takes over `socket`, already bound and listening (a restarted listener's own), and starts accepting.
+    convenience init(
+        adopting socket: Socket, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext
+    ) throws(SystemError) {
+        try self.init(
+            acceptor: TCPAcceptor(adopting: socket, loop: context.loop, logger: context.logger), upstream: upstream,
+            upstreamAddresses: upstreamAddresses, context: context)
+    }
+
+    private init(
+        acceptor: TCPAcceptor, upstream: Endpoint, upstreamAddresses: [SocketAddress], context: ListenerContext
+    ) throws(SystemError) {
+        self.acceptor = acceptor
         self.loop = context.loop
         self.upstream = upstream
         self.upstreamName = upstream.description
