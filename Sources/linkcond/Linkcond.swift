@@ -20,7 +20,7 @@ struct Linkcond: ParsableCommand {
             """,
         version: linkcondVersion,
         subcommands: [
-            RunCommand.self, ExecCommand.self, UseCommand.self, SetCommand.self, StatusCommand.self,
+            RunCommand.self, ExecCommand.self, AttachCommand.self, UseCommand.self, SetCommand.self, StatusCommand.self,
             OfflineCommand.self,
             OnlineCommand.self, ResetCommand.self, ScenarioCommand.self, ProfilesCommand.self, ProfileCommand.self,
             TCCommand.self, TraceCommand.self, DashboardCommand.self, ReportCommand.self,
