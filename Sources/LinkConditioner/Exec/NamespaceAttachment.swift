@@ -56,7 +56,7 @@ public final class NamespaceAttachment {
         guard Namespaces.hasEffectiveCapability(Namespaces.capabilityNetworkAdministration) != false else {
             throw Refusal(
                 description:
-                    "linkcond attach needs CAP_NET_ADMIN in \(target.description) to install its nftables rules, and has not got it: run it as root there, or give the container NET_ADMIN as root (podman run --user 0 --cap-add NET_ADMIN; Kubernetes: securityContext runAsUser 0, capabilities add NET_ADMIN). Nothing was installed."
+                    "linkcond attach needs CAP_NET_ADMIN in \(target.description) to install its nftables rules, and has not got it: run it as root there, or give its container NET_ADMIN (podman run --cap-add NET_ADMIN; Kubernetes: securityContext runAsUser 0 and capabilities add NET_ADMIN). Nothing was installed."
             )
         }
         guard let nft = ["/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft"].first(where: Namespaces.isExecutable) else {
