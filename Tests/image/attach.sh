@@ -38,13 +38,16 @@ web_ip=$(podman inspect -f "{{(index .NetworkSettings.Networks \"$network\").IPA
 [ -n "$web_ip" ] || fail "the web container has no address on $network"
 expected_sum=$(md5sum < "$test_work/upstream/www/page.bin" | cut -d' ' -f1)
 
-# fetch APP: the app container gets the page; prints the seconds it took, fails unless it arrived whole.
+# fetch APP: the app container gets the page over HTTP/1.0 with busybox nc (busybox's wget crashes in a FROM
+# scratch image without /etc), the body being the last 100 kB; prints the seconds it took, fails unless the page
+# arrived whole.
 fetch() {
     python3 - "$1" "$web_ip" "$expected_sum" <<'PY'
 import subprocess, sys, time
 start = time.monotonic()
-result = subprocess.run(["timeout", "60", "podman", "exec", sys.argv[1], "/bin/busybox", "sh", "-c",
-                         f"/bin/busybox wget -q -T 20 -O - http://{sys.argv[2]}/page.bin | /bin/busybox md5sum"],
+script = (f"printf 'GET /page.bin HTTP/1.0\\r\\n\\r\\n' | /bin/busybox nc -w 30 {sys.argv[2]} 80"
+          " | /bin/busybox tail -c 100000 | /bin/busybox md5sum")
+result = subprocess.run(["timeout", "60", "podman", "exec", sys.argv[1], "/bin/busybox", "sh", "-c", script],
                         capture_output=True, text=True)
 elapsed = time.monotonic() - start
 print(f"{elapsed:.3f}")
@@ -89,8 +92,8 @@ conditioned() {
     check "[$sidecar] linkcond status from outside the pod counts the fetch ($accepted)" test "$accepted" = 1
     check "[$sidecar] linkcond use none from outside the pod" steer "$address" use none
     check "[$sidecar] … and the next fetch arrives whole" fetch "$app"
-    check "[$sidecar] … through linkcond, on profile none" \
-        test "$(status_field "$address" "s['profile'], s['listeners'][0]['connectionsAccepted']")" = "('none', 2)"
+    accepted=$(status_field "$address" "s['profile'] + ' ' + str(s['listeners'][0]['connectionsAccepted'])" || true)
+    check "[$sidecar] … through linkcond, on profile none ($accepted)" test "$accepted" = "none 2"
     check "[$sidecar] linkcond offline from outside the pod" steer "$address" offline
     check "[$sidecar] … makes the app's fetch fail" fails fetch "$app"
     check "[$sidecar] linkcond online" steer "$address" online
@@ -129,7 +132,7 @@ pod_ip=$(podman inspect -f "{{(index .NetworkSettings.Networks \"$network\").IPA
     "$(podman pod inspect -f '{{.InfraContainerID}}' "$test_id")")
 echo "$name: the guide's Pod under podman kube play (pod address $pod_ip)"
 conditioned "$test_id-app" "$test_id-linkcond" "$pod_ip"
-podman pod rm -f "$test_id" >/dev/null
+podman pod rm -f -t 0 "$test_id" >/dev/null
 
 # podman run --network container:APP.
 echo "$name: podman run --network container:APP"
