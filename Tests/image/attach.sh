@@ -24,7 +24,8 @@ image_prerequisites
 image_linkcond
 label="linkcond-test=$test_id"
 secret="$test_id-control"
-trap 'podman secret rm "$secret" >/dev/null 2>&1 || true; image_cleanup' EXIT
+# The sidecar goes first: a container whose network another container joined cannot be removed before it.
+trap 'podman rm -f -t 0 "$test_id-sidecar" >/dev/null 2>&1; podman secret rm "$secret" >/dev/null 2>&1; image_cleanup' EXIT
 passed=0 failed=0
 check() { # check DESCRIPTION COMMAND...
     local description=$1; shift
