@@ -239,6 +239,57 @@ int clinux_spawn(const char *path, char *const argv[]) {
     return pid;
 }
 
+int clinux_spawn_piped(const char *path, char *const argv[], int *input, int *output) {
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) != 0) return -1;
+    if (pipe2(out, O_CLOEXEC) != 0) {
+        close(in[0]);
+        close(in[1]);
+        return -1;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 2);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t empty;
+    sigemptyset(&empty);
+    posix_spawnattr_setsigmask(&attributes, &empty);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    pid_t pid = -1;
+    int failed = posix_spawn(&pid, path, &actions, &attributes, argv, environ);
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    close(in[0]);
+    close(out[1]);
+    if (failed != 0) {
+        close(in[1]);
+        close(out[0]);
+        errno = failed;
+        return -1;
+    }
+    *input = in[1];
+    *output = out[0];
+    return pid;
+}
+
+ssize_t clinux_read_within(int fd, void *buffer, size_t length, int timeout_ms) {
+    struct pollfd waiting = {.fd = fd, .events = POLLIN};
+    int ready;
+    do { ready = poll(&waiting, 1, timeout_ms); } while (ready < 0 && errno == EINTR);
+    if (ready < 0) return -1;
+    if (ready == 0) return -2;
+    ssize_t count;
+    do { count = read(fd, buffer, length); } while (count < 0 && errno == EINTR);
+    return count;
+}
+
 int clinux_exec(const char *file, char *const argv[]) {
     sigset_t empty;
     sigemptyset(&empty);

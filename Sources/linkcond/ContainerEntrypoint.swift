@@ -54,7 +54,7 @@ enum ContainerEntrypoint {
                              so publish it to loopback only (-p 127.0.0.1:8474:8474)
           -host, -port, -config FILE, -token TOKEN
                              Toxiproxy server's flags (-host defaults to 0.0.0.0 in the image)
-          COMMAND …          a linkcond command, passed through: run --profile 3g …, exec …, profiles
+          COMMAND …          a linkcond command, passed through: run --profile 3g …, exec …, attach …, profiles
         Environment:
           LINKCOND_PROFILE        profile beneath the toxics (default none)
           LINKCOND_CONTROL_TOKEN  linkcond's control endpoint listens on 0.0.0.0:7474 with this token

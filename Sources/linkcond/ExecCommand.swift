@@ -177,6 +177,8 @@ struct ExecCommand: ParsableCommand {
         switch launch.plumbing {
         case .tunnel:
             logger.info("tun mode: every packet crosses the link; the program's own TCP runs over it")
+        case .attached:
+            break
         case .redirect(_, _, _, let tunRefusal):
             let why =
                 tunRefusal.map { "/dev/net/tun is not usable (\($0)); running in proxy mode" }

@@ -21,7 +21,8 @@ struct Linkcond: ParsableCommand {
             """,
         version: linkcondVersion,
         subcommands: [
-            RunCommand.self, ExecCommand.self, PsCommand.self, UseCommand.self, SetCommand.self, StatusCommand.self,
+            RunCommand.self, ExecCommand.self, AttachCommand.self, PsCommand.self, UseCommand.self, SetCommand.self,
+            StatusCommand.self,
             OfflineCommand.self,
             OnlineCommand.self, ResetCommand.self, ScenarioCommand.self, ProfilesCommand.self, ProfileCommand.self,
             TCCommand.self, TraceCommand.self, DashboardCommand.self, ReportCommand.self,

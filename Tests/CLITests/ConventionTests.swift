@@ -7,8 +7,8 @@ import Testing
 @Suite(.serialized)
 struct ConventionTests {
     static let commands: [[String]] = [
-        ["run"], ["exec"], ["ps"], ["use"], ["set"], ["status"], ["offline"], ["online"], ["reset"], ["scenario"],
-        ["profiles"],
+        ["run"], ["exec"], ["attach"], ["ps"], ["use"], ["set"], ["status"], ["offline"], ["online"], ["reset"],
+        ["scenario"], ["profiles"],
         ["profile"], ["profile", "show"], ["profile", "check"],
         ["tc"], ["tc", "apply"], ["tc", "show"], ["tc", "clear"], ["tc", "run"], ["report"], ["dashboard"],
         ["trace"], ["trace", "list"], ["trace", "generate"],

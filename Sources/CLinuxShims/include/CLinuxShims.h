@@ -207,6 +207,12 @@ int clinux_original_destination(int fd, int family, struct sockaddr_storage *add
 /// posix_spawn of `path` with `argv`, inheriting the caller's descriptors that are not close-on-exec and an
 /// empty signal mask; returns the pid or -1 with errno.
 int clinux_spawn(const char *path, char *const argv[]);
+/// `clinux_spawn` whose standard input is a new pipe's read end and whose standard output and error are another's
+/// write end: `*input` gets the first pipe's write end and `*output` the second's read end (both close-on-exec).
+int clinux_spawn_piped(const char *path, char *const argv[], int *input, int *output);
+/// Reads up to `length` bytes from `fd` once it is readable, waiting at most `timeout_ms`: the count (0 at end of
+/// file), -1 with errno, or -2 when nothing came in time.
+ssize_t clinux_read_within(int fd, void *buffer, size_t length, int timeout_ms);
 /// execvp with an empty signal mask; returns only on failure (-1 with errno).
 int clinux_exec(const char *file, char *const argv[]);
 /// waitpid(pid, status, WNOHANG when `nohang`); the exit status, 128+signal, or -1 if not yet exited (nohang).

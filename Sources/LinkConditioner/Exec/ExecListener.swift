@@ -26,8 +26,12 @@ func makeExecListener(_ settings: ExecSettings, context: ListenerContext) throws
             settings: settings, context: context)
     case .redirect(let listenerV4, let listenerV6, let dnsQueries, _):
         return try ExecRedirectListener(
-            listeners: [listenerV4, listenerV6], dnsQueries: dnsQueries, settings: settings,
-            context: context)
+            listeners: [(listenerV4, Namespaces.familyV4), (listenerV6, Namespaces.familyV6)], dnsQueries: dnsQueries,
+            settings: settings, context: context)
+    case .attached(let listenerV4, let listenerV6, let dnsQueries):
+        return try ExecRedirectListener(
+            listeners: [(listenerV4, Namespaces.familyV4)] + (listenerV6.map { [($0, Namespaces.familyV6)] } ?? []),
+            dnsQueries: dnsQueries, settings: settings, context: context)
     }
 }
 

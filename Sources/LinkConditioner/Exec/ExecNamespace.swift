@@ -45,11 +45,15 @@ public enum ExecNamespace {
         /// The TCP listeners and the DNS socket in the program's namespace; `tunRefusal` says why TUN could not be
         /// used, nil when proxy mode was asked for.
         case redirect(listenerV4: Int32, listenerV6: Int32, dnsQueries: Int32, tunRefusal: String?)
+        /// `linkcond attach`'s sockets in the namespace it conditions, made by linkcond itself; no IPv6 listener
+        /// when the namespace has no IPv6 loopback.
+        case attached(listenerV4: Int32, listenerV6: Int32?, dnsQueries: Int32)
 
         var descriptors: [Int32] {
             switch self {
             case .tunnel(let a, let b, let c, let d): [a, b, c, d]
             case .redirect(let a, let b, let c, _): [a, b, c]
+            case .attached(let a, let b, let c): [a] + (b.map { [$0] } ?? []) + [c]
             }
         }
 
@@ -58,6 +62,7 @@ public enum ExecNamespace {
             switch self {
             case .tunnel: "ok tun"
             case .redirect(_, _, _, let refusal): "ok proxy" + (refusal.map { "\n" + $0 } ?? "")
+            case .attached: "ok attached"
             }
         }
 
@@ -217,22 +222,19 @@ public enum ExecNamespace {
             try dnsQueries.localAddress().port
         )
         let (program4, program6) = (AddressBytes.format(programAddressV4), AddressBytes.format(programAddressV6))
-        var rules = """
-            add table inet linkcond
-            add chain inet linkcond divert { type nat hook output priority -100; }
-            add rule inet linkcond divert meta nfproto ipv4 meta l4proto tcp ip daddr != { 127.0.0.0/8, \(program4) } redirect to :\(portV4)
-            add rule inet linkcond divert meta nfproto ipv6 meta l4proto tcp ip6 daddr != { ::1, \(program6) } redirect to :\(portV6)
-            add rule inet linkcond divert meta nfproto ipv4 ip daddr != { 127.0.0.0/8, \(program4) } udp dport 53 redirect to :\(portDNS)
-            add chain inet linkcond seal { type filter hook output priority 0; }
-            add rule inet linkcond seal oifname "lc0" ct status dnat accept
-            add rule inet linkcond seal oifname "lc0" drop
-            """
+        var redirect = RedirectRules(table: "linkcond", tcpPortV4: portV4, tcpPortV6: portV6, dnsPort: portDNS)
         if !forwards.isEmpty {
             let list = forwards.map(String.init).joined(separator: ", ")
-            rules +=
-                "\nadd rule inet linkcond divert meta nfproto ipv4 ip daddr 127.0.0.1 tcp dport { \(list) } redirect to :\(portV4)"
+            redirect.leading = ["meta nfproto ipv4 ip daddr 127.0.0.1 tcp dport { \(list) } redirect to :\(portV4)"]
         }
-        try runNft(rules)
+        redirect.bypass = ["ip daddr { 127.0.0.0/8, \(program4) }", "ip6 daddr { ::1, \(program6) }"]
+        let rules =
+            redirect.commands + [
+                "add chain inet linkcond seal { type filter hook output priority 0; }",
+                "add rule inet linkcond seal oifname \"lc0\" ct status dnat accept",
+                "add rule inet linkcond seal oifname \"lc0\" drop",
+            ]
+        try runNft(rules.joined(separator: "\n"))
         try Namespaces.bindText("nameserver \(AddressBytes.format(gatewayAddressV4))\n", over: "/etc/resolv.conf")
         return .redirect(
             listenerV4: listenerV4.descriptor, listenerV6: listenerV6.descriptor, dnsQueries: dnsQueries.descriptor,
@@ -321,5 +323,51 @@ public enum ExecNamespace {
         guard status == 0 else {
             throw SetupFailure(description: "\(arguments.joined(separator: " ")) exited with status \(status)")
         }
+    }
+}
+
+/// The nftables commands that send a network namespace's new TCP connections and DNS queries to linkcond's sockets
+/// on its loopback, for `exec`'s proxy mode and for `attach`.
+///
+/// One chain in the nat `output` hook, since the connections are made by the namespace's own programs (prerouting
+/// sees only packets arriving from elsewhere): first the `leading` rules, then a `return` for each `bypass` match
+/// (those connections go their own way), then a redirect of every other TCP connection to the listener of its
+/// family, and of UDP to port 53 over IPv4 to the DNS socket. The kernel keeps each redirected connection's
+/// original destination in conntrack, where linkcond reads it (SO_ORIGINAL_DST).
+public struct RedirectRules: Sendable, Hashable {
+    /// The table's name, in the `inet` family.
+    public var table: String
+    public var tcpPortV4: UInt16
+    /// nil when the namespace has no IPv6 loopback to listen on: IPv6 connections are then not redirected.
+    public var tcpPortV6: UInt16?
+    public var dnsPort: UInt16
+    /// Rules (without `add rule …`) that come before the bypass.
+    public var leading: [String] = []
+    /// nftables matches whose connections are not redirected, such as `ip daddr 10.0.0.0/8` or `meta mark 0x1`.
+    public var bypass: [String] = []
+    /// Whether the kernel removes the table when the nft process that made it ends (`flags owner`, Linux 5.12):
+    /// `attach` keeps that process running for as long as it runs, so the rules cannot outlive linkcond.
+    public var ownedByItsMaker = false
+
+    public init(table: String, tcpPortV4: UInt16, tcpPortV6: UInt16?, dnsPort: UInt16) {
+        self.table = table
+        self.tcpPortV4 = tcpPortV4
+        self.tcpPortV6 = tcpPortV6
+        self.dnsPort = dnsPort
+    }
+
+    /// The commands, one per element, that add the table (which must not exist) and its rules.
+    public var commands: [String] {
+        let rule = "add rule inet \(table) divert "
+        var commands = [
+            "add table inet \(table)" + (ownedByItsMaker ? " { flags owner; }" : ""),
+            "add chain inet \(table) divert { type nat hook output priority -100; }",
+        ]
+        commands += leading.map { rule + $0 }
+        commands += bypass.map { rule + $0 + " return" }
+        commands.append(rule + "meta nfproto ipv4 meta l4proto tcp redirect to :\(tcpPortV4)")
+        if let tcpPortV6 { commands.append(rule + "meta nfproto ipv6 meta l4proto tcp redirect to :\(tcpPortV6)") }
+        commands.append(rule + "meta nfproto ipv4 udp dport 53 redirect to :\(dnsPort)")
+        return commands
     }
 }

@@ -2,7 +2,9 @@ import Logging
 
 /// An exec'd program's TCP connections and DNS lookups in proxy mode, where no TUN device could be opened:
 /// nftables in its namespace redirected them to sockets the namespace helper opened there, and linkcond relays them
-/// through the proxy's TCP model, as `run`'s listeners do.
+/// through the proxy's TCP model, as `run`'s listeners do. `linkcond attach` uses it the same way for the
+/// namespace it runs in, whose upstream connections leave from that namespace, marked so that they are not
+/// redirected again (`NamespaceAttachment`).
 ///
 /// Lives on the event loop thread. Each accepted connection's original destination (SO_ORIGINAL_DST) is connected
 /// to from the host's namespace through the listener's shaped uplink and downlink, with the profile's faults and
@@ -34,9 +36,16 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     /// The destination (`IP:port`) of each live relay, as the destination table counts it.
     private var relayDestinations: [UInt64: String] = [:]
 
-    /// Takes the listeners (one per family) and the DNS socket the namespace helper opened; they are closed when
-    /// it throws.
-    init(listeners: [Int32], dnsQueries: Int32, settings: ExecSettings, context: ListenerContext) throws {
+    /// `exec` (the namespace linkcond made, whose gateway address stands for the host) or `attach` (a namespace
+    /// linkcond runs in, whose destinations are what they say).
+    private let kind: String
+
+    /// Takes the listeners (a descriptor and its family) and the DNS socket the namespace helper, or `attach`,
+    /// opened; they are closed when it throws.
+    init(listeners: [(Int32, Int32)], dnsQueries: Int32, settings: ExecSettings, context: ListenerContext) throws {
+        let kind: String
+        if case .attached = settings.plumbing { kind = "attach" } else { kind = "exec" }
+        self.kind = kind
         loop = context.loop
         logger = context.logger
         options = context.options
@@ -44,7 +53,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         profile = context.profile
         exclude = settings.exclude
         (uplink, downlink) = ShapedLink.pair(for: context)
-        uplink.listenerName = "exec"
+        uplink.listenerName = kind
         faults = ListenerFaults(
             loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         let queries = Socket.adopting(dnsQueries)
@@ -53,7 +62,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
             upstream = try settings.dnsUpstream.map { try $0.resolve() } ?? []
         } catch {
             queries.close()
-            listeners.forEach(Namespaces.close)
+            for (fd, _) in listeners { Namespaces.close(fd) }
             throw error
         }
         do {
@@ -61,13 +70,13 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
                 address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream,
                 context: context, adoptingQueries: queries)
         } catch {
-            context.logger.warning("exec: no DNS forwarder (\(error)); name lookups inside will fail")
+            context.logger.warning("\(kind): no DNS forwarder (\(error)); name lookups inside will fail")
             dns = nil
         }
         direct = DirectLinkHost(owner: self)
         var pending = listeners
         do {
-            for (fd, family) in zip(listeners, [Namespaces.familyV4, Namespaces.familyV6]) {
+            for (fd, family) in listeners {
                 pending.removeFirst()
                 let acceptor = try TCPAcceptor(adopting: Socket.adopting(fd), loop: loop, logger: logger)
                 try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: logger)) {
@@ -77,7 +86,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
                 acceptors.append(acceptor)
             }
         } catch {
-            pending.forEach(Namespaces.close)
+            for (fd, _) in pending { Namespaces.close(fd) }
             close()
             throw error
         }
@@ -86,14 +95,16 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
 
     var bound: BoundListener {
         BoundListener(
-            kind: "exec",
-            address: SocketAddress(numericHost: AddressBytes.format(ExecNamespace.programAddressV4), port: 0)!,
+            kind: kind,
+            address: kind == "exec"
+                ? SocketAddress(numericHost: AddressBytes.format(ExecNamespace.programAddressV4), port: 0)!
+                : SocketAddress(numericHost: "127.0.0.1", port: 0)!,
             upstream: nil)
     }
 
     func status() -> ListenerStatus {
         var status = ListenerStatus(
-            kind: "exec", address: bound.address, upstream: nil, activeConnections: relays.count,
+            kind: kind, address: bound.address, upstream: nil, activeConnections: relays.count,
             connectionsAccepted: connectionsAccepted, connectionsRefused: connectionsRefused,
             uplink: uplink.counters, downlink: downlink.counters,
             destinations: destinations.report(
@@ -139,13 +150,15 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         let relay = TCPRelay(
             id: nextRelayID, host: host, client: client, clientAddress: address,
             upstreamName: destinations.upstreamName(for: destination),
-            upstreamAddresses: [ExecNamespace.hostAddress(for: destination, dns: dns?.bound.address)])
+            upstreamAddresses: [
+                kind == "exec" ? ExecNamespace.hostAddress(for: destination, dns: dns?.bound.address) : destination
+            ])
         nextRelayID += 1
         if excluded { connectionsExcluded += 1 } else { relay.stageSource = faults }
         relays[relay.id] = relay
         relayDestinations[relay.id] = destination.description
         logger.debug(
-            "exec: connection \(relay.id) from \(address) to \(destination)\(excluded ? " (excluded, unconditioned)" : "")"
+            "\(kind): connection \(relay.id) from \(address) to \(destination)\(excluded ? " (excluded, unconditioned)" : "")"
         )
         relay.start(blackholed: !excluded && isBlackholed)
     }

@@ -5,7 +5,8 @@ import LinkModel
 extension Socket {
     /// Opens a non-blocking UDP socket for `family` (`AF_INET` or `AF_INET6`).
     static func udp(family: Int32) throws(SystemError) -> Socket {
-        Socket(descriptor: try syscall("socket") { clinux_socket_nonblocking(family, Int32(SOCK_DGRAM.rawValue)) })
+        try marked(
+            Socket(descriptor: try syscall("socket") { clinux_socket_nonblocking(family, Int32(SOCK_DGRAM.rawValue)) }))
     }
 
     /// Opens a non-blocking UDP socket bound to `address` (port 0 picks a free port).

@@ -31,6 +31,29 @@ public enum Namespaces {
         _ = try syscall("setns") { clinux_setns(descriptor, Kinds.network.rawValue) }
     }
 
+    /// Opens the network namespace file at `path` (/run/netns/NAME, /proc/PID/ns/net) for `enterNetwork`.
+    public static func openNetwork(at path: String) throws(SystemError) -> Int32 {
+        try syscall("open \(path)") { open(path, O_RDONLY | O_CLOEXEC) }
+    }
+
+    /// Whether the calling thread holds capability `number` (CAP_NET_ADMIN is 12) in its effective set, from
+    /// /proc/thread-self/status; nil when that cannot be read.
+    public static func hasEffectiveCapability(_ number: Int) -> Bool? {
+        let fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { _ = Glibc.close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        let text = String(decoding: buffer[..<count], as: UTF8.self)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+            let bits = UInt64(String(line.dropFirst("CapEff:".count).filter { !$0.isWhitespace }), radix: 16)
+        else { return nil }
+        return bits & (1 << UInt64(number)) != 0
+    }
+
+    public static let capabilityNetworkAdministration = 12
+
     /// Makes every mount of the current mount namespace private and bind-mounts a file holding `text` over `target`.
     public static func bindText(_ text: String, over target: String) throws(SystemError) {
         _ = try syscall("bind mount over \(target)") { clinux_bind_text_over(text, target) }
@@ -126,6 +149,47 @@ public enum Namespaces {
         try withCStrings(arguments) { (argv) throws(SystemError) in
             try syscall("spawn \(path)") { clinux_spawn(path, argv) }
         }
+    }
+
+    /// `spawn` with pipes for standard input (`input`, its write end) and standard output and error together
+    /// (`output`, its read end), both close-on-exec here.
+    public static func spawnPiped(_ path: String, _ arguments: [String]) throws(SystemError) -> (
+        pid: Int32, input: Int32, output: Int32
+    ) {
+        var (input, output): (Int32, Int32) = (-1, -1)
+        let pid = try withCStrings(arguments) { (argv) throws(SystemError) in
+            try syscall("spawn \(path)") { clinux_spawn_piped(path, argv, &input, &output) }
+        }
+        return (pid, input, output)
+    }
+
+    /// Writes all of `text` to the pipe or file `descriptor` (blocking).
+    public static func write(_ text: String, to descriptor: Int32) throws(SystemError) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = try syscall("write") {
+                bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            }
+            bytes = bytes.dropFirst(written)
+        }
+    }
+
+    /// What `read(from:within:)` got: bytes, the end of the file, or nothing before the time ran out.
+    public enum ReadOutcome: Equatable, Sendable {
+        case bytes([UInt8])
+        case end
+        case timedOut
+    }
+
+    /// Reads what `descriptor` has once it is readable, waiting at most `milliseconds`.
+    public static func read(from descriptor: Int32, within milliseconds: Int32) throws(SystemError) -> ReadOutcome {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes {
+            clinux_read_within(descriptor, $0.baseAddress, $0.count, milliseconds)
+        }
+        if count == -2 { return .timedOut }
+        let read = try syscall("read") { count }
+        return read == 0 ? .end : .bytes(Array(buffer[..<read]))
     }
 
     /// Replaces the process with `arguments[0]` looked up in PATH; returns the errno only when exec failed.

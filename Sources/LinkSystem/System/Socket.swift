@@ -1,6 +1,7 @@
 import CLinuxShims
 import Glibc
 import LinkModel
+import Synchronization
 
 /// A non-blocking, close-on-exec socket descriptor. A plain value: whoever created it closes it, exactly once.
 public struct Socket: Hashable, Sendable {
@@ -10,7 +11,36 @@ public struct Socket: Hashable, Sendable {
 
     /// Opens a non-blocking TCP socket for `family` (`AF_INET` or `AF_INET6`).
     package static func tcp(family: Int32) throws(SystemError) -> Socket {
-        Socket(descriptor: try syscall("socket") { clinux_socket_nonblocking(family, Int32(SOCK_STREAM.rawValue)) })
+        try marked(
+            Socket(descriptor: try syscall("socket") { clinux_socket_nonblocking(family, Int32(SOCK_STREAM.rawValue)) })
+        )
+    }
+
+    /// The firewall mark (SO_MARK) every TCP and UDP socket linkcond opens carries, 0 for none.
+    ///
+    /// `linkcond attach` sets it once, before any thread opens sockets, so that the nftables rules redirecting its
+    /// namespace's connections to linkcond let linkcond's own upstream connections and DNS queries through:
+    /// without it they would be redirected to linkcond again, a loop. A mark is the process's own, whoever the
+    /// user: matching by socket owner (`meta skuid`) would also exempt an app that runs as the same user (root in
+    /// many containers), and a cgroup match depends on how the container engine lays out cgroups.
+    private static let outgoingMark = Atomic<UInt32>(0)
+
+    /// Marks every socket opened from now on with `mark` (needs CAP_NET_ADMIN).
+    public static func markEverySocket(_ mark: UInt32) {
+        outgoingMark.store(mark, ordering: .releasing)
+    }
+
+    /// `socket`, carrying the outgoing mark when one is set; closed when setting it fails.
+    static func marked(_ socket: Socket) throws(SystemError) -> Socket {
+        let mark = outgoingMark.load(ordering: .acquiring)
+        guard mark != 0 else { return socket }
+        do {
+            try socket.setOption(SOL_SOCKET, SO_MARK, Int32(bitPattern: mark), name: "SO_MARK")
+        } catch {
+            socket.close()
+            throw error
+        }
+        return socket
     }
 
     /// Opens a non-blocking TCP socket bound to `address` and listening, with SO_REUSEADDR.

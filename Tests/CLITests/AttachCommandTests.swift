@@ -1,0 +1,235 @@
+import Foundation
+import LoopbackPeers
+import Testing
+
+/// `linkcond attach` on a network namespace the test makes (as root, as CI runs): an app namespace joined by a veth
+/// pair to a web namespace where a web server runs. Fetches from the app namespace are checked never to be faster
+/// than the profile allows (never against an upper bound on time), and the namespace's nftables show what is
+/// installed.
+@Suite(.serialized) struct AttachCommandTests {
+    /// The two namespaces, the veth pair between them (app 198.18.5.1, web 198.18.5.2) and the web server, all
+    /// removed by `remove`.
+    final class Namespaces {
+        let app: String
+        let web: String
+        let server: Process
+        let directory: URL
+        static let body = [UInt8](repeating: 0x5a, count: 200_000)
+        static let url = "http://198.18.5.2:8080/file"
+
+        init() throws {
+            let tag = "\(getpid() % 10000)\(UInt16.random(in: 0...999))"
+            (app, web) = ("lca-app-\(tag)", "lca-web-\(tag)")
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-attach-\(tag)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try Data(Self.body).write(to: directory.appendingPathComponent("file"))
+            server = Process()
+            try Self.ip("netns", "add", app)
+            try Self.ip("netns", "add", web)
+            try Self.ip(
+                "-n", app, "link", "add", "lca\(tag)", "type", "veth", "peer", "name", "lcw\(tag)", "netns", web)
+            try Self.ip("-n", app, "addr", "add", "198.18.5.1/24", "dev", "lca\(tag)")
+            try Self.ip("-n", web, "addr", "add", "198.18.5.2/24", "dev", "lcw\(tag)")
+            for (namespace, device) in [(app, "lca\(tag)"), (web, "lcw\(tag)")] {
+                try Self.ip("-n", namespace, "link", "set", "lo", "up")
+                try Self.ip("-n", namespace, "link", "set", device, "up")
+            }
+            server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            server.arguments = [
+                "netns", "exec", web, "python3", "-m", "http.server", "8080", "--bind", "198.18.5.2", "--directory",
+                directory.path,
+            ]
+            server.standardOutput = FileHandle.nullDevice
+            server.standardError = FileHandle.nullDevice
+            try server.run()
+            guard waitUntil(seconds: 30, { (try? self.fetch().status) == 0 }) else {
+                remove()
+                throw CLITestError("the web server in \(web) did not answer within 30 s")
+            }
+        }
+
+        func remove() {
+            // SIGKILL: the server may have inherited SIGTERM blocked.
+            if server.isRunning {
+                kill(server.processIdentifier, SIGKILL)
+                server.waitUntilExit()
+            }
+            _ = try? Self.ip("netns", "del", app)
+            _ = try? Self.ip("netns", "del", web)
+            try? FileManager.default.removeItem(at: directory)
+        }
+
+        /// curl in the app namespace: its exit status, the bytes it got, and its time to the first byte and in all.
+        func fetch() throws -> (status: Int32, bytes: Int, firstByte: Double, total: Double) {
+            let result = try LinkcondProcess.run(
+                [
+                    "netns", "exec", app, "curl", "-sS", "-m", "30", "-o", "/dev/null", "-w",
+                    "%{size_download} %{time_starttransfer} %{time_total}", Self.url,
+                ], timeout: 60, executable: URL(fileURLWithPath: "/usr/sbin/ip"))
+            let fields = result.stdout.split(separator: " ").compactMap { Double($0) }
+            guard fields.count == 3 else { return (result.status == 0 ? -1 : result.status, 0, 0, 0) }
+            return (result.status, Int(fields[0]), fields[1], fields[2])
+        }
+
+        /// The app namespace's nftables tables, as `nft list tables` prints them.
+        func tables() throws -> String {
+            try LinkcondProcess.run(
+                ["netns", "exec", app, "nft", "list", "tables"], executable: URL(fileURLWithPath: "/usr/sbin/ip")
+            ).stdout
+        }
+
+        static func ip(_ arguments: String...) throws {
+            let result = try LinkcondProcess.run(arguments, executable: URL(fileURLWithPath: "/usr/sbin/ip"))
+            guard result.status == 0 else {
+                throw CLITestError("ip \(arguments.joined(separator: " ")): \(result.stderr)")
+            }
+        }
+    }
+
+    static var canRun: Bool {
+        getuid() == 0
+            && ["/usr/sbin/nft", "/usr/bin/python3", "/usr/bin/curl", "/usr/bin/setpriv"].allSatisfy {
+                FileManager.default.isExecutableFile(atPath: $0)
+            }
+    }
+
+    static let token = "token-of-the-attach-test"
+
+    /// Starts `linkcond attach --netns` on the app namespace with a control socket in the test's directory, and
+    /// waits for its ready line.
+    static func attach(_ namespaces: Namespaces, profile: String, control: String) throws -> RunningLinkcond {
+        let running = try RunningLinkcond(
+            ["attach", "--netns", "/run/netns/\(namespaces.app)", "--profile", profile, "--control", control],
+            environment: ["LINKCOND_CONTROL_TOKEN": token])
+        guard waitUntil(seconds: 30, { running.stderrText.contains("ready control") || !running.process.isRunning })
+        else { throw CLITestError("no ready line within 30 s: \(running.stderrText)") }
+        return running
+    }
+
+    static func steer(_ arguments: [String], control: String) throws -> LinkcondProcess.Result {
+        try LinkcondProcess.run(arguments + ["--control", control], environment: ["LINKCOND_CONTROL_TOKEN": token])
+    }
+
+    static func status(control: String) throws -> [String: Any] {
+        let result = try steer(["status", "--json"], control: control)
+        return try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result)")
+    }
+
+    static func accepted(_ status: [String: Any]) -> Int {
+        ((status["listeners"] as? [[String: Any]])?.first?["connectionsAccepted"] as? Int) ?? -1
+    }
+
+    @Test func shapesTheNamespacesFetchesObeysUseAndOfflineAndRemovesItsTableOnSigterm() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl and setpriv")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        let profile = namespaces.directory.appendingPathComponent("slow.profile").path
+        try "downlink.bandwidth = 1 Mbit/s\nuplink.bandwidth = 1 Mbit/s\ndelay = 20 ms\n".write(
+            toFile: profile, atomically: true, encoding: .utf8)
+        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let running = try Self.attach(namespaces, profile: profile, control: control)
+        defer { _ = try? running.stop(signal: SIGKILL) }
+
+        let tablesWhileAttached = try namespaces.tables()
+        let shaped = try namespaces.fetch()
+        let afterShaped = try Self.status(control: control)
+        let useNone = try Self.steer(["use", "none"], control: control)
+        let unshaped = try namespaces.fetch()
+        let afterUnshaped = try Self.status(control: control)
+        let offline = try Self.steer(["offline"], control: control)
+        let whileOffline = try namespaces.fetch()
+        let online = try Self.steer(["online"], control: control)
+        let status = try running.stop(signal: SIGTERM)
+        let tablesAfter = try namespaces.tables()
+        let afterExit = try namespaces.fetch()
+
+        #expect(tablesWhileAttached.contains("table inet linkcond-attach"), "\(tablesWhileAttached)")
+        #expect(shaped.status == 0 && shaped.bytes == Namespaces.body.count, "\(shaped); \(running.stderrText)")
+        // 200 000 bytes at 1 Mbit/s of payload take 1.6 s: never less.
+        let atRate = Double(Namespaces.body.count) * 8 / 1_000_000
+        #expect(shaped.total >= atRate * 0.97, "the fetch took \(shaped.total) s; at 1 Mbit/s it takes \(atRate) s")
+        let listener = (afterShaped["listeners"] as? [[String: Any]])?.first
+        #expect(listener?["kind"] as? String == "attach" && Self.accepted(afterShaped) == 1, "\(afterShaped)")
+        #expect(useNone.status == 0 && unshaped.status == 0 && unshaped.bytes == Namespaces.body.count, "\(unshaped)")
+        // Through linkcond still (one more connection accepted), on the profile none.
+        #expect(afterUnshaped["profile"] as? String == "none" && Self.accepted(afterUnshaped) == 2, "\(afterUnshaped)")
+        #expect(offline.status == 0 && whileOffline.status != 0, "offline: \(offline); fetch: \(whileOffline)")
+        #expect(online.status == 0)
+        #expect(status == 0, "stderr: \(running.stderrText)")
+        #expect(!tablesAfter.contains("linkcond-attach"), "\(tablesAfter)")
+        #expect(afterExit.status == 0 && afterExit.bytes == Namespaces.body.count, "\(afterExit)")
+    }
+
+    /// SIGKILL leaves no rules behind: the kernel removes the table with the nft process that owned it, so the
+    /// namespace's connections flow (unconditioned) at once, never refused by a redirect to a dead port; a new
+    /// start conditions it again.
+    @Test func afterSigkillTheNamespaceFlowsAndANewStartAttachesAgain() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl and setpriv")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let first = try Self.attach(namespaces, profile: "lte", control: control)
+        let attachedFirst = try namespaces.tables()
+        _ = try first.stop(signal: SIGKILL)
+        let gone = waitUntil(seconds: 10, { !((try? namespaces.tables()) ?? "").contains("linkcond-attach") })
+        let afterKill = try namespaces.fetch()
+        try? FileManager.default.removeItem(atPath: control)
+        let second = try Self.attach(namespaces, profile: "lte", control: control)
+        defer { _ = try? second.stop(signal: SIGKILL) }
+        let attachedAgain = try namespaces.tables()
+        let throughSecond = try namespaces.fetch()
+        let status = try Self.status(control: control)
+        let stopped = try second.stop(signal: SIGINT)
+        let tablesAfter = try namespaces.tables()
+
+        #expect(attachedFirst.contains("table inet linkcond-attach"), "\(attachedFirst)")
+        #expect(gone, "the table outlived the SIGKILLed linkcond")
+        #expect(afterKill.status == 0 && afterKill.bytes == Namespaces.body.count, "\(afterKill)")
+        #expect(second.process.isRunning == false && stopped == 0, "stderr: \(second.stderrText)")
+        #expect(attachedAgain.contains("table inet linkcond-attach"), "\(attachedAgain)")
+        #expect(throughSecond.status == 0 && Self.accepted(status) == 1, "\(throughSecond); \(status)")
+        #expect(!tablesAfter.contains("linkcond-attach"), "\(tablesAfter)")
+    }
+
+    @Test func refusesAMissingNamespaceAGoneProcessAndAUserWithoutCapabilitiesInstallingNothing() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl and setpriv")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        let missing = try LinkcondProcess.run(["attach", "--netns", "/run/netns/lca-no-such-namespace"])
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/true")
+        try ended.run()
+        ended.waitUntilExit()
+        let gone = try LinkcondProcess.run(["attach", "--pid", "\(ended.processIdentifier)"])
+        let unprivileged = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        let inside = try LinkcondProcess.run(
+            ["netns", "exec", namespaces.app] + unprivileged + [LinkcondProcess.executable.path, "attach"],
+            executable: URL(fileURLWithPath: "/usr/sbin/ip"))
+        let entering = try LinkcondProcess.run(
+            Array(unprivileged.dropFirst()) + [
+                LinkcondProcess.executable.path, "attach", "--netns", "/run/netns/\(namespaces.app)",
+            ], executable: URL(fileURLWithPath: unprivileged[0]))
+        let tables = try namespaces.tables()
+
+        #expect(
+            missing.status == 2 && missing.stderr.contains("--netns /run/netns/lca-no-such-namespace: no such file"),
+            "\(missing)")
+        #expect(
+            gone.status == 2 && gone.stderr.contains("--pid \(ended.processIdentifier): no such process"), "\(gone)")
+        #expect(
+            inside.status == 1
+                && inside.stderr.contains("needs CAP_NET_ADMIN in the network namespace linkcond runs in"), "\(inside)")
+        #expect(entering.status == 1 && entering.stderr.contains("CAP_SYS_ADMIN"), "\(entering)")
+        #expect(!tables.contains("linkcond-attach"), "\(tables)")
+    }
+}
