@@ -63,7 +63,7 @@ struct AttachCommand: ParsableCommand {
     @Option(
         name: .customLong("dns-upstream"),
         help:
-            "Resolver the namespace's DNS lookups go to, HOST:PORT (default: the first nameserver in /etc/resolv.conf)."
+            "Resolver the namespace's DNS lookups go to, HOST:PORT (default: the first nameserver in the resolv.conf its programs read: /etc/netns/NAME/resolv.conf for --netns /run/netns/NAME when it exists, /proc/PID/root/etc/resolv.conf for --pid, else /etc/resolv.conf)."
     )
     var dnsUpstream: String?
 
@@ -121,7 +121,8 @@ struct AttachCommand: ParsableCommand {
             throw error.isBadInput ? ExitStatus.badInput : ExitStatus.runtimeFailure
         }
         let settings = ExecSettings(
-            plumbing: attachment.plumbing, dnsUpstream: dnsUpstream.flatMap(Endpoint.init(parsing:)))
+            plumbing: attachment.plumbing, dnsUpstream: dnsUpstream.flatMap(Endpoint.init(parsing:)),
+            resolverConfiguration: target.resolverConfiguration)
         let proxy: ConditionedProxy
         do {
             var options = ProxyOptions()
@@ -164,8 +165,13 @@ struct AttachCommand: ParsableCommand {
             throw ExitStatus.runtimeFailure
         }
         if let scenario { proxy.startScenario(scenario) }
+        let resolver =
+            dnsUpstream
+            ?? ((try? DNSForwarderSupport.systemResolver(configuration: settings.resolverConfiguration))
+                .map { "\($0), the first nameserver in \(settings.resolverConfiguration)" }
+                ?? "none: no nameserver in \(settings.resolverConfiguration)")
         printError(
-            "linkcond attach: conditioning \(target.description): TCP through the proxy's TCP model, DNS over UDP through the forwarder; not redirected: the namespace's own addresses\(exclusions.isEmpty ? "" : ", --exclude"), IPv6 DNS, other UDP and ICMP"
+            "linkcond attach: conditioning \(target.description): TCP through the proxy's TCP model, DNS over UDP through the forwarder (to \(resolver)); not redirected: the namespace's own addresses\(exclusions.isEmpty ? "" : ", --exclude"), IPv6 DNS, other UDP and ICMP"
         )
         logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
         var status = ExitCode.success

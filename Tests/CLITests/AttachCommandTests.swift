@@ -8,12 +8,18 @@ import Testing
 /// installed.
 @Suite(.serialized) struct AttachCommandTests {
     /// The two namespaces, the veth pair between them (app 198.18.5.1, web 198.18.5.2) and the web server, all
-    /// removed by `remove`.
+    /// removed by `remove`; a resolver in the web namespace and processes in the app one on demand.
     final class Namespaces {
         let app: String
         let web: String
         let server: Process
         let directory: URL
+        /// The resolver (`startResolver`) and the processes `startInApp` started, killed by `remove`.
+        private var started: [Process] = []
+        /// Where `ip netns exec` finds the app namespace's own files (its resolv.conf), removed by `remove`.
+        var appConfiguration: String { "/etc/netns/\(app)" }
+        /// The address every A question gets from the resolver.
+        static let answer = "192.0.2.53"
         static let body = [UInt8](repeating: 0x5a, count: 200_000)
         static let url = "http://198.18.5.2:8080/file"
 
@@ -50,13 +56,72 @@ import Testing
 
         func remove() {
             // SIGKILL: the server may have inherited SIGTERM blocked.
-            if server.isRunning {
-                kill(server.processIdentifier, SIGKILL)
-                server.waitUntilExit()
+            for process in [server] + started where process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
             }
             _ = try? Self.ip("netns", "del", app)
             _ = try? Self.ip("netns", "del", web)
             try? FileManager.default.removeItem(at: directory)
+            try? FileManager.default.removeItem(atPath: appConfiguration)
+        }
+
+        /// Starts `arguments` in `namespace` with `ip netns exec`, which execs it: the process's pid is the
+        /// command's.
+        @discardableResult
+        func start(in namespace: String, _ arguments: [String]) throws -> Process {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            process.arguments = ["netns", "exec", namespace] + arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            started.append(process)
+            return process
+        }
+
+        /// A resolver on 198.18.5.2:53 in the web namespace that answers every question with `answer` (an A
+        /// record), which the app namespace reaches over the veth pair and the test's own namespace does not.
+        func startResolver() throws {
+            let script = """
+                import socket
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                s.bind(("198.18.5.2", 53))
+                while True:
+                    query, peer = s.recvfrom(512)
+                    end = query.index(0, 12) + 5
+                    answer = bytearray(query[:end])
+                    answer[2] |= 0x80
+                    answer[3] = 0x80
+                    answer[6:12] = bytes([0, 1, 0, 0, 0, 0])
+                    record = bytes([0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 53])
+                    s.sendto(bytes(answer) + record, peer)
+                """
+            try start(in: web, ["python3", "-c", script])
+            // Ready once it answers a lookup from the app namespace, straight (no attach yet).
+            guard waitUntil(seconds: 30, { (try? self.lookup(at: "198.18.5.2").address) == Self.answer }) else {
+                throw CLITestError("the resolver in \(web) did not answer within 30 s")
+            }
+        }
+
+        /// Gives the app namespace a resolv.conf of its own naming `nameserver`, as `ip netns exec` reads it.
+        func writeAppResolverConfiguration(nameserver: String) throws {
+            try FileManager.default.createDirectory(atPath: appConfiguration, withIntermediateDirectories: true)
+            try "nameserver \(nameserver)\n".write(
+                toFile: appConfiguration + "/resolv.conf", atomically: true, encoding: .utf8)
+        }
+
+        /// dig in the app namespace for example.test, at `server` or the namespace's resolv.conf's: the address
+        /// answered and dig's query time in milliseconds (whole ones, truncated: a lower bound's check allows 1).
+        func lookup(at server: String? = nil) throws -> (address: String?, milliseconds: Int, output: String) {
+            let result = try LinkcondProcess.run(
+                ["netns", "exec", app, "dig", "+tries=1", "+time=10", "+noall", "+answer", "+stats"]
+                    + (server.map { ["@\($0)"] } ?? []) + ["example.test"],
+                timeout: 30, executable: URL(fileURLWithPath: "/usr/sbin/ip"))
+            let lines = result.stdout.split(separator: "\n")
+            let address = lines.first { $0.hasPrefix("example.test.") }?.split(whereSeparator: \.isWhitespace).last
+            let time = lines.first { $0.contains("Query time:") }?.split(separator: " ").compactMap { Int($0) }.first
+            return (address.map(String.init), time ?? -1, result.stdout + result.stderr)
         }
 
         /// curl in the app namespace: its exit status, the bytes it got, and its time to the first byte and in all.
@@ -88,20 +153,27 @@ import Testing
 
     static var canRun: Bool {
         getuid() == 0
-            && ["/usr/sbin/nft", "/usr/bin/python3", "/usr/bin/curl", "/usr/bin/setpriv"].allSatisfy {
+            && ["/usr/sbin/nft", "/usr/bin/python3", "/usr/bin/curl", "/usr/bin/setpriv", "/usr/bin/dig"].allSatisfy {
                 FileManager.default.isExecutableFile(atPath: $0)
             }
     }
 
     static let token = "token-of-the-attach-test"
 
-    /// Starts `linkcond attach --netns` on the app namespace with a control socket in the test's directory, and
-    /// waits for its ready line.
-    static func attach(_ namespaces: Namespaces, profile: String, control: String) throws -> RunningLinkcond {
+    /// Starts `linkcond attach` on `target` (the app namespace by default) with a control socket in the test's
+    /// directory, and waits for the line it prints once it conditions.
+    static func attach(
+        _ namespaces: Namespaces, profile: String, control: String, target: [String]? = nil,
+        options: [String] = [], environment: [String: String] = [:]
+    ) throws -> RunningLinkcond {
         let running = try RunningLinkcond(
-            ["attach", "--netns", "/run/netns/\(namespaces.app)", "--profile", profile, "--control", control],
-            environment: ["LINKCOND_CONTROL_TOKEN": token])
-        guard waitUntil(seconds: 30, { running.stderrText.contains("ready control") || !running.process.isRunning })
+            ["attach"] + (target ?? ["--netns", "/run/netns/\(namespaces.app)"]) + [
+                "--profile", profile, "--control", control,
+            ] + options,
+            environment: environment.merging(["LINKCOND_CONTROL_TOKEN": token]) { $1 })
+        guard
+            waitUntil(
+                seconds: 30, { running.stderrText.contains("attach: conditioning") || !running.process.isRunning })
         else { throw CLITestError("no ready line within 30 s: \(running.stderrText)") }
         return running
     }
@@ -116,13 +188,20 @@ import Testing
             try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result)")
     }
 
+    /// `linkcond ps --json` in `runtime`: the instances it lists.
+    static func instances(_ runtime: ControlSecurityCommandTests.RuntimeDirectory) throws -> [[String: Any]] {
+        let result = try LinkcondProcess.run(["ps", "--json"], environment: runtime.environment)
+        return try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]], "\(result)")
+    }
+
     static func accepted(_ status: [String: Any]) -> Int {
         ((status["listeners"] as? [[String: Any]])?.first?["connectionsAccepted"] as? Int) ?? -1
     }
 
     @Test func shapesTheNamespacesFetchesObeysUseAndOfflineAndRemovesItsTableOnSigterm() throws {
         guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl and setpriv")
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
             return
         }
         let namespaces = try Namespaces()
@@ -131,9 +210,11 @@ import Testing
         try "downlink.bandwidth = 1 Mbit/s\nuplink.bandwidth = 1 Mbit/s\ndelay = 20 ms\n".write(
             toFile: profile, atomically: true, encoding: .utf8)
         let control = namespaces.directory.appendingPathComponent("control.sock").path
-        let running = try Self.attach(namespaces, profile: profile, control: control)
+        let runtime = try ControlSecurityCommandTests.RuntimeDirectory()
+        let running = try Self.attach(namespaces, profile: profile, control: control, environment: runtime.environment)
         defer { _ = try? running.stop(signal: SIGKILL) }
 
+        let listedWhileAttached = try Self.instances(runtime)
         let tablesWhileAttached = try namespaces.tables()
         let shaped = try namespaces.fetch()
         let afterShaped = try Self.status(control: control)
@@ -146,7 +227,13 @@ import Testing
         let status = try running.stop(signal: SIGTERM)
         let tablesAfter = try namespaces.tables()
         let afterExit = try namespaces.fetch()
+        let listedAfter = try Self.instances(runtime)
 
+        #expect(
+            listedWhileAttached.count == 1 && listedWhileAttached.first?["command"] as? String == "attach"
+                && (listedWhileAttached.first?["pid"] as? NSNumber)?.int32Value == running.process.processIdentifier,
+            "\(listedWhileAttached)")
+        #expect(listedAfter.isEmpty, "\(listedAfter)")
         #expect(tablesWhileAttached.contains("table inet linkcond-attach"), "\(tablesWhileAttached)")
         #expect(shaped.status == 0 && shaped.bytes == Namespaces.body.count, "\(shaped); \(running.stderrText)")
         // 200 000 bytes at 1 Mbit/s of payload take 1.6 s: never less.
@@ -169,7 +256,7 @@ import Testing
     /// start conditions it again.
     @Test func afterSigkillTheNamespaceFlowsAndANewStartAttachesAgain() throws {
         guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl and setpriv")
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
             return
         }
         let namespaces = try Namespaces()
@@ -198,9 +285,115 @@ import Testing
         #expect(!tablesAfter.contains("linkcond-attach"), "\(tablesAfter)")
     }
 
+    /// A lookup from the namespace reaches the resolver `--dns-upstream` names through linkcond's forwarder and
+    /// pays `dns.delay`: dig asks 198.18.5.3, where nothing answers, so an answer came through the redirect.
+    @Test func aLookupInTheNamespaceReachesTheGivenUpstreamAndPaysTheDNSDelay() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        try namespaces.startResolver()
+        let profile = namespaces.directory.appendingPathComponent("dns.profile").path
+        try "dns.delay = 400 ms\n".write(toFile: profile, atomically: true, encoding: .utf8)
+        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let running = try Self.attach(
+            namespaces, profile: profile, control: control, options: ["--dns-upstream", "198.18.5.2:53"])
+        defer { _ = try? running.stop(signal: SIGKILL) }
+
+        let lookup = try namespaces.lookup(at: "198.18.5.3")
+        let status = try running.stop(signal: SIGTERM)
+
+        #expect(lookup.address == Namespaces.answer, "\(lookup.output); \(running.stderrText)")
+        // dig truncates to whole milliseconds and starts its clock as it sends.
+        #expect(lookup.milliseconds >= 399, "the lookup took \(lookup.milliseconds) ms with dns.delay 400 ms")
+        #expect(running.stderrText.contains("through the forwarder (to 198.18.5.2:53)"), "\(running.stderrText)")
+        #expect(status == 0, "stderr: \(running.stderrText)")
+    }
+
+    /// Without --dns-upstream the forwarder asks the resolver the namespace's programs would have asked: for
+    /// /run/netns/NAME the one in /etc/netns/NAME/resolv.conf (which `ip netns exec` mounts over
+    /// /etc/resolv.conf), reachable from the namespace where the host's resolver is not.
+    @Test func withoutAnUpstreamTheForwarderAsksTheResolverOfTheNamespacesOwnResolvConf() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        try namespaces.startResolver()
+        try namespaces.writeAppResolverConfiguration(nameserver: "198.18.5.2")
+        let profile = namespaces.directory.appendingPathComponent("dns.profile").path
+        try "dns.delay = 400 ms\n".write(toFile: profile, atomically: true, encoding: .utf8)
+        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let running = try Self.attach(namespaces, profile: profile, control: control)
+        defer { _ = try? running.stop(signal: SIGKILL) }
+
+        let asTheAppDoes = try namespaces.lookup()
+        let elsewhere = try namespaces.lookup(at: "198.18.5.3")
+        let status = try running.stop(signal: SIGTERM)
+
+        let configuration = "\(namespaces.appConfiguration)/resolv.conf"
+        #expect(
+            running.stderrText.contains("(to 198.18.5.2:53, the first nameserver in \(configuration))"),
+            "\(running.stderrText)")
+        for lookup in [asTheAppDoes, elsewhere] {
+            #expect(lookup.address == Namespaces.answer, "\(lookup.output); \(running.stderrText)")
+            #expect(lookup.milliseconds >= 399, "the lookup took \(lookup.milliseconds) ms with dns.delay 400 ms")
+        }
+        #expect(status == 0, "stderr: \(running.stderrText)")
+    }
+
+    /// `--pid` conditions the namespace of a live process (started in the app namespace by `ip netns exec`, which
+    /// also gives it the namespace's resolv.conf, read under /proc/PID/root), and SIGTERM removes the rules.
+    @Test func attachingByPidConditionsTheProcesssNamespaceAndSigtermRemovesTheRules() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        try namespaces.startResolver()
+        try namespaces.writeAppResolverConfiguration(nameserver: "198.18.5.2")
+        let sleeper = try namespaces.start(in: namespaces.app, ["sleep", "60"])
+        let pid = sleeper.processIdentifier
+        // `ip netns exec` enters the namespace and mounts its resolv.conf, then execs sleep: before that, the pid
+        // is in the test's own namespace, which attach must never condition.
+        let entered = waitUntil(seconds: 30) {
+            (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) == "sleep\n"
+        }
+        try #require(entered, "ip netns exec did not exec sleep within 30 s")
+        let profile = namespaces.directory.appendingPathComponent("slow.profile").path
+        try "downlink.bandwidth = 1 Mbit/s\nuplink.bandwidth = 1 Mbit/s\ndns.delay = 400 ms\n".write(
+            toFile: profile, atomically: true, encoding: .utf8)
+        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let running = try Self.attach(namespaces, profile: profile, control: control, target: ["--pid", "\(pid)"])
+        defer { _ = try? running.stop(signal: SIGKILL) }
+
+        let tablesWhileAttached = try namespaces.tables()
+        let shaped = try namespaces.fetch()
+        let lookup = try namespaces.lookup(at: "198.18.5.3")
+        let status = try running.stop(signal: SIGTERM)
+        let tablesAfter = try namespaces.tables()
+
+        #expect(running.stderrText.contains("conditioning the network namespace of process \(pid)"))
+        #expect(
+            running.stderrText.contains("the first nameserver in /proc/\(pid)/root/etc/resolv.conf"),
+            "\(running.stderrText)")
+        #expect(tablesWhileAttached.contains("table inet linkcond-attach"), "\(tablesWhileAttached)")
+        #expect(shaped.status == 0 && shaped.bytes == Namespaces.body.count, "\(shaped); \(running.stderrText)")
+        let atRate = Double(Namespaces.body.count) * 8 / 1_000_000
+        #expect(shaped.total >= atRate * 0.97, "the fetch took \(shaped.total) s; at 1 Mbit/s it takes \(atRate) s")
+        #expect(lookup.address == Namespaces.answer && lookup.milliseconds >= 399, "\(lookup)")
+        #expect(status == 0, "stderr: \(running.stderrText)")
+        #expect(!tablesAfter.contains("linkcond-attach"), "\(tablesAfter)")
+        #expect(sleeper.isRunning, "attach must leave the process it conditioned alone")
+    }
+
     @Test func refusesAMissingNamespaceAGoneProcessAndAUserWithoutCapabilitiesInstallingNothing() throws {
         guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl and setpriv")
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
             return
         }
         let namespaces = try Namespaces()

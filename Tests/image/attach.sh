@@ -26,41 +26,15 @@ label="linkcond-test=$test_id"
 secret="$test_id-control"
 # The sidecar goes first: a container whose network another container joined cannot be removed before it.
 trap 'podman rm -f -t 0 "$test_id-sidecar" >/dev/null 2>&1; podman secret rm "$secret" >/dev/null 2>&1; image_cleanup' EXIT
-passed=0 failed=0
-check() { # check DESCRIPTION COMMAND...
-    local description=$1; shift
-    if "$@"; then passed=$((passed + 1)); echo "ok: $description"; else failed=$((failed + 1)); echo "FAILED: $description"; fi
-}
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 network="linkcond-test-$test_id"
 podman network create --label "$label" "$network" >/dev/null
 podman run -d --label "$label" --name "$test_id-web" --network "$network" "$upstream_image" >/dev/null
 web_ip=$(podman inspect -f "{{(index .NetworkSettings.Networks \"$network\").IPAddress}}" "$test_id-web")
 [ -n "$web_ip" ] || fail "the web container has no address on $network"
-expected_sum=$(md5sum < "$test_work/upstream/www/page.bin" | cut -d' ' -f1)
+fetch() { fetch_page "$1" "$web_ip"; }
+at_3g() { fetch_page_at_3g "$1" "$web_ip"; }
 
-# fetch APP: the app container gets the page over HTTP/1.0 with busybox nc (busybox's wget crashes in a FROM
-# scratch image without /etc), the body being the last 100 kB; prints the seconds it took, fails unless the page
-# arrived whole.
-fetch() {
-    python3 - "$1" "$web_ip" "$expected_sum" <<'PY'
-import subprocess, sys, time
-start = time.monotonic()
-script = (f"printf 'GET /page.bin HTTP/1.0\\r\\n\\r\\n' | /bin/busybox nc -w 30 {sys.argv[2]} 80"
-          " | /bin/busybox tail -c 100000 | /bin/busybox md5sum")
-result = subprocess.run(["timeout", "60", "podman", "exec", sys.argv[1], "/bin/busybox", "sh", "-c", script],
-                        capture_output=True, text=True)
-elapsed = time.monotonic() - start
-print(f"{elapsed:.3f}")
-sys.exit(0 if result.stdout.split(" ")[0] == sys.argv[3] else 1)
-PY
-}
-# at_3g APP: the fetch arrives whole and never early for 100 kB under 3G (780 kbit/s, 100 ms each way): >= 1.2 s.
-at_3g() {
-    local seconds
-    seconds=$(fetch "$1") || { echo "the fetch failed after $seconds s"; return 1; }
-    python3 -c "import sys; t = float(sys.argv[1]); print(f'{t:.2f} s'); sys.exit(0 if t >= 1.2 else 1)" "$seconds"
-}
 # steer ADDRESS ARGUMENTS...: a linkcond command from outside the pod: another container on the network.
 steer() {
     local address=$1; shift
@@ -74,10 +48,6 @@ status_field() {
 tables_of() { nsenter -t "$(podman inspect -f '{{.State.Pid}}' "$1")" -n nft list tables; }
 has_table() { tables_of "$1" | grep -q "table inet linkcond-attach"; }
 no_table() { ! tables_of "$1" | grep -q "linkcond-attach"; }
-wait_for() { # wait_for SECONDS COMMAND...
-    local deadline=$(($(date +%s) + $1)); shift
-    until "$@"; do (($(date +%s) < deadline)) || return 1; sleep 0.2; done
-}
 fails() { ! "$@"; }
 ready() { podman logs "$1" 2>&1 | grep -q "^ready control"; }
 
@@ -114,8 +84,7 @@ conditioned() {
 # The guide's Pod, with the test's images, its own names and label. podman 4.3 stores a Secret that kube play
 # reads in a form its secretKeyRef cannot read back, so the Secret document is replaced by a podman secret of
 # the form secretKeyRef reads (a JSON object of base64 values).
-awk 'index($0, "<!-- file pod.yaml") { found = 1; next } found && /^```/ { if (inside) exit; inside = 1; next } inside { print }' \
-    "$repo/docs/guides/kubernetes.md" > "$test_work/pod-from-guide.yaml"
+guide_block kubernetes.md "<!-- file pod.yaml" > "$test_work/pod-from-guide.yaml"
 grep -q "^kind: Secret" "$test_work/pod-from-guide.yaml" || fail "the guide's Pod block has no Secret"
 awk 'BEGIN { RS = "---\n" } !/kind: Secret/ { printf "---\n%s", $0 }' "$test_work/pod-from-guide.yaml" \
     | sed -e "s#image: docker.io/library/alpine:3.20#image: $upstream_image#" \

@@ -22,11 +22,7 @@ fi
 image_linkcond
 
 # The two blocks that follow their marker comments in the guide, as a user would save them.
-block() { # block MARKER: the fenced block after the line containing MARKER
-    awk -v marker="$1" 'index($0, marker) { found = 1; next } found && /^```/ { if (inside) exit; inside = 1; next } inside { print }' \
-        "$repo/docs/guides/containers.md"
-}
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+block() { guide_block containers.md "$1"; }
 api_port=$(free_port)
 proxy_port=$(free_port)
 project_dir="$test_work/project"
@@ -41,11 +37,6 @@ grep -q "$upstream_image" "$project_dir/compose.yaml" && grep -q "$api_port" "$p
 chmod 644 "$project_dir/toxiproxy.json"
 compose_project="linkcond-test-$test_id"
 
-passed=0 failed=0
-check() { # check DESCRIPTION COMMAND...
-    local description=$1; shift
-    if "$@"; then passed=$((passed + 1)); echo "ok: $description"; else failed=$((failed + 1)); echo "FAILED: $description"; fi
-}
 (cd "$project_dir" && timeout 180 podman-compose -p "$compose_project" -f compose.yaml up -d) > "$test_work/compose.log" 2>&1 \
     || { cat "$test_work/compose.log"; fail "podman-compose up"; }
 linkcond_container=$(podman ps -q --filter "label=io.podman.compose.project=$compose_project" --filter "label=io.podman.compose.service=linkcond")

@@ -72,6 +72,54 @@ wait_for_http() {
     done
 }
 
+# Prints the fenced block that follows the line containing MARKER in GUIDE (a file under docs/guides/), as a user
+# would save it: guide_block GUIDE MARKER.
+guide_block() {
+    awk -v marker="$2" 'index($0, marker) { found = 1; next } found && /^```/ { if (inside) exit; inside = 1; next } inside { print }' \
+        "$repo/docs/guides/$1"
+}
+
+# A TCP port free on 127.0.0.1 now.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# check DESCRIPTION COMMAND...: runs one check, counting it in $passed or $failed and saying which.
+passed=0 failed=0
+check() {
+    local description=$1; shift
+    if "$@"; then passed=$((passed + 1)); echo "ok: $description"; else failed=$((failed + 1)); echo "FAILED: $description"; fi
+}
+
+# wait_for SECONDS COMMAND...: until COMMAND succeeds, for at most SECONDS.
+wait_for() {
+    local deadline=$(($(date +%s) + $1)); shift
+    until "$@"; do (($(date +%s) < deadline)) || return 1; sleep 0.2; done
+}
+
+# fetch_page CONTAINER ADDRESS: CONTAINER gets the upstream image's page from ADDRESS:80 over HTTP/1.0 with
+# busybox nc (busybox's wget crashes in a FROM scratch image without /etc), the body being the last 100 kB;
+# prints the seconds it took, fails unless the page arrived whole.
+fetch_page() {
+    python3 - "$1" "$2" "$(md5sum < "$test_work/upstream/www/page.bin" | cut -d' ' -f1)" <<'PY'
+import subprocess, sys, time
+start = time.monotonic()
+script = (f"printf 'GET /page.bin HTTP/1.0\\r\\n\\r\\n' | /bin/busybox nc -w 30 {sys.argv[2]} 80"
+          " | /bin/busybox tail -c 100000 | /bin/busybox md5sum")
+result = subprocess.run(["timeout", "60", "podman", "exec", sys.argv[1], "/bin/busybox", "sh", "-c", script],
+                        capture_output=True, text=True)
+elapsed = time.monotonic() - start
+print(f"{elapsed:.3f}")
+sys.exit(0 if result.stdout.split(" ")[0] == sys.argv[3] else 1)
+PY
+}
+
+# fetch_page_at_3g CONTAINER ADDRESS: the page arrives whole and never early for 100 kB under 3G (780 kbit/s,
+# 100 ms each way): at least 1.2 s.
+fetch_page_at_3g() {
+    local seconds
+    seconds=$(fetch_page "$1" "$2") || { echo "the fetch failed after $seconds s"; return 1; }
+    python3 -c "import sys; t = float(sys.argv[1]); print(f'{t:.2f} s'); sys.exit(0 if t >= 1.2 else 1)" "$seconds"
+}
+
 # A virtual environment with the given PyPI packages, kept between runs in $TMPDIR.
 python_venv() {
     local venv="${TMPDIR:-/tmp}/linkcond-image-venv"

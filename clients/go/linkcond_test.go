@@ -244,8 +244,19 @@ func TestScenariosByNameAndByText(t *testing.T) {
 	if err := link.Scenario(ctx, "0s edge\n1h lte\n"); err != nil {
 		t.Fatal(err)
 	}
-	if got := status(t, link).Profile; got != "edge" {
-		t.Fatalf("profile %q", got)
+	s := status(t, link)
+	if s.Profile != "edge" {
+		t.Fatalf("profile %q", s.Profile)
+	}
+	if sc := s.Scenario; sc == nil || sc.CurrentStep == nil || *sc.CurrentStep != "edge" || sc.NextStep == nil ||
+		*sc.NextStep != "lte" || sc.SecondsToNextStep == nil || *sc.SecondsToNextStep <= 0 {
+		t.Fatalf("scenario %+v", s.Scenario)
+	}
+	if s.Handshake == nil || s.Handshake.RoundTripSeconds <= 0 {
+		t.Fatalf("handshake %+v", s.Handshake)
+	}
+	if rate := s.Listeners[0].Downlink.BandwidthBitsPerSecond; rate == nil || *rate <= 0 {
+		t.Fatalf("downlink bandwidth %v", rate)
 	}
 	if err := link.Scenario(ctx, "no-such-scenario"); err == nil || !strings.Contains(err.Error(), "subway") {
 		t.Fatalf("an unknown scenario name: %v", err)

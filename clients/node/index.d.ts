@@ -42,6 +42,8 @@ export interface DirectionStatus {
   duplicates: number;
   datagramsCorrupted?: number;
   bitsPerSecond: number;
+  /** The profile's rate for this direction now, which bitsPerSecond reads against; absent when it sets none. */
+  bandwidthBitsPerSecond?: number;
   queueDelaySeconds?: number;
   deliveryLateness?: { writes: number; p50Seconds: number; p99Seconds: number; maxSeconds: number; sumSeconds: number };
   [field: string]: unknown;
@@ -76,9 +78,24 @@ export interface Status {
     elapsedSeconds: number;
     repetitions: number;
     finished: boolean;
+    /** The step in force as its author wrote it; absent before the first step. */
+    currentStep?: string;
+    /** The step due next as written; absent once a scenario that does not repeat applied its last step. */
+    nextStep?: string;
+    /** Seconds until the next step applies; absent without a next step. */
+    secondsToNextStep?: number;
+    /** Whether the next step starts the scenario over (`repeat`); absent without a next step. */
+    nextStepStartsOver?: boolean;
   };
   listeners: ListenerStatus[];
   mainLoopRealtimePriority?: number;
+  /** The TCP handshake a new connection makes under the current conditions. */
+  handshake?: {
+    /** The uplink's delay plus the downlink's: a SYN's trip and its SYN-ACK's. */
+    roundTripSeconds: number;
+    /** Whether neither direction can lose a TCP packet. */
+    lossless: boolean;
+  };
   [field: string]: unknown;
 }
 

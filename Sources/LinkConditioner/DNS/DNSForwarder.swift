@@ -70,19 +70,19 @@ final class DNSForwarder: ConditionedListener {
     private var tcpBufferedPeak = 0
 
     /// Binds UDP and TCP on `address` (the same port for both) and connects to `upstream`, or to the first
-    /// `nameserver` of /etc/resolv.conf when none is given. Given `adoptedQueries`, a UDP socket opened elsewhere
+    /// `nameserver` of `resolverConfiguration` when none is given. Given `adoptedQueries`, a UDP socket opened elsewhere
     /// (in an exec'd program's namespace), it takes that socket for UDP queries, closing it when it throws, and binds
     /// only TCP on `address`.
     init(
-        address: SocketAddress, upstream: [SocketAddress], context: ListenerContext,
-        adoptingQueries adoptedQueries: Socket? = nil
+        address: SocketAddress, upstream: [SocketAddress], resolverConfiguration: String = "/etc/resolv.conf",
+        context: ListenerContext, adoptingQueries adoptedQueries: Socket? = nil
     ) throws {
         let upstreamAddress: SocketAddress
         let udpSocket: Socket
         let tcpSocket: Socket
         let localAddress: SocketAddress
         do {
-            upstreamAddress = try upstream.first ?? Self.systemResolver()
+            upstreamAddress = try upstream.first ?? Self.systemResolver(configuration: resolverConfiguration)
             if let adoptedQueries {
                 tcpSocket = try Socket.listening(on: address)
                 do {

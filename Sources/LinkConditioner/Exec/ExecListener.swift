@@ -3,15 +3,22 @@ import Logging
 /// What `linkcond exec` hands the proxy: the namespace helper's descriptors and the DNS forwarder's upstream.
 public struct ExecSettings: Hashable, Sendable {
     public var plumbing: ExecNamespace.Plumbing
-    /// The resolver the DNS forwarder asks; nil for the host's first nameserver.
+    /// The resolver the DNS forwarder asks; nil for the first nameserver in `resolverConfiguration`.
     public var dnsUpstream: Endpoint?
+    /// The resolv.conf whose first nameserver the DNS forwarder asks when `dnsUpstream` is nil: the host's for
+    /// `exec`, the namespace's own for `attach` (`NamespaceAttachment.Target.resolverConfiguration`).
+    public var resolverConfiguration: String
     /// Destinations whose packets bypass the link (`--exclude`, added to the profile's); packets carry addresses
     /// only, so host names match nothing here.
     public var exclude: [HostPattern]
 
-    public init(plumbing: ExecNamespace.Plumbing, dnsUpstream: Endpoint?, exclude: [HostPattern] = []) {
+    public init(
+        plumbing: ExecNamespace.Plumbing, dnsUpstream: Endpoint?, resolverConfiguration: String = "/etc/resolv.conf",
+        exclude: [HostPattern] = []
+    ) {
         self.plumbing = plumbing
         self.dnsUpstream = dnsUpstream
+        self.resolverConfiguration = resolverConfiguration
         self.exclude = exclude
     }
 }
@@ -113,7 +120,8 @@ final class ExecListener: RelayHost, ConditionedListener {
         let upstream = try settings.dnsUpstream.map { try $0.resolve() } ?? []
         do {
             dns = try DNSForwarder(
-                address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream, context: context)
+                address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream,
+                resolverConfiguration: settings.resolverConfiguration, context: context)
         } catch {
             context.logger.warning("exec: no DNS forwarder (\(error)); name lookups inside will fail")
             dns = nil

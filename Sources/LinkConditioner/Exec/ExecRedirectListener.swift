@@ -68,7 +68,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         do {
             dns = try DNSForwarder(
                 address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream,
-                context: context, adoptingQueries: queries)
+                resolverConfiguration: settings.resolverConfiguration, context: context, adoptingQueries: queries)
         } catch {
             context.logger.warning("\(kind): no DNS forwarder (\(error)); name lookups inside will fail")
             dns = nil

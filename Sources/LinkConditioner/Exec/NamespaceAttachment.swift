@@ -27,6 +27,32 @@ public final class NamespaceAttachment {
             case .process(let pid): "the network namespace of process \(pid)"
             }
         }
+
+        /// The resolver configuration the namespace's programs read, whose first nameserver the DNS forwarder asks
+        /// when none is given: the one a resolver reachable from the namespace is named in, where the host's may not
+        /// be. For /run/netns/NAME, /etc/netns/NAME/resolv.conf when it exists (what `ip netns exec` mounts over
+        /// /etc/resolv.conf); for a process, the file under its own root; else linkcond's own /etc/resolv.conf.
+        public var resolverConfiguration: String {
+            let own = "/etc/resolv.conf"
+            let candidate: String
+            switch self {
+            case .current:
+                return own
+            case .process(let pid):
+                candidate = "/proc/\(pid)/root/etc/resolv.conf"
+            case .path(let path):
+                let components = path.split(separator: "/")
+                let directory = components.dropLast().joined(separator: "/")
+                if directory == "run/netns" || directory == "var/run/netns", let name = components.last {
+                    candidate = "/etc/netns/\(name)/resolv.conf"
+                } else if components.count == 4, components[0] == "proc", components[2...] == ["ns", "net"] {
+                    candidate = "/proc/\(components[1])/root/etc/resolv.conf"
+                } else {
+                    return own
+                }
+            }
+            return Namespaces.isReadable(candidate) ? candidate : own
+        }
     }
 
     /// Why attaching failed, in the user's words; `isBadInput` for a namespace that does not exist (exit status

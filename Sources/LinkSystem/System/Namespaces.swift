@@ -131,6 +131,9 @@ public enum Namespaces {
     /// Whether `path` names a file the caller may execute.
     public static func isExecutable(_ path: String) -> Bool { access(path, X_OK) == 0 }
 
+    /// Whether `path` names a file the caller may read.
+    public static func isReadable(_ path: String) -> Bool { access(path, R_OK) == 0 }
+
     /// Writes one line to standard error with a single write, for a process with no logger.
     public static func writeErrorLine(_ line: String) {
         let bytes = Array((line + "\n").utf8)

@@ -17,6 +17,11 @@ export async function typical(): Promise<void> {
   const status: Status = await link.status();
   const delivered: number = status.listeners[0].downlink.bytesDelivered;
   const offline: "refuse" | "blackhole" | undefined = status.offline;
+  const next: string | undefined = status.scenario?.nextStep;
+  const startsOver: boolean | undefined = status.scenario?.nextStepStartsOver;
+  const rate: number | undefined = status.listeners[0].downlink.bandwidthBitsPerSecond;
+  const roundTrip: number | undefined = status.handshake?.roundTripSeconds;
+  console.log(next, startsOver, rate, roundTrip);
   try {
     await link.use("no-such-profile");
   } catch (error) {
