@@ -136,33 +136,14 @@ struct AttachCommand: ParsableCommand {
             printError("linkcond attach: \(RealtimeArgument.explain(error))")
             throw ExitStatus.runtimeFailure
         }
-        var registration: InstanceRegistration
+        let instance: ServedInstance
         do {
-            registration = try InstanceRegistration.claim(
-                instanceName.request(base: InstanceName.base(forProfile: self.profile)), command: "attach",
-                profile: self.profile, listeners: proxy.listeners)
+            instance = try ServedInstance.start(
+                proxy, command: "attach", profile: self.profile, name: instanceName, control: control,
+                token: controlToken.value, logger: logger)
         } catch {
             attachment.detach()
-            proxy.stop()
             throw error
-        }
-        registration.serveSocket(proxy, logger: logger)
-        var createdFiles: [String] = []
-        do {
-            let address = control.flatMap(ControlAddress.init(parsing:)) ?? .tcp(Endpoint(host: "127.0.0.1", port: 0))
-            let (line, tokenFile) = try proxy.serveLocalControl(at: address, token: controlToken.value, logger: logger)
-            createdFiles += tokenFile.map { [$0] } ?? []
-            registration.addControl(line)
-            try registration.publish()
-            printError("ready control \(line)")
-            printError(registration.readyLine)
-        } catch {
-            if !(error is ExitCode) { printError("linkcond attach: control endpoint: \(error)") }
-            attachment.detach()
-            proxy.stop()
-            createdFiles.forEach(PrivateFiles.remove)
-            registration.release()
-            throw ExitStatus.runtimeFailure
         }
         if let scenario { proxy.startScenario(scenario) }
         let resolver =
@@ -189,8 +170,7 @@ struct AttachCommand: ParsableCommand {
         }
         attachment.detach()
         proxy.stop()
-        createdFiles.forEach(PrivateFiles.remove)
-        registration.release()
+        instance.end()
         throw status
     }
 }

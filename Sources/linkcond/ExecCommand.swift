@@ -203,33 +203,14 @@ struct ExecCommand: ParsableCommand {
             launch.abandon()
             throw ExitStatus.runtimeFailure
         }
-        var registration: InstanceRegistration
+        let instance: ServedInstance
         do {
-            registration = try InstanceRegistration.claim(
-                instanceName.request(base: InstanceName.base(forProfile: self.profile)), command: "exec",
-                profile: self.profile, listeners: proxy.listeners)
+            instance = try ServedInstance.start(
+                proxy, command: "exec", profile: self.profile, name: instanceName, control: control,
+                token: controlToken.value, logger: logger)
         } catch {
-            proxy.stop()
             launch.abandon()
             throw error
-        }
-        registration.serveSocket(proxy, logger: logger)
-        var createdFiles: [String] = []
-        do {
-            let address = control.flatMap(ControlAddress.init(parsing:)) ?? .tcp(Endpoint(host: "127.0.0.1", port: 0))
-            let (line, tokenFile) = try proxy.serveLocalControl(at: address, token: controlToken.value, logger: logger)
-            createdFiles += tokenFile.map { [$0] } ?? []
-            registration.addControl(line)
-            try registration.publish()
-            printError("ready control \(line)")
-            printError(registration.readyLine)
-        } catch {
-            if !(error is ExitCode) { printError("linkcond exec: control endpoint: \(error)") }
-            proxy.stop()
-            launch.abandon()
-            createdFiles.forEach(PrivateFiles.remove)
-            registration.release()
-            throw ExitStatus.runtimeFailure
         }
         if let scenario { proxy.startScenario(scenario) }
         logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
@@ -239,14 +220,12 @@ struct ExecCommand: ParsableCommand {
             printError("linkcond exec: \(error)")
             proxy.stop()
             launch.abandon()
-            createdFiles.forEach(PrivateFiles.remove)
-            registration.release()
+            instance.end()
             throw ExitStatus.runtimeFailure
         }
         let status = launch.waitForExit { signal in logger.info("signal \(signal): passed to the program") }
         proxy.stop()
-        createdFiles.forEach(PrivateFiles.remove)
-        registration.release()
+        instance.end()
         throw ExitCode(status)
     }
 }

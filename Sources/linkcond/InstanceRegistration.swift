@@ -102,3 +102,54 @@ struct InstanceRegistration {
 
     func release() { directory.release(descriptor) }
 }
+
+/// An instance of `exec` or `attach`, which print their ready lines on stderr (stdout is the program's): its name
+/// claimed, its own socket and its control endpoint served, its descriptor published.
+///
+/// Used on the main thread, from `start` until `end`.
+struct ServedInstance {
+    private var registration: InstanceRegistration
+    private var createdFiles: [String]
+
+    /// Claims a name for `command` running `profile`, serves `proxy`'s control endpoints at the instance's socket
+    /// and at `control` (127.0.0.1:0 when nil) with `token`, and prints `ready control` and `ready name` on
+    /// stderr. When it cannot, it stops `proxy`, says why and throws the exit status.
+    static func start(
+        _ proxy: ConditionedProxy, command: String, profile: String, name: InstanceNameOption, control: String?,
+        token: String?, logger: Logger
+    ) throws -> ServedInstance {
+        var registration: InstanceRegistration
+        do {
+            registration = try InstanceRegistration.claim(
+                name.request(base: InstanceName.base(forProfile: profile)), command: command, profile: profile,
+                listeners: proxy.listeners)
+        } catch {
+            proxy.stop()
+            throw error
+        }
+        registration.serveSocket(proxy, logger: logger)
+        var createdFiles: [String] = []
+        do {
+            let address = control.flatMap(ControlAddress.init(parsing:)) ?? .tcp(Endpoint(host: "127.0.0.1", port: 0))
+            let (line, tokenFile) = try proxy.serveLocalControl(at: address, token: token, logger: logger)
+            createdFiles += tokenFile.map { [$0] } ?? []
+            registration.addControl(line)
+            try registration.publish()
+            printError("ready control \(line)")
+            printError(registration.readyLine)
+        } catch {
+            if !(error is ExitCode) { printError("linkcond \(command): control endpoint: \(error)") }
+            proxy.stop()
+            createdFiles.forEach(PrivateFiles.remove)
+            registration.release()
+            throw ExitStatus.runtimeFailure
+        }
+        return ServedInstance(registration: registration, createdFiles: createdFiles)
+    }
+
+    /// Removes what `start` made: the token file, the descriptor and the instance's socket.
+    func end() {
+        createdFiles.forEach(PrivateFiles.remove)
+        registration.release()
+    }
+}
