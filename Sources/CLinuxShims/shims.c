@@ -221,17 +221,23 @@ int clinux_original_destination(int fd, int family, struct sockaddr_storage *add
 
 extern char **environ;
 
-int clinux_spawn(const char *path, char *const argv[]) {
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
+/* Spawn attributes for a child that starts with no signal blocked and SIGPIPE at its default, whatever the
+   calling thread blocks or ignores. */
+static void spawn_attributes(posix_spawnattr_t *attributes) {
+    posix_spawnattr_init(attributes);
     sigset_t empty;
     sigemptyset(&empty);
-    posix_spawnattr_setsigmask(&attributes, &empty);
+    posix_spawnattr_setsigmask(attributes, &empty);
     sigset_t defaults;
     sigemptyset(&defaults);
     sigaddset(&defaults, SIGPIPE);
-    posix_spawnattr_setsigdefault(&attributes, &defaults);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setsigdefault(attributes, &defaults);
+    posix_spawnattr_setflags(attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+}
+
+int clinux_spawn(const char *path, char *const argv[]) {
+    posix_spawnattr_t attributes;
+    spawn_attributes(&attributes);
     pid_t pid = -1;
     int failed = posix_spawn(&pid, path, NULL, &attributes, argv, environ);
     posix_spawnattr_destroy(&attributes);
@@ -253,15 +259,7 @@ int clinux_spawn_piped(const char *path, char *const argv[], int *input, int *ou
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
     posix_spawn_file_actions_adddup2(&actions, out[1], 2);
     posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    sigset_t empty;
-    sigemptyset(&empty);
-    posix_spawnattr_setsigmask(&attributes, &empty);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    posix_spawnattr_setsigdefault(&attributes, &defaults);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    spawn_attributes(&attributes);
     pid_t pid = -1;
     int failed = posix_spawn(&pid, path, &actions, &attributes, argv, environ);
     posix_spawnattr_destroy(&attributes);

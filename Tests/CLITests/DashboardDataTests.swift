@@ -19,21 +19,13 @@ struct DashboardDataTests {
             while let chunk = try? connection.receive(), !chunk.isEmpty {}
         }
         defer { upstream.stop() }
-        let socket = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "lc-dash-\(UUID().uuidString.prefix(8)).sock"
-        ).path
-        let instance = try RunningLinkcond([
-            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
-            "--profile", "3g", "--control", socket,
-        ])
-        defer { _ = try? instance.stop() }
-        let port = try instance.readReadyPort()
-        _ = try instance.readLine()
-        let client = try TestConnection.connect(port: port, timeout: 60)
+        let linkcond = try ProfiledLinkcond(upstream: upstream.port, builtIn: "3g")
+        defer { linkcond.stop() }
+        let client = try TestConnection.connect(port: linkcond.port, timeout: 60)
         defer { client.close() }
         try client.send([UInt8](repeating: 0x41, count: Self.sent))
         _ = try client.receive(exactly: Self.answered)
-        let control = ControlClient(address: .unix(socket))
+        let control = ControlClient(address: .unix(linkcond.controlSocket))
         let shaped = try #require(Profile.builtIn(named: "3g")?.downlink.bandwidth).bitsPerSecond
 
         // The first request the instance sees; the transfer is over, so only the instance's own sampling saw it.
@@ -70,18 +62,10 @@ struct DashboardDataTests {
     @Test func aProfileWithoutARateServesNoCapacity() throws {
         let upstream = try TestServer { connection in connection.close() }
         defer { upstream.stop() }
-        let socket = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "lc-dash-\(UUID().uuidString.prefix(8)).sock"
-        ).path
-        let instance = try RunningLinkcond([
-            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream.port)",
-            "--profile", "none", "--control", socket,
-        ])
-        defer { _ = try? instance.stop() }
-        _ = try instance.readReadyPort()
-        _ = try instance.readLine()
+        let linkcond = try ProfiledLinkcond(upstream: upstream.port, builtIn: "none")
+        defer { linkcond.stop() }
 
-        let json = try ControlClient(address: .unix(socket)).send("GET", "/status").body
+        let json = try ControlClient(address: .unix(linkcond.controlSocket)).send("GET", "/status").body
 
         #expect(Profile.builtIn(named: "none")?.downlink.bandwidth == nil)
         #expect(!json.contains("bandwidthBitsPerSecond"), "\(json)")

@@ -1,8 +1,8 @@
 import Foundation
 import LinkConditioner
 
-/// `linkcond run` with one TCP listener in front of `upstream`, its profile written from `profile` text, and a
-/// control socket, all in a temporary directory that `stop` removes.
+/// `linkcond run` with one TCP listener in front of `upstream`, under a built-in profile or one written from text,
+/// and a control socket, all in a temporary directory that `stop` removes.
 final class ProfiledLinkcond {
     let instance: RunningLinkcond
     /// The listener's port.
@@ -10,17 +10,30 @@ final class ProfiledLinkcond {
     let controlSocket: String
     private let directory: URL
 
-    init(upstream: UInt16, profile: String) throws {
+    /// Runs a relay to `upstream` under the profile file `profile` holds.
+    convenience init(upstream: UInt16, profile: String) throws {
+        try self.init(upstream: upstream) { directory in
+            let path = directory.appendingPathComponent("test.profile").path
+            try profile.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+    }
+
+    /// Runs a relay to `upstream` under the built-in profile `name`.
+    convenience init(upstream: UInt16, builtIn name: String) throws {
+        try self.init(upstream: upstream) { _ in name }
+    }
+
+    /// Runs a relay to `upstream` under the profile argument `profileArgument` makes in the run's own directory.
+    private init(upstream: UInt16, profileArgument: (URL) throws -> String) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "lc-run-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         do {
-            let profilePath = directory.appendingPathComponent("test.profile").path
-            try profile.write(toFile: profilePath, atomically: true, encoding: .utf8)
             controlSocket = directory.appendingPathComponent("control.sock").path
             instance = try RunningLinkcond([
                 "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstream)",
-                "--profile", profilePath, "--control", controlSocket,
+                "--profile", try profileArgument(directory), "--control", controlSocket,
             ])
         } catch {
             try? FileManager.default.removeItem(at: directory)

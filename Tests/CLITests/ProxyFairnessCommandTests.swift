@@ -11,14 +11,24 @@ struct ProxyFairnessCommandTests {
     /// The front end's cap per client address (`ProxyFrontEndSettings.connectionsPerClient`).
     static let cap = 512
 
-    @Test func aClientStillGetsThroughWhileAnotherHoldsTheCapWithSilentConnections() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
+    /// `linkcond run --proxy` on loopback, and the proxy's port.
+    static func startProxy() throws -> (RunningLinkcond, UInt16) {
         let linkcond = try RunningLinkcond(
             ["run", "--proxy", "127.0.0.1:0", "--control", "127.0.0.1:0"],
             environment: ["LINKCOND_CONTROL_TOKEN": ControlToken.random()])
+        do {
+            return (linkcond, try linkcond.readReadyPort())
+        } catch {
+            _ = try? linkcond.stop(signal: SIGTERM)
+            throw error
+        }
+    }
+
+    @Test func aClientStillGetsThroughWhileAnotherHoldsTheCapWithSilentConnections() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let (linkcond, proxyPort) = try Self.startProxy()
         defer { _ = try? linkcond.stop(signal: SIGTERM) }
-        let proxyPort = try linkcond.readReadyPort()
 
         // The hog: the cap's worth of connections that never send a byte, and a few more that try to take their place.
         var hog: [TestConnection] = []
@@ -71,11 +81,8 @@ struct ProxyFairnessCommandTests {
             try? connection.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\nthrough".utf8))
         }
         defer { origin.stop() }
-        let linkcond = try RunningLinkcond(
-            ["run", "--proxy", "127.0.0.1:0", "--control", "127.0.0.1:0"],
-            environment: ["LINKCOND_CONTROL_TOKEN": ControlToken.random()])
+        let (linkcond, proxyPort) = try Self.startProxy()
         defer { _ = try? linkcond.stop(signal: SIGTERM) }
-        let proxyPort = try linkcond.readReadyPort()
 
         var hog: [TestConnection] = []
         defer { for connection in hog { connection.close() } }
