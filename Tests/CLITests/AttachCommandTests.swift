@@ -391,6 +391,50 @@ import Testing
         #expect(sleeper.isRunning, "attach must leave the process it conditioned alone")
     }
 
+    /// A connection made straight to attach's own listener (loopback is not redirected, so its original
+    /// destination is the listener itself) is closed at once and counted as looped, never relayed to the listener
+    /// again until the descriptors run out; fetches through the rules go on working.
+    @Test func aConnectionStraightToTheListenerIsClosedAsLoopedNotRelayedToItself() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let running = try Self.attach(namespaces, profile: "none", control: control)
+        defer { _ = try? running.stop(signal: SIGKILL) }
+        let rules = try LinkcondProcess.run(
+            ["netns", "exec", namespaces.app, "nft", "list", "table", "inet", "linkcond-attach"],
+            executable: URL(fileURLWithPath: "/usr/sbin/ip")
+        ).stdout
+        let suffix = "meta nfproto ipv4 meta l4proto tcp redirect to :"
+        let port = try #require(
+            rules.split(separator: "\n").lazy.compactMap { line -> Int? in
+                let text = line.trimmingCharacters(in: .whitespaces)
+                return text.hasPrefix(suffix) ? Int(text.dropFirst(suffix.count)) : nil
+            }.first, "\(rules)")
+
+        let direct = try LinkcondProcess.run(
+            ["netns", "exec", namespaces.app, "curl", "-sS", "-m", "10", "-o", "/dev/null", "http://127.0.0.1:\(port)/"],
+            timeout: 30, executable: URL(fileURLWithPath: "/usr/sbin/ip"))
+        let status = try Self.status(control: control)
+        let descriptors = try FileManager.default.contentsOfDirectory(
+            atPath: "/proc/\(running.process.processIdentifier)/fd")
+        let fetched = try namespaces.fetch()
+        let stopped = try running.stop(signal: SIGTERM)
+
+        // Closed at accept: curl sees an empty reply (52) or a reset (56), never its own timeout (28).
+        #expect(direct.status == 52 || direct.status == 56, "\(direct); \(running.stderrText)")
+        let listener = (status["listeners"] as? [[String: Any]])?.first
+        #expect(listener?["connectionsLooped"] as? Int == 1, "\(status)")
+        #expect(Self.accepted(status) == 0, "\(status)")
+        #expect(descriptors.count < 100, "\(descriptors.count) descriptors open")
+        #expect(running.stderrText.contains("made to linkcond's own listener"), "\(running.stderrText)")
+        #expect(fetched.status == 0 && fetched.bytes == Namespaces.body.count, "\(fetched); \(running.stderrText)")
+        #expect(stopped == 0, "stderr: \(running.stderrText)")
+    }
+
     @Test func refusesAMissingNamespaceAGoneProcessAndAUserWithoutCapabilitiesInstallingNothing() throws {
         guard Self.canRun else {
             print("skipped: needs root, nft, python3, curl, setpriv and dig")

@@ -26,12 +26,16 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     private var profile: Profile
     private let exclude: [HostPattern]
     private var acceptors: [TCPAcceptor] = []
+    /// Where the acceptors listen: a connection whose original destination is one of them reached a listener
+    /// without being redirected, and relaying it would connect to the listener again.
+    private var listenerAddresses: Set<SocketAddress> = []
     private let dns: DNSForwarder?
     private var relays: [UInt64: TCPRelay] = [:]
     private var nextRelayID: UInt64 = 1
     private var connectionsAccepted = 0
     private var connectionsRefused = 0
     private var connectionsExcluded = 0
+    private var connectionsLooped = 0
     private var destinations = DestinationTally()
     /// The destination (`IP:port`) of each live relay, as the destination table counts it.
     private var relayDestinations: [UInt64: String] = [:]
@@ -78,7 +82,9 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         do {
             for (fd, family) in listeners {
                 pending.removeFirst()
-                let acceptor = try TCPAcceptor(adopting: Socket.adopting(fd), loop: loop, logger: logger)
+                let socket = Socket.adopting(fd)
+                if let address = try? socket.localAddress() { listenerAddresses.insert(address) }
+                let acceptor = try TCPAcceptor(adopting: socket, loop: loop, logger: logger)
                 try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: logger)) {
                     [weak self] client, address in
                     self?.accepted(client, from: address, family: family)
@@ -112,6 +118,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
                     relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
                 }))
         status.connectionsExcluded = connectionsExcluded
+        status.connectionsLooped = connectionsLooped
         status.uplinkLateness = uplink.lateness
         status.downlinkLateness = downlink.lateness
         return status
@@ -132,9 +139,21 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     }
 
     /// Relays a redirected connection to where the program sent it, or resets it while the profile refuses
-    /// connections.
+    /// connections. A connection made to a listener itself (not redirected, so its original destination is the
+    /// listener) is closed at once and counted as looped: relaying it would connect to the listener again, for
+    /// ever, in `attach`'s namespace.
     private func accepted(_ client: Socket, from address: SocketAddress, family: Int32) {
         guard let destination = client.originalDestinationOrClose(family: family, from: address, logger: logger) else {
+            return
+        }
+        if listenerAddresses.contains(destination) || destination == (try? client.localAddress()) {
+            connectionsLooped += 1
+            if connectionsLooped == 1 {
+                logger.warning(
+                    "\(kind): connection from \(address) was made to linkcond's own listener \(destination), not redirected to it; closed, since relaying it would connect to the listener again. Later ones are counted in status (connectionsLooped), not logged"
+                )
+            }
+            client.close()
             return
         }
         let excluded = isExcluded(destination)
