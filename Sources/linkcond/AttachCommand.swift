@@ -115,7 +115,9 @@ struct AttachCommand: ParsableCommand {
         let target: NamespaceAttachment.Target = netns.map { .path($0) } ?? pid.map { .process($0) } ?? .current
         let attachment: NamespaceAttachment
         do {
-            attachment = try NamespaceAttachment(target: target, bypass: exclusions.map(\.match))
+            attachment = try NamespaceAttachment(
+                target: target, bypass: exclusions.map(\.match),
+                dnsUpstream: dnsUpstream.flatMap(Endpoint.init(parsing:)))
         } catch {
             printError("linkcond attach: \(error)")
             throw error.isBadInput ? ExitStatus.badInput : ExitStatus.runtimeFailure
@@ -146,13 +148,19 @@ struct AttachCommand: ParsableCommand {
             throw error
         }
         if let scenario { proxy.startScenario(scenario) }
-        let resolver =
-            dnsUpstream
-            ?? ((try? DNSForwarderSupport.systemResolver(configuration: settings.resolverConfiguration))
-                .map { "\($0), the first nameserver in \(settings.resolverConfiguration)" }
-                ?? "none: no nameserver in \(settings.resolverConfiguration)")
+        let dns: String
+        if let refusal = attachment.dnsRefusal {
+            dns = "DNS not redirected (\(refusal)): it flows unconditioned"
+        } else {
+            let resolver =
+                dnsUpstream
+                ?? ((try? DNSForwarderSupport.systemResolver(configuration: settings.resolverConfiguration))
+                    .map { "\($0), the first nameserver in \(settings.resolverConfiguration)" }
+                    ?? "none: no nameserver in \(settings.resolverConfiguration)")
+            dns = "DNS over UDP through the forwarder (to \(resolver))"
+        }
         printError(
-            "linkcond attach: conditioning \(target.description): TCP through the proxy's TCP model, DNS over UDP through the forwarder (to \(resolver)); not redirected: the namespace's own addresses\(exclusions.isEmpty ? "" : ", --exclude"), IPv6 DNS, other UDP and ICMP"
+            "linkcond attach: conditioning \(target.description): TCP through the proxy's TCP model, \(dns); not redirected: the namespace's own addresses\(exclusions.isEmpty ? "" : ", --exclude"), IPv6 DNS, other UDP and ICMP"
         )
         logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
         var status = ExitCode.success

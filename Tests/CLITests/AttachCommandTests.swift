@@ -345,6 +345,43 @@ import Testing
         #expect(status == 0, "stderr: \(running.stderrText)")
     }
 
+    /// With no resolver to forward to (the namespace's resolv.conf names none, and no --dns-upstream), DNS is
+    /// left out of the rules, so the namespace's lookups flow unconditioned rather than into a redirect nobody
+    /// answers; the start line says so.
+    @Test func withoutAResolverToForwardToDNSIsNotRedirectedAndStillAnswered() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        try namespaces.startResolver()
+        try FileManager.default.createDirectory(atPath: namespaces.appConfiguration, withIntermediateDirectories: true)
+        let configuration = namespaces.appConfiguration + "/resolv.conf"
+        try "search example.test\n".write(toFile: configuration, atomically: true, encoding: .utf8)
+        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let running = try Self.attach(namespaces, profile: "none", control: control)
+        defer { _ = try? running.stop(signal: SIGKILL) }
+
+        let rules = try LinkcondProcess.run(
+            ["netns", "exec", namespaces.app, "nft", "list", "table", "inet", "linkcond-attach"],
+            executable: URL(fileURLWithPath: "/usr/sbin/ip")
+        ).stdout
+        let lookup = try namespaces.lookup(at: "198.18.5.2")
+        let fetched = try namespaces.fetch()
+        let status = try Self.status(control: control)
+        let stopped = try running.stop(signal: SIGTERM)
+
+        #expect(
+            running.stderrText.contains(
+                "DNS not redirected (no nameserver in \(configuration)): it flows unconditioned"),
+            "\(running.stderrText)")
+        #expect(rules.contains("tcp redirect to") && !rules.contains("dport 53"), "\(rules)")
+        #expect(lookup.address == Namespaces.answer, "\(lookup.output); \(running.stderrText)")
+        #expect(fetched.status == 0 && Self.accepted(status) == 1, "\(fetched); \(status)")
+        #expect(stopped == 0, "stderr: \(running.stderrText)")
+    }
+
     /// `--pid` conditions the namespace of a live process (started in the app namespace by `ip netns exec`, which
     /// also gives it the namespace's resolv.conf, read under /proc/PID/root), and SIGTERM removes the rules.
     @Test func attachingByPidConditionsTheProcesssNamespaceAndSigtermRemovesTheRules() throws {
@@ -416,7 +453,10 @@ import Testing
             }.first, "\(rules)")
 
         let direct = try LinkcondProcess.run(
-            ["netns", "exec", namespaces.app, "curl", "-sS", "-m", "10", "-o", "/dev/null", "http://127.0.0.1:\(port)/"],
+            [
+                "netns", "exec", namespaces.app, "curl", "-sS", "-m", "10", "-o", "/dev/null",
+                "http://127.0.0.1:\(port)/",
+            ],
             timeout: 30, executable: URL(fileURLWithPath: "/usr/sbin/ip"))
         let status = try Self.status(control: control)
         let descriptors = try FileManager.default.contentsOfDirectory(

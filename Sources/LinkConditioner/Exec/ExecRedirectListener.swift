@@ -45,8 +45,8 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     private let kind: String
 
     /// Takes the listeners (a descriptor and its family) and the DNS socket the namespace helper, or `attach`,
-    /// opened; they are closed when it throws.
-    init(listeners: [(Int32, Int32)], dnsQueries: Int32, settings: ExecSettings, context: ListenerContext) throws {
+    /// opened (none when `attach` does not redirect DNS); they are closed when it throws.
+    init(listeners: [(Int32, Int32)], dnsQueries: Int32?, settings: ExecSettings, context: ListenerContext) throws {
         let kind: String
         if case .attached = settings.plumbing { kind = "attach" } else { kind = "exec" }
         self.kind = kind
@@ -60,21 +60,25 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         uplink.listenerName = kind
         faults = ListenerFaults(
             loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
-        let queries = Socket.adopting(dnsQueries)
-        let upstream: [SocketAddress]
-        do {
-            upstream = try settings.dnsUpstream.map { try $0.resolve() } ?? []
-        } catch {
-            queries.close()
-            for (fd, _) in listeners { Namespaces.close(fd) }
-            throw error
-        }
-        do {
-            dns = try DNSForwarder(
-                address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream,
-                resolverConfiguration: settings.resolverConfiguration, context: context, adoptingQueries: queries)
-        } catch {
-            context.logger.warning("\(kind): no DNS forwarder (\(error)); name lookups inside will fail")
+        if let dnsQueries {
+            let queries = Socket.adopting(dnsQueries)
+            let upstream: [SocketAddress]
+            do {
+                upstream = try settings.dnsUpstream.map { try $0.resolve() } ?? []
+            } catch {
+                queries.close()
+                for (fd, _) in listeners { Namespaces.close(fd) }
+                throw error
+            }
+            do {
+                dns = try DNSForwarder(
+                    address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream,
+                    resolverConfiguration: settings.resolverConfiguration, context: context, adoptingQueries: queries)
+            } catch {
+                context.logger.warning("\(kind): no DNS forwarder (\(error)); name lookups inside will fail")
+                dns = nil
+            }
+        } else {
             dns = nil
         }
         direct = DirectLinkHost(owner: self)

@@ -74,10 +74,16 @@ public final class NamespaceAttachment {
     public let ownerPID: Int32
     private var ownerInput: Int32?
     private let ownerOutput: Int32
+    /// Why DNS is not redirected, nil when it is: with no resolver for the forwarder to ask (`dnsUpstream` not
+    /// given, and no nameserver in the namespace's resolv.conf) or none it can reach, a redirect would send the
+    /// namespace's lookups nowhere, so they flow unconditioned instead.
+    public let dnsRefusal: String?
 
     /// Enters `target`, checks CAP_NET_ADMIN, opens the sockets and installs the rules, replacing a table a
-    /// previous run left. `bypass` are the user's exclusions as nftables matches (`Exclusion.match`).
-    public init(target: Target, bypass: [String]) throws(Refusal) {
+    /// previous run left. `bypass` are the user's exclusions as nftables matches (`Exclusion.match`);
+    /// `dnsUpstream` is the resolver the DNS forwarder asks (nil: the first nameserver of the target's
+    /// resolv.conf).
+    public init(target: Target, bypass: [String], dnsUpstream: Endpoint?) throws(Refusal) {
         try Self.enter(target)
         guard Namespaces.hasEffectiveCapability(Namespaces.capabilityNetworkAdministration) != false else {
             throw Refusal(
@@ -88,15 +94,21 @@ public final class NamespaceAttachment {
         guard let nft = ["/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft"].first(where: Namespaces.isExecutable) else {
             throw Refusal(description: "nft is not installed (apt-get install nftables); nothing was installed")
         }
+        dnsRefusal = Self.forwardingRefusal(dnsUpstream, target: target)
         var opened: [Socket] = []
         let listenerV4: Socket
         let listenerV6: Socket?
-        let dnsQueries: Socket
+        let dnsQueries: Socket?
         do {
             listenerV4 = try Socket.listening(on: SocketAddress(numericHost: "127.0.0.1", port: 0)!)
             opened.append(listenerV4)
-            dnsQueries = try Socket.datagram(boundTo: SocketAddress(numericHost: "127.0.0.1", port: 0)!)
-            opened.append(dnsQueries)
+            if dnsRefusal == nil {
+                let socket = try Socket.datagram(boundTo: SocketAddress(numericHost: "127.0.0.1", port: 0)!)
+                opened.append(socket)
+                dnsQueries = socket
+            } else {
+                dnsQueries = nil
+            }
         } catch {
             for socket in opened { socket.close() }
             throw Refusal(
@@ -110,7 +122,7 @@ public final class NamespaceAttachment {
         do {
             rules = RedirectRules(
                 table: Self.table, tcpPortV4: try listenerV4.localAddress().port,
-                tcpPortV6: try listenerV6?.localAddress().port, dnsPort: try dnsQueries.localAddress().port)
+                tcpPortV6: try listenerV6?.localAddress().port, dnsPort: try dnsQueries?.localAddress().port)
         } catch {
             for socket in opened { socket.close() }
             throw Refusal(description: "\(error)")
@@ -125,7 +137,29 @@ public final class NamespaceAttachment {
         }
         Socket.markEverySocket(Self.socketMark)
         plumbing = .attached(
-            listenerV4: listenerV4.descriptor, listenerV6: listenerV6?.descriptor, dnsQueries: dnsQueries.descriptor)
+            listenerV4: listenerV4.descriptor, listenerV6: listenerV6?.descriptor, dnsQueries: dnsQueries?.descriptor)
+    }
+
+    /// Why the DNS forwarder could not ask `given` (or the first nameserver of the target's resolv.conf), from the
+    /// namespace it will run in: there is none, its name does not resolve, or no route reaches it. nil when it can.
+    private static func forwardingRefusal(_ given: Endpoint?, target: Target) -> String? {
+        let resolver: SocketAddress
+        do {
+            if let given {
+                guard let first = try given.resolve().first else { return "--dns-upstream \(given) has no address" }
+                resolver = first
+            } else {
+                resolver = try DNSForwarder.systemResolver(configuration: target.resolverConfiguration)
+            }
+        } catch {
+            return given == nil ? "no nameserver in \(target.resolverConfiguration)" : "\(error)"
+        }
+        do {
+            try Socket.datagram(connectedTo: resolver).close()
+        } catch {
+            return "cannot reach \(resolver): \(error)"
+        }
+        return nil
     }
 
     /// Removes the rules: closes nft's input, so that it exits and the kernel deletes the table it owns, and waits
