@@ -52,7 +52,7 @@ struct AttachCommand: ParsableCommand {
     @Option(
         name: .long,
         help:
-            "Address of the control endpoint, in the conditioned namespace: HOST:PORT or a socket path (default 127.0.0.1:0; the instance's own socket in the private directory is served as well)."
+            "Address of the control endpoint, in the conditioned namespace: HOST:PORT or a socket path (default 127.0.0.1:0 in the namespace linkcond runs in, none in another, where TCP needs LINKCOND_CONTROL_TOKEN; the instance's own socket in the private directory is served as well)."
     )
     var control: String?
 
@@ -91,9 +91,19 @@ struct AttachCommand: ParsableCommand {
             printError("linkcond: --dns-upstream \"\(dnsUpstream)\" is not HOST:PORT (IPv6 in brackets: [::1]:53).")
             throw ExitStatus.badInput
         }
-        if let control, ControlAddress(parsing: control) == nil {
-            printError("linkcond: --control \"\(control)\" is neither HOST:PORT nor a socket path.")
-            throw ExitStatus.badInput
+        let target: NamespaceAttachment.Target = netns.map { .path($0) } ?? pid.map { .process($0) } ?? .current
+        let controlNamespace: ServedInstance.ControlNamespace = target == .current ? .shared : .separate
+        if let control {
+            guard let address = ControlAddress(parsing: control) else {
+                printError("linkcond: --control \"\(control)\" is neither HOST:PORT nor a socket path.")
+                throw ExitStatus.badInput
+            }
+            if case .tcp = address, address.isLocalOnly, controlNamespace == .separate, controlToken.value == nil {
+                printError(
+                    "linkcond attach: --control \(control) would be in \(target.description), where the token file the linkcond command reads by port would stand for a socket on this side: set LINKCOND_CONTROL_TOKEN, or leave --control out and steer it through its own socket (--name NAME)."
+                )
+                throw ExitStatus.badInput
+            }
         }
         var exclusions: [AttachExclusion] = []
         for text in exclude.flatMap({ $0.split(separator: ",") }) {
@@ -112,7 +122,6 @@ struct AttachCommand: ParsableCommand {
         let logger = Logger(label: "linkcond")
         controlToken.warnIfOnTheCommandLine(logger)
         Namespaces.blockChildAndTerminationSignals()
-        let target: NamespaceAttachment.Target = netns.map { .path($0) } ?? pid.map { .process($0) } ?? .current
         let attachment: NamespaceAttachment
         do {
             attachment = try NamespaceAttachment(
@@ -142,7 +151,7 @@ struct AttachCommand: ParsableCommand {
         do {
             instance = try ServedInstance.start(
                 proxy, command: "attach", profile: self.profile, name: instanceName, control: control,
-                token: controlToken.value, logger: logger)
+                token: controlToken.value, namespace: controlNamespace, logger: logger)
         } catch {
             attachment.detach()
             throw error

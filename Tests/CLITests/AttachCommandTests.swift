@@ -475,6 +475,44 @@ import Testing
         #expect(stopped == 0, "stderr: \(running.stderrText)")
     }
 
+    /// In another namespace, attach's 127.0.0.1:PORT means another socket (a host instance's on the same port,
+    /// perhaps): no TCP endpoint is recorded in its descriptor or keyed by port in a token file; the commands
+    /// reach it through its own socket, and a loopback --control without LINKCOND_CONTROL_TOKEN is refused.
+    @Test func inAnotherNamespaceTheDescriptorNamesNoTCPControlAndTheSocketServes() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        let runtime = try ControlSecurityCommandTests.RuntimeDirectory()
+        let running = try RunningLinkcond(
+            ["attach", "--netns", "/run/netns/\(namespaces.app)", "--profile", "lte", "--name", "lca-elsewhere"],
+            environment: runtime.environment)
+        defer { _ = try? running.stop(signal: SIGKILL) }
+        try #require(
+            waitUntil(
+                seconds: 30, { running.stderrText.contains("attach: conditioning") || !running.process.isRunning }),
+            "\(running.stderrText)")
+
+        let listed = try Self.instances(runtime)
+        let status = try LinkcondProcess.run(
+            ["status", "--json", "--name", "lca-elsewhere"], environment: runtime.environment)
+        let privateFiles = (try? FileManager.default.contentsOfDirectory(atPath: runtime.privateDirectory)) ?? []
+        let loopback = try LinkcondProcess.run(
+            ["attach", "--netns", "/run/netns/\(namespaces.app)", "--control", "127.0.0.1:0"],
+            environment: runtime.environment)
+        let stopped = try running.stop(signal: SIGTERM)
+
+        let control = listed.first?["control"] as? [String] ?? ["(none)"]
+        #expect(listed.count == 1 && control.count == 1 && control.allSatisfy { $0.hasPrefix("/") }, "\(listed)")
+        #expect(status.status == 0 && status.stdout.contains("\"listeners\""), "\(status)")
+        #expect(!privateFiles.contains { $0.hasPrefix("control-") }, "\(privateFiles)")
+        #expect(
+            loopback.status == 2 && loopback.stderr.contains("set LINKCOND_CONTROL_TOKEN"), "\(loopback)")
+        #expect(stopped == 0, "stderr: \(running.stderrText)")
+    }
+
     @Test func refusesAMissingNamespaceAGoneProcessAndAUserWithoutCapabilitiesInstallingNothing() throws {
         guard Self.canRun else {
             print("skipped: needs root, nft, python3, curl, setpriv and dig")
