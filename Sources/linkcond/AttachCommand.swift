@@ -116,6 +116,12 @@ struct AttachCommand: ParsableCommand {
             }
             exclusions.append(exclusion)
         }
+        // Before the rules go in: a refusal after would install and remove them while the namespace's
+        // connections wait in a backlog.
+        if let (name, _) = instanceName.given, let holder = InstanceDirectory().instance(named: name) {
+            printError("linkcond: \(InstanceClaimError.nameTaken(name, pid: holder.pid)); nothing was installed")
+            throw ExitStatus.badInput
+        }
         let profile = try loadProfileOrExit(profile)
         let scenario = try scenario.map { try loadScenarioOrExit($0).0 }
         LoggingSystem.bootstrap { label in TerminalLogHandler(label: label, level: verbose ? .debug : .notice) }

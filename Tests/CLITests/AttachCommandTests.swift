@@ -513,6 +513,34 @@ import Testing
         #expect(stopped == 0, "stderr: \(running.stderrText)")
     }
 
+    /// A name a running instance has is refused before anything is installed: the namespace never sees the
+    /// table (its connections would wait in a backlog while it came and went).
+    @Test func aNameTakenIsRefusedBeforeTheRulesGoIn() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        let runtime = try ControlSecurityCommandTests.RuntimeDirectory()
+        let holder = try RunningLinkcond(
+            ["run", "--name", "lca-taken", "--control", "127.0.0.1:0"], environment: runtime.environment)
+        defer { _ = try? holder.stop(signal: SIGKILL) }
+        while try !holder.readLine(timeout: 30).hasPrefix("ready name") {}
+
+        let refused = try LinkcondProcess.run(
+            ["attach", "--netns", "/run/netns/\(namespaces.app)", "--name", "lca-taken", "--verbose"],
+            environment: runtime.environment)
+        let tables = try namespaces.tables()
+
+        #expect(refused.status == 2, "\(refused)")
+        #expect(
+            refused.stderr.contains("a linkcond named \"lca-taken\" already runs")
+                && refused.stderr.contains("nothing was installed"), "\(refused)")
+        #expect(!refused.stderr.contains("conditioning"), "\(refused)")
+        #expect(!tables.contains("linkcond-attach"), "\(tables)")
+    }
+
     @Test func refusesAMissingNamespaceAGoneProcessAndAUserWithoutCapabilitiesInstallingNothing() throws {
         guard Self.canRun else {
             print("skipped: needs root, nft, python3, curl, setpriv and dig")
