@@ -106,15 +106,15 @@ struct AttachCommand: ParsableCommand {
             }
         }
         var exclusions: [AttachExclusion] = []
-        for text in exclude.flatMap({ $0.split(separator: ",") }) {
+        // Empty entries are kept, to be refused: `--exclude "$UNSET"` must not mean "exclude nothing" silently.
+        for text in exclude.flatMap({ $0.split(separator: ",", omittingEmptySubsequences: false) }) {
             let entry = text.trimmingCharacters(in: .whitespaces)
-            guard let exclusion = AttachExclusion(parsing: entry) else {
-                printError(
-                    "linkcond: --exclude \"\(entry)\": expected an address, a CIDR network or ADDRESS:PORT, such as 10.96.0.0/12 or 10.96.0.1:443 (names cannot be matched by the rules)."
-                )
+            do {
+                exclusions.append(try AttachExclusion(parsing: entry))
+            } catch {
+                printError("linkcond: --exclude \"\(entry)\": \(error).")
                 throw ExitStatus.badInput
             }
-            exclusions.append(exclusion)
         }
         // Before the rules go in: a refusal after would install and remove them while the namespace's
         // connections wait in a backlog.

@@ -541,6 +541,17 @@ import Testing
         #expect(!tables.contains("linkcond-attach"), "\(tables)")
     }
 
+    /// An empty --exclude entry (an unset variable in a manifest) is refused, naming it, before anything is
+    /// installed: it must not mean "exclude nothing" without a word.
+    @Test func anEmptyExcludeEntryIsRefused() throws {
+        for given in ["", ",", "10.96.0.1,"] {
+            let refused = try LinkcondProcess.run(["attach", "--netns", "/run/netns/lca-unused", "--exclude", given])
+            #expect(
+                refused.status == 2 && refused.stderr.contains("--exclude \"\": an empty entry"),
+                "\(given): \(refused)")
+        }
+    }
+
     @Test func refusesAMissingNamespaceAGoneProcessAndAUserWithoutCapabilitiesInstallingNothing() throws {
         guard Self.canRun else {
             print("skipped: needs root, nft, python3, curl, setpriv and dig")
