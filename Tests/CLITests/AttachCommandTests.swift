@@ -468,6 +468,8 @@ import Testing
         #expect(direct.status == 52 || direct.status == 56, "\(direct); \(running.stderrText)")
         let listener = (status["listeners"] as? [[String: Any]])?.first
         #expect(listener?["connectionsLooped"] as? Int == 1, "\(status)")
+        // The listener as status names it: where the rules redirect to, its real port.
+        #expect(listener?["address"] as? String == "127.0.0.1:\(port)", "\(status)")
         #expect(Self.accepted(status) == 0, "\(status)")
         #expect(descriptors.count < 100, "\(descriptors.count) descriptors open")
         #expect(running.stderrText.contains("made to linkcond's own listener"), "\(running.stderrText)")

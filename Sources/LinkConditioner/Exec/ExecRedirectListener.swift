@@ -26,9 +26,9 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     private var profile: Profile
     private let exclude: [HostPattern]
     private var acceptors: [TCPAcceptor] = []
-    /// Where the acceptors listen: a connection whose original destination is one of them reached a listener
-    /// without being redirected, and relaying it would connect to the listener again.
-    private var listenerAddresses: Set<SocketAddress> = []
+    /// Where the acceptors listen, IPv4 first: a connection whose original destination is one of them reached a
+    /// listener without being redirected, and relaying it would connect to the listener again.
+    private var listenerAddresses: [SocketAddress] = []
     private let dns: DNSForwarder?
     private var relays: [UInt64: TCPRelay] = [:]
     private var nextRelayID: UInt64 = 1
@@ -87,7 +87,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
             for (fd, family) in listeners {
                 pending.removeFirst()
                 let socket = Socket.adopting(fd)
-                if let address = try? socket.localAddress() { listenerAddresses.insert(address) }
+                if let address = try? socket.localAddress() { listenerAddresses.append(address) }
                 let acceptor = try TCPAcceptor(adopting: socket, loop: loop, logger: logger)
                 try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: logger)) {
                     [weak self] client, address in
@@ -103,12 +103,14 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         dns?.onAnswer = { [weak self] answer in self?.destinations.learned(answer) }
     }
 
+    /// For `exec`, the program's address (its connections come from there); for `attach`, the IPv4 listener the
+    /// rules redirect to, in the conditioned namespace.
     var bound: BoundListener {
         BoundListener(
             kind: kind,
             address: kind == "exec"
                 ? SocketAddress(numericHost: AddressBytes.format(ExecNamespace.programAddressV4), port: 0)!
-                : SocketAddress(numericHost: "127.0.0.1", port: 0)!,
+                : listenerAddresses.first ?? SocketAddress(numericHost: "127.0.0.1", port: 0)!,
             upstream: nil)
     }
 
