@@ -52,7 +52,7 @@ struct AttachCommand: ParsableCommand {
     @Option(
         name: .long,
         help:
-            "Address of the control endpoint, in the conditioned namespace: HOST:PORT or a socket path (default 127.0.0.1:0; the instance's own socket in the private directory is served as well)."
+            "Address of the control endpoint, in the conditioned namespace: HOST:PORT or a socket path (default 127.0.0.1:0 in the namespace linkcond runs in, none in another, where TCP needs LINKCOND_CONTROL_TOKEN; the instance's own socket in the private directory is served as well)."
     )
     var control: String?
 
@@ -91,20 +91,36 @@ struct AttachCommand: ParsableCommand {
             printError("linkcond: --dns-upstream \"\(dnsUpstream)\" is not HOST:PORT (IPv6 in brackets: [::1]:53).")
             throw ExitStatus.badInput
         }
-        if let control, ControlAddress(parsing: control) == nil {
-            printError("linkcond: --control \"\(control)\" is neither HOST:PORT nor a socket path.")
-            throw ExitStatus.badInput
-        }
-        var exclusions: [AttachExclusion] = []
-        for text in exclude.flatMap({ $0.split(separator: ",") }) {
-            let entry = text.trimmingCharacters(in: .whitespaces)
-            guard let exclusion = AttachExclusion(parsing: entry) else {
+        let target: NamespaceAttachment.Target = netns.map { .path($0) } ?? pid.map { .process($0) } ?? .current
+        let controlNamespace: ServedInstance.ControlNamespace = target == .current ? .shared : .separate
+        if let control {
+            guard let address = ControlAddress(parsing: control) else {
+                printError("linkcond: --control \"\(control)\" is neither HOST:PORT nor a socket path.")
+                throw ExitStatus.badInput
+            }
+            if case .tcp = address, address.isLocalOnly, controlNamespace == .separate, controlToken.value == nil {
                 printError(
-                    "linkcond: --exclude \"\(entry)\": expected an address, a CIDR network or ADDRESS:PORT, such as 10.96.0.0/12 or 10.96.0.1:443 (names cannot be matched by the rules)."
+                    "linkcond attach: --control \(control) would be in \(target.description), where the token file the linkcond command reads by port would stand for a socket on this side: set LINKCOND_CONTROL_TOKEN, or leave --control out and steer it through its own socket (--name NAME)."
                 )
                 throw ExitStatus.badInput
             }
-            exclusions.append(exclusion)
+        }
+        var exclusions: [AttachExclusion] = []
+        // Empty entries are kept, to be refused: `--exclude "$UNSET"` must not mean "exclude nothing" silently.
+        for text in exclude.flatMap({ $0.split(separator: ",", omittingEmptySubsequences: false) }) {
+            let entry = text.trimmingCharacters(in: .whitespaces)
+            do {
+                exclusions.append(try AttachExclusion(parsing: entry))
+            } catch {
+                printError("linkcond: --exclude \"\(entry)\": \(error).")
+                throw ExitStatus.badInput
+            }
+        }
+        // Before the rules go in: a refusal after would install and remove them while the namespace's
+        // connections wait in a backlog.
+        if let (name, _) = instanceName.given, let holder = InstanceDirectory().instance(named: name) {
+            printError("linkcond: \(InstanceClaimError.nameTaken(name, pid: holder.pid)); nothing was installed")
+            throw ExitStatus.badInput
         }
         let profile = try loadProfileOrExit(profile)
         let scenario = try scenario.map { try loadScenarioOrExit($0).0 }
@@ -112,10 +128,11 @@ struct AttachCommand: ParsableCommand {
         let logger = Logger(label: "linkcond")
         controlToken.warnIfOnTheCommandLine(logger)
         Namespaces.blockChildAndTerminationSignals()
-        let target: NamespaceAttachment.Target = netns.map { .path($0) } ?? pid.map { .process($0) } ?? .current
         let attachment: NamespaceAttachment
         do {
-            attachment = try NamespaceAttachment(target: target, bypass: exclusions.map(\.match))
+            attachment = try NamespaceAttachment(
+                target: target, bypass: exclusions.map(\.match),
+                dnsUpstream: dnsUpstream.flatMap(Endpoint.init(parsing:)))
         } catch {
             printError("linkcond attach: \(error)")
             throw error.isBadInput ? ExitStatus.badInput : ExitStatus.runtimeFailure
@@ -140,19 +157,25 @@ struct AttachCommand: ParsableCommand {
         do {
             instance = try ServedInstance.start(
                 proxy, command: "attach", profile: self.profile, name: instanceName, control: control,
-                token: controlToken.value, logger: logger)
+                token: controlToken.value, namespace: controlNamespace, logger: logger)
         } catch {
             attachment.detach()
             throw error
         }
         if let scenario { proxy.startScenario(scenario) }
-        let resolver =
-            dnsUpstream
-            ?? ((try? DNSForwarderSupport.systemResolver(configuration: settings.resolverConfiguration))
-                .map { "\($0), the first nameserver in \(settings.resolverConfiguration)" }
-                ?? "none: no nameserver in \(settings.resolverConfiguration)")
+        let dns: String
+        if let refusal = attachment.dnsRefusal {
+            dns = "DNS not redirected (\(refusal)): it flows unconditioned"
+        } else {
+            let resolver =
+                dnsUpstream
+                ?? ((try? DNSForwarderSupport.systemResolver(configuration: settings.resolverConfiguration))
+                    .map { "\($0), the first nameserver in \(settings.resolverConfiguration)" }
+                    ?? "none: no nameserver in \(settings.resolverConfiguration)")
+            dns = "DNS over UDP through the forwarder (to \(resolver))"
+        }
         printError(
-            "linkcond attach: conditioning \(target.description): TCP through the proxy's TCP model, DNS over UDP through the forwarder (to \(resolver)); not redirected: the namespace's own addresses\(exclusions.isEmpty ? "" : ", --exclude"), IPv6 DNS, other UDP and ICMP"
+            "linkcond attach: conditioning \(target.description): TCP through the proxy's TCP model, \(dns); not redirected: the namespace's own addresses\(exclusions.isEmpty ? "" : ", --exclude"), IPv6 DNS, other UDP and ICMP"
         )
         logger.info("profile \(profile.name.isEmpty ? "(inline)" : profile.name): \(profile.summary)")
         var status = ExitCode.success

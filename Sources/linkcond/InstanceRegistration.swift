@@ -72,13 +72,17 @@ struct InstanceRegistration {
 
     /// Serves this instance's own control socket, `instances/NAME.sock` (no token: a Unix socket serves this user
     /// only). A socket that cannot be made (a private directory too deep for a socket path) is logged and left
-    /// out: the instance's other control endpoint still serves.
-    mutating func serveSocket(_ proxy: ConditionedProxy, logger: Logger) {
+    /// out: the instance's other control endpoint still serves. Returns the endpoint as the descriptor records it.
+    @discardableResult
+    mutating func serveSocket(_ proxy: ConditionedProxy, logger: Logger) -> String? {
         let path = directory.socketPath(name)
         do {
-            descriptor.control.append(try proxy.serveControl(at: .unix(path), token: nil))
+            let served = try proxy.serveControl(at: .unix(path), token: nil)
+            descriptor.control.append(served)
+            return served
         } catch {
             logger.warning("no control socket at \(path): \(error); the commands reach this instance with --control")
+            return nil
         }
     }
 
@@ -108,15 +112,26 @@ struct InstanceRegistration {
 ///
 /// Used on the main thread, from `start` until `end`.
 struct ServedInstance {
+    /// The network namespace the control endpoint's TCP address is in, which decides whether the other commands
+    /// can reach it by that address.
+    enum ControlNamespace {
+        /// The one the other linkcond commands run in (`exec`, `attach` in its own namespace).
+        case shared
+        /// Another one (`attach --netns/--pid`): the same address on the host is another socket (another
+        /// instance's, perhaps), so it is neither recorded in the descriptor nor given a token file keyed by its
+        /// port, and none is served unless `--control` asks; the instance's own socket, in the filesystem, serves.
+        case separate
+    }
+
     private var registration: InstanceRegistration
     private var createdFiles: [String]
 
     /// Claims a name for `command` running `profile`, serves `proxy`'s control endpoints at the instance's socket
-    /// and at `control` (127.0.0.1:0 when nil) with `token`, and prints `ready control` and `ready name` on
-    /// stderr. When it cannot, it stops `proxy`, says why and throws the exit status.
+    /// and at `control` (127.0.0.1:0 when nil, unless `namespace` is separate) with `token`, and prints `ready
+    /// control` and `ready name` on stderr. When it cannot, it stops `proxy`, says why and throws the exit status.
     static func start(
         _ proxy: ConditionedProxy, command: String, profile: String, name: InstanceNameOption, control: String?,
-        token: String?, logger: Logger
+        token: String?, namespace: ControlNamespace = .shared, logger: Logger
     ) throws -> ServedInstance {
         var registration: InstanceRegistration
         do {
@@ -127,15 +142,29 @@ struct ServedInstance {
             proxy.stop()
             throw error
         }
-        registration.serveSocket(proxy, logger: logger)
+        let socket = registration.serveSocket(proxy, logger: logger)
         var createdFiles: [String] = []
         do {
-            let address = control.flatMap(ControlAddress.init(parsing:)) ?? .tcp(Endpoint(host: "127.0.0.1", port: 0))
-            let (line, tokenFile) = try proxy.serveLocalControl(at: address, token: token, logger: logger)
-            createdFiles += tokenFile.map { [$0] } ?? []
-            registration.addControl(line)
+            let given = control.flatMap(ControlAddress.init(parsing:))
+            let line: String?
+            switch (namespace, given) {
+            case (.shared, _):
+                let address = given ?? .tcp(Endpoint(host: "127.0.0.1", port: 0))
+                let (served, tokenFile) = try proxy.serveLocalControl(at: address, token: token, logger: logger)
+                createdFiles += tokenFile.map { [$0] } ?? []
+                registration.addControl(served)
+                line = served
+            case (.separate, .tcp(let endpoint)?):
+                line = try proxy.serveControl(at: .tcp(endpoint), token: token)
+            case (.separate, .unix(let path)?):
+                let served = try proxy.serveControl(at: .unix(path), token: token)
+                registration.addControl(served)
+                line = served
+            case (.separate, nil):
+                line = socket
+            }
             try registration.publish()
-            printError("ready control \(line)")
+            if let line { printError("ready control \(line)") }
             printError(registration.readyLine)
         } catch {
             if !(error is ExitCode) { printError("linkcond \(command): control endpoint: \(error)") }

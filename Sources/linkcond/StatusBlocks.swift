@@ -70,7 +70,8 @@ extension StatusCommand {
                     "Late: released bytes reached their sockets this long after the link model released them;",
                     "emulated delays there were that much longer, because the machine kept linkcond from waking in time"
                         + (realtime
-                            ? "." : "; --realtime, given to run or exec, keeps its loop ahead of other processes."),
+                            ? "."
+                            : "; --realtime, given to run, exec or attach, keeps its loop ahead of other processes."),
                 ], indent: 0, separator: " ")
         }
         return page.text

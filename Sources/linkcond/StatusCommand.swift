@@ -251,7 +251,7 @@ struct StatusCommand: ParsableCommand {
             lines.append(" there were that much longer, because the machine kept linkcond from waking in time)")
         } else {
             lines.append(" there were that much longer, because the machine kept linkcond from waking in time;")
-            lines.append(" --realtime, given to run or exec, keeps its loop ahead of other processes)")
+            lines.append(" --realtime, given to run, exec or attach, keeps its loop ahead of other processes)")
         }
         return lines
     }

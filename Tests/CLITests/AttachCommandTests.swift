@@ -345,6 +345,43 @@ import Testing
         #expect(status == 0, "stderr: \(running.stderrText)")
     }
 
+    /// With no resolver to forward to (the namespace's resolv.conf names none, and no --dns-upstream), DNS is
+    /// left out of the rules, so the namespace's lookups flow unconditioned rather than into a redirect nobody
+    /// answers; the start line says so.
+    @Test func withoutAResolverToForwardToDNSIsNotRedirectedAndStillAnswered() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        try namespaces.startResolver()
+        try FileManager.default.createDirectory(atPath: namespaces.appConfiguration, withIntermediateDirectories: true)
+        let configuration = namespaces.appConfiguration + "/resolv.conf"
+        try "search example.test\n".write(toFile: configuration, atomically: true, encoding: .utf8)
+        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let running = try Self.attach(namespaces, profile: "none", control: control)
+        defer { _ = try? running.stop(signal: SIGKILL) }
+
+        let rules = try LinkcondProcess.run(
+            ["netns", "exec", namespaces.app, "nft", "list", "table", "inet", "linkcond-attach"],
+            executable: URL(fileURLWithPath: "/usr/sbin/ip")
+        ).stdout
+        let lookup = try namespaces.lookup(at: "198.18.5.2")
+        let fetched = try namespaces.fetch()
+        let status = try Self.status(control: control)
+        let stopped = try running.stop(signal: SIGTERM)
+
+        #expect(
+            running.stderrText.contains(
+                "DNS not redirected (no nameserver in \(configuration)): it flows unconditioned"),
+            "\(running.stderrText)")
+        #expect(rules.contains("tcp redirect to") && !rules.contains("dport 53"), "\(rules)")
+        #expect(lookup.address == Namespaces.answer, "\(lookup.output); \(running.stderrText)")
+        #expect(fetched.status == 0 && Self.accepted(status) == 1, "\(fetched); \(status)")
+        #expect(stopped == 0, "stderr: \(running.stderrText)")
+    }
+
     /// `--pid` conditions the namespace of a live process (started in the app namespace by `ip netns exec`, which
     /// also gives it the namespace's resolv.conf, read under /proc/PID/root), and SIGTERM removes the rules.
     @Test func attachingByPidConditionsTheProcesssNamespaceAndSigtermRemovesTheRules() throws {
@@ -389,6 +426,132 @@ import Testing
         #expect(status == 0, "stderr: \(running.stderrText)")
         #expect(!tablesAfter.contains("linkcond-attach"), "\(tablesAfter)")
         #expect(sleeper.isRunning, "attach must leave the process it conditioned alone")
+    }
+
+    /// A connection made straight to attach's own listener (loopback is not redirected, so its original
+    /// destination is the listener itself) is closed at once and counted as looped, never relayed to the listener
+    /// again until the descriptors run out; fetches through the rules go on working.
+    @Test func aConnectionStraightToTheListenerIsClosedAsLoopedNotRelayedToItself() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let running = try Self.attach(namespaces, profile: "none", control: control)
+        defer { _ = try? running.stop(signal: SIGKILL) }
+        let rules = try LinkcondProcess.run(
+            ["netns", "exec", namespaces.app, "nft", "list", "table", "inet", "linkcond-attach"],
+            executable: URL(fileURLWithPath: "/usr/sbin/ip")
+        ).stdout
+        let suffix = "meta nfproto ipv4 meta l4proto tcp redirect to :"
+        let port = try #require(
+            rules.split(separator: "\n").lazy.compactMap { line -> Int? in
+                let text = line.trimmingCharacters(in: .whitespaces)
+                return text.hasPrefix(suffix) ? Int(text.dropFirst(suffix.count)) : nil
+            }.first, "\(rules)")
+
+        let direct = try LinkcondProcess.run(
+            [
+                "netns", "exec", namespaces.app, "curl", "-sS", "-m", "10", "-o", "/dev/null",
+                "http://127.0.0.1:\(port)/",
+            ],
+            timeout: 30, executable: URL(fileURLWithPath: "/usr/sbin/ip"))
+        let status = try Self.status(control: control)
+        let descriptors = try FileManager.default.contentsOfDirectory(
+            atPath: "/proc/\(running.process.processIdentifier)/fd")
+        let fetched = try namespaces.fetch()
+        let stopped = try running.stop(signal: SIGTERM)
+
+        // Closed at accept: curl sees an empty reply (52) or a reset (56), never its own timeout (28).
+        #expect(direct.status == 52 || direct.status == 56, "\(direct); \(running.stderrText)")
+        let listener = (status["listeners"] as? [[String: Any]])?.first
+        #expect(listener?["connectionsLooped"] as? Int == 1, "\(status)")
+        // The listener as status names it: where the rules redirect to, its real port.
+        #expect(listener?["address"] as? String == "127.0.0.1:\(port)", "\(status)")
+        #expect(Self.accepted(status) == 0, "\(status)")
+        #expect(descriptors.count < 100, "\(descriptors.count) descriptors open")
+        #expect(running.stderrText.contains("made to linkcond's own listener"), "\(running.stderrText)")
+        #expect(fetched.status == 0 && fetched.bytes == Namespaces.body.count, "\(fetched); \(running.stderrText)")
+        #expect(stopped == 0, "stderr: \(running.stderrText)")
+    }
+
+    /// In another namespace, attach's 127.0.0.1:PORT means another socket (a host instance's on the same port,
+    /// perhaps): no TCP endpoint is recorded in its descriptor or keyed by port in a token file; the commands
+    /// reach it through its own socket, and a loopback --control without LINKCOND_CONTROL_TOKEN is refused.
+    @Test func inAnotherNamespaceTheDescriptorNamesNoTCPControlAndTheSocketServes() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        let runtime = try ControlSecurityCommandTests.RuntimeDirectory()
+        let running = try RunningLinkcond(
+            ["attach", "--netns", "/run/netns/\(namespaces.app)", "--profile", "lte", "--name", "lca-elsewhere"],
+            environment: runtime.environment)
+        defer { _ = try? running.stop(signal: SIGKILL) }
+        try #require(
+            waitUntil(
+                seconds: 30, { running.stderrText.contains("attach: conditioning") || !running.process.isRunning }),
+            "\(running.stderrText)")
+
+        let listed = try Self.instances(runtime)
+        let status = try LinkcondProcess.run(
+            ["status", "--json", "--name", "lca-elsewhere"], environment: runtime.environment)
+        let privateFiles = (try? FileManager.default.contentsOfDirectory(atPath: runtime.privateDirectory)) ?? []
+        let loopback = try LinkcondProcess.run(
+            ["attach", "--netns", "/run/netns/\(namespaces.app)", "--control", "127.0.0.1:0"],
+            environment: runtime.environment)
+        let stopped = try running.stop(signal: SIGTERM)
+
+        let control = listed.first?["control"] as? [String] ?? ["(none)"]
+        #expect(listed.count == 1 && control.count == 1 && control.allSatisfy { $0.hasPrefix("/") }, "\(listed)")
+        #expect(status.status == 0 && status.stdout.contains("\"listeners\""), "\(status)")
+        #expect(!privateFiles.contains { $0.hasPrefix("control-") }, "\(privateFiles)")
+        #expect(
+            loopback.status == 2 && loopback.stderr.contains("set LINKCOND_CONTROL_TOKEN"), "\(loopback)")
+        #expect(stopped == 0, "stderr: \(running.stderrText)")
+    }
+
+    /// A name a running instance has is refused before anything is installed: the namespace never sees the
+    /// table (its connections would wait in a backlog while it came and went).
+    @Test func aNameTakenIsRefusedBeforeTheRulesGoIn() throws {
+        guard Self.canRun else {
+            print("skipped: needs root, nft, python3, curl, setpriv and dig")
+            return
+        }
+        let namespaces = try Namespaces()
+        defer { namespaces.remove() }
+        let runtime = try ControlSecurityCommandTests.RuntimeDirectory()
+        let holder = try RunningLinkcond(
+            ["run", "--name", "lca-taken", "--control", "127.0.0.1:0"], environment: runtime.environment)
+        defer { _ = try? holder.stop(signal: SIGKILL) }
+        while try !holder.readLine(timeout: 30).hasPrefix("ready name") {}
+
+        let refused = try LinkcondProcess.run(
+            ["attach", "--netns", "/run/netns/\(namespaces.app)", "--name", "lca-taken", "--verbose"],
+            environment: runtime.environment)
+        let tables = try namespaces.tables()
+
+        #expect(refused.status == 2, "\(refused)")
+        #expect(
+            refused.stderr.contains("a linkcond named \"lca-taken\" already runs")
+                && refused.stderr.contains("nothing was installed"), "\(refused)")
+        #expect(!refused.stderr.contains("conditioning"), "\(refused)")
+        #expect(!tables.contains("linkcond-attach"), "\(tables)")
+    }
+
+    /// An empty --exclude entry (an unset variable in a manifest) is refused, naming it, before anything is
+    /// installed: it must not mean "exclude nothing" without a word.
+    @Test func anEmptyExcludeEntryIsRefused() throws {
+        for given in ["", ",", "10.96.0.1,"] {
+            let refused = try LinkcondProcess.run(["attach", "--netns", "/run/netns/lca-unused", "--exclude", given])
+            #expect(
+                refused.status == 2 && refused.stderr.contains("--exclude \"\": an empty entry"),
+                "\(given): \(refused)")
+        }
     }
 
     @Test func refusesAMissingNamespaceAGoneProcessAndAUserWithoutCapabilitiesInstallingNothing() throws {

@@ -150,7 +150,7 @@ struct StatusWidthTests {
         tcp              127.0.0.1:8080                  -          -    1.20 ms    3.40 ms
         (released bytes reached their sockets this long after the link model released them: emulated delays
          there were that much longer, because the machine kept linkcond from waking in time;
-         --realtime, given to run or exec, keeps its loop ahead of other processes)
+         --realtime, given to run, exec or attach, keeps its loop ahead of other processes)
 
         exec destination                       conns     ↑ bytes     ↓ bytes
         198.18.0.2:443 (a-very-long-host-name-that-the-program-looked-up.cdn.example.net)     3     1.2 KiB     5.4 MiB

@@ -46,14 +46,15 @@ public enum ExecNamespace {
         /// used, nil when proxy mode was asked for.
         case redirect(listenerV4: Int32, listenerV6: Int32, dnsQueries: Int32, tunRefusal: String?)
         /// `linkcond attach`'s sockets in the namespace it conditions, made by linkcond itself; no IPv6 listener
-        /// when the namespace has no IPv6 loopback.
-        case attached(listenerV4: Int32, listenerV6: Int32?, dnsQueries: Int32)
+        /// when the namespace has no IPv6 loopback, no DNS socket when DNS is not redirected (no resolver to
+        /// forward to).
+        case attached(listenerV4: Int32, listenerV6: Int32?, dnsQueries: Int32?)
 
         var descriptors: [Int32] {
             switch self {
             case .tunnel(let a, let b, let c, let d): [a, b, c, d]
             case .redirect(let a, let b, let c, _): [a, b, c]
-            case .attached(let a, let b, let c): [a] + (b.map { [$0] } ?? []) + [c]
+            case .attached(let a, let b, let c): [a] + (b.map { [$0] } ?? []) + (c.map { [$0] } ?? [])
             }
         }
 
@@ -340,7 +341,8 @@ public struct RedirectRules: Sendable, Hashable {
     public var tcpPortV4: UInt16
     /// nil when the namespace has no IPv6 loopback to listen on: IPv6 connections are then not redirected.
     public var tcpPortV6: UInt16?
-    public var dnsPort: UInt16
+    /// nil when DNS is not redirected (`attach` without a resolver to forward to): it then flows unconditioned.
+    public var dnsPort: UInt16?
     /// Rules (without `add rule …`) that come before the bypass.
     public var leading: [String] = []
     /// nftables matches whose connections are not redirected, such as `ip daddr 10.0.0.0/8` or `meta mark 0x1`.
@@ -349,7 +351,7 @@ public struct RedirectRules: Sendable, Hashable {
     /// `attach` keeps that process running for as long as it runs, so the rules cannot outlive linkcond.
     public var ownedByItsMaker = false
 
-    public init(table: String, tcpPortV4: UInt16, tcpPortV6: UInt16?, dnsPort: UInt16) {
+    public init(table: String, tcpPortV4: UInt16, tcpPortV6: UInt16?, dnsPort: UInt16?) {
         self.table = table
         self.tcpPortV4 = tcpPortV4
         self.tcpPortV6 = tcpPortV6
@@ -367,7 +369,7 @@ public struct RedirectRules: Sendable, Hashable {
         commands += bypass.map { rule + $0 + " return" }
         commands.append(rule + "meta nfproto ipv4 meta l4proto tcp redirect to :\(tcpPortV4)")
         if let tcpPortV6 { commands.append(rule + "meta nfproto ipv6 meta l4proto tcp redirect to :\(tcpPortV6)") }
-        commands.append(rule + "meta nfproto ipv4 udp dport 53 redirect to :\(dnsPort)")
+        if let dnsPort { commands.append(rule + "meta nfproto ipv4 udp dport 53 redirect to :\(dnsPort)") }
         return commands
     }
 }

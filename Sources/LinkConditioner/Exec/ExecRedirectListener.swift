@@ -26,12 +26,16 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     private var profile: Profile
     private let exclude: [HostPattern]
     private var acceptors: [TCPAcceptor] = []
+    /// Where the acceptors listen, IPv4 first: a connection whose original destination is one of them reached a
+    /// listener without being redirected, and relaying it would connect to the listener again.
+    private var listenerAddresses: [SocketAddress] = []
     private let dns: DNSForwarder?
     private var relays: [UInt64: TCPRelay] = [:]
     private var nextRelayID: UInt64 = 1
     private var connectionsAccepted = 0
     private var connectionsRefused = 0
     private var connectionsExcluded = 0
+    private var connectionsLooped = 0
     private var destinations = DestinationTally()
     /// The destination (`IP:port`) of each live relay, as the destination table counts it.
     private var relayDestinations: [UInt64: String] = [:]
@@ -41,8 +45,8 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     private let kind: String
 
     /// Takes the listeners (a descriptor and its family) and the DNS socket the namespace helper, or `attach`,
-    /// opened; they are closed when it throws.
-    init(listeners: [(Int32, Int32)], dnsQueries: Int32, settings: ExecSettings, context: ListenerContext) throws {
+    /// opened (none when `attach` does not redirect DNS); they are closed when it throws.
+    init(listeners: [(Int32, Int32)], dnsQueries: Int32?, settings: ExecSettings, context: ListenerContext) throws {
         let kind: String
         if case .attached = settings.plumbing { kind = "attach" } else { kind = "exec" }
         self.kind = kind
@@ -56,21 +60,25 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         uplink.listenerName = kind
         faults = ListenerFaults(
             loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
-        let queries = Socket.adopting(dnsQueries)
-        let upstream: [SocketAddress]
-        do {
-            upstream = try settings.dnsUpstream.map { try $0.resolve() } ?? []
-        } catch {
-            queries.close()
-            for (fd, _) in listeners { Namespaces.close(fd) }
-            throw error
-        }
-        do {
-            dns = try DNSForwarder(
-                address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream,
-                resolverConfiguration: settings.resolverConfiguration, context: context, adoptingQueries: queries)
-        } catch {
-            context.logger.warning("\(kind): no DNS forwarder (\(error)); name lookups inside will fail")
+        if let dnsQueries {
+            let queries = Socket.adopting(dnsQueries)
+            let upstream: [SocketAddress]
+            do {
+                upstream = try settings.dnsUpstream.map { try $0.resolve() } ?? []
+            } catch {
+                queries.close()
+                for (fd, _) in listeners { Namespaces.close(fd) }
+                throw error
+            }
+            do {
+                dns = try DNSForwarder(
+                    address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream,
+                    resolverConfiguration: settings.resolverConfiguration, context: context, adoptingQueries: queries)
+            } catch {
+                context.logger.warning("\(kind): no DNS forwarder (\(error)); name lookups inside will fail")
+                dns = nil
+            }
+        } else {
             dns = nil
         }
         direct = DirectLinkHost(owner: self)
@@ -78,7 +86,9 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         do {
             for (fd, family) in listeners {
                 pending.removeFirst()
-                let acceptor = try TCPAcceptor(adopting: Socket.adopting(fd), loop: loop, logger: logger)
+                let socket = Socket.adopting(fd)
+                if let address = try? socket.localAddress() { listenerAddresses.append(address) }
+                let acceptor = try TCPAcceptor(adopting: socket, loop: loop, logger: logger)
                 try acceptor.start(onFailure: readBuffer.pipes.shortageHandler(logger: logger)) {
                     [weak self] client, address in
                     self?.accepted(client, from: address, family: family)
@@ -93,12 +103,14 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         dns?.onAnswer = { [weak self] answer in self?.destinations.learned(answer) }
     }
 
+    /// For `exec`, the program's address (its connections come from there); for `attach`, the IPv4 listener the
+    /// rules redirect to, in the conditioned namespace.
     var bound: BoundListener {
         BoundListener(
             kind: kind,
             address: kind == "exec"
                 ? SocketAddress(numericHost: AddressBytes.format(ExecNamespace.programAddressV4), port: 0)!
-                : SocketAddress(numericHost: "127.0.0.1", port: 0)!,
+                : listenerAddresses.first ?? SocketAddress(numericHost: "127.0.0.1", port: 0)!,
             upstream: nil)
     }
 
@@ -112,6 +124,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
                     relayDestinations[relay.id].map { ($0, relay.bytesUp, relay.bytesDown) }
                 }))
         status.connectionsExcluded = connectionsExcluded
+        status.connectionsLooped = connectionsLooped
         status.uplinkLateness = uplink.lateness
         status.downlinkLateness = downlink.lateness
         return status
@@ -132,9 +145,21 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     }
 
     /// Relays a redirected connection to where the program sent it, or resets it while the profile refuses
-    /// connections.
+    /// connections. A connection made to a listener itself (not redirected, so its original destination is the
+    /// listener) is closed at once and counted as looped: relaying it would connect to the listener again, for
+    /// ever, in `attach`'s namespace.
     private func accepted(_ client: Socket, from address: SocketAddress, family: Int32) {
         guard let destination = client.originalDestinationOrClose(family: family, from: address, logger: logger) else {
+            return
+        }
+        if listenerAddresses.contains(destination) || destination == (try? client.localAddress()) {
+            connectionsLooped += 1
+            if connectionsLooped == 1 {
+                logger.warning(
+                    "\(kind): connection from \(address) was made to linkcond's own listener \(destination), not redirected to it; closed, since relaying it would connect to the listener again. Later ones are counted in status (connectionsLooped), not logged"
+                )
+            }
+            client.close()
             return
         }
         let excluded = isExcluded(destination)

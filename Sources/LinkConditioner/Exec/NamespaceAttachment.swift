@@ -74,10 +74,16 @@ public final class NamespaceAttachment {
     public let ownerPID: Int32
     private var ownerInput: Int32?
     private let ownerOutput: Int32
+    /// Why DNS is not redirected, nil when it is: with no resolver for the forwarder to ask (`dnsUpstream` not
+    /// given, and no nameserver in the namespace's resolv.conf) or none it can reach, a redirect would send the
+    /// namespace's lookups nowhere, so they flow unconditioned instead.
+    public let dnsRefusal: String?
 
     /// Enters `target`, checks CAP_NET_ADMIN, opens the sockets and installs the rules, replacing a table a
-    /// previous run left. `bypass` are the user's exclusions as nftables matches (`Exclusion.match`).
-    public init(target: Target, bypass: [String]) throws(Refusal) {
+    /// previous run left. `bypass` are the user's exclusions as nftables matches (`Exclusion.match`);
+    /// `dnsUpstream` is the resolver the DNS forwarder asks (nil: the first nameserver of the target's
+    /// resolv.conf).
+    public init(target: Target, bypass: [String], dnsUpstream: Endpoint?) throws(Refusal) {
         try Self.enter(target)
         guard Namespaces.hasEffectiveCapability(Namespaces.capabilityNetworkAdministration) != false else {
             throw Refusal(
@@ -88,15 +94,21 @@ public final class NamespaceAttachment {
         guard let nft = ["/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft"].first(where: Namespaces.isExecutable) else {
             throw Refusal(description: "nft is not installed (apt-get install nftables); nothing was installed")
         }
+        dnsRefusal = Self.forwardingRefusal(dnsUpstream, target: target)
         var opened: [Socket] = []
         let listenerV4: Socket
         let listenerV6: Socket?
-        let dnsQueries: Socket
+        let dnsQueries: Socket?
         do {
             listenerV4 = try Socket.listening(on: SocketAddress(numericHost: "127.0.0.1", port: 0)!)
             opened.append(listenerV4)
-            dnsQueries = try Socket.datagram(boundTo: SocketAddress(numericHost: "127.0.0.1", port: 0)!)
-            opened.append(dnsQueries)
+            if dnsRefusal == nil {
+                let socket = try Socket.datagram(boundTo: SocketAddress(numericHost: "127.0.0.1", port: 0)!)
+                opened.append(socket)
+                dnsQueries = socket
+            } else {
+                dnsQueries = nil
+            }
         } catch {
             for socket in opened { socket.close() }
             throw Refusal(
@@ -110,7 +122,7 @@ public final class NamespaceAttachment {
         do {
             rules = RedirectRules(
                 table: Self.table, tcpPortV4: try listenerV4.localAddress().port,
-                tcpPortV6: try listenerV6?.localAddress().port, dnsPort: try dnsQueries.localAddress().port)
+                tcpPortV6: try listenerV6?.localAddress().port, dnsPort: try dnsQueries?.localAddress().port)
         } catch {
             for socket in opened { socket.close() }
             throw Refusal(description: "\(error)")
@@ -125,7 +137,29 @@ public final class NamespaceAttachment {
         }
         Socket.markEverySocket(Self.socketMark)
         plumbing = .attached(
-            listenerV4: listenerV4.descriptor, listenerV6: listenerV6?.descriptor, dnsQueries: dnsQueries.descriptor)
+            listenerV4: listenerV4.descriptor, listenerV6: listenerV6?.descriptor, dnsQueries: dnsQueries?.descriptor)
+    }
+
+    /// Why the DNS forwarder could not ask `given` (or the first nameserver of the target's resolv.conf), from the
+    /// namespace it will run in: there is none, its name does not resolve, or no route reaches it. nil when it can.
+    private static func forwardingRefusal(_ given: Endpoint?, target: Target) -> String? {
+        let resolver: SocketAddress
+        do {
+            if let given {
+                guard let first = try given.resolve().first else { return "--dns-upstream \(given) has no address" }
+                resolver = first
+            } else {
+                resolver = try DNSForwarder.systemResolver(configuration: target.resolverConfiguration)
+            }
+        } catch {
+            return given == nil ? "no nameserver in \(target.resolverConfiguration)" : "\(error)"
+        }
+        do {
+            try Socket.datagram(connectedTo: resolver).close()
+        } catch {
+            return "cannot reach \(resolver): \(error)"
+        }
+        return nil
     }
 
     /// Removes the rules: closes nft's input, so that it exits and the kernel deletes the table it owns, and waits
@@ -251,24 +285,59 @@ public struct AttachExclusion: Sendable, Hashable {
     public var network: IPNetwork
     public var port: UInt16?
 
-    /// Reads `10.0.0.0/8`, `10.96.0.1`, `10.96.0.1:443`, `fd00::/8` or `[fd00::1]:443`; nil for anything else
-    /// (host names included: the rules match addresses).
-    public init?(parsing text: String) {
-        var address = text
-        var port: UInt16?
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-            let rest = text[text.index(after: close)...]
-            guard rest.hasPrefix(":"), let number = UInt16(rest.dropFirst()), number > 0 else { return nil }
-            address = String(text[text.index(after: text.startIndex)..<close])
-            port = number
-        } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
-            guard let number = UInt16(text[text.index(after: colon)...]), number > 0 else { return nil }
-            address = String(text[..<colon])
-            port = number
+    /// Why an entry was refused, in the user's words (naming what was wrong in it).
+    public struct Refusal: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Reads `10.0.0.0/8`, `10.96.0.1`, `10.96.0.1:443`, `fd00::/8`, `[fd00::1]` or `[fd00::1]:443`. An
+    /// IPv4-mapped IPv6 address (`::ffff:10.96.0.1`) stands for the IPv4 one, which is what such a connection
+    /// carries on the wire. Refuses an empty entry (an unset variable in a manifest must not mean "exclude
+    /// nothing" without a word), a port that is not 1 to 65535 in plain digits, and host names (the rules match
+    /// addresses).
+    public init(parsing text: String) throws(Refusal) {
+        let usage =
+            "expected an address, a CIDR network or ADDRESS:PORT, such as 10.96.0.0/12, 10.96.0.1:443 or [fd00::1]:443 (names cannot be matched by the rules)"
+        guard !text.isEmpty else {
+            throw Refusal(description: "an empty entry (an unset variable?): \(usage)")
         }
-        guard case .network(let network) = HostPattern(parsing: address) else { return nil }
-        self.network = network
-        self.port = port
+        var address = text
+        var portText: Substring?
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw Refusal(description: "no closing ]: \(usage)") }
+            let rest = text[text.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else { throw Refusal(description: "\(usage)") }
+                portText = rest.dropFirst()
+            }
+            address = String(text[text.index(after: text.startIndex)..<close])
+        } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
+            address = String(text[..<colon])
+            portText = text[text.index(after: colon)...]
+        }
+        if let portText {
+            guard let port = Self.port(portText) else {
+                throw Refusal(description: "port \"\(portText)\" is not a number from 1 to 65535")
+            }
+            self.port = port
+        } else {
+            port = nil
+        }
+        guard case .network(let network) = HostPattern(parsing: address) else { throw Refusal(description: usage) }
+        if network.bytes.count == 16, network.bytes[0..<10].allSatisfy({ $0 == 0 }), network.bytes[10] == 0xFF,
+            network.bytes[11] == 0xFF, network.prefixLength >= 96
+        {
+            self.network = IPNetwork(bytes: Array(network.bytes[12...]), prefixLength: network.prefixLength - 96)
+        } else {
+            self.network = network
+        }
+    }
+
+    /// A port in plain decimal digits without a leading zero, 1 to 65535; nil for anything else (`+443`, `0443`).
+    private static func port(_ text: Substring) -> UInt16? {
+        guard let first = text.first, first != "0", text.count <= 5, text.allSatisfy({ ("0"..."9").contains($0) })
+        else { return nil }
+        return UInt16(text)
     }
 
     /// The nftables match for it: `ip daddr 10.0.0.0/8`, `ip daddr 10.96.0.1 meta l4proto { tcp, udp } th dport 443`.
