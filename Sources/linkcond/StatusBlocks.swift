@@ -6,15 +6,21 @@ import LinkConditioner
 /// is escaped (`TerminalText`) before it is measured, and cut with an ellipsis when it alone is wider than a line.
 extension StatusCommand {
     /// The columns the view may fill: `COLUMNS` when it holds a positive number, else the width of the terminal on
-    /// standard output (TIOCGWINSZ, read through LinkSystem's `Terminal`), else 80.
+    /// standard output (TIOCGWINSZ, read through LinkSystem's `Terminal`), else 80; held within `viewWidths`.
     static func viewWidth(environment: [String: String] = ProcessInfo.processInfo.environment) -> Int {
         if let text = environment["COLUMNS"], let columns = Int(text.trimmingCharacters(in: .whitespaces)),
             columns > 0
         {
-            return columns
+            return min(max(columns, viewWidths.lowerBound), viewWidths.upperBound)
         }
-        return Terminal.standardOutputSize?.columns ?? 80
+        let columns = Terminal.standardOutputSize?.columns ?? 80
+        return min(max(columns, viewWidths.lowerBound), viewWidths.upperBound)
     }
+
+    /// The widths the view is laid out in. Below 20 columns a label and one figure no longer share a line, so a
+    /// narrower terminal gets the 20-column view and wraps it itself (every figure still whole); above 1000 no
+    /// line is longer, and a width from a typo (`COLUMNS=9223372036854775807`) cannot pad lines to gigabytes.
+    static let viewWidths = 20...1000
 
     /// Where a block's figures start: two spaces, a label of 12 and a space.
     private static let figuresColumn = 15

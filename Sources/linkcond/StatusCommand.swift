@@ -7,8 +7,8 @@ struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status", abstract: "Show a running linkcond's profile, listeners and traffic.",
         discussion: """
-            The view fits the width of $COLUMNS when set, else of the terminal, else 80 columns: one block per \
-            listener, long names cut with an ellipsis, never a number. --wide prints one table row per listener \
+            The view fits the width of $COLUMNS when set, else of the terminal, else 80 columns (held between 20 and \
+            1000): one block per listener, long names cut with an ellipsis, never a number. --wide prints one table row per listener \
             instead, whatever the width.
 
             With --watch on a terminal the view is redrawn in place within the terminal's size, as top draws its \

@@ -38,6 +38,18 @@ struct StatusWidthTests {
         #expect(widest <= 80 && widest > 60, "\(status.stdout)")
     }
 
+    /// A huge `COLUMNS` is held to 1000: it neither crashes the destinations table nor pads lines to gigabytes.
+    @Test(arguments: ["9223372036854775807", "100000000", "1001"])
+    func aHugeColumnsIsHeldToAThousand(columns: String) throws {
+        let status = try StatusFixture.status(Self.busy, environment: ["COLUMNS": columns])
+
+        #expect(status.status == 0, "COLUMNS=\(columns): \(status.stderr)")
+        #expect(status.stdout.utf8.count < 20_000, "COLUMNS=\(columns): \(status.stdout.utf8.count) bytes")
+        let widest = status.stdout.split(separator: "\n").map(\.count).max() ?? 0
+        #expect(widest == 1000, "COLUMNS=\(columns):\n\(status.stdout)")
+        #expect(status.stdout.contains("destination"), "\(status.stdout)")
+    }
+
     /// The table as the linkcond before the fitted view printed it for the same answer.
     @Test func wideKeepsTheTableAsItWas() throws {
         let status = try StatusFixture.status(Self.busy, arguments: ["--wide"], environment: ["COLUMNS": "80"])
