@@ -318,6 +318,7 @@ int clinux_wait_signal_or_child(int *from_terminal) {
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGCHLD);
     siginfo_t info;
     int sig;

@@ -59,6 +59,16 @@ enum InstanceTable {
             control = descriptor.control
             version = descriptor.version
         }
+
+        /// The row with its name, profile and listeners' control characters escaped (`TerminalText`), for a
+        /// terminal; JSON escapes by its own rules.
+        var escaped: Row {
+            var row = self
+            row.name = TerminalText.escaped(name)
+            row.profile = TerminalText.escaped(profile)
+            row.listeners = listeners.map(TerminalText.escaped)
+            return row
+        }
     }
 
     /// The profile `descriptor`'s instance runs now, as its status names it; the one it started with (a file's
@@ -77,31 +87,31 @@ enum InstanceTable {
             ? (descriptor.profile as NSString).lastPathComponent : descriptor.profile
     }
 
-    /// The table, fitted to `columns`: the listeners come last and are cut with "…" where the line would be longer.
-    /// Names come from others' command lines and profiles, so control characters are shown escaped.
+    /// The table, fitted to `columns` as a terminal shows them (`TerminalText.columns`): the listeners come last and
+    /// are cut with "…" where the line would be longer. Names come from others' command lines and profiles, so
+    /// control characters are shown escaped, before they are measured.
     static func render(_ rows: [Row], columns: Int) -> String {
-        let nameWidth = rows.reduce(4) { max($0, $1.name.count) }
-        let profileWidth = min(16, rows.reduce(7) { max($0, $1.profile.count) })
+        let rows = rows.map(\.escaped)
+        let nameWidth = rows.reduce(4) { max($0, TerminalText.columns($1.name)) }
+        let profileWidth = min(16, rows.reduce(7) { max($0, TerminalText.columns($1.profile)) })
         let head =
             [
-                "NAME".padding(toLength: nameWidth, withPad: " ", startingAt: 0), "PID".leftPadded(7),
-                "PROFILE".padding(toLength: profileWidth, withPad: " ", startingAt: 0), "AGE".leftPadded(7),
-                "LISTENERS",
+                "NAME".rightPadded(nameWidth), "PID".leftPadded(7), "PROFILE".rightPadded(profileWidth),
+                "AGE".leftPadded(7), "LISTENERS",
             ].joined(separator: "  ")
         var lines = [head]
         for row in rows {
-            let profile = row.profile.count > profileWidth ? row.profile.prefix(profileWidth - 1) + "…" : row.profile
+            let profile = StatusCommand.clipped(row.profile, to: profileWidth)
             let start =
                 [
-                    row.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0), String(row.pid).leftPadded(7),
-                    profile.padding(toLength: profileWidth, withPad: " ", startingAt: 0),
+                    row.name.rightPadded(nameWidth), String(row.pid).leftPadded(7), profile.rightPadded(profileWidth),
                     age(row.ageSeconds).leftPadded(7),
                 ].joined(separator: "  ") + "  "
             let listeners = row.listeners.map(summary).joined(separator: ", ")
-            let room = max(1, columns - start.count)
-            lines.append(start + (listeners.count > room ? listeners.prefix(room - 1) + "…" : listeners))
+            let room = max(1, columns - TerminalText.columns(start))
+            lines.append(start + StatusCommand.clipped(listeners, to: room))
         }
-        return TerminalText.lines(lines) + "\n"
+        return lines.joined(separator: "\n") + "\n"
     }
 
     /// The lines a refusal lists the instances in: name, pid and profile.

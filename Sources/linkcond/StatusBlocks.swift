@@ -6,15 +6,21 @@ import LinkConditioner
 /// is escaped (`TerminalText`) before it is measured, and cut with an ellipsis when it alone is wider than a line.
 extension StatusCommand {
     /// The columns the view may fill: `COLUMNS` when it holds a positive number, else the width of the terminal on
-    /// standard output (TIOCGWINSZ, read through LinkSystem's `Terminal`), else 80.
+    /// standard output (TIOCGWINSZ, read through LinkSystem's `Terminal`), else 80; held within `viewWidths`.
     static func viewWidth(environment: [String: String] = ProcessInfo.processInfo.environment) -> Int {
         if let text = environment["COLUMNS"], let columns = Int(text.trimmingCharacters(in: .whitespaces)),
             columns > 0
         {
-            return columns
+            return min(max(columns, viewWidths.lowerBound), viewWidths.upperBound)
         }
-        return Terminal.standardOutputSize?.columns ?? 80
+        let columns = Terminal.standardOutputSize?.columns ?? 80
+        return min(max(columns, viewWidths.lowerBound), viewWidths.upperBound)
     }
+
+    /// The widths the view is laid out in. Below 20 columns a label and one figure no longer share a line, so a
+    /// narrower terminal gets the 20-column view and wraps it itself (every figure still whole); above 1000 no
+    /// line is longer, and a width from a typo (`COLUMNS=9223372036854775807`) cannot pad lines to gigabytes.
+    static let viewWidths = 20...1000
 
     /// Where a block's figures start: two spaces, a label of 12 and a space.
     private static let figuresColumn = 15
@@ -101,7 +107,7 @@ extension StatusCommand {
             ], indent: figuresColumn)
         for (arrow, direction) in [("↑ up", listener.uplink), ("↓ down", listener.downlink)] {
             page.wrap(
-                lead: "  " + arrow.padding(toLength: 13, withPad: " ", startingAt: 0),
+                lead: "  " + arrow.rightPadded(13),
                 [
                     rate(direction.bitsPerSecond), bytes(direction.bytesDelivered) + " delivered",
                     bytes(direction.queuedBytes) + " queued",
@@ -141,22 +147,41 @@ extension StatusCommand {
             page.wrap(lead: "  late         ", figures, indent: figuresColumn)
         }
         guard let destinations = listener.destinations, !destinations.isEmpty else { return }
-        // Figures in fixed columns at the right; the name takes what is left and gives way first.
+        // Figures in fixed columns at the right; the name takes what is left and gives way first, down to the
+        // width of the heading's "destination". Narrower, each destination's figures go under its name.
         let figures = ["conns".leftPadded(5), "↑ bytes".leftPadded(10), "↓ bytes".leftPadded(10)]
-        let figuresWidth = figures.joined(separator: " ").count + 1
-        let nameWidth = max(8, page.width - 4 - figuresWidth)
-        page.append(
-            "  " + "destination".padding(toLength: nameWidth + 2, withPad: " ", startingAt: 0) + " "
-                + figures.joined(separator: " "))
+        let nameWidth = page.width - 5 - TerminalText.columns(figures.joined(separator: " "))
+        guard nameWidth >= "destination".count - 2 else {
+            page.append("  destinations")
+            for row in destinations {
+                page.append("    " + destinationName(row, width: page.width - 4))
+                page.wrap(
+                    lead: "      ",
+                    [
+                        "\(row.connections) conn\(plural(row.connections))", "↑ " + bytes(row.bytesUp),
+                        "↓ " + bytes(row.bytesDown),
+                    ], indent: 6)
+            }
+            return
+        }
+        page.append("  " + "destination".rightPadded(nameWidth + 2) + " " + figures.joined(separator: " "))
         for row in destinations {
-            let name = TerminalText.escaped(row.destination + (row.host.map { " (\($0))" } ?? ""))
             page.append(
-                "    " + clipped(name, to: nameWidth).padding(toLength: nameWidth, withPad: " ", startingAt: 0) + " "
+                "    " + destinationName(row, width: nameWidth).rightPadded(nameWidth) + " "
                     + [
                         String(row.connections).leftPadded(5), bytes(row.bytesUp).leftPadded(10),
                         bytes(row.bytesDown).leftPadded(10),
                     ].joined(separator: " "))
         }
+    }
+
+    /// A destination and the host name the program looked it up by, within `width` columns: the host gives way
+    /// first, then the address, which keeps its port.
+    private static func destinationName(_ row: StatusReport.Destination, width: Int) -> String {
+        let address = TerminalText.escaped(row.destination)
+        guard let host = row.host.map(TerminalText.escaped) else { return clipped(address, to: width) }
+        let room = width - TerminalText.columns(address) - 3
+        return room >= 2 ? address + " (" + clipped(host, to: room) + ")" : clipped(address, to: width)
     }
 
     /// Whether a listener's released TCP bytes reached their sockets late enough to show.
@@ -214,20 +239,23 @@ extension StatusCommand {
         }
     }
 
-    /// `text` no wider than `width`: cut with an ellipsis, keeping an address's `:port` when there is room.
+    /// `text` no wider than `width` columns (`TerminalText.columns`): cut with an ellipsis, keeping an address's
+    /// `:port` when there is room.
     static func clipped(_ text: String, to width: Int) -> String {
-        guard text.count > width else { return text }
-        guard width > 1 else { return String(text.prefix(width)) }
+        guard TerminalText.columns(text) > width else { return text }
+        guard width > 1 else { return String(TerminalText.prefix(text, columns: max(0, width))) }
         if let colon = text.lastIndex(of: ":"), text[text.index(after: colon)...].allSatisfy(\.isNumber) {
             let port = text[colon...]
-            if port.count + 2 <= width { return text.prefix(width - port.count - 1) + "…" + port }
+            if port.count + 2 <= width {
+                return TerminalText.prefix(text, columns: width - port.count - 1) + "…" + port
+            }
         }
-        return text.prefix(width - 1) + "…"
+        return TerminalText.prefix(text, columns: width - 1) + "…"
     }
 
     static func plural(_ count: Int) -> String { count == 1 ? "" : "s" }
 
-    /// Lines being laid out within `width` columns.
+    /// Lines being laid out within `width` columns, measured as a terminal shows them (`TerminalText.columns`).
     struct Page {
         let width: Int
         private var lines: [String] = []
@@ -236,47 +264,91 @@ extension StatusCommand {
 
         var text: String { lines.map { clipped($0, to: width) }.joined(separator: "\n") + "\n" }
 
-        func fits(_ line: String) -> Bool { line.count <= width }
+        func fits(_ line: String) -> Bool { TerminalText.columns(line) <= width }
 
         /// Appends a line already escaped.
         mutating func append(_ line: String) { lines.append(line) }
 
         /// `lead`, then `items` (escaped here) separated by `separator`, on as many lines as the width needs; the
-        /// lines after the first start at `indent`, and a line broken between two items ends with the separator's
-        /// comma if it has one. An item goes whole to the next line when the line is full; one wider than a whole
-        /// line is broken between its words, and a word wider than a line is cut with an ellipsis (only a name is
-        /// that long).
+        /// lines after the first start at `indent` (less on a narrow page, so that a figure still fits), and a line
+        /// broken between two items ends with the separator's comma if it has one, which the fit reserves room for.
+        /// An item goes whole to the next line when the line is full; one wider than a whole line is broken between
+        /// its words, keeping a number with the word after it (`1.2 MiB`); a lead too long for the first item
+        /// stands on its own line; and a word wider than a line is cut with an ellipsis (only a name is that long).
         mutating func wrap(lead: String, _ items: [String], indent: Int, separator: String = ", ") {
-            let margin = String(repeating: " ", count: min(indent, max(0, width - 8)))
+            let margin = String(repeating: " ", count: min(indent, max(0, width - Page.narrowestRoom)))
+            let comma = separator.trimmingCharacters(in: .whitespaces)
             var line = lead
             var isEmpty = true
-            func place(_ piece: String, after glue: String) {
-                let words = piece.split(separator: " ")
-                if words.count > 1 && margin.count + piece.count > width {
+            /// Places `piece` after `glue`, keeping `reserve` columns free after it for the comma a break adds.
+            func place(_ piece: String, after glue: String, reserve: Int) {
+                let pieceWidth = TerminalText.columns(piece)
+                let words = Page.unbreakableRuns(piece)
+                func flow() {
+                    for (index, word) in words.enumerated() {
+                        place(
+                            word, after: index == 0 ? glue : " ", reserve: index == words.count - 1 ? reserve : 0)
+                    }
+                }
+                if words.count > 1 && margin.count + pieceWidth + reserve > width {
                     // Wider than any line: its words flow on from where the line is.
-                    for (index, word) in words.enumerated() { place(String(word), after: index == 0 ? glue : " ") }
+                    flow()
                     return
                 }
                 if !isEmpty {
-                    if line.count + glue.count + piece.count <= width {
+                    if TerminalText.columns(line) + glue.count + pieceWidth + reserve <= width {
                         line += glue + piece
                         return
                     }
                     lines.append(line + glue.trimmingCharacters(in: .whitespaces))
                     (line, isEmpty) = (margin, true)
                 }
-                if line.count + piece.count <= width {
+                if TerminalText.columns(line) + pieceWidth + reserve <= width {
                     (line, isEmpty) = (line + piece, false)
+                } else if TerminalText.columns(line) > margin.count {
+                    // The lead leaves too little room: it stands alone and the piece starts the next line.
+                    lines.append(String(line.reversed().drop(while: { $0 == " " }).reversed()))
+                    line = margin
+                    place(piece, after: "", reserve: reserve)
                 } else if words.count > 1 {
-                    for (index, word) in words.enumerated() { place(String(word), after: index == 0 ? "" : " ") }
+                    flow()
                 } else {
-                    (line, isEmpty) = (line + clipped(piece, to: max(1, width - line.count)), false)
+                    let room = max(1, width - TerminalText.columns(line) - reserve)
+                    (line, isEmpty) = (line + clipped(piece, to: room), false)
                 }
             }
             for (index, item) in items.enumerated() {
-                place(TerminalText.escaped(item), after: index == 0 ? "" : separator)
+                place(
+                    TerminalText.escaped(item), after: index == 0 ? "" : separator,
+                    reserve: index == items.count - 1 ? 0 : comma.count)
             }
             lines.append(line)
+        }
+
+        /// The columns a continuation line keeps for its figures however narrow the page: the widest figure
+        /// (`787.6 kbit/s`) and its comma, with room to spare.
+        private static let narrowestRoom = 16
+
+        /// `piece`'s words, each number joined to the word after it and each lone symbol (an arrow, `+`) to the
+        /// word after that, so a break between words never parts a figure from its unit.
+        static func unbreakableRuns(_ piece: String) -> [String] {
+            var runs: [String] = []
+            var pending: String?
+            for word in piece.split(separator: " ").map(String.init) {
+                let joined = pending.map { $0 + " " + word } ?? word
+                let isNumber =
+                    word.drop(while: { $0 == "(" }).first?.isNumber == true
+                    && word.drop(while: { $0 == "(" }).allSatisfy { $0.isNumber || $0 == "." || $0 == "," }
+                let isSymbol = word.count == 1 && !(word.first?.isLetter ?? true) && !(word.first?.isNumber ?? true)
+                if isNumber || isSymbol {
+                    pending = joined
+                } else {
+                    runs.append(joined)
+                    pending = nil
+                }
+            }
+            if let pending { runs.append(pending) }
+            return runs
         }
     }
 }

@@ -7,8 +7,8 @@ struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status", abstract: "Show a running linkcond's profile, listeners and traffic.",
         discussion: """
-            The view fits the width of $COLUMNS when set, else of the terminal, else 80 columns: one block per \
-            listener, long names cut with an ellipsis, never a number. --wide prints one table row per listener \
+            The view fits the width of $COLUMNS when set, else of the terminal, else 80 columns (held between 20 and \
+            1000): one block per listener, long names cut with an ellipsis, never a number. --wide prints one table row per listener \
             instead, whatever the width.
 
             With --watch on a terminal the view is redrawn in place within the terminal's size, as top draws its \
@@ -86,7 +86,7 @@ struct StatusCommand: ParsableCommand {
                     "… \(hidden) more line\(hidden == 1 ? "" : "s") below (a taller terminal shows them)"
                 ]
         }
-        return lines.map { String($0.prefix(max(1, columns))) }.joined(separator: "\n") + "\n"
+        return lines.map { String(TerminalText.prefix($0, columns: max(1, columns))) }.joined(separator: "\n") + "\n"
     }
 
     /// The human-readable view: one block for the conditions, then a table of listeners. Names come from others
@@ -279,8 +279,15 @@ struct StatusCommand: ParsableCommand {
     }
 }
 
+/// Padding by the columns a terminal shows (`TerminalText.columns`), so a table of CJK names stays aligned.
 extension String {
+    /// Spaces before, to fill `width` columns; text wider is left whole.
     func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: " ", count: width - count) + self
+        String(repeating: " ", count: max(0, width - TerminalText.columns(self))) + self
+    }
+
+    /// Spaces after, to fill `width` columns; text wider is left whole (clip it first).
+    func rightPadded(_ width: Int) -> String {
+        self + String(repeating: " ", count: max(0, width - TerminalText.columns(self)))
     }
 }

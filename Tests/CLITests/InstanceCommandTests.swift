@@ -221,7 +221,8 @@ struct InstanceCommandTests {
         }
     }
 
-    @Test(arguments: [SIGTERM, SIGINT])
+    /// SIGHUP too: a closed terminal stops the instance as SIGTERM does, and its files go with it.
+    @Test(arguments: [SIGTERM, SIGINT, SIGHUP])
     func aStoppedInstanceRemovesItsSocketAndDescriptor(_ signal: Int32) throws {
         let runtime = try RuntimeDirectory()
         let instance = try Instance(runtime, ["--profile", "3g"])
@@ -234,6 +235,9 @@ struct InstanceCommandTests {
         #expect(mode as? Int == 0o600)
         let left = try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasPrefix(".") }
         #expect(left.isEmpty, "\(left)")
+        let tokens = try FileManager.default.contentsOfDirectory(atPath: runtime.privateDirectory)
+            .filter { $0.hasSuffix(".token") }
+        #expect(tokens.isEmpty, "\(tokens)")
         let after = try linkcond(["status"], runtime)
         #expect(after.status == 1 && after.stderr.contains("no running linkcond answers"), "\(after.stderr)")
     }

@@ -8,26 +8,82 @@ import Testing
 /// a stand-in control endpoint, so every figure and name is known.
 @Suite(.serialized)
 struct StatusWidthTests {
-    @Test(arguments: [80, 100, 60])
-    func everyLineFitsTheColumnsAndEveryFigureIsWhole(columns: Int) throws {
-        let status = try StatusFixture.status(Self.busy, environment: ["COLUMNS": "\(columns)"])
+    /// Every width from the narrowest view to a wide terminal: no line is wider, no figure is cut or parted from
+    /// its unit (`1.2 MiB` stays on one line; a long phrase may break between words), and names too long for a line
+    /// are cut with an ellipsis, the addresses keeping their ports. `COLUMNS` below 20 gets the 20-column view.
+    @Test func everyLineFitsTheColumnsAndEveryFigureIsWhole() throws {
+        for columns in [1, 5] + Array(20...120) {
+            let status = try StatusFixture.status(Self.busy, environment: ["COLUMNS": "\(columns)"])
+            let width = max(20, columns)
+
+            #expect(status.status == 0, "\(status.stderr)")
+            let lines = status.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+            for line in lines { #expect(line.count <= width, "wider than \(width): \(line)") }
+            // A number is never cut by an ellipsis (an address cut in its middle keeps its port), and stays on one
+            // line with its unit.
+            for line in lines {
+                #expect(line.firstRange(of: #/[0-9]\.?…(?!:[0-9])/#) == nil, "a number cut at \(columns): \(line)")
+            }
+            for figure in [
+                "787.6 kbit/s", "12.3 kbit/s", "1.2 MiB", "70.7 KiB", "15 TCP", "9 datagrams", "2 kernel", "2 SYNs",
+                "1 SYN-ACK", "↓ p99", "1.20 ms", "5.4 MiB", "12 accepted", "0 live", "1 accepted",
+            ] {
+                #expect(status.stdout.contains(figure), "\(figure) parted at \(columns) columns:\n\(status.stdout)")
+            }
+            // Read as one text (a break between words as a space), each phrase is whole.
+            let flowing = status.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            for phrase in [
+                "787.6 kbit/s", "1.2 MiB delivered", "70.7 KiB queued", "15 TCP segments lost", "9 datagrams dropped",
+                "2 kernel drops", "2 SYNs resent", "1 SYN-ACK resent", "↓ p99 1.20 ms", "12 accepted",
+                "3g-lossy: 780 kbit/s down, 330 kbit/s up, 100 ms delay, 1 % loss",
+            ] {
+                #expect(flowing.contains(phrase), "\(phrase) missing at \(columns) columns:\n\(status.stdout)")
+            }
+            for port in [":8080", ":65535", ":8443", ":26379", ":5353", ":443"] {
+                #expect(status.stdout.contains(port), "\(port) missing at \(columns) columns:\n\(status.stdout)")
+            }
+        }
+        for columns in [60, 80, 100] {
+            let status = try StatusFixture.status(Self.busy, environment: ["COLUMNS": "\(columns)"])
+            #expect(status.stdout.contains("profile   3g-lossy: 780 kbit/s down,"), "\(status.stdout)")
+        }
+    }
+
+    /// A name in CJK characters takes two columns a character: the lines are measured, clipped and padded by the
+    /// columns a terminal shows, not by the characters counted.
+    @Test(arguments: [40, 33, 20])
+    func wideCharactersAreMeasuredByTheirColumns(columns: Int) throws {
+        let fixture = try StatusFixture.with(
+            Self.busy, ["profile": "東京から大阪への回線が混雑している夜間の携帯電話網の状態を再現するプロファイル"])
+        let answer = fixture.replacingOccurrences(
+            of: "payments-primary-database-replica-in-the-eu-west-region-behind-the-load-balancer",
+            with: "決済用の主データベースの複製の欧州西部地域のもの")
+        let status = try StatusFixture.status(answer, environment: ["COLUMNS": "\(columns)"])
 
         #expect(status.status == 0, "\(status.stderr)")
-        let lines = status.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
-        for line in lines { #expect(line.count <= columns, "wider than \(columns): \(line)") }
-        // Figures are never cut: each appears whole, with its unit.
-        for figure in [
-            "787.6 kbit/s", "12.3 kbit/s", "1.2 MiB delivered", "70.7 KiB queued", "15 TCP segments lost",
-            "9 datagrams dropped", "2 kernel drops", "2 SYNs resent", "1 SYN-ACK resent", "↓ p99 1.20 ms",
-            "5.4 MiB", "12 accepted",
-        ] {
-            #expect(status.stdout.contains(figure), "\(figure) missing at \(columns) columns:\n\(status.stdout)")
+        for line in status.stdout.split(separator: "\n") {
+            #expect(Self.columns(line) <= columns, "\(Self.columns(line)) columns at \(columns): \(line)")
         }
-        // Names too long for a line are cut with an ellipsis; the addresses keep their ports.
-        for port in [":8080", ":65535", ":8443", ":26379", ":5353", ":443"] {
-            #expect(status.stdout.contains(port), "\(port) missing at \(columns) columns:\n\(status.stdout)")
+        #expect(status.stdout.contains("東京から"), "\(status.stdout)")
+        #expect(status.stdout.contains("toxiproxy 決済"), "\(status.stdout)")
+    }
+
+    /// The columns a terminal gives `text` when its only wide characters are CJK ideographs, kana and fullwidth
+    /// forms: measured here independently of linkcond's own measure.
+    static func columns(_ text: Substring) -> Int {
+        text.unicodeScalars.reduce(0) {
+            $0 + ((0x3000...0x9FFF).contains($1.value) || (0xFF00...0xFF60).contains($1.value) ? 2 : 1)
         }
-        #expect(status.stdout.contains("profile   3g-lossy: 780 kbit/s down,"), "\(status.stdout)")
+    }
+
+    @Test func displayColumnsCountWideCharactersTwiceAndCombiningMarksNever() {
+        #expect(TerminalText.columns("abc") == 3)
+        #expect(TerminalText.columns("東京") == 4)
+        #expect(TerminalText.columns("ＡＢ") == 4)
+        #expect(TerminalText.columns("e\u{301}te\u{301}") == 3)
+        #expect(TerminalText.columns("↑ 🚀") == 4)
+        #expect(TerminalText.prefix("東京abc", columns: 3) == "東")
+        #expect(TerminalText.prefix("東京abc", columns: 5) == "東京a")
     }
 
     /// An empty `COLUMNS` counts as unset: into a pipe, the view is 80 columns wide.
@@ -36,6 +92,18 @@ struct StatusWidthTests {
 
         let widest = status.stdout.split(separator: "\n").map(\.count).max() ?? 0
         #expect(widest <= 80 && widest > 60, "\(status.stdout)")
+    }
+
+    /// A huge `COLUMNS` is held to 1000: it neither crashes the destinations table nor pads lines to gigabytes.
+    @Test(arguments: ["9223372036854775807", "100000000", "1001"])
+    func aHugeColumnsIsHeldToAThousand(columns: String) throws {
+        let status = try StatusFixture.status(Self.busy, environment: ["COLUMNS": columns])
+
+        #expect(status.status == 0, "COLUMNS=\(columns): \(status.stderr)")
+        #expect(status.stdout.utf8.count < 20_000, "COLUMNS=\(columns): \(status.stdout.utf8.count) bytes")
+        let widest = status.stdout.split(separator: "\n").map(\.count).max() ?? 0
+        #expect(widest == 1000, "COLUMNS=\(columns):\n\(status.stdout)")
+        #expect(status.stdout.contains("destination"), "\(status.stdout)")
     }
 
     /// The table as the linkcond before the fitted view printed it for the same answer.

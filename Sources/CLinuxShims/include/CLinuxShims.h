@@ -162,22 +162,25 @@ static inline ssize_t clinux_send_nosignal(int fd, const void *buf, size_t len) 
     return send(fd, buf, len, MSG_NOSIGNAL);
 }
 
-/// Blocks SIGINT, SIGTERM and SIGPIPE in the calling thread (and the threads it starts later).
+/// Blocks SIGINT, SIGTERM, SIGHUP (a closed terminal) and SIGPIPE in the calling thread (and the threads it starts
+/// later).
 static inline int clinux_block_signals(void) {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGPIPE);
     return pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
-/// Waits for SIGINT or SIGTERM (blocked beforehand with `clinux_block_signals`); returns the signal number.
+/// Waits for SIGINT, SIGTERM or SIGHUP (blocked beforehand with `clinux_block_signals`); returns the signal number.
 static inline int clinux_wait_termination_signal(void) {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     int sig = 0;
     if (sigwait(&set, &sig) != 0) return -1;
     return sig;
@@ -219,7 +222,7 @@ int clinux_exec(const char *file, char *const argv[]);
 int clinux_wait_child(int pid, int nohang);
 /// Blocks SIGCHLD too, so the waiting thread hears of the child with sigwait.
 int clinux_block_child_signal(void);
-/// Waits for SIGINT, SIGTERM or SIGCHLD; returns the signal number, and whether the kernel sent it (a terminal's
+/// Waits for SIGINT, SIGTERM, SIGHUP or SIGCHLD; returns the signal number, and whether the kernel sent it (a terminal's
 /// ^C, which the whole foreground process group receives) in `*from_terminal`.
 int clinux_wait_signal_or_child(int *from_terminal);
 /// Has the kernel SIGKILL the calling process when its parent thread ends (PR_SET_PDEATHSIG; kept across exec).

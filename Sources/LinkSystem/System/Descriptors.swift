@@ -119,9 +119,10 @@ struct ThreadIdentity: Equatable, Sendable {
 
 /// Process-wide signal handling for a command-line front end.
 public enum TerminationSignals {
-    /// Blocks SIGINT, SIGTERM and SIGPIPE in this thread and in threads started after it.
+    /// Blocks SIGINT, SIGTERM, SIGHUP (the terminal closed) and SIGPIPE in this thread and in threads started after
+    /// it.
     public static func block() { _ = clinux_block_signals() }
 
-    /// Waits until SIGINT or SIGTERM arrives; returns its number.
+    /// Waits until SIGINT, SIGTERM or SIGHUP arrives; returns its number.
     public static func wait() -> Int32 { clinux_wait_termination_signal() }
 }

@@ -213,13 +213,13 @@ public enum Namespaces {
     /// Sends `signal` to process `pid`.
     public static func signal(_ pid: Int32, _ signal: Int32) { _ = clinux_kill(pid, signal) }
 
-    /// Blocks SIGCHLD (with SIGINT, SIGTERM and SIGPIPE) in this thread and those it starts later.
+    /// Blocks SIGCHLD (with SIGINT, SIGTERM, SIGHUP and SIGPIPE) in this thread and those it starts later.
     public static func blockChildAndTerminationSignals() {
         _ = clinux_block_signals()
         _ = clinux_block_child_signal()
     }
 
-    /// Waits for SIGINT, SIGTERM or SIGCHLD, blocked beforehand; returns the signal number and whether a terminal
+    /// Waits for SIGINT, SIGTERM, SIGHUP or SIGCHLD, blocked beforehand; returns the signal number and whether a terminal
     /// sent it (to the whole foreground process group, the program included).
     public static func waitForSignalOrChild() -> (signal: Int32, fromTerminal: Bool) {
         var fromTerminal: Int32 = 0
