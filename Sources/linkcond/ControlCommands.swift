@@ -58,7 +58,17 @@ struct ControlOptions: ParsableArguments {
             }
             return .instance(try Self.instance(named: given, from: InstanceNameOption.environmentName))
         }
-        let running = InstanceDirectory().running()
+        let directory = InstanceDirectory()
+        let running = directory.running()
+        let unreadable = directory.unreadableDescriptors()
+        guard unreadable.isEmpty || running.count > 1 else {
+            printError(
+                "linkcond: not guessing which linkcond to steer: these descriptors cannot be read, and their instances may run:"
+            )
+            for path in unreadable { printError("  " + TerminalText.escaped(path)) }
+            printError("pick one with --name NAME (or LINKCOND_NAME=NAME in the environment), or --control ADDRESS")
+            throw ExitStatus.badInput
+        }
         switch running.count {
         case 0:
             printError(

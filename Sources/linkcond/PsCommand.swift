@@ -19,7 +19,11 @@ struct PsCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let instances = InstanceDirectory().running().map(InstanceTable.Row.init)
+        let directory = InstanceDirectory()
+        let instances = directory.running().map(InstanceTable.Row.init)
+        for path in directory.unreadableDescriptors() {
+            printError("linkcond: \(TerminalText.escaped(path)) cannot be read; its instance may run unlisted")
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -119,7 +123,8 @@ enum InstanceTable {
         let rows = instances.map(Row.init)
         let nameWidth = rows.reduce(0) { max($0, $1.name.count) }
         return rows.map {
-            "  \($0.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0))  pid \($0.pid)  profile \($0.profile)"
+            "  \($0.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0))  pid \($0.pid)  profile "
+                + TerminalText.escaped($0.profile)
         }
     }
 

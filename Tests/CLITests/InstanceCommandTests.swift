@@ -77,6 +77,39 @@ struct InstanceCommandTests {
         #expect(try profile(of: instance.name, runtime) == "edge")
     }
 
+    @Test func anUnreadableDescriptorBesideOneInstanceMakesABareCommandRefuseToGuess() throws {
+        let runtime = try RuntimeDirectory()
+        let instance = try Instance(runtime, ["--profile", "3g"])
+        let unreadable = runtime.privateDirectory + "/instances/other.json"
+        try "{ written by another version".write(toFile: unreadable, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: unreadable)
+
+        let use = try linkcond(["use", "edge"], runtime)
+        let ps = try linkcond(["ps"], runtime)
+
+        #expect(use.status == 2, "\(use.stderr)")
+        #expect(use.stderr.contains(unreadable), "\(use.stderr)")
+        #expect(try profile(of: instance.name, runtime) == "3g")
+        #expect(ps.stderr.contains(unreadable), "\(ps.stderr)")
+        #expect(FileManager.default.fileExists(atPath: unreadable))
+    }
+
+    @Test func aGivenNameWhoseDescriptorCannotBeReadIsRefusedAndTheFileKept() throws {
+        let runtime = try RuntimeDirectory()
+        let first = try Instance(runtime, ["--profile", "3g"])
+        let unreadable = runtime.privateDirectory + "/instances/taken.json"
+        try "not json".write(toFile: unreadable, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: unreadable)
+
+        let second = try linkcond(
+            ["run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--name", "taken"], runtime)
+
+        #expect(second.status == 1, "\(second.stderr)")
+        #expect(second.stderr.contains("cannot be read"), "\(second.stderr)")
+        #expect(FileManager.default.fileExists(atPath: unreadable))
+        #expect(try profile(of: first.name, runtime) == "3g")
+    }
+
     @Test func nameAndTheEnvironmentPickAnInstanceAmongSeveral() throws {
         let runtime = try RuntimeDirectory()
         let left = try Instance(runtime, ["--profile", "3g", "--name", "left"])

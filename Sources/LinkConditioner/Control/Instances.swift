@@ -165,9 +165,17 @@ public struct InstanceDirectory: Sendable {
                     if try PrivateFiles.createExclusively(descriptor.json(), at: descriptorPath(name)) {
                         return descriptor
                     }
-                    if let holder = try? PrivateFiles.read(descriptorPath(name), limit: Self.descriptorLimit)
-                        .flatMap(InstanceDescriptor.parse), holder.process.isRunning
-                    {
+                    guard let holder = read(name) else {
+                        // Unreadable (another version's, or damaged): its process may run, so it is never removed.
+                        if case .given = request {
+                            throw PrivateFiles.Refusal(
+                                "\(descriptorPath(name)) cannot be read, so whether a linkcond named \"\(name)\" runs is unknown; choose another --name, or remove the file if none runs"
+                            )
+                        }
+                        number += 1
+                        continue
+                    }
+                    if holder.process.isRunning {
                         if case .given = request { throw InstanceClaimError.nameTaken(name, pid: holder.pid) }
                         number += 1
                     } else {
@@ -210,6 +218,15 @@ public struct InstanceDirectory: Sendable {
             }
         }
         return live
+    }
+
+    /// The descriptors that cannot be read (another version's, damaged, too long): their instances may run, so a
+    /// command that would pick the only instance must not guess while one is there.
+    public func unreadableDescriptors() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
+            .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
+            .filter { read(String($0.dropLast(".json".count))) == nil }
+            .map { path + "/" + $0 }
     }
 
     /// The running instance called `name`, or nil.
