@@ -29,6 +29,9 @@ struct Linkcond: ParsableCommand {
         ]
     )
 
+    /// The narrowest help text: the argument parser traps when it wraps help into fewer columns.
+    static let helpColumns = 40
+
     /// Parses and runs like ArgumentParser's own `main`, but exits 2 (not 64) on bad usage, and starts usage
     /// errors with "linkcond:" as every other diagnostic does.
     static func main() {
@@ -52,6 +55,10 @@ struct Linkcond: ParsableCommand {
                 write((error.isHelp ? "" : "linkcond container: ") + error.description + "\n", to: .standardError)
                 Foundation.exit(error.isHelp ? 0 : 2)
             }
+        }
+        let options = arguments.prefix { $0 != "--" }
+        if options.isEmpty || options.contains(where: { ["--help", "-h", "help"].contains($0) }) {
+            Terminal.widenColumnsVariable(toAtLeast: helpColumns)
         }
         do {
             var command = try parseAsRoot(arguments)

@@ -50,6 +50,16 @@ struct ConventionTests {
         }
     }
 
+    /// Help in a terminal too narrow to wrap it into is printed at the narrowest width help takes, not a crash:
+    /// the argument parser traps below it.
+    @Test(arguments: [[]] + commands)
+    func helpInANarrowTerminalIsPrinted(command: [String]) throws {
+        let help = try LinkcondProcess.run(command + ["--help"], environment: ["COLUMNS": "5"])
+
+        #expect(help.status == 0, "\((["linkcond"] + command).joined(separator: " ")) --help: \(help.stderr)")
+        #expect(help.stdout.contains("USAGE:"), "\(help.stdout)")
+    }
+
     /// An option's help says its default once: the parser appends "(default: VALUE)" to whatever the text says.
     @Test(arguments: commands)
     func helpStatesEachDefaultOnce(command: [String]) throws {

@@ -13,4 +13,12 @@ public enum Terminal {
         guard clinux_window_size(STDOUT_FILENO, &rows, &columns) == 0, rows > 0, columns > 0 else { return nil }
         return (Int(rows), Int(columns))
     }
+
+    /// Raises `COLUMNS` to `minimum` for this process when it, or the terminal when it is unset, says less. The
+    /// argument parser's help wrapping stops the process (a trap) on a narrower width.
+    public static func widenColumnsVariable(toAtLeast minimum: Int) {
+        let given = getenv("COLUMNS").flatMap { Int(String(cString: $0)) } ?? standardOutputSize?.columns
+        guard let given, given < minimum else { return }
+        setenv("COLUMNS", String(minimum), 1)
+    }
 }
