@@ -27,8 +27,13 @@ struct SetCommand: ParsableCommand {
 
     @OptionGroup var control: ControlOptions
 
-    /// The settings' words without the `--` that may end the options.
-    private var words: [String] { settings.filter { $0 != "--" } }
+    /// The settings' words without the `--` that may end the options. A quoted word without `=` holds a whole
+    /// setting ("loss 2 %", as the help writes it) and is split at its spaces; one with `=` is KEY="VALUE", kept.
+    private var words: [String] {
+        settings.filter { $0 != "--" }.flatMap { word in
+            word.contains("=") ? [word] : word.split(whereSeparator: \.isWhitespace).map(String.init)
+        }
+    }
 
     func validate() throws {
         if let option = words.first(where: { $0.hasPrefix("--") }) {

@@ -15,6 +15,7 @@ struct SetCommandTests {
 
     @Test(arguments: [
         ["downlink.delay=800ms"], ["downlink.delay", "=", "800", "ms"], ["downlink.delay", "800", "ms"],
+        ["downlink.delay 800 ms"], ["downlink.delay = 800 ms"],
     ])
     func eachSpellingSetsTheValue(words: [String]) throws {
         let instance = try ControlCommandTests.Instance(profile: "3g")
