@@ -28,7 +28,7 @@ struct AttachCommand: ParsableCommand {
             them when it ends, SIGKILL included; a start replaces rules an older run left. Steer it with \
             `linkcond use/set/offline/status --control URL`.
 
-            Exit status: 0 after SIGINT or SIGTERM, with the rules removed; 1 when the system refuses (no \
+            Exit status: 0 after SIGINT, SIGTERM or SIGHUP, with the rules removed; 1 when the system refuses (no \
             CAP_NET_ADMIN, nft missing or refusing, the control address in use); 2 for bad usage or input (a \
             namespace path that does not exist, a process that is gone, a bad profile or exclusion).
             """

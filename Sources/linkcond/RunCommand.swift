@@ -11,7 +11,7 @@ struct RunCommand: ParsableCommand {
         discussion: """
             Each --listen pairs with the --upstream at the same position. Once every listener is bound, one line \
             per listener is printed on stdout: "ready tcp LISTEN UPSTREAM", then "ready control URL" and \
-            "ready name NAME". Logs go to stderr. SIGINT or SIGTERM closes every connection and exits 0. Without any listener option, a SOCKS5 and HTTP proxy starts on \
+            "ready name NAME". Logs go to stderr. SIGINT, SIGTERM or SIGHUP closes every connection and exits 0. Without any listener option, a SOCKS5 and HTTP proxy starts on \
             127.0.0.1 (port chosen by the system) and stderr says how to point an app at it.
 
             Examples:
@@ -28,7 +28,7 @@ struct RunCommand: ParsableCommand {
             Each instance has a name (--name, else the profile's name and a number, such as 3g-1) and a control \
             socket of its own; "linkcond ps" lists the running ones, and the other commands take --name to pick one.
 
-            Exit status: 0 after SIGINT or SIGTERM, 1 when a listener cannot start (address in use, unresolvable \
+            Exit status: 0 after SIGINT, SIGTERM or SIGHUP, 1 when a listener cannot start (address in use, unresolvable \
             upstream), 2 for bad usage, a bad profile or scenario, or a --name another running instance has.
             """
     )
