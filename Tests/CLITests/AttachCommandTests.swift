@@ -16,6 +16,8 @@ import Testing
         let directory: URL
         /// The resolver (`startResolver`) and the processes `startInApp` started, killed by `remove`.
         private var started: [Process] = []
+        /// The control socket a test's attach serves, in the test's directory.
+        var controlSocket: String { directory.appendingPathComponent("control.sock").path }
         /// Where `ip netns exec` finds the app namespace's own files (its resolv.conf), removed by `remove`.
         var appConfiguration: String { "/etc/netns/\(app)" }
         /// The address every A question gets from the resolver.
@@ -52,6 +54,13 @@ import Testing
                 remove()
                 throw CLITestError("the web server in \(web) did not answer within 30 s")
             }
+        }
+
+        /// Writes `text` as the test's profile file and returns its path.
+        func writeProfile(_ text: String) throws -> String {
+            let path = directory.appendingPathComponent("test.profile").path
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
         }
 
         func remove() {
@@ -199,17 +208,13 @@ import Testing
         ((status["listeners"] as? [[String: Any]])?.first?["connectionsAccepted"] as? Int) ?? -1
     }
 
-    @Test func shapesTheNamespacesFetchesObeysUseAndOfflineAndRemovesItsTableOnSigterm() throws {
-        guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl, setpriv and dig")
-            return
-        }
+    @Test(.enabled(if: canRun, "needs root, nft, python3, curl, setpriv and dig"))
+    func shapesTheNamespacesFetchesObeysUseAndOfflineAndRemovesItsTableOnSigterm() throws {
         let namespaces = try Namespaces()
         defer { namespaces.remove() }
-        let profile = namespaces.directory.appendingPathComponent("slow.profile").path
-        try "downlink.bandwidth = 1 Mbit/s\nuplink.bandwidth = 1 Mbit/s\ndelay = 20 ms\n".write(
-            toFile: profile, atomically: true, encoding: .utf8)
-        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let profile = try namespaces.writeProfile(
+            "downlink.bandwidth = 1 Mbit/s\nuplink.bandwidth = 1 Mbit/s\ndelay = 20 ms\n")
+        let control = namespaces.controlSocket
         let runtime = try ControlSecurityCommandTests.RuntimeDirectory()
         let running = try Self.attach(namespaces, profile: profile, control: control, environment: runtime.environment)
         defer { _ = try? running.stop(signal: SIGKILL) }
@@ -254,14 +259,11 @@ import Testing
     /// SIGKILL leaves no rules behind: the kernel removes the table with the nft process that owned it, so the
     /// namespace's connections flow (unconditioned) at once, never refused by a redirect to a dead port; a new
     /// start conditions it again.
-    @Test func afterSigkillTheNamespaceFlowsAndANewStartAttachesAgain() throws {
-        guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl, setpriv and dig")
-            return
-        }
+    @Test(.enabled(if: canRun, "needs root, nft, python3, curl, setpriv and dig"))
+    func afterSigkillTheNamespaceFlowsAndANewStartAttachesAgain() throws {
         let namespaces = try Namespaces()
         defer { namespaces.remove() }
-        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let control = namespaces.controlSocket
         let first = try Self.attach(namespaces, profile: "lte", control: control)
         let attachedFirst = try namespaces.tables()
         _ = try first.stop(signal: SIGKILL)
@@ -287,17 +289,13 @@ import Testing
 
     /// A lookup from the namespace reaches the resolver `--dns-upstream` names through linkcond's forwarder and
     /// pays `dns.delay`: dig asks 198.18.5.3, where nothing answers, so an answer came through the redirect.
-    @Test func aLookupInTheNamespaceReachesTheGivenUpstreamAndPaysTheDNSDelay() throws {
-        guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl, setpriv and dig")
-            return
-        }
+    @Test(.enabled(if: canRun, "needs root, nft, python3, curl, setpriv and dig"))
+    func aLookupInTheNamespaceReachesTheGivenUpstreamAndPaysTheDNSDelay() throws {
         let namespaces = try Namespaces()
         defer { namespaces.remove() }
         try namespaces.startResolver()
-        let profile = namespaces.directory.appendingPathComponent("dns.profile").path
-        try "dns.delay = 400 ms\n".write(toFile: profile, atomically: true, encoding: .utf8)
-        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let profile = try namespaces.writeProfile("dns.delay = 400 ms\n")
+        let control = namespaces.controlSocket
         let running = try Self.attach(
             namespaces, profile: profile, control: control, options: ["--dns-upstream", "198.18.5.2:53"])
         defer { _ = try? running.stop(signal: SIGKILL) }
@@ -315,18 +313,14 @@ import Testing
     /// Without --dns-upstream the forwarder asks the resolver the namespace's programs would have asked: for
     /// /run/netns/NAME the one in /etc/netns/NAME/resolv.conf (which `ip netns exec` mounts over
     /// /etc/resolv.conf), reachable from the namespace where the host's resolver is not.
-    @Test func withoutAnUpstreamTheForwarderAsksTheResolverOfTheNamespacesOwnResolvConf() throws {
-        guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl, setpriv and dig")
-            return
-        }
+    @Test(.enabled(if: canRun, "needs root, nft, python3, curl, setpriv and dig"))
+    func withoutAnUpstreamTheForwarderAsksTheResolverOfTheNamespacesOwnResolvConf() throws {
         let namespaces = try Namespaces()
         defer { namespaces.remove() }
         try namespaces.startResolver()
         try namespaces.writeAppResolverConfiguration(nameserver: "198.18.5.2")
-        let profile = namespaces.directory.appendingPathComponent("dns.profile").path
-        try "dns.delay = 400 ms\n".write(toFile: profile, atomically: true, encoding: .utf8)
-        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let profile = try namespaces.writeProfile("dns.delay = 400 ms\n")
+        let control = namespaces.controlSocket
         let running = try Self.attach(namespaces, profile: profile, control: control)
         defer { _ = try? running.stop(signal: SIGKILL) }
 
@@ -348,18 +342,15 @@ import Testing
     /// With no resolver to forward to (the namespace's resolv.conf names none, and no --dns-upstream), DNS is
     /// left out of the rules, so the namespace's lookups flow unconditioned rather than into a redirect nobody
     /// answers; the start line says so.
-    @Test func withoutAResolverToForwardToDNSIsNotRedirectedAndStillAnswered() throws {
-        guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl, setpriv and dig")
-            return
-        }
+    @Test(.enabled(if: canRun, "needs root, nft, python3, curl, setpriv and dig"))
+    func withoutAResolverToForwardToDNSIsNotRedirectedAndStillAnswered() throws {
         let namespaces = try Namespaces()
         defer { namespaces.remove() }
         try namespaces.startResolver()
         try FileManager.default.createDirectory(atPath: namespaces.appConfiguration, withIntermediateDirectories: true)
         let configuration = namespaces.appConfiguration + "/resolv.conf"
         try "search example.test\n".write(toFile: configuration, atomically: true, encoding: .utf8)
-        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let control = namespaces.controlSocket
         let running = try Self.attach(namespaces, profile: "none", control: control)
         defer { _ = try? running.stop(signal: SIGKILL) }
 
@@ -384,11 +375,8 @@ import Testing
 
     /// `--pid` conditions the namespace of a live process (started in the app namespace by `ip netns exec`, which
     /// also gives it the namespace's resolv.conf, read under /proc/PID/root), and SIGTERM removes the rules.
-    @Test func attachingByPidConditionsTheProcesssNamespaceAndSigtermRemovesTheRules() throws {
-        guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl, setpriv and dig")
-            return
-        }
+    @Test(.enabled(if: canRun, "needs root, nft, python3, curl, setpriv and dig"))
+    func attachingByPidConditionsTheProcesssNamespaceAndSigtermRemovesTheRules() throws {
         let namespaces = try Namespaces()
         defer { namespaces.remove() }
         try namespaces.startResolver()
@@ -401,10 +389,9 @@ import Testing
             (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) == "sleep\n"
         }
         try #require(entered, "ip netns exec did not exec sleep within 30 s")
-        let profile = namespaces.directory.appendingPathComponent("slow.profile").path
-        try "downlink.bandwidth = 1 Mbit/s\nuplink.bandwidth = 1 Mbit/s\ndns.delay = 400 ms\n".write(
-            toFile: profile, atomically: true, encoding: .utf8)
-        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let profile = try namespaces.writeProfile(
+            "downlink.bandwidth = 1 Mbit/s\nuplink.bandwidth = 1 Mbit/s\ndns.delay = 400 ms\n")
+        let control = namespaces.controlSocket
         let running = try Self.attach(namespaces, profile: profile, control: control, target: ["--pid", "\(pid)"])
         defer { _ = try? running.stop(signal: SIGKILL) }
 
@@ -431,14 +418,11 @@ import Testing
     /// A connection made straight to attach's own listener (loopback is not redirected, so its original
     /// destination is the listener itself) is closed at once and counted as looped, never relayed to the listener
     /// again until the descriptors run out; fetches through the rules go on working.
-    @Test func aConnectionStraightToTheListenerIsClosedAsLoopedNotRelayedToItself() throws {
-        guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl, setpriv and dig")
-            return
-        }
+    @Test(.enabled(if: canRun, "needs root, nft, python3, curl, setpriv and dig"))
+    func aConnectionStraightToTheListenerIsClosedAsLoopedNotRelayedToItself() throws {
         let namespaces = try Namespaces()
         defer { namespaces.remove() }
-        let control = namespaces.directory.appendingPathComponent("control.sock").path
+        let control = namespaces.controlSocket
         let running = try Self.attach(namespaces, profile: "none", control: control)
         defer { _ = try? running.stop(signal: SIGKILL) }
         let rules = try LinkcondProcess.run(
@@ -480,11 +464,8 @@ import Testing
     /// In another namespace, attach's 127.0.0.1:PORT means another socket (a host instance's on the same port,
     /// perhaps): no TCP endpoint is recorded in its descriptor or keyed by port in a token file; the commands
     /// reach it through its own socket, and a loopback --control without LINKCOND_CONTROL_TOKEN is refused.
-    @Test func inAnotherNamespaceTheDescriptorNamesNoTCPControlAndTheSocketServes() throws {
-        guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl, setpriv and dig")
-            return
-        }
+    @Test(.enabled(if: canRun, "needs root, nft, python3, curl, setpriv and dig"))
+    func inAnotherNamespaceTheDescriptorNamesNoTCPControlAndTheSocketServes() throws {
         let namespaces = try Namespaces()
         defer { namespaces.remove() }
         let runtime = try ControlSecurityCommandTests.RuntimeDirectory()
@@ -517,11 +498,8 @@ import Testing
 
     /// A name a running instance has is refused before anything is installed: the namespace never sees the
     /// table (its connections would wait in a backlog while it came and went).
-    @Test func aNameTakenIsRefusedBeforeTheRulesGoIn() throws {
-        guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl, setpriv and dig")
-            return
-        }
+    @Test(.enabled(if: canRun, "needs root, nft, python3, curl, setpriv and dig"))
+    func aNameTakenIsRefusedBeforeTheRulesGoIn() throws {
         let namespaces = try Namespaces()
         defer { namespaces.remove() }
         let runtime = try ControlSecurityCommandTests.RuntimeDirectory()
@@ -554,11 +532,8 @@ import Testing
         }
     }
 
-    @Test func refusesAMissingNamespaceAGoneProcessAndAUserWithoutCapabilitiesInstallingNothing() throws {
-        guard Self.canRun else {
-            print("skipped: needs root, nft, python3, curl, setpriv and dig")
-            return
-        }
+    @Test(.enabled(if: canRun, "needs root, nft, python3, curl, setpriv and dig"))
+    func refusesAMissingNamespaceAGoneProcessAndAUserWithoutCapabilitiesInstallingNothing() throws {
         let namespaces = try Namespaces()
         defer { namespaces.remove() }
         let missing = try LinkcondProcess.run(["attach", "--netns", "/run/netns/lca-no-such-namespace"])
