@@ -122,12 +122,8 @@ struct AttachCommand: ParsableCommand {
             printError("linkcond: \(InstanceClaimError.nameTaken(name, pid: holder.pid)); nothing was installed")
             throw ExitStatus.badInput
         }
-        let profile = try loadProfileOrExit(profile)
-        let scenario = try scenario.map { try loadScenarioOrExit($0).0 }
-        LoggingSystem.bootstrap { label in TerminalLogHandler(label: label, level: verbose ? .debug : .notice) }
-        let logger = Logger(label: "linkcond")
-        controlToken.warnIfOnTheCommandLine(logger)
-        Namespaces.blockChildAndTerminationSignals()
+        let (profile, scenario, logger) = try prepareNamespaceCommand(
+            profile: profile, scenario: scenario, verbose: verbose, controlToken: controlToken)
         let attachment: NamespaceAttachment
         do {
             attachment = try NamespaceAttachment(

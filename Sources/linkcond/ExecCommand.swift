@@ -159,12 +159,8 @@ struct ExecCommand: ParsableCommand {
             printError("linkcond: --exclude: \(error)")
             throw ExitStatus.badInput
         }
-        let profile = try loadProfileOrExit(profile)
-        let scenario = try scenario.map { try loadScenarioOrExit($0).0 }
-        LoggingSystem.bootstrap { label in TerminalLogHandler(label: label, level: verbose ? .debug : .notice) }
-        let logger = Logger(label: "linkcond")
-        controlToken.warnIfOnTheCommandLine(logger)
-        Namespaces.blockChildAndTerminationSignals()
+        let (profile, scenario, logger) = try prepareNamespaceCommand(
+            profile: profile, scenario: scenario, verbose: verbose, controlToken: controlToken)
         let launch: ExecLaunch
         do {
             launch = try ExecLaunch(
