@@ -2,7 +2,8 @@ import LinkModel
 import LinkProfiles
 import Testing
 
-/// The `tcp.*` keys: congestion control, initial window and slow start after idle of the emulated senders.
+/// The `tcp.*` keys: congestion control, initial window, slow start after idle and segmentation offload of the
+/// emulated senders.
 @Suite(.timeLimit(.minutes(5)))
 struct TCPKeyTests {
     @Test func theDefaultsAreLinuxs() {
@@ -11,13 +12,22 @@ struct TCPKeyTests {
         #expect(tcp.congestion == .cubic)
         #expect(tcp.initialWindow == 10)
         #expect(tcp.slowStartAfterIdle)
+        #expect(tcp.segmentationOffload)
     }
 
     @Test func everyKeyParses() throws {
         let profile = try Profile(
-            parsing: "tcp.congestion = reno\ntcp.initial-window = 4\ntcp.slow-start-after-idle = off\n")
+            parsing: """
+                tcp.congestion = reno
+                tcp.initial-window = 4
+                tcp.slow-start-after-idle = off
+                tcp.segmentation-offload = off
+                """)
 
-        #expect(profile.tcp == TCPSettings(congestion: .reno, initialWindow: 4, slowStartAfterIdle: false))
+        #expect(
+            profile.tcp
+                == TCPSettings(
+                    congestion: .reno, initialWindow: 4, slowStartAfterIdle: false, segmentationOffload: false))
     }
 
     @Test func aNonDefaultSettingRendersAndParsesBack() throws {
@@ -41,6 +51,7 @@ struct TCPKeyTests {
         ("tcp.initial-window = 1001", "from 1 to 1000"),
         ("tcp.initial-window = ten", "a whole number of segments"),
         ("tcp.slow-start-after-idle = maybe", "on or off"),
+        ("tcp.segmentation-offload = yes", "on or off"),
     ])
     func badValuesNameTheKeyAndWhatWasExpected(line: String, fragment: String) {
         var message = ""

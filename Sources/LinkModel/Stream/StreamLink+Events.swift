@@ -17,7 +17,7 @@ extension StreamLink.Emulation {
                         }
                     case .dropped(let packet, _):
                         flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1
-                        counters.segmentsLost += 1
+                        counters.segmentsLost += TCPSender.segmentCount(bytes: packet.bytes)
                     }
                 }
             }
@@ -87,19 +87,46 @@ extension StreamLink.Emulation {
     /// Puts every segment `flow`'s sender may send at `now` into the bottleneck.
     mutating func transmit(_ flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
         guard now >= model.opensAt, !model.isRemoved else { return }
-        while let segment = model.sender.nextSegment(now: now) {
-            counters.transmissions += 1
+        while let segment = model.sender.nextSegment(now: now, largestUnit: largestUnit) {
+            counters.transmissions += TCPSender.segmentCount(bytes: segment.length)
             let packet = LinkPacket(flow: flow.number, bytes: segment.length, tag: UInt64(segment.seq))
-            model.segmentsInBottleneck += 1
-            let dropped = bottleneck.enqueue(packet, now: now)
-            for packet in dropped {
-                if packet.flow == flow.number {
-                    model.segmentsInBottleneck -= 1
-                } else {
-                    self.flow(numbered: packet.flow)?.model.segmentsInBottleneck -= 1
-                }
+            let refused = enqueue(packet, of: flow, &model, at: now)
+            if refused && packet.bytes > TCPSender.mss { enqueueSegments(of: packet, of: flow, &model, at: now) }
+        }
+    }
+
+    /// Enters `packet` in the bottleneck and counts what its discipline dropped to make room; true when that was
+    /// `packet` itself.
+    private mutating func enqueue(
+        _ packet: LinkPacket, of flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant
+    ) -> Bool {
+        model.segmentsInBottleneck += 1
+        var refused = false
+        for dropped in bottleneck.enqueue(packet, now: now) {
+            if dropped.flow == flow.number {
+                model.segmentsInBottleneck -= 1
+                if dropped.tag == packet.tag { refused = true }
+            } else {
+                self.flow(numbered: dropped.flow)?.model.segmentsInBottleneck -= 1
             }
-            counters.segmentsLost += dropped.count
+            if !(refused && dropped.tag == packet.tag && packet.bytes > TCPSender.mss) {
+                counters.segmentsLost += TCPSender.segmentCount(bytes: dropped.bytes)
+            }
+        }
+        return refused
+    }
+
+    /// A unit the queue had no room for reaches it segment by segment, as a router takes a burst: those that fit
+    /// are queued, the rest dropped.
+    private mutating func enqueueSegments(
+        of unit: LinkPacket, of flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant
+    ) {
+        var seq = unit.tag
+        let end = unit.tag + UInt64(unit.bytes)
+        while seq < end {
+            let length = Int(min(UInt64(TCPSender.mss), end - seq))
+            _ = enqueue(LinkPacket(flow: flow.number, bytes: length, tag: seq), of: flow, &model, at: now)
+            seq += UInt64(length)
         }
     }
 }

@@ -230,6 +230,9 @@ extension StreamLink {
         /// The least propagation delay a segment may have, max(0, delay − jitter), in nanoseconds: kept for
         /// `nextRelease`, read through the class without copying the emulation.
         private(set) var leastDelayNanoseconds: Int64 = 0
+        /// The most segments a sender's unit may hold on this link: what the bottleneck serialises in
+        /// `unitArrivalSpan`, at least one. Beyond it a receiver would see the segments arrive apart, not as one.
+        private(set) var largestUnit = 1
         var reverseDelay: Duration
         /// The reverse direction's loss, drawn for ACKs.
         private var ackLoss: SegmentLoss
@@ -296,6 +299,22 @@ extension StreamLink {
             isPassThrough = emulatesNothing
             noteHandshakeLoss()
             leastDelayNanoseconds = max(0, (profile.delay - profile.jitter).nanoseconds)
+            largestUnit = Self.largestUnit(for: profile)
+        }
+
+        /// How long a unit's segments may take to leave the bottleneck and still reach the receiver as one: about
+        /// what a receiver's interrupt moderation and GRO merge, and the millisecond of pacing rate
+        /// tcp_tso_autosize sizes a unit by. Below 1448 bytes a millisecond (11.6 Mbit/s) every segment is its
+        /// own unit, as on a router whose segments arrive apart.
+        static let unitArrivalSpan = Duration.milliseconds(1)
+
+        /// The most segments one unit may hold under `profile`: all a sender builds when nothing serialises
+        /// (they arrive together anyway), one on a trace (its opportunities carry single packets, as mahimahi's).
+        static func largestUnit(for profile: DirectionShape) -> Int {
+            if profile.trace != nil { return 1 }
+            guard let bandwidth = profile.bandwidth else { return TCPSender.largestUnitSegments }
+            let segments = bandwidth.bytes(in: unitArrivalSpan) / Double(TCPSender.mss)
+            return max(1, min(TCPSender.largestUnitSegments, Int(segments)))
         }
 
         mutating func update(profile: DirectionShape, reverse: DirectionShape, settings: TCPSettings, now: Instant) {
@@ -392,19 +411,44 @@ extension StreamLink {
             model.acks.append((ack, arrival))
         }
 
-        /// A segment left the bottleneck at `now`: it is lost, or arrives one propagation delay (± jitter) later,
-        /// never before the flow's previous arrival.
+        /// A segment, or a unit of several, left the bottleneck at `now`. Each segment is lost by its own draw (a
+        /// test's `lossDecision` decides a packet whole); the runs of segments not lost arrive together, one
+        /// propagation delay (± jitter) later, never before the flow's previous arrival.
         mutating func depart(_ packet: LinkPacket, of model: inout StreamFlow.Model, at now: Instant) {
-            if lossDecision?(packet) ?? isLost() {
-                counters.segmentsLost += 1
+            let count = TCPSender.segmentCount(bytes: packet.bytes)
+            if lossDecision != nil || count == 1 {
+                if lossDecision?(packet) ?? isLost() {
+                    counters.segmentsLost += count
+                    return
+                }
+                arrive(Int64(packet.tag)..<Int64(packet.tag) + Int64(packet.bytes), of: &model, departedAt: now)
                 return
             }
+            let start = Int64(packet.tag)
+            let end = start + Int64(packet.bytes)
+            var run = start
+            var seq = start
+            while seq < end {
+                let next = min(seq + Int64(TCPSender.mss), end)
+                if isLost() {
+                    counters.segmentsLost += 1
+                    if run < seq { arrive(run..<seq, of: &model, departedAt: now) }
+                    run = next
+                }
+                seq = next
+            }
+            if run < end { arrive(run..<end, of: &model, departedAt: now) }
+        }
+
+        /// `bytes` arrive at the receiver one propagation delay (± jitter) after `now`, never before the flow's
+        /// previous arrival.
+        private mutating func arrive(_ bytes: Range<Int64>, of model: inout StreamFlow.Model, departedAt now: Instant) {
             var offset = profile.delay.nanoseconds
             let spread = profile.jitter.nanoseconds
             if spread > 0 { offset = offset.addingSaturating(Int64.random(in: -spread...spread, using: &random)) }
             var arrival = now.addingSaturating(nanoseconds: max(0, offset))
             if let last = model.arrivals.last { arrival = max(arrival, last.at) }
-            let segment = TCPSegment(seq: Int64(packet.tag), length: packet.bytes, isRetransmission: false)
+            let segment = TCPSegment(seq: bytes.lowerBound, length: bytes.count, isRetransmission: false)
             model.arrivals.append((segment, arrival))
         }
 

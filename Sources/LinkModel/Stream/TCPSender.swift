@@ -36,8 +36,13 @@ import DequeModule
 // time, down to min(initial window, cwnd).
 //
 // Round-trip samples come from the most recently sent segment an ACK delivers (timestamps make retransmissions
-// measurable too). Not modelled: SACK reneging, D-SACK undo of spurious retransmissions, F-RTO, pacing, TSO
-// segment sizing, Nagle (segments go out as the application writes), the persist timer (the receive window
+// measurable too).
+//
+// Units (TSO/GSO): new data leaves in units of several segments, sized by tcp_tso_autosize (`unitSegments`) and
+// cut by the window left, as tcp_write_xmit cuts a TSO packet (tcp_mss_split_point). The path carries a unit as
+// one packet; the sender keeps one record per segment, so a unit's segments are SACKed, lost and resent one by
+// one. Not modelled: SACK reneging, D-SACK undo of spurious retransmissions, F-RTO, pacing, TSO deferral
+// (tcp_tso_should_defer), Nagle (segments go out as the application writes), the persist timer (the receive window
 // never closes), and ECN.
 
 /// One segment the sender puts on the path.
@@ -84,6 +89,9 @@ public struct TCPSender {
     /// The payload bytes of a full segment.
     public static let mss = 1448
 
+    /// The segments a unit of `bytes` holds (tcp_skb_pcount).
+    public static func segmentCount(bytes: Int) -> Int { max(1, (bytes + mss - 1) / mss) }
+
     /// The congestion state (icsk_ca_state).
     public enum State: Hashable, Sendable {
         /// Nothing outstanding is known lost.
@@ -119,7 +127,11 @@ public struct TCPSender {
     /// The end of what the application wrote.
     public internal(set) var writeSeq: Int64 = 0
     /// The receiver's advertised window, in bytes.
-    public internal(set) var receiveWindow: Int
+    public internal(set) var receiveWindow: Int {
+        didSet { largestReceiveWindow = max(largestReceiveWindow, receiveWindow) }
+    }
+    /// The largest window the receiver advertised (max_window), which bounds a unit to half of it.
+    public internal(set) var largestReceiveWindow = 0
     public internal(set) var packetsInFlight = 0
     /// The smallest round trip measured.
     public internal(set) var minRTT: Duration?
@@ -170,6 +182,7 @@ public struct TCPSender {
         self.window = CongestionWindow(cwnd: max(settings.initialWindow, 1))
         self.congestion = settings.congestion.make()
         self.receiveWindow = receiveWindow
+        self.largestReceiveWindow = receiveWindow
     }
 
     /// The handshake's end as this side saw it (`HandshakeAttempts.SideStart`): its first round-trip sample, from
@@ -222,8 +235,10 @@ public struct TCPSender {
         window.cwndCount = 0
     }
 
-    /// The next segment to put on the path at `now`, or nil when the window (or the data) allows none.
-    public mutating func nextSegment(now: Instant) -> TCPSegment? {
+    /// The next segment to put on the path at `now`, or nil when the window (or the data) allows none. New data
+    /// goes out in units of up to `largestUnit` segments, sized as Linux sizes its TSO packets (`unitSegments`);
+    /// retransmissions and probes are single segments.
+    public mutating func nextSegment(now: Instant, largestUnit: Int = 1) -> TCPSegment? {
         switch probe {
         case .none:
             break
@@ -248,22 +263,67 @@ public struct TCPSender {
         if lostOut > 0, let index = segments.firstIndex(where: { $0.fate == .lost }) {
             return retransmit(at: index, now: now)
         }
-        return sendNewData(now: now, ignoringWindow: false)
+        let unit = min(unitSegments(largest: largestUnit), window.cwnd - packetsInFlight)
+        return sendNewData(now: now, ignoringWindow: false, segments: unit)
     }
 
-    private mutating func sendNewData(now: Instant, ignoringWindow: Bool) -> TCPSegment? {
-        let length = min(Self.mss, unsentBytes)
-        guard length > 0, sndNxt + Int64(length) - sndUna <= Int64(receiveWindow) else { return nil }
-        if packetsInFlight == 0, let lastSendAt { congestion.transmissionStarted(idle: now - lastSendAt, now: now) }
-        let segment = SentSegment(seq: sndNxt, length: length, sentAt: now, fate: .inFlight, retransmitted: false)
-        segments.append(segment)
-        sndNxt += Int64(length)
-        packetsInFlight += 1
-        sent(now: now)
+    /// Sends up to `count` new segments as one unit: as many whole segments as the data and the receive window
+    /// allow, each recorded on its own (losses, SACKs and retransmissions stay per segment, as the kernel splits
+    /// a TSO packet with tcp_fragment).
+    private mutating func sendNewData(now: Instant, ignoringWindow: Bool, segments count: Int = 1) -> TCPSegment? {
+        let start = sndNxt
+        var end = start
+        var sentCount = 0
+        while sentCount < count {
+            let length = min(Int64(Self.mss), writeSeq - end)
+            guard length > 0, end + length - sndUna <= Int64(receiveWindow) else { break }
+            if sentCount == 0, packetsInFlight == 0, let lastSendAt {
+                congestion.transmissionStarted(idle: now - lastSendAt, now: now)
+            }
+            segments.append(
+                SentSegment(seq: end, length: Int(length), sentAt: now, fate: .inFlight, retransmitted: false))
+            end += length
+            sentCount += 1
+        }
+        guard sentCount > 0 else { return nil }
+        sndNxt = end
+        packetsInFlight += sentCount
+        sent(now: now, segments: sentCount)
         if !ignoringWindow { noteWindowUse(cwndLimited: packetsInFlight >= window.cwnd) }
         scheduleProbe(now: now)
-        return TCPSegment(seq: segment.seq, length: length, isRetransmission: false)
+        return TCPSegment(seq: start, length: Int(end - start), isRetransmission: false)
     }
+
+    /// tcp_tso_autosize and tcp_xmit_size_goal: how many segments one unit of new data may hold. About 1 ms of the
+    /// pacing rate (sk_pacing_rate: cwnd / srtt at 200 % while cwnd < ssthresh / 2, else 120 %), plus 64 KiB >>
+    /// (min_rtt / 512 µs) on short paths (tcp_tso_rtt_log), at most 64 KiB less headers and half the largest
+    /// window the receiver advertised. At least one segment: the comparison's real senders run with segmentation
+    /// offload off, where Linux's tcp_min_tso_segs of 2 does not apply. `largest` is what the link lets arrive as
+    /// one (see `StreamLink`); 1 with `tcp.segmentation-offload = off`.
+    func unitSegments(largest: Int) -> Int {
+        guard largest > 1, settings.segmentationOffload, let srtt = timer.srtt else { return 1 }
+        let percent: Int64 = window.cwnd < window.ssthresh / 2 ? 200 : 120
+        let srttMicroseconds = max(srtt.nanoseconds / 1_000, 1)
+        let packets = Int64(max(window.cwnd, segments.count))
+        let bytesPerSecond = Int64(Self.mss) * packets * percent * 10_000 / srttMicroseconds
+        var bytes = bytesPerSecond >> Self.pacingShift
+        if let minRTT {
+            let shift = (minRTT.nanoseconds / 1_000) >> Self.tsoRTTLog
+            if shift < 32 { bytes += Int64(Self.largestUnitBytes) >> shift }
+        }
+        var unit = Int(min(bytes, Int64(Self.largestUnitBytes))) / Self.mss
+        if largestReceiveWindow > Self.mss { unit = min(unit, largestReceiveWindow / 2 / Self.mss) }
+        return max(1, min(unit, Self.largestUnitSegments, largest))
+    }
+
+    /// sk_pacing_shift: a unit holds about 2^-10 s of the pacing rate.
+    static let pacingShift = 10
+    /// net.ipv4.tcp_tso_rtt_log's default.
+    static let tsoRTTLog = 9
+    /// GSO_LEGACY_MAX_SIZE, the largest packet a device takes without BIG TCP.
+    static let largestUnitBytes = 65_536
+    /// The full segments that fit in one unit once MAX_TCP_HEADER is taken off (tcp_xmit_size_goal).
+    static let largestUnitSegments = (largestUnitBytes - 1 - 320) / mss
 
     private mutating func retransmit(at index: Int, now: Instant) -> TCPSegment {
         if segments[index].fate == .lost {
@@ -280,9 +340,9 @@ public struct TCPSender {
         return TCPSegment(seq: segment.seq, length: segment.length, isRetransmission: true)
     }
 
-    private mutating func sent(now: Instant) {
+    private mutating func sent(now: Instant, segments count: Int = 1) {
         lastSendAt = now
-        if state == .recovery { prrOut += 1 }
+        if state == .recovery { prrOut += count }
         if retransmissionDeadline == nil, reorderDeadline == nil { retransmissionDeadline = now + timer.timeout }
     }
 

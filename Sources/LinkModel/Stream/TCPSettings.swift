@@ -7,13 +7,20 @@ public struct TCPSettings: Hashable, Sendable {
     /// Whether an idle sender restarts from the initial window (`tcp.slow-start-after-idle`,
     /// net.ipv4.tcp_slow_start_after_idle).
     public var slowStartAfterIdle = true
+    /// Whether senders send new data in units of several segments, as Linux with TSO or GSO on
+    /// (`tcp.segmentation-offload`, ethtool's tso/gso); off, every segment travels alone.
+    public var segmentationOffload = true
 
     /// The largest accepted initial window: a bound for the profile value, far above any real stack's.
     public static let maximumInitialWindow = 1_000
 
-    public init(congestion: CongestionAlgorithm = .cubic, initialWindow: Int = 10, slowStartAfterIdle: Bool = true) {
+    public init(
+        congestion: CongestionAlgorithm = .cubic, initialWindow: Int = 10, slowStartAfterIdle: Bool = true,
+        segmentationOffload: Bool = true
+    ) {
         self.congestion = congestion
         self.initialWindow = initialWindow
         self.slowStartAfterIdle = slowStartAfterIdle
+        self.segmentationOffload = segmentationOffload
     }
 }

@@ -41,6 +41,10 @@ public enum TCPSenderSetting: WholeProfileSetting {
             "tcp.slow-start-after-idle", value: "`on`, `off`", default: "on",
             meaning: "whether an idle connection restarts from the initial window",
             example: "off"),
+        KeyReference(
+            "tcp.segmentation-offload", value: "`on`, `off`", default: "on",
+            meaning: "whether senders send new data in units of several segments, as Linux with TSO/GSO",
+            example: "off"),
     ]
     public static let kernelSupport = KernelSupport.ignored
 
@@ -62,6 +66,9 @@ public enum TCPSenderSetting: WholeProfileSetting {
         case "tcp.initial-window":
             let segments = try ProfileValue.initialWindow(value)
             return { $0.tcp.initialWindow = segments }
+        case "tcp.segmentation-offload":
+            let on = try ProfileValue.onOff(value)
+            return { $0.tcp.segmentationOffload = on }
         default:
             let on = try ProfileValue.onOff(value)
             return { $0.tcp.slowStartAfterIdle = on }
@@ -79,6 +86,9 @@ public enum TCPSenderSetting: WholeProfileSetting {
         }
         if tcp.slowStartAfterIdle != defaults.slowStartAfterIdle {
             settings.append(("tcp.slow-start-after-idle", tcp.slowStartAfterIdle ? "on" : "off"))
+        }
+        if tcp.segmentationOffload != defaults.segmentationOffload {
+            settings.append(("tcp.segmentation-offload", tcp.segmentationOffload ? "on" : "off"))
         }
         return settings
     }

@@ -7,10 +7,14 @@ import Testing
 /// event instant, every release (flow, instant, bytes), each sender's state after every instant (cwnd, ssthresh,
 /// snd_una, snd_nxt, packets in flight, repairs, its next timer, srtt and rto), each receiver's head-of-line
 /// changes, the write batching's `nextRelease` bound, and the link's counters at the end. The expected values were
-/// taken from the model as it stood before its hot path was reworked (56bb5d8); any departure, arrival, loss, ACK,
-/// window or timer that moves changes them.
+/// taken from the model as it stood before its hot path was reworked (56bb5d8), segment by segment, which
+/// `tcp.segmentation-offload = off` keeps; any departure, arrival, loss, ACK, window or timer that moves changes
+/// them. The last tests pin the same profiles sent in units (the default), for later work on the model's cost.
 @Suite(.timeLimit(.minutes(5)))
 struct ModelDecisionDigestTests {
+    /// Every segment alone, as the model sent them before it sent units.
+    static let segmentBySegment = TCPSettings(segmentationOffload: false)
+
     /// FNV-1a over 64-bit words, in the order they were added.
     private struct Digest {
         private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -55,11 +59,11 @@ struct ModelDecisionDigestTests {
     /// all bytes are delivered.
     private func digest(
         _ profile: DirectionProfile, reverse: DirectionProfile? = nil, flows count: Int = 1, size: Int,
-        seed: UInt64 = 11
+        seed: UInt64 = 11, settings: TCPSettings = Self.segmentBySegment
     ) -> Digest {
         let link = StreamLink(
             side: .acceptor, profile: profile, reverse: reverse ?? DirectionProfile(delay: profile.delay),
-            settings: TCPSettings(), seed: seed)
+            settings: settings, seed: seed)
         let flows = (0..<count).map { _ in link.makeFlow(at: .zero, emulatingHandshake: false) }
         var written = Array(repeating: 0, count: count)
         var delivered = 0
@@ -165,6 +169,44 @@ struct ModelDecisionDigestTests {
         let result = digest(profile, size: 300_000)
         #expect(
             result.value == 9_841_397_440_617_691_696 && result.releases == 112,
+            "\(result.value) over \(result.releases) releases")
+    }
+
+    @Test func aGigabitAloneInUnits() {
+        let result = digest(DirectionProfile(bandwidth: .gbps(1)), size: 4_000_000, settings: TCPSettings())
+        #expect(
+            result.value == 345_472_205_785_203_838 && result.releases == 968,
+            "\(result.value) over \(result.releases) releases")
+    }
+
+    @Test func aGigabitWithTenMillisecondsInUnits() {
+        let result = digest(
+            DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20)),
+            size: 8_000_000, settings: TCPSettings())
+        #expect(
+            result.value == 851_825_070_221_819_104 && result.releases == 175,
+            "\(result.value) over \(result.releases) releases")
+    }
+
+    @Test func twoPercentLossBothWaysInUnits() {
+        let result = digest(
+            DirectionProfile(bandwidth: .mbps(100), delay: .milliseconds(10), loss: Percentage(2)),
+            reverse: DirectionProfile(delay: .milliseconds(10), loss: Percentage(2)), size: 2_000_000,
+            settings: TCPSettings())
+        #expect(result.segmentsLost > 0)
+        #expect(
+            result.value == 10_168_771_118_901_429_111 && result.releases == 373,
+            "\(result.value) over \(result.releases) releases")
+    }
+
+    @Test func burstLossWithJitterInUnits() {
+        let result = digest(
+            DirectionProfile(
+                bandwidth: .mbps(50), delay: .milliseconds(15), jitter: .milliseconds(3),
+                lossModel: .gilbertElliott), size: 1_000_000, settings: TCPSettings())
+        #expect(result.segmentsLost > 0)
+        #expect(
+            result.value == 7_191_365_996_090_104_660 && result.releases == 325,
             "\(result.value) over \(result.releases) releases")
     }
 }

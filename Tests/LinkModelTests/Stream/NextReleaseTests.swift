@@ -7,14 +7,15 @@ import Testing
 /// to write them together: nothing once nothing is on its way, and never later than the real next release.
 @Suite(.timeLimit(.minutes(5)))
 struct NextReleaseTests {
-    /// A 1 Gbit/s link whose bucket holds one segment, so segments leave one by one from the start.
-    private func gigabit(oneWay: Duration) -> StreamLink {
+    /// A 1 Gbit/s link whose bucket holds one segment, so segments leave one by one from the start, sent one by
+    /// one unless `units`.
+    private func gigabit(oneWay: Duration, units: Bool = false) -> StreamLink {
         let forward = DirectionProfile(
             bandwidth: .gbps(1), delay: oneWay, queue: ByteCount(bytes: 4 << 20),
             burst: ByteCount(bytes: TCPSender.mss))
         return StreamLink(
-            side: .acceptor, profile: forward, reverse: DirectionProfile(delay: oneWay), settings: TCPSettings(),
-            seed: 1)
+            side: .acceptor, profile: forward, reverse: DirectionProfile(delay: oneWay),
+            settings: TCPSettings(segmentationOffload: units), seed: 1)
     }
 
     /// Writes `size` bytes into `flow` as its send buffer takes them and runs the model event by event until they
@@ -60,6 +61,16 @@ struct NextReleaseTests {
         #expect(released.reduce(0) { $0 + $1.bytes } == 8 * TCPSender.mss)
         #expect(released.count == 8)
         #expect(released.dropLast().allSatisfy { $0.next != nil })
+        #expect(released.last?.next == nil)
+    }
+
+    @Test func withUnitsABurstArrivesAsOneRelease() {
+        let link = gigabit(oneWay: .zero, units: true)
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let released = releases(8 * TCPSender.mss, over: link, flow: flow)
+
+        #expect(released.map(\.bytes) == [8 * TCPSender.mss])
         #expect(released.last?.next == nil)
     }
 

@@ -5,6 +5,8 @@ import Testing
 
 /// The model's decisions pinned: a digest of every release (flow, instant, bytes) for five profiles, recorded
 /// from the model as it stands, so work on its hot path or on what observes it must leave them bit-identical.
+/// Segment by segment (`tcp.segmentation-offload = off`), as they were recorded; `ModelDecisionDigestTests` pins
+/// the units.
 @Suite(.timeLimit(.minutes(5)))
 struct ReleaseDigestTests {
     /// FNV-1a over the releases, in the order they happened.
@@ -30,7 +32,7 @@ struct ReleaseDigestTests {
     {
         let link = StreamLink(
             side: .acceptor, profile: profile, reverse: DirectionProfile(delay: profile.delay),
-            settings: TCPSettings(), seed: seed)
+            settings: TCPSettings(segmentationOffload: false), seed: seed)
         let flows = (0..<count).map { _ in link.makeFlow(at: .zero, emulatingHandshake: false) }
         var written = Array(repeating: 0, count: count)
         var delivered = 0
