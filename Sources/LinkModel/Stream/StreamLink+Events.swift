@@ -3,6 +3,7 @@
 extension StreamLink.Emulation {
     /// Handles every event due by `now`, in time order.
     mutating func run(until now: Instant) {
+        defer { if handledEverything(until: now) { ranUntil = max(ranUntil, now) } }
         var handled = 0
         while let at = nextServiceTime, at <= now, handled < Self.maximumEventsPerAdvance {
             handled += 1
@@ -30,6 +31,12 @@ extension StreamLink.Emulation {
                 compactScheduleIfStale()
             }
         }
+    }
+
+    /// Whether no event due by `now` is left (the bound on events per call may leave some).
+    private mutating func handledEverything(until now: Instant) -> Bool {
+        guard let next = nextServiceTime else { return true }
+        return next > now
     }
 
     /// `flow`'s `packet` left the bottleneck at `departure`, handled at `at`.

@@ -206,6 +206,16 @@ public final class StreamLink {
         emulation.nextServiceTime
     }
 
+    /// The latest instant by which `advance` must run for no release to come late: the next arrival, or the next
+    /// event of any other kind plus the least propagation delay, since a departure, an ACK or a timer at T can
+    /// make nothing arrive before T plus that delay. Work due sooner waits for it and is caught up then, in time
+    /// order, so the model decides exactly as if it had run at each event; a relay that runs the model only then
+    /// wakes about once per arrival instead of once per event. Only a pump waiting for send-buffer room hears of
+    /// it later, up to that delay.
+    public var nextWakeTime: Instant? {
+        emulation.nextWakeTime
+    }
+
     /// Entries in the schedule, stale ones included.
     var scheduleEntries: Int { emulation.scheduleEntries }
 
@@ -246,6 +256,11 @@ extension StreamLink {
         var flows: [StreamFlow] = []
         var nextFlowNumber = 0
         var schedule = Heap<ScheduledFlow>()
+        /// Every arrival entered in a flow's `arrivals`, by time, for `nextWakeTime`; entries at or before
+        /// `ranUntil` have been handled.
+        var arrivalSchedule = Heap<ScheduledFlow>()
+        /// The latest instant `run(until:)` handled every event up to.
+        var ranUntil = Instant(nanoseconds: .min)
         /// Whether the schedule's top entry is known to be live: set when `nextScheduledFlow` checked it, cleared
         /// by every change to the schedule or to a flow's entry, so the check (a read of the flow) runs once per
         /// change rather than at every look.
@@ -391,6 +406,25 @@ extension StreamLink {
             return result
         }
 
+        var nextWakeTime: Instant? {
+            mutating get {
+                guard let next = nextServiceTime else { return nil }
+                guard leastDelayNanoseconds > 0 else { return next }
+                let bound = next.addingSaturating(nanoseconds: leastDelayNanoseconds)
+                return earliestArrival().map { min($0, bound) } ?? bound
+            }
+        }
+
+        /// The earliest arrival on its way to any flow's receiver, after dropping entries already handled (at or
+        /// before `ranUntil`) or of flows since removed.
+        mutating func earliestArrival() -> Instant? {
+            while let top = arrivalSchedule.min {
+                if top.at > ranUntil, flow(numbered: top.number) != nil { return top.at }
+                arrivalSchedule.removeMin()
+            }
+            return nil
+        }
+
         var nextServiceTime: Instant? {
             mutating get {
                 var next = bottleneck.nextEventTime
@@ -421,7 +455,9 @@ extension StreamLink {
                     counters.segmentsLost += count
                     return
                 }
-                arrive(Int64(packet.tag)..<Int64(packet.tag) + Int64(packet.bytes), of: &model, departedAt: now)
+                arrive(
+                    Int64(packet.tag)..<Int64(packet.tag) + Int64(packet.bytes), of: packet.flow, &model,
+                    departedAt: now)
                 return
             }
             let start = Int64(packet.tag)
@@ -432,17 +468,19 @@ extension StreamLink {
                 let next = min(seq + Int64(TCPSender.mss), end)
                 if isLost() {
                     counters.segmentsLost += 1
-                    if run < seq { arrive(run..<seq, of: &model, departedAt: now) }
+                    if run < seq { arrive(run..<seq, of: packet.flow, &model, departedAt: now) }
                     run = next
                 }
                 seq = next
             }
-            if run < end { arrive(run..<end, of: &model, departedAt: now) }
+            if run < end { arrive(run..<end, of: packet.flow, &model, departedAt: now) }
         }
 
         /// `bytes` arrive at the receiver one propagation delay (± jitter) after `now`, never before the flow's
         /// previous arrival.
-        private mutating func arrive(_ bytes: Range<Int64>, of model: inout StreamFlow.Model, departedAt now: Instant) {
+        private mutating func arrive(
+            _ bytes: Range<Int64>, of number: Int, _ model: inout StreamFlow.Model, departedAt now: Instant
+        ) {
             var offset = profile.delay.nanoseconds
             let spread = profile.jitter.nanoseconds
             if spread > 0 { offset = offset.addingSaturating(Int64.random(in: -spread...spread, using: &random)) }
@@ -450,6 +488,7 @@ extension StreamLink {
             if let last = model.arrivals.last { arrival = max(arrival, last.at) }
             let segment = TCPSegment(seq: bytes.lowerBound, length: bytes.count, isRetransmission: false)
             model.arrivals.append((segment, arrival))
+            arrivalSchedule.insert(ScheduledFlow(at: arrival, number: number, generation: 0))
         }
 
         private mutating func isLost() -> Bool { segmentLoss.isLost(random: &random) }

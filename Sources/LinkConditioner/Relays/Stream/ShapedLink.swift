@@ -189,7 +189,7 @@ final class ShapedLink {
             passAt = requested
         }
         servicing = .idle
-        serviceAlarm.arm(at: model.nextServiceTime)
+        serviceAlarm.arm(at: model.nextWakeTime)
     }
 
     /// One pass. The model runs to `now` and returns the flows whose receivers changed, calling no pump; their
