@@ -109,6 +109,8 @@ final class StreamPump {
     var resumeTimer: EventLoop.TimerID?
 
     static let readsPerTurn = 16
+    /// The bytes the last read that returned any took, which decides where the next lands (`readChunk`).
+    private var lastReadSize = 0
 
     /// Where the splice path takes its pipe and gives it back.
     let pipes: SplicePipePool
@@ -288,11 +290,12 @@ final class StreamPump {
                 return .open
             }
             reads += 1
-            let target = UnsafeMutableRawBufferPointer(rebasing: scratch.bytes[0..<min(room, scratch.bytes.count)])
+            let size = min(room, scratch.bytes.count)
             let result: IOResult<Int>
             let arrival: Instant?
+            let read: [UInt8]
             do {
-                (result, arrival) = try source.readStamped(into: target)
+                (result, arrival, read) = try readChunk(of: size, into: scratch)
             } catch {
                 return .failed(error)
             }
@@ -305,10 +308,10 @@ final class StreamPump {
                 sourceReachedEnd(at: now)
                 return finishIfDrained()
             case .processed(let count):
-                if count < min(target.count, Self.burstCopyLimit) && shortRead == .emptiesSource { sourceState.drain() }
-                let reachedEnd = count < target.count && shortRead == .endsSource
+                if count < min(size, Self.burstCopyLimit) && shortRead == .emptiesSource { sourceState.drain() }
+                let reachedEnd = count < size && shortRead == .endsSource
                 observer?.read(direction, count, at: now)
-                var bytes = Array(UnsafeRawBufferPointer(rebasing: target[0..<count]))
+                var bytes = read
                 var ended: EndCause?
                 if let filter {
                     let filtered = filter.filter(bytes)
@@ -345,6 +348,36 @@ final class StreamPump {
         }
         return .open
     }
+
+    /// One read of at most `size` bytes and the chunk that holds them. After a read of at least
+    /// `directReadSize`, the next lands straight in a chunk of its own, kept when the read filled at least
+    /// three quarters of it (so a chunk's storage stays within a third more than its bytes); otherwise, and for
+    /// small reads, the bytes land in the loop's scratch buffer and are copied into a chunk of their size. At
+    /// 1 Gbit/s the copy was about a twentieth of the relay's CPU.
+    private func readChunk(of size: Int, into scratch: ReadBuffer) throws(SystemError) -> (
+        IOResult<Int>, arrival: Instant?, bytes: [UInt8]
+    ) {
+        if lastReadSize >= Self.directReadSize {
+            var outcome: Result<(IOResult<Int>, arrival: Instant?), SystemError> = .success((.wouldBlock, nil))
+            let chunk = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+                outcome = Result { () throws(SystemError) in
+                    try source.readStamped(into: UnsafeMutableRawBufferPointer(buffer))
+                }
+                if case .success((.processed(let count), _)) = outcome { initialized = count } else { initialized = 0 }
+            }
+            let (result, arrival) = try outcome.get()
+            if case .processed(let count) = result { lastReadSize = count }
+            return (result, arrival, 4 * chunk.count >= 3 * size ? chunk : chunk.withUnsafeBytes { Array($0) })
+        }
+        let target = UnsafeMutableRawBufferPointer(rebasing: scratch.bytes[0..<size])
+        let (result, arrival) = try source.readStamped(into: target)
+        guard case .processed(let count) = result else { return (result, arrival, []) }
+        lastReadSize = count
+        return (result, arrival, Array(UnsafeRawBufferPointer(rebasing: target[0..<count])))
+    }
+
+    /// Reads after one at least this large go straight into a chunk (see `readChunk`).
+    static let directReadSize = 64 * 1024
 
     /// Hands `count` bytes a stage held back to the link, in the order they were read. Called by the stage.
     func forward(_ count: Int, at now: Instant) {
