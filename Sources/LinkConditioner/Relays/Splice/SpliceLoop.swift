@@ -106,7 +106,8 @@ final class SpliceLoop: Sendable {
             context.descriptorReserve = resources.descriptorReserve
             context.recorder = nil
             context.spliceLoops = nil
-            let listener = try LinkConditioner.makeListener(spec, address: address, upstream: upstream, context: context)
+            let listener = try LinkConditioner.makeListener(
+                spec, address: address, upstream: upstream, context: context)
             return LoopBound((listener, listener.bound, listener.addresses, listener.status()))
         }
         let (listener, bound, addresses, status) = made.value
