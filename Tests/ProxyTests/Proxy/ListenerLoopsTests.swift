@@ -132,9 +132,11 @@ struct ListenerLoopsTests {
 
         proxy.stop()
 
-        for thread in owned.threadIDs {
-            #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(thread)"), "thread \(thread) still runs")
+        // A loop thread may still be exiting when stop returns.
+        let ended = waitUntil(seconds: 5) {
+            owned.threadIDs.allSatisfy { !FileManager.default.fileExists(atPath: "/proc/self/task/\($0)") }
         }
+        #expect(ended, "loop threads \(owned.threadIDs) still running")
         #expect(owned.pipesOpen == 0)
         // Both connections were reset, and neither listening socket takes a client any more.
         for client in clients { #expect(throws: (any Error).self) { _ = try client.receive() } }
