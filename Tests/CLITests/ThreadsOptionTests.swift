@@ -62,6 +62,8 @@ struct ThreadsOptionTests {
         #expect(report.listeners.map(\.loop) == [0, 1])
         #expect(report.listeners.map(\.uplink.bytesDelivered) == [1000, 2000])
         #expect(report.listeners.map(\.connectionsAccepted) == [1, 1])
+        let text = try LinkcondProcess.run(["status", "--control", socket])
+        #expect(text.stdout.contains("listeners on 2 loops"), "\(text.stdout)")
     }
 
     /// Runs `linkcond run --threads threads` in front of a server that sends 1 MiB and waits, reads that MiB
