@@ -99,7 +99,7 @@ struct RunCommand: ParsableCommand {
     @Option(
         name: .long, parsing: .unconditional,
         help:
-            "Event loop threads: the main loop, which shapes, plus splice loops carrying pass-through TCP connections (default: one per core; 1 keeps everything on one thread)."
+            "Event loop threads: each --listen TCP listener is shaped on one of them, given round-robin, and those beyond the first also splice the first's pass-through connections (default: one per core; 1 keeps everything on one thread)."
     )
     var threads: String?
 
@@ -347,7 +347,7 @@ extension RunCommand {
         }
     }
 
-    /// `--threads`: the main loop and up to 255 splice loops.
+    /// `--threads`: the main loop and up to 255 others.
     static let threadRange = 1...256
 
     /// The thread count `text` asks for, or nil when it is not a whole number in `threadRange`.

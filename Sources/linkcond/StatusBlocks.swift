@@ -45,6 +45,7 @@ extension StatusCommand {
                 [
                     "main loop\(realtime.map { " " + $0 } ?? "") + \(spliceLoops) splice loop\(plural(spliceLoops))"
                         + " carrying \(carried) pass-through connection\(plural(carried))\(handOvers)"
+                        + StatusReport.listenerLoopsText(report)
                 ], indent: conditionsColumn)
         } else if let realtime {
             page.wrap(lead: "threads   ", ["main loop " + realtime], indent: conditionsColumn)

@@ -101,7 +101,7 @@ struct StatusCommand: ParsableCommand {
             let carried = report.listeners.reduce(0) { $0 + ($1.connectionsOnSpliceLoops ?? 0) }
             let handOvers = report.spliceHandOvers.map { ", \($0) handed over so far" } ?? ""
             lines.append(
-                "threads   main loop\(realtime) + \(spliceLoops) splice loop\(spliceLoops == 1 ? "" : "s") carrying \(carried) pass-through connection\(carried == 1 ? "" : "s")\(handOvers)"
+                "threads   main loop\(realtime) + \(spliceLoops) splice loop\(spliceLoops == 1 ? "" : "s") carrying \(carried) pass-through connection\(carried == 1 ? "" : "s")\(handOvers)\(StatusReport.listenerLoopsText(report))"
             )
         } else if !realtime.isEmpty {
             lines.append("threads   main loop\(realtime)")
@@ -289,5 +289,14 @@ extension String {
     /// Spaces after, to fill `width` columns; text wider is left whole (clip it first).
     func rightPadded(_ width: Int) -> String {
         self + String(repeating: " ", count: max(0, width - TerminalText.columns(self)))
+    }
+}
+
+extension StatusReport {
+    /// `, listeners on 2 loops` when the listeners are spread over several event loops (`run --threads`); empty
+    /// otherwise, and from an older linkcond's answer.
+    static func listenerLoopsText(_ report: StatusReport) -> String {
+        let loops = Set(report.listeners.compactMap(\.loop)).count
+        return loops > 1 ? ", listeners on \(loops) loops" : ""
     }
 }

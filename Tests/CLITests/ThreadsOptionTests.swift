@@ -34,6 +34,38 @@ struct ThreadsOptionTests {
         #expect(report.listeners.first?.connectionsOnSpliceLoops == 1)
     }
 
+    @Test func twoThreadsGiveTwoListenersTheirOwnLoopsWithTheirCountersInStatus() throws {
+        let echo = try TestServer.echo()
+        defer { echo.stop() }
+        let socket = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lc-threads-\(UUID().uuidString.prefix(8)).sock"
+        ).path
+        let instance = try RunningLinkcond([
+            "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)",
+            "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(echo.port)",
+            "--profile", "wifi", "--threads", "2", "--control", socket,
+        ])
+        defer { _ = try? instance.stop() }
+        let ports = [try instance.readReadyPort(), try instance.readReadyPort()]
+        _ = try instance.readLine()
+        for (index, port) in ports.enumerated() {
+            let client = try TestConnection.connect(port: port, timeout: 30)
+            defer { client.close() }
+            let block = [UInt8](repeating: UInt8(index), count: 1000 * (index + 1))
+            try client.send(block)
+            #expect(try client.receive(exactly: block.count) == block)
+        }
+
+        let json = try LinkcondProcess.run(["status", "--json", "--control", socket])
+        let report = try JSONDecoder().decode(StatusReport.self, from: Data(json.stdout.utf8))
+
+        #expect(report.listeners.map(\.loop) == [0, 1])
+        #expect(report.listeners.map(\.uplink.bytesDelivered) == [1000, 2000])
+        #expect(report.listeners.map(\.connectionsAccepted) == [1, 1])
+        let text = try LinkcondProcess.run(["status", "--control", socket])
+        #expect(text.stdout.contains("listeners on 2 loops"), "\(text.stdout)")
+    }
+
     /// Runs `linkcond run --threads threads` in front of a server that sends 1 MiB and waits, reads that MiB
     /// through it, and returns `status --json` (once it shows a connection on a splice loop, when waiting for that,
     /// within a bound) and whether it did.

@@ -41,14 +41,20 @@ final class RateMeter {
     private var history = RateHistory()
     private var lastRecorded: Instant?
 
+    /// The proxy's other event loops, whose listeners `sample` reads too: their traffic raises no event on this loop,
+    /// so each is asked to wake the meter at its own next readiness event.
+    private let otherLoops: [EventLoop]
+
     /// Starts sampling `sample` (every listener's delivered bytes, uplink and downlink). Called on the loop thread.
     init(
-        loop: EventLoop, sample: @escaping () -> Counts, isHolding: @escaping () -> Bool = { false },
+        loop: EventLoop, otherLoops: [EventLoop] = [], sample: @escaping () -> Counts,
+        isHolding: @escaping () -> Bool = { false },
         describe: @escaping (Double, Double) -> RateHistory.Point = {
             RateHistory.Point(uplinkBitsPerSecond: $0, downlinkBitsPerSecond: $1)
         }
     ) {
         self.loop = loop
+        self.otherLoops = otherLoops
         self.sample = sample
         self.isHolding = isHolding
         self.describe = describe
@@ -83,6 +89,7 @@ final class RateMeter {
             timer = nil
             isSleeping = true
             loop.whenNextEvent { [weak self] in self?.wake() }
+            wakeOnOtherLoopsEvents()
             return
         }
         schedule()
@@ -103,6 +110,18 @@ final class RateMeter {
 
     /// Whether the meter stopped its timer because nothing moved.
     private(set) var isSleeping = false
+
+    /// Asks each other loop to post `wake` to this one before handling its next readiness event. A wake that arrives
+    /// once the meter is awake again does nothing.
+    private func wakeOnOtherLoopsEvents() {
+        let meter = LoopBound(self)
+        let loop = self.loop
+        for other in otherLoops {
+            _ = other.execute {
+                other.whenNextEvent { _ = loop.execute { meter.value.wake() } }
+            }
+        }
+    }
 
     /// Starts sampling again from now, after the loop saw a readiness event.
     private func wake() {

@@ -106,6 +106,9 @@ public struct StatusReport: Codable, Sendable {
         public var activeConnections: Int
         /// Of the live connections, those a splice loop carries now (absent from an older linkcond's answer).
         public var connectionsOnSpliceLoops: Int?
+        /// The event loop thread that owns the listener, its link and its connections: 0 is the main loop, 1 and up
+        /// the others of `run --threads` (absent from an older linkcond's answer).
+        public var loop: Int?
         public var connectionsAccepted: Int
         public var connectionsRefused: Int
         /// Of the accepted connections, those relayed untouched because their destination matched `exclude`
@@ -134,6 +137,7 @@ public struct StatusReport: Codable, Sendable {
             upstream = status.upstream
             activeConnections = status.activeConnections
             connectionsOnSpliceLoops = status.connectionsOnSpliceLoops
+            loop = status.loop
             connectionsAccepted = status.connectionsAccepted
             connectionsRefused = status.connectionsRefused
             connectionsExcluded = status.connectionsExcluded

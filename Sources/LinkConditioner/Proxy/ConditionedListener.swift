@@ -63,6 +63,9 @@ public struct ListenerStatus: Sendable {
     public var activeConnections: Int
     /// Of the live TCP connections, those a splice loop carries now (pass-through, on another core).
     public var connectionsOnSpliceLoops = 0
+    /// The event loop that owns the listener and its connections: 0 is the main loop, 1 and up the others
+    /// (`ProxyOptions.threads`).
+    public var loop = 0
     public var connectionsAccepted: Int
     public var connectionsRefused: Int
     /// Of the accepted connections, those relayed through the unconditioned link because their destination matched

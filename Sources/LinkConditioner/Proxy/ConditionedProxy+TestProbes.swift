@@ -28,11 +28,37 @@ extension ConditionedProxy {
     /// How the TCP listeners' and front ends' acceptors took their clients so far: wakes of the listening socket,
     /// and accepts that found nobody waiting.
     func acceptTally() -> (wakes: Int, emptyAccepts: Int) {
-        onLoop(or: (0, 0)) { state in
-            let acceptors = state.listeners.compactMap {
-                ($0 as? TCPListener)?.acceptor ?? ($0 as? ProxyFrontEnd)?.acceptor
+        let tallies = onEachListener { listener -> (wakes: Int, emptyAccepts: Int) in
+            let acceptor = (listener as? TCPListener)?.acceptor ?? (listener as? ProxyFrontEnd)?.acceptor
+            return (acceptor?.wakes ?? 0, acceptor?.emptyAccepts ?? 0)
+        }
+        return tallies.reduce((0, 0)) { ($0.0 + $1.wakes, $0.1 + $1.emptyAccepts) }
+    }
+
+    /// For each listener, in order, the kernel thread id of the loop that owns it, and for each of its open relays
+    /// (a TCP listener's), whether the relay's loop is the thread that read it there (tests show with it where
+    /// `threads` put each listener and its connections).
+    func listenerThreads() -> [(thread: Int32, relaysOnIt: [Bool])] {
+        let relaysOnThisThread: @Sendable (ConditionedListener) -> [Bool] = { listener in
+            (listener as? TCPListener)?.relays.values.map { $0.loop.inLoopThread } ?? []
+        }
+        return onLoop(or: []) { state in
+            state.listeners.map { listener in
+                guard let owned = listener as? LoopOwnedListener else {
+                    return (state.loop.kernelThreadID, relaysOnThisThread(listener))
+                }
+                return (owned.loop.kernelThreadID, owned.onOwner(relaysOnThisThread) ?? [])
             }
-            return (acceptors.map(\.wakes).reduce(0, +), acceptors.map(\.emptyAccepts).reduce(0, +))
+        }
+    }
+
+    /// `read` of each listener, on the thread of the loop that owns it, in listener order.
+    private func onEachListener<T: Sendable>(_ read: @escaping @Sendable (ConditionedListener) -> T) -> [T] {
+        onLoop(or: []) { state in
+            state.listeners.compactMap { listener in
+                guard let owned = listener as? LoopOwnedListener else { return read(listener) }
+                return owned.onOwner(read)
+            }
         }
     }
 
@@ -53,9 +79,7 @@ extension ConditionedProxy {
         of relays: @escaping @Sendable (ConditionedListener) -> [UInt64: TCPRelay]?,
         _ read: @escaping @Sendable (TCPRelay) -> T
     ) -> [T] {
-        onLoop(or: []) { state in
-            state.listeners.flatMap { relays($0)?.values.map(read) ?? [] }
-        }
+        onEachListener { relays($0)?.values.map(read) ?? [] }.flatMap { $0 }
     }
 }
 

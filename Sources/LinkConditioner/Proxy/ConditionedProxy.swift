@@ -7,9 +7,13 @@ import Logging
 /// `apply` returns, new data already sees the new profile. `stop` returns once every socket is closed and the
 /// loop thread has ended.
 ///
-/// With `ProxyOptions.threads` above one, the main loop hands pass-through TCP connections to splice loops on
-/// other threads (`SpliceLoops`), and takes them back before any change of conditions is applied, so every byte
-/// a profile shapes is still shaped on the main loop.
+/// With `ProxyOptions.threads` above one, the proxy runs that many event loops: the main loop and `threads - 1`
+/// others (`SpliceLoop`). The `tcp` listeners are given to the loops round-robin, the main loop first; each is owned
+/// with its link and connections by its loop, which shapes and splices them (`LoopOwnedListener`). Every other
+/// listener, the Toxiproxy proxies, the control endpoint, scenarios and the rate meter stay on the main loop, which
+/// reaches the others' listeners by posting to their loop and waiting. The main loop also hands its own listeners'
+/// pass-through TCP connections to the other loops (`SpliceLoops`), and takes them back before any change of
+/// conditions is applied.
 public final class ConditionedProxy: Sendable {
     /// The proxy's event loop (tests keep it busy to show what a late wake-up costs).
     let loop: EventLoop
@@ -40,12 +44,13 @@ public final class ConditionedProxy: Sendable {
             }
             resolved.append((spec, listen, upstream))
         }
+        let bufferShare = Self.bufferShare(of: options, listeners: specs)
         let loop = try EventLoop()
         self.loop = loop
         let state = LoopBound(
             ProxyState(
                 loop: loop, profile: profile, logger: logger,
-                bufferBudget: BufferBudget(limit: options.maximumBuffered, loop: loop)))
+                bufferBudget: BufferBudget(limit: bufferShare, loop: loop)))
         self.state = state
         loop.start()
         let pending = LoopBound((resolved, profile, options, logger))
@@ -72,14 +77,27 @@ public final class ConditionedProxy: Sendable {
                 do {
                     // A recording hears of every read and write on the main loop, so nothing is handed over: no splice loop.
                     if options.threads > 1 && options.recording == nil {
-                        let spliceLoops = try SpliceLoops(count: options.threads - 1, mainLoop: loop, logger: logger)
+                        let spliceLoops = try SpliceLoops(
+                            count: options.threads - 1, mainLoop: loop, bufferShare: bufferShare, logger: logger)
                         state.value.spliceLoops = spliceLoops
                         context.spliceLoops = spliceLoops
                     }
                     state.value.listenerContext = context
+                    let otherLoops = state.value.spliceLoops?.loops ?? []
+                    var tcpListeners = 0
                     for (spec, address, upstream) in resolved {
-                        try state.value.add(
-                            try makeListener(spec, address: address, upstream: upstream, context: context))
+                        // TCP listeners go round-robin over every loop, the main loop first; the rest stay on it.
+                        var owner = 0
+                        if case .tcp = spec.kind {
+                            owner = tcpListeners % (otherLoops.count + 1)
+                            tcpListeners += 1
+                        }
+                        let listener: ConditionedListener =
+                            owner == 0
+                            ? try makeListener(spec, address: address, upstream: upstream, context: context)
+                            : try otherLoops[owner - 1].makeListener(
+                                spec, address: address, upstream: upstream, loopIndex: owner, template: context)
+                        try state.value.add(listener)
                     }
                     // Only a proxy that started replaces an earlier recording of that name.
                     try state.value.recorder?.begin()
@@ -95,6 +113,15 @@ public final class ConditionedProxy: Sendable {
             loop.stopAndWait()
             throw error
         }
+    }
+
+    /// The bytes each loop that owns TCP listeners may hold: `maximumBuffered` split evenly over them, so the
+    /// proxy-wide cap holds with no lock between loops. With one thread, one TCP listener or a recording, the main
+    /// loop owns them all and has the whole budget; other listeners and Toxiproxy proxies take the main loop's share.
+    static func bufferShare(of options: ProxyOptions, listeners: [ListenerSpec]) -> Int {
+        let tcpListeners = listeners.filter { if case .tcp = $0.kind { true } else { false } }.count
+        let owningLoops = options.recording == nil ? min(max(options.threads, 1), max(tcpListeners, 1)) : 1
+        return options.maximumBuffered / owningLoops
     }
 
     /// Runs `body` with the loop-owned state on the loop thread and returns its result, or `fallback` once the
@@ -159,9 +186,14 @@ public final class ConditionedProxy: Sendable {
         onLoop { $0.resetConnections() }
     }
 
-    /// Bytes the TCP connections hold now, and the most they ever held at once (never above `maximumBuffered`).
+    /// Bytes the TCP connections hold now, and the most they ever held at once (never above `maximumBuffered`): with
+    /// several loops, the sums over them, so the peak is the most they could have held at once.
     public func bufferedBytes() -> (now: Int, peak: Int) {
-        onLoop(or: (0, 0)) { ($0.bufferBudget.held, $0.bufferBudget.peak) }
+        onLoop(or: (0, 0)) { state in
+            (state.spliceLoops?.loops ?? []).map { $0.bufferedBytes() }.reduce(
+                (state.bufferBudget.held, state.bufferBudget.peak)
+            ) { ($0.0 + $1.now, $0.1 + $1.peak) }
+        }
     }
 
     /// Counters of every listener, read on the loop thread.

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 /// The transport a listener takes connections or datagrams on; addresses of different transports never meet.
@@ -44,22 +45,29 @@ public struct OwnListenerRefusal: Error, CustomStringConvertible, Sendable {
 /// Toxiproxy API. It also knows the local addresses of upstream connections made to one of linkcond's own ports,
 /// so a loop creation could not see (an interface address that appeared later) is caught when it comes back.
 ///
-/// Lives on the event loop thread. The listeners themselves are read from the proxy's state (`listAll`), so a
-/// listener added or removed anywhere is known at once; the owner calls `changed` when the list changes.
+/// Lives on the main loop thread. The listeners themselves are read from the proxy's state (`listAll`), so a
+/// listener added or removed anywhere is known at once; the owner calls `changed` when the list changes. The loop
+/// check alone (`listensForTCP`, `noteUpstream`, `forgetUpstream`, `isOwnUpstream`) is made by the relays of every
+/// event loop (`ProxyOptions.threads`): it reads the TCP ports and the upstream local addresses under `loopCheck`,
+/// a lock held for nothing else, and `changed` copies the ports there on the main loop.
 final class OwnListeners {
     /// Every listener now; set once by the proxy's state.
     var listAll: () -> [ListenerAddresses] = { [] }
     private var cachedListening: [(TransportAddress, name: String)]?
-    private var cachedTCPPorts: Set<UInt16>?
+    /// Orders the loops' reads and writes of `tcpPorts` and `upstreamLocals`.
+    private let loopCheck = NSLock()
+    /// The ports linkcond listens on for TCP at some address, as `changed` last read them.
+    private var tcpPorts: Set<UInt16> = []
     /// The local address of each open upstream connection whose destination port is one linkcond listens on.
     private var upstreamLocals: Set<SocketAddress> = []
     /// Where the machine's interface addresses come from (tests give their own).
     var interfaceAddresses: () -> Set<[UInt8]> = LocalInterfaces.addresses
 
-    /// Forgets what was read from the listeners; call when one is added or removed.
+    /// Reads the listeners again; call when one is added or removed. Main loop thread.
     func changed() {
         cachedListening = nil
-        cachedTCPPorts = nil
+        let ports = Set(listening.filter { $0.0.transport == .tcp }.map(\.0.address.port))
+        loopCheck.withLock { tcpPorts = ports }
     }
 
     private var listening: [(TransportAddress, name: String)] {
@@ -69,12 +77,9 @@ final class OwnListeners {
         return all
     }
 
-    /// Whether linkcond listens for TCP on `port` at some address.
+    /// Whether linkcond listens for TCP on `port` at some address. Any loop's thread.
     func listensForTCP(on port: UInt16) -> Bool {
-        if let cachedTCPPorts { return cachedTCPPorts.contains(port) }
-        let ports = Set(listening.filter { $0.0.transport == .tcp }.map(\.0.address.port))
-        cachedTCPPorts = ports
-        return ports.contains(port)
+        loopCheck.withLock { tcpPorts.contains(port) }
     }
 
     /// The listener a connection to `destination` would reach, by name and address; nil when none would.
@@ -162,21 +167,22 @@ final class OwnListeners {
     // MARK: loops creation cannot see
 
     /// Notes the local address of `relay`'s upstream connection to `destination`, when that port is one linkcond
-    /// listens on (any other connection cannot come back to it, so it costs no `getsockname`).
+    /// listens on (any other connection cannot come back to it, so it costs no `getsockname`). Any loop's thread.
     func noteUpstream(_ socket: Socket, to destination: SocketAddress) -> SocketAddress? {
         guard listensForTCP(on: destination.port), let local = try? socket.localAddress() else { return nil }
-        upstreamLocals.insert(local)
+        loopCheck.withLock { _ = upstreamLocals.insert(local) }
         return local
     }
 
-    /// Forgets an upstream connection `noteUpstream` noted.
+    /// Forgets an upstream connection `noteUpstream` noted. Any loop's thread.
     func forgetUpstream(_ local: SocketAddress) {
-        upstreamLocals.remove(local)
+        loopCheck.withLock { _ = upstreamLocals.remove(local) }
     }
 
-    /// Whether a client connecting from `peer` is one of linkcond's own upstream connections: a loop.
+    /// Whether a client connecting from `peer` is one of linkcond's own upstream connections: a loop. Any loop's
+    /// thread.
     func isOwnUpstream(_ peer: SocketAddress) -> Bool {
-        !upstreamLocals.isEmpty && upstreamLocals.contains(peer)
+        loopCheck.withLock { !upstreamLocals.isEmpty && upstreamLocals.contains(peer) }
     }
 
     /// Closes `client` when it is one of linkcond's own upstream connections (a loop through relays pointing at

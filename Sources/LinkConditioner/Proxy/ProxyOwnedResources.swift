@@ -9,7 +9,7 @@ struct ProxyOwnedResources: @unchecked Sendable {
     var threadIDs: [Int32] = []
     /// The epoll, timerfd and eventfd of each loop.
     var loopDescriptors: [Int32] = []
-    /// The main loop's pool and each splice loop's.
+    /// The main loop's pool, and each splice loop's two: its splicing's and its own listeners'.
     var pipePools: [SplicePipePool] = []
 
     /// Pipes opened through the pools and not closed through them.
@@ -23,7 +23,7 @@ extension ConditionedProxy {
             let loops = [state.loop] + (state.spliceLoops?.loops.map(\.loop) ?? [])
             let pools =
                 [state.listenerContext?.readBuffer.pipes].compactMap { $0 }
-                + (state.spliceLoops?.loops.map(\.pipes) ?? [])
+                + (state.spliceLoops?.loops.flatMap { [$0.pipes, $0.listenerPipes] } ?? [])
             return ProxyOwnedResources(
                 threadIDs: loops.map(\.kernelThreadID),
                 loopDescriptors: loops.flatMap(\.ownDescriptors), pipePools: pools)

@@ -1,6 +1,8 @@
 import Logging
 
-/// The proxy's loop-owned state: listeners, conditions, scenario, rate sampling. Lives on the event loop thread.
+/// The proxy's loop-owned state: listeners, conditions, scenario, rate sampling. Lives on the main event loop
+/// thread; a listener another loop owns is in `listeners` as a `LoopOwnedListener`, through which each call reaches
+/// that loop.
 final class ProxyState {
     let loop: EventLoop
     let logger: Logger
@@ -149,14 +151,16 @@ final class ProxyState {
     }
 
     func startRateMeter() {
-        rateMeter = RateMeter(loop: loop) { [unowned self] in
+        rateMeter = RateMeter(loop: loop, otherLoops: spliceLoops?.loops.map(\.loop) ?? []) { [unowned self] in
             self.listeners.map { listener in
                 let status = listener.status()
                 return (ObjectIdentifier(listener), status.uplink.bytesDelivered, status.downlink.bytesDelivered)
             }
         } isHolding: { [unowned self] in
-            // Bytes a splice loop moves raise no event on this loop, so the meter stays awake while it carries any.
+            // Bytes a splice loop moves raise no event on this loop, so the meter stays awake while it carries any,
+            // and while another loop's links hold bytes its timers alone may deliver.
             self.bufferBudget.held > 0 || (self.spliceLoops?.connections ?? 0) > 0
+                || (self.spliceLoops?.loops.contains { $0.bufferedBytes().now > 0 } ?? false)
         } describe: { [unowned self] uplink, downlink in
             self.historyPoint(uplinkBitsPerSecond: uplink, downlinkBitsPerSecond: downlink)
         }

@@ -54,8 +54,10 @@ struct HandedOverConnection {
     var needsMainLoop = false
 }
 
-/// An extra event loop thread that moves the bytes of pass-through TCP connections with splice(2), so that unshaped
-/// connections use more than one core while every byte the link model shapes stays on the proxy's main loop.
+/// One of the proxy's event loop threads besides the main loop (`ProxyOptions.threads`). It has two jobs: it owns the
+/// `--listen` TCP listeners given to it (round-robin, see `ConditionedProxy`), each with its link and connections,
+/// which it shapes and splices itself; and it moves the bytes of the main loop's pass-through TCP connections with
+/// splice(2), so unshaped connections of the main loop's listeners use another core too.
 ///
 /// The main loop hands a connection over (`adopt`) when nothing needs to see its bytes, and takes it back (`recall`)
 /// before the conditions change. The main loop may wait on a splice loop; a splice loop never waits on the main loop
@@ -65,12 +67,62 @@ final class SpliceLoop: Sendable {
     let loop: EventLoop
     private let state: LoopBound<SpliceLoopState>
 
-    /// Starts the loop's thread, named `linkcond-splice` (Linux keeps 15 characters of a thread's name).
-    init(logger: Logger) throws {
+    /// Starts the loop's thread, named `linkcond-splice` (Linux keeps 15 characters of a thread's name); the
+    /// listeners it will own hold up to `bufferShare` bytes between them.
+    init(logger: Logger, bufferShare: Int) throws {
         let loop = try EventLoop()
         self.loop = loop
-        state = LoopBound(SpliceLoopState(loop: loop, logger: logger))
+        state = LoopBound(
+            SpliceLoopState(
+                loop: loop, logger: logger,
+                listenerResources: LoopListenerResources(bufferShare: bufferShare, loop: loop)))
         loop.start(name: "linkcond-splice")
+    }
+
+    /// Makes the listener for `spec` on this loop, which owns it from now on with its link and connections, and
+    /// returns how the main loop drives it. `loopIndex` is this loop's place among the proxy's (the main loop is 0).
+    /// With `realtimePriority`, the loop enters SCHED_FIFO before its first listener, as the main loop did: it shapes
+    /// too. Called on the main loop thread.
+    func makeListener(
+        _ spec: ListenerSpec, address: SocketAddress, upstream: [SocketAddress], loopIndex: Int,
+        template: ListenerContext
+    ) throws -> LoopOwnedListener {
+        let state = self.state
+        let loop = self.loop
+        let given = LoopBound((spec, address, upstream, template))
+        let made = try loop.submitAndWait {
+            let (spec, address, upstream, template) = given.value
+            let resources = state.value.listenerResources
+            if let priority = template.options.realtimePriority, !state.value.enteredRealtime {
+                do throws(SystemError) { try RealtimeScheduling.enterFIFO(priority: priority) } catch {
+                    throw RealtimeSchedulingRefused(priority: priority, cause: error)
+                }
+                state.value.enteredRealtime = true
+            }
+            var context = template
+            context.loop = loop
+            context.readBuffer = resources.readBuffer
+            context.bufferBudget = resources.bufferBudget
+            context.descriptorReserve = resources.descriptorReserve
+            context.recorder = nil
+            context.spliceLoops = nil
+            let listener = try LinkConditioner.makeListener(
+                spec, address: address, upstream: upstream, context: context)
+            return LoopBound((listener, listener.bound, listener.addresses, listener.status()))
+        }
+        let (listener, bound, addresses, status) = made.value
+        return LoopOwnedListener(
+            LoopBound(listener), on: loop, loopIndex: loopIndex, bound: bound, addresses: addresses, status: status)
+    }
+
+    /// Bytes the connections of this loop's listeners hold now, and the most they held at once.
+    func bufferedBytes() -> (now: Int, peak: Int) {
+        let state = self.state
+        let budget = try? loop.submitAndWait {
+            let budget = state.value.listenerResources.bufferBudget
+            return (budget.held, budget.peak)
+        }
+        return budget ?? (0, 0)
     }
 
     /// Carries `connection` on this loop from now on. `ended` runs on this loop's thread once the connection has
@@ -97,8 +149,12 @@ final class SpliceLoop: Sendable {
         return recalled?.value
     }
 
-    /// The pool every pipe this loop splices through comes from; it belongs to the loop's thread.
+    /// The pool every pipe this loop splices the main loop's connections through comes from; it belongs to the
+    /// loop's thread.
     var pipes: SplicePipePool { state.value.pipes }
+
+    /// The pool the relays of this loop's own listeners splice through; it belongs to the loop's thread.
+    var listenerPipes: SplicePipePool { state.value.listenerResources.readBuffer.pipes }
 
     /// Ends the thread after closing the pipes it kept. Connections must have been recalled first.
     func stop() {
@@ -118,17 +174,23 @@ enum SpliceEnd: Sendable {
     case needsMainLoop
 }
 
-/// What a splice loop holds: its connections and the pipes it keeps. Lives on the splice loop's thread.
+/// What a splice loop holds: its connections, the pipes it keeps, and what its own listeners share. Lives on the
+/// splice loop's thread.
 final class SpliceLoopState {
     let loop: EventLoop
     let logger: Logger
     /// Few pipes kept: its connections are long ones, and the main loop's descriptor shortage cannot empty this pool.
     let pipes = SplicePipePool(keepingAtMost: 4)
     private var connections: [UInt64: SplicedConnection] = [:]
+    /// What the listeners this loop owns share (their relays splice through its own pool, not `pipes`).
+    let listenerResources: LoopListenerResources
+    /// Whether the loop entered SCHED_FIFO for its listeners (`ProxyOptions.realtimePriority`).
+    var enteredRealtime = false
 
-    init(loop: EventLoop, logger: Logger) {
+    init(loop: EventLoop, logger: Logger, listenerResources: LoopListenerResources) {
         self.loop = loop
         self.logger = logger
+        self.listenerResources = listenerResources
     }
 
     func adopt(_ handed: HandedOverConnection, ended: @escaping @Sendable (SpliceEnd) -> Void) {
@@ -152,6 +214,7 @@ final class SpliceLoopState {
     func close() {
         assert(connections.isEmpty, "a splice loop stops only once its connections were recalled")
         pipes.release()
+        listenerResources.close()
     }
 }
 

@@ -15,11 +15,12 @@ final class SpliceLoops {
     /// Connections handed over since the start, each time one left the main loop.
     private(set) var handOvers = 0
 
-    /// Starts `count` splice loop threads; none is left running when it throws.
-    init(count: Int, mainLoop: EventLoop, logger: Logger) throws {
+    /// Starts `count` splice loop threads, whose listeners may each hold `bufferShare` bytes; none is left running
+    /// when it throws.
+    init(count: Int, mainLoop: EventLoop, bufferShare: Int, logger: Logger) throws {
         var started: [SpliceLoop] = []
         do {
-            for _ in 0..<max(count, 0) { started.append(try SpliceLoop(logger: logger)) }
+            for _ in 0..<max(count, 0) { started.append(try SpliceLoop(logger: logger, bufferShare: bufferShare)) }
         } catch {
             for loop in started { loop.stop() }
             throw error

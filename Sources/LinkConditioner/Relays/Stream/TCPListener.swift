@@ -18,12 +18,15 @@ public struct ProxyOptions: Sendable {
     public var dnsTCPIdleTimeout: Duration = .seconds(10)
     /// Where `run --record` writes its event log; nil records nothing.
     public var recording: RecordingOptions?
-    /// Event loop threads: the main loop, which shapes, plus `threads - 1` splice loops that carry pass-through TCP
-    /// connections by splice(2). One (the default for a proxy made in-process, such as a test suite's) keeps
-    /// everything on the main loop, so its behaviour does not depend on the machine's cores; at least one.
+    /// Event loop threads: the main loop plus `threads - 1` others. The `tcp` listeners are spread over all of them
+    /// round-robin, each owned with its link and connections by one loop, which shapes and splices them; the other
+    /// loops also carry the main loop's pass-through TCP connections by splice(2). One (the default for a proxy made
+    /// in-process, such as a test suite's) keeps everything on the main loop, so its behaviour does not depend on
+    /// the machine's cores; at least one.
     public var threads: Int = 1
     /// SCHED_FIFO priority for the main loop, which shapes and times every delivery, so a loaded machine cannot hold
-    /// its wake-ups back; nil keeps the default scheduling class. Splice loops and every other thread keep the default.
+    /// its wake-ups back, and for each other loop once it owns a listener; nil keeps the default scheduling class.
+    /// Loops that only splice, and every other thread, keep the default.
     public var realtimePriority: Int32?
 
     /// One event loop thread per online core: `linkcond run`'s default.
@@ -45,7 +48,8 @@ public struct ProxyOptions: Sendable {
 
 /// A listening socket, its upstream, and the link (uplink and downlink) its connections share.
 ///
-/// Lives on the event loop thread.
+/// Lives on the thread of the event loop that owns it (`loop`): the main loop's, or another's with
+/// `ProxyOptions.threads`, where the main loop reaches it through a `LoopOwnedListener`.
 final class TCPListener: RelayHost, ConditionedListener {
     let loop: EventLoop
     let acceptor: TCPAcceptor
@@ -72,8 +76,8 @@ final class TCPListener: RelayHost, ConditionedListener {
     var stageSource: StageSource?
     let faults: ListenerFaults
     var connectionFaults: ListenerFaults? { faults }
-    /// Where pass-through connections are handed over; nil for listeners whose connections stay on the main loop
-    /// (a Toxiproxy proxy's, whose toxics may change at any time).
+    /// Where pass-through connections are handed over; nil for listeners whose connections stay on their own loop
+    /// (a Toxiproxy proxy's, whose toxics may change at any time, and those another loop than the main one owns).
     var spliceLoops: SpliceLoops?
     /// The name of the Toxiproxy proxy this listener serves, for `status`; nil for `--listen` listeners.
     var toxiproxyName: String?
