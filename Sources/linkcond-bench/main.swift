@@ -12,7 +12,8 @@ let usage = """
       --json FILE    also write the table as JSON for tracking ("-" for standard output)
       --working-latency  only the queue-discipline working-latency comparison (fifo, codel, fq_codel)
       --model [GB]   only the TCP model's CPU per GB over a simulated clock, no sockets (default 2 GB a profile)
-      --only GROUPS  only these groups: throughput, shaped, streams, latency, setup, scale, udp, delay, rate, record
+      --only GROUPS  only these groups: throughput, shaped, streams, links, latency, setup, scale, udp, delay, rate,
+                     record
       --threads N    run every linkcond with `run --threads N` (default: linkcond's own, one per core)
     The peers come from Debian (scripts/bench installs them); linkcond runs as its own process from the same directory.
     """
@@ -37,7 +38,7 @@ struct BenchOptions {
     /// `run --threads` for every linkcond started; nil leaves linkcond's default.
     var threads: Int?
     var groups: Set<String> = [
-        "throughput", "shaped", "streams", "latency", "setup", "scale", "udp", "delay", "rate", "record",
+        "throughput", "shaped", "streams", "links", "latency", "setup", "scale", "udp", "delay", "rate", "record",
     ]
 
     init(_ arguments: [String]) throws {
@@ -127,6 +128,7 @@ do {
     if options.groups.contains("record") { try recordingGroup() }
     if options.groups.contains("shaped") { try shapedGroup() }
     if options.groups.contains("streams") { try streamsGroup() }
+    if options.groups.contains("links") { try parallelLinksGroup() }
     if options.groups.contains("latency") { try latencyGroup() }
     if options.groups.contains("setup") { try setupGroup() }
     if options.groups.contains("scale") { try scaleGroup() }
