@@ -157,8 +157,10 @@ func streamsGroup() throws {
     let server = try startIperfServer(port: port)
     defer { server.stop() }
     let seconds = quick ? 2 : 6
-    /// The median aggregate, Jain index and relay CPU seconds per GB sent of `streams` streams through a relay.
-    func run(streams: Int = 100, _ start: () throws -> (PeerProcess, UInt16)) -> (
+    /// The median aggregate and Jain index of `streams` streams through a relay, and for linkcond its CPU seconds
+    /// per GB delivered: both read from linkcond itself around the run, since the senders' count would include what
+    /// the 100 streams hold in linkcond's buffers when the run ends.
+    func run(streams: Int = 100, _ start: () throws -> (PeerProcess, UInt16, LinkcondPeer?)) -> (
         rate: Double?, jain: Double?, cpu: Double?
     ) {
         var rates: [Double] = []
@@ -166,25 +168,30 @@ func streamsGroup() throws {
         var cpus: [Double] = []
         for _ in 0..<runs {
             do {
-                let (peer, relay) = try start()
+                let (peer, relay, linkcond) = try start()
                 defer { peer.stop() }
-                let before = peer.cpuSeconds()
+                let before = (cpu: peer.cpuSeconds(), bytes: linkcond?.tcpBytesDelivered("uplink"))
                 let result = try runIperfClient(port: relay, seconds: seconds, omit: 1, extra: ["-P", "\(streams)"])
                 rates.append(result.receivedRate)
                 jains.append(jainFairness(result.streamRates))
-                cpus.append((peer.cpuSeconds() - before) / (result.sentBytes / 1e9))
+                if let start = before.bytes, let end = linkcond?.tcpBytesDelivered("uplink"), end > start {
+                    cpus.append((peer.cpuSeconds() - before.cpu) / ((end - start) / 1e9))
+                }
             } catch { print("   (a run failed: \(error))") }
         }
         return (median(rates), median(jains), median(cpus))
     }
-    func linkcond(_ profile: String) throws -> (PeerProcess, UInt16) {
+    func linkcond(_ profile: String) throws -> (PeerProcess, UInt16, LinkcondPeer?) {
         let peer = try LinkcondPeer(profile: profile, upstream: port)
-        return (peer.peer, peer.relayPort)
+        return (peer.peer, peer.relayPort, peer)
     }
     let direct = medianOf {
         try runIperfClient(port: port, seconds: seconds, omit: 1, extra: ["-P", "100"]).receivedRate
     }
-    let haproxy = run { try startHAProxy(upstream: port, splice: .always) }
+    let haproxy = run {
+        let (peer, relay) = try startHAProxy(upstream: port, splice: .always)
+        return (peer, relay, nil)
+    }
     let unshaped = run { try linkcond("") }
     let single = run(streams: 1) { try linkcond("bandwidth = 1 Gbit/s") }
     let shared = run { try linkcond("bandwidth = 1 Gbit/s") }

@@ -306,6 +306,15 @@ final class LinkcondPeer {
         return (p50, p99, max)
     }
 
+    /// Bytes linkcond has delivered on `direction` of its TCP listeners, all of them added up (`bytesDelivered` in
+    /// `linkcond status --json`); nil when the status could not be read.
+    func tcpBytesDelivered(_ direction: String) -> Double? {
+        guard let listeners = statusListeners() else { return nil }
+        return listeners.filter { $0["kind"] as? String == "tcp" }.reduce(0.0) { total, listener in
+            total + ((listener[direction] as? [String: Any])?["bytesDelivered"] as? Double ?? 0)
+        }
+    }
+
     func udpKernelDrops() -> Double? {
         guard let listeners = statusListeners() else { return nil }
         return listeners.filter { $0["kind"] as? String == "udp" }.reduce(0.0) { total, listener in
