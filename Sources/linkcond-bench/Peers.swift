@@ -415,13 +415,20 @@ func startHAProxy(
     return (peer, port)
 }
 
-/// socat relaying TCP from a fresh port to `upstream`, one forked child per connection.
-func startSocat(upstream: UInt16) throws -> (PeerProcess, UInt16) {
+/// socat's transfer buffer for bulk throughput (`-b`): one stream here moves about 2.5× as fast with 1 MiB as with
+/// its default 8 KiB, and no faster with more.
+let socatBulkBuffer = 1 << 20
+
+/// socat relaying TCP from a fresh port to `upstream`, one forked child per connection, with `buffer` bytes per
+/// read and write (`-b`; socat's default 8 KiB when nil).
+func startSocat(upstream: UInt16, buffer: Int? = nil) throws -> (PeerProcess, UInt16) {
     guard let socat = Tools.socat else { throw TestError("socat is not installed (scripts/bench installs it)") }
     let port = freePort()
     let peer = try PeerProcess(
         name: "socat", path: socat,
-        arguments: ["TCP-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork,backlog=4096", "TCP:127.0.0.1:\(upstream)"])
+        arguments: (buffer.map { ["-b", String($0)] } ?? []) + [
+            "TCP-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork,backlog=4096", "TCP:127.0.0.1:\(upstream)",
+        ])
     guard peer.waitListening(port: port) else {
         peer.stop()
         throw TestError("socat did not listen on \(port)")
