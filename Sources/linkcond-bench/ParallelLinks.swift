@@ -7,6 +7,7 @@ import LoopbackPeers
 /// aggregate, the worst link's rate error, and how much the second thread adds.
 ///
 /// The clients are unpaced, so each link is held to its rate by linkcond alone and a shortfall is linkcond's.
+/// Rates and CPU come from linkcond's own counters over the steady part of the run.
 func parallelLinksGroup() throws {
     report.section("4 shaped links of 1 Gbit/s at once (one linkcond, 4 listeners, iperf3 unpaced through each)")
     let linkCount = 4
@@ -17,28 +18,20 @@ func parallelLinksGroup() throws {
     for port in upstreams { servers.append(try startIperfServer(port: port)) }
     let seconds = quick ? 2 : 6
 
-    /// Each link's delivered rate in one run, the clients started together; and the cores linkcond kept busy.
+    /// Each link's delivered rate over the steady part of one run, the clients started together, and the cores
+    /// linkcond kept busy meanwhile; read from linkcond's own counters (see `steadyDelivery`).
     func oneRun(threads: Int) throws -> (rates: [Double], cores: Double) {
         let linkcond = try LinkcondPeer(profile: "bandwidth = 1 Gbit/s", upstreams: upstreams, threads: threads)
         defer { linkcond.stop() }
-        let results = LockedBox<[Int: Result<Double, any Error>]>([:])
-        let finished = DispatchGroup()
-        let cpuBefore = linkcond.peer.cpuSeconds()
-        let started = MonotonicClock().now()
-        for (index, port) in linkcond.relayPorts.enumerated() {
-            finished.enter()
-            Thread.detachNewThread {
-                let result = Result { try runIperfClient(port: port, seconds: seconds, omit: 1).receivedRate }
-                results.mutate { $0[index] = result }
-                finished.leave()
-            }
+        let clients = linkcond.relayPorts.map { port -> @Sendable () throws -> IperfResult in
+            { try runIperfClient(port: port, seconds: seconds, omit: 1) }
         }
-        finished.wait()
-        let cores = (linkcond.peer.cpuSeconds() - cpuBefore) / secondsSince(started)
-        let rates = try (0..<linkCount).map { index in
-            try (results.value[index] ?? .failure(TestError("no result from link \(index + 1)"))).get()
+        let window = try steadyDelivery(of: linkcond, seconds: seconds, clients: clients).window
+        let rates = try linkcond.relayPorts.map { port in
+            guard let rate = window.rate(port) else { throw TestError("no status for the listener on \(port)") }
+            return rate
         }
-        return (rates, cores)
+        return (rates, window.cpuSeconds / window.seconds)
     }
 
     /// The median aggregate, the median of each run's worst link error (signed, in %), and the median cores.

@@ -277,21 +277,13 @@ final class LinkcondPeer {
 
     func stop() { peer.stop() }
 
-    /// Datagrams the kernel dropped at, or refused from, this linkcond's UDP sockets, both ways (`kernelDrops` in
-    /// `linkcond status --json`); nil when the status could not be read.
-    /// The listeners of `linkcond status --json`, as decoded JSON objects.
+    /// The listeners of `GET /status` (what `linkcond status --json` prints), as decoded JSON objects, asked over
+    /// the control socket from this process: a sub-millisecond exchange, so a status can time a window.
     private func statusListeners() -> [[String: Any]]? {
-        guard let binary = LinkcondPeer.binary else { return nil }
-        let output = Pipe()
-        guard
-            let status = try? PeerProcess(
-                name: "linkcond status", path: binary,
-                arguments: ["status", "--json", "--control", controlPath], output: output)
+        guard let response = try? ControlClient(address: .unix(controlPath)).send("GET", "/status"),
+            response.status == 200,
+            let json = try? JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? [String: Any]
         else { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        status.process.waitUntilExit()
-        status.stop()
-        guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
         return json["listeners"] as? [[String: Any]]
     }
 
@@ -306,15 +298,25 @@ final class LinkcondPeer {
         return (p50, p99, max)
     }
 
-    /// Bytes linkcond has delivered on `direction` of its TCP listeners, all of them added up (`bytesDelivered` in
-    /// `linkcond status --json`); nil when the status could not be read.
-    func tcpBytesDelivered(_ direction: String) -> Double? {
+    /// Bytes linkcond has delivered on `direction` of each TCP listener, by its port (`bytesDelivered` in
+    /// `linkcond status --json`), with the moment they were read: the middle of the request; nil when the status
+    /// could not be read.
+    func tcpBytesDelivered(_ direction: String) -> (bytes: [UInt16: Double], at: Instant)? {
+        let asked = MonotonicClock().now()
         guard let listeners = statusListeners() else { return nil }
-        return listeners.filter { $0["kind"] as? String == "tcp" }.reduce(0.0) { total, listener in
-            total + ((listener[direction] as? [String: Any])?["bytesDelivered"] as? Double ?? 0)
+        let answered = MonotonicClock().now()
+        var bytes: [UInt16: Double] = [:]
+        for listener in listeners where listener["kind"] as? String == "tcp" {
+            guard let address = listener["address"] as? String,
+                let port = address.split(separator: ":").last.flatMap({ UInt16($0) })
+            else { continue }
+            bytes[port] = (listener[direction] as? [String: Any])?["bytesDelivered"] as? Double ?? 0
         }
+        return (bytes, asked + (answered - asked) / 2)
     }
 
+    /// Datagrams the kernel dropped at, or refused from, this linkcond's UDP sockets, both ways (`kernelDrops` in
+    /// `linkcond status --json`); nil when the status could not be read.
     func udpKernelDrops() -> Double? {
         guard let listeners = statusListeners() else { return nil }
         return listeners.filter { $0["kind"] as? String == "udp" }.reduce(0.0) { total, listener in
