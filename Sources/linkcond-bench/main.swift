@@ -7,7 +7,7 @@ import LoopbackPeers
 /// the kernel's tbf, every peer run by the benchmark itself in the same run; each figure is the median of N runs.
 let usage = """
     usage: linkcond-bench [--quick] [--runs N] [--json FILE] [--only GROUP[,GROUP…]] [--threads N]
-      --quick        a run under 60 s: 1 run per figure, short cells, the 10 s delay cell left out
+      --quick        a run of 2-3 min: 1 run per figure, short cells, the 10 s delay cell left out
       --runs N       runs per figure, the median is printed (default 3, 1 with --quick)
       --json FILE    also write the table as JSON for tracking ("-" for standard output)
       --working-latency  only the queue-discipline working-latency comparison (fifo, codel, fq_codel)
@@ -105,7 +105,7 @@ let startedAt = MonotonicClock().now()
 print(
     "linkcond-bench: \(quick ? "quick" : "full") run, median of \(runs) run\(runs == 1 ? "" : "s"), loopback, "
         + "\(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadAtStart)")
-print(quick ? "expected length: under 60 s" : "expected length: about \(6 + runs * 4) min")
+print(quick ? "expected length: 2-3 min" : "expected length: about \(7 + runs * 4) min")
 
 /// The median over `runs` runs of `body`; a run that throws is left out and its error noted.
 func medianOf(_ body: () throws -> Double) -> Double? {
