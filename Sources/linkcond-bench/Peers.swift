@@ -357,7 +357,8 @@ enum HAProxySplice {
     /// `option splice-auto`: HAProxy decides per transfer whether to splice.
     case auto
     /// `option splice-request` and `option splice-response`: both directions always spliced, the configuration a
-    /// user picks for bulk throughput (14–16 Gbit/s on one stream here against about 10 for `splice-auto`).
+    /// user picks for bulk throughput (14–16 Gbit/s on one stream on a quiet machine here, about 10 with
+    /// `splice-auto`).
     case always
 
     /// The configuration's lines for this mode.
@@ -417,8 +418,8 @@ func startHAProxy(
     return (peer, port)
 }
 
-/// socat's transfer buffer for bulk throughput (`-b`): one stream here moves about 2.5× as fast with 1 MiB as with
-/// its default 8 KiB, and no faster with more.
+/// socat's transfer buffer for bulk throughput (`-b`): one stream here moves 2–3× as fast with 1 MiB as with its
+/// default 8 KiB, and no faster with 4 MiB.
 let socatBulkBuffer = 1 << 20
 
 /// socat relaying TCP from a fresh port to `upstream`, one forked child per connection, with `buffer` bytes per
