@@ -67,8 +67,9 @@ func parallelLinksGroup() throws {
             target: judged ? "within ±0.1 % each" : nil, met: judged ? figures.worstError.map { abs($0) <= 0.1 } : nil)
     }
     let scaling = two.aggregate.flatMap { value in one.aggregate.map { value / $0 } }
+    // Once one loop carries all four links, a second one has nothing to add: the ratio then says so, not a defect.
+    let oneThreadSuffices = one.aggregate.map { $0 >= 0.99 * wanted } ?? false
     report.add(
         "2 threads against 1: aggregate", scaling, "×", target: "≥ 1.8×", met: scaling.map { $0 >= 1.8 },
-        note: one.aggregate.map { $0 >= 0.99 * wanted }
-            == true ? "one thread already delivers 4 Gbit/s: the links, not the loop, are the limit" : nil)
+        note: oneThreadSuffices ? "one thread already delivers 4 Gbit/s: the links, not the loop, are the limit" : nil)
 }

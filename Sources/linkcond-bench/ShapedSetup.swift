@@ -22,9 +22,7 @@ func shapedSetupRows(echoPort: UInt16, samples: Int, direct: Double?, haproxy: D
 
     // Two round trips of emulated delay: the SYN up, the SYN-ACK down, then the byte up and its echo down. One byte
     // serialises in under a microsecond at lte's rates, which is left in.
-    let emulated =
-        Double((lte.roundTrip * 2).components.seconds)
-        + Double((lte.roundTrip * 2).components.attoseconds) * 1e-18
+    let emulated = (lte.roundTrip * 2).seconds
     let delayed = try LinkcondPeer(profile: lte.rendered, upstream: echoPort)
     defer { delayed.stop() }
     let lteSamples = quick ? 10 : 40
