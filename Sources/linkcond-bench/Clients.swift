@@ -1,4 +1,5 @@
 import Foundation
+import LinkConditioner
 import LoopbackPeers
 
 /// What one `iperf3 -c` run reported.
@@ -128,4 +129,57 @@ func insideExec(_ path: String, _ arguments: [String]) throws -> (String, [Strin
         binary,
         ["exec", "--control", scratch + "/exec-\(UInt32.random(in: 0...UInt32.max)).sock", "--", path] + arguments
     )
+}
+
+/// What linkcond delivered on the uplink of each TCP listener between two status reads in the steady part of a
+/// run, and the CPU it used between them: a rate timed to a fraction of a millisecond and free of how iperf3 times
+/// its own start and end, which moves a 2 s figure by tenths of a percent.
+struct SteadyDelivery {
+    /// Bytes delivered in the window, by listener port.
+    var bytes: [UInt16: Double]
+    var seconds: Double
+    var cpuSeconds: Double
+
+    /// Payload bits per second through the listener on `port`.
+    func rate(_ port: UInt16) -> Double? { bytes[port].map { $0 * 8 / seconds } }
+    var totalRate: Double { bytes.values.reduce(0, +) * 8 / seconds }
+    var cpuPerGigabyte: Double { cpuSeconds / (bytes.values.reduce(0, +) / 1e9) }
+}
+
+/// Runs each of `clients` (an iperf3 client of `seconds` after a 1 s omitted warm-up) on a thread of its own while
+/// reading `linkcond`'s delivered bytes and CPU every 50 ms. The window starts 1 s after the bytes began to flow (the
+/// clients' warm-up, however long their connections took to open) and ends 0.3 s before the clients' end. Returns
+/// the clients' results, in order, and that window.
+func steadyDelivery(
+    of linkcond: LinkcondPeer, seconds: Int, clients: [@Sendable () throws -> IperfResult]
+) throws -> (results: [IperfResult], window: SteadyDelivery) {
+    let results = LockedBox<[Int: Result<IperfResult, any Error>]>([:])
+    let finished = DispatchGroup()
+    for (index, client) in clients.enumerated() {
+        finished.enter()
+        Thread.detachNewThread {
+            let result = Result { try client() }
+            results.mutate { $0[index] = result }
+            finished.leave()
+        }
+    }
+    var samples: [(bytes: [UInt16: Double], at: Instant, cpu: Double)] = []
+    repeat {
+        let cpu = linkcond.peer.cpuSeconds()
+        if let read = linkcond.tcpBytesDelivered("uplink") { samples.append((read.bytes, read.at, cpu)) }
+    } while finished.wait(timeout: .now() + .milliseconds(50)) == .timedOut
+    let outcomes = try (0..<clients.count).map { index in
+        try (results.value[index] ?? .failure(TestError("client \(index + 1) gave no result"))).get()
+    }
+    // The clients' control connections carry a few hundred bytes; a megabyte means their streams are flowing.
+    guard let flowing = samples.first(where: { $0.bytes.values.reduce(0, +) > 1e6 }),
+        let first = samples.first(where: { ($0.at - flowing.at).seconds >= 1 }),
+        let last = samples.last(where: { ($0.at - flowing.at).seconds <= 1 + Double(seconds) - 0.3 }),
+        last.at > first.at
+    else { throw TestError("linkcond's status gave no steady window (\(samples.count) reads)") }
+    let bytes = last.bytes.reduce(into: [UInt16: Double]()) { window, entry in
+        window[entry.key] = entry.value - (first.bytes[entry.key] ?? 0)
+    }
+    let window = SteadyDelivery(bytes: bytes, seconds: (last.at - first.at).seconds, cpuSeconds: last.cpu - first.cpu)
+    return (outcomes, window)
 }

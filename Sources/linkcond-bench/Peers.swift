@@ -164,6 +164,16 @@ func freePort() -> UInt16 {
     return UInt16.random(in: 40000...60000)
 }
 
+/// `count` ports from `freePort`, no two the same.
+func distinctFreePorts(_ count: Int) -> [UInt16] {
+    var ports: [UInt16] = []
+    while ports.count < count {
+        let port = freePort()
+        if !ports.contains(port) { ports.append(port) }
+    }
+    return ports
+}
+
 /// Paths of the peer programs; nil when one is not installed (`scripts/bench` installs them).
 enum Tools {
     static func find(_ name: String) -> String? {
@@ -189,7 +199,10 @@ let scratch: String = {
 /// linkcond itself, run as its own process (`linkcond run`) so its CPU time is its own.
 final class LinkcondPeer {
     let peer: PeerProcess
+    /// The first listener's port.
     let relayPort: UInt16
+    /// Every listener's port, in the order of the upstreams they relay to.
+    let relayPorts: [UInt16]
     let proxyPort: UInt16?
     /// The control socket `linkcond status` reads this linkcond's counters from.
     let controlPath: String
@@ -198,10 +211,22 @@ final class LinkcondPeer {
     /// with `proxyFrontEnd` also a SOCKS5/HTTP proxy front end. Returns once linkcond printed its ready lines.
     /// With `record`, linkcond writes its event log (`run --record`) to that path.
     /// With `realtime`, its main loop runs in SCHED_FIFO (`run --realtime`).
-    init(
+    convenience init(
         profile profileText: String, upstream: UInt16, udp: Bool = false, proxyFrontEnd: Bool = false,
         record: String? = nil,
         realtime: Bool = false
+    ) throws {
+        try self.init(
+            profile: profileText, upstreams: [upstream], udp: udp, proxyFrontEnd: proxyFrontEnd, record: record,
+            realtime: realtime)
+    }
+
+    /// One TCP listener (each a link of its own, shaped by the same profile) for each of `upstreams`, and the rest
+    /// as the initializer above; `threads` overrides the benchmark's `--threads` for this linkcond.
+    init(
+        profile profileText: String, upstreams: [UInt16], udp: Bool = false, proxyFrontEnd: Bool = false,
+        record: String? = nil,
+        realtime: Bool = false, threads: Int? = nil
     ) throws {
         guard let binary = LinkcondPeer.binary else {
             throw TestError(
@@ -210,21 +235,23 @@ final class LinkcondPeer {
         }
         let profilePath = scratch + "/bench-\(UInt32.random(in: 0...UInt32.max)).profile"
         try (profileText + "\n").write(toFile: profilePath, atomically: true, encoding: .utf8)
-        let port = freePort()
+        let ports = distinctFreePorts(upstreams.count)
+        let port = ports[0]
         controlPath = scratch + "/control-\(port).sock"
-        var arguments = [
-            "run", "--listen", "127.0.0.1:\(port)", "--upstream", "127.0.0.1:\(upstream)", "--profile", profilePath,
-            "--control", controlPath,
-        ]
-        if udp { arguments += ["--udp-listen", "127.0.0.1:\(port)", "--udp-upstream", "127.0.0.1:\(upstream)"] }
+        var arguments = ["run", "--profile", profilePath, "--control", controlPath]
+        for (listen, upstream) in zip(ports, upstreams) {
+            arguments += ["--listen", "127.0.0.1:\(listen)", "--upstream", "127.0.0.1:\(upstream)"]
+        }
+        if udp { arguments += ["--udp-listen", "127.0.0.1:\(port)", "--udp-upstream", "127.0.0.1:\(upstreams[0])"] }
         let front = proxyFrontEnd ? freePort() : nil
         if let front { arguments += ["--proxy", "127.0.0.1:\(front)"] }
         if let record { arguments += ["--record", record] }
         if realtime { arguments.append("--realtime") }
-        if let threads = options.threads { arguments += ["--threads", "\(threads)"] }
+        if let threads = threads ?? options.threads { arguments += ["--threads", "\(threads)"] }
         let output = Pipe()
         peer = try PeerProcess(name: "linkcond", path: binary, arguments: arguments, output: output)
         relayPort = port
+        relayPorts = ports
         proxyPort = front
         let ready = DispatchSemaphore(value: 0)
         let handle = output.fileHandleForReading
@@ -250,21 +277,13 @@ final class LinkcondPeer {
 
     func stop() { peer.stop() }
 
-    /// Datagrams the kernel dropped at, or refused from, this linkcond's UDP sockets, both ways (`kernelDrops` in
-    /// `linkcond status --json`); nil when the status could not be read.
-    /// The listeners of `linkcond status --json`, as decoded JSON objects.
+    /// The listeners of `GET /status` (what `linkcond status --json` prints), as decoded JSON objects, asked over
+    /// the control socket from this process: a sub-millisecond exchange, so a status can time a window.
     private func statusListeners() -> [[String: Any]]? {
-        guard let binary = LinkcondPeer.binary else { return nil }
-        let output = Pipe()
-        guard
-            let status = try? PeerProcess(
-                name: "linkcond status", path: binary,
-                arguments: ["status", "--json", "--control", controlPath], output: output)
+        guard let response = try? ControlClient(address: .unix(controlPath)).send("GET", "/status"),
+            response.status == 200,
+            let json = try? JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? [String: Any]
         else { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        status.process.waitUntilExit()
-        status.stop()
-        guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
         return json["listeners"] as? [[String: Any]]
     }
 
@@ -279,6 +298,25 @@ final class LinkcondPeer {
         return (p50, p99, max)
     }
 
+    /// Bytes linkcond has delivered on `direction` of each TCP listener, by its port (`bytesDelivered` in
+    /// `linkcond status --json`), with the moment they were read: the middle of the request; nil when the status
+    /// could not be read.
+    func tcpBytesDelivered(_ direction: String) -> (bytes: [UInt16: Double], at: Instant)? {
+        let asked = MonotonicClock().now()
+        guard let listeners = statusListeners() else { return nil }
+        let answered = MonotonicClock().now()
+        var bytes: [UInt16: Double] = [:]
+        for listener in listeners where listener["kind"] as? String == "tcp" {
+            guard let address = listener["address"] as? String,
+                let port = address.split(separator: ":").last.flatMap({ UInt16($0) })
+            else { continue }
+            bytes[port] = (listener[direction] as? [String: Any])?["bytesDelivered"] as? Double ?? 0
+        }
+        return (bytes, asked + (answered - asked) / 2)
+    }
+
+    /// Datagrams the kernel dropped at, or refused from, this linkcond's UDP sockets, both ways (`kernelDrops` in
+    /// `linkcond status --json`); nil when the status could not be read.
     func udpKernelDrops() -> Double? {
         guard let listeners = statusListeners() else { return nil }
         return listeners.filter { $0["kind"] as? String == "udp" }.reduce(0.0) { total, listener in
@@ -312,12 +350,41 @@ func raiseDescriptorLimit(toAtLeast wanted: Int) -> Int {
     return Int(raised.rlim_cur)
 }
 
-/// HAProxy 2.x in TCP mode in front of `upstream`, with `option splice-auto` or without splicing, on one thread
-/// per core (its default) or on `threads` threads, taking up to `maxConnections` at once. HAProxy reserves
-/// descriptors for a quarter as many pipes unless `maxPipes` says otherwise, and refuses to start when the
-/// descriptor limit cannot hold them all.
+/// How HAProxy moves a connection's bytes in TCP mode.
+enum HAProxySplice {
+    /// Through its buffers, no splicing.
+    case off
+    /// `option splice-auto`: HAProxy decides per transfer whether to splice.
+    case auto
+    /// `option splice-request` and `option splice-response`: both directions always spliced, the configuration a
+    /// user picks for bulk throughput (14–16 Gbit/s on one stream on a quiet machine here, about 10 with
+    /// `splice-auto`).
+    case always
+
+    /// The configuration's lines for this mode.
+    var options: String {
+        switch self {
+        case .off: "no option splice-auto"
+        case .auto: "option splice-auto"
+        case .always: "option splice-request\n    option splice-response"
+        }
+    }
+
+    /// The row label's name for HAProxy in this mode.
+    var label: String {
+        switch self {
+        case .off: "haproxy"
+        case .auto: "haproxy splice-auto"
+        case .always: "haproxy splice-req/resp"
+        }
+    }
+}
+
+/// HAProxy 2.x in TCP mode in front of `upstream`, splicing as `splice` says, on one thread per core (its default)
+/// or on `threads` threads, taking up to `maxConnections` at once. HAProxy reserves descriptors for a quarter as
+/// many pipes unless `maxPipes` says otherwise, and refuses to start when the descriptor limit cannot hold them all.
 func startHAProxy(
-    upstream: UInt16, splice: Bool, threads: Int? = nil, maxConnections: Int = 4000,
+    upstream: UInt16, splice: HAProxySplice, threads: Int? = nil, maxConnections: Int = 4000,
     maxPipes: Int? = nil
 ) throws -> (PeerProcess, UInt16) {
     guard let haproxy = Tools.haproxy else { throw TestError("haproxy is not installed (scripts/bench installs it)") }
@@ -332,7 +399,7 @@ func startHAProxy(
             timeout connect 5s
             timeout client 60s
             timeout server 60s
-            \(splice ? "option splice-auto" : "no option splice-auto")
+            \(splice.options)
         frontend bench
             bind 127.0.0.1:\(port)
             default_backend upstream
@@ -343,7 +410,7 @@ func startHAProxy(
     let path = scratch + "/haproxy-\(port).cfg"
     try config.write(toFile: path, atomically: true, encoding: .utf8)
     let peer = try PeerProcess(
-        name: splice ? "haproxy-splice" : "haproxy", path: haproxy, arguments: ["-db", "-f", path])
+        name: splice.label, path: haproxy, arguments: ["-db", "-f", path])
     guard peer.waitListening(port: port) else {
         peer.stop()
         throw TestError("haproxy did not listen on \(port)")
@@ -351,13 +418,20 @@ func startHAProxy(
     return (peer, port)
 }
 
-/// socat relaying TCP from a fresh port to `upstream`, one forked child per connection.
-func startSocat(upstream: UInt16) throws -> (PeerProcess, UInt16) {
+/// socat's transfer buffer for bulk throughput (`-b`): one stream here moves 2–3× as fast with 1 MiB as with its
+/// default 8 KiB, and no faster with 4 MiB.
+let socatBulkBuffer = 1 << 20
+
+/// socat relaying TCP from a fresh port to `upstream`, one forked child per connection, with `buffer` bytes per
+/// read and write (`-b`; socat's default 8 KiB when nil).
+func startSocat(upstream: UInt16, buffer: Int? = nil) throws -> (PeerProcess, UInt16) {
     guard let socat = Tools.socat else { throw TestError("socat is not installed (scripts/bench installs it)") }
     let port = freePort()
     let peer = try PeerProcess(
         name: "socat", path: socat,
-        arguments: ["TCP-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork,backlog=4096", "TCP:127.0.0.1:\(upstream)"])
+        arguments: (buffer.map { ["-b", String($0)] } ?? []) + [
+            "TCP-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork,backlog=4096", "TCP:127.0.0.1:\(upstream)",
+        ])
     guard peer.waitListening(port: port) else {
         peer.stop()
         throw TestError("socat did not listen on \(port)")

@@ -132,18 +132,20 @@ func shortConnections(port: UInt16, concurrency: Int, seconds: Double) -> (rate:
 }
 
 /// Time from starting a connect until one byte has made the round trip through an echo server, for each of
-/// `samples` connections in turn, sorted: what an app waits before its connection is usable. `handshake` runs a
-/// front end's request (SOCKS5, HTTP CONNECT) on the new connection first.
-func setupTimes(port: UInt16, samples: Int, handshake: (TestConnection) throws -> Void = { _ in }) throws -> [Double] {
+/// `samples` connections in turn after `warmUp` uncounted ones, sorted: what an app waits before its connection is
+/// usable. `handshake` runs a front end's request (SOCKS5, HTTP CONNECT) on the new connection first.
+func setupTimes(
+    port: UInt16, samples: Int, warmUp: Int = 20, handshake: (TestConnection) throws -> Void = { _ in }
+) throws -> [Double] {
     var times: [Double] = []
-    for index in 0..<(samples + 20) {
+    for index in 0..<(samples + warmUp) {
         let start = MonotonicClock().now()
         let connection = try TestConnection.connect(port: port, timeout: 5)
         defer { connection.close() }
         try handshake(connection)
         try connection.send([0x42])
         _ = try connection.receive(exactly: 1)
-        if index >= 20 { times.append(secondsSince(start)) }
+        if index >= warmUp { times.append(secondsSince(start)) }
     }
     return times.sorted()
 }

@@ -7,12 +7,13 @@ import LoopbackPeers
 /// the kernel's tbf, every peer run by the benchmark itself in the same run; each figure is the median of N runs.
 let usage = """
     usage: linkcond-bench [--quick] [--runs N] [--json FILE] [--only GROUP[,GROUP…]] [--threads N]
-      --quick        a run under 60 s: 1 run per figure, short cells, the 10 s delay cell left out
+      --quick        a run of 2-3 min: 1 run per figure, short cells, the 10 s delay cell left out
       --runs N       runs per figure, the median is printed (default 3, 1 with --quick)
       --json FILE    also write the table as JSON for tracking ("-" for standard output)
       --working-latency  only the queue-discipline working-latency comparison (fifo, codel, fq_codel)
       --model [GB]   only the TCP model's CPU per GB over a simulated clock, no sockets (default 2 GB a profile)
-      --only GROUPS  only these groups: throughput, shaped, streams, latency, setup, scale, udp, delay, rate, record
+      --only GROUPS  only these groups: throughput, shaped, streams, links, latency, setup, scale, udp, delay, rate,
+                     record
       --threads N    run every linkcond with `run --threads N` (default: linkcond's own, one per core)
     The peers come from Debian (scripts/bench installs them); linkcond runs as its own process from the same directory.
     """
@@ -37,7 +38,7 @@ struct BenchOptions {
     /// `run --threads` for every linkcond started; nil leaves linkcond's default.
     var threads: Int?
     var groups: Set<String> = [
-        "throughput", "shaped", "streams", "latency", "setup", "scale", "udp", "delay", "rate", "record",
+        "throughput", "shaped", "streams", "links", "latency", "setup", "scale", "udp", "delay", "rate", "record",
     ]
 
     init(_ arguments: [String]) throws {
@@ -104,7 +105,7 @@ let startedAt = MonotonicClock().now()
 print(
     "linkcond-bench: \(quick ? "quick" : "full") run, median of \(runs) run\(runs == 1 ? "" : "s"), loopback, "
         + "\(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadAtStart)")
-print(quick ? "expected length: under 60 s" : "expected length: about \(6 + runs * 4) min")
+print(quick ? "expected length: 2-3 min" : "expected length: about \(7 + runs * 4) min")
 
 /// The median over `runs` runs of `body`; a run that throws is left out and its error noted.
 func medianOf(_ body: () throws -> Double) -> Double? {
@@ -127,6 +128,7 @@ do {
     if options.groups.contains("record") { try recordingGroup() }
     if options.groups.contains("shaped") { try shapedGroup() }
     if options.groups.contains("streams") { try streamsGroup() }
+    if options.groups.contains("links") { try parallelLinksGroup() }
     if options.groups.contains("latency") { try latencyGroup() }
     if options.groups.contains("setup") { try setupGroup() }
     if options.groups.contains("scale") { try scaleGroup() }
