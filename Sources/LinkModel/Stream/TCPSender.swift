@@ -41,9 +41,11 @@ import DequeModule
 // Units (TSO/GSO): new data leaves in units of several segments, sized by tcp_tso_autosize (`unitSegments`) and
 // cut by the window left, as tcp_write_xmit cuts a TSO packet (tcp_mss_split_point). The path carries a unit as
 // one packet; the sender keeps one record per segment, so a unit's segments are SACKed, lost and resent one by
-// one. Not modelled: SACK reneging, D-SACK undo of spurious retransmissions, F-RTO, pacing, TSO deferral
-// (tcp_tso_should_defer), Nagle (segments go out as the application writes), the persist timer (the receive window
-// never closes), and ECN.
+// one. A window-limited sender with room for less than a unit waits for the next ACK (tcp_tso_should_defer), so
+// units keep their size.
+//
+// Not modelled: SACK reneging, D-SACK undo of spurious retransmissions, F-RTO, pacing, Nagle (segments go out as
+// the application writes), the persist timer (the receive window never closes), and ECN.
 
 /// One segment the sender puts on the path.
 public struct TCPSegment: Hashable, Sendable {
@@ -263,9 +265,35 @@ public struct TCPSender {
         if lostOut > 0, let index = segments.firstIndex(where: { $0.fate == .lost }) {
             return retransmit(at: index, now: now)
         }
-        let unit = min(unitSegments(largest: largestUnit), window.cwnd - packetsInFlight)
-        return sendNewData(now: now, ignoringWindow: false, segments: unit)
+        let autosized = unitSegments(largest: largestUnit)
+        let room = window.cwnd - packetsInFlight
+        if autosized > 1 && room < autosized && unsentBytes > room * Self.mss && shouldDefer(room: room, now: now) {
+            noteWindowUse(cwndLimited: true)
+            return nil
+        }
+        return sendNewData(now: now, ignoringWindow: false, segments: min(autosized, room))
     }
+
+    /// tcp_tso_should_defer: with room for less than a whole unit, wait for the ACK that is due soon rather than
+    /// send a small one, so that units keep their size once the window limits the sender. Send now when room
+    /// is at least a third of the window (tcp_tso_win_divisor), when nothing is outstanding, when the oldest
+    /// outstanding segment left less than half a round trip ago (the next ACK is not due soon), or when the last
+    /// send was in an earlier jiffy.
+    private func shouldDefer(room: Int, now: Instant) -> Bool {
+        guard let lastSendAt, Self.jiffyCount(now) == Self.jiffyCount(lastSendAt) else { return false }
+        let windowBytes = min(Int64(receiveWindow), Int64(window.cwnd * Self.mss))
+        let limit = min(Int64(room * Self.mss), Int64(receiveWindow) - (sndNxt - sndUna))
+        guard limit < windowBytes / Self.tsoWindowDivisor, let oldest = segments.first, let srtt = timer.srtt else {
+            return false
+        }
+        return now - oldest.sentAt >= srtt / 2
+    }
+
+    /// net.ipv4.tcp_tso_win_divisor's default.
+    static let tsoWindowDivisor: Int64 = 3
+
+    /// The jiffy (HZ = 250) `instant` falls in.
+    static func jiffyCount(_ instant: Instant) -> Int64 { instant.nanoseconds / jiffy.nanoseconds }
 
     /// Sends up to `count` new segments as one unit: as many whole segments as the data and the receive window
     /// allow, each recorded on its own (losses, SACKs and retransmissions stay per segment, as the kernel splits

@@ -45,6 +45,29 @@ struct SendUnitTests {
         #expect(sender.unitSegments(largest: 45) == 1)
     }
 
+    @Test func aWindowLimitedSenderWaitsForTheNextAckRatherThanSendASmallUnit() {
+        // Units of 45 at a 2 ms round trip; the whole window of 100 leaves at once as 45, 45 and 10.
+        var sender = sender(cwnd: 100, srtt: .milliseconds(2))
+        sender.write(200 * TCPSender.mss, now: .zero)
+        var sent: [Int] = []
+        while let unit = sender.nextSegment(now: .zero, largestUnit: 45) { sent.append(unit.length / TCPSender.mss) }
+        #expect(sent == [45, 45, 10])
+
+        // An ACK of 10 segments a round trip's half later, in the same jiffy: room for 10 is less than a unit and
+        // than a third of the window, and the next ACK is due, so nothing goes.
+        sender.receive(
+            TCPAck(cumulative: Int64(10 * TCPSender.mss), window: 1 << 22), now: Instant(nanoseconds: 1_500_000))
+        let afterFirst = sender.nextSegment(now: Instant(nanoseconds: 1_500_000), largestUnit: 45)
+
+        // The next ACK frees 35 more: room for a whole unit, which goes.
+        sender.receive(
+            TCPAck(cumulative: Int64(45 * TCPSender.mss), window: 1 << 22), now: Instant(nanoseconds: 1_600_000))
+        let afterSecond = sender.nextSegment(now: Instant(nanoseconds: 1_600_000), largestUnit: 45)
+
+        #expect(afterFirst == nil)
+        #expect(afterSecond.map { $0.length / TCPSender.mss } == 45)
+    }
+
     @Test func theLinkLetsAUnitHoldWhatItsBottleneckSerialisesInAMillisecond() {
         #expect(StreamLink.Emulation.largestUnit(for: DirectionShape(bandwidth: .gbps(1))) == 45)
         #expect(StreamLink.Emulation.largestUnit(for: DirectionShape(bandwidth: .mbps(100))) == 8)
