@@ -350,16 +350,16 @@ final class StreamPump {
     }
 
     /// One read of at most `size` bytes and the chunk that holds them. After a read of at least
-    /// `directReadSize`, the next lands straight in a chunk of its own, as large as that read (a sender's
-    /// writes tend to come alike), kept when the read filled at least three quarters of it (so a chunk's storage
-    /// stays within a third more than its bytes); a fuller socket is read on by the next call. Otherwise, and for
+    /// `directReadSize`, the next lands straight in a chunk of its own, half as large again as that read (a
+    /// sender's writes tend to come alike, and a fuller socket grows the next), kept when the read filled at least
+    /// two thirds of it, so a chunk's storage stays within half as much again as its bytes. Otherwise, and for
     /// small reads, the bytes land in the loop's scratch buffer and are copied into a chunk of their size. At
     /// 1 Gbit/s the copy was about a twentieth of the relay's CPU.
     private func readChunk(of size: Int, into scratch: ReadBuffer) throws(SystemError) -> (
         IOResult<Int>, arrival: Instant?, bytes: [UInt8], asked: Int
     ) {
         if lastReadSize >= Self.directReadSize {
-            let capacity = min(size, (lastReadSize + 4095) & ~4095)
+            let capacity = min(size, (lastReadSize * 3 / 2 + 4095) & ~4095)
             var outcome: Result<(IOResult<Int>, arrival: Instant?), SystemError> = .success((.wouldBlock, nil))
             let chunk = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
                 outcome = Result { () throws(SystemError) in
@@ -369,7 +369,7 @@ final class StreamPump {
             }
             let (result, arrival) = try outcome.get()
             if case .processed(let count) = result { lastReadSize = count }
-            let kept = 4 * chunk.count >= 3 * capacity ? chunk : chunk.withUnsafeBytes { Array($0) }
+            let kept = 3 * chunk.count >= 2 * capacity ? chunk : chunk.withUnsafeBytes { Array($0) }
             return (result, arrival, kept, capacity)
         }
         let target = UnsafeMutableRawBufferPointer(rebasing: scratch.bytes[0..<size])
@@ -380,7 +380,7 @@ final class StreamPump {
     }
 
     /// Reads after one at least this large go straight into a chunk (see `readChunk`).
-    static let directReadSize = 64 * 1024
+    static let directReadSize = 16 * 1024
 
     /// Hands `count` bytes a stage held back to the link, in the order they were read. Called by the stage.
     func forward(_ count: Int, at now: Instant) {
