@@ -75,6 +75,13 @@ struct SendUnitTests {
         #expect(StreamLink.Emulation.largestUnit(for: DirectionShape(delay: .milliseconds(5))) == 45)
     }
 
+    @Test func underAnActiveQueueEverySegmentTravelsAlone() {
+        var shape = DirectionShape(bandwidth: .gbps(1))
+        shape.queueManagement = QueueManagement(FQCoDelQueue.self)
+
+        #expect(StreamLink.Emulation.largestUnit(for: shape) == 1)
+    }
+
     @Test func onATenMegabitLinkUnitsChangeNoRelease() {
         let profile = DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(25), loss: Percentage(1))
 
