@@ -25,6 +25,22 @@ struct ListenerLoopsTests {
     }
 
     /// Sends `size` bytes through `client` to an echo and reads them back, byte-exact.
+    /// An echo server, a proxy on two loops with a listener on each in front of it, and one client per listener
+    /// that has exchanged a first message.
+    private func twoListenersWithAClientEach() throws -> (TestServer, ConditionedProxy, [TestConnection]) {
+        let echo = try TestServer.echo()
+        let proxy = try proxy(threads: 2, upstreams: [echo.port, echo.port])
+        let clients = try proxy.listeners.map { try TestConnection.connect(port: $0.address.port) }
+        for (index, client) in clients.enumerated() { try exchange(client, seed: UInt8(index)) }
+        return (echo, proxy, clients)
+    }
+
+    private func stop(_ echo: TestServer, _ proxy: ConditionedProxy, _ clients: [TestConnection]) {
+        for client in clients { client.close() }
+        proxy.stop()
+        echo.stop()
+    }
+
     private func exchange(_ client: TestConnection, seed: UInt8) throws {
         let block = (0..<Self.size).map { UInt8(truncatingIfNeeded: $0 &* 31) ^ seed }
         try client.send(block)
@@ -72,13 +88,8 @@ struct ListenerLoopsTests {
     }
 
     @Test func aProfileSwitchOfflineAndStatusReachEveryLoop() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let proxy = try proxy(threads: 2, upstreams: [echo.port, echo.port])
-        defer { proxy.stop() }
-        let clients = try proxy.listeners.map { try TestConnection.connect(port: $0.address.port) }
-        defer { for client in clients { client.close() } }
-        for (index, client) in clients.enumerated() { try exchange(client, seed: UInt8(index)) }
+        let (echo, proxy, clients) = try twoListenersWithAClientEach()
+        defer { stop(echo, proxy, clients) }
         // Under `none` neither link builds a flow in its model.
         #expect(proxy.relayDecisions().map(\.modelledDirections) == [0, 0])
 
@@ -106,13 +117,8 @@ struct ListenerLoopsTests {
     }
 
     @Test func resetConnectionsResetsTheConnectionsOfEveryLoop() throws {
-        let echo = try TestServer.echo()
-        defer { echo.stop() }
-        let proxy = try proxy(threads: 2, upstreams: [echo.port, echo.port])
-        defer { proxy.stop() }
-        let clients = try proxy.listeners.map { try TestConnection.connect(port: $0.address.port) }
-        defer { for client in clients { client.close() } }
-        for (index, client) in clients.enumerated() { try exchange(client, seed: UInt8(index)) }
+        let (echo, proxy, clients) = try twoListenersWithAClientEach()
+        defer { stop(echo, proxy, clients) }
 
         proxy.resetConnections()
 
