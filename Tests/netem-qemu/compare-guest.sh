@@ -7,12 +7,16 @@
 # Each direction crosses the sender's egress (netem: delay each way; a limit high enough never to drop) and then
 # the router's egress towards the receiver: the bottleneck, serialising at the cell's rate into a queue of
 # queue_packets, and the cell's random loss. So a packet is delayed, then serialised, as on a real path.
-# Segmentation offloads are off, so the router sees one segment per packet. The loss is drawn there, not on the
-# sender's egress, where netem dropped the server's segments in pairs: the guest's counters showed every lossy
-# 100 KB fetch resending an even number of segments (2 or 4, over 20 runs), and twice as many fetches escaping
-# loss as 2 % per segment predicts. (Most likely TCP hands its own qdisc GSO packets of at least two segments
-# whatever ethtool says, tcp_tso_autosize's min_tso_segs, cut into segments after the qdisc; the qdisc's packet
-# counter counts segments either way, so it cannot tell.) On the router the resent counts are 0 to 5, odd as
+# The router sees one segment per packet: with OFFLOADS=off (the default) segmentation offloads are off on every
+# interface; with OFFLOADS=on the client and server keep GSO and GRO but not TSO, so a unit is cut into segments as
+# it leaves the sender (see the case below). Either way the sender's TCP builds units of several segments
+# (tcp_tso_autosize): since Linux 4.19 ("tcp: switch to GSO being always on") sk_setup_caps gives every TCP
+# socket GSO whatever the interface's features, and the interface only says where the unit is cut.
+# The loss is drawn on the router, not on the sender's egress, where netem dropped the server's segments in
+# pairs: the guest's counters showed every lossy 100 KB fetch resending an even number of segments (2 or 4, over
+# 20 runs), and twice as many fetches escaping loss as 2 % per segment predicts: the sender's qdisc sees those GSO
+# units (at least two segments, tcp_tso_autosize's min_tso_segs), cut into segments after it; the qdisc's packet
+# counter counts segments either way, so it cannot tell. On the router the resent counts are 0 to 5, odd as
 # often as even.
 # The grid's bottleneck is netem's own rate (no delay there): it stamps each packet's departure from the
 # previous one's, so a late timer under emulation delays packets but never loses capacity. htb's token bucket
@@ -20,7 +24,7 @@
 # The working-latency runs need a queue discipline as the bottleneck's queue, so they use htb with a leaf
 # (pfifo, codel or fq_codel) and a 30 ms burst, which absorbs that timer lateness.
 #
-# Reads /compare.conf (RUNS, BULK_SECONDS, FLOOR_BULK_SECONDS, IDLE_MS, IDLE_BYTES, LATENCY_SECONDS,
+# Reads /compare.conf (RUNS, BULK_SECONDS, FLOOR_BULK_SECONDS, IDLE_MS, IDLE_BYTES, LATENCY_SECONDS, OFFLOADS,
 # LATENCY_QDISCS, LATENCY_CELL) and /cells (one cell a line: rate_mbit rtt_ms loss_pct wire_bit_per_s
 # delay_each_ms queue_packets; rate 0 is the unshaped floor). iproute2's ip and tc are called by path, never
 # busybox's applets.
@@ -52,12 +56,34 @@ $ip netns exec rtr sh -c 'echo 1 >/proc/sys/net/ipv4/ip_forward'
 # run to the same host left in the TCP metrics cache, so runs would depend on their order.
 echo 1 >/proc/sys/net/ipv4/tcp_no_metrics_save
 $ip netns exec srv sh -c 'echo 1 >/proc/sys/net/ipv4/tcp_no_metrics_save'
-$ethtool -K c0 tso off gso off gro off 2>/dev/null
-$ip netns exec srv $ethtool -K s0 tso off gso off gro off 2>/dev/null
-$ip netns exec rtr $ethtool -K r0 tso off gso off gro off 2>/dev/null
-$ip netns exec rtr $ethtool -K r1 tso off gso off gro off 2>/dev/null
+case $OFFLOADS in
+    off)
+        $ethtool -K c0 tso off gso off gro off 2>/dev/null
+        $ip netns exec srv $ethtool -K s0 tso off gso off gro off 2>/dev/null
+        $ip netns exec rtr $ethtool -K r0 tso off gso off gro off 2>/dev/null
+        $ip netns exec rtr $ethtool -K r1 tso off gso off gro off 2>/dev/null
+        ;;
+    on)
+        # The endpoints as hosts with a NIC's offloads: each sender's units (TCP builds them whatever ethtool says)
+        # are cut into segments as they leave its veth, as a NIC's TSO cuts them, so the router still queues and
+        # drops single segments (with TSO on, veth would hand the whole unit to the router, whose netem would then
+        # queue and drop up to 45 segments as one packet); each receiver's GRO merges segments that arrive
+        # together, and TCP ACKs the merged packet.
+        $ethtool -K c0 tso off gso on gro on 2>/dev/null
+        $ip netns exec srv $ethtool -K s0 tso off gso on gro on 2>/dev/null
+        $ip netns exec rtr $ethtool -K r0 tso off gso off gro off 2>/dev/null
+        $ip netns exec rtr $ethtool -K r1 tso off gso off gro off 2>/dev/null
+        ;;
+esac
+# offloads DEV [NETNS]: DEV's tso, gso and gro, as ethtool reports them.
+offloads() {
+    ${2:+$ip netns exec $2} $ethtool -k "$1" | tr -d ' ' \
+        | sed -n 's/^\(tcp-segmentation\|generic-segmentation\|generic-receive\)-offload:\([a-z]*\).*/\1=\2/p' | tr '\n' ' '
+}
+echo
 echo "GUEST: kernel $(uname -r), congestion control $(cat /proc/sys/net/ipv4/tcp_congestion_control)," \
-    "slow start after idle $(cat /proc/sys/net/ipv4/tcp_slow_start_after_idle), offloads: $($ethtool -k c0 | grep -E '^(tcp-segmentation|generic-segmentation)-offload' | tr '\n' ' ')"
+    "slow start after idle $(cat /proc/sys/net/ipv4/tcp_slow_start_after_idle), offloads $OFFLOADS:" \
+    "c0 $(offloads c0) r0 $(offloads r0 rtr) r1 $(offloads r1 rtr) s0 $(offloads s0 srv)"
 
 $ip netns exec srv /bin/tcpprobe serve $server $port >/tmp/server.out 2>&1 &
 sleep 1
@@ -101,6 +127,10 @@ hystart_exits() {
         else for (i = 2; i <= NF; i++) if (name[i] ~ /^TCPHystart/) printf "%s=%s ", substr(name[i], 11), $i }'
 }
 
+# The packets the router's r0 has handed to c0 so far: veth counts a packet of several segments once, where the
+# qdisc's counter counts its segments, so the two together say whether the router forwards segments or units.
+router_skbs() { $ip -n rtr -s link show r0 | awk '/TX:/ { getline; print $2; exit }'; }
+
 while read -r rate rtt loss wire delay queue; do
     cell="$rate $rtt $loss"
     unshape
@@ -111,6 +141,7 @@ while read -r rate rtt loss wire delay queue; do
         shape "$wire" "$delay" "$loss" netem
     fi
     echo "GUEST: cell $cell: $($tc -n rtr qdisc show dev r0 | tr '\n' ';') $($tc -n srv qdisc show dev s0 | tr '\n' ';')"
+    skbs_before=$(router_skbs)
     # Unrecorded: the first connection of a cell also pays neighbour discovery and first-touch costs.
     /bin/tcpprobe fetch $server $port 10000 >/dev/null
     ping_ms=$(ping -c 5 -i 0.2 -W 2 $server | sed -n 's|.*min/avg/max = [0-9.]*/\([0-9.]*\)/.*|\1|p')
@@ -132,8 +163,9 @@ while read -r rate rtt loss wire delay queue; do
         /bin/tcpprobe bulk $server $port "$bulk" | while read -r _ _ mbit; do sample bulk_mbit $run "$mbit"; done
         run=$((run + 1))
     done
-    counters=$($tc -s -n rtr qdisc show dev r0 | sed -n 's/^ *Sent \([0-9]*\) bytes \([0-9]*\) pkt (dropped \([0-9]*\).*/\2 packets, \3 dropped/p' | tail -1)
-    echo "GUEST: cell $cell: router downlink bottleneck (dropped: queue overflow and random loss): ${counters:-no counters}"
+    counters=$($tc -s -n rtr qdisc show dev r0 | sed -n 's/^ *Sent \([0-9]*\) bytes \([0-9]*\) pkt (dropped \([0-9]*\).*/\2 packets of \1 bytes, \3 dropped/p' | tail -1)
+    echo "GUEST: cell $cell: router downlink bottleneck (dropped: queue overflow and random loss): ${counters:-no counters};" \
+        "$(( $(router_skbs) - skbs_before )) packets handed on to c0 (a packet of several segments counts once)"
 done </cells
 
 # Working latency: 1-byte pings on a second connection while a download fills the downlink's queue.

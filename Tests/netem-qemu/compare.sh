@@ -6,7 +6,8 @@
 #
 # Usage: Tests/netem-qemu/compare.sh [--linkcond PATH] [--quick] [--runs N] [--bulk-seconds S]
 #            [--bulk-runs N] [--rates "1 10"] [--rtts "10 50 200"] [--losses "0 0.5 2"] [--latency-seconds S]
-#            [--real FILE] [--linkcond-queue NAME=PROFILE-LINES]... [--exec] [--out DIR]
+#            [--real FILE] [--linkcond-queue NAME=PROFILE-LINES]... [--linkcond-lines PROFILE-LINES]
+#            [--guest-offloads off|on] [--exec] [--out DIR]
 #   --linkcond        the binary under test (default .build/release/linkcond; build it first)
 #   (default)         3 runs per transfer (median), one 20 s bulk run, 20 s latency runs: about 18 minutes
 #   --quick           1 run per transfer, 5 s bulk, 8 s latency runs: about 7 minutes (410 s here); a smoke
@@ -22,6 +23,13 @@
 #                     between runs by more than the targets, on both sides
 #   --linkcond-queue  also measure linkcond's working latency with these extra profile lines, for a queue
 #                     discipline the profile format offers (';' separates lines)
+#   --linkcond-lines  extra profile lines for every shaped cell's linkcond profile (';' separates lines), e.g.
+#                     'tcp.segmentation-offload = off'
+#   --guest-offloads  off (default): tso, gso and gro off on every guest interface. on: the client's and the
+#                     server's interfaces keep GSO and turn GRO on, as hosts with a NIC's offloads (see
+#                     compare-guest.sh); the router's stay off, so it queues and drops single segments either way.
+#                     Linux's TCP (4.19 and later) sends units sized by tcp_tso_autosize in both: it builds GSO
+#                     packets whatever ethtool says; the modes differ in the receiver's GRO
 # Writes DIR/raw.csv (every sample), DIR/report.md, DIR/report.json, DIR/report.csv and the guest's log
 # (default DIR .build/netem-compare) and prints the markdown report. Exit status 0, 1 if the guest failed,
 # 2 for a usage or setup error.
@@ -44,6 +52,8 @@ queue_bytes=262144
 latency_rate=10 latency_rtt=50
 real_samples=""
 exec_mode=""
+guest_offloads=off
+linkcond_lines=""
 out="$repo/.build/netem-compare"
 declare -A linkcond_queues=()
 
@@ -61,10 +71,13 @@ while [ $# -gt 0 ]; do
         --real) real_samples=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
         --linkcond-queue) linkcond_queues[${2%%=*}]=${2#*=}; shift 2 ;;
         --exec) exec_mode=1; shift ;;
+        --guest-offloads) guest_offloads=$2; shift 2 ;;
+        --linkcond-lines) linkcond_lines=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         *) echo "compare: unknown option \"$1\" (see the usage at the top of $0)" >&2; exit 2 ;;
     esac
 done
+case $guest_offloads in off | on) ;; *) echo "compare: --guest-offloads \"$guest_offloads\": expected off or on" >&2; exit 2 ;; esac
 for number in $runs $bulk_runs $bulk_seconds $latency_seconds; do
     [[ $number =~ ^[1-9][0-9]*$ ]] || { echo "compare: \"$number\": expected a positive whole number" >&2; exit 2; }
 done
@@ -156,6 +169,7 @@ FLOOR_BULK_SECONDS=$floor_bulk_seconds
 IDLE_MS=$idle_ms
 IDLE_BYTES=$idle_bytes
 LATENCY_SECONDS=$latency_seconds
+OFFLOADS=$guest_offloads
 LATENCY_QDISCS="fifo codel fq_codel"
 LATENCY_CELL="$latency_rate $latency_rtt $(wire_rate $latency_rate) $(half $latency_rtt) $queue_packets"
 CONF
@@ -262,6 +276,7 @@ measure_linkcond() {
             bulk=$floor_bulk_seconds
         else
             printf 'bandwidth = %s\ndelay = %s ms\nloss = %s %%\nqueue = %d B\n' "$(profile_rate "$rate")" "$delay" "$loss" "$queue_bytes" >"$profile"
+            [ -z "$linkcond_lines" ] || printf '%s\n' "${linkcond_lines//;/$'\n'}" >>"$profile"
             bulk=$bulk_seconds
         fi
         start_linkcond "$profile"
