@@ -325,9 +325,10 @@ public struct TCPSender {
     /// tcp_tso_autosize and tcp_xmit_size_goal: how many segments one unit of new data may hold. About 1 ms of the
     /// pacing rate (sk_pacing_rate: cwnd / srtt at 200 % while cwnd < ssthresh / 2, else 120 %), plus 64 KiB >>
     /// (min_rtt / 512 µs) on short paths (tcp_tso_rtt_log), at most 64 KiB less headers and half the largest
-    /// window the receiver advertised. At least one segment: the comparison's real senders run with segmentation
-    /// offload off, where Linux's tcp_min_tso_segs of 2 does not apply. `largest` is what the link lets arrive as
-    /// one (see `StreamLink`); 1 with `tcp.segmentation-offload = off`.
+    /// window the receiver advertised, and never more than `largest`, what the link lets arrive as one (see
+    /// `StreamLink`): one segment on slow links, whose segments arrive apart however the sender grouped them. At
+    /// least one segment where Linux takes two (tcp_min_tso_segs): a pair at a pacing rate below 2 segments a
+    /// millisecond would arrive apart too. 1 with `tcp.segmentation-offload = off`.
     func unitSegments(largest: Int) -> Int {
         guard largest > 1, settings.segmentationOffload, let srtt = timer.srtt else { return 1 }
         let percent: Int64 = window.cwnd < window.ssthresh / 2 ? 200 : 120

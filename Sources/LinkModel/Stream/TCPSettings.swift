@@ -7,8 +7,8 @@ public struct TCPSettings: Hashable, Sendable {
     /// Whether an idle sender restarts from the initial window (`tcp.slow-start-after-idle`,
     /// net.ipv4.tcp_slow_start_after_idle).
     public var slowStartAfterIdle = true
-    /// Whether senders send new data in units of several segments, as Linux with TSO or GSO on
-    /// (`tcp.segmentation-offload`, ethtool's tso/gso); off, every segment travels alone.
+    /// Whether senders send new data in units of several segments, as Linux's TCP does (TSO/GSO units)
+    /// (`tcp.segmentation-offload`); off, every segment travels alone.
     public var segmentationOffload = true
 
     /// The largest accepted initial window: a bound for the profile value, far above any real stack's.

@@ -43,7 +43,7 @@ public enum TCPSenderSetting: WholeProfileSetting {
             example: "off"),
         KeyReference(
             "tcp.segmentation-offload", value: "`on`, `off`", default: "on",
-            meaning: "whether senders send new data in units of several segments, as Linux with TSO/GSO",
+            meaning: "whether senders send new data in units of several segments, as Linux does (TSO/GSO)",
             example: "off"),
     ]
     public static let kernelSupport = KernelSupport.ignored
