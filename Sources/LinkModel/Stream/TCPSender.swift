@@ -327,8 +327,8 @@ public struct TCPSender {
     /// (min_rtt / 512 µs) on short paths (tcp_tso_rtt_log), at most 64 KiB less headers and half the largest
     /// window the receiver advertised, and never more than `largest`, what the link lets arrive as one (see
     /// `StreamLink`): one segment on slow links, whose segments arrive apart however the sender grouped them. At
-    /// least one segment where Linux takes two (tcp_min_tso_segs): a pair at a pacing rate below 2 segments a
-    /// millisecond would arrive apart too. 1 with `tcp.segmentation-offload = off`.
+    /// least one segment where Linux takes two (tcp_min_tso_segs): when the window allows, the next segment
+    /// follows at once anyway, one serialisation time later. 1 with `tcp.segmentation-offload = off`.
     func unitSegments(largest: Int) -> Int {
         guard largest > 1, settings.segmentationOffload, let srtt = timer.srtt else { return 1 }
         let percent: Int64 = window.cwnd < window.ssthresh / 2 ? 200 : 120
