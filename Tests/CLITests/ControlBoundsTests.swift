@@ -23,7 +23,10 @@ struct ControlBoundsTests {
             ["run", "--control", "127.0.0.1:0"] + relays, environment: ["LINKCOND_CONTROL_TOKEN": Self.token])
         defer { _ = try? linkcond.stop(signal: SIGTERM) }
         var controlLine = ""
-        for _ in 0...Self.listeners where !controlLine.contains("control") { controlLine = try linkcond.readLine() }
+        // Binding 1000 listeners takes seconds in a debug build, more on a busy machine: wait for it generously.
+        for _ in 0...Self.listeners where !controlLine.contains("control") {
+            controlLine = try linkcond.readLine(timeout: 90)
+        }
         let controlPort = try #require(controlLine.split(separator: ":").last.flatMap { UInt16($0) }, "\(controlLine)")
         let request = Array(
             "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:\(controlPort)\r\nAuthorization: Bearer \(Self.token)\r\n\r\n"
