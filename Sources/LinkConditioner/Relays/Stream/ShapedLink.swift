@@ -3,7 +3,8 @@
 /// Lives on the event loop thread. Pumps attach to it, and get a `StreamFlow` once their bytes need the model (at
 /// once while it shapes). A service pass runs the model, which calls no pump and returns the flows whose receivers
 /// changed; after it, the link hands each of their pumps what fell due (`StreamPump.Due`), then the pumps whose
-/// send-buffer space opened, and re-arms its timer for the model's next event.
+/// send-buffer space opened, and re-arms its timer for the model's next wake (`StreamLink.nextWakeTime`): the next
+/// arrival, not every event before it, which the model catches up in order when it runs.
 ///
 /// Servicing is never re-entered: a pump handed what fell due may read, enqueue and so ask for service again, or
 /// close its connection (and another pump's). Such a request is run as another pass after the current one, and
