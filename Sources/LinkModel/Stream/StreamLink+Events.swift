@@ -3,8 +3,8 @@
 extension StreamLink.Emulation {
     /// Handles every event due by `now`, in time order.
     mutating func run(until now: Instant) {
-        defer { if handledEverything(until: now) { ranUntil = max(ranUntil, now) } }
         var handled = 0
+        defer { if handled < Self.maximumEventsPerAdvance { forgetArrivals(until: now) } }
         while let at = nextServiceTime, at <= now, handled < Self.maximumEventsPerAdvance {
             handled += 1
             latestEvent = max(latestEvent, at)
@@ -33,10 +33,10 @@ extension StreamLink.Emulation {
         }
     }
 
-    /// Whether no event due by `now` is left (the bound on events per call may leave some).
-    private mutating func handledEverything(until now: Instant) -> Bool {
-        guard let next = nextServiceTime else { return true }
-        return next > now
+    /// Drops the entries of `arrivalSchedule` that `run` has handled, every event up to `now`, so it holds only
+    /// arrivals still on their way, whether or not anything reads it.
+    private mutating func forgetArrivals(until now: Instant) {
+        while let top = arrivalSchedule.min, top.at <= now { arrivalSchedule.removeMin() }
     }
 
     /// `flow`'s `packet` left the bottleneck at `departure`, handled at `at`.
@@ -97,13 +97,18 @@ extension StreamLink.Emulation {
         while let segment = model.sender.nextSegment(now: now, largestUnit: largestUnit) {
             counters.transmissions += TCPSender.segmentCount(bytes: segment.length)
             let packet = LinkPacket(flow: flow.number, bytes: segment.length, tag: UInt64(segment.seq))
-            let refused = enqueue(packet, of: flow, &model, at: now)
-            if refused && packet.bytes > TCPSender.mss { enqueueSegments(of: packet, of: flow, &model, at: now) }
+            if enqueue(packet, of: flow, &model, at: now) {
+                if packet.bytes > TCPSender.mss {
+                    enqueueSegments(of: packet, of: flow, &model, at: now)
+                } else {
+                    counters.segmentsLost += 1
+                }
+            }
         }
     }
 
-    /// Enters `packet` in the bottleneck and counts what its discipline dropped to make room; true when that was
-    /// `packet` itself.
+    /// Enters `packet` in the bottleneck and counts as lost the packets its discipline dropped to make room; true
+    /// when it refused `packet` itself, which the caller counts.
     private mutating func enqueue(
         _ packet: LinkPacket, of flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant
     ) -> Bool {
@@ -112,13 +117,14 @@ extension StreamLink.Emulation {
         for dropped in bottleneck.enqueue(packet, now: now) {
             if dropped.flow == flow.number {
                 model.segmentsInBottleneck -= 1
-                if dropped.tag == packet.tag { refused = true }
+                if dropped.tag == packet.tag {
+                    refused = true
+                    continue
+                }
             } else {
                 self.flow(numbered: dropped.flow)?.model.segmentsInBottleneck -= 1
             }
-            if !(refused && dropped.tag == packet.tag && packet.bytes > TCPSender.mss) {
-                counters.segmentsLost += TCPSender.segmentCount(bytes: dropped.bytes)
-            }
+            counters.segmentsLost += TCPSender.segmentCount(bytes: dropped.bytes)
         }
         return refused
     }
@@ -132,7 +138,9 @@ extension StreamLink.Emulation {
         let end = unit.tag + UInt64(unit.bytes)
         while seq < end {
             let length = Int(min(UInt64(TCPSender.mss), end - seq))
-            _ = enqueue(LinkPacket(flow: flow.number, bytes: length, tag: seq), of: flow, &model, at: now)
+            if enqueue(LinkPacket(flow: flow.number, bytes: length, tag: seq), of: flow, &model, at: now) {
+                counters.segmentsLost += 1
+            }
             seq += UInt64(length)
         }
     }

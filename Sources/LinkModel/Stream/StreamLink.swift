@@ -219,6 +219,9 @@ public final class StreamLink {
     /// Entries in the schedule, stale ones included.
     var scheduleEntries: Int { emulation.scheduleEntries }
 
+    /// Arrivals `nextWakeTime` keeps track of, those of removed flows included.
+    var arrivalEntries: Int { emulation.arrivalSchedule.count }
+
     public var counters: LinkCounters {
         var counters = emulation.counters
         counters.bytesDelivered += emulation.tally.counters.bytesDelivered
@@ -256,11 +259,9 @@ extension StreamLink {
         var flows: [StreamFlow] = []
         var nextFlowNumber = 0
         var schedule = Heap<ScheduledFlow>()
-        /// Every arrival entered in a flow's `arrivals`, by time, for `nextWakeTime`; entries at or before
-        /// `ranUntil` have been handled.
+        /// The arrivals on their way to the flows' receivers, by time, for `nextWakeTime`; `run` drops those it
+        /// handled.
         var arrivalSchedule = Heap<ScheduledFlow>()
-        /// The latest instant `run(until:)` handled every event up to.
-        var ranUntil = Instant(nanoseconds: .min)
         /// Whether the schedule's top entry is known to be live: set when `nextScheduledFlow` checked it, cleared
         /// by every change to the schedule or to a flow's entry, so the check (a read of the flow) runs once per
         /// change rather than at every look.
@@ -418,11 +419,10 @@ extension StreamLink {
             }
         }
 
-        /// The earliest arrival on its way to any flow's receiver, after dropping entries already handled (at or
-        /// before `ranUntil`) or of flows since removed.
+        /// The earliest arrival on its way to any flow's receiver, after dropping entries of flows since removed.
         mutating func earliestArrival() -> Instant? {
             while let top = arrivalSchedule.min {
-                if top.at > ranUntil, flow(numbered: top.number) != nil { return top.at }
+                if flow(numbered: top.number) != nil { return top.at }
                 arrivalSchedule.removeMin()
             }
             return nil
@@ -449,7 +449,7 @@ extension StreamLink {
         }
 
         /// A segment, or a unit of several, left the bottleneck at `now`. Each segment is lost by its own draw (a
-        /// test's `lossDecision` decides a packet whole); the runs of segments not lost arrive together, one
+        /// test's `lossDecision` decides a packet whole); each run of segments not lost arrives as one, a
         /// propagation delay (± jitter) later, never before the flow's previous arrival.
         mutating func depart(_ packet: LinkPacket, of model: inout StreamFlow.Model, at now: Instant) {
             let count = TCPSender.segmentCount(bytes: packet.bytes)

@@ -48,6 +48,25 @@ struct WakeTimeTests {
         #expect(atWakes.runs < everyEvent.runs)
     }
 
+    @Test func handledArrivalsAreForgottenOnALinkWithoutDelay() {
+        let link = StreamLink(
+            side: .acceptor, profile: DirectionProfile(bandwidth: .gbps(1)), reverse: DirectionProfile(),
+            settings: TCPSettings(), seed: 1)
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+        link.enqueue(2_000_000, on: flow, at: .zero)
+        var now = Instant.zero
+
+        for _ in 0..<100_000 {
+            _ = link.advance(to: now)
+            _ = flow.takeDeliverable(at: now)
+            guard let next = link.nextWakeTime else { break }
+            now = max(now, next)
+        }
+
+        #expect(link.counters.bytesDelivered == 2_000_000)
+        #expect(link.arrivalEntries == 0)
+    }
+
     @Test func withoutDelayTheWakeIsTheNextEvent() {
         let link = StreamLink(
             side: .acceptor, profile: DirectionProfile(bandwidth: .mbps(10)), reverse: DirectionProfile(),

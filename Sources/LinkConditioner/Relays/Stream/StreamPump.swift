@@ -109,7 +109,7 @@ final class StreamPump {
     var resumeTimer: EventLoop.TimerID?
 
     static let readsPerTurn = 16
-    /// The bytes the last read that returned any took, which decides where the next lands (`readChunk`).
+    /// The bytes the last read that returned took, which decides where the next lands (`readChunk`).
     private var lastReadSize = 0
 
     /// Where the splice path takes its pipe and gives it back.
@@ -268,6 +268,8 @@ final class StreamPump {
     /// The copying path of `readAvailable`: reads into the loop's buffer, filters, stages and queues on the link.
     private func copyAvailable(at now: Instant, into scratch: ReadBuffer, takingSince: Instant) -> Outcome {
         var reads = 0
+        /// Whether the last read in this turn filled what it asked for, so the source likely holds more.
+        var lastFilled = true
         while sourceReadable {
             var room = capacity - heldBytes
             guard room >= (reads == 0 ? minimumRead : 1) else { return .open }
@@ -295,7 +297,8 @@ final class StreamPump {
             let read: [UInt8]
             let size: Int
             do {
-                (result, arrival, read, size) = try readChunk(of: min(room, scratch.bytes.count), into: scratch)
+                (result, arrival, read, size) = try readChunk(
+                    of: min(room, scratch.bytes.count), into: scratch, likelyFull: lastFilled)
             } catch {
                 return .failed(error)
             }
@@ -308,6 +311,7 @@ final class StreamPump {
                 sourceReachedEnd(at: now)
                 return finishIfDrained()
             case .processed(let count):
+                lastFilled = count == size
                 if count < min(size, Self.burstCopyLimit) && shortRead == .emptiesSource { sourceState.drain() }
                 let reachedEnd = count < size && shortRead == .endsSource
                 observer?.read(direction, count, at: now)
@@ -354,11 +358,12 @@ final class StreamPump {
     /// sender's writes tend to come alike, and a fuller socket grows the next), kept when the read filled at least
     /// two thirds of it, so a chunk's storage stays within half as much again as its bytes. Otherwise, and for
     /// small reads, the bytes land in the loop's scratch buffer and are copied into a chunk of their size. At
-    /// 1 Gbit/s the copy was about a twentieth of the relay's CPU.
-    private func readChunk(of size: Int, into scratch: ReadBuffer) throws(SystemError) -> (
+    /// 1 Gbit/s the copy was about a twentieth of the relay's CPU. A read after one that came back short is likely
+    /// to find nothing (`likelyFull` false), so it takes the scratch buffer rather than allocate for nothing.
+    private func readChunk(of size: Int, into scratch: ReadBuffer, likelyFull: Bool) throws(SystemError) -> (
         IOResult<Int>, arrival: Instant?, bytes: [UInt8], asked: Int
     ) {
-        if lastReadSize >= Self.directReadSize {
+        if likelyFull && lastReadSize >= Self.directReadSize {
             let capacity = min(size, (lastReadSize * 3 / 2 + 4095) & ~4095)
             var outcome: Result<(IOResult<Int>, arrival: Instant?), SystemError> = .success((.wouldBlock, nil))
             let chunk = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
