@@ -157,17 +157,12 @@ public struct Bottleneck {
 }
 
 extension DirectionShape {
-    /// The serialiser this direction asks for, the same for TCP streams and datagrams: its trace, else its rate
-    /// with its burst (`auto`, nil: `automaticBurst`), else unlimited.
+    /// The serialiser this direction asks for, the same for TCP streams and datagrams: its trace, else its rate,
+    /// else unlimited. At a rate, every packet takes its own serialisation time, as on a wire and under netem's
+    /// `rate`; a `burst` makes it a token bucket whose idle credit lets that many bytes through at once, as tbf does.
     public func makeSerializer() -> any Serializer {
         if let trace { return TraceSerializer(trace: trace) }
         guard let bandwidth else { return UnlimitedSerializer() }
-        return ConstantRateSerializer(rate: bandwidth, burst: burst ?? Self.automaticBurst(for: bandwidth))
-    }
-
-    /// `burst = auto`: one full TCP segment or 1 ms of `rate`, whichever is larger, so an idle link sends a
-    /// segment without waiting for its tokens, as tbf needs a burst of at least one packet.
-    public static func automaticBurst(for rate: BitRate) -> ByteCount {
-        ByteCount(bytes: max(TCPSender.mss, Int(min(rate.bitsPerSecond / 8_000, Double(Int32.max)))))
+        return ConstantRateSerializer(rate: bandwidth, burst: burst ?? ByteCount(bytes: 0))
     }
 }

@@ -29,7 +29,9 @@ public enum LinkShapeSetting: DirectionSetting {
             example: "64 KiB"),
         KeyReference(
             "burst", value: "size, or `auto`", default: "auto",
-            meaning: "token-bucket depth: bytes an idle link sends at once (auto = one segment or 1 ms of rate)",
+            meaning: "token-bucket depth: bytes an idle link sends at once. `auto`: none, every packet takes its "
+                + "serialisation time as on a wire and under netem's `rate`; the kernel backend's htb needs a bucket "
+                + "and gets one frame plus 1 ms of rate",
             example: "10 packets"),
     ]
 

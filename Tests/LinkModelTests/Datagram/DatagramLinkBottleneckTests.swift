@@ -57,12 +57,13 @@ struct DatagramLinkBottleneckTests {
     }
 
     @Test func fqCodelDropForAnotherFlowFreesThatFlowsDatagram() {
-        var profile = DirectionProfile(bandwidth: .mbps(12), queue: ByteCount(bytes: 15_000))
+        var profile = DirectionProfile(
+            bandwidth: .mbps(12), queue: ByteCount(bytes: 15_000), burst: ByteCount(bytes: 1500))
         profile.queueManagement = QueueManagement(FQCoDelQueue.self)
         let link = DatagramLink(profile: profile, seed: 1)
         let bulk = link.makeFlow()
         let sparse = link.makeFlow()
-        // The automatic burst (1 ms at 12 Mbit/s) sends one at once and one is on the wire; ten fill the queue.
+        // The burst (one datagram) sends one at once and one is on the wire; ten fill the queue.
         for _ in 0..<12 { link.enqueue(1500, on: bulk, at: .zero) }
 
         let admission = link.enqueue(100, on: sparse, at: .zero)
@@ -112,9 +113,9 @@ struct DatagramLinkBottleneckTests {
 
         _ = link.advance(to: .ms(2))
 
-        // The first leaves at once on the automatic burst (1500 bytes, 1 ms of rate), the second 1 ms later.
-        #expect(flow.nextDeliveryTime == .ms(50))
-        #expect(flow.takeDeliverableDatagrams(at: .ms(50)).map(\.index) == [0])
+        // Each takes 1 ms to serialise: the first has left at 1 ms, the second at 2 ms; 50 ms of delay follow.
+        #expect(flow.nextDeliveryTime == .ms(51))
+        #expect(flow.takeDeliverableDatagrams(at: .ms(51)).map(\.index) == [0])
         #expect(flow.takeDeliverableDatagrams(at: .ms(52)).map(\.index) == [1])
     }
 
@@ -134,15 +135,17 @@ struct DatagramLinkBottleneckTests {
 
 extension DatagramLinkBottleneckTests {
     @Test func aSmallerQueueFromALiveUpdateDropsWhatNoLongerFitsAsTailDrops() {
-        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(12), queue: .mib(1)), seed: 1)
+        let burst = ByteCount(bytes: 1500)
+        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(12), queue: .mib(1), burst: burst), seed: 1)
         let flow = link.makeFlow()
         for _ in 0..<10 { link.enqueue(1500, on: flow, at: .zero) }
 
-        link.update(profile: DirectionProfile(bandwidth: .mbps(12), queue: ByteCount(bytes: 4500)), now: .zero)
+        link.update(
+            profile: DirectionProfile(bandwidth: .mbps(12), queue: ByteCount(bytes: 4500), burst: burst), now: .zero)
         _ = link.advance(to: .s(1))
         let outcomes = flow.takeDeliverableDatagrams(at: .s(1))
 
-        // One left at once on the automatic burst and one is on the wire; the new 4500-byte queue keeps three of
+        // One left at once on the burst and one is on the wire; the new 4500-byte queue keeps three of
         // the eight waiting.
         #expect(outcomes.filter { $0.copies > 0 }.map(\.index) == [0, 1, 2, 3, 4])
         #expect(link.counters.tailDrops == 5)

@@ -21,10 +21,9 @@ struct LiveSwitchTests {
             profile: small, reverse: DirectionProfile(delay: .milliseconds(10)), settings: TCPSettings(),
             now: .ms(1))
 
-        // Of the initial window of 10 segments, the first left at once on the burst credit, one is on the wire
-        // and eight wait; the new queue keeps two of them.
-        #expect(queuedBeforeSwitch == segments(9))
-        #expect(link.counters.segmentsLost == 6)
+        // Of the initial window of 10 segments, one is on the wire and nine wait; the new queue keeps two of them.
+        #expect(queuedBeforeSwitch == segments(10))
+        #expect(link.counters.segmentsLost == 7)
         var delivered = 0
         for _ in 0..<10_000 {
             guard let next = link.nextServiceTime else { break }
@@ -36,22 +35,31 @@ struct LiveSwitchTests {
     }
 }
 
-/// `burst` means the same for TCP streams and datagrams: left unset (`auto`), an idle link sends one segment or
-/// 1 ms of its rate at once, whichever is larger.
+/// `burst` means the same for TCP streams and datagrams: left unset (`auto`), every packet takes its serialisation
+/// time, as on a wire and under netem's `rate`; set, an idle link sends that many bytes at once, as tbf does.
 @Suite(.timeLimit(.minutes(5)))
 struct BurstDefaultTests {
-    @Test func anUnsetBurstIsTheSameAutomaticBurstForStreamsAndDatagrams() {
-        let profile = DirectionShape(bandwidth: .mbps(10))
-        var serializer = profile.makeSerializer()
+    @Test func anUnsetBurstSerialisesEvenTheFirstSegmentOfAnIdleLink() {
+        var serializer = DirectionShape(bandwidth: .mbps(10)).makeSerializer()
 
-        // 10 Mbit/s: 1 ms of rate is 1250 bytes, less than a segment, so one 1448-byte segment leaves at once.
-        #expect(DirectionShape.automaticBurst(for: .mbps(10)) == ByteCount(bytes: TCPSender.mss))
-        #expect(DirectionShape.automaticBurst(for: .mbps(100)) == ByteCount(bytes: 12_500))
-        #expect(serializer.transmissionEnd(bytes: TCPSender.mss, startingAt: .ms(1_000)) == .ms(1_000))
+        let end = serializer.transmissionEnd(bytes: TCPSender.mss, startingAt: .ms(1_000))
+
+        // 1448 bytes at 10 Mbit/s take 1158.4 µs.
+        #expect(end == .ms(1_000) + .nanoseconds(1_158_400))
     }
 
-    @Test func anIdleDatagramLinkSendsItsAutomaticBurstAtOnce() {
-        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(100)), seed: 1)
+    @Test func aSetBurstLetsAnIdleLinkSendThatManyBytesAtOnce() {
+        var serializer = DirectionShape(bandwidth: .mbps(10), burst: ByteCount(bytes: TCPSender.mss)).makeSerializer()
+
+        let end = serializer.transmissionEnd(bytes: TCPSender.mss, startingAt: .ms(1_000))
+
+        #expect(end == .ms(1_000))
+    }
+
+    @Test func anIdleDatagramLinkWithABurstSendsItAtOnce() {
+        var profile = DirectionProfile(bandwidth: .mbps(100))
+        profile.burst = ByteCount(bytes: 12_500)
+        let link = DatagramLink(profile: profile, seed: 1)
         let flow = link.makeFlow()
         for _ in 0..<10 { link.enqueue(1_250, on: flow, at: .ms(1_000)) }
 
@@ -59,5 +67,17 @@ struct BurstDefaultTests {
 
         // 12 500 bytes of credit: all ten 1250-byte datagrams leave at the instant they were offered.
         #expect(flow.takeDeliverableDatagrams(at: .ms(1_000)).count == 10)
+    }
+
+    @Test func anIdleDatagramLinkWithoutABurstSerialisesItsFirstDatagram() {
+        let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(100)), seed: 1)
+        let flow = link.makeFlow()
+        link.enqueue(1_250, on: flow, at: .ms(1_000))
+
+        _ = link.advance(to: .ms(1_000))
+
+        // 1250 bytes at 100 Mbit/s take 100 µs.
+        #expect(flow.takeDeliverableDatagrams(at: .ms(1_000)).isEmpty)
+        #expect(link.nextServiceTime == .ms(1_000) + .microseconds(100))
     }
 }

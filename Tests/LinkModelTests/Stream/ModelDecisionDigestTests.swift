@@ -109,7 +109,7 @@ struct ModelDecisionDigestTests {
     @Test func aGigabitAlone() {
         let result = digest(DirectionProfile(bandwidth: .gbps(1)), size: 4_000_000)
         #expect(
-            result.value == 1_234_538_864_323_287_071 && result.releases == 2314,
+            result.value == 2_876_346_129_824_859_801 && result.releases == 2399,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -118,7 +118,7 @@ struct ModelDecisionDigestTests {
             DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20)),
             size: 8_000_000)
         #expect(
-            result.value == 1_209_487_859_929_726_909 && result.releases == 4955,
+            result.value == 18_362_499_405_130_416_287 && result.releases == 5525,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -128,7 +128,7 @@ struct ModelDecisionDigestTests {
             reverse: DirectionProfile(delay: .milliseconds(10), loss: Percentage(2)), size: 2_000_000)
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 3_104_928_546_983_505_906 && result.releases == 379,
+            result.value == 10_406_442_020_052_391_653 && result.releases == 1071,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -139,7 +139,7 @@ struct ModelDecisionDigestTests {
                 lossModel: .gilbertElliott), size: 1_000_000)
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 17_015_040_527_432_756_134 && result.releases == 292,
+            result.value == 16_906_765_198_539_614_791 && result.releases == 316,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -149,7 +149,7 @@ struct ModelDecisionDigestTests {
         let result = digest(profile, flows: 2, size: 1_000_000)
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 13_659_679_324_716_060_054 && result.releases == 1019,
+            result.value == 10_793_997_171_859_781_268 && result.releases == 1014,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -159,7 +159,7 @@ struct ModelDecisionDigestTests {
         let result = digest(profile, flows: 3, size: 500_000)
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 5_477_044_874_883_399_946 && result.releases == 692,
+            result.value == 15_056_432_367_827_347_623 && result.releases == 638,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -175,7 +175,7 @@ struct ModelDecisionDigestTests {
     @Test func aGigabitAloneInUnits() {
         let result = digest(DirectionProfile(bandwidth: .gbps(1)), size: 4_000_000, settings: TCPSettings())
         #expect(
-            result.value == 6_730_721_451_624_885_867 && result.releases == 526,
+            result.value == 4_752_267_016_520_886_609 && result.releases == 495,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -184,7 +184,7 @@ struct ModelDecisionDigestTests {
             DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20)),
             size: 8_000_000, settings: TCPSettings())
         #expect(
-            result.value == 11_866_907_202_264_089_912 && result.releases == 132,
+            result.value == 12_136_099_093_270_009_671 && result.releases == 205,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -195,7 +195,7 @@ struct ModelDecisionDigestTests {
             settings: TCPSettings())
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 498_949_350_904_918_180 && result.releases == 349,
+            result.value == 12_921_366_741_950_991_713 && result.releases == 1046,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -206,7 +206,7 @@ struct ModelDecisionDigestTests {
                 lossModel: .gilbertElliott), size: 1_000_000, settings: TCPSettings())
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 5_369_962_682_830_919_087 && result.releases == 323,
+            result.value == 667_918_756_728_890_005 && result.releases == 337,
             "\(result.value) over \(result.releases) releases")
     }
 }

@@ -62,7 +62,7 @@ struct ReleaseDigestTests {
     @Test func aGigabitWithoutDelay() {
         let result = digest(DirectionProfile(bandwidth: .gbps(1)), size: 4_000_000)
         #expect(
-            result.value == 8_025_389_770_339_013_513 && result.count == 2314,
+            result.value == 2_435_547_272_178_859_457 && result.count == 2399,
             "\(result.value) over \(result.count) releases")
     }
 
@@ -71,7 +71,7 @@ struct ReleaseDigestTests {
             DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20)),
             size: 8_000_000)
         #expect(
-            result.value == 8_493_876_435_039_506_381 && result.count == 4955,
+            result.value == 12_862_981_378_781_607_794 && result.count == 5525,
             "\(result.value) over \(result.count) releases")
     }
 
@@ -80,7 +80,7 @@ struct ReleaseDigestTests {
             DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(25), loss: Percentage(1)),
             size: 1_000_000)
         #expect(
-            result.value == 10_466_889_472_712_391_124 && result.count == 237,
+            result.value == 12_300_484_097_468_174_116 && result.count == 237,
             "\(result.value) over \(result.count) releases")
     }
 
@@ -90,7 +90,7 @@ struct ReleaseDigestTests {
                 bandwidth: .mbps(50), delay: .milliseconds(20), jitter: .milliseconds(5),
                 loss: Percentage(0.5)), size: 2_000_000)
         #expect(
-            result.value == 1_265_467_090_756_421_680 && result.count == 360,
+            result.value == 7_274_503_075_547_159_779 && result.count == 396,
             "\(result.value) over \(result.count) releases")
     }
 
@@ -99,7 +99,7 @@ struct ReleaseDigestTests {
         profile.queueManagement = QueueManagement(FQCoDelQueue.self)
         let result = digest(profile, flows: 3, size: 500_000)
         #expect(
-            result.value == 13_314_904_627_220_230_604 && result.count == 437,
+            result.value == 17_274_270_707_518_676_510 && result.count == 402,
             "\(result.value) over \(result.count) releases")
     }
 }
