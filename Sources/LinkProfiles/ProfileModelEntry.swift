@@ -37,3 +37,15 @@ extension StreamLink {
         update(profile: profile.shape, reverse: reverse.shape, settings: settings, now: now)
     }
 }
+
+extension VirtualConnection {
+    /// A connection over `profile`'s two directions and TCP settings, connecting at `start`; `handshake` replaces
+    /// the links' draw.
+    public convenience init(
+        profile: Profile, seed: UInt64 = 1, start: Instant = .zero, handshake: HandshakeAttempts? = nil
+    ) {
+        self.init(
+            uplink: profile.uplink.shape, downlink: profile.downlink.shape, settings: profile.tcp, seed: seed,
+            start: start, handshake: handshake)
+    }
+}

@@ -12,6 +12,8 @@ let usage = """
       --json FILE    also write the table as JSON for tracking ("-" for standard output)
       --working-latency  only the queue-discipline working-latency comparison (fifo, codel, fq_codel)
       --model [GB]   only the TCP model's CPU per GB over a simulated clock, no sockets (default 2 GB a profile)
+      --model-grid [--runs N] [--cells R/RTT/LOSS,…] [--lines 'KEY = VALUE; …']
+                     only the accuracy grid's transfers through the TCP model in virtual time, as raw.csv rows
       --only GROUPS  only these groups: throughput, shaped, streams, links, latency, setup, scale, udp, delay, rate,
                      record
       --threads N    run every linkcond with `run --threads N` (default: linkcond's own, one per core)
@@ -24,6 +26,13 @@ if let index = CommandLine.arguments.firstIndex(of: "--model") {
         exit(2)
     }
     benchmarkModelCost(gigabytes: amount)
+    exit(0)
+}
+if let index = CommandLine.arguments.firstIndex(of: "--model-grid") {
+    do { try ModelGrid(Array(CommandLine.arguments.dropFirst(index + 1))).run() } catch {
+        FileHandle.standardError.write(Data("linkcond-bench: \(error)\n".utf8))
+        exit(2)
+    }
     exit(0)
 }
 if CommandLine.arguments.contains("--working-latency") {

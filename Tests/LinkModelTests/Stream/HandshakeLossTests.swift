@@ -219,7 +219,7 @@ struct HandshakeLossTests {
         let profile = linkProfile(down: nil, up: nil, downDelay: down, upDelay: up)
         let attempts = HandshakeAttempts(
             uplinkDelay: up, downlinkDelay: down, synLost: losses([true]), synAckLost: losses([]))
-        let connection = ModelConnection(profile: profile, handshake: attempts)
+        let connection = VirtualConnection(profile: profile, handshake: attempts)
 
         let lastByte = connection.fetch(request: 100, response: 100, at: .zero)
 
@@ -403,7 +403,7 @@ struct FinalAckLossTests {
         let attempts = HandshakeAttempts(
             uplinkDelay: up, downlinkDelay: down, synLost: losses([]), synAckLost: losses([]),
             ackLost: losses([true]))
-        let connection = ModelConnection(profile: profile, handshake: attempts)
+        let connection = VirtualConnection(profile: profile, handshake: attempts)
 
         let banner = connection.fetch(request: 0, response: 100, at: .zero)
 
@@ -417,9 +417,9 @@ struct FinalAckLossTests {
             ackLost: losses([true]))
         let delivered = HandshakeAttempts(uplinkDelay: up, downlinkDelay: down)
 
-        let withLostAck = ModelConnection(profile: profile, handshake: lost).fetch(
+        let withLostAck = VirtualConnection(profile: profile, handshake: lost).fetch(
             request: 100, response: 100, at: .zero)
-        let withoutLoss = ModelConnection(profile: profile, handshake: delivered).fetch(
+        let withoutLoss = VirtualConnection(profile: profile, handshake: delivered).fetch(
             request: 100, response: 100, at: .zero)
 
         #expect(withLostAck == .ms(20 + 30 + 20 + 30))

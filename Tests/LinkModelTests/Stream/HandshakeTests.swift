@@ -28,7 +28,7 @@ struct HandshakeTests {
     }
 
     @Test func aFirstRequestAndResponseTakeTwoRoundTrips() {
-        let connection = ModelConnection(profile: profile)
+        let connection = VirtualConnection(profile: profile)
 
         let lastByte = connection.fetch(request: 100, response: 100, at: .zero)
 
@@ -36,7 +36,7 @@ struct HandshakeTests {
     }
 
     @Test func aServerThatSpeaksFirstPaysTheHandshakeToo() {
-        let connection = ModelConnection(profile: profile)
+        let connection = VirtualConnection(profile: profile)
 
         let banner = connection.fetch(request: 0, response: 50, at: .zero)
 

@@ -36,7 +36,7 @@ struct LossRecoveryTests {
     @Test func aTailSentBeforeARepairIsFoundLostWhenTheRepairIsAcknowledged() {
         let profile = linkProfile(
             down: .mbps(10), up: .mbps(10), downDelay: .milliseconds(100), upDelay: .milliseconds(100))
-        let connection = ModelConnection(profile: profile)
+        let connection = VirtualConnection(profile: profile)
         var lost: Set<UInt64> = [UInt64(segments(8)), UInt64(segments(20))]
         connection.downlink.lossDecision = { packet in lost.remove(packet.tag) != nil }
 

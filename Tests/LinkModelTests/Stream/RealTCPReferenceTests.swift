@@ -37,7 +37,7 @@ struct RealTCPReferenceTests {
         throws
     {
         let profile = try #require(Self.links[link])
-        let connection = ModelConnection(profile: profile)
+        let connection = VirtualConnection(profile: profile)
 
         let lastByte = connection.fetch(response: size, at: .zero)
 
@@ -48,7 +48,7 @@ struct RealTCPReferenceTests {
     }
 
     @Test func aSecondRequestAfterTwoIdleSecondsPaysSlowStartAgainLikeLinux() {
-        let connection = ModelConnection(profile: Self.tenMegabit)
+        let connection = VirtualConnection(profile: Self.tenMegabit)
         let first = connection.fetch(response: 100_000, at: .zero) ?? .never
         let asked = first + .seconds(2)
         connection.idle(until: asked)

@@ -1,0 +1,133 @@
+import Foundation
+import LinkConditioner
+import LoopbackPeers
+
+/// The accuracy grid's transfers run through the TCP model alone, in virtual time: each cell's profile as
+/// `Tests/netem-qemu/compare.sh` writes it, each transfer as `tcpprobe` makes it, one seed per run. It prints
+/// compare.sh's raw.csv rows (side `linkcond`), which `Tests/netem-qemu/model-grid.py` sets against the stored
+/// real samples. No sockets and no clock, so a run's figures do not depend on the machine.
+struct ModelGrid {
+    /// One cell of the grid: payload rate, round trip and loss in each direction.
+    struct Cell {
+        var megabits: Double
+        var roundTripMilliseconds: Double
+        var lossPercent: Double
+
+        /// The name compare.sh's rows give the cell (`10,200,0.5`).
+        var columns: String { "\(Self.text(megabits)),\(Self.text(roundTripMilliseconds)),\(Self.text(lossPercent))" }
+
+        /// The profile compare.sh gives linkcond for this cell, plus `extraLines`.
+        func profileText(extraLines: [String]) -> String {
+            ([
+                "bandwidth = \(Self.text(megabits)) Mbit/s", "delay = \(Self.text(roundTripMilliseconds / 2)) ms",
+                "loss = \(Self.text(lossPercent)) %", "queue = 262144 B",
+            ] + extraLines).joined(separator: "\n")
+        }
+
+        private static func text(_ value: Double) -> String {
+            value == value.rounded() ? String(Int(value)) : String(value)
+        }
+    }
+
+    static let defaultCells: [Cell] = [1, 10].flatMap { rate in
+        [10, 50, 200].flatMap { rtt in
+            [0, 0.5, 2].map { loss in Cell(megabits: rate, roundTripMilliseconds: rtt, lossPercent: loss) }
+        }
+    }
+
+    /// tcpprobe's pause before the request after idle, and that request's size.
+    static let idlePause = Duration.milliseconds(2000)
+    static let idleBytes = 100_000
+    /// The bulk download's length; rows for each, from the same stream, as stored runs used 10 s or 20 s.
+    static let bulkSeconds = [10, 20]
+
+    var runs = 10
+    var cells = defaultCells
+    var extraLines: [String] = []
+
+    init(_ arguments: [String]) throws {
+        var iterator = arguments.makeIterator()
+        while let argument = iterator.next() {
+            switch argument {
+            case "--runs":
+                guard let text = iterator.next(), let value = Int(text), (1...10_000).contains(value) else {
+                    throw TestError("--runs: expected a whole number from 1 to 10000")
+                }
+                runs = value
+            case "--cells":
+                cells = try Self.cells(iterator.next() ?? "")
+            case "--lines":
+                extraLines = (iterator.next() ?? "").split(separator: ";").map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                }
+            default:
+                throw TestError(
+                    "--model-grid: unknown option \(argument); expected --runs N, --cells LIST, --lines TEXT")
+            }
+        }
+    }
+
+    /// Cells from `10/200/0.5,1/10/0`: rate in Mbit/s, round trip in ms, loss in per cent.
+    private static func cells(_ text: String) throws -> [Cell] {
+        let cells = text.split(separator: ",").map { item -> Cell? in
+            let parts = item.split(separator: "/").compactMap { Double($0) }
+            guard parts.count == 3, parts[0] > 0, parts[1] >= 0, (0...100).contains(parts[2]) else { return nil }
+            return Cell(megabits: parts[0], roundTripMilliseconds: parts[1], lossPercent: parts[2])
+        }
+        guard !cells.isEmpty, !cells.contains(where: { $0 == nil }) else {
+            throw TestError("--cells: expected RATE/RTT/LOSS items separated by commas, e.g. 10/200/0.5,1/10/0")
+        }
+        return cells.compactMap { $0 }
+    }
+
+    /// Prints every run of every cell as raw.csv rows.
+    func run() throws {
+        print("side,rate_mbit,rtt_ms,loss_pct,metric,run,value")
+        for cell in cells {
+            let profile = try Profile(parsing: cell.profileText(extraLines: extraLines), name: "grid cell")
+            for run in 1...runs {
+                for (metric, value) in samples(profile: profile, seed: seed(cell, run)) {
+                    print("linkcond,\(cell.columns),\(metric),\(run),\(String(format: "%.4f", value))")
+                }
+            }
+        }
+    }
+
+    /// A seed per cell and run, different for every pair, the same from one invocation to the next.
+    private func seed(_ cell: Cell, _ run: Int) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in "\(cell.columns)/\(run)".utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+
+    /// One run's transfers, each on its own connection as tcpprobe makes them: milliseconds from connect() to the
+    /// last byte, from the request after idle to its last byte, and payload Mbit/s of the bulk download.
+    private func samples(profile: Profile, seed: UInt64) -> [(String, Double)] {
+        var samples: [(String, Double)] = []
+        for (index, size) in [10_000, 100_000].enumerated() {
+            let connection = VirtualConnection(profile: profile, seed: seed &+ UInt64(index) &* 16)
+            if let last = connection.fetch(request: "\(size)\n".utf8.count, response: size, at: .zero) {
+                samples.append(("fetch_\(size)", milliseconds(last - .zero)))
+            }
+        }
+        let long = VirtualConnection(profile: profile, seed: seed &+ 32)
+        if let last = long.fetch(request: "1000000\n".utf8.count, response: 1_000_000, at: .zero) {
+            samples.append(("fetch_1000000", milliseconds(last - .zero)))
+            let asked = last + Self.idlePause
+            long.idle(until: asked)
+            if let again = long.fetch(request: "\(Self.idleBytes)\n".utf8.count, response: Self.idleBytes, at: asked) {
+                samples.append(("idle_\(Self.idleBytes)", milliseconds(again - asked)))
+            }
+        }
+        for seconds in Self.bulkSeconds {
+            let bulk = VirtualConnection(profile: profile, seed: seed &+ 48)
+            let bytes = bulk.stream(request: 2, at: .zero, until: .zero + .seconds(seconds))
+            samples.append(("bulk_mbit_\(seconds)s", Double(bytes) * 8 / Double(seconds) / 1e6))
+        }
+        return samples
+    }
+
+    private func milliseconds(_ duration: Duration) -> Double { duration.seconds * 1000 }
+}

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""The TCP model in virtual time against the stored real Linux samples, over the accuracy grid.
+
+The model's side comes from `linkcond-bench --model-grid` (one seed per run, no sockets, no clock), so it is the same
+on every machine and takes seconds. The real side pools every stored guest run that measured a cell's input with
+the loss drawn per segment on the router (see REAL_FETCHES and REAL_BULK).
+
+Targets (issue 38): each entry's median within ±10 % of real's; for lossy cells with 10 or more real runs, the
+deciles p10…p90 within ±15 % of real's and a two-sample Kolmogorov-Smirnov test not rejecting at 5 %.
+
+Usage:
+  model-grid.py [--bench PATH] [--runs N] [--cells LIST] [--lines TEXT] [--store DIR]
+      runs the model and prints the report; --store DIR also writes DIR/raw.csv and DIR/report.md
+  model-grid.py --from DIR        the report of a stored run
+  model-grid.py --check [--bench PATH]
+      the reduced set CI runs on every commit: CHECK_CELLS at 30 runs; exits 1 when an entry that met its target
+      in the stored run (Tests/netem-qemu/model-grid/raw.csv) misses it now, naming it.
+Python 3 standard library only.
+"""
+import csv
+import importlib.util
+import math
+import os
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+STORED = os.path.join(HERE, "model-grid")
+
+spec = importlib.util.spec_from_file_location("compare_report", os.path.join(HERE, "compare-report.py"))
+report = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(report)
+
+MEDIAN_TOLERANCE = 0.10
+DECILE_TOLERANCE = 0.15
+KS_LEVEL = 0.05
+MIN_RUNS_FOR_SPREAD = 10
+
+TRANSFERS = [
+    ("fetch_10000", "10 KB"),
+    ("fetch_100000", "100 KB"),
+    ("fetch_1000000", "1 MB"),
+    ("idle_100000", "100 KB after 2 s idle"),
+    ("bulk_mbit", "bulk"),
+]
+
+# Real fetch samples: grid-today/fresh holds the pooled real runs of every cell, cells-10-10-50 a later boot's
+# runs of four cells. Loss there is drawn per segment on the router, as the grid does now.
+REAL_FETCHES = ["grid-today/fresh", "grid-today/cells-10-10-50"]
+# Real bulk samples, by length of the download. Lossless cells come from model-v2-full only: the other model-v2
+# runs drew loss in pairs on the sender, and exec runs reuse stored real samples.
+REAL_BULK = {
+    "router-loss-1mbit": 10, "router-loss-10mbit": 10, "router-loss-bulk10": 20, "router-loss-10-200-05": 20,
+    "model-v2-full": 20,
+}
+
+# The per-commit set: one cell per rate and round trip, lossy where the spread matters.
+CHECK_CELLS = "1/10/0.5,1/50/2,1/200/0.5,10/10/0.5,10/50/2,10/200/0.5"
+CHECK_RUNS = 30
+
+
+def cell_key(row):
+    return (row["rate_mbit"], row["rtt_ms"], row["loss_pct"])
+
+
+def pooled_real():
+    """{(cell, metric): [values]} of the real side; a cell's bulk samples from the length most runs used."""
+    real = defaultdict(list)
+    for run in REAL_FETCHES:
+        with open(os.path.join(HERE, run, "raw.csv")) as raw:
+            for row in csv.DictReader(raw):
+                if row["side"] == "real" and row["metric"].startswith(("fetch_", "idle_")) and row["value"] not in ("", "nan"):
+                    real[(cell_key(row), row["metric"])].append(float(row["value"]))
+    bulk = defaultdict(list)
+    for run, seconds in REAL_BULK.items():
+        with open(os.path.join(HERE, run, "raw.csv")) as raw:
+            for row in csv.DictReader(raw):
+                if row["side"] != "real" or row["metric"] != "bulk_mbit" or row["value"] in ("", "nan"):
+                    continue
+                if run == "model-v2-full" and row["loss_pct"] != "0":
+                    continue
+                bulk[(cell_key(row), seconds)].append(float(row["value"]))
+    for cell in {c for c, _ in bulk}:
+        lengths = [(len(bulk[(cell, s)]), s) for s in (20, 10) if (cell, s) in bulk]
+        count, seconds = max(lengths)
+        real[(cell, "bulk_mbit")] = bulk[(cell, seconds)]
+        real[(cell, "bulk_seconds")] = [seconds]
+    return real
+
+
+def model_samples(path):
+    """{(cell, metric): [values]} of a --model-grid run's raw.csv."""
+    samples = defaultdict(list)
+    with open(path) as raw:
+        for row in csv.DictReader(raw):
+            samples[(cell_key(row), row["metric"])].append(float(row["value"]))
+    return samples
+
+
+def ks_p_value(a, b):
+    """Two-sample Kolmogorov-Smirnov: the asymptotic p-value of the largest gap between the samples' CDFs."""
+    a, b = sorted(a), sorted(b)
+    n, m = len(a), len(b)
+    i = j = 0
+    gap = 0.0
+    while i < n and j < m:
+        value = min(a[i], b[j])
+        while i < n and a[i] == value:
+            i += 1
+        while j < m and b[j] == value:
+            j += 1
+        gap = max(gap, abs(i / n - j / m))
+    effective = math.sqrt(n * m / (n + m))
+    scaled = (effective + 0.12 + 0.11 / effective) * gap
+    if scaled < 0.3:
+        return 1.0
+    return max(0.0, min(1.0, 2 * sum((-1) ** (k - 1) * math.exp(-2 * k * k * scaled * scaled) for k in range(1, 101))))
+
+
+def deciles(values):
+    ordered = sorted(values)
+    return [statistics.quantiles(ordered, n=10, method="inclusive")[k] for k in range(9)]
+
+
+def entry(real, model, cell, metric):
+    """The verdicts of one entry: median ratio, and for lossy cells with enough runs the deciles and KS."""
+    model_metric = metric
+    if metric == "bulk_mbit":
+        seconds = real.get((cell, "bulk_seconds"), [20])[0]
+        model_metric = f"bulk_mbit_{seconds}s"
+    r, m = real.get((cell, metric)), model.get((cell, model_metric))
+    if not r or not m:
+        return None
+    ratio = statistics.median(m) / statistics.median(r)
+    interval = report.ratio_interval(r, m, seed=f"{cell} {metric}") if min(len(r), len(m)) >= 10 else None
+    result = {"real": r, "model": m, "ratio": ratio, "verdict": report.verdict_of(ratio, interval, MEDIAN_TOLERANCE)}
+    if cell[2] != "0" and len(r) >= MIN_RUNS_FOR_SPREAD and len(m) >= MIN_RUNS_FOR_SPREAD:
+        ratios = [x / y for x, y in zip(deciles(m), deciles(r))]
+        p = ks_p_value(r, m)
+        result["deciles"] = (min(ratios), max(ratios))
+        result["ks"] = p
+        result["spread"] = "pass" if all(abs(x - 1) <= DECILE_TOLERANCE for x in ratios) and p >= KS_LEVEL else "fail"
+    return result
+
+
+def entries(real, model):
+    cells = sorted({c for c, _ in model}, key=lambda c: tuple(float(x) for x in c))
+    return {(cell, metric): e for cell in cells for metric, _ in TRANSFERS if (e := entry(real, model, cell, metric))}
+
+
+MARK = {"pass": "✓", "fail": "✗", "undecided": "≈"}
+
+
+def medians_table(found):
+    lines = ["| Mbit/s | RTT ms | loss % | " + " | ".join(label for _, label in TRANSFERS) + " |",
+             "|---|---|---|" + "---|" * len(TRANSFERS)]
+    for cell in sorted({c for c, _ in found}, key=lambda c: tuple(float(x) for x in c)):
+        out = []
+        for metric, _ in TRANSFERS:
+            e = found.get((cell, metric))
+            out.append("–" if e is None else f"{e['ratio']:.2f} {MARK[e['verdict']]} ({len(e['real'])})")
+        lines.append(f"| {cell[0]} | {cell[1]} | {cell[2]} | " + " | ".join(out) + " |")
+    return "\n".join(lines)
+
+
+def spread_table(found):
+    lines = ["| Mbit/s | RTT ms | loss % | " + " | ".join(label for _, label in TRANSFERS) + " |",
+             "|---|---|---|" + "---|" * len(TRANSFERS)]
+    for cell in sorted({c for c, _ in found if c[2] != "0"}, key=lambda c: tuple(float(x) for x in c)):
+        out = []
+        for metric, _ in TRANSFERS:
+            e = found.get((cell, metric))
+            if e is None or "deciles" not in e:
+                out.append("–")
+                continue
+            low, high = e["deciles"]
+            out.append(f"{low:.2f}–{high:.2f}, p {e['ks']:.2f} {MARK[e['spread']]}")
+        lines.append(f"| {cell[0]} | {cell[1]} | {cell[2]} | " + " | ".join(out) + " |")
+    return "\n".join(lines)
+
+
+def summary(found):
+    medians = [e["verdict"] for e in found.values()]
+    spreads = [e["spread"] for e in found.values() if "spread" in e]
+    return (f"Medians: {medians.count('pass')} of {len(medians)} within ±10 %, {medians.count('undecided')} undecided, "
+            f"{medians.count('fail')} outside. Spreads: {spreads.count('pass')} of {len(spreads)} lossy entries with "
+            f"deciles within ±15 % and KS p ≥ 0.05.")
+
+
+def run_model(bench, runs, cells, lines):
+    arguments = [bench, "--model-grid", "--runs", str(runs)]
+    if cells:
+        arguments += ["--cells", cells]
+    if lines:
+        arguments += ["--lines", lines]
+    return subprocess.run(arguments, check=True, capture_output=True, text=True).stdout
+
+
+def main():
+    arguments = sys.argv[1:]
+    options = {"--bench": os.path.join(ROOT, ".build", "release", "linkcond-bench"), "--runs": "200"}
+    flags = set()
+    while arguments:
+        name = arguments.pop(0)
+        if name == "--check":
+            flags.add(name)
+        elif name in ("--bench", "--runs", "--cells", "--lines", "--store", "--from") and arguments:
+            options[name] = arguments.pop(0)
+        else:
+            sys.exit(f"model-grid.py: unknown or incomplete option {name}; see the usage in the file's docstring")
+    real = pooled_real()
+    if "--check" in flags:
+        sys.exit(check(real, options["--bench"]))
+    if "--from" in options:
+        path = os.path.join(options["--from"], "raw.csv")
+    else:
+        text = run_model(options["--bench"], options["--runs"], options.get("--cells"), options.get("--lines"))
+        directory = options.get("--store") or os.path.join(ROOT, ".build", "model-grid")
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, "raw.csv")
+        with open(path, "w") as raw:
+            raw.write(text)
+    found = entries(real, model_samples(path))
+    text = "\n\n".join([summary(found), "Ratio of medians, model ÷ real (real runs):", medians_table(found),
+                        "Lossy cells: model ÷ real at p10…p90 (lowest–highest) and the KS p-value:", spread_table(found)])
+    print(text)
+    if "--store" in options:
+        with open(os.path.join(options["--store"], "report.md"), "w") as out:
+            out.write(text + "\n")
+
+
+def check(real, bench):
+    """1 when an entry of CHECK_CELLS that met a target in the stored run misses it now."""
+    import tempfile
+    stored = entries(real, model_samples(os.path.join(STORED, "raw.csv")))
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as raw:
+        raw.write(run_model(bench, CHECK_RUNS, CHECK_CELLS, None))
+    now = entries(real, model_samples(raw.name))
+    os.unlink(raw.name)
+    failures = []
+    for key, e in now.items():
+        before = stored.get(key)
+        if before and before["verdict"] == "pass" and e["verdict"] == "fail":
+            failures.append(f"{key[0]} {key[1]}: median ratio {e['ratio']:.2f}, was {before['ratio']:.2f}")
+        if before and before.get("spread") == "pass" and e.get("spread") == "fail":
+            low, high = e["deciles"]
+            failures.append(f"{key[0]} {key[1]}: deciles {low:.2f}–{high:.2f}, KS p {e['ks']:.2f}")
+    print(f"model-grid check: {len(now)} entries of {CHECK_CELLS} at {CHECK_RUNS} runs; {len(failures)} moved out of target")
+    for failure in failures:
+        print("  " + failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    main()
