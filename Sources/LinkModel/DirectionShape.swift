@@ -3,8 +3,11 @@
 ///
 /// A `nil` bandwidth is unlimited; zero delay, jitter and loss are no impairment.
 public struct DirectionShape: Hashable, Sendable {
-    /// The bottleneck rate, in payload bits per second; `nil` is unlimited.
+    /// The bottleneck rate, in bits per second of what `accounting` counts; `nil` is unlimited.
     public var bandwidth: BitRate?
+    /// What `bandwidth`, a byte `queue`, `burst` and a trace's opportunities count: payload bytes, or Ethernet
+    /// frames as tc counts them (`bandwidth.counts`).
+    public var accounting: RateAccounting = .payload
     /// One-way propagation delay added to every byte.
     public var delay: Duration = .zero
     /// Random variation added to `delay`, uniform in ±jitter (never reorders a TCP stream).

@@ -4,7 +4,8 @@ import LinkConditioner
 /// What linkcond asks the kernel to do to one direction of a device.
 ///
 /// Rates count bytes as tc counts them: whole Ethernet frames including their 14-byte header, so a
-/// full-size TCP segment carries 1448 payload bytes per 1514 counted (95.6 %). The proxy counts payload.
+/// full-size TCP segment carries 1448 payload bytes per 1514 counted (95.6 %), whatever the profile's
+/// `bandwidth.counts` says. The proxy counts payload unless `bandwidth.counts = frames`.
 public struct KernelShaping: Hashable, Sendable {
     /// The htb class rate in frame bits per second; `nil` is unlimited.
     public var rate: BitRate?
@@ -271,10 +272,11 @@ extension Double {
 }
 
 extension KernelShaping {
-    /// One line in profile terms, e.g. "rate 10 Mbit/s, delay 100 ms, loss 1 %, queue 256 KiB".
+    /// One line in profile terms, e.g. "rate 10 Mbit/s of frames, delay 100 ms, loss 1 %, queue 256 KiB": the
+    /// kernel counts frames whatever the profile's `bandwidth.counts` says, so the line says so.
     public var summary: String {
         guard isImpaired else { return "unshaped" }
-        var parts = [rate.map { "rate \($0.tcText)" } ?? "rate unlimited"]
+        var parts = [rate.map { "rate \($0.tcText) of frames" } ?? "rate unlimited"]
         if needsNetem { parts.append(netemSummary) }
         parts.append(netemLimit.map { "netem limit \($0) packets" } ?? "queue \(queue.tcText)")
         if let burst { parts.append("burst \(burst.tcText)") }

@@ -35,6 +35,10 @@ public struct DirectionProfile: Hashable, Sendable {
         get { shape.burst }
         set { shape.burst = newValue }
     }
+    public var accounting: RateAccounting {
+        get { shape.accounting }
+        set { shape.accounting = newValue }
+    }
     public var lossModel: LossModel {
         get { shape.lossModel }
         set { shape.lossModel = newValue }

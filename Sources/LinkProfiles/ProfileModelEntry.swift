@@ -16,8 +16,10 @@ extension ImpairmentPipeline {
 }
 
 extension DatagramLink {
-    /// A direction shaped by `profile`; `seed` drives every random draw.
-    public convenience init(profile: DirectionProfile, seed: UInt64) { self.init(profile: profile.shape, seed: seed) }
+    /// A direction shaped by `profile` that carries datagrams of `kind`; `seed` drives every random draw.
+    public convenience init(profile: DirectionProfile, seed: UInt64, kind: DatagramKind = .udpPayload) {
+        self.init(profile: profile.shape, seed: seed, kind: kind)
+    }
 
     /// Live profile switch at `now` to `profile`'s shape.
     public func update(profile: DirectionProfile, now: Instant) { update(profile: profile.shape, now: now) }

@@ -76,8 +76,8 @@ struct TCCommandTests {
             shown.hasPrefix(
                 """
                 lcv-near: conditioned by linkcond
-                  uplink:   rate 256 kbit/s, queue 256 KiB
-                  downlink: rate 2 Mbit/s, queue 256 KiB
+                  uplink:   rate 256 kbit/s of frames, queue 256 KiB
+                  downlink: rate 2 Mbit/s of frames, queue 256 KiB
                   match:    all traffic
                   uplink counters: 
                 """))

@@ -112,7 +112,7 @@ final class ExecListener: RelayHost, ConditionedListener {
         unshaped.profile = .none
         (uplink, downlink) = ShapedLink.pair(for: unshaped)
         uplink.listenerName = "exec"
-        (packetUplink, packetDownlink) = UDPLink.pair(for: context)
+        (packetUplink, packetDownlink) = UDPLink.pair(for: context, kind: .ipPacket)
         faults = ListenerFaults(
             loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         programTun = try TunDevice(adopting: programTunDescriptor)

@@ -92,8 +92,8 @@ public struct Bottleneck {
         }
     }
 
-    /// Bytes waiting in the discipline plus the packet being serialised.
-    public var byteCount: Int { discipline.byteCount + (transmitting?.packet.bytes ?? 0) }
+    /// Bytes waiting in the discipline plus the packet being serialised, as they are charged (payload or frames).
+    public var byteCount: Int { discipline.byteCount + (transmitting?.packet.chargedBytes ?? 0) }
 
     /// Packets waiting in the discipline plus the packet being serialised.
     public var packetCount: Int { discipline.packetCount + (transmitting == nil ? 0 : 1) }
@@ -105,7 +105,9 @@ public struct Bottleneck {
         self.serializer = serializer
         if let stuck = transmitting, stuck.end == nil {
             let start = max(linkFreeAt, now)
-            transmitting = (stuck.packet, self.serializer.transmissionEnd(bytes: stuck.packet.bytes, startingAt: start))
+            transmitting = (
+                stuck.packet, self.serializer.transmissionEnd(bytes: stuck.packet.chargedBytes, startingAt: start)
+            )
         }
         serve(until: now)
         noteNextEvent()
@@ -151,17 +153,18 @@ public struct Bottleneck {
             let (packet, dropped) = discipline.dequeue(now: start)
             for packet in dropped { pending.append(.dropped(packet, at: start)) }
             guard let packet else { return }
-            transmitting = (packet, serializer.transmissionEnd(bytes: packet.bytes, startingAt: start))
+            transmitting = (packet, serializer.transmissionEnd(bytes: packet.chargedBytes, startingAt: start))
         }
     }
 }
 
 extension DirectionShape {
-    /// The serialiser this direction asks for, the same for TCP streams and datagrams: its trace, else its rate,
-    /// else unlimited. At a rate, every packet takes its own serialisation time, as on a wire and under netem's
-    /// `rate`; a `burst` makes it a token bucket whose idle credit lets that many bytes through at once, as tbf does.
+    /// The serialiser this direction asks for, the same for TCP streams and datagrams: its trace (opportunities
+    /// as large as `accounting` counts a full packet), else its rate, else unlimited. At a rate, every packet takes
+    /// its own serialisation time, as on a wire and under netem's `rate`; a `burst` makes it a token bucket whose
+    /// idle credit lets that many bytes through at once, as tbf does.
     public func makeSerializer() -> any Serializer {
-        if let trace { return TraceSerializer(trace: trace) }
+        if let trace { return TraceSerializer(trace: trace, opportunityBytes: accounting.traceOpportunityBytes) }
         guard let bandwidth else { return UnlimitedSerializer() }
         return ConstantRateSerializer(rate: bandwidth, burst: burst ?? ByteCount(bytes: 0))
     }

@@ -24,7 +24,9 @@ public struct CoDelQueue: NamedQueueDiscipline {
     public var packetCount: Int { packets.count }
 
     public mutating func enqueue(_ packet: LinkPacket, now: Instant) -> [LinkPacket] {
-        if limit.isExceeded(bytes: packets.byteCount + packet.bytes, packets: packets.count + 1) { return [packet] }
+        if limit.isExceeded(bytes: packets.byteCount + packet.chargedBytes, packets: packets.count + 1) {
+            return [packet]
+        }
         packets.append(packet)
         return []
     }

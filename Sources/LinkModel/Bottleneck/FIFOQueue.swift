@@ -31,7 +31,9 @@ public struct FIFOQueue: NamedQueueDiscipline {
     public mutating func enqueue(_ packet: LinkPacket, now: Instant) -> [LinkPacket] {
         switch overflow {
         case .dropTail:
-            if limit.isExceeded(bytes: packets.byteCount + packet.bytes, packets: packets.count + 1) { return [packet] }
+            if limit.isExceeded(bytes: packets.byteCount + packet.chargedBytes, packets: packets.count + 1) {
+                return [packet]
+            }
             packets.append(packet)
             return []
         case .dropHead:
@@ -64,12 +66,12 @@ struct PacketFIFO {
 
     mutating func append(_ packet: LinkPacket) {
         packets.append(packet)
-        byteCount += packet.bytes
+        byteCount += packet.chargedBytes
     }
 
     mutating func popFirst() -> LinkPacket? {
         guard let packet = packets.popFirst() else { return nil }
-        byteCount -= packet.bytes
+        byteCount -= packet.chargedBytes
         return packet
     }
 
@@ -77,7 +79,7 @@ struct PacketFIFO {
         let removed = Array(packets.filter { $0.flow == flow })
         guard !removed.isEmpty else { return [] }
         packets.removeAll { $0.flow == flow }
-        byteCount -= removed.reduce(0) { $0 + $1.bytes }
+        byteCount -= removed.reduce(0) { $0 + $1.chargedBytes }
         return removed
     }
 }

@@ -69,7 +69,7 @@ public struct FQCoDelQueue: NamedQueueDiscipline {
     public mutating func enqueue(_ packet: LinkPacket, now: Instant) -> [LinkPacket] {
         let index = queueIndex(of: packet.flow)
         queues[index].packets.append(packet)
-        byteCount += packet.bytes
+        byteCount += packet.chargedBytes
         packetCount += 1
         if queues[index].list == nil {
             queues[index].list = .new
@@ -108,7 +108,7 @@ public struct FQCoDelQueue: NamedQueueDiscipline {
                 continue
             }
             account(removed: [packet])
-            queues[index].deficit -= packet.bytes
+            queues[index].deficit -= packet.chargedBytes
             return (packet, dropped)
         }
     }
@@ -142,7 +142,7 @@ public struct FQCoDelQueue: NamedQueueDiscipline {
             let packet = queues[fattest].packets.popFirst()
         {
             dropped.append(packet)
-            droppedBytes += packet.bytes
+            droppedBytes += packet.chargedBytes
         }
         account(removed: dropped)
         return dropped
@@ -150,7 +150,7 @@ public struct FQCoDelQueue: NamedQueueDiscipline {
 
     private mutating func account(removed packets: [LinkPacket]) {
         for packet in packets {
-            byteCount -= packet.bytes
+            byteCount -= packet.chargedBytes
             packetCount -= 1
         }
     }

@@ -8,7 +8,7 @@ public protocol QueueDiscipline {
     mutating func enqueue(_ packet: LinkPacket, now: Instant) -> [LinkPacket]
     /// The next packet for the serialiser at `now`, and the packets dropped on the way (CoDel drops at dequeue).
     mutating func dequeue(now: Instant) -> (packet: LinkPacket?, dropped: [LinkPacket])
-    /// Bytes queued now.
+    /// Bytes queued now, as the packets are charged (`LinkPacket.chargedBytes`).
     var byteCount: Int { get }
     /// Packets queued now.
     var packetCount: Int { get }

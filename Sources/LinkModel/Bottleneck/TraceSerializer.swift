@@ -1,17 +1,19 @@
 // A trace-driven serialiser, as mahimahi's LinkQueue replays a trace.
 //
 // The trace lists delivery opportunities: at origin + (k·P + tᵢ) ms for loop k = 0, 1, 2... and each line tᵢ
-// (P is the last timestamp), one opportunity carries 1500 bytes. A packet that may start at s takes the
-// unused opportunities at or after s, 1500 bytes each, and leaves at the one that carries its last byte; what that
+// (P is the last timestamp), one opportunity carries B bytes (1500 payload bytes, or a 1514-byte frame when the
+// link counts frames). A packet that may start at s takes the unused opportunities at or after s, B bytes each, and leaves at the one that carries its last byte; what that
 // opportunity has left over goes to the next packet if it was already waiting (it starts at the same instant),
 // and is lost otherwise, as an idle link wastes its opportunities. A trace of n lines therefore carries at most
-// n × 1500 bytes per P milliseconds. The trace starts (origin) with the first packet the link ever sends.
+// n × B bytes per P milliseconds. The trace starts (origin) with the first packet the link ever sends.
 
 /// Serialises by replaying a `DeliveryTrace` in a loop.
 ///
 /// Lives on its bottleneck's thread.
 public struct TraceSerializer: Serializer {
     public let trace: DeliveryTrace
+    /// Bytes one delivery opportunity carries, as the link charges packets (`RateAccounting.traceOpportunityBytes`).
+    public let opportunityBytes: Int
     /// When loop 0 of the trace starts; set by the first packet.
     public private(set) var origin: Instant?
     /// The next unused opportunity: its loop and its line.
@@ -21,8 +23,9 @@ public struct TraceSerializer: Serializer {
     private var leftover = 0
     private var leftoverAt = Instant(nanoseconds: .min)
 
-    public init(trace: DeliveryTrace, origin: Instant? = nil) {
+    public init(trace: DeliveryTrace, opportunityBytes: Int = DeliveryTrace.opportunityBytes, origin: Instant? = nil) {
         self.trace = trace
+        self.opportunityBytes = opportunityBytes
         self.origin = origin
     }
 
@@ -40,7 +43,7 @@ public struct TraceSerializer: Serializer {
         while true {
             let at = opportunityTime(loop: loop, line: line)
             guard at != .never else { return nil }
-            remaining -= DeliveryTrace.opportunityBytes
+            remaining -= opportunityBytes
             moveToNextOpportunity()
             if remaining <= 0 {
                 leftover = -remaining

@@ -9,6 +9,9 @@
 // reordering let datagrams overtake each other. Every drop is an outcome with zero copies, so the relay frees the
 // bytes it held, and a counter says why.
 //
+// The bottleneck charges each datagram what the profile's `RateAccounting` counts: its size, or its Ethernet frame
+// (a UDP payload 42 bytes more, an IP packet from `exec` 14 more).
+//
 // Memory: the discipline bounds the queue by `queue`; and, as netem's `limit` counts every packet it holds, a
 // datagram that would put more than `queue` bytes in propagation is dropped at the tail too, so a flood on a
 // delay-only link cannot pile up for the whole delay. A direction holds at most twice `queue`.
@@ -19,6 +22,8 @@
 /// thread-safe.
 public final class DatagramLink {
     private var profile: DirectionShape
+    /// What the sizes this link is given stand for, so that `frames` adds the headers they lack.
+    private let kind: DatagramKind
     private var pipeline: ImpairmentPipeline
     private var random: SeededRandom
     private var bottleneck: Bottleneck
@@ -32,9 +37,10 @@ public final class DatagramLink {
     /// The latest instant the link has been run to: a datagram stamped earlier counts from here.
     private var latest = Instant(nanoseconds: .min)
 
-    /// A direction shaped by `profile`; `seed` drives every random draw.
-    public init(profile: DirectionShape, seed: UInt64) {
+    /// A direction shaped by `profile` that carries datagrams of `kind`; `seed` drives every random draw.
+    public init(profile: DirectionShape, seed: UInt64, kind: DatagramKind = .udpPayload) {
         self.profile = profile
+        self.kind = kind
         pipeline = ImpairmentPipeline(profile: profile, kinds: ImpairmentPipeline.datagramKinds)
         random = SeededRandom(seed: seed)
         bottleneck = Bottleneck(
@@ -55,7 +61,9 @@ public final class DatagramLink {
         profile = newProfile
         pipeline = ImpairmentPipeline(profile: newProfile, kinds: ImpairmentPipeline.datagramKinds)
         isPassThrough = Self.passesThrough(newProfile, pipeline)
-        if old.trace != newProfile.trace || old.bandwidth != newProfile.bandwidth || old.burst != newProfile.burst {
+        if old.trace != newProfile.trace || old.bandwidth != newProfile.bandwidth || old.burst != newProfile.burst
+            || old.accounting != newProfile.accounting
+        {
             bottleneck.update(serializer: newProfile.makeSerializer(), now: now)
         }
         if old.queueManagement != newProfile.queueManagement || old.queueLimit != newProfile.queueLimit {
@@ -112,7 +120,9 @@ public final class DatagramLink {
         tally.counters.bytesEnqueued += size
         tally.counters.queuedBytes += size
         var admitted = true
-        for dropped in bottleneck.enqueue(LinkPacket(flow: flow.id, bytes: size, tag: index), now: now) {
+        let packet = LinkPacket(
+            flow: flow.id, bytes: size, tag: index, overhead: profile.accounting.overhead(datagram: kind))
+        for dropped in bottleneck.enqueue(packet, now: now) {
             tally.counters.queuedBytes -= dropped.bytes
             tally.counters.tailDrops += 1
             if dropped.flow == flow.id && dropped.tag == index {
@@ -132,7 +142,7 @@ public final class DatagramLink {
     public func deliversAtOnce(_ size: Int, on flow: DatagramFlow) -> Bool {
         guard isPassThrough, !flow.isRemoved, bottleneck.nextEventTime == nil, flow.line.isEmpty,
             tally.counters.inFlightBytes + size <= profile.queue.bytes,
-            !profile.queueLimit.isExceeded(bytes: size, packets: 1)
+            !profile.queueLimit.isExceeded(bytes: size + profile.accounting.overhead(datagram: kind), packets: 1)
         else { return false }
         flow.nextDatagramIndex += 1
         tally.counters.datagramsEnqueued += 1

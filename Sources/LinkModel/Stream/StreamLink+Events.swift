@@ -96,7 +96,9 @@ extension StreamLink.Emulation {
         guard now >= model.opensAt, !model.isRemoved else { return }
         while let segment = model.sender.nextSegment(now: now, largestUnit: largestUnit) {
             counters.transmissions += TCPSender.segmentCount(bytes: segment.length)
-            let packet = LinkPacket(flow: flow.number, bytes: segment.length, tag: UInt64(segment.seq))
+            let packet = LinkPacket(
+                flow: flow.number, bytes: segment.length, tag: UInt64(segment.seq),
+                overhead: profile.accounting.overhead(tcpSegments: TCPSender.segmentCount(bytes: segment.length)))
             if enqueue(packet, of: flow, &model, at: now) {
                 if packet.bytes > TCPSender.mss {
                     enqueueSegments(of: packet, of: flow, &model, at: now)
@@ -138,7 +140,9 @@ extension StreamLink.Emulation {
         let end = unit.tag + UInt64(unit.bytes)
         while seq < end {
             let length = Int(min(UInt64(TCPSender.mss), end - seq))
-            if enqueue(LinkPacket(flow: flow.number, bytes: length, tag: seq), of: flow, &model, at: now) {
+            let segment = LinkPacket(
+                flow: flow.number, bytes: length, tag: seq, overhead: profile.accounting.overhead(tcpSegments: 1))
+            if enqueue(segment, of: flow, &model, at: now) {
                 counters.segmentsLost += 1
             }
             seq += UInt64(length)

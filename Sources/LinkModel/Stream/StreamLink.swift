@@ -42,8 +42,9 @@
 // Within a value, the compiler proves exclusivity as it compiles. A segment's flow is found by binary search over
 // the flows in number order, without hashing.
 //
-// Rates count payload bytes (`BitRate`), so a segment is charged its payload; a wire-accounting link such as
-// netem's (1514-byte frames per 1448-byte segment) is about 4.5 % slower for the same number.
+// A segment is charged what the direction's `RateAccounting` counts: its payload (the default), or its Ethernet
+// frame, 66 bytes more (1514 bytes for a full segment), as netem's and tbf's rates count it. A unit of several
+// segments is charged each segment's headers. ACKs cross no bottleneck, so they are charged nothing either way.
 
 import HeapModule
 
@@ -320,8 +321,8 @@ extension StreamLink {
 
         /// How long a unit's segments may take to leave the bottleneck and still reach the receiver as one: about
         /// what a receiver's interrupt moderation and GRO merge, and the millisecond of pacing rate
-        /// tcp_tso_autosize sizes a unit by. Below 1448 bytes a millisecond (11.6 Mbit/s) every segment is its
-        /// own unit, as on a router whose segments arrive apart.
+        /// tcp_tso_autosize sizes a unit by. Below one full segment a millisecond (11.6 Mbit/s of payload, 12.1
+        /// of frames) every segment is its own unit, as on a router whose segments arrive apart.
         static let unitArrivalSpan = Duration.milliseconds(1)
 
         /// The most segments one unit may hold under `profile`: all a sender builds when nothing serialises
@@ -332,7 +333,8 @@ extension StreamLink {
         static func largestUnit(for profile: DirectionShape) -> Int {
             if profile.trace != nil || !profile.queueManagement.isFIFO { return 1 }
             guard let bandwidth = profile.bandwidth else { return TCPSender.largestUnitSegments }
-            let segments = bandwidth.bytes(in: unitArrivalSpan) / Double(TCPSender.mss)
+            let segmentCharge = TCPSender.mss + profile.accounting.overhead(tcpSegments: 1)
+            let segments = bandwidth.bytes(in: unitArrivalSpan) / Double(segmentCharge)
             return max(1, min(TCPSender.largestUnitSegments, Int(segments)))
         }
 
@@ -344,7 +346,9 @@ extension StreamLink {
             self.reverseDelay = reverse.delay
             ackLoss.update(shape: reverse)
             self.settings = settings
-            if old.trace != profile.trace || old.bandwidth != profile.bandwidth || old.burst != profile.burst {
+            if old.trace != profile.trace || old.bandwidth != profile.bandwidth || old.burst != profile.burst
+                || old.accounting != profile.accounting
+            {
                 bottleneck.update(serializer: profile.makeSerializer(), now: now)
             }
             if old.queueManagement != profile.queueManagement || old.queueLimit != profile.queueLimit {

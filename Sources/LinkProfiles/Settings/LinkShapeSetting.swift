@@ -6,7 +6,8 @@ public enum LinkShapeSetting: DirectionSetting {
     public static let reference = [
         KeyReference(
             "bandwidth", value: "rate, or `unlimited`", default: "unlimited",
-            meaning: "the bottleneck rate, in **payload** bytes (what the app reads and writes, not wire frames)",
+            meaning: "the bottleneck rate, in payload bytes (what the app reads and writes) unless `bandwidth.counts = "
+                + "frames`",
             example: "1.5 Mbit/s"),
         KeyReference(
             "delay", value: "duration", default: "0 ms",

@@ -145,7 +145,10 @@ public enum ProfileSetting: Sendable {
 /// kernel backend's refusals, the TCP-only notice and the profile-key reference all read it.
 public enum ProfileSettings {
     public static let all: [ProfileSetting] =
-        [.wholeProfile(DescriptionSetting.self), .direction(LinkShapeSetting.self)]
+        [
+            .wholeProfile(DescriptionSetting.self), .direction(LinkShapeSetting.self),
+            .direction(RateAccountingSetting.self),
+        ]
         + directionSettings.map(ProfileSetting.direction)
         + [
             .connection(ConnectStallSetting.self), .connection(BlockedPortsSetting.self),

@@ -16,17 +16,20 @@ final class UDPLink {
     /// Whether datagrams entered the model at their arrivals since the serialiser last ran to the present.
     private var awaitsService = false
 
-    init(loop: EventLoop, profile: DirectionProfile, seed: UInt64) {
+    /// A link that carries datagrams of `kind`: UDP payloads, or whole IP packets for `exec`.
+    init(loop: EventLoop, profile: DirectionProfile, seed: UInt64, kind: DatagramKind = .udpPayload) {
         self.loop = loop
-        self.model = DatagramLink(profile: profile, seed: seed)
+        self.model = DatagramLink(profile: profile, seed: seed, kind: kind)
     }
 
-    /// The uplink and downlink of a listener built from `context`.
-    static func pair(for context: ListenerContext) -> (uplink: UDPLink, downlink: UDPLink) {
+    /// The uplink and downlink of a listener built from `context`, carrying datagrams of `kind`.
+    static func pair(
+        for context: ListenerContext, kind: DatagramKind = .udpPayload
+    ) -> (uplink: UDPLink, downlink: UDPLink) {
         let (profile, seeds) = (context.profile, context.directionSeeds)
         return (
-            UDPLink(loop: context.loop, profile: profile.uplink, seed: seeds.uplink),
-            UDPLink(loop: context.loop, profile: profile.downlink, seed: seeds.downlink)
+            UDPLink(loop: context.loop, profile: profile.uplink, seed: seeds.uplink, kind: kind),
+            UDPLink(loop: context.loop, profile: profile.downlink, seed: seeds.downlink, kind: kind)
         )
     }
 
