@@ -110,6 +110,7 @@ struct ModelGrid {
             let connection = VirtualConnection(profile: profile, seed: seed &+ UInt64(index) &* 16)
             if let last = connection.fetch(request: "\(size)\n".utf8.count, response: size, at: .zero) {
                 samples.append(("fetch_\(size)", milliseconds(last - .zero)))
+                samples += counters(of: connection).map { ("counter:fetch_\(size):\($0)", Double($1)) }
             }
         }
         let long = VirtualConnection(profile: profile, seed: seed &+ 32)
@@ -120,6 +121,7 @@ struct ModelGrid {
             if let again = long.fetch(request: "\(Self.idleBytes)\n".utf8.count, response: Self.idleBytes, at: asked) {
                 samples.append(("idle_\(Self.idleBytes)", milliseconds(again - asked)))
             }
+            samples += counters(of: long).map { ("counter:fetch_1000000:\($0)", Double($1)) }
         }
         for seconds in Self.bulkSeconds {
             let bulk = VirtualConnection(profile: profile, seed: seed &+ 48)
@@ -130,4 +132,16 @@ struct ModelGrid {
     }
 
     private func milliseconds(_ duration: Duration) -> Double { duration.seconds * 1000 }
+
+    /// The server's sending figures, named as the kernel's `Tcp` and `TcpExt` counters compare-guest.sh records
+    /// around the same fetch in the guest.
+    private func counters(of connection: VirtualConnection) -> [(String, Int)] {
+        let sender = connection.serverFlow.transport
+        let sent = connection.downlink.counters.transmissions
+        return [
+            ("TCPOrigDataSent", sent - sender.retransmissions), ("RetransSegs", sender.retransmissions),
+            ("TCPSACKRecovery", sender.recoveries), ("TCPTimeouts", sender.timeouts),
+            ("TCPLossProbes", sender.probes), ("segmentsLost", connection.downlink.counters.segmentsLost),
+        ]
+    }
 }

@@ -127,6 +127,27 @@ hystart_exits() {
         else for (i = 2; i <= NF; i++) if (name[i] ~ /^TCPHystart/) printf "%s=%s ", substr(name[i], 11), $i }'
 }
 
+# The server's sending counters so far (Tcp and TcpExt in its namespace), as NAME=VALUE lines: the ones
+# linkcond-bench --model-grid reports for the model's server in the same fetches.
+server_counters() {
+    $ip netns exec srv cat /proc/net/snmp /proc/net/netstat | awk '/^(Tcp|TcpExt):/ {
+        if (!($1 in seen)) { seen[$1] = 1; for (i = 2; i <= NF; i++) name[$1, i] = $i; next }
+        for (i = 2; i <= NF; i++) if (name[$1, i] ~ /^(RetransSegs|TCPOrigDataSent|TCPSACKRecovery|TCPTimeouts|TCPLossProbes|TCPLossProbeRecovery|TCPFastRetrans|TCPLostRetransmit|TCPSackRecoveryFail|TCPSpuriousRTOs|TCPDSACKRecv)$/) print name[$1, i] "=" $i }'
+}
+
+# fetch_sampled RUN BYTES [IDLE_MS BYTES2]: one tcpprobe fetch, its times as samples, and the server's counters
+# over it as samples named counter:fetch_BYTES:NAME (with IDLE_MS, the request after idle is in them too).
+fetch_sampled() {
+    local run=$1 size=$2 before after
+    before=$(server_counters)
+    /bin/tcpprobe fetch $server $port "$size" $3 $4 | while read -r kind bytes ms; do
+        if [ "$kind" = fetch ]; then sample "fetch_$bytes" "$run" "$ms"; else sample "idle_$bytes" "$run" "$ms"; fi
+    done
+    after=$(server_counters)
+    printf '%s\n%s\n' "$before" "$after" | awk -F= -v run="$run" -v size="$size" -v cell="$cell" '
+        { if ($1 in first) print "GUEST: sample " cell " counter:fetch_" size ":" $1 " " run " " ($2 - first[$1]); else first[$1] = $2 }'
+}
+
 # The packets the router's r0 has handed to c0 so far: veth counts a packet of several segments once, where the
 # qdisc's counter counts its segments, so the two together say whether the router forwards segments or units.
 router_skbs() { $ip -n rtr -s link show r0 | awk '/TX:/ { getline; print $2; exit }'; }
@@ -148,13 +169,9 @@ while read -r rate rtt loss wire delay queue; do
     sample ping 1 "${ping_ms:-nan}"
     run=1
     while [ $run -le "$RUNS" ]; do
-        for size in 10000 100000; do
-            /bin/tcpprobe fetch $server $port $size | while read -r _ _ ms; do sample "fetch_$size" $run "$ms"; done
-        done
+        for size in 10000 100000; do fetch_sampled $run $size; done
         before=$(hystart_exits)
-        /bin/tcpprobe fetch $server $port 1000000 "$IDLE_MS" "$IDLE_BYTES" | while read -r kind bytes ms; do
-            if [ "$kind" = fetch ]; then sample fetch_1000000 $run "$ms"; else sample "idle_$bytes" $run "$ms"; fi
-        done
+        fetch_sampled $run 1000000 "$IDLE_MS" "$IDLE_BYTES"
         echo "GUEST: cell $cell: run $run: 1 MB fetch: HyStart exits before $before, after $(hystart_exits)"
         run=$((run + 1))
     done

@@ -116,7 +116,7 @@ public final class StreamFlow {
         return TransportState(
             cwnd: sender.cwnd, ssthresh: sender.ssthresh, srtt: sender.timer.srtt,
             rto: sender.timer.timeout, retransmissions: sender.retransmissions,
-            recoveries: sender.recoveries, timeouts: sender.timeouts)
+            recoveries: sender.recoveries, timeouts: sender.timeouts, probes: sender.probes)
     }
 }
 
@@ -129,4 +129,6 @@ public struct TransportState: Hashable, Sendable {
     public var retransmissions: Int
     public var recoveries: Int
     public var timeouts: Int
+    /// Tail loss probes sent (`TCPLossProbes`).
+    public var probes: Int
 }
