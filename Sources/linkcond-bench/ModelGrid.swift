@@ -16,12 +16,24 @@ struct ModelGrid {
         /// The name compare.sh's rows give the cell (`10,200,0.5`).
         var columns: String { "\(Self.text(megabits)),\(Self.text(roundTripMilliseconds)),\(Self.text(lossPercent))" }
 
-        /// The profile compare.sh gives linkcond for this cell, plus `extraLines`.
-        func profileText(extraLines: [String]) -> String {
-            ([
-                "bandwidth = \(Self.text(megabits)) Mbit/s", "delay = \(Self.text(roundTripMilliseconds / 2)) ms",
-                "loss = \(Self.text(lossPercent)) %", "queue = 262144 B",
-            ] + extraLines).joined(separator: "\n")
+        /// The profile compare.sh gives linkcond for this cell, plus `extraLines`. Counting `frames`, the rate is
+        /// the guest's netem rate (a full segment's 1514-byte frame at the cell's payload rate) and the queue holds
+        /// the guest's 182 full frames.
+        func profileText(accounting: RateAccounting, extraLines: [String]) -> String {
+            let link =
+                switch accounting {
+                case .payload: ["bandwidth = \(Self.text(megabits)) Mbit/s", "queue = 262144 B"]
+                case .frames:
+                    [
+                        "bandwidth = \(Int((megabits * 1e6 * 1514 / 1448).rounded())) bit/s",
+                        "bandwidth.counts = frames",
+                        "queue = \(182 * 1514) B",
+                    ]
+                }
+            return
+                (link + [
+                    "delay = \(Self.text(roundTripMilliseconds / 2)) ms", "loss = \(Self.text(lossPercent)) %",
+                ] + extraLines).joined(separator: "\n")
         }
 
         private static func text(_ value: Double) -> String {
@@ -43,6 +55,7 @@ struct ModelGrid {
 
     var runs = 10
     var cells = defaultCells
+    var accounting = RateAccounting.payload
     var extraLines: [String] = []
 
     init(_ arguments: [String]) throws {
@@ -56,13 +69,15 @@ struct ModelGrid {
                 runs = value
             case "--cells":
                 cells = try Self.cells(iterator.next() ?? "")
+            case "--frames":
+                accounting = .frames
             case "--lines":
                 extraLines = (iterator.next() ?? "").split(separator: ";").map {
                     $0.trimmingCharacters(in: .whitespaces)
                 }
             default:
                 throw TestError(
-                    "--model-grid: unknown option \(argument); expected --runs N, --cells LIST, --lines TEXT")
+                    "--model-grid: unknown option \(argument); expected --runs N, --cells LIST, --frames, --lines TEXT")
             }
         }
     }
@@ -84,7 +99,8 @@ struct ModelGrid {
     func run() throws {
         print("side,rate_mbit,rtt_ms,loss_pct,metric,run,value")
         for cell in cells {
-            let profile = try Profile(parsing: cell.profileText(extraLines: extraLines), name: "grid cell")
+            let profile = try Profile(
+                parsing: cell.profileText(accounting: accounting, extraLines: extraLines), name: "grid cell")
             for run in 1...runs {
                 for (metric, value) in samples(profile: profile, seed: seed(cell, run)) {
                     print("linkcond,\(cell.columns),\(metric),\(run),\(String(format: "%.4f", value))")

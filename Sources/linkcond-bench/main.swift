@@ -12,7 +12,7 @@ let usage = """
       --json FILE    also write the table as JSON for tracking ("-" for standard output)
       --working-latency  only the queue-discipline working-latency comparison (fifo, codel, fq_codel)
       --model [GB]   only the TCP model's CPU per GB over a simulated clock, no sockets (default 2 GB a profile)
-      --model-grid [--runs N] [--cells R/RTT/LOSS,…] [--lines 'KEY = VALUE; …']
+      --model-grid [--runs N] [--cells R/RTT/LOSS,…] [--frames] [--lines 'KEY = VALUE; …']
                      only the accuracy grid's transfers through the TCP model in virtual time, as raw.csv rows
       --only GROUPS  only these groups: throughput, shaped, streams, links, latency, setup, scale, udp, delay, rate,
                      record

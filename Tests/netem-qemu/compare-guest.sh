@@ -127,23 +127,28 @@ hystart_exits() {
         else for (i = 2; i <= NF; i++) if (name[i] ~ /^TCPHystart/) printf "%s=%s ", substr(name[i], 11), $i }'
 }
 
-# The server's sending counters so far (Tcp and TcpExt in its namespace), as NAME=VALUE lines: the ones
-# linkcond-bench --model-grid reports for the model's server in the same fetches.
-server_counters() {
-    $ip netns exec srv cat /proc/net/snmp /proc/net/netstat | awk '/^(Tcp|TcpExt):/ {
-        if (!($1 in seen)) { seen[$1] = 1; for (i = 2; i <= NF; i++) name[$1, i] = $i; next }
-        for (i = 2; i <= NF; i++) if (name[$1, i] ~ /^(RetransSegs|TCPOrigDataSent|TCPSACKRecovery|TCPTimeouts|TCPLossProbes|TCPLossProbeRecovery|TCPFastRetrans|TCPLostRetransmit|TCPSackRecoveryFail|TCPSpuriousRTOs|TCPDSACKRecv)$/) print name[$1, i] "=" $i }'
+# TCP counters so far (Tcp and TcpExt), as NAME=VALUE lines: the server's (its namespace) by their kernel names,
+# which linkcond-bench --model-grid reports for the model's server in the same fetches, then the client's (the
+# guest's own namespace) prefixed with "client.".
+tcp_counters() {
+    { $ip netns exec srv cat /proc/net/snmp /proc/net/netstat; echo "Client:"; cat /proc/net/snmp /proc/net/netstat; } |
+        awk '/^Client:/ { prefix = "client."; delete seen; next }
+            /^(Tcp|TcpExt):/ {
+                if (!($1 in seen)) { seen[$1] = 1; for (i = 2; i <= NF; i++) name[$1, i] = $i; next }
+                for (i = 2; i <= NF; i++)
+                    if (name[$1, i] ~ /^(RetransSegs|TCPOrigDataSent|TCPSACKRecovery|TCPTimeouts|TCPLossProbes|TCPLossProbeRecovery|TCPFastRetrans|TCPLostRetransmit|TCPSackRecoveryFail|TCPSpuriousRTOs|TCPDSACKRecv|TCPSynRetrans|DelayedACKs)$/)
+                        print prefix name[$1, i] "=" $i }'
 }
 
-# fetch_sampled RUN BYTES [IDLE_MS BYTES2]: one tcpprobe fetch, its times as samples, and the server's counters
-# over it as samples named counter:fetch_BYTES:NAME (with IDLE_MS, the request after idle is in them too).
+# fetch_sampled RUN BYTES [IDLE_MS BYTES2]: one tcpprobe fetch, its times as samples, and the TCP counters over
+# it as samples named counter:fetch_BYTES:NAME (with IDLE_MS, the request after idle is in them too).
 fetch_sampled() {
     local run=$1 size=$2 before after
-    before=$(server_counters)
+    before=$(tcp_counters)
     /bin/tcpprobe fetch $server $port "$size" $3 $4 | while read -r kind bytes ms; do
         if [ "$kind" = fetch ]; then sample "fetch_$bytes" "$run" "$ms"; else sample "idle_$bytes" "$run" "$ms"; fi
     done
-    after=$(server_counters)
+    after=$(tcp_counters)
     printf '%s\n%s\n' "$before" "$after" | awk -F= -v run="$run" -v size="$size" -v cell="$cell" '
         { if ($1 in first) print "GUEST: sample " cell " counter:fetch_" size ":" $1 " " run " " ($2 - first[$1]); else first[$1] = $2 }'
 }

@@ -5,19 +5,25 @@ The model's side comes from `linkcond-bench --model-grid` (one seed per run, no 
 on every machine and takes seconds. The real side pools every stored guest run that measured a cell's input with
 the loss drawn per segment on the router (see REAL_FETCHES and REAL_BULK).
 
-Targets (issue 38): each entry's median within ±10 % of real's; for lossy cells with 10 or more real runs, the
-deciles p10…p90 within ±15 % of real's and a two-sample Kolmogorov-Smirnov test not rejecting at 5 %.
+Targets (issue 38): each entry's median within ±10 % of real's. For lossy cells with 30 or more real runs (about
+three a decile; with 10, p10 and p90 are the extreme runs), the deciles p10…p90 within ±15 % of real's, and where
+loss spreads the real times (p90 at least 1.2 × p10) a two-sample Kolmogorov-Smirnov test not rejecting at 5 %.
+Where the real times sit at one value, the guest's emulation offset of a millisecond or two alone makes KS reject
+however alike the two are, and the deciles say all there is.
 
 Usage:
-  model-grid.py [--bench PATH] [--runs N] [--cells LIST] [--lines TEXT] [--store DIR]
-      runs the model and prints the report; --store DIR also writes DIR/raw.csv and DIR/report.md
+  model-grid.py [--bench PATH] [--runs N] [--cells LIST] [--frames] [--lines TEXT] [--store DIR]
+      runs the model and prints the report (--frames: each cell's rate counted in frames, as the guest's netem
+      is given it, instead of payload); --store DIR also writes DIR/raw.csv.gz (the transfers, without the
+      counters: the seeds reproduce them) and DIR/report.md
   model-grid.py --from DIR        the report of a stored run
   model-grid.py --check [--bench PATH]
       the reduced set CI runs on every commit: CHECK_CELLS at 30 runs; exits 1 when an entry that met its target
-      in the stored run (Tests/netem-qemu/model-grid/raw.csv) misses it now, naming it.
+      with the same seeds in the stored run (Tests/netem-qemu/model-grid/raw.csv.gz) misses it now, naming it.
 Python 3 standard library only.
 """
 import csv
+import gzip
 import importlib.util
 import math
 import os
@@ -37,7 +43,8 @@ spec.loader.exec_module(report)
 MEDIAN_TOLERANCE = 0.10
 DECILE_TOLERANCE = 0.15
 KS_LEVEL = 0.05
-MIN_RUNS_FOR_SPREAD = 10
+MIN_RUNS_FOR_SPREAD = 30
+SPREAD_FOR_KS = 1.2
 
 TRANSFERS = [
     ("fetch_10000", "10 KB"),
@@ -72,7 +79,7 @@ def pooled_real():
     for run in REAL_FETCHES:
         with open(os.path.join(HERE, run, "raw.csv")) as raw:
             for row in csv.DictReader(raw):
-                if row["side"] == "real" and row["metric"].startswith(("fetch_", "idle_")) and row["value"] not in ("", "nan"):
+                if row["side"] == "real" and row["metric"].startswith(("fetch_", "idle_", "counter:")) and row["value"] not in ("", "nan"):
                     real[(cell_key(row), row["metric"])].append(float(row["value"]))
     bulk = defaultdict(list)
     for run, seconds in REAL_BULK.items():
@@ -91,12 +98,13 @@ def pooled_real():
     return real
 
 
-def model_samples(path):
-    """{(cell, metric): [values]} of a --model-grid run's raw.csv."""
+def model_samples(path, runs=None):
+    """{(cell, metric): [values]} of a --model-grid run's raw.csv, its first `runs` runs when given."""
     samples = defaultdict(list)
-    with open(path) as raw:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as raw:
         for row in csv.DictReader(raw):
-            samples[(cell_key(row), row["metric"])].append(float(row["value"]))
+            if runs is None or int(row["run"]) <= runs:
+                samples[(cell_key(row), row["metric"])].append(float(row["value"]))
     return samples
 
 
@@ -138,11 +146,14 @@ def entry(real, model, cell, metric):
     interval = report.ratio_interval(r, m, seed=f"{cell} {metric}") if min(len(r), len(m)) >= 10 else None
     result = {"real": r, "model": m, "ratio": ratio, "verdict": report.verdict_of(ratio, interval, MEDIAN_TOLERANCE)}
     if cell[2] != "0" and len(r) >= MIN_RUNS_FOR_SPREAD and len(m) >= MIN_RUNS_FOR_SPREAD:
-        ratios = [x / y for x, y in zip(deciles(m), deciles(r))]
-        p = ks_p_value(r, m)
+        real_deciles = deciles(r)
+        ratios = [x / y for x, y in zip(deciles(m), real_deciles)]
+        spread = max(real_deciles[-1] / real_deciles[0], real_deciles[0] / real_deciles[-1])
+        p = ks_p_value(r, m) if spread >= SPREAD_FOR_KS else None
         result["deciles"] = (min(ratios), max(ratios))
         result["ks"] = p
-        result["spread"] = "pass" if all(abs(x - 1) <= DECILE_TOLERANCE for x in ratios) and p >= KS_LEVEL else "fail"
+        alike = all(abs(x - 1) <= DECILE_TOLERANCE for x in ratios) and (p is None or p >= KS_LEVEL)
+        result["spread"] = "pass" if alike else "fail"
     return result
 
 
@@ -177,8 +188,31 @@ def spread_table(found):
                 out.append("–")
                 continue
             low, high = e["deciles"]
-            out.append(f"{low:.2f}–{high:.2f}, p {e['ks']:.2f} {MARK[e['spread']]}")
+            ks = "narrow" if e["ks"] is None else f"p {e['ks']:.2f}"
+            out.append(f"{low:.2f}–{high:.2f}, {ks} {MARK[e['spread']]}")
         lines.append(f"| {cell[0]} | {cell[1]} | {cell[2]} | " + " | ".join(out) + " |")
+    return "\n".join(lines)
+
+
+COUNTERS = ["TCPOrigDataSent", "RetransSegs", "TCPSACKRecovery", "TCPTimeouts", "TCPLossProbes"]
+
+
+def counters_table(real, model):
+    """Mean per fetch of the server's counters, real / model, for the fetches whose counters the guest recorded."""
+    keys = sorted({(cell, metric.rsplit(":", 1)[0]) for cell, metric in real if metric.startswith("counter:")
+                   and (cell, metric) in model}, key=lambda k: (tuple(float(x) for x in k[0]), k[1]))
+    if not keys:
+        return None
+    lines = ["| Mbit/s | RTT ms | loss % | fetch | runs | " + " | ".join(COUNTERS) + " |",
+             "|---|---|---|---|---|" + "---|" * len(COUNTERS)]
+    for cell, prefix in keys:
+        out = []
+        for name in COUNTERS:
+            r, m = real.get((cell, f"{prefix}:{name}")), model.get((cell, f"{prefix}:{name}"))
+            out.append("–" if not r or not m else f"{statistics.mean(r):.1f} / {statistics.mean(m):.1f}")
+        runs = len(real.get((cell, f"{prefix}:{COUNTERS[0]}"), []))
+        label = {"counter:fetch_1000000": "1 MB, then 100 KB after idle"}.get(prefix, prefix.split("_")[1] + " B")
+        lines.append(f"| {cell[0]} | {cell[1]} | {cell[2]} | {label} | {runs} | " + " | ".join(out) + " |")
     return "\n".join(lines)
 
 
@@ -186,12 +220,12 @@ def summary(found):
     medians = [e["verdict"] for e in found.values()]
     spreads = [e["spread"] for e in found.values() if "spread" in e]
     return (f"Medians: {medians.count('pass')} of {len(medians)} within ±10 %, {medians.count('undecided')} undecided, "
-            f"{medians.count('fail')} outside. Spreads: {spreads.count('pass')} of {len(spreads)} lossy entries with "
-            f"deciles within ±15 % and KS p ≥ 0.05.")
+            f"{medians.count('fail')} outside. Spreads: {spreads.count('pass')} of {len(spreads)} lossy entries with 30 "
+            f"or more real runs have their deciles within ±15 % and, where the real times spread, KS p ≥ 0.05.")
 
 
-def run_model(bench, runs, cells, lines):
-    arguments = [bench, "--model-grid", "--runs", str(runs)]
+def run_model(bench, runs, cells, lines, frames=False):
+    arguments = [bench, "--model-grid", "--runs", str(runs)] + (["--frames"] if frames else [])
     if cells:
         arguments += ["--cells", cells]
     if lines:
@@ -205,7 +239,7 @@ def main():
     flags = set()
     while arguments:
         name = arguments.pop(0)
-        if name == "--check":
+        if name in ("--check", "--frames"):
             flags.add(name)
         elif name in ("--bench", "--runs", "--cells", "--lines", "--store", "--from") and arguments:
             options[name] = arguments.pop(0)
@@ -215,17 +249,30 @@ def main():
     if "--check" in flags:
         sys.exit(check(real, options["--bench"]))
     if "--from" in options:
-        path = os.path.join(options["--from"], "raw.csv")
+        path = os.path.join(options["--from"], "raw.csv.gz")
+        if not os.path.exists(path):
+            path = os.path.join(options["--from"], "raw.csv")
     else:
-        text = run_model(options["--bench"], options["--runs"], options.get("--cells"), options.get("--lines"))
-        directory = options.get("--store") or os.path.join(ROOT, ".build", "model-grid")
+        text = run_model(options["--bench"], options["--runs"], options.get("--cells"), options.get("--lines"),
+                         frames="--frames" in flags)
+        directory = os.path.join(ROOT, ".build", "model-grid")
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, "raw.csv")
         with open(path, "w") as raw:
             raw.write(text)
-    found = entries(real, model_samples(path))
-    text = "\n\n".join([summary(found), "Ratio of medians, model ÷ real (real runs):", medians_table(found),
-                        "Lossy cells: model ÷ real at p10…p90 (lowest–highest) and the KS p-value:", spread_table(found)])
+        if "--store" in options:
+            os.makedirs(options["--store"], exist_ok=True)
+            transfers = "".join(line + "\n" for line in text.splitlines() if ",counter:" not in line)
+            with gzip.GzipFile(os.path.join(options["--store"], "raw.csv.gz"), "wb", mtime=0) as stored:
+                stored.write(transfers.encode())
+    model = model_samples(path)
+    found = entries(real, model)
+    parts = [summary(found), "Ratio of medians, model ÷ real (real runs):", medians_table(found),
+             "Lossy cells: model ÷ real at p10…p90 (lowest–highest) and the KS p-value:", spread_table(found)]
+    counters = counters_table(real, model)
+    if counters:
+        parts += ["The server's counters, mean per fetch, real / model:", counters]
+    text = "\n\n".join(parts)
     print(text)
     if "--store" in options:
         with open(os.path.join(options["--store"], "report.md"), "w") as out:
@@ -233,9 +280,9 @@ def main():
 
 
 def check(real, bench):
-    """1 when an entry of CHECK_CELLS that met a target in the stored run misses it now."""
+    """1 when an entry of CHECK_CELLS that met a target in the stored run's same seeds misses it now."""
     import tempfile
-    stored = entries(real, model_samples(os.path.join(STORED, "raw.csv")))
+    stored = entries(real, model_samples(os.path.join(STORED, "raw.csv.gz"), runs=CHECK_RUNS))
     with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as raw:
         raw.write(run_model(bench, CHECK_RUNS, CHECK_CELLS, None))
     now = entries(real, model_samples(raw.name))
@@ -247,7 +294,7 @@ def check(real, bench):
             failures.append(f"{key[0]} {key[1]}: median ratio {e['ratio']:.2f}, was {before['ratio']:.2f}")
         if before and before.get("spread") == "pass" and e.get("spread") == "fail":
             low, high = e["deciles"]
-            failures.append(f"{key[0]} {key[1]}: deciles {low:.2f}–{high:.2f}, KS p {e['ks']:.2f}")
+            failures.append(f"{key[0]} {key[1]}: deciles {low:.2f}–{high:.2f}, KS p {e['ks']}")
     print(f"model-grid check: {len(now)} entries of {CHECK_CELLS} at {CHECK_RUNS} runs; {len(failures)} moved out of target")
     for failure in failures:
         print("  " + failure)
