@@ -153,6 +153,18 @@ fetch_sampled() {
         { if ($1 in first) print "GUEST: sample " cell " counter:fetch_" size ":" $1 " " run " " ($2 - first[$1]); else first[$1] = $2 }'
 }
 
+# Waits (at most 10 s) until the router's queues are empty. A bulk run ends with the client closing while up to a
+# queue of the server's segments still waits in the router, 2.2 s of them at 1 Mbit/s; the next run would share
+# the link with them (linkcond drops a closed connection's queued bytes, so its runs never meet).
+wait_drained() {
+    local tries=0
+    while [ $tries -lt 100 ]; do
+        $tc -s -n rtr qdisc show | grep -q 'backlog [1-9]' || return 0
+        sleep 0.1
+        tries=$((tries + 1))
+    done
+}
+
 # The packets the router's r0 has handed to c0 so far: veth counts a packet of several segments once, where the
 # qdisc's counter counts its segments, so the two together say whether the router forwards segments or units.
 router_skbs() { $ip -n rtr -s link show r0 | awk '/TX:/ { getline; print $2; exit }'; }
@@ -182,6 +194,7 @@ while read -r rate rtt loss wire delay queue; do
     done
     run=1
     while [ $run -le "$BULK_RUNS" ]; do
+        wait_drained
         /bin/tcpprobe bulk $server $port "$bulk" | while read -r _ _ mbit; do sample bulk_mbit $run "$mbit"; done
         run=$((run + 1))
     done
