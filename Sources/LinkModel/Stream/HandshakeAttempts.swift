@@ -24,6 +24,14 @@
 // when the client's first bytes reach it (`StreamLink.open(_:at:)`), and what the server would have resent after
 // that never happened. Once the server dropped its request unanswered, a client segment is answered by a reset.
 //
+// The timers fire as the kernel's timer wheel fires them (kernel/time/timer.c, HZ = 250): a timer armed in jiffy J
+// for T jiffies fires at J + T rounded up to its wheel level's granularity, 8 jiffies (32 ms) for 1 s. The client's
+// SYN timer and the server's SYN-ACK timer are armed one uplink delay apart, but both round up to the same 32 ms
+// grid, so in most phases of that grid the server's timer fires before the resent SYN arrives: the server then
+// sends two SYN-ACKs (its timer's and its answer to the SYN), not one, and after more than one resend its window
+// starts at one segment. Measured in the guest: after a lost SYN-ACK at RTT 200 ms, most fetches pay that extra
+// slow start. The phase of the grid is drawn per connection (`timerWheelPhase`); without one the timers are exact.
+//
 // Each side starts from its handshake as tcp_init_transfer leaves it. Its first RTT sample comes from the
 // timestamp the other side echoes: the client's from the first SYN that reached the server (a retransmitted SYN
 // does not update the request's ts_recent), the server's from the SYN-ACK that established the client (later
@@ -109,12 +117,14 @@ public struct HandshakeAttempts: Hashable, Sendable {
     }
 
     /// Plays the handshake out; `synLost` is asked once per SYN sent, `synAckLost` once per SYN-ACK sent and
-    /// `ackLost` once per ACK of a SYN-ACK the client sends, in time order.
+    /// `ackLost` once per ACK of a SYN-ACK the client sends, in time order. With `timerWheelPhase` (where the
+    /// client's connect() falls in the timer wheel's coarsest grid) the timers fire as the wheel rounds them; without,
+    /// at their exact timeouts.
     public init(
         uplinkDelay: Duration, downlinkDelay: Duration, synLost: () -> Bool, synAckLost: () -> Bool,
-        ackLost: () -> Bool = { false }
+        ackLost: () -> Bool = { false }, timerWheelPhase: Duration? = nil
     ) {
-        var play = HandshakePlay()
+        var play = HandshakePlay(wheel: timerWheelPhase.map(TimerWheel.init(phase:)))
         for _ in 0..<Self.maximumEvents {
             guard
                 play.step(
@@ -195,8 +205,42 @@ public struct HandshakeAttempts: Hashable, Sendable {
     private static let maximumEvents = 1_000
 }
 
+/// When the kernel's timer wheel fires a timer (kernel/time/timer.c with HZ = 250): armed in jiffy J for T jiffies,
+/// at J + T rounded up to its level's granularity (1 jiffy below 64, then 8, 64, 512 … jiffies), in a grid whose
+/// origin lies `phase` before the client's connect().
+struct TimerWheel: Hashable, Sendable {
+    static let jiffy = Duration.milliseconds(4)
+    /// The grid of the coarsest level a handshake timer reaches (tcp_syn_retries' 64 s: 512 jiffies).
+    static let span = jiffy * 4096
+    let phase: Duration
+
+    /// When a timer armed at `armed` (after connect()) for `timeout` fires.
+    func fires(armedAt armed: Duration, after timeout: Duration) -> Duration {
+        let jiffy = Self.jiffy.nanoseconds
+        let armedJiffy = (phase + armed).nanoseconds / jiffy
+        let length = timeout.nanoseconds / jiffy
+        var granularity: Int64 = 1
+        while length >= 64 * granularity && granularity < 4096 { granularity *= 8 }
+        let expiry = armedJiffy + length
+        let rounded = (expiry + granularity - 1) / granularity * granularity
+        return .nanoseconds(rounded * jiffy) - phase
+    }
+}
+
 /// The handshake's state while it is played out, one event at a time in time order.
 private struct HandshakePlay {
+    /// The timer wheel's rounding, or nil for exact timers.
+    let wheel: TimerWheel?
+    /// When the client's next SYN goes out, while it is neither established nor out of retries.
+    var nextSynAt: Duration? = .zero
+
+    init(wheel: TimerWheel? = nil) { self.wheel = wheel }
+
+    /// When a timer armed at `armed` for `timeout` fires.
+    func fires(armedAt armed: Duration, after timeout: Duration) -> Duration {
+        wheel?.fires(armedAt: armed, after: timeout) ?? armed + timeout
+    }
+
     /// The server's pending request: its number, when its timer fires, and how often it fired.
     struct Request {
         var number: Int
@@ -222,12 +266,8 @@ private struct HandshakePlay {
 
     private enum Event { case ackArrives, synAckArrives, synArrives, timer, synSent, clientGivesUp }
 
-    /// When the client sends its SYN number `index` (0 is the first), while it has neither been established nor
-    /// given up.
-    private func synSendTime(_ index: Int) -> Duration? {
-        guard established == nil, index <= HandshakeAttempts.synRetries else { return nil }
-        return HandshakeAttempts.initialTimeout * ((1 << index) - 1)
-    }
+    /// When the client sends its next SYN, while it has neither been established nor given up.
+    private var synSendTime: Duration? { established == nil ? nextSynAt : nil }
 
     /// Handles the earliest pending event (ties in the order of `Event`); false once the handshake is decided.
     mutating func step(
@@ -240,7 +280,7 @@ private struct HandshakePlay {
         if let at = synAckArrivals.first?.at { candidates.append((at, .synAckArrives)) }
         if let at = request?.timerAt { candidates.append((at, .timer)) }
         if let at = synArrivals.first?.at { candidates.append((at, .synArrives)) }
-        if let at = synSendTime(synsSent) { candidates.append((at, .synSent)) }
+        if let at = synSendTime { candidates.append((at, .synSent)) }
         guard
             let (now, event) = candidates.min(by: { lhs, rhs in
                 lhs.0 == rhs.0 ? Self.order(lhs.1) < Self.order(rhs.1) : lhs.0 < rhs.0
@@ -261,15 +301,20 @@ private struct HandshakePlay {
             if ackLost() { lostAckSends.append(now) } else { ackArrivals.append(now + uplinkDelay) }
         case .synSent:
             synsSent += 1
+            nextSynAt =
+                synsSent <= HandshakeAttempts.synRetries
+                ? fires(armedAt: now, after: HandshakeAttempts.initialTimeout * (1 << (synsSent - 1))) : nil
             if !synLost() { synArrivals.append((now + uplinkDelay, now)) }
         case .synArrives:
             let arrival = synArrivals.removeFirst()
             if serverReached == nil { serverReached = now }
             if var pending = request {
-                pending.timerAt = now + HandshakeAttempts.initialTimeout * (1 << pending.timeouts)
+                pending.timerAt = fires(armedAt: now, after: HandshakeAttempts.initialTimeout * (1 << pending.timeouts))
                 request = pending
             } else {
-                request = Request(number: requests, timerAt: now + HandshakeAttempts.initialTimeout, timeouts: 0)
+                request = Request(
+                    number: requests, timerAt: fires(armedAt: now, after: HandshakeAttempts.initialTimeout), timeouts: 0
+                )
                 requests += 1
                 echoedSynSentAt = arrival.sentAt
             }
@@ -282,7 +327,7 @@ private struct HandshakePlay {
             }
             sendSynAck(at: now, byTimer: true, downlinkDelay: downlinkDelay, lost: synAckLost)
             pending.timeouts += 1
-            pending.timerAt = now + HandshakeAttempts.initialTimeout * (1 << pending.timeouts)
+            pending.timerAt = fires(armedAt: now, after: HandshakeAttempts.initialTimeout * (1 << pending.timeouts))
             request = pending
         }
         return true

@@ -115,14 +115,17 @@ public final class StreamLink {
             emulation.side == .connector && reverse.emulation.side == .acceptor,
             "the SYNs cross the uplink, the SYN-ACKs the downlink")
         let (uplinkDelay, downlinkDelay) = (emulation.profile.delay, reverse.emulation.profile.delay)
-        let attempts =
-            emulation.canLoseHandshakeSegment || reverse.emulation.canLoseHandshakeSegment
-            ? HandshakeAttempts(
+        let attempts: HandshakeAttempts
+        if emulation.canLoseHandshakeSegment || reverse.emulation.canLoseHandshakeSegment {
+            let phase = emulation.drawTimerWheelPhase()
+            attempts = HandshakeAttempts(
                 uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay,
                 synLost: { self.emulation.isHandshakeSegmentLost() },
                 synAckLost: { reverse.emulation.isHandshakeSegmentLost() },
-                ackLost: { self.emulation.isHandshakeSegmentLost() })
-            : HandshakeAttempts(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay)
+                ackLost: { self.emulation.isHandshakeSegmentLost() }, timerWheelPhase: phase)
+        } else {
+            attempts = HandshakeAttempts(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay)
+        }
         emulation.counters.handshakeRetransmissions += attempts.synRetransmissions
         if attempts.isAbandoned {
             reverse.emulation.counters.handshakeRetransmissions += attempts.synAckRetransmissions
@@ -278,6 +281,8 @@ extension StreamLink {
         var lossDecision: ((LinkPacket) -> Bool)?
         var ackLossDecision: ((TCPAck) -> Bool)?
         private var handshakeRandom: SeededRandom
+        /// Draws each connection's phase in the timer wheel's grid.
+        private var timerWheelRandom: SeededRandom
         private var handshakeLoss: SegmentLoss
         var handshakeLossDecision: (() -> Bool)? {
             didSet { noteHandshakeLoss() }
@@ -293,6 +298,8 @@ extension StreamLink {
         private static let ackSeedSalt: UInt64 = 0xACC0_5EED_ACC0_5EED
         /// Mixed into the seed for the handshake's draws, so they shift neither the segments' nor the ACKs' draws.
         private static let handshakeSeedSalt: UInt64 = 0x5A_5EED_0000_5A5A
+        /// Mixed into the seed for the timer wheel's phase, so it shifts no loss draw.
+        private static let timerWheelSeedSalt: UInt64 = 0x71_3E55_0000_3E71
 
         init(side: Side, profile: DirectionShape, reverse: DirectionShape, settings: TCPSettings, seed: UInt64) {
             self.side = side
@@ -307,6 +314,7 @@ extension StreamLink {
             self.random = SeededRandom(seed: seed)
             self.segmentLoss = SegmentLoss(shape: profile)
             self.handshakeRandom = SeededRandom(seed: seed ^ Self.handshakeSeedSalt)
+            self.timerWheelRandom = SeededRandom(seed: seed ^ Self.timerWheelSeedSalt)
             self.handshakeLoss = SegmentLoss(shape: profile)
             noteProfile()
         }
@@ -504,6 +512,13 @@ extension StreamLink {
         mutating func isHandshakeSegmentLost() -> Bool {
             if let handshakeLossDecision { return handshakeLossDecision() }
             return handshakeLoss.isLost(random: &handshakeRandom)
+        }
+
+        /// Where this connection's connect() falls in the kernel timer wheel's grid, from a generator of its own
+        /// so the losses' draws stay as they were; nil (exact timers) when a test decides the losses.
+        mutating func drawTimerWheelPhase() -> Duration? {
+            guard handshakeLossDecision == nil else { return nil }
+            return .nanoseconds(Int64(timerWheelRandom.next() % UInt64(TimerWheel.span.nanoseconds)))
         }
 
         /// Recomputes `canLoseHandshakeSegment` after the profile or the handshake's loss decision changed.
