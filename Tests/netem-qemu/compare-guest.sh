@@ -145,7 +145,7 @@ tcp_counters() {
 fetch_sampled() {
     local run=$1 size=$2 before after
     before=$(tcp_counters)
-    /bin/tcpprobe fetch $server $port "$size" $3 $4 | while read -r kind bytes ms; do
+    /bin/tcpprobe fetch $server $port "$size" ${3:-} ${4:-} | while read -r kind bytes ms; do
         if [ "$kind" = fetch ]; then sample "fetch_$bytes" "$run" "$ms"; else sample "idle_$bytes" "$run" "$ms"; fi
     done
     after=$(tcp_counters)

@@ -7,8 +7,9 @@
 # Usage: Tests/netem-qemu/compare.sh [--linkcond PATH] [--quick] [--runs N] [--bulk-seconds S]
 #            [--bulk-runs N] [--rates "1 10"] [--rtts "10 50 200"] [--losses "0 0.5 2"] [--latency-seconds S]
 #            [--real FILE] [--linkcond-queue NAME=PROFILE-LINES]... [--linkcond-lines PROFILE-LINES]
-#            [--guest-offloads off|on] [--exec] [--out DIR]
+#            [--guest-offloads off|on] [--exec] [--cells "RATE/RTT/LOSS ..."] [--out DIR]
 #   --linkcond        the binary under test (default .build/release/linkcond; build it first)
+#   --cells           these cells instead of every combination of --rates, --rtts and --losses
 #   (default)         3 runs per transfer (median), one 20 s bulk run, 20 s latency runs: about 18 minutes
 #   --quick           1 run per transfer, 5 s bulk, 8 s latency runs: about 7 minutes (410 s here); a smoke
 #                     test, not a verdict: 5 s of bulk at 200 ms is still mostly slow start
@@ -51,6 +52,7 @@ idle_ms=2000 idle_bytes=100000
 queue_bytes=262144
 latency_rate=10 latency_rtt=50
 real_samples=""
+cell_list=""
 exec_mode=""
 guest_offloads=off
 linkcond_lines=""
@@ -67,6 +69,7 @@ while [ $# -gt 0 ]; do
         --rates) rates=$2; shift 2 ;;
         --rtts) rtts=$2; shift 2 ;;
         --losses) losses=$2; shift 2 ;;
+        --cells) cell_list=$2; shift 2 ;;
         --latency-seconds) latency_seconds=$2; shift 2 ;;
         --real) real_samples=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
         --linkcond-queue) linkcond_queues[${2%%=*}]=${2#*=}; shift 2 ;;
@@ -129,9 +132,16 @@ wire_rate() { awk -v r="$1" 'BEGIN { printf "%d", r * 1e6 * 1514 / 1448 }'; }
 half() { awk -v t="$1" 'BEGIN { printf "%g", t / 2 }'; }
 {
     echo "0 0 0 0 0 0"
-    for rate in $rates; do for rtt in $rtts; do for loss in $losses; do
-        echo "$rate $rtt $loss $(wire_rate "$rate") $(half "$rtt") $queue_packets"
-    done; done; done
+    if [ -n "$cell_list" ]; then
+        for cell in $cell_list; do
+            IFS=/ read -r rate rtt loss <<<"$cell"
+            echo "$rate $rtt $loss $(wire_rate "$rate") $(half "$rtt") $queue_packets"
+        done
+    else
+        for rate in $rates; do for rtt in $rtts; do for loss in $losses; do
+            echo "$rate $rtt $loss $(wire_rate "$rate") $(half "$rtt") $queue_packets"
+        done; done; done
+    fi
 } >"$work/cells"
 
 boot_guest() {

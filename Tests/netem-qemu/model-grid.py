@@ -14,8 +14,9 @@ however alike the two are, and the deciles say all there is.
 Usage:
   model-grid.py [--bench PATH] [--runs N] [--cells LIST] [--frames] [--lines TEXT] [--store DIR]
       runs the model and prints the report (--frames: each cell's rate counted in frames, as the guest's netem
-      is given it, instead of payload); --store DIR also writes DIR/raw.csv.gz (the transfers, without the
-      counters: the seeds reproduce them) and DIR/report.md
+      is given it, instead of payload); --store DIR also writes DIR/raw.csv.gz (the transfers),
+      DIR/frames.csv.gz (the same, counting frames), DIR/counters.csv.gz (the counters of the cells the guest
+      recorded counters for) and DIR/report.md
   model-grid.py --from DIR        the report of a stored run
   model-grid.py --check [--bench PATH]
       the reduced set CI runs on every commit: CHECK_CELLS at 30 runs; exits 1 when an entry that met its target
@@ -55,8 +56,9 @@ TRANSFERS = [
 ]
 
 # Real fetch samples: grid-today/fresh holds the pooled real runs of every cell, cells-10-10-50 a later boot's
-# runs of four cells. Loss there is drawn per segment on the router, as the grid does now.
-REAL_FETCHES = ["grid-today/fresh", "grid-today/cells-10-10-50"]
+# runs of four cells, lossless-10runs ten runs of each lossless cell. Loss there is drawn per segment on the router,
+# as the grid does now.
+REAL_FETCHES = ["grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs"]
 # Real bulk samples, by length of the download. Lossless cells come from model-v2-full only: the other model-v2
 # runs drew loss in pairs on the sender, and exec runs reuse stored real samples.
 REAL_BULK = {
@@ -261,10 +263,9 @@ def main():
         with open(path, "w") as raw:
             raw.write(text)
         if "--store" in options:
-            os.makedirs(options["--store"], exist_ok=True)
-            transfers = "".join(line + "\n" for line in text.splitlines() if ",counter:" not in line)
-            with gzip.GzipFile(os.path.join(options["--store"], "raw.csv.gz"), "wb", mtime=0) as stored:
-                stored.write(transfers.encode())
+            store(options["--store"], text, real,
+                  run_model(options["--bench"], options["--runs"], options.get("--cells"), options.get("--lines"),
+                            frames=True))
     model = model_samples(path)
     found = entries(real, model)
     parts = [summary(found), "Ratio of medians, model ÷ real (real runs):", medians_table(found),
@@ -277,6 +278,26 @@ def main():
     if "--store" in options:
         with open(os.path.join(options["--store"], "report.md"), "w") as out:
             out.write(text + "\n")
+
+
+def store(directory, text, real, frames_text):
+    """Writes DIR/raw.csv.gz (the transfers), DIR/frames.csv.gz (the same counting frames) and DIR/counters.csv.gz
+    (the counters of the cells whose real side has them), compressed without a time stamp."""
+    os.makedirs(directory, exist_ok=True)
+    counted = {",".join(cell) for cell, metric in real if metric.startswith("counter:")}
+    header = text.splitlines()[0]
+    def rows(text, keep):
+        return header + "\n" + "".join(line + "\n" for line in text.splitlines()[1:] if keep(line))
+    def is_counter(line):
+        return ",counter:" in line
+    parts = {
+        "raw.csv.gz": rows(text, lambda line: not is_counter(line)),
+        "frames.csv.gz": rows(frames_text, lambda line: not is_counter(line)),
+        "counters.csv.gz": rows(text, lambda line: is_counter(line) and ",".join(line.split(",")[1:4]) in counted),
+    }
+    for name, content in parts.items():
+        with gzip.GzipFile(os.path.join(directory, name), "wb", mtime=0) as stored:
+            stored.write(content.encode())
 
 
 def check(real, bench):
