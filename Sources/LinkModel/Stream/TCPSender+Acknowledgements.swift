@@ -25,6 +25,7 @@ extension TCPSender {
             for block in blocks.sorted(by: { $0.lowerBound < $1.lowerBound }) { takeSACK(block) }
         }
         for segment in newlySACKed { consider(segment) }
+        let firstSACKedSentAt = newlySACKed.first?.sentAt
         let advanced = ack.cumulative > sndUna
         if advanced {
             while let first = segments.first, first.end <= ack.cumulative {
@@ -74,10 +75,20 @@ extension TCPSender {
         if segments.isEmpty {
             retransmissionDeadline = nil
             reorderDeadline = nil
-        } else if advanced && !armedReorder {
+        } else if (advanced || sacksDataSentBeforeHead(firstSACKedSentAt)) && !armedReorder {
             rearmRetransmissionTimer(now: now)
         }
         scheduleProbe(now: now)
+    }
+
+    /// tcp_clean_rtx_queue's FLAG_SET_XMIT_TIMER without a cumulative ACK: an ACK that SACKs data sent before the
+    /// head was last (re)transmitted restarts the retransmission timer, so a head resent in recovery gets a full
+    /// RTO after the SACKs of what was sent before it stop; SACKs of data sent after it do not extend it (RACK
+    /// repairs a lost resend then). Without this the timer ran from the ACK before the resend, and at 1 Mbit/s with
+    /// a 2 s queue the model timed out 0.4 times per 1 MB fetch where Linux did 0.05 times (guest's TcpExt).
+    private func sacksDataSentBeforeHead(_ firstSACKedSentAt: Instant?) -> Bool {
+        guard let firstSACKedSentAt, let head = segments.first else { return false }
+        return firstSACKedSentAt < head.sentAt
     }
 
     /// tcp_process_tlp_ack: a D-SACK says the probed segment had arrived (no loss); an ACK beyond the probe says

@@ -68,6 +68,22 @@ struct LossRecoveryTests {
         #expect(flow.transport.timeouts == 0)
     }
 
+    @Test func sacksOfDataSentBeforeAResentHeadKeepItsTimerFromFiring() {
+        let link = modelLink(oneWay: .milliseconds(100), bandwidth: .mbps(1), queue: .mib(1))
+        link.lossDecision = dropping(segmentAt: segments(40), times: 2)
+        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+
+        let result = transfer(segments(300), over: link, flow: flow, from: .zero)
+
+        // At 1 Mbit/s the queue holds more than a second of segments. Segment 40's resend waits behind them, and is
+        // lost too; while SACKs of what was sent before it keep arriving, each restarts the timer
+        // (tcp_clean_rtx_queue's FLAG_SET_XMIT_TIMER), so RACK finds the lost resend once a later segment is SACKed,
+        // as the guest's kernel does (TCPLostRetransmit, no TCPTimeouts).
+        #expect(result.lastByteAt != nil)
+        #expect(flow.transport.retransmissions == 2)
+        #expect(flow.transport.timeouts == 0)
+    }
+
     @Test func fastRecoveryCutsTheWindowByCubicsBeta() {
         var sender = TCPSender()
         sender.write(segments(100), now: .zero)

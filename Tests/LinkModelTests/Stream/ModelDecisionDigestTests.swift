@@ -109,7 +109,7 @@ struct ModelDecisionDigestTests {
     @Test func aGigabitAlone() {
         let result = digest(DirectionProfile(bandwidth: .gbps(1)), size: 4_000_000)
         #expect(
-            result.value == 2_876_346_129_824_859_801 && result.releases == 2399,
+            result.value == 15_473_642_588_722_262_434 && result.releases == 2399,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -128,7 +128,7 @@ struct ModelDecisionDigestTests {
             reverse: DirectionProfile(delay: .milliseconds(10), loss: Percentage(2)), size: 2_000_000)
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 10_406_442_020_052_391_653 && result.releases == 1071,
+            result.value == 13_680_792_413_683_223_811 && result.releases == 1071,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -139,7 +139,7 @@ struct ModelDecisionDigestTests {
                 lossModel: .gilbertElliott), size: 1_000_000)
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 16_906_765_198_539_614_791 && result.releases == 316,
+            result.value == 10_559_307_540_476_527_672 && result.releases == 316,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -149,7 +149,7 @@ struct ModelDecisionDigestTests {
         let result = digest(profile, flows: 2, size: 1_000_000)
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 10_793_997_171_859_781_268 && result.releases == 1014,
+            result.value == 121_776_687_907_424_408 && result.releases == 1014,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -159,7 +159,7 @@ struct ModelDecisionDigestTests {
         let result = digest(profile, flows: 3, size: 500_000)
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 15_056_432_367_827_347_623 && result.releases == 638,
+            result.value == 16_376_352_583_354_446_924 && result.releases == 638,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -175,7 +175,7 @@ struct ModelDecisionDigestTests {
     @Test func aGigabitAloneInUnits() {
         let result = digest(DirectionProfile(bandwidth: .gbps(1)), size: 4_000_000, settings: TCPSettings())
         #expect(
-            result.value == 4_752_267_016_520_886_609 && result.releases == 495,
+            result.value == 17_206_292_082_838_561_205 && result.releases == 495,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -195,7 +195,7 @@ struct ModelDecisionDigestTests {
             settings: TCPSettings())
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 12_921_366_741_950_991_713 && result.releases == 1046,
+            result.value == 14_606_496_005_748_275_906 && result.releases == 1046,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -206,7 +206,7 @@ struct ModelDecisionDigestTests {
                 lossModel: .gilbertElliott), size: 1_000_000, settings: TCPSettings())
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 667_918_756_728_890_005 && result.releases == 337,
+            result.value == 4_433_027_049_255_305_534 && result.releases == 337,
             "\(result.value) over \(result.releases) releases")
     }
 }
