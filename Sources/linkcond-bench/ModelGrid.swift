@@ -156,7 +156,7 @@ struct ModelGrid {
         let sent = connection.downlink.counters.transmissions
         return [
             ("TCPOrigDataSent", sent - sender.retransmissions), ("RetransSegs", sender.retransmissions),
-            ("TCPSACKRecovery", sender.recoveries), ("TCPTimeouts", sender.timeouts),
+            ("TCPSackRecovery", sender.recoveries), ("TCPTimeouts", sender.timeouts),
             ("TCPLossProbes", sender.probes), ("segmentsLost", connection.downlink.counters.segmentsLost),
         ]
     }

@@ -56,9 +56,10 @@ TRANSFERS = [
 ]
 
 # Real fetch samples: grid-today/fresh holds the pooled real runs of every cell, cells-10-10-50 a later boot's
-# runs of four cells, lossless-10runs ten runs of each lossless cell. Loss there is drawn per segment on the router,
-# as the grid does now.
-REAL_FETCHES = ["grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs"]
+# runs of four cells, lossless-10runs ten runs of each lossless cell, counters-20runs twenty 1 MB fetches (and
+# requests after idle) of four lossy cells with the server's counters. Loss there is drawn per segment on the
+# router, as the grid does now.
+REAL_FETCHES = ["grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs"]
 # Real bulk samples, by length of the download. Lossless cells come from model-v2-full only: the other model-v2
 # runs drew loss in pairs on the sender, and exec runs reuse stored real samples.
 REAL_BULK = {
@@ -196,7 +197,7 @@ def spread_table(found):
     return "\n".join(lines)
 
 
-COUNTERS = ["TCPOrigDataSent", "RetransSegs", "TCPSACKRecovery", "TCPTimeouts", "TCPLossProbes"]
+COUNTERS = ["TCPOrigDataSent", "RetransSegs", "TCPSackRecovery", "TCPTimeouts", "TCPLossProbes"]
 
 
 def counters_table(real, model):
@@ -211,7 +212,7 @@ def counters_table(real, model):
         out = []
         for name in COUNTERS:
             r, m = real.get((cell, f"{prefix}:{name}")), model.get((cell, f"{prefix}:{name}"))
-            out.append("–" if not r or not m else f"{statistics.mean(r):.1f} / {statistics.mean(m):.1f}")
+            out.append("–" if not r or not m else f"{statistics.mean(r):.3g} / {statistics.mean(m):.3g}")
         runs = len(real.get((cell, f"{prefix}:{COUNTERS[0]}"), []))
         label = {"counter:fetch_1000000": "1 MB, then 100 KB after idle"}.get(prefix, prefix.split("_")[1] + " B")
         lines.append(f"| {cell[0]} | {cell[1]} | {cell[2]} | {label} | {runs} | " + " | ".join(out) + " |")
