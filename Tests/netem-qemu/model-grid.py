@@ -233,7 +233,10 @@ def run_model(bench, runs, cells, lines, frames=False):
         arguments += ["--cells", cells]
     if lines:
         arguments += ["--lines", lines]
-    return subprocess.run(arguments, check=True, capture_output=True, text=True).stdout
+    result = subprocess.run(arguments, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"model-grid.py: {' '.join(arguments)} exited with {result.returncode}: {result.stderr.strip()}")
+    return result.stdout
 
 
 def main():
@@ -316,7 +319,8 @@ def check(real, bench):
             failures.append(f"{key[0]} {key[1]}: median ratio {e['ratio']:.2f}, was {before['ratio']:.2f}")
         if before and before.get("spread") == "pass" and e.get("spread") == "fail":
             low, high = e["deciles"]
-            failures.append(f"{key[0]} {key[1]}: deciles {low:.2f}–{high:.2f}, KS p {e['ks']}")
+            ks = "narrow" if e["ks"] is None else f"KS p {e['ks']:.2f}"
+            failures.append(f"{key[0]} {key[1]}: deciles {low:.2f}–{high:.2f}, {ks}")
     print(f"model-grid check: {len(now)} entries of {CHECK_CELLS} at {CHECK_RUNS} runs; {len(failures)} moved out of target")
     for failure in failures:
         print("  " + failure)
