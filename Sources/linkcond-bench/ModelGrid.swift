@@ -143,6 +143,7 @@ struct ModelGrid {
             let bulk = VirtualConnection(profile: profile, seed: seed &+ 48)
             let bytes = bulk.stream(request: 2, at: .zero, until: .zero + .seconds(seconds))
             samples.append(("bulk_mbit_\(seconds)s", Double(bytes) * 8 / Double(seconds) / 1e6))
+            samples += counters(of: bulk).map { ("counter:bulk_\(seconds)s:\($0)", Double($1)) }
         }
         return samples
     }

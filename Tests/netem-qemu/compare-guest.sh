@@ -149,8 +149,22 @@ fetch_sampled() {
         if [ "$kind" = fetch ]; then sample "fetch_$bytes" "$run" "$ms"; else sample "idle_$bytes" "$run" "$ms"; fi
     done
     after=$(tcp_counters)
-    printf '%s\n%s\n' "$before" "$after" | awk -F= -v run="$run" -v size="$size" -v cell="$cell" '
-        { if ($1 in first) print "GUEST: sample " cell " counter:fetch_" size ":" $1 " " run " " ($2 - first[$1]); else first[$1] = $2 }'
+    counter_samples "fetch_$size" "$run" "$before" "$after"
+}
+
+# counter_samples TRANSFER RUN BEFORE AFTER: each counter's change as a sample named counter:TRANSFER:NAME.
+counter_samples() {
+    printf '%s\n%s\n' "$3" "$4" | awk -F= -v run="$2" -v transfer="$1" -v cell="$cell" '
+        { if ($1 in first) print "GUEST: sample " cell " counter:" transfer ":" $1 " " run " " ($2 - first[$1]); else first[$1] = $2 }'
+}
+
+# bulk_sampled RUN SECONDS: one bulk download, its rate as a sample and the TCP counters over it.
+bulk_sampled() {
+    local before after
+    before=$(tcp_counters)
+    /bin/tcpprobe bulk $server $port "$2" | while read -r _ _ mbit; do sample bulk_mbit "$1" "$mbit"; done
+    after=$(tcp_counters)
+    counter_samples "bulk_${2}s" "$1" "$before" "$after"
 }
 
 # Waits (at most 10 s) until the router's queues are empty. A bulk run ends with the client closing while up to a
@@ -195,7 +209,7 @@ while read -r rate rtt loss wire delay queue; do
     run=1
     while [ $run -le "$BULK_RUNS" ]; do
         wait_drained
-        /bin/tcpprobe bulk $server $port "$bulk" | while read -r _ _ mbit; do sample bulk_mbit $run "$mbit"; done
+        bulk_sampled $run "$bulk"
         run=$((run + 1))
     done
     counters=$($tc -s -n rtr qdisc show dev r0 | sed -n 's/^ *Sent \([0-9]*\) bytes \([0-9]*\) pkt (dropped \([0-9]*\).*/\2 packets of \1 bytes, \3 dropped/p' | tail -1)

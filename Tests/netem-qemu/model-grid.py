@@ -16,7 +16,7 @@ Usage:
       runs the model and prints the report (--frames: each cell's rate counted in frames, as the guest's netem
       is given it, instead of payload); --store DIR also writes DIR/raw.csv.gz (the transfers),
       DIR/frames.csv.gz (the same, counting frames), DIR/counters.csv.gz (the counters of the cells the guest
-      recorded counters for) and DIR/report.md
+      recorded counters for, the first 50 runs) and DIR/report.md
   model-grid.py --from DIR        the report of a stored run
   model-grid.py --check [--bench PATH]
       the reduced set CI runs on every commit: CHECK_CELLS at 30 runs; exits 1 when an entry that met its target
@@ -59,17 +59,20 @@ TRANSFERS = [
 # runs of four cells, lossless-10runs ten runs of each lossless cell, counters-20runs twenty 1 MB fetches (and
 # requests after idle) of four lossy cells with the server's counters. Loss there is drawn per segment on the
 # router, as the grid does now.
-REAL_FETCHES = ["grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs"]
-# Real bulk samples, by length of the download. Lossless cells come from model-v2-full only: the other model-v2
-# runs drew loss in pairs on the sender, and exec runs reuse stored real samples.
+REAL_FETCHES = ["grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs", "bulk5-drained"]
+# Real bulk samples, by length of the download. Lossless cells come from model-v2-full and bulk5-drained only: the
+# other model-v2 runs drew loss in pairs on the sender, exec runs reuse stored real samples, and lossless-10runs'
+# later bulk runs shared the link with the previous run's queue.
 REAL_BULK = {
     "router-loss-1mbit": 10, "router-loss-10mbit": 10, "router-loss-bulk10": 20, "router-loss-10-200-05": 20,
-    "model-v2-full": 20,
+    "model-v2-full": 20, "bulk5-drained": 20,
 }
 
 # The per-commit set: one cell per rate and round trip, lossy where the spread matters.
 CHECK_CELLS = "1/10/0.5,1/50/2,1/200/0.5,10/10/0.5,10/50/2,10/200/0.5"
 CHECK_RUNS = 30
+# The model's counters are stored for this many runs a cell: their means need no more.
+COUNTER_RUNS = 50
 
 
 def cell_key(row):
@@ -214,7 +217,9 @@ def counters_table(real, model):
             r, m = real.get((cell, f"{prefix}:{name}")), model.get((cell, f"{prefix}:{name}"))
             out.append("–" if not r or not m else f"{statistics.mean(r):.3g} / {statistics.mean(m):.3g}")
         runs = len(real.get((cell, f"{prefix}:{COUNTERS[0]}"), []))
-        label = {"counter:fetch_1000000": "1 MB, then 100 KB after idle"}.get(prefix, prefix.split("_")[1] + " B")
+        transfer = prefix.split(":")[1]
+        label = {"fetch_1000000": "1 MB, then 100 KB after idle", "fetch_100000": "100 KB", "fetch_10000": "10 KB"}.get(
+            transfer, transfer.replace("bulk_", "bulk, ").replace("s", " s"))
         lines.append(f"| {cell[0]} | {cell[1]} | {cell[2]} | {label} | {runs} | " + " | ".join(out) + " |")
     return "\n".join(lines)
 
@@ -297,7 +302,8 @@ def store(directory, text, real, frames_text):
     parts = {
         "raw.csv.gz": rows(text, lambda line: not is_counter(line)),
         "frames.csv.gz": rows(frames_text, lambda line: not is_counter(line)),
-        "counters.csv.gz": rows(text, lambda line: is_counter(line) and ",".join(line.split(",")[1:4]) in counted),
+        "counters.csv.gz": rows(text, lambda line: is_counter(line) and ",".join(line.split(",")[1:4]) in counted
+                                and int(line.split(",")[5]) <= COUNTER_RUNS),
     }
     for name, content in parts.items():
         with gzip.GzipFile(os.path.join(directory, name), "wb", mtime=0) as stored:
