@@ -59,13 +59,16 @@ TRANSFERS = [
 # runs of four cells, lossless-10runs ten runs of each lossless cell, counters-20runs twenty 1 MB fetches (and
 # requests after idle) of four lossy cells with the server's counters. Loss there is drawn per segment on the
 # router, as the grid does now.
-REAL_FETCHES = ["grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs", "bulk5-drained"]
+REAL_FETCHES = [
+    "grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs", "bulk5-drained",
+    "bulk-counters",
+]
 # Real bulk samples, by length of the download. Lossless cells come from model-v2-full and bulk5-drained only: the
 # other model-v2 runs drew loss in pairs on the sender, exec runs reuse stored real samples, and lossless-10runs'
 # later bulk runs shared the link with the previous run's queue.
 REAL_BULK = {
     "router-loss-1mbit": 10, "router-loss-10mbit": 10, "router-loss-bulk10": 20, "router-loss-10-200-05": 20,
-    "model-v2-full": 20, "bulk5-drained": 20,
+    "model-v2-full": 20, "bulk5-drained": 20, "bulk-counters": 20,
 }
 
 # The per-commit set: one cell per rate and round trip, lossy where the spread matters.
@@ -203,6 +206,11 @@ def spread_table(found):
 COUNTERS = ["TCPOrigDataSent", "RetransSegs", "TCPSackRecovery", "TCPTimeouts", "TCPLossProbes"]
 
 
+def figure(value):
+    """A mean counter: whole above 100, three significant digits below."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+
+
 def counters_table(real, model):
     """Mean per fetch of the server's counters, real / model, for the fetches whose counters the guest recorded."""
     keys = sorted({(cell, metric.rsplit(":", 1)[0]) for cell, metric in real if metric.startswith("counter:")
@@ -215,7 +223,7 @@ def counters_table(real, model):
         out = []
         for name in COUNTERS:
             r, m = real.get((cell, f"{prefix}:{name}")), model.get((cell, f"{prefix}:{name}"))
-            out.append("–" if not r or not m else f"{statistics.mean(r):.3g} / {statistics.mean(m):.3g}")
+            out.append("–" if not r or not m else f"{figure(statistics.mean(r))} / {figure(statistics.mean(m))}")
         runs = len(real.get((cell, f"{prefix}:{COUNTERS[0]}"), []))
         transfer = prefix.split(":")[1]
         label = {"fetch_1000000": "1 MB, then 100 KB after idle", "fetch_100000": "100 KB", "fetch_10000": "10 KB"}.get(
