@@ -91,10 +91,12 @@ struct ToxiproxyBoundsTests {
         #expect(after.status == 200)
         #expect(after.text == before.text)
         #expect(linkcond.stderrText.contains("closing the one waiting longest to make room"), "\(linkcond.stderrText)")
-        // 24 listings held are 84 MB; the bound holds five, plus what rendering them leaves allocated. The address
-        // sanitizer keeps freed memory in quarantine, so its resident size says nothing of the bound.
+        // 24 listings held are 84 MB; the bound holds five (18 MB), plus what rendering them leaves allocated, which
+        // the allocator returns lazily: under two CPU hogs it grew by 41 MiB once. Two thirds of the unbounded
+        // figure still tells the two apart. The address sanitizer keeps freed memory in quarantine, so its resident
+        // size says nothing of the bound.
         if ProcessInfo.processInfo.environment["ASAN_OPTIONS"] == nil {
-            #expect(grown < 40 << 20, "resident memory grew by \(grown >> 20) MiB")
+            #expect(grown < 56 << 20, "resident memory grew by \(grown >> 20) MiB")
         }
     }
 }
