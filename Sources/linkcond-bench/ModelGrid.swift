@@ -111,11 +111,9 @@ struct ModelGrid {
 
     /// A seed per cell and run, different for every pair, the same from one invocation to the next.
     private func seed(_ cell: Cell, _ run: Int) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "\(cell.columns)/\(run)".utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-        }
-        return hash
+        var digest = StreamDigest()
+        digest.add(Array("\(cell.columns)/\(run)".utf8))
+        return digest.value
     }
 
     /// One run's transfers, each on its own connection as tcpprobe makes them: milliseconds from connect() to the

@@ -209,7 +209,7 @@ public struct HandshakeAttempts: Hashable, Sendable {
 /// at J + T rounded up to its level's granularity (1 jiffy below 64, then 8, 64, 512 … jiffies), in a grid whose
 /// origin lies `phase` before the client's connect().
 struct TimerWheel: Hashable, Sendable {
-    static let jiffy = Duration.milliseconds(4)
+    static let jiffy = TCPSender.jiffy
     /// The grid of the coarsest level a handshake timer reaches (tcp_syn_retries' 64 s: 512 jiffies).
     static let span = jiffy * 4096
     let phase: Duration

@@ -75,7 +75,7 @@ public final class VirtualConnection {
                 downlink.enqueue(chunk, on: serverFlow, at: now)
                 responseWritten += chunk
             }
-            guard let next = [uplink.nextServiceTime, downlink.nextServiceTime].compactMap({ $0 }).min() else { break }
+            guard let next = nextEvent else { break }
             if let until, next > until {
                 now = until
                 break
@@ -85,9 +85,14 @@ public final class VirtualConnection {
         return (responseArrived, now)
     }
 
+    /// The earlier of the two directions' next events.
+    private var nextEvent: Instant? {
+        [uplink.nextServiceTime, downlink.nextServiceTime].compactMap { $0 }.min()
+    }
+
     /// Lets both directions run to `instant` (an idle pause).
     public func idle(until instant: Instant) {
-        while let next = [uplink.nextServiceTime, downlink.nextServiceTime].compactMap({ $0 }).min(), next <= instant {
+        while let next = nextEvent, next <= instant {
             _ = uplink.advance(to: next)
             _ = downlink.advance(to: next)
         }
