@@ -24,7 +24,7 @@
 # The working-latency runs need a queue discipline as the bottleneck's queue, so they use htb with a leaf
 # (pfifo, codel or fq_codel) and a 30 ms burst, which absorbs that timer lateness.
 #
-# Reads /compare.conf (RUNS, BULK_SECONDS, FLOOR_BULK_SECONDS, IDLE_MS, IDLE_BYTES, LATENCY_SECONDS, OFFLOADS,
+# Reads /compare.conf (RUNS, FETCHES, BULK_SECONDS, FLOOR_BULK_SECONDS, IDLE_MS, IDLE_BYTES, LATENCY_SECONDS, OFFLOADS,
 # LATENCY_QDISCS, LATENCY_CELL) and /cells (one cell a line: rate_mbit rtt_ms loss_pct wire_bit_per_s
 # delay_each_ms queue_packets; rate 0 is the unshaped floor). iproute2's ip and tc are called by path, never
 # busybox's applets.
@@ -200,10 +200,12 @@ while read -r rate rtt loss wire delay queue; do
     sample ping 1 "${ping_ms:-nan}"
     run=1
     while [ $run -le "$RUNS" ]; do
-        for size in 10000 100000; do fetch_sampled $run $size; done
-        before=$(hystart_exits)
-        fetch_sampled $run 1000000 "$IDLE_MS" "$IDLE_BYTES"
-        echo "GUEST: cell $cell: run $run: 1 MB fetch: HyStart exits before $before, after $(hystart_exits)"
+        for size in $FETCHES; do
+            if [ "$size" != 1000000 ]; then fetch_sampled $run $size; continue; fi
+            before=$(hystart_exits)
+            fetch_sampled $run 1000000 "$IDLE_MS" "$IDLE_BYTES"
+            echo "GUEST: cell $cell: run $run: 1 MB fetch: HyStart exits before $before, after $(hystart_exits)"
+        done
         run=$((run + 1))
     done
     run=1

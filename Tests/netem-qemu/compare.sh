@@ -7,9 +7,11 @@
 # Usage: Tests/netem-qemu/compare.sh [--linkcond PATH] [--quick] [--runs N] [--bulk-seconds S]
 #            [--bulk-runs N] [--rates "1 10"] [--rtts "10 50 200"] [--losses "0 0.5 2"] [--latency-seconds S]
 #            [--real FILE] [--linkcond-queue NAME=PROFILE-LINES]... [--linkcond-lines PROFILE-LINES]
-#            [--guest-offloads off|on] [--exec] [--cells "RATE/RTT/LOSS ..."] [--out DIR]
+#            [--guest-offloads off|on] [--exec] [--cells "RATE/RTT/LOSS ..."] [--fetches "BYTES ..."] [--out DIR]
 #   --linkcond        the binary under test (default .build/release/linkcond; build it first)
 #   --cells           these cells instead of every combination of --rates, --rtts and --losses
+#   --fetches         the fetches each run makes, of "10000 100000 1000000" (the default; the 1 MB fetch brings
+#                     the request after idle with it), e.g. "10000" for many runs of the handshake's cases
 #   (default)         3 runs per transfer (median), one 20 s bulk run, 20 s latency runs: about 18 minutes
 #   --quick           1 run per transfer, 5 s bulk, 8 s latency runs: about 7 minutes (410 s here); a smoke
 #                     test, not a verdict: 5 s of bulk at 200 ms is still mostly slow start
@@ -53,6 +55,7 @@ queue_bytes=262144
 latency_rate=10 latency_rtt=50
 real_samples=""
 cell_list=""
+fetches="10000 100000 1000000"
 exec_mode=""
 guest_offloads=off
 linkcond_lines=""
@@ -70,6 +73,7 @@ while [ $# -gt 0 ]; do
         --rtts) rtts=$2; shift 2 ;;
         --losses) losses=$2; shift 2 ;;
         --cells) cell_list=$2; shift 2 ;;
+        --fetches) fetches=$2; shift 2 ;;
         --latency-seconds) latency_seconds=$2; shift 2 ;;
         --real) real_samples=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
         --linkcond-queue) linkcond_queues[${2%%=*}]=${2#*=}; shift 2 ;;
@@ -79,6 +83,9 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         *) echo "compare: unknown option \"$1\" (see the usage at the top of $0)" >&2; exit 2 ;;
     esac
+done
+for size in $fetches; do
+    case $size in 10000 | 100000 | 1000000) ;; *) echo "compare: --fetches \"$size\": expected 10000, 100000 or 1000000" >&2; exit 2 ;; esac
 done
 case $guest_offloads in off | on) ;; *) echo "compare: --guest-offloads \"$guest_offloads\": expected off or on" >&2; exit 2 ;; esac
 for number in $runs $bulk_runs $bulk_seconds $latency_seconds; do
@@ -173,6 +180,7 @@ boot_guest() {
     cp "$work/cells" "$root/cells"
     cat >"$root/compare.conf" <<CONF
 RUNS=$runs
+FETCHES="$fetches"
 BULK_RUNS=$bulk_runs
 BULK_SECONDS=$bulk_seconds
 FLOOR_BULK_SECONDS=$floor_bulk_seconds
@@ -292,11 +300,11 @@ measure_linkcond() {
         start_linkcond "$profile"
         probe fetch 127.0.0.1 "$lc_port" 10000 >/dev/null
         for run in $(seq 1 "$runs"); do
-            for size in 10000 100000; do
-                probe fetch 127.0.0.1 "$lc_port" $size | awk -v c="$rate,$rtt,$loss" -v r="$run" '{ print "linkcond," c ",fetch_" $2 "," r "," $3 }'
+            for size in $fetches; do
+                if [ "$size" = 1000000 ]; then set -- "$idle_ms" "$idle_bytes"; else set --; fi
+                probe fetch 127.0.0.1 "$lc_port" "$size" "$@" \
+                    | awk -v c="$rate,$rtt,$loss" -v r="$run" '{ print "linkcond," c "," ($1 == "fetch" ? "fetch_" : "idle_") $2 "," r "," $3 }'
             done
-            probe fetch 127.0.0.1 "$lc_port" 1000000 "$idle_ms" "$idle_bytes" \
-                | awk -v c="$rate,$rtt,$loss" -v r="$run" '{ print "linkcond," c "," ($1 == "fetch" ? "fetch_" : "idle_") $2 "," r "," $3 }'
         done
         for run in $(seq 1 "$bulk_runs"); do
             probe bulk 127.0.0.1 "$lc_port" "$bulk" | awk -v c="$rate,$rtt,$loss" -v r="$run" '{ print "linkcond," c ",bulk_mbit," r "," $3 }'
