@@ -15,8 +15,9 @@ Usage:
   model-grid.py [--bench PATH] [--runs N] [--cells LIST] [--frames] [--lines TEXT] [--store DIR]
       runs the model and prints the report (--frames: each cell's rate counted in frames, as the guest's netem
       is given it, instead of payload); --store DIR also writes DIR/raw.csv.gz (the transfers),
-      DIR/frames.csv.gz (the same, counting frames), DIR/counters.csv.gz (the counters of the cells the guest
-      recorded counters for, the first 50 runs) and DIR/report.md
+      DIR/frames.csv.gz (the same, counting frames), DIR/guest-rtt.csv.gz (the same, each cell at the round trip
+      the guest's pings measured, which its emulation lengthens), DIR/counters.csv.gz (the counters of the cells
+      the guest recorded counters for, the first 50 runs) and DIR/report.md
   model-grid.py --from DIR        the report of a stored run
   model-grid.py --check [--bench PATH]
       the reduced set CI runs on every commit: CHECK_CELLS at 30 runs; exits 1 when an entry that met its target
@@ -57,19 +58,24 @@ TRANSFERS = [
 
 # Real fetch samples: grid-today/fresh holds the pooled real runs of every cell, cells-10-10-50 a later boot's
 # runs of four cells, lossless-10runs ten runs of each lossless cell, counters-20runs twenty 1 MB fetches (and
-# requests after idle) of four lossy cells with the server's counters. Loss there is drawn per segment on the
-# router, as the grid does now.
+# requests after idle) of four lossy cells with the server's counters, handshake-100 a hundred 10 KB and 100 KB
+# fetches of the three 10 Mbit/s, 2 % cells with the counters, mb-40 forty more 1 MB fetches at 10 Mbit/s,
+# 200 ms, 2 %. Loss there is drawn per segment on the router, as the grid does now.
 REAL_FETCHES = [
     "grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs", "bulk5-drained",
-    "bulk-counters",
+    "bulk-counters", "handshake-100", "mb-40",
 ]
 # Real bulk samples, by length of the download. Lossless cells come from model-v2-full and bulk5-drained only: the
 # other model-v2 runs drew loss in pairs on the sender, exec runs reuse stored real samples, and lossless-10runs'
 # later bulk runs shared the link with the previous run's queue.
 REAL_BULK = {
     "router-loss-1mbit": 10, "router-loss-10mbit": 10, "router-loss-bulk10": 20, "router-loss-10-200-05": 20,
-    "model-v2-full": 20, "bulk5-drained": 20, "bulk-counters": 20,
+    "model-v2-full": 20, "bulk5-drained": 20, "bulk-counters": 20, "bulk-15": 20,
 }
+
+# The guest's ping: an 84-byte echo in a 98-byte frame, serialised by the bottleneck's netem rate each way. Its
+# round trip less that is the one the guest's TCP sees, longer than the cell's by the emulation (table:emulation).
+PING_FRAME_BYTES = 98
 
 # The per-commit set: one cell per rate and round trip, lossy where the spread matters.
 CHECK_CELLS = "1/10/0.5,1/50/2,1/200/0.5,10/10/0.5,10/50/2,10/200/0.5"
@@ -82,29 +88,84 @@ def cell_key(row):
     return (row["rate_mbit"], row["rtt_ms"], row["loss_pct"])
 
 
+def stored_rows(run):
+    """The rows of a stored run's raw.csv, or of its raw.csv.gz where the counters made it large."""
+    path = os.path.join(HERE, run, "raw.csv")
+    with (open(path) if os.path.exists(path) else gzip.open(path + ".gz", "rt")) as raw:
+        yield from csv.DictReader(raw)
+
+
 def pooled_real():
     """{(cell, metric): [values]} of the real side; a cell's bulk samples from the length most runs used."""
     real = defaultdict(list)
     for run in REAL_FETCHES:
-        with open(os.path.join(HERE, run, "raw.csv")) as raw:
-            for row in csv.DictReader(raw):
-                if row["side"] == "real" and row["metric"].startswith(("fetch_", "idle_", "counter:")) and row["value"] not in ("", "nan"):
-                    real[(cell_key(row), row["metric"])].append(float(row["value"]))
+        for row in stored_rows(run):
+            if row["side"] == "real" and row["metric"].startswith(("fetch_", "idle_", "counter:")) and row["value"] not in ("", "nan"):
+                real[(cell_key(row), row["metric"])].append(float(row["value"]))
     bulk = defaultdict(list)
     for run, seconds in REAL_BULK.items():
-        with open(os.path.join(HERE, run, "raw.csv")) as raw:
-            for row in csv.DictReader(raw):
-                if row["side"] != "real" or row["metric"] != "bulk_mbit" or row["value"] in ("", "nan"):
-                    continue
-                if run == "model-v2-full" and row["loss_pct"] != "0":
-                    continue
-                bulk[(cell_key(row), seconds)].append(float(row["value"]))
+        for row in stored_rows(run):
+            if row["side"] != "real" or row["metric"] != "bulk_mbit" or row["value"] in ("", "nan"):
+                continue
+            if run == "model-v2-full" and row["loss_pct"] != "0":
+                continue
+            bulk[(cell_key(row), seconds)].append(float(row["value"]))
     for cell in {c for c, _ in bulk}:
         lengths = [(len(bulk[(cell, s)]), s) for s in (20, 10) if (cell, s) in bulk]
         count, seconds = max(lengths)
         real[(cell, "bulk_mbit")] = bulk[(cell, seconds)]
         real[(cell, "bulk_seconds")] = [seconds]
     return real
+
+
+def guest_round_trips():
+    """{cell: ms}: each cell's round trip as the guest had it, the median of its stored pings less their own
+    serialisation at the guest's netem rate (the payload rate in 1514-byte frames per 1448 payload bytes). A ping
+    stored in two runs (a run composed from another's samples) counts once."""
+    pings = defaultdict(list)
+    for run in dict.fromkeys(REAL_FETCHES + list(REAL_BULK)):
+        for row in stored_rows(run):
+            if row["side"] == "real" and row["metric"] == "ping" and row["value"] not in ("", "nan"):
+                pings[cell_key(row)].append(row["value"])
+    trips = {}
+    for cell, values in pings.items():
+        if cell[0] == "0":
+            continue
+        wire = float(cell[0]) * 1e6 * 1514 / 1448
+        ping = statistics.median(float(value) for value in set(values))
+        trips[cell] = round(ping - 2 * PING_FRAME_BYTES * 8 / wire * 1000, 2)
+    return trips
+
+
+def at_guest_round_trips(bench, runs, trips):
+    """The model's transfer rows with each cell at its round trip as the guest had it (`guest_round_trips`)."""
+    text = lambda ms: str(int(ms)) if ms == int(ms) else str(ms)
+    output = run_model(bench, runs, ",".join(f"{c[0]}/{text(ms)}/{c[2]}" for c, ms in sorted(trips.items())), None)
+    return "".join(line + "\n" for line in output.splitlines() if ",counter:" not in line)
+
+
+def guest_samples(path):
+    """The samples of a stored guest-rtt run under each cell's grid name, and {cell: the round trip it ran at}: a
+    cell's stored round trip is the grid's nearest (10, 50 or 200 ms)."""
+    samples, trips = defaultdict(list), {}
+    for (cell, metric), values in model_samples(path).items():
+        nominal = min(("10", "50", "200"), key=lambda grid: abs(float(grid) - float(cell[1])))
+        named = (cell[0], nominal, cell[2])
+        samples[(named, metric)] = values
+        trips[named] = float(cell[1])
+    return samples, trips
+
+
+def guest_round_trip_table(found, trips):
+    """The medians table with each cell's guest round trip beside it."""
+    lines = medians_table(found).splitlines()
+    lines[0] = lines[0].replace("| loss % |", "| loss % | guest's round trip ms |")
+    lines[1] = lines[1] + "---|"
+    for i, line in enumerate(lines[2:], 2):
+        cells = line.split(" | ")
+        cell = (cells[0].strip("| "), cells[1], cells[2])
+        lines[i] = " | ".join(cells[:3] + [f"{trips[cell]:.1f}"] + cells[3:])
+    return "\n".join(lines)
 
 
 def model_samples(path, runs=None):
@@ -282,7 +343,8 @@ def main():
         if "--store" in options:
             store(options["--store"], text, real,
                   run_model(options["--bench"], options["--runs"], options.get("--cells"), options.get("--lines"),
-                            frames=True))
+                            frames=True),
+                  at_guest_round_trips(options["--bench"], options["--runs"], guest_round_trips()))
     model = model_samples(path)
     found = entries(real, model)
     parts = [summary(found), "Ratio of medians, model ÷ real (real runs):", medians_table(found),
@@ -290,6 +352,12 @@ def main():
     counters = counters_table(real, model)
     if counters:
         parts += ["The server's counters, mean per fetch, real / model:", counters]
+    guest = os.path.join(options.get("--store", options.get("--from", "")), "guest-rtt.csv.gz")
+    if os.path.exists(guest):
+        samples, trips = guest_samples(guest)
+        at_guest = entries(real, samples)
+        parts += ["The model at each cell's round trip as the guest had it (its ping less the ping's serialisation):",
+                  summary(at_guest), guest_round_trip_table(at_guest, trips)]
     text = "\n\n".join(parts)
     print(text)
     if "--store" in options:
@@ -297,9 +365,10 @@ def main():
             out.write(text + "\n")
 
 
-def store(directory, text, real, frames_text):
-    """Writes DIR/raw.csv.gz (the transfers), DIR/frames.csv.gz (the same counting frames) and DIR/counters.csv.gz
-    (the counters of the cells whose real side has them), compressed without a time stamp."""
+def store(directory, text, real, frames_text, guest_text):
+    """Writes DIR/raw.csv.gz (the transfers), DIR/frames.csv.gz (the same counting frames), DIR/guest-rtt.csv.gz
+    (the same at the guest's round trips) and DIR/counters.csv.gz (the counters of the cells whose real side has
+    them), compressed without a time stamp."""
     os.makedirs(directory, exist_ok=True)
     counted = {",".join(cell) for cell, metric in real if metric.startswith("counter:")}
     header = text.splitlines()[0]
@@ -310,6 +379,7 @@ def store(directory, text, real, frames_text):
     parts = {
         "raw.csv.gz": rows(text, lambda line: not is_counter(line)),
         "frames.csv.gz": rows(frames_text, lambda line: not is_counter(line)),
+        "guest-rtt.csv.gz": guest_text,
         "counters.csv.gz": rows(text, lambda line: is_counter(line) and ",".join(line.split(",")[1:4]) in counted
                                 and int(line.split(",")[5]) <= COUNTER_RUNS),
     }
