@@ -69,7 +69,9 @@ extension TCPSender {
         if newlyLost > 0 && state == .open { enterRecovery() }
         if state == .recovery {
             reduceWindow(delivered: delivered, newlyLost: newlyLost, advanced: advanced)
-        } else if delivered > 0 && isWindowLimited {
+        } else if advanced && delivered > 0 && isWindowLimited {
+            // tcp_may_raise_cwnd: only an ACK that acknowledges new data grows the window, by all it delivered;
+            // segments SACKed by ACKs before it never count (tp->reordering stays 3 here, as nothing detects it).
             congestion.increase(acked: delivered, now: now, window: &window)
         }
         if segments.isEmpty {

@@ -5,8 +5,9 @@ import DequeModule
 //
 // Window. The sender may have min(cwnd, rwnd) in flight, packets_in_flight = outstanding − SACKed − marked lost
 // (a retransmission is in flight again). cwnd starts at the initial window (10), grows by the congestion
-// control (CUBIC or Reno) for every delivered segment while the sender is window-limited (tcp_is_cwnd_limited),
-// and its units are segments, as in the kernel.
+// control (CUBIC or Reno) for the segments an ACK delivered while the sender is window-limited
+// (tcp_is_cwnd_limited), only on ACKs that advance snd_una (tcp_may_raise_cwnd), and its units are segments, as in
+// the kernel.
 //
 // Loss detection (RACK, RFC 8985, as tcp_rack_detect_loss): T is the send time of the most recently sent segment
 // delivered so far, R the round trip of the last segment an ACK delivered (tcp_rack_advance: SACKed ones first,

@@ -96,9 +96,10 @@ struct LossRecoveryTests {
             sender.receive(TCPAck(cumulative: 0, sacked: block, window: 1 << 20), now: .ms(100))
         }
 
-        // The first two SACKs grew the window in slow start (10 → 12) before the third made segment 0 lost.
+        // SACKs acknowledge no new data, so they leave the window at 10 (tcp_may_raise_cwnd); the third makes
+        // segment 0 lost.
         #expect(sender.state == .recovery)
-        #expect(sender.ssthresh == 12 * 717 / 1024)
+        #expect(sender.ssthresh == 10 * 717 / 1024)
         let repair = sender.nextSegment(now: .ms(100))
         #expect(repair == TCPSegment(seq: 0, length: TCPSender.mss, isRetransmission: true))
     }
@@ -113,7 +114,7 @@ struct LossRecoveryTests {
         }
 
         #expect(sender.state == .recovery)
-        #expect(sender.ssthresh == 6)
+        #expect(sender.ssthresh == 5)
     }
 
     @Test func theWindowEndsRecoveryAtSsthresh() {

@@ -18,6 +18,22 @@ struct SlowStartTests {
         #expect(result.released(at: .ms(350)) == segments(80))
     }
 
+    @Test func anAckThatOnlySACKsLeavesTheWindowAndTheNextCumulativeAckGrowsItByItsOwnDeliveries() {
+        var sender = TCPSender()
+        sender.write(segments(20), now: .zero)
+        let flight = (0..<10).map { _ in sender.nextSegment(now: .zero)! }
+
+        // Segment 9 is SACKed: segments 0-8 are still within RACK's reordering window, so the sender stays open.
+        sender.receive(TCPAck(cumulative: 0, sacked: flight[9].seq..<flight[9].end, window: 1 << 20), now: .ms(100))
+        #expect(sender.state == .open)
+        #expect(sender.cwnd == 10)
+
+        // Segment 0 is acknowledged: new data, so the window grows, by that ACK's one segment only.
+        sender.receive(
+            TCPAck(cumulative: flight[0].end, sacked: flight[9].seq..<flight[9].end, window: 1 << 20), now: .ms(101))
+        #expect(sender.cwnd == 11)
+    }
+
     @Test func aSmallerInitialWindowFromTheProfileStartsSmaller() {
         let link = modelLink(oneWay: .milliseconds(50), settings: TCPSettings(initialWindow: 4))
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
