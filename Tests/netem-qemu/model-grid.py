@@ -59,11 +59,11 @@ TRANSFERS = [
 # Real fetch samples: grid-today/fresh holds the pooled real runs of every cell, cells-10-10-50 a later boot's
 # runs of four cells, lossless-10runs ten runs of each lossless cell, counters-20runs twenty 1 MB fetches (and
 # requests after idle) of four lossy cells with the server's counters, handshake-100 a hundred 10 KB and 100 KB
-# fetches of the three 10 Mbit/s, 2 % cells with the counters, mb-40 forty more 1 MB fetches at 10 Mbit/s,
-# 200 ms, 2 %. Loss there is drawn per segment on the router, as the grid does now.
+# fetches of the three 10 Mbit/s, 2 % cells with the counters, mb-40 and mb-50 forty more 1 MB fetches each at
+# 10 Mbit/s, 2 %, 200 and 50 ms. Loss there is drawn per segment on the router, as the grid does now.
 REAL_FETCHES = [
     "grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs", "bulk5-drained",
-    "bulk-counters", "handshake-100", "mb-40",
+    "bulk-counters", "handshake-100", "mb-40", "mb-50",
 ]
 # Real bulk samples, by length of the download. Lossless cells come from model-v2-full and bulk5-drained only: the
 # other model-v2 runs drew loss in pairs on the sender, exec runs reuse stored real samples, and lossless-10runs'
