@@ -24,8 +24,8 @@
 # The working-latency runs need a queue discipline as the bottleneck's queue, so they use htb with a leaf
 # (pfifo, codel or fq_codel) and a 30 ms burst, which absorbs that timer lateness.
 #
-# Reads /compare.conf (RUNS, FETCHES, BULK_SECONDS, FLOOR_BULK_SECONDS, IDLE_MS, IDLE_BYTES, LATENCY_SECONDS, OFFLOADS,
-# LATENCY_QDISCS, LATENCY_CELL) and /cells (one cell a line: rate_mbit rtt_ms loss_pct wire_bit_per_s
+# Reads /compare.conf (RUNS, FETCHES, BULK_SECONDS, FLOOR_BULK_SECONDS, IDLE_MS, IDLE_BYTES, LATENCY_SECONDS,
+# OFFLOADS, LATENCY_QDISCS, LATENCY_CELL) and /cells (one cell a line: rate_mbit rtt_ms loss_pct wire_bit_per_s
 # delay_each_ms queue_packets; rate 0 is the unshaped floor). iproute2's ip and tc are called by path, never
 # busybox's applets.
 set -u

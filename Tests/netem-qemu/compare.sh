@@ -286,7 +286,7 @@ profile_rate() {
 
 # The same probe sequence as the guest's, through linkcond on loopback, written as raw CSV rows.
 measure_linkcond() {
-    local rate rtt loss wire delay queue profile run size bulk
+    local rate rtt loss wire delay queue profile run size bulk after_idle
     while read -r rate rtt loss wire delay queue; do
         profile="$work/cell.profile"
         if [ "$rate" = 0 ]; then
@@ -301,8 +301,9 @@ measure_linkcond() {
         probe fetch 127.0.0.1 "$lc_port" 10000 >/dev/null
         for run in $(seq 1 "$runs"); do
             for size in $fetches; do
-                if [ "$size" = 1000000 ]; then set -- "$idle_ms" "$idle_bytes"; else set --; fi
-                probe fetch 127.0.0.1 "$lc_port" "$size" "$@" \
+                after_idle=()
+                [ "$size" != 1000000 ] || after_idle=("$idle_ms" "$idle_bytes")
+                probe fetch 127.0.0.1 "$lc_port" "$size" "${after_idle[@]}" \
                     | awk -v c="$rate,$rtt,$loss" -v r="$run" '{ print "linkcond," c "," ($1 == "fetch" ? "fetch_" : "idle_") $2 "," r "," $3 }'
             done
         done

@@ -138,10 +138,9 @@ def guest_round_trips():
 
 
 def at_guest_round_trips(bench, runs, trips):
-    """The model's transfer rows with each cell at its round trip as the guest had it (`guest_round_trips`)."""
+    """The model's rows with each cell at its round trip as the guest had it (`guest_round_trips`)."""
     text = lambda ms: str(int(ms)) if ms == int(ms) else str(ms)
-    output = run_model(bench, runs, ",".join(f"{c[0]}/{text(ms)}/{c[2]}" for c, ms in sorted(trips.items())), None)
-    return "".join(line + "\n" for line in output.splitlines() if ",counter:" not in line)
+    return run_model(bench, runs, ",".join(f"{c[0]}/{text(ms)}/{c[2]}" for c, ms in sorted(trips.items())), None)
 
 
 def guest_samples(path):
@@ -158,14 +157,7 @@ def guest_samples(path):
 
 def guest_round_trip_table(found, trips):
     """The medians table with each cell's guest round trip beside it."""
-    lines = medians_table(found).splitlines()
-    lines[0] = lines[0].replace("| loss % |", "| loss % | guest's round trip ms |")
-    lines[1] = lines[1] + "---|"
-    for i, line in enumerate(lines[2:], 2):
-        cells = line.split(" | ")
-        cell = (cells[0].strip("| "), cells[1], cells[2])
-        lines[i] = " | ".join(cells[:3] + [f"{trips[cell]:.1f}"] + cells[3:])
-    return "\n".join(lines)
+    return medians_table(found, ("guest's round trip ms", {cell: f"{ms:.1f}" for cell, ms in trips.items()}))
 
 
 def model_samples(path, runs=None):
@@ -235,11 +227,14 @@ def entries(real, model):
 MARK = {"pass": "✓", "fail": "✗", "undecided": "≈"}
 
 
-def medians_table(found):
-    lines = ["| Mbit/s | RTT ms | loss % | " + " | ".join(label for _, label in TRANSFERS) + " |",
-             "|---|---|---|" + "---|" * len(TRANSFERS)]
+def medians_table(found, column=None):
+    """The ratio of medians of every entry; `column` (a heading and {cell: text}) adds one after the cell's."""
+    heading, extra = column or (None, {})
+    lines = ["| Mbit/s | RTT ms | loss % | " + (f"{heading} | " if heading else "")
+             + " | ".join(label for _, label in TRANSFERS) + " |",
+             "|---|---|---|" + ("---|" if heading else "") + "---|" * len(TRANSFERS)]
     for cell in sorted({c for c, _ in found}, key=lambda c: tuple(float(x) for x in c)):
-        out = []
+        out = [extra[cell]] if heading else []
         for metric, _ in TRANSFERS:
             e = found.get((cell, metric))
             out.append("–" if e is None else f"{e['ratio']:.2f} {MARK[e['verdict']]} ({len(e['real'])})")
@@ -379,7 +374,7 @@ def store(directory, text, real, frames_text, guest_text):
     parts = {
         "raw.csv.gz": rows(text, lambda line: not is_counter(line)),
         "frames.csv.gz": rows(frames_text, lambda line: not is_counter(line)),
-        "guest-rtt.csv.gz": guest_text,
+        "guest-rtt.csv.gz": rows(guest_text, lambda line: not is_counter(line)),
         "counters.csv.gz": rows(text, lambda line: is_counter(line) and ",".join(line.split(",")[1:4]) in counted
                                 and int(line.split(",")[5]) <= COUNTER_RUNS),
     }
