@@ -15,13 +15,19 @@ public struct LinkPacket: Sendable, Equatable {
     public var tag: UInt64
     /// When the packet entered the queue, stamped by the bottleneck (CoDel's sojourn time starts here).
     public var enqueuedAt: Instant
+    /// The owner's timestamp on the packet: a segment's timestamp echo (TSecr), by which its receiver measures the
+    /// round trip.
+    public var echo: Instant?
 
     /// A packet of `bytes` payload charged `overhead` more.
-    public init(flow: Int, bytes: Int, tag: UInt64, overhead: Int = 0, enqueuedAt: Instant = .zero) {
+    public init(
+        flow: Int, bytes: Int, tag: UInt64, overhead: Int = 0, enqueuedAt: Instant = .zero, echo: Instant? = nil
+    ) {
         self.flow = flow
         self.bytes = bytes
         self.chargedBytes = bytes + overhead
         self.tag = tag
         self.enqueuedAt = enqueuedAt
+        self.echo = echo
     }
 }

@@ -52,12 +52,43 @@ public struct CongestionWindow: Hashable, Sendable {
     }
 }
 
+/// What one ACK tells the congestion control (struct ack_sample, with what the hook reads from the socket).
+public struct AckSample: Sendable {
+    /// The round trip of the newest segment the ACK delivered.
+    public var rtt: Duration
+    /// When the ACK arrived.
+    public var now: Instant
+    /// snd_una after the ACK.
+    public var sndUna: Int64
+    /// snd_nxt when the ACK arrived.
+    public var sndNxt: Int64
+    /// sk_pacing_rate in bytes per second; nil before the first round-trip sample.
+    public var pacingRate: Int64?
+
+    public init(rtt: Duration, now: Instant, sndUna: Int64, sndNxt: Int64, pacingRate: Int64? = nil) {
+        self.rtt = rtt
+        self.now = now
+        self.sndUna = sndUna
+        self.sndNxt = sndNxt
+        self.pacingRate = pacingRate
+    }
+}
+
+/// How HyStart ended slow start, and at which window (TcpExt's TCPHystartTrainDetect / TrainCwnd and
+/// TCPHystartDelayDetect / DelayCwnd).
+public enum HyStartExit: Hashable, Sendable {
+    /// ACKs ran back to back for half the minimum round trip.
+    case ackTrain(cwnd: Int)
+    /// A round's smallest round trip grew past the minimum by the delay threshold.
+    case delay(cwnd: Int)
+}
+
 /// A congestion control algorithm, with the hooks Linux's `tcp_congestion_ops` calls.
 ///
 /// Pure and deterministic: time comes in as arguments. Lives on its sender's thread.
 public protocol CongestionControl: Sendable {
-    /// pkts_acked: an ACK delivered segments with round-trip sample `rtt`; `sndUna`/`sndNxt` after the ACK.
-    mutating func acked(rtt: Duration, now: Instant, window: inout CongestionWindow, sndUna: Int64, sndNxt: Int64)
+    /// pkts_acked: an ACK delivered segments.
+    mutating func acked(_ sample: AckSample, window: inout CongestionWindow)
     /// cong_avoid: grows the window for `acked` delivered segments (only while the sender is window-limited).
     mutating func increase(acked: Int, now: Instant, window: inout CongestionWindow)
     /// ssthresh: the threshold after a loss, from the window when it was detected.
@@ -66,6 +97,8 @@ public protocol CongestionControl: Sendable {
     mutating func retransmissionTimedOut()
     /// cwnd_event(CA_EVENT_TX_START): the sender starts sending after `idle` without data in flight.
     mutating func transmissionStarted(idle: Duration, now: Instant)
+    /// How the algorithm ended slow start before any loss, if it did (HyStart); nil for Reno.
+    var slowStartExit: HyStartExit? { get }
 }
 
 /// Which congestion control a profile asks for (`tcp.congestion`).

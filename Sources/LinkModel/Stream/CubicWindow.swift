@@ -17,17 +17,25 @@ import Foundation
 // A retransmission timeout forgets Wmax and the epoch. Before the first loss (Wmax = 0) cnt is at most 20.
 // After idle, the epoch moves forward by the idle time (CA_EVENT_TX_START), so the curve does not jump.
 //
-// HyStart, delay detection only: in slow start with cwnd ≥ 16, each round trip takes the minimum RTT of its
-// first 8 ACKs; once that exceeds delay_min + clamp(delay_min / 8, 4 ms, 16 ms), slow start ends (ssthresh =
-// cwnd). A round ends when snd_una passes the snd_nxt of its start. Rounds are counted from the first ACK, below
-// cwnd 16 too (upstream 25c1a9ca53db, in 6.1 stable since 6.1.129), so each opens at a flight's first ACK, where
-// slow start's own burst has not queued yet. Counted from cwnd 16 only, as before that fix, rounds open mid-flight
-// and end slow start well below the bandwidth-delay product. HyStart's ACK-train detection is not modelled: it needs the spacing of ACKs at microsecond scale,
-// which the emulated ACK path (no reverse bandwidth, delayed ACKs) does not reproduce honestly.
+// HyStart (hystart_update), in slow start with cwnd ≥ 16, by two signs that the window has filled the path:
+//
+// - ACK train: ACKs arriving no more than 2 ms apart (hystart_ack_delta) from a round's first ACK for longer than
+//   (delay_min + ack delay) / 2, the ack delay being the time four 64 KiB units take at the pacing rate, at most
+//   1 ms. A round's ACKs run back to back only while the bottleneck was busy for all of it; its receiver must ACK
+//   each segment for the train to hold at 2 ms (see TCPReceiver's quick ACKs), and on links slower than about
+//   6 Mbit/s one segment alone takes longer than that, so the train never forms there. One longer gap ends the
+//   train for the rest of its round.
+// - Delay: each round takes the minimum RTT of its first 8 ACKs; once that exceeds
+//   delay_min + clamp(delay_min / 8, 4 ms, 16 ms), slow start ends.
+//
+// Either sets ssthresh = cwnd. A round ends when snd_una passes the snd_nxt of its start. Rounds are counted from
+// the first ACK, below cwnd 16 too (upstream 25c1a9ca53db, in 6.1 stable since 6.1.129), so each opens at a
+// flight's first ACK, where slow start's own burst has not queued yet. Counted from cwnd 16 only, as before that
+// fix, rounds open mid-flight and end slow start well below the bandwidth-delay product.
 //
 // Time is continuous (nanoseconds) where the kernel counts jiffies; otherwise the arithmetic follows the kernel.
 
-/// CUBIC's window growth and reduction, with HyStart's delay detection.
+/// CUBIC's window growth and reduction, with HyStart.
 public struct CubicWindow: CongestionControl {
     /// C, the cubic's scaling constant (bic_scale 41 / 102.4).
     public static let c = 0.4
@@ -40,6 +48,8 @@ public struct CubicWindow: CongestionControl {
     static let hystartLowWindow = 16
     /// HyStart's samples per round (HYSTART_MIN_SAMPLES).
     static let hystartMinimumSamples = 8
+    /// The largest gap between ACKs of one train (hystart_ack_delta_us).
+    static let hystartAckDelta = Duration.milliseconds(2)
 
     /// The window at the last reduction (last_max_cwnd), 0 before the first loss.
     public private(set) var lastMaxCwnd = 0
@@ -53,50 +63,66 @@ public struct CubicWindow: CongestionControl {
     public private(set) var cnt = 0
     /// The smallest RTT seen (delay_min).
     public private(set) var delayMin: Duration?
-    /// Whether HyStart ended slow start.
-    public private(set) var hystartFound = false
+    /// How HyStart ended slow start, if it did.
+    public private(set) var slowStartExit: HyStartExit?
     private var lastCwnd = 0
     private var lastTime: Instant?
     private var ackCount = 0
     private var tcpCwnd = 0
     private var roundEndSeq: Int64 = 0
+    private var roundStart: Instant = .zero
+    private var lastTrainAck: Instant = .zero
     private var roundMinimumRTT: Duration?
     private var roundSamples = 0
 
     public init() {}
 
-    public mutating func acked(
-        rtt: Duration, now: Instant, window: inout CongestionWindow, sndUna: Int64, sndNxt: Int64
-    ) {
-        if let epochStart, now - epochStart < .seconds(1) { return }
-        let delay = max(rtt, .microseconds(1))
+    public mutating func acked(_ sample: AckSample, window: inout CongestionWindow) {
+        if let epochStart, sample.now - epochStart < .seconds(1) { return }
+        let delay = max(sample.rtt, .microseconds(1))
         if delayMin.map({ $0 > delay }) ?? true { delayMin = delay }
-        if !hystartFound && window.inSlowStart {
-            hystartUpdate(delay: delay, window: &window, sndUna: sndUna, sndNxt: sndNxt)
+        if slowStartExit == nil && window.inSlowStart {
+            hystartUpdate(sample, delay: delay, window: &window)
         }
     }
 
-    /// hystart_update, delay detection: ends slow start when this round's RTT has grown past delay_min. Rounds
-    /// are counted below the low window too, so that each one opens at a flight's first ACK.
-    private mutating func hystartUpdate(delay: Duration, window: inout CongestionWindow, sndUna: Int64, sndNxt: Int64) {
-        if sndUna > roundEndSeq {
-            roundEndSeq = sndNxt
+    /// hystart_update: ends slow start on an ACK train or a grown delay. Rounds are counted below the low window
+    /// too, so that each one opens at a flight's first ACK.
+    private mutating func hystartUpdate(_ sample: AckSample, delay: Duration, window: inout CongestionWindow) {
+        if sample.sndUna > roundEndSeq {
+            roundEndSeq = sample.sndNxt
+            roundStart = sample.now
+            lastTrainAck = sample.now
             roundMinimumRTT = nil
             roundSamples = 0
         }
-        guard window.cwnd >= Self.hystartLowWindow else { return }
+        guard window.cwnd >= Self.hystartLowWindow, let delayMin else { return }
+        if sample.now - lastTrainAck <= Self.hystartAckDelta {
+            lastTrainAck = sample.now
+            if sample.now - roundStart > (delayMin + Self.hystartAckDelay(pacingRate: sample.pacingRate)) / 2 {
+                slowStartExit = .ackTrain(cwnd: window.cwnd)
+                window.ssthresh = window.cwnd
+                return
+            }
+        }
         let current = min(roundMinimumRTT ?? delay, delay)
         roundMinimumRTT = current
         if roundSamples < Self.hystartMinimumSamples {
             roundSamples += 1
             return
         }
-        guard let delayMin else { return }
         let threshold = min(max(delayMin / 8, .milliseconds(4)), .milliseconds(16))
         if current > delayMin + threshold {
-            hystartFound = true
+            slowStartExit = .delay(cwnd: window.cwnd)
             window.ssthresh = window.cwnd
         }
+    }
+
+    /// hystart_ack_delay: the cushion a train may lose to the sender's own bursts, four 64 KiB units (GSO_MAX_SIZE)
+    /// at the pacing rate, at most 1 ms.
+    static func hystartAckDelay(pacingRate: Int64?) -> Duration {
+        guard let pacingRate, pacingRate > 0 else { return .zero }
+        return min(.milliseconds(1), .microseconds(Int64(65_536 * 4) * 1_000_000 / pacingRate))
     }
 
     public mutating func increase(acked: Int, now: Instant, window: inout CongestionWindow) {

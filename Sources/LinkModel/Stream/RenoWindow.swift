@@ -6,11 +6,11 @@
 
 /// Reno's additive increase, multiplicative decrease by one half.
 public struct RenoWindow: CongestionControl {
+    public var slowStartExit: HyStartExit? { nil }
+
     public init() {}
 
-    public mutating func acked(
-        rtt: Duration, now: Instant, window: inout CongestionWindow, sndUna: Int64, sndNxt: Int64
-    ) {}
+    public mutating func acked(_ sample: AckSample, window: inout CongestionWindow) {}
 
     public mutating func increase(acked: Int, now: Instant, window: inout CongestionWindow) {
         var acked = acked

@@ -14,8 +14,9 @@ public final class StreamFlow {
         var receiver = TCPReceiver()
         /// The sender may send nothing before this: the end of its side of the handshake, or the peer's first bytes.
         var opensAt: Instant
-        /// Segments past the bottleneck, with their arrival at the receiver (never decreasing).
-        var arrivals = Deque<(segment: TCPSegment, at: Instant)>()
+        /// Segments past the bottleneck, with their arrival at the receiver (never decreasing) and their timestamp
+        /// echo.
+        var arrivals = Deque<(segment: TCPSegment, at: Instant, echo: Instant?)>()
         /// ACKs on the reverse path, with their arrival at the sender (never decreasing).
         var acks = Deque<(ack: TCPAck, at: Instant)>()
         /// Bytes the receiver released in order and the proxy has not taken yet.
@@ -116,7 +117,8 @@ public final class StreamFlow {
         return TransportState(
             cwnd: sender.cwnd, ssthresh: sender.ssthresh, srtt: sender.timer.srtt,
             rto: sender.timer.timeout, retransmissions: sender.retransmissions,
-            recoveries: sender.recoveries, timeouts: sender.timeouts, probes: sender.probes)
+            recoveries: sender.recoveries, timeouts: sender.timeouts, probes: sender.probes,
+            slowStartExit: sender.slowStartExit)
     }
 }
 
@@ -131,4 +133,6 @@ public struct TransportState: Hashable, Sendable {
     public var timeouts: Int
     /// Tail loss probes sent (`TCPLossProbes`).
     public var probes: Int
+    /// How HyStart ended slow start, if it did (`TCPHystartTrainDetect`, `TCPHystartDelayDetect`).
+    public var slowStartExit: HyStartExit?
 }

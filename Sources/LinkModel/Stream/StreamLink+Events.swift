@@ -58,7 +58,7 @@ extension StreamLink.Emulation {
             model.arrivals.removeFirst()
             touched = true
             let ack = model.receiver.receive(
-                first.segment, now: first.at, idleRestart: model.sender.timer.rto,
+                first.segment, now: first.at, echo: first.echo, idleRestart: model.sender.timer.rto,
                 roundTrip: profile.delay + reverseDelay)
             if let ack { sendAck(ack, on: &model, at: first.at) }
             let released = model.receiver.takeReleased()
@@ -98,7 +98,8 @@ extension StreamLink.Emulation {
             counters.transmissions += TCPSender.segmentCount(bytes: segment.length)
             let packet = LinkPacket(
                 flow: flow.number, bytes: segment.length, tag: UInt64(segment.seq),
-                overhead: profile.accounting.overhead(tcpSegments: TCPSender.segmentCount(bytes: segment.length)))
+                overhead: profile.accounting.overhead(tcpSegments: TCPSender.segmentCount(bytes: segment.length)),
+                echo: model.sender.tsRecent)
             if enqueue(packet, of: flow, &model, at: now) {
                 if packet.bytes > TCPSender.mss {
                     enqueueSegments(of: packet, of: flow, &model, at: now)
@@ -141,7 +142,8 @@ extension StreamLink.Emulation {
         while seq < end {
             let length = Int(min(UInt64(TCPSender.mss), end - seq))
             let segment = LinkPacket(
-                flow: flow.number, bytes: length, tag: seq, overhead: profile.accounting.overhead(tcpSegments: 1))
+                flow: flow.number, bytes: length, tag: seq, overhead: profile.accounting.overhead(tcpSegments: 1),
+                echo: unit.echo)
             if enqueue(segment, of: flow, &model, at: now) {
                 counters.segmentsLost += 1
             }

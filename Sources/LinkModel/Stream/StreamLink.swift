@@ -472,7 +472,7 @@ extension StreamLink {
                 }
                 arrive(
                     Int64(packet.tag)..<Int64(packet.tag) + Int64(packet.bytes), of: packet.flow, &model,
-                    departedAt: now)
+                    departedAt: now, echo: packet.echo)
                 return
             }
             let start = Int64(packet.tag)
@@ -483,18 +483,19 @@ extension StreamLink {
                 let next = min(seq + Int64(TCPSender.mss), end)
                 if isLost() {
                     counters.segmentsLost += 1
-                    if run < seq { arrive(run..<seq, of: packet.flow, &model, departedAt: now) }
+                    if run < seq { arrive(run..<seq, of: packet.flow, &model, departedAt: now, echo: packet.echo) }
                     run = next
                 }
                 seq = next
             }
-            if run < end { arrive(run..<end, of: packet.flow, &model, departedAt: now) }
+            if run < end { arrive(run..<end, of: packet.flow, &model, departedAt: now, echo: packet.echo) }
         }
 
         /// `bytes` arrive at the receiver one propagation delay (± jitter) after `now`, never before the flow's
         /// previous arrival.
         private mutating func arrive(
-            _ bytes: Range<Int64>, of number: Int, _ model: inout StreamFlow.Model, departedAt now: Instant
+            _ bytes: Range<Int64>, of number: Int, _ model: inout StreamFlow.Model, departedAt now: Instant,
+            echo: Instant?
         ) {
             var offset = profile.delay.nanoseconds
             let spread = profile.jitter.nanoseconds
@@ -502,7 +503,7 @@ extension StreamLink {
             var arrival = now.addingSaturating(nanoseconds: max(0, offset))
             if let last = model.arrivals.last { arrival = max(arrival, last.at) }
             let segment = TCPSegment(seq: bytes.lowerBound, length: bytes.count, isRetransmission: false)
-            model.arrivals.append((segment, arrival))
+            model.arrivals.append((segment, arrival, echo))
             arrivalSchedule.insert(ScheduledFlow(at: arrival, number: number, generation: 0))
         }
 

@@ -3,6 +3,7 @@ extension TCPSender {
     /// Takes an ACK that arrived at `now`: delivered segments, losses, the window, the timers.
     public mutating func receive(_ ack: TCPAck, now: Instant) {
         receiveWindow = ack.window
+        if let timestamp = ack.timestamp { tsRecent = timestamp }
         var delivered = 0
         var newest: SentSegment?
         func consider(_ segment: SentSegment) {
@@ -48,7 +49,8 @@ extension TCPSender {
             let rtt = now - newest.sentAt
             timer.sample(rtt)
             minRTT = min(minRTT ?? rtt, rtt)
-            congestion.acked(rtt: rtt, now: now, window: &window, sndUna: sndUna, sndNxt: sndNxt)
+            congestion.acked(
+                AckSample(rtt: rtt, now: now, sndUna: sndUna, sndNxt: sndNxt, pacingRate: pacingRate), window: &window)
         }
         var newlyLost = 0
         var armedReorder = false

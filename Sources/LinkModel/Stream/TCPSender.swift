@@ -71,16 +71,19 @@ public struct TCPAck: Hashable, Sendable {
     public var duplicate: Bool
     /// The receive window the receiver advertises, in bytes.
     public var window: Int
+    /// When the receiver sent it (its timestamp option's TSval), which the sender echoes on its next segments.
+    public var timestamp: Instant?
 
     public init(
         cumulative: Int64, sacked: Range<Int64>? = nil, moreSacked: [Range<Int64>] = [], duplicate: Bool = false,
-        window: Int
+        window: Int, timestamp: Instant? = nil
     ) {
         self.cumulative = cumulative
         self.sacked = sacked
         self.moreSacked = moreSacked
         self.duplicate = duplicate
         self.window = window
+        self.timestamp = timestamp
     }
 }
 
@@ -122,6 +125,10 @@ public struct TCPSender {
     public internal(set) var timer = RetransmissionTimer()
     public internal(set) var state = State.open
     var congestion: any CongestionControl
+    /// The newest ACK's timestamp (ts_recent), echoed on every segment sent.
+    public internal(set) var tsRecent: Instant?
+    /// How slow start ended without a loss, if it did.
+    public var slowStartExit: HyStartExit? { congestion.slowStartExit }
 
     /// The oldest unacknowledged byte.
     public internal(set) var sndUna: Int64 = 0
@@ -324,19 +331,15 @@ public struct TCPSender {
     }
 
     /// tcp_tso_autosize and tcp_xmit_size_goal: how many segments one unit of new data may hold. About 1 ms of the
-    /// pacing rate (sk_pacing_rate: cwnd / srtt at 200 % while cwnd < ssthresh / 2, else 120 %), plus 64 KiB >>
+    /// pacing rate (`pacingRate`), plus 64 KiB >>
     /// (min_rtt / 512 µs) on short paths (tcp_tso_rtt_log), at most 64 KiB less headers and half the largest
     /// window the receiver advertised, and never more than `largest`, what the link lets arrive as one (see
     /// `StreamLink`): one segment on slow links, whose segments arrive apart however the sender grouped them. At
     /// least one segment where Linux takes two (tcp_min_tso_segs): when the window allows, the next segment
     /// follows at once anyway, one serialisation time later. 1 with `tcp.segmentation-offload = off`.
     func unitSegments(largest: Int) -> Int {
-        guard largest > 1, settings.segmentationOffload, let srtt = timer.srtt else { return 1 }
-        let percent: Int64 = window.cwnd < window.ssthresh / 2 ? 200 : 120
-        let srttMicroseconds = max(srtt.nanoseconds / 1_000, 1)
-        let packets = Int64(max(window.cwnd, segments.count))
-        let bytesPerSecond = Int64(Self.mss) * packets * percent * 10_000 / srttMicroseconds
-        var bytes = bytesPerSecond >> Self.pacingShift
+        guard largest > 1, settings.segmentationOffload, let pacingRate else { return 1 }
+        var bytes = pacingRate >> Self.pacingShift
         if let minRTT {
             let shift = (minRTT.nanoseconds / 1_000) >> Self.tsoRTTLog
             if shift < 32 { bytes += Int64(Self.largestUnitBytes) >> shift }
@@ -344,6 +347,16 @@ public struct TCPSender {
         var unit = Int(min(bytes, Int64(Self.largestUnitBytes))) / Self.mss
         if largestReceiveWindow > Self.mss { unit = min(unit, largestReceiveWindow / 2 / Self.mss) }
         return max(1, min(unit, Self.largestUnitSegments, largest))
+    }
+
+    /// tcp_update_pacing_rate: sk_pacing_rate in bytes per second, the window per srtt at 200 % while cwnd <
+    /// ssthresh / 2 and 120 % after; nil before the first round-trip sample.
+    var pacingRate: Int64? {
+        guard let srtt = timer.srtt else { return nil }
+        let percent: Int64 = window.cwnd < window.ssthresh / 2 ? 200 : 120
+        let srttMicroseconds = max(srtt.nanoseconds / 1_000, 1)
+        let packets = Int64(max(window.cwnd, segments.count))
+        return Int64(Self.mss) * packets * percent * 10_000 / srttMicroseconds
     }
 
     /// sk_pacing_shift: a unit holds about 2^-10 s of the pacing rate.

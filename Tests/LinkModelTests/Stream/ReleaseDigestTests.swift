@@ -62,7 +62,7 @@ struct ReleaseDigestTests {
     @Test func aGigabitWithoutDelay() {
         let result = digest(DirectionProfile(bandwidth: .gbps(1)), size: 4_000_000)
         #expect(
-            result.value == 2_435_547_272_178_859_457 && result.count == 2399,
+            result.value == 7_050_229_608_263_577_750 && result.count == 2763,
             "\(result.value) over \(result.count) releases")
     }
 
@@ -71,7 +71,7 @@ struct ReleaseDigestTests {
             DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20)),
             size: 8_000_000)
         #expect(
-            result.value == 12_862_981_378_781_607_794 && result.count == 5525,
+            result.value == 16_604_641_516_708_622_958 && result.count == 5525,
             "\(result.value) over \(result.count) releases")
     }
 
@@ -80,7 +80,7 @@ struct ReleaseDigestTests {
             DirectionProfile(bandwidth: .mbps(10), delay: .milliseconds(25), loss: Percentage(1)),
             size: 1_000_000)
         #expect(
-            result.value == 10_936_224_441_277_871_615 && result.count == 253,
+            result.value == 18_310_506_437_812_852_752 && result.count == 454,
             "\(result.value) over \(result.count) releases")
     }
 
@@ -90,7 +90,7 @@ struct ReleaseDigestTests {
                 bandwidth: .mbps(50), delay: .milliseconds(20), jitter: .milliseconds(5),
                 loss: Percentage(0.5)), size: 2_000_000)
         #expect(
-            result.value == 7_274_503_075_547_159_779 && result.count == 396,
+            result.value == 10_272_134_340_292_257_456 && result.count == 409,
             "\(result.value) over \(result.count) releases")
     }
 
@@ -99,7 +99,7 @@ struct ReleaseDigestTests {
         profile.queueManagement = QueueManagement(FQCoDelQueue.self)
         let result = digest(profile, flows: 3, size: 500_000)
         #expect(
-            result.value == 16_986_298_203_971_545_159 && result.count == 428,
+            result.value == 1_798_946_422_888_415_267 && result.count == 463,
             "\(result.value) over \(result.count) releases")
     }
 }

@@ -53,7 +53,7 @@ struct TimerAndWindowTests {
         var cubic = CubicWindow()
         var window = CongestionWindow(cwnd: 100)
         let rtt = Duration.milliseconds(100)
-        cubic.acked(rtt: rtt, now: .zero, window: &window, sndUna: 0, sndNxt: 0)
+        cubic.acked(AckSample(rtt: rtt, now: .zero, sndUna: 0, sndNxt: 0), window: &window)
         window.ssthresh = cubic.ssthreshAfterLoss(window: window)
         window.cwnd = window.ssthresh
         #expect(window.cwnd == 70)
