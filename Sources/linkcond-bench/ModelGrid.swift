@@ -157,6 +157,20 @@ struct ModelGrid {
             ("TCPOrigDataSent", sent - sender.retransmissions), ("RetransSegs", sender.retransmissions),
             ("TCPSackRecovery", sender.recoveries), ("TCPTimeouts", sender.timeouts),
             ("TCPLossProbes", sender.probes), ("segmentsLost", connection.downlink.counters.segmentsLost),
+        ] + hystartCounters(sender.slowStartExit)
+    }
+
+    /// TcpExt's HyStart counters for one connection's exit.
+    private func hystartCounters(_ exit: HyStartExit?) -> [(String, Int)] {
+        let (train, delay): (Int?, Int?) =
+            switch exit {
+            case .ackTrain(let cwnd): (cwnd, nil)
+            case .delay(let cwnd): (nil, cwnd)
+            case nil: (nil, nil)
+            }
+        return [
+            ("TCPHystartTrainDetect", train == nil ? 0 : 1), ("TCPHystartTrainCwnd", train ?? 0),
+            ("TCPHystartDelayDetect", delay == nil ? 0 : 1), ("TCPHystartDelayCwnd", delay ?? 0),
         ]
     }
 }

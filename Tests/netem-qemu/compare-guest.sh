@@ -136,7 +136,7 @@ tcp_counters() {
             /^(Tcp|TcpExt):/ {
                 if (!($1 in seen)) { seen[$1] = 1; for (i = 2; i <= NF; i++) name[$1, i] = $i; next }
                 for (i = 2; i <= NF; i++)
-                    if (name[$1, i] ~ /^(RetransSegs|TCPOrigDataSent|TCPSackRecovery|TCPTimeouts|TCPLossProbes|TCPLossProbeRecovery|TCPFastRetrans|TCPLostRetransmit|TCPSackRecoveryFail|TCPSpuriousRTOs|TCPDSACKRecv|TCPSynRetrans|DelayedACKs)$/)
+                    if (name[$1, i] ~ /^(RetransSegs|TCPOrigDataSent|TCPSackRecovery|TCPTimeouts|TCPLossProbes|TCPLossProbeRecovery|TCPFastRetrans|TCPLostRetransmit|TCPSackRecoveryFail|TCPSpuriousRTOs|TCPDSACKRecv|TCPSynRetrans|DelayedACKs|TCPHystartTrainDetect|TCPHystartTrainCwnd|TCPHystartDelayDetect|TCPHystartDelayCwnd)$/)
                         print prefix name[$1, i] "=" $i }'
 }
 

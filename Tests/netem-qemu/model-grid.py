@@ -57,13 +57,14 @@ TRANSFERS = [
 ]
 
 # Real fetch samples: grid-today/fresh holds the pooled real runs of every cell, cells-10-10-50 a later boot's
-# runs of four cells, lossless-10runs ten runs of each lossless cell, counters-20runs twenty 1 MB fetches (and
+# runs of four cells (hystart-exits holds the HyStart counters the guest logged around the 1 MB fetches of
+# several of these runs), lossless-10runs ten runs of each lossless cell, counters-20runs twenty 1 MB fetches (and
 # requests after idle) of four lossy cells with the server's counters, handshake-100 a hundred 10 KB and 100 KB
 # fetches of the three 10 Mbit/s, 2 % cells with the counters, mb-40 and mb-50 forty more 1 MB fetches each at
 # 10 Mbit/s, 2 %, 200 and 50 ms. Loss there is drawn per segment on the router, as the grid does now.
 REAL_FETCHES = [
     "grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs", "bulk5-drained",
-    "bulk-counters", "handshake-100", "mb-40", "mb-50",
+    "bulk-counters", "handshake-100", "mb-40", "mb-50", "hystart-exits",
 ]
 # Real bulk samples, by length of the download. Lossless cells come from model-v2-full and bulk5-drained only: the
 # other model-v2 runs drew loss in pairs on the sender, exec runs reuse stored real samples, and lossless-10runs'
@@ -270,7 +271,8 @@ def figure(value):
 def counters_table(real, model):
     """Mean per fetch of the server's counters, real / model, for the fetches whose counters the guest recorded."""
     keys = sorted({(cell, metric.rsplit(":", 1)[0]) for cell, metric in real if metric.startswith("counter:")
-                   and (cell, metric) in model}, key=lambda k: (tuple(float(x) for x in k[0]), k[1]))
+                   and metric.rsplit(":", 1)[1] in COUNTERS and (cell, metric) in model},
+                  key=lambda k: (tuple(float(x) for x in k[0]), k[1]))
     if not keys:
         return None
     lines = ["| Mbit/s | RTT ms | loss % | fetch | runs | " + " | ".join(COUNTERS) + " |",
@@ -285,6 +287,41 @@ def counters_table(real, model):
         label = {"fetch_1000000": "1 MB, then 100 KB after idle", "fetch_100000": "100 KB", "fetch_10000": "10 KB"}.get(
             transfer, transfer.replace("bulk_", "bulk, ").replace("s", " s"))
         lines.append(f"| {cell[0]} | {cell[1]} | {cell[2]} | {label} | {runs} | " + " | ".join(out) + " |")
+    return "\n".join(lines)
+
+
+HYSTART = "counter:fetch_1000000:TCPHystart"
+
+
+def hystart_exits(samples, cell):
+    """The HyStart exit of each 1 MB fetch of a cell: ("train" or "delay", window), or None when a loss ended slow
+    start first. The four counters of one fetch sit at the same index of their lists."""
+    train, train_cwnd, delay, delay_cwnd = (samples.get((cell, HYSTART + name), []) for name in
+                                            ("TrainDetect", "TrainCwnd", "DelayDetect", "DelayCwnd"))
+    return [("train", int(tc)) if t else ("delay", int(dc)) if d else None
+            for t, tc, d, dc in zip(train, train_cwnd, delay, delay_cwnd)]
+
+
+def hystart_table(real, model):
+    """How HyStart ended slow start in each cell's 1 MB fetches, real / model: how many fetches ended it by ACK train
+    and by delay, with the window at the exit (the median, and the range when it varies by more than two)."""
+    cells = sorted({cell for cell, metric in real if metric.startswith(HYSTART)}, key=lambda c: tuple(float(x) for x in c))
+    if not cells:
+        return None
+    def describe(exits, kind):
+        windows = sorted(w for e in exits if e and e[0] == kind for w in [e[1]])
+        if not windows:
+            return "–"
+        median = f"{statistics.median(windows):.0f}"
+        return f"{len(windows)} at {median}" + (f" ({windows[0]}–{windows[-1]})" if windows[-1] > windows[0] + 2 else "")
+    lines = ["| Mbit/s | RTT ms | loss % | fetches | ACK train, real | ACK train, model | delay, real | delay, model |",
+             "|---|---|---|---|---|---|---|---|"]
+    for cell in cells:
+        r, m = hystart_exits(real, cell), hystart_exits(model, cell)
+        if not r or not m:
+            continue
+        lines.append(f"| {cell[0]} | {cell[1]} | {cell[2]} | {len(r)} / {len(m)} | {describe(r, 'train')} | "
+                     f"{describe(m, 'train')} | {describe(r, 'delay')} | {describe(m, 'delay')} |")
     return "\n".join(lines)
 
 
@@ -347,6 +384,9 @@ def main():
     counters = counters_table(real, model)
     if counters:
         parts += ["The server's counters, mean per fetch, real / model:", counters]
+    exits = hystart_table(real, model)
+    if exits:
+        parts += ["HyStart's exits in the 1 MB fetches, real / model:", exits]
     guest = os.path.join(options.get("--store", options.get("--from", "")), "guest-rtt.csv.gz")
     if os.path.exists(guest):
         samples, trips = guest_samples(guest)
