@@ -61,10 +61,11 @@ TRANSFERS = [
 # several of these runs), lossless-10runs ten runs of each lossless cell, counters-20runs twenty 1 MB fetches (and
 # requests after idle) of four lossy cells with the server's counters, handshake-100 a hundred 10 KB and 100 KB
 # fetches of the three 10 Mbit/s, 2 % cells with the counters, mb-40 and mb-50 forty more 1 MB fetches each at
-# 10 Mbit/s, 2 %, 200 and 50 ms. Loss there is drawn per segment on the router, as the grid does now.
+# 10 Mbit/s, 2 %, 200 and 50 ms, and mb-200-05 forty at 10 Mbit/s, 200 ms, 0.5 %. Loss there is drawn per segment
+# on the router, as the grid does now.
 REAL_FETCHES = [
     "grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs", "bulk5-drained",
-    "bulk-counters", "handshake-100", "mb-40", "mb-50", "hystart-exits",
+    "bulk-counters", "handshake-100", "mb-40", "mb-50", "hystart-exits", "mb-200-05",
 ]
 # Real bulk samples, by length of the download. Lossless cells come from model-v2-full and bulk5-drained only: the
 # other model-v2 runs drew loss in pairs on the sender, exec runs reuse stored real samples, and lossless-10runs'
