@@ -86,6 +86,11 @@ CHECK_RUNS = 30
 COUNTER_RUNS = 50
 
 
+def cell_order(cell):
+    """A cell's place in every table: by rate, round trip and loss, as numbers."""
+    return tuple(float(x) for x in cell)
+
+
 def cell_key(row):
     return (row["rate_mbit"], row["rtt_ms"], row["loss_pct"])
 
@@ -222,7 +227,7 @@ def entry(real, model, cell, metric):
 
 
 def entries(real, model):
-    cells = sorted({c for c, _ in model}, key=lambda c: tuple(float(x) for x in c))
+    cells = sorted({c for c, _ in model}, key=cell_order)
     return {(cell, metric): e for cell in cells for metric, _ in TRANSFERS if (e := entry(real, model, cell, metric))}
 
 
@@ -235,7 +240,7 @@ def medians_table(found, column=None):
     lines = ["| Mbit/s | RTT ms | loss % | " + (f"{heading} | " if heading else "")
              + " | ".join(label for _, label in TRANSFERS) + " |",
              "|---|---|---|" + ("---|" if heading else "") + "---|" * len(TRANSFERS)]
-    for cell in sorted({c for c, _ in found}, key=lambda c: tuple(float(x) for x in c)):
+    for cell in sorted({c for c, _ in found}, key=cell_order):
         out = [extra[cell]] if heading else []
         for metric, _ in TRANSFERS:
             e = found.get((cell, metric))
@@ -247,7 +252,7 @@ def medians_table(found, column=None):
 def spread_table(found):
     lines = ["| Mbit/s | RTT ms | loss % | " + " | ".join(label for _, label in TRANSFERS) + " |",
              "|---|---|---|" + "---|" * len(TRANSFERS)]
-    for cell in sorted({c for c, _ in found if c[2] != "0"}, key=lambda c: tuple(float(x) for x in c)):
+    for cell in sorted({c for c, _ in found if c[2] != "0"}, key=cell_order):
         out = []
         for metric, _ in TRANSFERS:
             e = found.get((cell, metric))
@@ -273,7 +278,7 @@ def counters_table(real, model):
     """Mean per fetch of the server's counters, real / model, for the fetches whose counters the guest recorded."""
     keys = sorted({(cell, metric.rsplit(":", 1)[0]) for cell, metric in real if metric.startswith("counter:")
                    and metric.rsplit(":", 1)[1] in COUNTERS and (cell, metric) in model},
-                  key=lambda k: (tuple(float(x) for x in k[0]), k[1]))
+                  key=lambda k: (cell_order(k[0]), k[1]))
     if not keys:
         return None
     lines = ["| Mbit/s | RTT ms | loss % | fetch | runs | " + " | ".join(COUNTERS) + " |",
@@ -306,11 +311,11 @@ def hystart_exits(samples, cell):
 def hystart_table(real, model):
     """How HyStart ended slow start in each cell's 1 MB fetches, real / model: how many fetches ended it by ACK train
     and by delay, with the window at the exit (the median, and the range when it varies by more than two)."""
-    cells = sorted({cell for cell, metric in real if metric.startswith(HYSTART)}, key=lambda c: tuple(float(x) for x in c))
+    cells = sorted({cell for cell, metric in real if metric.startswith(HYSTART)}, key=cell_order)
     if not cells:
         return None
     def describe(exits, kind):
-        windows = sorted(w for e in exits if e and e[0] == kind for w in [e[1]])
+        windows = sorted(e[1] for e in exits if e and e[0] == kind)
         if not windows:
             return "–"
         median = f"{statistics.median(windows):.0f}"
