@@ -6,36 +6,30 @@ import Testing
 /// tcp_grow_window do them.
 @Suite(.timeLimit(.minutes(5)))
 struct ReceiveWindowTests {
-    /// In-order full segments from `first`, `spacing` apart from `start`, each echoing the ACK time `echo(i)`;
+    /// Full segment `index` arrives at `now`, echoing the ACK sent at `echo`; true if it was ACKed at once.
+    @discardableResult
+    private func arrive(_ index: Int, at now: Instant, echo: Instant, to receiver: inout TCPReceiver) -> Bool {
+        let segment = TCPSegment(seq: Int64(index * TCPSender.mss), length: TCPSender.mss, isRetransmission: false)
+        return receiver.receive(
+            segment, now: now, echo: echo, idleRestart: .seconds(1), roundTrip: .milliseconds(50)) != nil
+    }
+
+    /// In-order full segments from the first, `spacing` apart from `start`, each echoing the ACK time `echo(i)`;
     /// returns whether each was ACKed at once.
     private func deliver(
-        _ count: Int, from first: Int = 0, to receiver: inout TCPReceiver, start: Instant, spacing: Duration,
-        echo: (Int) -> Instant?
+        _ count: Int, to receiver: inout TCPReceiver, start: Instant, spacing: Duration, echo: (Int) -> Instant
     ) -> [Bool] {
-        (first..<first + count).map { index in
-            let segment = TCPSegment(
-                seq: Int64(index * TCPSender.mss), length: TCPSender.mss, isRetransmission: false)
-            let now = start + spacing * (index - first)
-            return receiver.receive(
-                segment, now: now, echo: echo(index), idleRestart: .seconds(1), roundTrip: .milliseconds(50)) != nil
-        }
+        (0..<count).map { arrive($0, at: start + spacing * $0, echo: echo($0), to: &receiver) }
     }
 
     @Test func aSmallerRoundTripSampleReplacesTheEstimateAndALargerOneMovesItAnEighth() {
         var receiver = TCPReceiver()
-        let mss = TCPSender.mss
-        func segment(_ index: Int) -> TCPSegment {
-            TCPSegment(seq: Int64(index * mss), length: mss, isRetransmission: false)
-        }
 
-        _ = receiver.receive(
-            segment(0), now: .ms(100), echo: .ms(20), idleRestart: .seconds(1), roundTrip: .milliseconds(50))
+        arrive(0, at: .ms(100), echo: .ms(20), to: &receiver)
         #expect(receiver.roundTripEstimate == .milliseconds(80))
-        _ = receiver.receive(
-            segment(1), now: .ms(200), echo: .ms(40), idleRestart: .seconds(1), roundTrip: .milliseconds(50))
+        arrive(1, at: .ms(200), echo: .ms(40), to: &receiver)
         #expect(receiver.roundTripEstimate == .milliseconds(90))
-        _ = receiver.receive(
-            segment(2), now: .ms(300), echo: .ms(270), idleRestart: .seconds(1), roundTrip: .milliseconds(50))
+        arrive(2, at: .ms(300), echo: .ms(270), to: &receiver)
 
         #expect(receiver.roundTripEstimate == .milliseconds(30))
     }
