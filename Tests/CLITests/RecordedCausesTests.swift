@@ -10,10 +10,9 @@ import Testing
 struct RecordedCausesTests {
     let recordings = RecordingReportTests()
 
-    /// A profile file holding `text`, removed by the caller.
+    /// A profile file holding `text`, in the test's scratch directory.
     func profileFile(_ text: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-causes-\(UUID()).profile")
-            .path
+        let path = recordings.scratch.file("causes-\(UUID()).profile")
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
@@ -23,8 +22,8 @@ struct RecordedCausesTests {
     func recordUDP(upstream: UInt16, profile: String, _ client: (UInt16, () throws -> StatusReport) throws -> Void)
         throws -> String
     {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-udp-\(UUID()).jsonl").path
-        let control = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-udp-\(UUID()).sock").path
+        let path = recordings.scratch.file("udp-\(UUID()).jsonl")
+        let control = recordings.scratch.file("udp-\(UUID()).sock")
         let run = try RunningLinkcond([
             "run", "--udp-listen", "127.0.0.1:0", "--udp-upstream", "127.0.0.1:\(upstream)",
             "--profile", profile, "--control", control, "--record", path,
@@ -55,7 +54,6 @@ struct RecordedCausesTests {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
         let profile = try profileFile("uplink.cut.after = 300 B\n")
-        defer { try? FileManager.default.removeItem(atPath: profile) }
         let client = try TestDatagramSocket(timeout: 5)
         defer { client.close() }
 
@@ -94,7 +92,6 @@ struct RecordedCausesTests {
         let echo = try TestDatagramServer()
         defer { echo.stop() }
         let profile = try profileFile("uplink.loss = 100 %\n")
-        defer { try? FileManager.default.removeItem(atPath: profile) }
         let client = try TestDatagramSocket(timeout: 5)
         defer { client.close() }
 
@@ -117,7 +114,6 @@ struct RecordedCausesTests {
         let upstream = try HTTPUpstream()
         defer { upstream.stop() }
         let profile = try profileFile("connect.stall = 1 s\ndownlink.first-byte.delay = 500 ms\n")
-        defer { try? FileManager.default.removeItem(atPath: profile) }
 
         let path = try recordings.record(upstreamPort: upstream.port, profile: profile) { port in
             try recordings.curl(["-o", "/dev/null", "http://127.0.0.1:\(port)/2000"])
@@ -145,7 +141,6 @@ struct RecordedCausesTests {
         let upstream = try HTTPUpstream()
         defer { upstream.stop() }
         let profile = try profileFile("bandwidth = 20 Mbit/s\ndelay = 10 ms\ndownlink.loss = 5 %\nseed = 7\n")
-        defer { try? FileManager.default.removeItem(atPath: profile) }
 
         let path = try recordings.record(upstreamPort: upstream.port, profile: profile) { port in
             try recordings.curl(["-o", "/dev/null", "http://127.0.0.1:\(port)/400000"])

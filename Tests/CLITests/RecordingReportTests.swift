@@ -5,6 +5,8 @@ import Testing
 /// `linkcond run --record` with real clients (curl, plain sockets) and `linkcond report` on what it wrote.
 @Suite(.serialized)
 struct RecordingReportTests {
+    /// Where this test's recordings and reports go.
+    let scratch = ScratchDirectory("linkcond-record")
     static let artefacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent(".build/test-artefacts/report").path
     static let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first {
@@ -16,7 +18,7 @@ struct RecordingReportTests {
     func record(upstreamPort: Int, profile: String = "none", extra: [String] = [], _ clients: (Int) throws -> Void)
         throws -> String
     {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-\(UUID()).jsonl").path
+        let path = scratch.file("app-\(UUID()).jsonl")
         let run = try RunningLinkcond(
             [
                 "run", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:\(upstreamPort)",
@@ -235,7 +237,7 @@ struct RecordingReportTests {
     }
 
     func reportError(_ text: String) throws -> LinkcondProcess.Result {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-bad-\(UUID()).jsonl").path
+        let path = scratch.file("bad-\(UUID()).jsonl")
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return try LinkcondProcess.run(["report", path, "-o", path + ".html"])
     }
@@ -243,8 +245,7 @@ struct RecordingReportTests {
     @Test func aRunThatCannotBindLeavesAnEarlierRecordingOfThatNameAsItWas() throws {
         let taken = try TestServer.echo()
         defer { taken.stop() }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-\(UUID()).jsonl").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let path = scratch.file("app-\(UUID()).jsonl")
         let earlier = "{\"v\":1,\"ev\":\"start\"}\n{\"t\":5,\"ev\":\"end\"}\n"
         try earlier.write(toFile: path, atomically: true, encoding: .utf8)
 
@@ -261,8 +262,7 @@ struct RecordingReportTests {
     @Test func aRunThatCannotBindLeavesNoRecordingBehind() throws {
         let taken = try TestServer.echo()
         defer { taken.stop() }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-\(UUID()).jsonl").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let path = scratch.file("app-\(UUID()).jsonl")
 
         let result = try LinkcondProcess.run([
             "run", "--listen", "127.0.0.1:\(taken.port)", "--upstream", "127.0.0.1:9",
@@ -274,8 +274,7 @@ struct RecordingReportTests {
     }
 
     @Test func aRecordingReplacesALongerEarlierFileOfThatName() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-record-\(UUID()).jsonl").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let path = scratch.file("app-\(UUID()).jsonl")
         try String(repeating: "x", count: 1 << 20).write(toFile: path, atomically: false, encoding: .utf8)
 
         let run = try RunningLinkcond([

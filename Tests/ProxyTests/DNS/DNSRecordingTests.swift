@@ -10,6 +10,7 @@ struct DNSRecordingTests {
         let server = try DNSTestServer()
         defer { server.stop() }
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-dns-\(UUID()).jsonl").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
         var options = ProxyOptions()
         options.recording = RecordingOptions(path: path)
         var profile = Profile.none

@@ -10,6 +10,7 @@ struct OfflineRecordingTests {
         defer { echo.stop() }
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-offline-\(UUID()).jsonl")
             .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
         var options = ProxyOptions()
         options.recording = RecordingOptions(path: path)
         let proxy = try ConditionedProxy.inFront(of: echo.port, profile: .none, options: options)
