@@ -7,7 +7,8 @@ final class ScratchDirectory: Sendable {
 
     /// Creates the directory, named `prefix` and a random suffix; a failure shows when a test writes into it.
     init(_ prefix: String) {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+        path =
+            FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
             .path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
     }

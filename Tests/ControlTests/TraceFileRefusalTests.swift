@@ -10,7 +10,8 @@ import Testing
     private let secretFile = NSTemporaryDirectory() + "linkcond-trace-refusal-\(UUID().uuidString.prefix(8)).trace"
 
     init() {
-        #expect(FileManager.default.createFile(atPath: secretFile, contents: Data("secret-line-that-must-not-leak\n".utf8)))
+        #expect(
+            FileManager.default.createFile(atPath: secretFile, contents: Data("secret-line-that-must-not-leak\n".utf8)))
     }
 
     deinit { try? FileManager.default.removeItem(atPath: secretFile) }
