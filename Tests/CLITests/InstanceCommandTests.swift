@@ -254,6 +254,65 @@ struct InstanceCommandTests {
         }
     }
 
+    /// SIGKILL leaves an instance no chance to remove its files; the next instance to start removes them.
+    @Test func theNextStartRemovesWhatAnInstanceKilledBySIGKILLLeft() throws {
+        let runtime = try RuntimeDirectory()
+        let killed = try Instance(runtime, ["--profile", "3g"])
+        let control = try #require(killed.lines.first { $0.hasPrefix("ready control ") })
+        let port = try #require(control.split(separator: ":").last.flatMap { UInt16($0) })
+        let token = ControlAddress.tokenFile(port: port, in: runtime.privateDirectory)
+        _ = try killed.process.stop(signal: SIGKILL)
+        #expect(FileManager.default.fileExists(atPath: token), "the killed instance's token is there to be removed")
+
+        let next = try Instance(runtime, ["--profile", "lte"])
+
+        #expect(!FileManager.default.fileExists(atPath: token))
+        let left = try FileManager.default.contentsOfDirectory(atPath: runtime.privateDirectory + "/instances")
+            .filter { !$0.hasPrefix(".") }
+        #expect(Set(left) == ["\(next.name).json", "\(next.name).sock"], "\(left)")
+    }
+
+    /// A token file written after a stale descriptor is another instance's on the same port since, and is kept;
+    /// one written before it is the stale instance's own, and goes with it.
+    @Test func aStaleInstancesTokenGoesUnlessWrittenAfterItsDescriptor() throws {
+        let runtime = try RuntimeDirectory()
+        let directory = runtime.privateDirectory + "/instances"
+        for made in [runtime.privateDirectory, directory] {
+            try FileManager.default.createDirectory(
+                atPath: made, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        }
+        let gone = Process()
+        gone.executableURL = URL(fileURLWithPath: "/bin/true")
+        try gone.run()
+        gone.waitUntilExit()
+        let published = Date()
+        for (name, port, written) in [("older-1", 40_001, -60.0), ("newer-1", 40_002, 60.0)] {
+            let text = """
+                {"name":"\(name)","pid":\(gone.processIdentifier),"started":"2024-01-01T00:00:00Z","control":["127.0.0.1:\(port)"]}
+                """
+            let descriptor = "\(directory)/\(name).json"
+            let token = ControlAddress.tokenFile(port: UInt16(port), in: runtime.privateDirectory)
+            let owned: [FileAttributeKey: Any] = [.posixPermissions: 0o600]
+            #expect(FileManager.default.createFile(atPath: descriptor, contents: Data(text.utf8), attributes: owned))
+            #expect(FileManager.default.createFile(atPath: token, contents: Data("0\n".utf8), attributes: owned))
+            try FileManager.default.setAttributes([.modificationDate: published], ofItemAtPath: descriptor)
+            try FileManager.default.setAttributes(
+                [.modificationDate: published.addingTimeInterval(written)], ofItemAtPath: token)
+        }
+
+        let ps = try linkcond(["ps"], runtime)
+
+        #expect(ps.status == 0, "\(ps.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(directory)/older-1.json"))
+        #expect(!FileManager.default.fileExists(atPath: "\(directory)/newer-1.json"))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: ControlAddress.tokenFile(port: 40_001, in: runtime.privateDirectory)))
+        #expect(
+            FileManager.default.fileExists(atPath: ControlAddress.tokenFile(port: 40_002, in: runtime.privateDirectory))
+        )
+    }
+
     /// SIGHUP too: a closed terminal stops the instance as SIGTERM does, and its files go with it.
     @Test(arguments: [SIGTERM, SIGINT, SIGHUP])
     func aStoppedInstanceRemovesItsSocketAndDescriptor(_ signal: Int32) throws {

@@ -30,8 +30,11 @@ public enum ControlAddress: Hashable, Sendable, CustomStringConvertible {
         return "/tmp/linkcond-\(CurrentUser.id)"
     }
 
-    /// Where `linkcond run` keeps the token of its TCP control endpoint on `port`, for the CLI to find.
-    public static func tokenFile(port: UInt16) -> String { privateDirectory + "/control-\(port).token" }
+    /// Where `linkcond run` keeps the token of its TCP control endpoint on `port`, for the CLI to find: in
+    /// `directory`, the private directory unless a test gives its own.
+    public static func tokenFile(port: UInt16, in directory: String = privateDirectory) -> String {
+        directory + "/control-\(port).token"
+    }
 
     public var description: String {
         switch self {

@@ -130,7 +130,8 @@ public enum InstanceClaimError: Error, CustomStringConvertible {
 ///
 /// Used from the command line's main thread. Names are claimed, and stale descriptors removed, under an `flock` on
 /// `.lock` in the directory, so two instances starting at once never take one name, and a command that removes a
-/// stale descriptor never removes one an instance has just written in its place.
+/// stale descriptor never removes one an instance has just written in its place. A start removes every stale
+/// instance's files, so what an instance killed by SIGKILL left behind goes at the next start.
 public struct InstanceDirectory: Sendable {
     public var path: String
 
@@ -154,6 +155,7 @@ public struct InstanceDirectory: Sendable {
         do {
             try prepare()
             return try PrivateFiles.withLock(lockPath) { () throws -> InstanceDescriptor in
+                for stale in descriptors() where !stale.process.isRunning { removeFiles(ofStale: stale) }
                 var number = 1
                 for _ in 0..<Self.claimAttempts {
                     let name: String
@@ -179,7 +181,7 @@ public struct InstanceDirectory: Sendable {
                         if case .given = request { throw InstanceClaimError.nameTaken(name, pid: holder.pid) }
                         number += 1
                     } else {
-                        removeFiles(of: name)
+                        removeFiles(ofStale: holder)
                     }
                 }
                 throw PrivateFiles.Refusal("cannot claim a name in \(path) after \(Self.claimAttempts) attempts")
@@ -206,11 +208,8 @@ public struct InstanceDirectory: Sendable {
     /// The running instances, by name. Descriptors whose process is gone are removed on the way; unreadable ones
     /// are skipped.
     public func running() -> [InstanceDescriptor] {
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
-            .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.map { String($0.dropLast(".json".count)) }
         var live: [InstanceDescriptor] = []
-        for name in names.sorted() {
-            guard let descriptor = read(name) else { continue }
+        for descriptor in descriptors() {
             if descriptor.process.isRunning {
                 live.append(descriptor)
             } else {
@@ -218,6 +217,13 @@ public struct InstanceDirectory: Sendable {
             }
         }
         return live
+    }
+
+    /// Every readable descriptor, by name.
+    private func descriptors() -> [InstanceDescriptor] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
+            .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.map { String($0.dropLast(".json".count)) }
+            .sorted().compactMap(read)
     }
 
     /// The descriptors that cannot be read (another version's, damaged, too long): their instances may run, so a
@@ -253,8 +259,23 @@ public struct InstanceDirectory: Sendable {
             guard let current = read(stale.name), current.process == stale.process, !current.process.isRunning else {
                 return
             }
-            removeFiles(of: stale.name)
+            removeFiles(ofStale: stale)
         }
+    }
+
+    /// Removes what an instance whose process is gone left: the token file of each loopback TCP control endpoint
+    /// its descriptor names, unless written after the descriptor (an instance on the same port since has its own
+    /// there; an instance writes its token before it publishes its descriptor), then its socket and descriptor.
+    private func removeFiles(ofStale stale: InstanceDescriptor) {
+        let published = PrivateFiles.modified(descriptorPath(stale.name)) ?? Int64.min
+        for control in stale.control {
+            guard let address = ControlAddress(parsing: control), case .tcp(let endpoint) = address,
+                address.isLocalOnly
+            else { continue }
+            let token = ControlAddress.tokenFile(port: endpoint.port, in: (path as NSString).deletingLastPathComponent)
+            if let written = PrivateFiles.modified(token), written <= published { PrivateFiles.remove(token) }
+        }
+        removeFiles(of: stale.name)
     }
 
     private func removeFiles(of name: String) {

@@ -135,6 +135,14 @@ public enum PrivateFiles {
     /// Removes a file linkcond created; a no-op when it is already gone.
     public static func remove(_ path: String) { _ = unlink(path) }
 
+    /// When `path` itself (a symbolic link is not followed) last changed, in nanoseconds since the epoch; nil when
+    /// it does not exist or cannot be inspected. It tells a file an older process wrote from one written since.
+    public static func modified(_ path: String) -> Int64? {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return nil }
+        return Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
+    }
+
     /// Checks that `path` is a Unix-domain socket owned by this user (or by root), so a client never talks to a
     /// socket another user planted where linkcond's would be. A missing path passes: connecting then fails plainly.
     public static func checkSocketOwner(_ path: String) throws(Refusal) {
