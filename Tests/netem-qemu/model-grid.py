@@ -137,24 +137,23 @@ def pooled_real():
 def real_runs():
     """{cell: [{metric: value}]}: each stored real run's samples together, so that a fetch's time and its counters
     stay paired (pooled_real keeps each metric's values apart)."""
-    runs = defaultdict(dict)
-    for run in REAL_FETCHES:
-        for row in stored_rows(run):
-            if row["side"] == "real" and row["value"] not in ("", "nan"):
-                runs[(run, row["run"], cell_key(row))][row["metric"]] = float(row["value"])
-    cells = defaultdict(list)
-    for (_, _, cell), samples in runs.items():
-        cells[cell].append(samples)
-    return cells
+    return runs_by_cell({**row, "run": f"{run}/{row['run']}"} for run in REAL_FETCHES for row in stored_rows(run)
+                        if row["side"] == "real" and row["value"] not in ("", "nan"))
 
 
 def model_runs(*paths):
     """{cell: [{metric: value}]}: each model run's samples together, from one or more --model-grid files."""
-    runs = defaultdict(dict)
-    for path in paths:
+    def rows(path):
         with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as raw:
-            for row in csv.DictReader(raw):
-                runs[(cell_key(row), row["run"])][row["metric"]] = float(row["value"])
+            yield from csv.DictReader(raw)
+    return runs_by_cell(row for path in paths for row in rows(path))
+
+
+def runs_by_cell(rows):
+    """{cell: [{metric: value}]}: the rows grouped by cell and run."""
+    runs = defaultdict(dict)
+    for row in rows:
+        runs[(cell_key(row), row["run"])][row["metric"]] = float(row["value"])
     cells = defaultdict(list)
     for (cell, _), samples in runs.items():
         cells[cell].append(samples)
