@@ -198,9 +198,10 @@ def matched_table(real, model):
     lines = ["| Mbit/s | RTT ms | loss % | runs | RetransSegs, real / model | "
              + " | ".join(f"{label}, plain | {label}, matched" for _, label in MATCHED) + " |",
              "|---|---|---|---|---|" + "---|---|" * len(MATCHED)]
+    complete = lambda run: MATCHED_BY in run and all(metric in run for metric, _ in MATCHED)
     for cell in sorted(real, key=cell_order):
-        counted = [run for run in real[cell] if MATCHED_BY in run and all(m in run for m, _ in MATCHED)]
-        runs = [run for run in model.get(cell, []) if MATCHED_BY in run and all(m in run for m, _ in MATCHED)]
+        counted = list(filter(complete, real[cell]))
+        runs = list(filter(complete, model.get(cell, [])))
         if cell[2] == "0" or len(counted) < MIN_RUNS_FOR_MATCHING or not runs:
             continue
         out = []

@@ -143,9 +143,12 @@ public struct InstanceDirectory: Sendable {
 
     /// Creates the private directory and this one inside it (both 0700), or checks the existing ones.
     public func prepare() throws(PrivateFiles.Refusal) {
-        try PrivateFiles.prepareDirectory((path as NSString).deletingLastPathComponent)
+        try PrivateFiles.prepareDirectory(privateDirectory)
         try PrivateFiles.prepareDirectory(path)
     }
+
+    /// The private directory this one is in, which holds the instances' token files.
+    private var privateDirectory: String { (path as NSString).deletingLastPathComponent }
 
     /// Takes a name and writes its descriptor, made by `describe` from the name. A given name a running instance
     /// has is refused; an automatic one takes the next number. A stale descriptor (its process gone) gives way.
@@ -220,19 +223,19 @@ public struct InstanceDirectory: Sendable {
     }
 
     /// Every readable descriptor, by name.
-    private func descriptors() -> [InstanceDescriptor] {
+    private func descriptors() -> [InstanceDescriptor] { descriptorNames().compactMap(read) }
+
+    /// The names of every descriptor file here, readable or not, sorted.
+    private func descriptorNames() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
             .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.map { String($0.dropLast(".json".count)) }
-            .sorted().compactMap(read)
+            .sorted()
     }
 
     /// The descriptors that cannot be read (another version's, damaged, too long): their instances may run, so a
     /// command that would pick the only instance must not guess while one is there.
     public func unreadableDescriptors() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
-            .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
-            .filter { read(String($0.dropLast(".json".count))) == nil }
-            .map { path + "/" + $0 }
+        descriptorNames().filter { read($0) == nil }.map(descriptorPath)
     }
 
     /// The running instance called `name`, or nil.
@@ -272,7 +275,7 @@ public struct InstanceDirectory: Sendable {
             guard let address = ControlAddress(parsing: control), case .tcp(let endpoint) = address,
                 address.isLocalOnly
             else { continue }
-            let token = ControlAddress.tokenFile(port: endpoint.port, in: (path as NSString).deletingLastPathComponent)
+            let token = ControlAddress.tokenFile(port: endpoint.port, in: privateDirectory)
             if let written = PrivateFiles.modified(token), written <= published { PrivateFiles.remove(token) }
         }
         removeFiles(of: stale.name)
