@@ -46,6 +46,10 @@ struct ProxyFairnessCommandTests {
         var byte: UInt8 = 0
         let oldestHog = recv(hog[0].fd, &byte, 1, Int32(MSG_DONTWAIT))
         let oldestHogError = errno
+        // The log line comes through a pipe another thread reads: wait for it rather than race that thread.
+        let logged = waitUntil(seconds: 30) {
+            linkcond.stderrText.contains("resetting the one waiting longest for its request")
+        }
 
         #expect(method == [0x05, 0x00])
         #expect(reply.prefix(2) == [0x05, 0x00], "SOCKS5 reply \(reply)")
@@ -53,8 +57,7 @@ struct ProxyFairnessCommandTests {
         #expect(
             oldestHog == 0 || (oldestHog < 0 && oldestHogError == ECONNRESET),
             "the longest-silent connection is still open: recv \(oldestHog), errno \(oldestHogError)")
-        #expect(
-            linkcond.stderrText.contains("resetting the one waiting longest for its request"), "\(linkcond.stderrText)")
+        #expect(logged, "\(linkcond.stderrText)")
     }
 
     /// One user's program holds the cap with established tunnels that carry nothing (which displace nothing: they
