@@ -47,7 +47,7 @@ extension TCPSender {
         }
         if let newest {
             let rtt = now - newest.sentAt
-            timer.sample(rtt)
+            timer.sample(rtt, sndUna: sndUna, sndNxt: sndNxt)
             minRTT = min(minRTT ?? rtt, rtt)
             congestion.acked(
                 AckSample(rtt: rtt, now: now, sndUna: sndUna, sndNxt: sndNxt, pacingRate: pacingRate), window: &window)

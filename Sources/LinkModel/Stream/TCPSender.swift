@@ -30,7 +30,8 @@ import DequeModule
 //
 // Retransmission timeout (tcp_retransmit_timer, tcp_enter_loss): ssthresh is cut (once per episode), cwnd = 1,
 // every segment not SACKed is marked lost and resent in slow start, and the timer backs off (×2 per expiry,
-// cleared by the next RTT sample). The timer itself is `RetransmissionTimer`: srtt + max(4 · rttvar, 200 ms).
+// cleared by the next RTT sample). The timer itself is `RetransmissionTimer`: srtt + rttvar, as tcp_rtt_estimator
+// keeps them.
 //
 // Restart after idle (tcp_cwnd_restart, net.ipv4.tcp_slow_start_after_idle): when the application writes after
 // more than one RTO with nothing in flight, ssthresh = max(ssthresh, ¾ cwnd) and cwnd halves per RTO of idle
@@ -201,7 +202,7 @@ public struct TCPSender {
     /// tcp_init_transfer). Called again before anything was sent, it replaces what the first call set.
     public mutating func handshakeCompleted(_ start: HandshakeAttempts.SideStart) {
         timer = RetransmissionTimer()
-        timer.sample(start.roundTrip)
+        timer.sample(start.roundTrip, sndUna: sndUna, sndNxt: sndNxt)
         window.cwnd = start.startsAtOneSegment ? 1 : max(settings.initialWindow, 1)
     }
 

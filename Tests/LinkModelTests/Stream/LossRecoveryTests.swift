@@ -53,19 +53,20 @@ struct LossRecoveryTests {
     }
 
     @Test func resendingTheOldestSegmentRestartsTheRetransmissionTimer() {
-        let link = modelLink(oneWay: .milliseconds(500))
-        link.lossDecision = dropping(segmentAt: segments(150), times: 2)
-        let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
+        var sender = TCPSender()
+        sender.write(segments(10), now: .zero)
+        let flight = (0..<10).compactMap { _ in sender.nextSegment(now: .zero) }
+        // Segment 0 is lost; the other nine are SACKed one round trip later, so RACK marks it lost at once.
+        sender.receive(
+            TCPAck(cumulative: 0, sacked: flight[1].seq..<flight[9].end, window: 1 << 20), now: .ms(100))
 
-        let result = transfer(segments(400), over: link, flow: flow, from: .zero)
+        let resent = sender.nextSegment(now: .ms(150))
 
-        // By segment 150 the round trip is steady, so the timeout is srtt + 200 ms, about 1.2 s. Segment 150 and its
-        // first retransmission are lost; the second retransmission leaves about a round trip (1 s) after the last
-        // cumulative ACK. Linux restarts the timer when it resends the oldest outstanding
-        // segment (tcp_xmit_retransmit_queue), so the repair is acknowledged before srtt + 200 ms run out.
-        #expect(result.lastByteAt != nil)
-        #expect(flow.transport.retransmissions == 2)
-        #expect(flow.transport.timeouts == 0)
+        // Linux restarts the timer when it resends the oldest outstanding segment (tcp_xmit_retransmit_queue):
+        // one timeout (srtt 100 ms + rttvar 200 ms) from the resend, not from the original transmission.
+        #expect(resent == TCPSegment(seq: flight[0].seq, length: TCPSender.mss, isRetransmission: true))
+        #expect(sender.timer.rto == .milliseconds(300))
+        #expect(sender.nextTimer == .ms(150) + .milliseconds(300))
     }
 
     @Test func sacksOfDataSentBeforeAResentHeadKeepItsTimerFromFiring() {
@@ -142,7 +143,8 @@ struct LossRecoveryTests {
         sender.receive(TCPAck(cumulative: flight[2].end, window: 1 << 20), now: .ms(100))
 
         // PTO = 2 · srtt + 200 ms with one segment out (the receiver may be delaying its ACK), but never later
-        // than the retransmission timeout, here srtt + max(4 · rttvar, 200 ms) = 300 ms after the ACK.
+        // than the retransmission timeout, here srtt + rttvar (twice the first sample, at least 200 ms) = 300 ms
+        // after the ACK.
         #expect(sender.nextTimer == .ms(100) + .milliseconds(300))
         sender.timerFired(now: .ms(400))
         #expect(
@@ -152,6 +154,23 @@ struct LossRecoveryTests {
 
         #expect(sender.timeouts == 0)
         #expect(sender.packetsOut == 0)
+    }
+
+    @Test func aLostTailInTheFirstFlightOfALongPathIsProbedThreeRoundTripsAfterTheLastAck() {
+        var sender = TCPSender()
+        sender.write(segments(7), now: .zero)
+        let flight = (0..<7).compactMap { _ in sender.nextSegment(now: .zero) }
+
+        // Six of seven arrive, acknowledged in pairs one round trip (200 ms) later; the seventh is lost.
+        for index in [1, 3, 5] {
+            sender.receive(TCPAck(cumulative: flight[index].end, window: 1 << 20), now: .ms(200))
+        }
+
+        // rttvar keeps the first sample's 400 ms for the whole round (tcp_rtt_estimator), so the timeout is
+        // 600 ms and the probe's 2 · srtt + 200 ms fits within it. Smoothing rttvar per sample (RFC 6298) would
+        // have cut the timeout, and with it the probe, to about 425 ms.
+        #expect(sender.timer.rto == .milliseconds(600))
+        #expect(sender.nextTimer == .ms(800))
     }
 
     @Test func aTimeoutWithoutAnyRoundTripSampleWaitsOneSecondThenBacksOffExponentially() {

@@ -109,7 +109,7 @@ struct ModelDecisionDigestTests {
     @Test func aGigabitAlone() {
         let result = digest(DirectionProfile(bandwidth: .gbps(1)), size: 4_000_000)
         #expect(
-            result.value == 10_297_606_943_131_258_774 && result.releases == 2763,
+            result.value == 5_393_238_168_797_834_030 && result.releases == 2763,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -118,7 +118,7 @@ struct ModelDecisionDigestTests {
             DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20)),
             size: 8_000_000)
         #expect(
-            result.value == 1_537_163_382_659_397_688 && result.releases == 5525,
+            result.value == 4_328_233_631_224_367_348 && result.releases == 5525,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -128,7 +128,7 @@ struct ModelDecisionDigestTests {
             reverse: DirectionProfile(delay: .milliseconds(10), loss: Percentage(2)), size: 2_000_000)
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 4_135_681_208_910_512_120 && result.releases == 1075,
+            result.value == 14_470_374_902_647_497_128 && result.releases == 1075,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -139,7 +139,7 @@ struct ModelDecisionDigestTests {
                 lossModel: .gilbertElliott), size: 1_000_000)
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 4_337_958_089_208_697_792 && result.releases == 336,
+            result.value == 3_575_104_836_333_343_176 && result.releases == 336,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -149,7 +149,7 @@ struct ModelDecisionDigestTests {
         let result = digest(profile, flows: 2, size: 1_000_000)
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 14_337_579_911_437_209_556 && result.releases == 962,
+            result.value == 16_415_877_631_182_854_408 && result.releases == 962,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -159,7 +159,7 @@ struct ModelDecisionDigestTests {
         let result = digest(profile, flows: 3, size: 500_000)
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 15_613_911_293_398_988_825 && result.releases == 659,
+            result.value == 6_292_159_008_565_377_073 && result.releases == 659,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -168,14 +168,14 @@ struct ModelDecisionDigestTests {
         profile.trace = try DeliveryTrace(parsing: Array("1\n1\n2\n3\n3\n3\n5\n8\n8\n".utf8), name: "bursty")
         let result = digest(profile, size: 300_000)
         #expect(
-            result.value == 7_318_793_867_767_775_565 && result.releases == 112,
+            result.value == 4_714_343_411_080_943_217 && result.releases == 112,
             "\(result.value) over \(result.releases) releases")
     }
 
     @Test func aGigabitAloneInUnits() {
         let result = digest(DirectionProfile(bandwidth: .gbps(1)), size: 4_000_000, settings: TCPSettings())
         #expect(
-            result.value == 2_573_725_826_330_065_484 && result.releases == 70,
+            result.value == 4_140_717_337_768_273_388 && result.releases == 70,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -184,7 +184,7 @@ struct ModelDecisionDigestTests {
             DirectionProfile(bandwidth: .gbps(1), delay: .milliseconds(10), queue: ByteCount(bytes: 4 << 20)),
             size: 8_000_000, settings: TCPSettings())
         #expect(
-            result.value == 17_743_624_651_646_775_971 && result.releases == 205,
+            result.value == 12_885_832_096_562_987_419 && result.releases == 205,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -195,7 +195,7 @@ struct ModelDecisionDigestTests {
             settings: TCPSettings())
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 15_359_458_863_517_949_540 && result.releases == 1044,
+            result.value == 6_966_978_950_092_012_204 && result.releases == 1044,
             "\(result.value) over \(result.releases) releases")
     }
 
@@ -206,7 +206,7 @@ struct ModelDecisionDigestTests {
                 lossModel: .gilbertElliott), size: 1_000_000, settings: TCPSettings())
         #expect(result.segmentsLost > 0)
         #expect(
-            result.value == 5_527_855_832_618_149_246 && result.releases == 299,
+            result.value == 8_413_011_790_954_586_998 && result.releases == 299,
             "\(result.value) over \(result.releases) releases")
     }
 }

@@ -11,7 +11,7 @@ struct SendUnitTests {
     /// larger than any unit.
     private func sender(cwnd: Int, srtt: Duration, settings: TCPSettings = TCPSettings()) -> TCPSender {
         var sender = TCPSender(settings: settings, receiveWindow: 1 << 22)
-        sender.timer.sample(srtt)
+        sender.timer.sample(srtt, sndUna: 0, sndNxt: 0)
         sender.window.cwnd = cwnd
         sender.window.ssthresh = cwnd
         return sender
@@ -99,7 +99,7 @@ struct SendUnitTests {
             side: .acceptor, profile: profile, reverse: DirectionProfile(), settings: TCPSettings(), seed: 1)
         let flow = link.makeFlow(at: .zero, emulatingHandshake: false)
         // A window of 40 at a short round trip: units of 22 segments (half the 64 KiB receive window).
-        flow.model.sender.timer.sample(.milliseconds(1))
+        flow.model.sender.timer.sample(.milliseconds(1), sndUna: 0, sndNxt: 0)
         flow.model.sender.window.cwnd = 40
         flow.model.sender.window.ssthresh = 40
 

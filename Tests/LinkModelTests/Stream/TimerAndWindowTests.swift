@@ -3,48 +3,79 @@ import Testing
 
 @testable import LinkModel
 
-/// The retransmission timer's arithmetic (RFC 6298 with Linux's 200 ms floor on the variance term), CUBIC's window
-/// curve, and restart after idle.
+/// The retransmission timer's arithmetic (Linux's tcp_rtt_estimator: the variance term is the round's largest
+/// deviation, at least 200 ms), CUBIC's window curve, and restart after idle.
 @Suite(.timeLimit(.minutes(5)))
 struct TimerAndWindowTests {
-    @Test func theFirstSampleSetsSrttAndHalfOfItAsRttvar() {
+    @Test func theFirstSampleSetsSrttAndTwiceItAsTheVarianceTermAtLeast200Milliseconds() {
         var timer = RetransmissionTimer()
         #expect(timer.rto == .seconds(1))
 
-        timer.sample(.milliseconds(100))
+        timer.sample(.milliseconds(200), sndUna: 0, sndNxt: 0)
 
-        #expect(timer.srtt == .milliseconds(100))
-        #expect(timer.rttvar == .milliseconds(50))
-        #expect(timer.rto == .milliseconds(300))
+        #expect(timer.srtt == .milliseconds(200))
+        #expect(timer.rttvar == .milliseconds(400))
+        #expect(timer.rto == .milliseconds(600))
     }
 
-    @Test func laterSamplesSmoothBySevenEighthsAndThreeQuarters() {
+    @Test func aShortRoundTripsVarianceTermIsTheFloorOf200Milliseconds() {
         var timer = RetransmissionTimer()
-        timer.sample(.milliseconds(100))
 
-        timer.sample(.milliseconds(180))
+        timer.sample(.milliseconds(10), sndUna: 0, sndNxt: 0)
 
-        #expect(timer.rttvar == .milliseconds(57.5))
-        #expect(timer.srtt == .milliseconds(110))
-        #expect(timer.rto == .milliseconds(340))
+        #expect(timer.rttvar == .milliseconds(200))
+        #expect(timer.rto == .milliseconds(210))
     }
 
-    @Test func aLongRoundTripsTimeoutIsSrttPlusFourRttvar() {
+    @Test func samplesWithinARoundSmoothSrttButLeaveTheVarianceTermAtTheRoundsLargest() {
         var timer = RetransmissionTimer()
-        timer.sample(.milliseconds(400))
+        timer.sample(.milliseconds(200), sndUna: 0, sndNxt: 10_000)
 
-        #expect(timer.rto == .milliseconds(400 + 4 * 200))
+        for _ in 0..<5 { timer.sample(.milliseconds(200), sndUna: 5_000, sndNxt: 10_000) }
+
+        #expect(timer.srtt == .milliseconds(200))
+        #expect(timer.deviation < .milliseconds(400))
+        #expect(timer.rttvar == .milliseconds(400))
+        #expect(timer.rto == .milliseconds(600))
+    }
+
+    @Test func aRoundOfSteadySamplesBringsTheVarianceTermAQuarterOfTheWayDownTo200Milliseconds() {
+        var timer = RetransmissionTimer()
+        timer.sample(.milliseconds(200), sndUna: 0, sndNxt: 10_000)
+        timer.sample(.milliseconds(200), sndUna: 10_000, sndNxt: 20_000)
+        // The handshake's round ends here; its largest deviation was the first sample's 400 ms.
+        timer.sample(.milliseconds(200), sndUna: 20_000, sndNxt: 30_000)
+        timer.sample(.milliseconds(200), sndUna: 30_000, sndNxt: 40_000)
+        #expect(timer.rttvar == .milliseconds(400))
+
+        // The next round ends: its deviations stayed below 200 ms, so the term falls by (400 − 200) / 4.
+        timer.sample(.milliseconds(200), sndUna: 40_000, sndNxt: 50_000)
+
+        #expect(timer.rttvar == .milliseconds(350))
+        #expect(timer.rto == .milliseconds(550))
+    }
+
+    @Test func aSampleAboveSrttRaisesTheVarianceTermAtOnce() {
+        var timer = RetransmissionTimer()
+        timer.sample(.milliseconds(100), sndUna: 0, sndNxt: 10_000)
+
+        timer.sample(.milliseconds(400), sndUna: 5_000, sndNxt: 10_000)
+
+        // deviation = 200 · 3/4 + 300 = 450 ms; srtt = 100 + 300 / 8.
+        #expect(timer.srtt == .microseconds(137_500))
+        #expect(timer.rttvar == .milliseconds(450))
+        #expect(timer.rto == .microseconds(587_500))
     }
 
     @Test func backoffDoublesTheTimeoutUpToTwoMinutesAndASampleClearsIt() {
         var timer = RetransmissionTimer()
-        timer.sample(.milliseconds(100))
+        timer.sample(.milliseconds(100), sndUna: 0, sndNxt: 0)
         for _ in 0..<3 { timer.backOff() }
         #expect(timer.timeout == .milliseconds(2_400))
         for _ in 0..<20 { timer.backOff() }
         #expect(timer.timeout == .seconds(120))
 
-        timer.sample(.milliseconds(100))
+        timer.sample(.milliseconds(100), sndUna: 0, sndNxt: 0)
 
         #expect(timer.backoff == 0)
     }
