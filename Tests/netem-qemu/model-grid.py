@@ -18,11 +18,12 @@ ratio. It explains an entry; it does not change a verdict.
 
 Usage:
   model-grid.py [--bench PATH] [--runs N] [--cells LIST] [--frames] [--lines TEXT] [--store DIR]
-      runs the model and prints the report (--frames: each cell's rate counted in frames, as the guest's netem
-      is given it, instead of payload); --store DIR also writes DIR/raw.csv.gz (the transfers),
-      DIR/frames.csv.gz (the same, counting frames), DIR/guest-rtt.csv.gz (the same, each cell at the round trip
-      the guest's pings measured, which its emulation lengthens), DIR/counters.csv.gz (the counters of the cells
-      the guest recorded counters for) and DIR/report.md
+      runs the model, N seeds a cell (1000 unless given), and prints the report (--frames: each cell's rate
+      counted in frames, as the guest's netem is given it, instead of payload); --store DIR also writes
+      DIR/raw.csv.gz (the transfers), DIR/frames.csv.gz (the same, counting frames), DIR/guest-rtt.csv.gz (the
+      same, each cell at the round trip the guest's pings measured, which its emulation lengthens),
+      DIR/counters.csv.gz (the counters of the cells the guest recorded counters for, of the first
+      STORED_COUNTER_RUNS seeds) and DIR/report.md, the report of what it stored
   model-grid.py --from DIR        the report of a stored run
   model-grid.py --check [--bench PATH]
       the reduced set CI runs on every commit: CHECK_CELLS at 30 runs; exits 1 when an entry that met its target
@@ -51,6 +52,8 @@ MEDIAN_TOLERANCE = 0.10
 DECILE_TOLERANCE = 0.15
 KS_LEVEL = 0.05
 MIN_RUNS_FOR_SPREAD = 30
+# The counters stored of each cell: enough to weigh the model's runs by their losses, without storing megabytes.
+STORED_COUNTER_RUNS = 200
 SPREAD_FOR_KS = 1.2
 
 TRANSFERS = [
@@ -358,6 +361,27 @@ def spread_table(found):
     return "\n".join(lines)
 
 
+def with_guest_timing(real, model):
+    """{(cell, metric): [values]}: each lossy entry's model times with the guest's own timing added, where the
+    same rate, round trip and transfer without loss show it alone. There the network's part is one value, so the
+    lossless real runs less the model's lossless median are what the guest adds (its emulation, scheduling and
+    probe); model run i gets the i-th of those residuals, cycling, so the model keeps its number of runs. Only
+    where the lossless real runs are narrow (p90 under SPREAD_FOR_KS × p10) and number 10 or more."""
+    shifted = {}
+    for (cell, metric), values in model.items():
+        lossless = (cell[0], cell[1], "0")
+        r0, m0 = real.get((lossless, metric)), model.get((lossless, metric))
+        if cell[2] == "0" or metric.startswith(("bulk", "counter:")) or not r0 or not m0 or len(r0) < 10:
+            continue
+        low, high = deciles(r0)[0], deciles(r0)[-1]
+        if high >= SPREAD_FOR_KS * low:
+            continue
+        center = statistics.median(m0)
+        residuals = sorted(value - center for value in r0)
+        shifted[(cell, metric)] = [value + residuals[i % len(residuals)] for i, value in enumerate(values)]
+    return shifted
+
+
 COUNTERS = ["TCPOrigDataSent", "RetransSegs", "TCPSackRecovery", "TCPTimeouts", "TCPLossProbes"]
 
 
@@ -425,10 +449,14 @@ def hystart_table(real, model):
 
 def summary(found):
     medians = [e["verdict"] for e in found.values()]
-    spreads = [e["spread"] for e in found.values() if "spread" in e]
     return (f"Medians: {medians.count('pass')} of {len(medians)} within ±10 %, {medians.count('undecided')} undecided, "
-            f"{medians.count('fail')} outside. Spreads: {spreads.count('pass')} of {len(spreads)} lossy entries with 30 "
-            f"or more real runs have their deciles within ±15 % and, where the real times spread, KS p ≥ 0.05.")
+            f"{medians.count('fail')} outside. " + spread_summary(found))
+
+
+def spread_summary(found):
+    spreads = [e["spread"] for e in found.values() if "spread" in e]
+    return (f"Spreads: {spreads.count('pass')} of {len(spreads)} lossy entries with 30 or more real runs have their "
+            f"deciles within ±15 % and, where the real times spread, KS p ≥ 0.05.")
 
 
 def run_model(bench, runs, cells, lines, frames=False):
@@ -445,7 +473,7 @@ def run_model(bench, runs, cells, lines, frames=False):
 
 def main():
     arguments = sys.argv[1:]
-    options = {"--bench": os.path.join(ROOT, ".build", "release", "linkcond-bench"), "--runs": "200"}
+    options = {"--bench": os.path.join(ROOT, ".build", "release", "linkcond-bench"), "--runs": "1000"}
     flags = set()
     while arguments:
         name = arguments.pop(0)
@@ -475,21 +503,28 @@ def main():
                   run_model(options["--bench"], options["--runs"], options.get("--cells"), options.get("--lines"),
                             frames=True),
                   at_guest_round_trips(options["--bench"], options["--runs"], guest_round_trips()))
+    if "--store" in options:
+        path = os.path.join(options["--store"], "raw.csv.gz")
     model = model_samples(path)
     found = entries(real, model)
+    # A fresh run's file holds its counters; a stored run keeps them beside it, of fewer runs.
+    counted = [p for p in (path, os.path.join(os.path.dirname(path), "counters.csv.gz")) if os.path.exists(p)]
+    counter_samples = {key: values for p in counted for key, values in model_samples(p).items()}
     parts = [summary(found), "Ratio of medians, model ÷ real (real runs):", medians_table(found),
              "Lossy cells: model ÷ real at p10…p90 (lowest–highest) and the KS p-value:", spread_table(found)]
-    counters = counters_table(real, model)
+    counters = counters_table(real, counter_samples)
     if counters:
         parts += ["The server's counters, mean per fetch, real / model:", counters]
-    exits = hystart_table(real, model)
+    exits = hystart_table(real, counter_samples)
     if exits:
         parts += ["HyStart's exits in the 1 MB fetches, real / model:", exits]
-    counted = os.path.join(os.path.dirname(path), "counters.csv.gz")
-    matched = matched_table(real_runs(), model_runs(path, *([counted] if "--from" in options else [])))
+    matched = matched_table(real_runs(), model_runs(*counted))
     if matched:
         parts += ["The lossy cells' real runs with counters, model ÷ real, plain and matched to their retransmissions:",
                   matched]
+    timed = entries(real, with_guest_timing(real, model))
+    parts += ["Lossy cells with the guest's own timing, from its lossless runs, added to the model's times:",
+              spread_summary(timed), spread_table(timed)]
     guest = os.path.join(options.get("--store", options.get("--from", "")), "guest-rtt.csv.gz")
     if os.path.exists(guest):
         samples, trips = guest_samples(guest)
@@ -506,7 +541,7 @@ def main():
 def store(directory, text, real, frames_text, guest_text):
     """Writes DIR/raw.csv.gz (the transfers), DIR/frames.csv.gz (the same counting frames), DIR/guest-rtt.csv.gz
     (the same at the guest's round trips) and DIR/counters.csv.gz (the counters of the cells whose real side has
-    them), compressed without a time stamp."""
+    them, of the first STORED_COUNTER_RUNS runs), compressed without a time stamp."""
     os.makedirs(directory, exist_ok=True)
     counted = {",".join(cell) for cell, metric in real if metric.startswith("counter:")}
     header = text.splitlines()[0]
@@ -518,7 +553,8 @@ def store(directory, text, real, frames_text, guest_text):
         "raw.csv.gz": rows(text, lambda line: not is_counter(line)),
         "frames.csv.gz": rows(frames_text, lambda line: not is_counter(line)),
         "guest-rtt.csv.gz": rows(guest_text, lambda line: not is_counter(line)),
-        "counters.csv.gz": rows(text, lambda line: is_counter(line) and ",".join(line.split(",")[1:4]) in counted),
+        "counters.csv.gz": rows(text, lambda line: is_counter(line) and ",".join(line.split(",")[1:4]) in counted
+                                and int(line.split(",")[5]) <= STORED_COUNTER_RUNS),
     }
     for name, content in parts.items():
         with gzip.GzipFile(os.path.join(directory, name), "wb", mtime=0) as stored:
