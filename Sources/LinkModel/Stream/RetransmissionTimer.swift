@@ -9,10 +9,11 @@
 //     once a round:  rttvar −= (rttvar − mdev_max) / 4 when mdev_max is smaller,  mdev_max = TCP_RTO_MIN
 //     rto = srtt + rttvar
 //
-// mdev and rttvar are four times a mean deviation, as the kernel keeps them. A round ends when snd_una passes the
-// snd_nxt of its start (rtt_seq). So the variance term is the largest of the round, never below 200 ms, and falls
-// by at most a quarter of its excess a round: the first flights of a 200 ms path keep the handshake's 3 × RTT
-// timeout where RFC 6298's per-sample smoothing would have brought it down to 2 × RTT within a few ACKs.
+// mdev and rttvar are four times a mean deviation, as the kernel keeps them (tcp_info's rttvar is mdev / 4). A round
+// ends when snd_una passes the snd_nxt of its start (rtt_seq). So the variance term is at least the round's largest
+// deviation, never below 200 ms, and falls by at most a quarter of its excess over that a round: the first flight
+// of a 200 ms path keeps the handshake's 3 × RTT timeout (600, then about 556 and 517 ms), where RFC 6298's
+// per-sample smoothing would have brought it down to about 2 × RTT within a few ACKs.
 //
 // Before any sample rto is 1 s (TCP_TIMEOUT_INIT); a connection's handshake normally gives the first one. Each
 // expiry doubles the wait (`backoff`, capped at TCP_RTO_MAX = 120 s); a new sample clears the backoff, as Linux does
@@ -29,7 +30,8 @@ public struct RetransmissionTimer: Hashable, Sendable {
 
     /// Smoothed round-trip time; nil before the first sample.
     public private(set) var srtt: Duration?
-    /// The variance allowance the timeout adds to srtt (rttvar_us): the round's largest `deviation`, at least 200 ms.
+    /// The variance allowance the timeout adds to srtt (rttvar_us): at least the round's largest `deviation` and
+    /// 200 ms.
     public private(set) var rttvar: Duration = .zero
     /// The smoothed mean deviation of the samples, times four (mdev_us).
     private(set) var deviation: Duration = .zero

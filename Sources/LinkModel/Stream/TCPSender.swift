@@ -197,8 +197,8 @@ public struct TCPSender {
     }
 
     /// The handshake's end as this side saw it (`HandshakeAttempts.SideStart`): its first round-trip sample, from
-    /// the timestamps even after a retransmission, so the first data segment's timeout is srtt + 200 ms rather
-    /// than TCP_TIMEOUT_INIT's 1 s, and its initial window (one segment after a timeout not undone,
+    /// the timestamps even after a retransmission, so the first data segment's timeout is srtt + max(2 · srtt,
+    /// 200 ms) rather than TCP_TIMEOUT_INIT's 1 s, and its initial window (one segment after a timeout not undone,
     /// tcp_init_transfer). Called again before anything was sent, it replaces what the first call set.
     public mutating func handshakeCompleted(_ start: HandshakeAttempts.SideStart) {
         timer = RetransmissionTimer()

@@ -63,8 +63,8 @@ struct HandshakeTests {
 
         let result = transfer(100, over: link, flow: flow, from: .zero)
 
-        // The handshake's 100 ms round trip is the first sample: srtt 100 ms, rttvar 50 ms, so the lone lost segment
-        // is probed at min(2 · srtt + 200 ms, srtt + max(4 · rttvar, 200 ms)) = 300 ms and arrives at 350 ms.
+        // The handshake's 100 ms round trip is the first sample: srtt 100 ms, rttvar max(2 · 100, 200) = 200 ms, so
+        // the lone lost segment is probed at min(2 · srtt + 200 ms, srtt + rttvar) = 300 ms and arrives at 350 ms.
         #expect(result.lastByteAt == .ms(350))
         #expect(flow.transport.srtt == .milliseconds(100))
     }

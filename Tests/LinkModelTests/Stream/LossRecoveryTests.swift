@@ -215,7 +215,7 @@ struct LossRecoveryTests {
         let flight = (0..<10).compactMap { _ in sender.nextSegment(now: .zero) }
         sender.receive(TCPAck(cumulative: flight[0].end, window: 1 << 20), now: .ms(100))
         while sender.nextSegment(now: .ms(100)) != nil {}
-        // srtt 100 ms, rttvar 50 ms: rto = 100 + max(200, 200) = 300 ms; the tail probe at 2 · srtt comes first.
+        // srtt 100 ms, rttvar max(2 · 100, 200) = 200 ms: rto = 300 ms; the tail probe at 2 · srtt comes first.
         let probeAt = sender.nextTimer!
         sender.timerFired(now: probeAt)
         _ = sender.nextSegment(now: probeAt)

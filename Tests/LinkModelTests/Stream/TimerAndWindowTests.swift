@@ -43,7 +43,7 @@ struct TimerAndWindowTests {
         var timer = RetransmissionTimer()
         timer.sample(.milliseconds(200), sndUna: 0, sndNxt: 10_000)
         timer.sample(.milliseconds(200), sndUna: 10_000, sndNxt: 20_000)
-        // The handshake's round ends here; its largest deviation was the first sample's 400 ms.
+        // The first round ends here; its largest deviation was the first sample's 400 ms.
         timer.sample(.milliseconds(200), sndUna: 20_000, sndNxt: 30_000)
         timer.sample(.milliseconds(200), sndUna: 30_000, sndNxt: 40_000)
         #expect(timer.rttvar == .milliseconds(400))
@@ -55,16 +55,19 @@ struct TimerAndWindowTests {
         #expect(timer.rto == .milliseconds(550))
     }
 
-    @Test func aSampleAboveSrttRaisesTheVarianceTermAtOnce() {
+    @Test func aSampleBelowSrttAddsOnlyAnEighthOfItsExcessToTheDeviation() {
         var timer = RetransmissionTimer()
         timer.sample(.milliseconds(100), sndUna: 0, sndNxt: 10_000)
 
-        timer.sample(.milliseconds(400), sndUna: 5_000, sndNxt: 10_000)
+        timer.sample(.milliseconds(20), sndUna: 5_000, sndNxt: 10_000)
 
-        // deviation = 200 · 3/4 + 300 = 450 ms; srtt = 100 + 300 / 8.
-        #expect(timer.srtt == .microseconds(137_500))
-        #expect(timer.rttvar == .milliseconds(450))
-        #expect(timer.rto == .microseconds(587_500))
+        // The error is 80 ms below srtt, 30 ms beyond a quarter of the deviation (200 ms / 4): the deviation takes an
+        // eighth of that, 3.75 ms, and being the round's largest it raises the variance term with it. srtt falls by
+        // 80 / 8. (RFC 6298 would take a quarter of the whole error into rttvar: rto 320 ms.)
+        #expect(timer.srtt == .milliseconds(90))
+        #expect(timer.deviation == .microseconds(203_750))
+        #expect(timer.rttvar == .microseconds(203_750))
+        #expect(timer.rto == .microseconds(293_750))
     }
 
     @Test func backoffDoublesTheTimeoutUpToTwoMinutesAndASampleClearsIt() {
