@@ -297,6 +297,14 @@ def deciles(values):
     return [statistics.quantiles(ordered, n=10, method="inclusive")[k] for k in range(9)]
 
 
+def spreads_for_ks(values):
+    """Whether the times spread enough for KS to compare them (p90 at least SPREAD_FOR_KS × p10, either way round);
+    where they sit at one value, a millisecond's offset alone makes KS reject."""
+    ordered = deciles(values)
+    low, high = ordered[0], ordered[-1]
+    return max(high / low, low / high) >= SPREAD_FOR_KS
+
+
 def entry(real, model, cell, metric):
     """The verdicts of one entry: median ratio, and for lossy cells with enough runs the deciles and KS."""
     model_metric = metric
@@ -310,10 +318,8 @@ def entry(real, model, cell, metric):
     interval = report.ratio_interval(r, m, seed=f"{cell} {metric}") if min(len(r), len(m)) >= 10 else None
     result = {"real": r, "model": m, "ratio": ratio, "verdict": report.verdict_of(ratio, interval, MEDIAN_TOLERANCE)}
     if cell[2] != "0" and len(r) >= MIN_RUNS_FOR_SPREAD and len(m) >= MIN_RUNS_FOR_SPREAD:
-        real_deciles = deciles(r)
-        ratios = [x / y for x, y in zip(deciles(m), real_deciles)]
-        spread = max(real_deciles[-1] / real_deciles[0], real_deciles[0] / real_deciles[-1])
-        p = ks_p_value(r, m) if spread >= SPREAD_FOR_KS else None
+        ratios = [x / y for x, y in zip(deciles(m), deciles(r))]
+        p = ks_p_value(r, m) if spreads_for_ks(r) else None
         result["deciles"] = (min(ratios), max(ratios))
         result["ks"] = p
         alike = all(abs(x - 1) <= DECILE_TOLERANCE for x in ratios) and (p is None or p >= KS_LEVEL)
@@ -373,8 +379,7 @@ def with_guest_timing(real, model):
         r0, m0 = real.get((lossless, metric)), model.get((lossless, metric))
         if cell[2] == "0" or metric.startswith(("bulk", "counter:")) or not r0 or not m0 or len(r0) < 10:
             continue
-        low, high = deciles(r0)[0], deciles(r0)[-1]
-        if high >= SPREAD_FOR_KS * low:
+        if spreads_for_ks(r0):
             continue
         center = statistics.median(m0)
         residuals = sorted(value - center for value in r0)
