@@ -95,17 +95,23 @@ public struct HandshakeAttempts: Hashable, Sendable {
     let synAckSends: [SynAckSend]
     /// When each ACK of a SYN-ACK that the uplink lost was sent.
     let lostAckSends: [Duration]
+    /// The timer wheel the connection's timers fire on, its grid measured from the client's connect(); nil for
+    /// exact timers. Both sides' senders keep it (client and server share one kernel's jiffies in the guest).
+    let timerWheel: TimerWheel?
 
     /// The handshake of a link that loses nothing: one round trip, with no retransmission while the round trip
     /// is at most the first timeout (the SYN-ACK is taken before a SYN resent at the same instant, the ACK before
     /// the server's timer). Only a longer round trip is played out, since the client then resends its SYN before
-    /// the answer arrives.
-    public init(uplinkDelay: Duration, downlinkDelay: Duration) {
+    /// the answer arrives. `timerWheelPhase` places the connection's timers on the kernel's timer wheel
+    /// (`timerWheel`).
+    public init(uplinkDelay: Duration, downlinkDelay: Duration, timerWheelPhase: Duration? = nil) {
         guard uplinkDelay >= .zero, downlinkDelay >= .zero, uplinkDelay + downlinkDelay <= Self.initialTimeout else {
-            self.init(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: { false }, synAckLost: { false })
+            self.init(
+                uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, synLost: { false }, synAckLost: { false },
+                timerWheelPhase: timerWheelPhase)
             return
         }
-        var play = HandshakePlay()
+        var play = HandshakePlay(wheel: timerWheelPhase.map(TimerWheel.init(phase:)))
         play.serverReached = uplinkDelay
         play.established = uplinkDelay + downlinkDelay
         play.serverEstablished = uplinkDelay * 2 + downlinkDelay
@@ -138,6 +144,7 @@ public struct HandshakeAttempts: Hashable, Sendable {
     private init(uplinkDelay: Duration, downlinkDelay: Duration, play: HandshakePlay) {
         self.uplinkDelay = uplinkDelay
         self.downlinkDelay = downlinkDelay
+        timerWheel = play.wheel
         serverReached = play.serverReached
         clientEstablished = play.established
         serverEstablished = play.serverEstablished
@@ -203,28 +210,6 @@ public struct HandshakeAttempts: Hashable, Sendable {
     /// Bound on the events of one handshake: 7 SYNs, their arrivals, the server's timers and answers, and the
     /// client's ACKs of them.
     private static let maximumEvents = 1_000
-}
-
-/// When the kernel's timer wheel fires a timer (kernel/time/timer.c with HZ = 250): armed in jiffy J for T jiffies,
-/// at J + T rounded up to its level's granularity (1 jiffy below 64, then 8, 64, 512 … jiffies), in a grid whose
-/// origin lies `phase` before the client's connect().
-struct TimerWheel: Hashable, Sendable {
-    static let jiffy = TCPSender.jiffy
-    /// The grid of the coarsest level a handshake timer reaches (tcp_syn_retries' 64 s: 512 jiffies).
-    static let span = jiffy * 4096
-    let phase: Duration
-
-    /// When a timer armed at `armed` (after connect()) for `timeout` fires.
-    func fires(armedAt armed: Duration, after timeout: Duration) -> Duration {
-        let jiffy = Self.jiffy.nanoseconds
-        let armedJiffy = (phase + armed).nanoseconds / jiffy
-        let length = timeout.nanoseconds / jiffy
-        var granularity: Int64 = 1
-        while length >= 64 * granularity && granularity < 4096 { granularity *= 8 }
-        let expiry = armedJiffy + length
-        let rounded = (expiry + granularity - 1) / granularity * granularity
-        return .nanoseconds(rounded * jiffy) - phase
-    }
 }
 
 /// The handshake's state while it is played out, one event at a time in time order.

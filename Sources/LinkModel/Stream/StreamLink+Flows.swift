@@ -17,6 +17,8 @@ extension StreamLink.Emulation {
             }
         }
         let flow = StreamFlow(number: nextFlowNumber, settings: settings, opensAt: opensAt, tally: tally)
+        // The handshake's grid is measured from the client's connect(); the sender's instants from Instant.zero.
+        flow.model.sender.timerWheel = handshake.timerWheel?.measured(from: .nanoseconds(-connectedAt.nanoseconds))
         if side == .connector || !emulatingHandshake {
             flow.model.sender.handshakeCompleted(handshake.clientStart)
         } else {

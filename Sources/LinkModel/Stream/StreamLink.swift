@@ -116,15 +116,15 @@ public final class StreamLink {
             "the SYNs cross the uplink, the SYN-ACKs the downlink")
         let (uplinkDelay, downlinkDelay) = (emulation.profile.delay, reverse.emulation.profile.delay)
         let attempts: HandshakeAttempts
+        let phase = emulation.drawTimerWheelPhase()
         if emulation.canLoseHandshakeSegment || reverse.emulation.canLoseHandshakeSegment {
-            let phase = emulation.drawTimerWheelPhase()
             attempts = HandshakeAttempts(
                 uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay,
                 synLost: { self.emulation.isHandshakeSegmentLost() },
                 synAckLost: { reverse.emulation.isHandshakeSegmentLost() },
                 ackLost: { self.emulation.isHandshakeSegmentLost() }, timerWheelPhase: phase)
         } else {
-            attempts = HandshakeAttempts(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay)
+            attempts = HandshakeAttempts(uplinkDelay: uplinkDelay, downlinkDelay: downlinkDelay, timerWheelPhase: phase)
         }
         emulation.counters.handshakeRetransmissions += attempts.synRetransmissions
         if attempts.isAbandoned {

@@ -59,7 +59,7 @@ extension TCPSender {
             let detection = detectLosses(now: now)
             newlyLost = detection.lost
             if let wait = detection.wait {
-                armReorderTimer(at: now + Self.jiffies(wait + Self.minimumTimeout))
+                armReorderTimer(at: timerFires(after: Self.jiffies(wait + Self.minimumTimeout), now: now))
                 armedReorder = true
             }
         }

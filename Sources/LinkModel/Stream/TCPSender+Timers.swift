@@ -20,16 +20,17 @@ extension TCPSender {
         }
         if reorderDeadline != nil {
             reorderDeadline = nil
-            retransmissionDeadline = max(head.sentAt + timer.timeout, now + Self.jiffy)
+            retransmissionDeadline = timerFires(after: max(head.sentAt + timer.timeout - now, Self.jiffy), now: now)
         } else {
-            retransmissionDeadline = now + timer.timeout
+            retransmissionDeadline = timerFires(after: timer.timeout, now: now)
         }
     }
 
     /// What a loss probe waits beyond 2 · srtt with more than one segment out.
     private static let probeAllowance = Duration.milliseconds(2)
 
-    /// tcp_schedule_loss_probe: a probe 2 · srtt after the last transmission while nothing else would send.
+    /// tcp_schedule_loss_probe: a probe 2 · srtt after the last transmission while nothing else would send, at
+    /// the latest when the retransmission timer would fire.
     /// (Duration's own `*` and `/` by an integer convert it generically, a runtime call per ACK; the attoseconds
     /// arithmetic here is theirs.)
     mutating func scheduleProbe(now: Instant) {
@@ -38,11 +39,17 @@ extension TCPSender {
             return
         }
         if packetsInFlight < window.cwnd && unsentBytes > 0 { return }
-        var timeout =
+        let timeout =
             Duration(attoseconds: srtt.attoseconds * 2)
             + (segments.count == 1 ? RetransmissionTimer.minimum : Self.probeAllowance)
-        if let retransmissionDeadline { timeout = min(timeout, retransmissionDeadline - now) }
-        probeDeadline = now + timeout
+        guard let retransmissionDeadline else {
+            probeDeadline = timerFires(after: timeout, now: now)
+            return
+        }
+        // Capped at the retransmission timeout, which the probe replaces in the kernel's one slot: that deadline
+        // is already on the wheel, so the cap is taken after rounding.
+        let capped = timerFires(after: min(timeout, retransmissionDeadline - now), now: now)
+        probeDeadline = min(capped, retransmissionDeadline)
     }
 
     /// Runs the timers due by `now`. The reorder timer (tcp_rack_reo_timeout) marks what is overdue, without
@@ -74,7 +81,7 @@ extension TCPSender {
         let canSendNew = unsentBytes > 0 && sndNxt + Int64(min(Self.mss, unsentBytes)) - sndUna <= Int64(receiveWindow)
         probe = canSendNew ? .newData : .retransmitLast
         tlpRetransmitted = !canSendNew
-        retransmissionDeadline = now + timer.timeout
+        retransmissionDeadline = timerFires(after: timer.timeout, now: now)
     }
 
     /// tcp_retransmit_timer and tcp_enter_loss: everything not SACKed is lost; slow start from one segment.
@@ -96,7 +103,7 @@ extension TCPSender {
         state = .loss
         recoveryPoint = sndNxt
         timer.backOff()
-        retransmissionDeadline = now + timer.timeout
+        retransmissionDeadline = timerFires(after: timer.timeout, now: now)
         reorderDeadline = nil
         probeDeadline = nil
         probe = .none
@@ -108,6 +115,6 @@ extension TCPSender {
     public mutating func pathChanged(now: Instant) {
         guard !segments.isEmpty, timer.backoff > 0 else { return }
         timer.clearBackoff()
-        if reorderDeadline == nil { retransmissionDeadline = now + timer.timeout }
+        if reorderDeadline == nil { retransmissionDeadline = timerFires(after: timer.timeout, now: now) }
     }
 }

@@ -21,7 +21,8 @@ import DequeModule
 // rearmed one RTO after the oldest outstanding segment was sent (tcp_rearm_rto). A tail loss
 // (nothing follows) is probed after PTO = 2 · srtt (+ 200 ms with one segment out), by
 // sending new data or resending the last segment (TLP, RFC 8985 §7); if the probe repairs a loss, the window is
-// cut by β as for a fast recovery (tcp_process_tlp_ack).
+// cut by β as for a fast recovery (tcp_process_tlp_ack). On a connection drawn with a timer wheel (its handshake's
+// grid, `TimerWheel`) these timers fire as the kernel's wheel fires them: in whole jiffies, up to a 32 ms step late.
 //
 // Fast recovery (tcp_enter_recovery): ssthresh = the congestion control's (CUBIC: 0.7 · cwnd, Reno 0.5), then
 // Proportional Rate Reduction (RFC 6937, tcp_cwnd_reduction) sends ⌈prr_delivered · ssthresh / prior_cwnd⌉ −
@@ -176,6 +177,9 @@ public struct TCPSender {
     var probeDeadline: Instant? { didSet { updateNextTimer() } }
     var probe = Probe.none
     var tlpHighSeq: Int64?
+    /// The kernel's timer wheel the timers fire on (the connection's grid, from its handshake); nil for exact
+    /// timers.
+    var timerWheel: TimerWheel?
     var tlpRetransmitted = false
 
     /// Segments resent, by any mechanism.
@@ -289,7 +293,7 @@ public struct TCPSender {
     /// outstanding segment left less than half a round trip ago (the next ACK is not due soon), or when the last
     /// send was in an earlier jiffy.
     private func shouldDefer(room: Int, now: Instant) -> Bool {
-        guard let lastSendAt, Self.jiffyCount(now) == Self.jiffyCount(lastSendAt) else { return false }
+        guard let lastSendAt, jiffyCount(now) == jiffyCount(lastSendAt) else { return false }
         let windowBytes = min(Int64(receiveWindow), Int64(window.cwnd * Self.mss))
         let limit = min(Int64(room * Self.mss), Int64(receiveWindow) - (sndNxt - sndUna))
         guard limit < windowBytes / Self.tsoWindowDivisor, let oldest = segments.first, let srtt = timer.srtt else {
@@ -301,8 +305,16 @@ public struct TCPSender {
     /// net.ipv4.tcp_tso_win_divisor's default.
     static let tsoWindowDivisor: Int64 = 3
 
-    /// The jiffy (HZ = 250) `instant` falls in.
-    static func jiffyCount(_ instant: Instant) -> Int64 { instant.nanoseconds / jiffy.nanoseconds }
+    /// The jiffy (HZ = 250) `instant` falls in, on the timer wheel's grid when the connection has one.
+    func jiffyCount(_ instant: Instant) -> Int64 {
+        timerWheel?.jiffy(of: instant) ?? instant.nanoseconds / Self.jiffy.nanoseconds
+    }
+
+    /// When a timer armed at `now` for `timeout` fires: as the kernel's timer wheel fires it when the connection
+    /// has one (`timerWheel`), else exactly.
+    func timerFires(after timeout: Duration, now: Instant) -> Instant {
+        timerWheel?.fires(armedAt: now, after: timeout) ?? now + timeout
+    }
 
     /// Sends up to `count` new segments as one unit: as many whole segments as the data and the receive window
     /// allow, each recorded on its own (losses, SACKs and retransmissions stay per segment, as the kernel splits
@@ -379,7 +391,9 @@ public struct TCPSender {
         segments[index].retransmitted = true
         retransmissions += 1
         sent(now: now)
-        if index == segments.startIndex, reorderDeadline == nil { retransmissionDeadline = now + timer.timeout }
+        if index == segments.startIndex, reorderDeadline == nil {
+            retransmissionDeadline = timerFires(after: timer.timeout, now: now)
+        }
         let segment = segments[index]
         return TCPSegment(seq: segment.seq, length: segment.length, isRetransmission: true)
     }
@@ -387,7 +401,9 @@ public struct TCPSender {
     private mutating func sent(now: Instant, segments count: Int = 1) {
         lastSendAt = now
         if state == .recovery { prrOut += count }
-        if retransmissionDeadline == nil, reorderDeadline == nil { retransmissionDeadline = now + timer.timeout }
+        if retransmissionDeadline == nil, reorderDeadline == nil {
+            retransmissionDeadline = timerFires(after: timer.timeout, now: now)
+        }
     }
 
     /// tcp_cwnd_validate: remembers whether the window, rather than the application, limited this round.

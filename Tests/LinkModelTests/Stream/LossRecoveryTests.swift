@@ -173,6 +173,20 @@ struct LossRecoveryTests {
         #expect(sender.nextTimer == .ms(800))
     }
 
+    @Test func onTheKernelsTimerWheelTheLongPathsProbeFiresAGranuleAfterItsDueJiffy() {
+        var sender = TCPSender()
+        sender.timerWheel = TimerWheel(phase: .zero)
+        sender.write(segments(7), now: .zero)
+        let flight = (0..<7).compactMap { _ in sender.nextSegment(now: .zero) }
+
+        for index in [1, 3, 5] {
+            sender.receive(TCPAck(cumulative: flight[index].end, window: 1 << 20), now: .ms(200))
+        }
+
+        // Armed in jiffy 50 for 150 jiffies: due in jiffy 200, on the 8-jiffy level, so it fires at jiffy 208.
+        #expect(sender.nextTimer == .ms(832))
+    }
+
     @Test func aTimeoutWithoutAnyRoundTripSampleWaitsOneSecondThenBacksOffExponentially() {
         var sender = TCPSender()
         sender.write(segments(1), now: .zero)

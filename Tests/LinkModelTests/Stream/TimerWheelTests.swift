@@ -2,7 +2,8 @@ import Testing
 
 @testable import LinkModel
 
-/// The handshake's timers fire as the kernel's timer wheel fires them (HZ = 250): rounded up to 32 ms for 1 s.
+/// Timers fire as the kernel's timer wheel fires them (HZ = 250): at the first multiple of their level's granularity
+/// after their expiry, 1 jiffy below 63 jiffies, 8 jiffies (32 ms) up to 504.
 @Suite(.timeLimit(.minutes(5)))
 struct TimerWheelTests {
     @Test func aOneSecondTimerFiresOnTheWheelsThirtyTwoMillisecondGrid() {
@@ -14,13 +15,40 @@ struct TimerWheelTests {
         #expect(fires == .milliseconds(1_019))
     }
 
-    @Test func aTimerShorterThanSixtyFourJiffiesFiresOnItsOwnJiffy() {
+    @Test func aTimerDueOnItsLevelsGridFiresOneGranuleLater() {
+        let wheel = TimerWheel(phase: .milliseconds(24))
+
+        let fires = wheel.fires(armedAt: Duration.zero, after: .milliseconds(600))
+
+        // Armed in jiffy 6, due in jiffy 156 (a multiple of 8): calc_index rounds strictly up, to jiffy 160.
+        #expect(fires == .milliseconds(616))
+    }
+
+    @Test func aTimerShorterThanSixtyThreeJiffiesFiresTheJiffyAfterItsExpiry() {
         let wheel = TimerWheel(phase: .milliseconds(6))
 
-        let fires = wheel.fires(armedAt: .zero, after: .milliseconds(200))
+        let fires = wheel.fires(armedAt: Duration.zero, after: .milliseconds(200))
 
-        // Armed in jiffy 1 (6 ms of the grid), due and fired in jiffy 51: 204 ms of the grid.
-        #expect(fires == .milliseconds(198))
+        // Armed in jiffy 1 (6 ms of the grid), due in jiffy 51, fired at jiffy 52: 208 ms of the grid.
+        #expect(fires == .milliseconds(202))
+    }
+
+    @Test func aTimeoutIsRoundedUpToWholeJiffies() {
+        let wheel = TimerWheel(phase: .zero)
+
+        let fires = wheel.fires(armedAt: Duration.zero, after: .milliseconds(9))
+
+        // usecs_to_jiffies(9 ms) is 3 jiffies: due in jiffy 3, fired at jiffy 4.
+        #expect(fires == .milliseconds(16))
+    }
+
+    @Test func theGridMeasuredFromALaterOriginFiresAtTheSameInstants() {
+        let wheel = TimerWheel(phase: .milliseconds(5))
+        let later = wheel.measured(from: .milliseconds(1_003))
+
+        let fires = later.fires(armedAt: .milliseconds(7), after: .milliseconds(600))
+
+        #expect(fires + .milliseconds(1_003) == wheel.fires(armedAt: .milliseconds(1_010), after: .milliseconds(600)))
     }
 
     @Test func aLostSynAckAtTwoHundredMillisecondsUsuallyStartsTheServerAtOneSegment() {
