@@ -25,7 +25,7 @@
 # (pfifo, codel or fq_codel) and a 30 ms burst, which absorbs that timer lateness.
 #
 # Reads /compare.conf (RUNS, FETCHES, BULK_SECONDS, FLOOR_BULK_SECONDS, IDLE_MS, IDLE_BYTES, LATENCY_SECONDS,
-# OFFLOADS, LATENCY_QDISCS, LATENCY_CELL) and /cells (one cell a line: rate_mbit rtt_ms loss_pct wire_bit_per_s
+# OFFLOADS, LATENCY_QDISCS, LATENCY_CELL, CAPTURE) and /cells (one cell a line: rate_mbit rtt_ms loss_pct wire_bit_per_s
 # delay_each_ms queue_packets; rate 0 is the unshaped floor). iproute2's ip and tc are called by path, never
 # busybox's applets.
 set -u
@@ -120,6 +120,27 @@ shape() {
 
 sample() { echo "GUEST: sample $cell $*"; }
 
+# With CAPTURE=1, every TCP segment of a shaped cell's fetches as s0 (the server's side: all it sent, the ACKs that
+# survived the router) and c0 (the client's: the data that survived, all it sent) saw it, printed after the
+# fetches as "GUEST: capture RATE RTT LOSS IFACE <tcpprobe capture line>".
+start_capture() {
+    capture_pids=""
+    [ "${CAPTURE:-0}" = 1 ] && [ "$rate" != 0 ] || return 0
+    $ip netns exec srv /bin/tcpprobe capture s0 >/tmp/capture.s0 &
+    capture_pids=$!
+    /bin/tcpprobe capture c0 >/tmp/capture.c0 &
+    capture_pids="$capture_pids $!"
+    sleep 0.2
+}
+
+stop_capture() {
+    [ -n "$capture_pids" ] || return 0
+    sleep 0.2
+    kill $capture_pids
+    wait $capture_pids 2>/dev/null
+    for dev in s0 c0; do awk -v prefix="GUEST: capture $cell $dev" '{ print prefix, $0 }' /tmp/capture.$dev; done
+}
+
 # The server's HyStart exits so far (TcpExt counters in its namespace): train detections and the window at
 # them, delay detections and the window at them.
 hystart_exits() {
@@ -198,6 +219,7 @@ while read -r rate rtt loss wire delay queue; do
     /bin/tcpprobe fetch $server $port 10000 >/dev/null
     ping_ms=$(ping -c 5 -i 0.2 -W 2 $server | sed -n 's|.*min/avg/max = [0-9.]*/\([0-9.]*\)/.*|\1|p')
     sample ping 1 "${ping_ms:-nan}"
+    start_capture
     run=1
     while [ $run -le "$RUNS" ]; do
         for size in $FETCHES; do
@@ -208,6 +230,7 @@ while read -r rate rtt loss wire delay queue; do
         done
         run=$((run + 1))
     done
+    stop_capture
     run=1
     while [ $run -le "$BULK_RUNS" ]; do
         wait_drained

@@ -7,7 +7,8 @@
 # Usage: Tests/netem-qemu/compare.sh [--linkcond PATH] [--quick] [--runs N] [--bulk-seconds S]
 #            [--bulk-runs N] [--rates "1 10"] [--rtts "10 50 200"] [--losses "0 0.5 2"] [--latency-seconds S]
 #            [--real FILE] [--linkcond-queue NAME=PROFILE-LINES]... [--linkcond-lines PROFILE-LINES]
-#            [--guest-offloads off|on] [--exec] [--cells "RATE/RTT/LOSS ..."] [--fetches "BYTES ..."] [--out DIR]
+#            [--guest-offloads off|on] [--exec] [--cells "RATE/RTT/LOSS ..."] [--fetches "BYTES ..."] [--capture]
+#            [--out DIR]
 #   --linkcond        the binary under test (default .build/release/linkcond; build it first)
 #   --cells           these cells instead of every combination of --rates, --rtts and --losses
 #   --fetches         the fetches each run makes, of "10000 100000 1000000" (the default; the 1 MB fetch brings
@@ -22,6 +23,9 @@
 #                     per IP packet (R x 1500/1448), as exec counts whole packets. The namespaces need the
 #                     guest's congestion control (cubic) in net.ipv4.tcp_allowed_congestion_control: as root
 #                     it is added for the run and the old list put back afterwards
+#   --capture         the guest also captures every TCP segment of each shaped cell's fetches on the server's and
+#                     the client's interface (tcpprobe capture) into DIR/guest.log as "GUEST: capture" lines: what
+#                     each side sent and received, so a loss, a lost ACK and each repair can be told apart
 #   --bulk-runs N     bulk runs per cell (default 1; their median is reported): a lossy long-RTT cell varies
 #                     between runs by more than the targets, on both sides
 #   --linkcond-queue  also measure linkcond's working latency with these extra profile lines, for a queue
@@ -57,6 +61,7 @@ real_samples=""
 cell_list=""
 fetches="10000 100000 1000000"
 exec_mode=""
+capture=0
 guest_offloads=off
 linkcond_lines=""
 out="$repo/.build/netem-compare"
@@ -78,6 +83,7 @@ while [ $# -gt 0 ]; do
         --real) real_samples=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
         --linkcond-queue) linkcond_queues[${2%%=*}]=${2#*=}; shift 2 ;;
         --exec) exec_mode=1; shift ;;
+        --capture) capture=1; shift ;;
         --guest-offloads) guest_offloads=$2; shift 2 ;;
         --linkcond-lines) linkcond_lines=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
@@ -188,6 +194,7 @@ IDLE_MS=$idle_ms
 IDLE_BYTES=$idle_bytes
 LATENCY_SECONDS=$latency_seconds
 OFFLOADS=$guest_offloads
+CAPTURE=$capture
 LATENCY_QDISCS="fifo codel fq_codel"
 LATENCY_CELL="$latency_rate $latency_rtt $(wire_rate $latency_rate) $(half $latency_rtt) $queue_packets"
 CONF
@@ -219,7 +226,7 @@ INIT
                                        print c "idle,1," $6; print c "loaded_p50,1," $7; print c "loaded_p90,1," $8
                                        print c "loaded_mbit,1," $10 }' \
         "$work/guest.log" >"$work/real.csv"
-    grep -v '^GUEST: sample' "$work/guest.log" | sed 's/^GUEST: /compare: guest: /'
+    grep -v '^GUEST: \(sample\|capture\)' "$work/guest.log" | sed 's/^GUEST: /compare: guest: /'
 }
 
 # start_linkcond PROFILE-FILE: starts a fresh tcpprobe server and linkcond in front of it, so each cell starts

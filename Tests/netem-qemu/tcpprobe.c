@@ -12,15 +12,23 @@
  *   tcpprobe fetch HOST PORT BYTES [IDLE_MS BYTES2]   -> "fetch BYTES MS" [then "idle BYTES2 MS"]
  *   tcpprobe bulk HOST PORT SECONDS                   -> "bulk SECONDS MBITS" (payload Mbit/s, from connect())
  *   tcpprobe latency HOST PORT SECONDS INTERVAL_MS    -> "latency IDLE_P50 LOADED_P50 LOADED_P90 COUNT MBITS"
+ *   tcpprobe capture IFACE                            -> one line per TCP segment, until SIGTERM (below)
  * fetch with IDLE_MS keeps the connection, waits IDLE_MS and then times a second request of BYTES2 on it: the
  * request after idle, which pays Linux's slow start after idle (tcp_slow_start_after_idle) on a real stack.
  * latency times 1-byte request/response pings on a second connection while the first downloads in bulk: the
  * working latency of the link's queue. MBITS is the download's payload rate while the pings were counted.
+ * capture prints every TCP segment IFACE sends or receives, as the interface's tap sees it (after the sender's
+ * qdisc, before the receiver's stack): "MS DIR SPORT DPORT SEQ ACK FLAGS LENGTH [SACK START-END ...]", MS the
+ * kernel's receive timestamp (CLOCK_REALTIME, so captures on two interfaces of one guest compare), DIR out or in,
+ * SEQ and ACK as on the wire, FLAGS of SFRPA, LENGTH the payload bytes. The guest has no tcpdump.
  * Exit status 0 on success, 1 with a message on stderr otherwise.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -312,13 +320,98 @@ static int latency(struct sockaddr_in address, long long seconds, long long inte
     return 0;
 }
 
+static volatile sig_atomic_t capture_stopped;
+
+static void stop_capture(int signal_number) {
+    (void)signal_number;
+    capture_stopped = 1;
+}
+
+/* Prints one IPv4 packet's TCP header as a capture line; anything else is skipped. */
+static void print_segment(const unsigned char *packet, size_t size, const struct timespec *at, int outgoing) {
+    if (size < 20 || (packet[0] >> 4) != 4 || packet[9] != IPPROTO_TCP) return;
+    size_t ip_header = (size_t)(packet[0] & 0x0f) * 4;
+    size_t total = (size_t)packet[2] << 8 | packet[3];
+    if (total > size || ip_header + 20 > total) return;
+    const unsigned char *tcp = packet + ip_header;
+    size_t tcp_header = (size_t)(tcp[12] >> 4) * 4;
+    if (tcp_header < 20 || ip_header + tcp_header > total) return;
+    uint32_t seq, ack;
+    memcpy(&seq, tcp + 4, 4);
+    memcpy(&ack, tcp + 8, 4);
+    char flags[6] = "";
+    const char *names = "SFRPA";
+    const unsigned char bits[] = { 0x02, 0x01, 0x04, 0x08, 0x10 };
+    int used = 0;
+    for (int i = 0; i < 5; i++)
+        if (tcp[13] & bits[i]) flags[used++] = names[i];
+    flags[used] = '\0';
+    printf("%.3f %s %u %u %u %u %s %zu", (double)at->tv_sec * 1e3 + (double)at->tv_nsec / 1e6, outgoing ? "out" : "in",
+           (unsigned)(tcp[0] << 8 | tcp[1]), (unsigned)(tcp[2] << 8 | tcp[3]), ntohl(seq), ntohl(ack),
+           used ? flags : "-", total - ip_header - tcp_header);
+    for (size_t i = 20; i < tcp_header;) {
+        unsigned char kind = tcp[i];
+        if (kind == 0) break;
+        if (kind == 1) { i++; continue; }
+        if (i + 1 >= tcp_header || tcp[i + 1] < 2 || i + tcp[i + 1] > tcp_header) break;
+        if (kind == 5) {
+            printf(" SACK");
+            for (size_t block = i + 2; block + 8 <= i + tcp[i + 1]; block += 8) {
+                uint32_t start, end;
+                memcpy(&start, tcp + block, 4);
+                memcpy(&end, tcp + block + 4, 4);
+                printf(" %u-%u", ntohl(start), ntohl(end));
+            }
+        }
+        i += tcp[i + 1];
+    }
+    putchar('\n');
+}
+
+/* Prints every TCP segment through `interface` until SIGTERM or SIGINT. Bound to every protocol: a tap sees a
+ * device's outgoing packets only then (dev_queue_xmit_nit serves ptype_all alone). */
+static int capture(const char *interface) {
+    int fd = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_ALL));
+    if (fd < 0) die("socket AF_PACKET");
+    struct sockaddr_ll link = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL) };
+    link.sll_ifindex = (int)if_nametoindex(interface);
+    if (link.sll_ifindex == 0) die(interface);
+    if (bind(fd, (struct sockaddr *)&link, sizeof link) != 0) die("bind");
+    int on = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0) die("setsockopt SO_TIMESTAMPNS");
+    struct sigaction action = { .sa_handler = stop_capture };
+    sigaction(SIGTERM, &action, NULL);
+    sigaction(SIGINT, &action, NULL);
+    setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+    static unsigned char packet[65536];
+    while (!capture_stopped) {
+        struct sockaddr_ll from;
+        char control[CMSG_SPACE(sizeof(struct timespec))];
+        struct iovec vector = { .iov_base = packet, .iov_len = sizeof packet };
+        struct msghdr message = { .msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &vector, .msg_iovlen = 1,
+                                  .msg_control = control, .msg_controllen = sizeof control };
+        ssize_t got = recvmsg(fd, &message, 0);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) die("recvmsg");
+        struct timespec at = { 0 };
+        for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header))
+            if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_TIMESTAMPNS)
+                memcpy(&at, CMSG_DATA(header), sizeof at);
+        if (from.sll_protocol != htons(ETH_P_IP)) continue;
+        print_segment(packet, (size_t)got, &at, from.sll_pkttype == PACKET_OUTGOING);
+    }
+    fflush(stdout);
+    return 0;
+}
+
 static void usage(void) {
     fail("usage: tcpprobe serve HOST PORT | fetch HOST PORT BYTES [IDLE_MS BYTES] | bulk HOST PORT SECONDS"
-         " | latency HOST PORT SECONDS INTERVAL_MS");
+         " | latency HOST PORT SECONDS INTERVAL_MS | capture IFACE");
 }
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 3 && strcmp(argv[1], "capture") == 0) return capture(argv[2]);
     if (argc < 4) usage();
     const char *mode = argv[1];
     struct sockaddr_in address = parse_address(argv[2], argv[3]);
