@@ -76,7 +76,7 @@ TRANSFERS = [
 REAL_FETCHES = [
     "grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs", "bulk5-drained",
     "bulk-counters", "handshake-100", "mb-40", "mb-50", "hystart-exits", "mb-200-05", "mb-three-cells",
-    "mb-two-cells", "small-100b",
+    "mb-two-cells", "small-100b", "small-300",
 ]
 # Real bulk samples, by length of the download. Lossless cells come from model-v2-full and bulk5-drained only: the
 # other model-v2 runs drew loss in pairs on the sender, exec runs reuse stored real samples, and lossless-10runs'
