@@ -177,10 +177,10 @@ public struct TCPSender {
     var probeDeadline: Instant? { didSet { updateNextTimer() } }
     var probe = Probe.none
     var tlpHighSeq: Int64?
+    var tlpRetransmitted = false
     /// The kernel's timer wheel the timers fire on (the connection's grid, from its handshake); nil for exact
     /// timers.
     var timerWheel: TimerWheel?
-    var tlpRetransmitted = false
 
     /// Segments resent, by any mechanism.
     public internal(set) var retransmissions = 0
