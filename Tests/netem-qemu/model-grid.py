@@ -76,7 +76,7 @@ TRANSFERS = [
 REAL_FETCHES = [
     "grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs", "bulk5-drained",
     "bulk-counters", "handshake-100", "mb-40", "mb-50", "hystart-exits", "mb-200-05", "mb-three-cells",
-    "mb-two-cells", "small-100b", "small-300", "sameboot-10k",
+    "mb-two-cells", "small-100b", "small-300", "sameboot-10k", "sameboot-100k",
 ]
 # Real bulk samples, by length of the download. Lossless cells come from model-v2-full and bulk5-drained only: the
 # other model-v2 runs drew loss in pairs on the sender, exec runs reuse stored real samples, and lossless-10runs'
@@ -387,29 +387,30 @@ def with_guest_timing(real, model):
     return shifted
 
 
-def same_boot_table(run, model):
-    """One boot's lossy entries against the model, plain and with that boot's own timing added (`with_guest_timing`
+def same_boot_table(runs, model):
+    """Each boot's lossy entries against the model, plain and with that boot's own timing added (`with_guest_timing`
     from the boot's lossless runs of the same rate, round trip and transfer): the residuals then come from the
     same emulation as the lossy runs, which the pooled table's cannot promise."""
-    real = defaultdict(list)
-    for row in stored_rows(run):
-        if row["side"] == "real" and row["metric"].startswith("fetch_") and row["value"] not in ("", "nan"):
-            real[(cell_key(row), row["metric"])].append(float(row["value"]))
-    shifted = with_guest_timing(real, model)
-    lines = ["| Mbit/s | RTT ms | loss % | transfer | real runs | plain | with the boot's timing |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| boot | Mbit/s | RTT ms | loss % | transfer | real runs | plain | with the boot's timing |",
+             "|---|---|---|---|---|---|---|---|"]
     labels = dict(TRANSFERS)
-    for (cell, metric) in sorted((key for key in real if key[0][2] != "0"), key=lambda key: cell_order(key[0])):
-        out = []
-        for side in (model, shifted):
-            e = entry(real, side, cell, metric) if (cell, metric) in side else None
-            if e is None or "deciles" not in e:
-                out.append("–")
-                continue
-            ks = "narrow" if e["ks"] is None else f"p {e['ks']:.2f}"
-            out.append(f"{e['ratio']:.2f}; {e['deciles'][0]:.2f}–{e['deciles'][1]:.2f}, {ks} {MARK[e['spread']]}")
-        lines.append(f"| {cell[0]} | {cell[1]} | {cell[2]} | {labels[metric]} | {len(real[(cell, metric)])} | "
-                     + " | ".join(out) + " |")
+    for run in runs:
+        real = defaultdict(list)
+        for row in stored_rows(run):
+            if row["side"] == "real" and row["metric"].startswith("fetch_") and row["value"] not in ("", "nan"):
+                real[(cell_key(row), row["metric"])].append(float(row["value"]))
+        shifted = with_guest_timing(real, model)
+        for cell, metric in sorted((key for key in real if key[0][2] != "0"), key=lambda key: cell_order(key[0])):
+            out = []
+            for side in (model, shifted):
+                e = entry(real, side, cell, metric) if (cell, metric) in side else None
+                if e is None or "deciles" not in e:
+                    out.append("–")
+                    continue
+                ks = "narrow" if e["ks"] is None else f"p {e['ks']:.2f}"
+                out.append(f"{e['ratio']:.2f}; {e['deciles'][0]:.2f}–{e['deciles'][1]:.2f}, {ks} {MARK[e['spread']]}")
+            lines.append(f"| `{run}/` | {cell[0]} | {cell[1]} | {cell[2]} | {labels[metric]} | "
+                         f"{len(real[(cell, metric)])} | " + " | ".join(out) + " |")
     return "\n".join(lines)
 
 
