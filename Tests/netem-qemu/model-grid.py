@@ -115,13 +115,19 @@ def stored_rows(run):
         yield from csv.DictReader(raw)
 
 
+def real_samples(runs, prefixes=("fetch_", "idle_", "counter:")):
+    """{(cell, metric): [values]} of the real rows of stored `runs` whose metric starts with one of `prefixes`."""
+    real = defaultdict(list)
+    for run in runs:
+        for row in stored_rows(run):
+            if row["side"] == "real" and row["metric"].startswith(prefixes) and row["value"] not in ("", "nan"):
+                real[(cell_key(row), row["metric"])].append(float(row["value"]))
+    return real
+
+
 def pooled_real():
     """{(cell, metric): [values]} of the real side; a cell's bulk samples from the length most runs used."""
-    real = defaultdict(list)
-    for run in REAL_FETCHES:
-        for row in stored_rows(run):
-            if row["side"] == "real" and row["metric"].startswith(("fetch_", "idle_", "counter:")) and row["value"] not in ("", "nan"):
-                real[(cell_key(row), row["metric"])].append(float(row["value"]))
+    real = real_samples(REAL_FETCHES)
     bulk = defaultdict(list)
     for run, seconds in REAL_BULK.items():
         for row in stored_rows(run):
@@ -356,15 +362,18 @@ def spread_table(found):
     for cell in sorted({c for c, _ in found if c[2] != "0"}, key=cell_order):
         out = []
         for metric, _ in TRANSFERS:
-            e = found.get((cell, metric))
-            if e is None or "deciles" not in e:
-                out.append("–")
-                continue
-            low, high = e["deciles"]
-            ks = "narrow" if e["ks"] is None else f"p {e['ks']:.2f}"
-            out.append(f"{low:.2f}–{high:.2f}, {ks} {MARK[e['spread']]}")
+            out.append(spread_text(found.get((cell, metric))))
         lines.append(f"| {cell[0]} | {cell[1]} | {cell[2]} | " + " | ".join(out) + " |")
     return "\n".join(lines)
+
+
+def spread_text(e):
+    """An entry's spread verdict as the tables show it: lowest–highest decile ratio, KS p (or narrow), mark."""
+    if e is None or "deciles" not in e:
+        return "–"
+    low, high = e["deciles"]
+    ks = "narrow" if e["ks"] is None else f"p {e['ks']:.2f}"
+    return f"{low:.2f}–{high:.2f}, {ks} {MARK[e['spread']]}"
 
 
 def with_guest_timing(real, model):
@@ -395,20 +404,13 @@ def same_boot_table(runs, model):
              "|---|---|---|---|---|---|---|---|"]
     labels = dict(TRANSFERS)
     for run in runs:
-        real = defaultdict(list)
-        for row in stored_rows(run):
-            if row["side"] == "real" and row["metric"].startswith("fetch_") and row["value"] not in ("", "nan"):
-                real[(cell_key(row), row["metric"])].append(float(row["value"]))
+        real = real_samples([run], prefixes=("fetch_",))
         shifted = with_guest_timing(real, model)
         for cell, metric in sorted((key for key in real if key[0][2] != "0"), key=lambda key: cell_order(key[0])):
             out = []
             for side in (model, shifted):
                 e = entry(real, side, cell, metric) if (cell, metric) in side else None
-                if e is None or "deciles" not in e:
-                    out.append("–")
-                    continue
-                ks = "narrow" if e["ks"] is None else f"p {e['ks']:.2f}"
-                out.append(f"{e['ratio']:.2f}; {e['deciles'][0]:.2f}–{e['deciles'][1]:.2f}, {ks} {MARK[e['spread']]}")
+                out.append("–" if e is None or "deciles" not in e else f"{e['ratio']:.2f}; {spread_text(e)}")
             lines.append(f"| `{run}/` | {cell[0]} | {cell[1]} | {cell[2]} | {labels[metric]} | "
                          f"{len(real[(cell, metric)])} | " + " | ".join(out) + " |")
     return "\n".join(lines)
