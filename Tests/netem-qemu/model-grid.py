@@ -97,7 +97,7 @@ SAME_BOOT = [["sameboot-10k"], ["sameboot-100k"], WITH_CLIENT_COUNTERS]
 # later bulk runs shared the link with the previous run's queue.
 REAL_BULK = {
     "router-loss-1mbit": 10, "router-loss-10mbit": 10, "router-loss-bulk10": 20, "router-loss-10-200-05": 20,
-    "model-v2-full": 20, "bulk5-drained": 20, "bulk-counters": 20, "bulk-15": 20,
+    "model-v2-full": 20, "bulk5-drained": 20, "bulk-counters": 20, "bulk-15": 20, "bulk-200-05": 20,
 }
 
 # The guest's ping: an 84-byte echo in a 98-byte frame, serialised by the bottleneck's netem rate each way. Its
