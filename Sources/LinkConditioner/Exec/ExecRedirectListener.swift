@@ -40,16 +40,23 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     /// The destination (`IP:port`) of each live relay, as the destination table counts it.
     private var relayDestinations: [UInt64: String] = [:]
 
-    /// `exec` (the namespace linkcond made, whose gateway address stands for the host) or `attach` (a namespace
-    /// linkcond runs in, whose destinations are what they say).
-    private let kind: String
+    /// Which namespace the redirected connections come from; its raw value names the listener in status and logs.
+    private enum Origin: String {
+        /// The namespace linkcond made for `exec`, whose gateway address stands for the host.
+        case exec
+        /// A namespace linkcond runs in (`attach`), whose destinations are what they say.
+        case attach
+    }
+
+    private let origin: Origin
+    private var kind: String { origin.rawValue }
 
     /// Takes the listeners (a descriptor and its family) and the DNS socket the namespace helper, or `attach`,
     /// opened (none when `attach` does not redirect DNS); they are closed when it throws.
     init(listeners: [(Int32, Int32)], dnsQueries: Int32?, settings: ExecSettings, context: ListenerContext) throws {
-        let kind: String
-        if case .attached = settings.plumbing { kind = "attach" } else { kind = "exec" }
-        self.kind = kind
+        let origin: Origin
+        if case .attached = settings.plumbing { origin = .attach } else { origin = .exec }
+        self.origin = origin
         loop = context.loop
         logger = context.logger
         options = context.options
@@ -57,7 +64,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
         profile = context.profile
         exclude = settings.exclude
         (uplink, downlink) = ShapedLink.pair(for: context)
-        uplink.listenerName = kind
+        uplink.listenerName = origin.rawValue
         faults = ListenerFaults(
             loop: context.loop, profile: context.profile, seed: context.directionSeeds.downlink &+ 1)
         if let dnsQueries {
@@ -75,7 +82,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
                     address: SocketAddress(numericHost: "127.0.0.1", port: 0)!, upstream: upstream,
                     resolverConfiguration: settings.resolverConfiguration, context: context, adoptingQueries: queries)
             } catch {
-                context.logger.warning("\(kind): no DNS forwarder (\(error)); name lookups inside will fail")
+                context.logger.warning("\(origin.rawValue): no DNS forwarder (\(error)); name lookups inside will fail")
                 dns = nil
             }
         } else {
@@ -108,7 +115,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
     var bound: BoundListener {
         BoundListener(
             kind: kind,
-            address: kind == "exec"
+            address: origin == .exec
                 ? SocketAddress(numericHost: AddressBytes.format(ExecNamespace.programAddressV4), port: 0)!
                 : listenerAddresses.first ?? SocketAddress(numericHost: "127.0.0.1", port: 0)!,
             upstream: nil)
@@ -176,7 +183,7 @@ final class ExecRedirectListener: RelayHost, ConditionedListener {
             id: nextRelayID, host: host, client: client, clientAddress: address,
             upstreamName: destinations.upstreamName(for: destination),
             upstreamAddresses: [
-                kind == "exec" ? ExecNamespace.hostAddress(for: destination, dns: dns?.bound.address) : destination
+                origin == .exec ? ExecNamespace.hostAddress(for: destination, dns: dns?.bound.address) : destination
             ])
         nextRelayID += 1
         if excluded { connectionsExcluded += 1 } else { relay.stageSource = faults }
