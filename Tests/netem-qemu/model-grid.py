@@ -80,18 +80,21 @@ FRESH_FETCHES = ("fetch_10000", "fetch_100000")
 # fetches of the three 10 Mbit/s, 2 % cells with the counters, mb-40 and mb-50 forty more 1 MB fetches each at
 # 10 Mbit/s, 2 %, 200 and 50 ms, mb-200-05 forty at 10 Mbit/s, 200 ms, 0.5 %, mb-three-cells forty at each of
 # 10/200/0, 10/50/0.5 and 10/50/2, mb-two-cells forty at each of 10/200/0.5 and 10/10/2, and small-100b a hundred
-# more 10 KB and 100 KB fetches at each of 10/50/2 and 10/10/2 with the counters. Loss there is drawn per segment
-# on the router, as the grid does now.
+# more 10 KB and 100 KB fetches at each of 10/50/2 and 10/10/2 with the counters; small-300 and the sameboot-* runs
+# say in their sources.md what they add. Loss there is drawn per segment on the router, as the grid does now.
 REAL_FETCHES = [
     "grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs", "bulk5-drained",
     "bulk-counters", "handshake-100", "mb-40", "mb-50", "hystart-exits", "mb-200-05", "mb-three-cells",
-    "mb-two-cells", "small-100b", "small-300", "sameboot-10k", "sameboot-100k",
+    "mb-two-cells", "small-100b", "small-300", "sameboot-10k", "sameboot-100k", "sameboot-200", "sameboot-1m",
+    "sameboot-100k-10",
 ]
 # The boots that measured the guest's own timing beside their lossy runs (`same_boot_table`): lossless cells in the
 # same boot, or both sides' counters around each fetch, which tell the fetches that met no loss. The last group
 # pools every boot with both sides' counters.
-WITH_CLIENT_COUNTERS = ["handshake-100", "small-100b", "small-300", "sameboot-10k", "sameboot-100k"]
-SAME_BOOT = [["sameboot-10k"], ["sameboot-100k"], WITH_CLIENT_COUNTERS]
+WITH_CLIENT_COUNTERS = ["handshake-100", "small-100b", "small-300", "sameboot-10k", "sameboot-100k", "sameboot-200",
+                        "sameboot-100k-10"]
+SAME_BOOT = [["sameboot-10k"], ["sameboot-100k"], ["sameboot-100k-10"], ["sameboot-200"], ["sameboot-1m"],
+             WITH_CLIENT_COUNTERS]
 # Real bulk samples, by length of the download. Lossless cells come from model-v2-full and bulk5-drained only: the
 # other model-v2 runs drew loss in pairs on the sender, exec runs reuse stored real samples, and lossless-10runs'
 # later bulk runs shared the link with the previous run's queue.
