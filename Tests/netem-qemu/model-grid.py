@@ -452,7 +452,8 @@ def with_own_timing(runs, at_guest):
                            and r.get(f"counter:{metric}:client.RetransSegs") == 0)
             if cell[2] == "0" or not values or len(clean) < MIN_RUNS_FOR_SPREAD:
                 continue
-            residuals = [value - min(values) for value in clean]
+            fastest = min(values)
+            residuals = [value - fastest for value in clean]
             shifted[(cell, metric)] = [value + residuals[i % len(residuals)] for i, value in enumerate(values)]
     return shifted
 
