@@ -91,22 +91,56 @@ extension StreamLink.Emulation {
         reschedule(flow, &model, at: now)
     }
 
-    /// Puts every segment `flow`'s sender may send at `now` into the bottleneck.
+    /// Puts every segment `flow`'s sender may send at `now` into the bottleneck. Each segment's loss is drawn as it
+    /// enters, before the queue and the rate, where netem draws it (`netem_enqueue`): a lost segment takes no room
+    /// in the queue and no time at the rate, so its resend can take the slot. The segments of a unit that are not
+    /// lost enter as runs.
     mutating func transmit(_ flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant) {
         guard now >= model.opensAt, !model.isRemoved else { return }
         while let segment = model.sender.nextSegment(now: now, largestUnit: largestUnit) {
             counters.transmissions += TCPSender.segmentCount(bytes: segment.length)
-            let packet = LinkPacket(
-                flow: flow.number, bytes: segment.length, tag: UInt64(segment.seq),
-                overhead: profile.accounting.overhead(tcpSegments: TCPSender.segmentCount(bytes: segment.length)),
-                echo: model.sender.tsRecent)
-            if enqueue(packet, of: flow, &model, at: now) {
-                if packet.bytes > TCPSender.mss {
-                    enqueueSegments(of: packet, of: flow, &model, at: now)
-                } else {
-                    counters.segmentsLost += 1
-                }
+            let end = segment.seq + Int64(segment.length)
+            guard canLoseSegment else {
+                enter(segment.seq..<end, of: flow, &model, at: now)
+                continue
             }
+            var run = segment.seq
+            var seq = segment.seq
+            while seq < end {
+                let next = min(seq + Int64(TCPSender.mss), end)
+                if isLost(seq..<next, of: flow, echo: model.sender.tsRecent) {
+                    counters.segmentsLost += 1
+                    if run < seq { enter(run..<seq, of: flow, &model, at: now) }
+                    run = next
+                }
+                seq = next
+            }
+            if run < end { enter(run..<end, of: flow, &model, at: now) }
+        }
+    }
+
+    /// The segment of `flow` carrying `bytes` is lost on its way in: by the test's `lossDecision`, else by the
+    /// direction's draw.
+    private mutating func isLost(_ bytes: Range<Int64>, of flow: StreamFlow, echo: Instant?) -> Bool {
+        guard let lossDecision else { return isLost() }
+        return lossDecision(
+            LinkPacket(flow: flow.number, bytes: bytes.count, tag: UInt64(bytes.lowerBound), echo: echo))
+    }
+
+    /// Puts the segments of `flow` carrying `bytes`, sent at `now`, into the bottleneck as one packet; what the
+    /// queue refuses is lost.
+    private mutating func enter(
+        _ bytes: Range<Int64>, of flow: StreamFlow, _ model: inout StreamFlow.Model, at now: Instant
+    ) {
+        let packet = LinkPacket(
+            flow: flow.number, bytes: bytes.count, tag: UInt64(bytes.lowerBound),
+            overhead: profile.accounting.overhead(tcpSegments: TCPSender.segmentCount(bytes: bytes.count)),
+            echo: model.sender.tsRecent)
+        guard enqueue(packet, of: flow, &model, at: now) else { return }
+        if packet.bytes > TCPSender.mss {
+            enqueueSegments(of: packet, of: flow, &model, at: now)
+        } else {
+            counters.segmentsLost += 1
         }
     }
 

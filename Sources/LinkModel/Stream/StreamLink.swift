@@ -3,12 +3,13 @@
 //
 // Each connection's direction is a `StreamFlow`: a `TCPSender` and a `TCPReceiver`. Events, in time order:
 //
-//     the application writes   → the sender sends what its window allows, as segments into the bottleneck
+//     the application writes   → the sender sends what its window allows, as segments towards the bottleneck
+//     entry + loss draw        → random loss (`loss`, or Gilbert-Elliott under `loss.model`) per segment, before
+//                                the queue and the rate, as netem draws it: a lost segment takes no link time
 //     the bottleneck           → a segment departs after serialisation (constant rate or a trace), or the queue
 //                                discipline drops it (FIFO when full, CoDel when it stood too long, fq_codel
 //                                from the fattest flow): a loss for that flow, so the sawtooth and bufferbloat,
 //                                or CoDel's short queue, emerge from here
-//     departure + loss draw    → random loss (`loss`, or Gilbert-Elliott under `loss.model`) per segment
 //     departure + delay ± jitter → arrival at the receiver; arrivals of one flow never overtake each other
 //     arrival                  → in-order bytes are released to the proxy at once; after a hole they wait
 //                                (head-of-line blocking); the receiver ACKs now or after its delayed-ACK timer
@@ -75,7 +76,8 @@ public final class StreamLink {
 
     private var emulation: Emulation
 
-    /// Decides a departed segment's loss in place of the random draw (tests pick which transmission is lost).
+    /// Decides each segment's loss as it enters the bottleneck, in place of the random draw (tests pick which
+    /// transmission is lost); the packet it is given is one segment.
     var lossDecision: ((LinkPacket) -> Bool)? {
         get { emulation.lossDecision }
         set { emulation.lossDecision = newValue }
@@ -460,35 +462,12 @@ extension StreamLink {
             model.acks.append((ack, arrival))
         }
 
-        /// A segment, or a unit of several, left the bottleneck at `now`. Each segment is lost by its own draw (a
-        /// test's `lossDecision` decides a packet whole); each run of segments not lost arrives as one, a
-        /// propagation delay (± jitter) later, never before the flow's previous arrival.
+        /// A segment, or a run of several, left the bottleneck at `now`: it arrives one propagation delay (± jitter)
+        /// later, never before the flow's previous arrival. Its loss was drawn as it entered (`transmit`).
         mutating func depart(_ packet: LinkPacket, of model: inout StreamFlow.Model, at now: Instant) {
-            let count = TCPSender.segmentCount(bytes: packet.bytes)
-            if lossDecision != nil || count == 1 {
-                if lossDecision?(packet) ?? isLost() {
-                    counters.segmentsLost += count
-                    return
-                }
-                arrive(
-                    Int64(packet.tag)..<Int64(packet.tag) + Int64(packet.bytes), of: packet.flow, &model,
-                    departedAt: now, echo: packet.echo)
-                return
-            }
-            let start = Int64(packet.tag)
-            let end = start + Int64(packet.bytes)
-            var run = start
-            var seq = start
-            while seq < end {
-                let next = min(seq + Int64(TCPSender.mss), end)
-                if isLost() {
-                    counters.segmentsLost += 1
-                    if run < seq { arrive(run..<seq, of: packet.flow, &model, departedAt: now, echo: packet.echo) }
-                    run = next
-                }
-                seq = next
-            }
-            if run < end { arrive(run..<end, of: packet.flow, &model, departedAt: now, echo: packet.echo) }
+            arrive(
+                Int64(packet.tag)..<Int64(packet.tag) + Int64(packet.bytes), of: packet.flow, &model,
+                departedAt: now, echo: packet.echo)
         }
 
         /// `bytes` arrive at the receiver one propagation delay (± jitter) after `now`, never before the flow's
@@ -507,7 +486,11 @@ extension StreamLink {
             arrivalSchedule.insert(ScheduledFlow(at: arrival, number: number, generation: 0))
         }
 
-        private mutating func isLost() -> Bool { segmentLoss.isLost(random: &random) }
+        /// This direction's loss, drawn for one segment.
+        mutating func isLost() -> Bool { segmentLoss.isLost(random: &random) }
+
+        /// Whether a segment can be lost on its way in: by a test's decision or the profile's loss.
+        var canLoseSegment: Bool { lossDecision != nil || segmentLoss.canLose }
 
         /// This direction's loss, drawn for one SYN or SYN-ACK from the handshake's own generator and chain.
         mutating func isHandshakeSegmentLost() -> Bool {

@@ -20,7 +20,8 @@ public enum LinkShapeSetting: DirectionSetting {
         KeyReference(
             "loss", value: "percent", default: "0 %",
             meaning: "packet loss: each datagram is dropped independently with this probability (netem `loss "
-                + "random`); TCP repairs it as Linux does, see the [TCP model](../design/tcp-model.md)",
+                + "random`); a TCP segment is drawn as it enters the link, before `queue` and `bandwidth`, as netem "
+                + "draws it, and repaired as Linux does: see the [TCP model](../design/tcp-model.md)",
             example: "2 %"),
         KeyReference(
             "queue", value: "size", default: "256 KiB",
