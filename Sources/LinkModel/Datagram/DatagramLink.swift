@@ -1,11 +1,12 @@
 // The datagram path: one direction of a UDP link, built on the bottleneck.
 //
-// A datagram enters the direction's `Bottleneck` (the profile's queue discipline in front of its serialiser:
-// constant rate, trace or unlimited). The discipline may refuse it or drop others to make room (tail drop, or
-// fq_codel's drop from the fattest flow), and CoDel drops datagrams that stood in the queue too long as they leave
-// it. A datagram that leaves the bottleneck at t then goes through the datagram impairments (random or
-// Gilbert-Elliott loss, duplication, delay and jitter, reordering): delivered at t + delay ± jitter (plus the
-// reordering hold-back), twice if duplicated, or lost. Outcomes are delivered in time order, so jitter and
+// A datagram first meets its loss (random or Gilbert-Elliott), drawn as it enters the link, where netem draws it:
+// a lost one takes no room in the queue and no time at the rate. The rest enter the direction's `Bottleneck` (the
+// profile's queue discipline in front of its serialiser: constant rate, trace or unlimited). The discipline may
+// refuse one or drop others to make room (tail drop, or fq_codel's drop from the fattest flow), and CoDel drops
+// datagrams that stood in the queue too long as they leave it. A datagram that leaves the bottleneck at t then
+// goes through the other impairments (duplication, delay and jitter, reordering, corruption): delivered at
+// t + delay ± jitter (plus the reordering hold-back), twice if duplicated. Outcomes are delivered in time order, so jitter and
 // reordering let datagrams overtake each other. Every drop is an outcome with zero copies, so the relay frees the
 // bytes it held, and a counter says why.
 //
@@ -24,7 +25,9 @@ public final class DatagramLink {
     private var profile: DirectionShape
     /// What the sizes this link is given stand for, so that `frames` adds the headers they lack.
     private let kind: DatagramKind
-    private var pipeline: ImpairmentPipeline
+    /// The impairments drawn as a datagram enters (its loss), and those after the bottleneck.
+    private var entry: ImpairmentPipeline
+    private var departure: ImpairmentPipeline
     private var random: SeededRandom
     private var bottleneck: Bottleneck
     private var flows: [Int: DatagramFlow] = [:]
@@ -41,16 +44,18 @@ public final class DatagramLink {
     public init(profile: DirectionShape, seed: UInt64, kind: DatagramKind = .udpPayload) {
         self.profile = profile
         self.kind = kind
-        pipeline = ImpairmentPipeline(profile: profile, kinds: ImpairmentPipeline.datagramKinds)
+        entry = ImpairmentPipeline(profile: profile, kinds: ImpairmentPipeline.datagramKinds(at: .entry))
+        departure = ImpairmentPipeline(profile: profile, kinds: ImpairmentPipeline.datagramKinds(at: .departure))
         random = SeededRandom(seed: seed)
         bottleneck = Bottleneck(
             discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
             serializer: profile.makeSerializer())
-        isPassThrough = Self.passesThrough(profile, pipeline)
+        isPassThrough = passesThrough
     }
 
-    private static func passesThrough(_ profile: DirectionShape, _ pipeline: ImpairmentPipeline) -> Bool {
-        profile.bandwidth == nil && profile.trace == nil && pipeline.isEmpty && profile.queueManagement.isFIFO
+    private var passesThrough: Bool {
+        profile.bandwidth == nil && profile.trace == nil && entry.isEmpty && departure.isEmpty
+            && profile.queueManagement.isFIFO
     }
 
     /// Live profile switch at `now`: queued datagrams keep their order; a new discipline or limit takes them over
@@ -59,8 +64,9 @@ public final class DatagramLink {
         latest = max(latest, now)
         let old = profile
         profile = newProfile
-        pipeline = ImpairmentPipeline(profile: newProfile, kinds: ImpairmentPipeline.datagramKinds)
-        isPassThrough = Self.passesThrough(newProfile, pipeline)
+        entry = ImpairmentPipeline(profile: newProfile, kinds: ImpairmentPipeline.datagramKinds(at: .entry))
+        departure = ImpairmentPipeline(profile: newProfile, kinds: ImpairmentPipeline.datagramKinds(at: .departure))
+        isPassThrough = passesThrough
         if old.trace != newProfile.trace || old.bandwidth != newProfile.bandwidth || old.burst != newProfile.burst
             || old.accounting != newProfile.accounting
         {
@@ -99,8 +105,9 @@ public final class DatagramLink {
         flow.isMarkedChanged = false
     }
 
-    /// Offers one datagram of `size` bytes from `flow` that reached the proxy at `arrival`: queued, or dropped at
-    /// the tail when more than `queue` bytes would be in propagation or the discipline has no room. An arrival
+    /// Offers one datagram of `size` bytes from `flow` that reached the proxy at `arrival`: lost on its way in (an
+    /// outcome without copies, due at once), queued, or dropped at the tail when more than `queue` bytes would be in
+    /// propagation or the discipline has no room. An arrival
     /// before the latest instant the link has run to (a datagram that waited in the kernel while the loop was busy)
     /// counts from that instant, so the link never goes back in time.
     /// Datagrams of other flows that the discipline drops to make room become zero-copy outcomes of their flows.
@@ -111,6 +118,14 @@ public final class DatagramLink {
         latest = now
         tally.counters.datagramsEnqueued += 1
         settle(bottleneck.advance(to: now))
+        if let cause = lossOnEntry(size) {
+            let index = flow.nextDatagramIndex
+            flow.nextDatagramIndex += 1
+            tally.counters.bytesEnqueued += size
+            count(cause)
+            schedule(DatagramDelivery(index: index, size: size, copies: 0), flow: flow.id, at: now)
+            return .accepted(index: index)
+        }
         if tally.counters.inFlightBytes + size > profile.queue.bytes {
             tally.counters.tailDrops += 1
             return .tailDropped
@@ -183,26 +198,30 @@ public final class DatagramLink {
             case .departed(let packet, let at):
                 tally.counters.queuedBytes -= packet.bytes
                 var fate = SegmentFate(departure: at, payloadBytes: packet.bytes)
-                if !pipeline.isEmpty { pipeline.apply(to: &fate, random: &random) }
+                if !departure.isEmpty { departure.apply(to: &fate, random: &random) }
                 tally.counters.transmissions += 1
-                if fate.lost {
-                    if fate.lossCause == .burst {
-                        tally.counters.burstLosses += 1
-                    } else {
-                        tally.counters.randomLosses += 1
-                    }
-                    schedule(
-                        DatagramDelivery(index: packet.tag, size: packet.bytes, copies: 0), flow: packet.flow, at: at)
-                } else {
-                    tally.counters.duplicates += fate.copies - 1
-                    if fate.flippedBit != nil { tally.counters.datagramsCorrupted += 1 }
-                    schedule(
-                        DatagramDelivery(
-                            index: packet.tag, size: packet.bytes, copies: fate.copies,
-                            flippedBit: fate.flippedBit),
-                        flow: packet.flow, at: fate.deliverAt)
-                }
+                tally.counters.duplicates += fate.copies - 1
+                if fate.flippedBit != nil { tally.counters.datagramsCorrupted += 1 }
+                schedule(
+                    DatagramDelivery(
+                        index: packet.tag, size: packet.bytes, copies: fate.copies, flippedBit: fate.flippedBit),
+                    flow: packet.flow, at: fate.deliverAt)
             }
+        }
+    }
+
+    /// The loss drawn for a datagram of `size` bytes entering the link now, if it is lost.
+    private func lossOnEntry(_ size: Int) -> LossCause? {
+        guard !entry.isEmpty else { return nil }
+        var fate = SegmentFate(departure: latest, payloadBytes: size)
+        entry.apply(to: &fate, random: &random)
+        return fate.lossCause
+    }
+
+    private func count(_ cause: LossCause) {
+        switch cause {
+        case .random: tally.counters.randomLosses += 1
+        case .burst: tally.counters.burstLosses += 1
         }
     }
 

@@ -2,6 +2,9 @@
 ///
 /// Unlike a lost TCP segment, which the transport model's sender repairs, a dropped datagram is gone.
 public struct DatagramLoss: Impairment {
+    /// Drawn as the datagram enters the link, as netem draws its loss.
+    public static let stage = ImpairmentStage.entry
+
     public var probability: Double
 
     public init(probability: Double) {

@@ -47,6 +47,9 @@ public struct GilbertElliottParameters: Hashable, Sendable {
 
 /// Bursty datagram loss by the Gilbert-Elliott model; the chain starts in the good state.
 public struct GilbertElliottLoss: Impairment {
+    /// Drawn as the datagram enters the link, as netem draws its loss.
+    public static let stage = ImpairmentStage.entry
+
     public var parameters: GilbertElliottParameters
     /// Whether the chain is in the bad state now.
     public private(set) var isBad = false

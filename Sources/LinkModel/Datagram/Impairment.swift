@@ -46,12 +46,24 @@ public enum LossCause: Hashable, Sendable {
     case burst
 }
 
-/// One per-datagram effect of a link (delay, loss, and so on), applied in a pipeline after serialisation.
+/// Where on a datagram's way through a link an impairment acts.
+public enum ImpairmentStage: Sendable {
+    /// As the datagram enters the link, before its queue and rate, where netem draws its loss
+    /// (`netem_enqueue`): a datagram dropped here takes no room in the queue and no time at the rate.
+    case entry
+    /// Once the bottleneck has serialised the datagram.
+    case departure
+}
+
+/// One per-datagram effect of a link (delay, loss, and so on), applied in a pipeline at its `stage`.
 ///
 /// A new impairment is one type conforming to this protocol, one entry in `ImpairmentPipeline.datagramKinds`, and
-/// one test. (TCP streams take their loss and delay in `StreamLink`'s transport model instead.) It draws every random number from `random`, so a seed reproduces its
-/// decisions.
+/// one test. (TCP streams take their loss and delay in `StreamLink`'s transport model instead.) It draws every
+/// random number from `random`, so a seed reproduces its decisions.
 public protocol Impairment: Sendable {
+    /// Where the impairment acts; after the bottleneck unless it says otherwise.
+    static var stage: ImpairmentStage { get }
+
     /// The impairment `profile` asks for, or nil when the profile leaves this effect off.
     init?(profile: DirectionShape)
 
@@ -59,10 +71,14 @@ public protocol Impairment: Sendable {
     mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom)
 }
 
-/// The impairments a direction profile asks for, applied in order to every serialised datagram.
+extension Impairment {
+    public static var stage: ImpairmentStage { .departure }
+}
+
+/// The impairments a direction profile asks for, applied in order to every datagram at one stage.
 public struct ImpairmentPipeline: Sendable {
-    /// Every impairment kind a datagram link knows, in the order they apply: a datagram is lost or not, then
-    /// duplicated, delayed, and perhaps held back behind later ones.
+    /// Every impairment kind a datagram link knows, in the order they apply: a datagram is lost or not (as it
+    /// enters), then duplicated, delayed, and perhaps held back behind later ones.
     public static let datagramKinds: [any Impairment.Type] = [
         DatagramLoss.self, GilbertElliottLoss.self, Duplication.self, PropagationDelay.self, Reordering.self,
         Corruption.self,
@@ -75,7 +91,12 @@ public struct ImpairmentPipeline: Sendable {
         stages = kinds.compactMap { $0.init(profile: profile) }
     }
 
-    /// True when no stage is configured, so a datagram is delivered as soon as it is serialised.
+    /// The kinds of `datagramKinds` that act at `stage`, in order.
+    public static func datagramKinds(at stage: ImpairmentStage) -> [any Impairment.Type] {
+        datagramKinds.filter { $0.stage == stage }
+    }
+
+    /// True when the profile turns none of the kinds on, so the pipeline leaves every datagram as it is.
     public var isEmpty: Bool { stages.isEmpty }
 
     /// Runs every stage on `segment`, in order.

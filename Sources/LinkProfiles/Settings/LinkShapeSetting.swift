@@ -19,9 +19,9 @@ public enum LinkShapeSetting: DirectionSetting {
             example: "5 ms"),
         KeyReference(
             "loss", value: "percent", default: "0 %",
-            meaning: "packet loss: each datagram is dropped independently with this probability (netem `loss "
-                + "random`); a TCP segment is drawn as it enters the link, before `queue` and `bandwidth`, as netem "
-                + "draws it, and repaired as Linux does: see the [TCP model](../design/tcp-model.md)",
+            meaning: "packet loss: each datagram or TCP segment is dropped independently with this probability as "
+                + "it enters the link, before `queue` and `bandwidth` (netem `loss random`); TCP repairs a lost "
+                + "segment as Linux does: see the [TCP model](../design/tcp-model.md)",
             example: "2 %"),
         KeyReference(
             "queue", value: "size", default: "256 KiB",

@@ -119,6 +119,28 @@ struct DatagramLinkBottleneckTests {
         #expect(flow.takeDeliverableDatagrams(at: .ms(52)).map(\.index) == [1])
     }
 
+    @Test func aDatagramLostOnItsWayInTakesNoTimeAtTheRate() {
+        // 1500-byte datagrams at 12 Mbit/s take 1 ms each. Their loss is drawn as they enter, as netem draws it.
+        let profile = DirectionProfile(bandwidth: .mbps(12), delay: .milliseconds(50), loss: Percentage(50))
+        let link = DatagramLink(profile: profile, seed: 1)
+        let flow = link.makeFlow()
+
+        for _ in 0..<20 { link.enqueue(1500, on: flow, at: .zero) }
+        let lost = flow.takeDeliverableDatagrams(at: .zero)
+        link.serveAll()
+        var delivered: [Instant] = []
+        while let next = flow.nextDeliveryTime {
+            delivered += flow.takeDeliverableDatagrams(at: next).map { _ in next }
+        }
+
+        // The lost ones are settled at once; those that got in leave back to back, one each millisecond.
+        #expect(!lost.isEmpty && lost.allSatisfy { $0.copies == 0 })
+        #expect(lost.count + delivered.count == 20)
+        #expect(delivered == (1...delivered.count).map { .ms(50 + Double($0)) })
+        #expect(link.counters.randomLosses == lost.count)
+        #expect(link.counters.transmissions == delivered.count)
+    }
+
     @Test func removingAFlowForgetsItsQueuedAndInFlightBytes() {
         let link = DatagramLink(profile: DirectionProfile(bandwidth: .mbps(1), delay: .seconds(1)), seed: 1)
         let flow = link.makeFlow()
