@@ -11,7 +11,8 @@ public struct LinkCounters: Hashable, Sendable {
     public var queuedBytes = 0
     /// Bytes serialised and waiting for their delivery time now.
     public var inFlightBytes = 0
-    /// TCP segments sent into the bottleneck (retransmissions included), and datagrams that left it.
+    /// TCP segments the senders sent (retransmissions included, and those lost on their way into the bottleneck),
+    /// and datagrams that left the bottleneck (not those lost on their way in).
     public var transmissions = 0
     /// TCP segment transmissions lost (dropped by the queue or by random or burst loss); the sender repairs each.
     public var segmentsLost = 0

@@ -21,7 +21,8 @@ public struct DatagramDelivery: Hashable, Sendable {
 
 /// Whether the link took a datagram.
 public enum DatagramAdmission: Hashable, Sendable {
-    /// Queued as the flow's datagram number `index`; its `DatagramDelivery` will carry the same number.
+    /// Taken as the flow's datagram number `index`: queued, or lost on its way in; its `DatagramDelivery` will
+    /// carry the same number.
     case accepted(index: UInt64)
     /// The link's queue was full: the datagram is dropped at the tail, as a full router buffer drops it.
     case tailDropped
@@ -32,7 +33,7 @@ public enum DatagramAdmission: Hashable, Sendable {
     }
 }
 
-/// A flow's datagrams after serialisation, ordered by their outcome time; equal times keep sending order.
+/// A flow's datagram outcomes, ordered by their time; equal times keep sending order.
 ///
 /// Unlike a TCP stream's arrivals, datagrams may overtake each other (jitter, reordering).
 struct DatagramLine {

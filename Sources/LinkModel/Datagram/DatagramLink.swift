@@ -1,14 +1,14 @@
 // The datagram path: one direction of a UDP link, built on the bottleneck.
 //
-// A datagram first meets its loss (random or Gilbert-Elliott), drawn as it enters the link, where netem draws it:
-// a lost one takes no room in the queue and no time at the rate. The rest enter the direction's `Bottleneck` (the
-// profile's queue discipline in front of its serialiser: constant rate, trace or unlimited). The discipline may
-// refuse one or drop others to make room (tail drop, or fq_codel's drop from the fattest flow), and CoDel drops
-// datagrams that stood in the queue too long as they leave it. A datagram that leaves the bottleneck at t then
-// goes through the other impairments (duplication, delay and jitter, reordering, corruption): delivered at
-// t + delay ± jitter (plus the reordering hold-back), twice if duplicated. Outcomes are delivered in time order, so jitter and
-// reordering let datagrams overtake each other. Every drop is an outcome with zero copies, so the relay frees the
-// bytes it held, and a counter says why.
+// A datagram first meets its loss (random or Gilbert-Elliott), drawn as it enters the link, where netem draws
+// it: a lost one takes no room in the queue and no time at the rate. The rest enter the direction's `Bottleneck`
+// (the profile's queue discipline in front of its serialiser: constant rate, trace or unlimited). The discipline
+// may refuse one or drop others to make room (tail drop, or fq_codel's drop from the fattest flow), and CoDel
+// drops datagrams that stood in the queue too long as they leave it. A datagram that leaves the bottleneck at t
+// then goes through the other impairments (duplication, delay and jitter, reordering, corruption): delivered at
+// t + delay ± jitter (plus the reordering hold-back), twice if duplicated. Outcomes are delivered in time order,
+// so jitter and reordering let datagrams overtake each other. Every drop is an outcome with zero copies, so the
+// relay frees the bytes it held, and a counter says why.
 //
 // The bottleneck charges each datagram what the profile's `RateAccounting` counts: its size, or its Ethernet frame
 // (a UDP payload 42 bytes more, an IP packet from `exec` 14 more).
@@ -25,9 +25,10 @@ public final class DatagramLink {
     private var profile: DirectionShape
     /// What the sizes this link is given stand for, so that `frames` adds the headers they lack.
     private let kind: DatagramKind
-    /// The impairments drawn as a datagram enters (its loss), and those after the bottleneck.
-    private var entry: ImpairmentPipeline
-    private var departure: ImpairmentPipeline
+    /// The impairments drawn as a datagram enters the link: its loss.
+    private var entryImpairments: ImpairmentPipeline
+    /// The impairments after the bottleneck: duplication, delay and jitter, reordering, corruption.
+    private var departureImpairments: ImpairmentPipeline
     private var random: SeededRandom
     private var bottleneck: Bottleneck
     private var flows: [Int: DatagramFlow] = [:]
@@ -44,8 +45,9 @@ public final class DatagramLink {
     public init(profile: DirectionShape, seed: UInt64, kind: DatagramKind = .udpPayload) {
         self.profile = profile
         self.kind = kind
-        entry = ImpairmentPipeline(profile: profile, kinds: ImpairmentPipeline.datagramKinds(at: .entry))
-        departure = ImpairmentPipeline(profile: profile, kinds: ImpairmentPipeline.datagramKinds(at: .departure))
+        entryImpairments = ImpairmentPipeline(profile: profile, kinds: ImpairmentPipeline.datagramKinds(at: .entry))
+        departureImpairments = ImpairmentPipeline(
+            profile: profile, kinds: ImpairmentPipeline.datagramKinds(at: .departure))
         random = SeededRandom(seed: seed)
         bottleneck = Bottleneck(
             discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
@@ -54,7 +56,7 @@ public final class DatagramLink {
     }
 
     private var passesThrough: Bool {
-        profile.bandwidth == nil && profile.trace == nil && entry.isEmpty && departure.isEmpty
+        profile.bandwidth == nil && profile.trace == nil && entryImpairments.isEmpty && departureImpairments.isEmpty
             && profile.queueManagement.isFIFO
     }
 
@@ -64,8 +66,9 @@ public final class DatagramLink {
         latest = max(latest, now)
         let old = profile
         profile = newProfile
-        entry = ImpairmentPipeline(profile: newProfile, kinds: ImpairmentPipeline.datagramKinds(at: .entry))
-        departure = ImpairmentPipeline(profile: newProfile, kinds: ImpairmentPipeline.datagramKinds(at: .departure))
+        entryImpairments = ImpairmentPipeline(profile: newProfile, kinds: ImpairmentPipeline.datagramKinds(at: .entry))
+        departureImpairments = ImpairmentPipeline(
+            profile: newProfile, kinds: ImpairmentPipeline.datagramKinds(at: .departure))
         isPassThrough = passesThrough
         if old.trace != newProfile.trace || old.bandwidth != newProfile.bandwidth || old.burst != newProfile.burst
             || old.accounting != newProfile.accounting
@@ -107,10 +110,10 @@ public final class DatagramLink {
 
     /// Offers one datagram of `size` bytes from `flow` that reached the proxy at `arrival`: lost on its way in (an
     /// outcome without copies, due at once), queued, or dropped at the tail when more than `queue` bytes would be in
-    /// propagation or the discipline has no room. An arrival
-    /// before the latest instant the link has run to (a datagram that waited in the kernel while the loop was busy)
-    /// counts from that instant, so the link never goes back in time.
-    /// Datagrams of other flows that the discipline drops to make room become zero-copy outcomes of their flows.
+    /// propagation or the discipline has no room. An arrival before the latest instant the link has run to (a
+    /// datagram that waited in the kernel while the loop was busy) counts from that instant, so the link never goes
+    /// back in time. Datagrams of other flows that the discipline drops to make room become zero-copy outcomes of
+    /// their flows.
     @discardableResult
     public func enqueue(_ size: Int, on flow: DatagramFlow, at arrival: Instant) -> DatagramAdmission {
         guard !flow.isRemoved else { return .tailDropped }
@@ -122,7 +125,7 @@ public final class DatagramLink {
             let index = flow.nextDatagramIndex
             flow.nextDatagramIndex += 1
             tally.counters.bytesEnqueued += size
-            count(cause)
+            countLoss(cause)
             schedule(DatagramDelivery(index: index, size: size, copies: 0), flow: flow.id, at: now)
             return .accepted(index: index)
         }
@@ -198,7 +201,7 @@ public final class DatagramLink {
             case .departed(let packet, let at):
                 tally.counters.queuedBytes -= packet.bytes
                 var fate = SegmentFate(departure: at, payloadBytes: packet.bytes)
-                if !departure.isEmpty { departure.apply(to: &fate, random: &random) }
+                if !departureImpairments.isEmpty { departureImpairments.apply(to: &fate, random: &random) }
                 tally.counters.transmissions += 1
                 tally.counters.duplicates += fate.copies - 1
                 if fate.flippedBit != nil { tally.counters.datagramsCorrupted += 1 }
@@ -212,13 +215,14 @@ public final class DatagramLink {
 
     /// The loss drawn for a datagram of `size` bytes entering the link now, if it is lost.
     private func lossOnEntry(_ size: Int) -> LossCause? {
-        guard !entry.isEmpty else { return nil }
+        guard !entryImpairments.isEmpty else { return nil }
         var fate = SegmentFate(departure: latest, payloadBytes: size)
-        entry.apply(to: &fate, random: &random)
+        entryImpairments.apply(to: &fate, random: &random)
         return fate.lossCause
     }
 
-    private func count(_ cause: LossCause) {
+    /// Counts a datagram lost by `cause` in the link's counters.
+    private func countLoss(_ cause: LossCause) {
         switch cause {
         case .random: tally.counters.randomLosses += 1
         case .burst: tally.counters.burstLosses += 1

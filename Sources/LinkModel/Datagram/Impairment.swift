@@ -1,7 +1,7 @@
-/// What happens to one datagram after the bottleneck has serialised it, as the impairments decide.
+/// What happens to one datagram, as the impairments decide.
 ///
-/// `deliverAt` starts when the datagram left the bottleneck; each impairment may push it later, add copies, or
-/// mark the datagram `lost` (never delivered).
+/// `deliverAt` starts when the datagram left the bottleneck (for the loss drawn as it enters: when it entered);
+/// each impairment may push it later, add copies, or mark the datagram `lost` (never delivered).
 public struct SegmentFate: Hashable, Sendable {
     /// When the receiver may read the datagram; never earlier than it left the bottleneck.
     public var deliverAt: Instant
@@ -49,7 +49,8 @@ public enum LossCause: Hashable, Sendable {
 /// Where on a datagram's way through a link an impairment acts.
 public enum ImpairmentStage: Sendable {
     /// As the datagram enters the link, before its queue and rate, where netem draws its loss
-    /// (`netem_enqueue`): a datagram dropped here takes no room in the queue and no time at the rate.
+    /// (`netem_enqueue`): a datagram dropped here takes no room in the queue and no time at the rate. Only loss
+    /// acts here: the link keeps nothing of this stage's decision but whether the datagram was lost.
     case entry
     /// Once the bottleneck has serialised the datagram.
     case departure

@@ -108,7 +108,7 @@ extension StreamLink.Emulation {
             var seq = segment.seq
             while seq < end {
                 let next = min(seq + Int64(TCPSender.mss), end)
-                if isLost(seq..<next, of: flow, echo: model.sender.tsRecent) {
+                if isLostOnEntry(seq..<next, of: flow, echo: model.sender.tsRecent) {
                     counters.segmentsLost += 1
                     if run < seq { enter(run..<seq, of: flow, &model, at: now) }
                     run = next
@@ -121,8 +121,8 @@ extension StreamLink.Emulation {
 
     /// The segment of `flow` carrying `bytes` is lost on its way in: by the test's `lossDecision`, else by the
     /// direction's draw.
-    private mutating func isLost(_ bytes: Range<Int64>, of flow: StreamFlow, echo: Instant?) -> Bool {
-        guard let lossDecision else { return isLost() }
+    private mutating func isLostOnEntry(_ bytes: Range<Int64>, of flow: StreamFlow, echo: Instant?) -> Bool {
+        guard let lossDecision else { return drawsSegmentLoss() }
         return lossDecision(
             LinkPacket(flow: flow.number, bytes: bytes.count, tag: UInt64(bytes.lowerBound), echo: echo))
     }

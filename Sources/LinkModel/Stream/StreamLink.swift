@@ -487,7 +487,7 @@ extension StreamLink {
         }
 
         /// This direction's loss, drawn for one segment.
-        mutating func isLost() -> Bool { segmentLoss.isLost(random: &random) }
+        mutating func drawsSegmentLoss() -> Bool { segmentLoss.isLost(random: &random) }
 
         /// Whether a segment can be lost on its way in: by a test's decision or the profile's loss.
         var canLoseSegment: Bool { lossDecision != nil || segmentLoss.canLose }

@@ -136,7 +136,7 @@ struct DatagramLinkBottleneckTests {
         // The lost ones are settled at once; those that got in leave back to back, one each millisecond.
         #expect(!lost.isEmpty && lost.allSatisfy { $0.copies == 0 })
         #expect(lost.count + delivered.count == 20)
-        #expect(delivered == (1...delivered.count).map { .ms(50 + Double($0)) })
+        #expect(delivered == (0..<delivered.count).map { .ms(51 + Double($0)) })
         #expect(link.counters.randomLosses == lost.count)
         #expect(link.counters.transmissions == delivered.count)
     }

@@ -45,7 +45,7 @@ final class UDPLink {
     }
 
     /// Offers one datagram that reached its socket at `arrival` (nil: unknown, taken as `now`) to the model;
-    /// returns whether it was queued. Without an earlier arrival the serialiser runs to `now` at once. A datagram
+    /// returns whether it took it (queued, or lost on its way in: an outcome follows either way). Without an earlier arrival the serialiser runs to `now` at once. A datagram
     /// that waited in the kernel runs the link only to its arrival, and the reader runs it to `now` after the
     /// batch (`serviceAfterBatch`): the link never goes back in time, so running it to `now` after each datagram
     /// would make the rest of the batch, which waited as long, count from `now`.
