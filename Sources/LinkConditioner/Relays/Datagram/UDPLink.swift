@@ -45,10 +45,11 @@ final class UDPLink {
     }
 
     /// Offers one datagram that reached its socket at `arrival` (nil: unknown, taken as `now`) to the model;
-    /// returns whether it took it (queued, or lost on its way in: an outcome follows either way). Without an earlier arrival the serialiser runs to `now` at once. A datagram
-    /// that waited in the kernel runs the link only to its arrival, and the reader runs it to `now` after the
-    /// batch (`serviceAfterBatch`): the link never goes back in time, so running it to `now` after each datagram
-    /// would make the rest of the batch, which waited as long, count from `now`.
+    /// returns whether it took it (queued, or lost on its way in: an outcome follows either way). Without an earlier
+    /// arrival the serialiser runs to `now` at once. A datagram that waited in the kernel runs the link only to its
+    /// arrival, and the reader runs it to `now` after the batch (`serviceAfterBatch`): the link never goes back in
+    /// time, so running it to `now` after each datagram would make the rest of the batch, which waited as long,
+    /// count from `now`.
     func enqueue(_ size: Int, on flow: DatagramFlow, arrival: Instant?, at now: Instant) -> DatagramAdmission {
         guard let arrival, arrival < now else {
             let admission = model.enqueue(size, on: flow, at: now)
