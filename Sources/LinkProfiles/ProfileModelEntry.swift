@@ -9,9 +9,9 @@ extension Impairment {
 }
 
 extension ImpairmentPipeline {
-    /// The stages of `kinds` that `profile`'s shape turns on, in the order of `kinds`.
-    public init(profile: DirectionProfile, kinds: [any Impairment.Type] = datagramKinds) {
-        self.init(profile: profile.shape, kinds: kinds)
+    /// The impairments acting at `stage` that `profile`'s shape turns on, in their registered order.
+    public init(profile: DirectionProfile, stage: ImpairmentStage) {
+        self.init(profile: profile.shape, stage: stage)
     }
 }
 

@@ -54,7 +54,7 @@ struct GilbertElliottLossTests {
 
     @Test func randomLossIsOffUnderTheGilbertElliottModel() {
         let profile = DirectionProfile(loss: Percentage(50), lossModel: .gilbertElliott)
-        let pipeline = ImpairmentPipeline(profile: profile, kinds: ImpairmentPipeline.datagramKinds)
+        let pipeline = ImpairmentPipeline(profile: profile, stage: .entry)
 
         #expect(DatagramLoss(profile: profile) == nil)
         #expect(GilbertElliottLoss(profile: profile) != nil)

@@ -2,16 +2,18 @@ import LinkModel
 import LinkProfiles
 import Testing
 
-@Test func defaultProfileBuildsAnEmptyPipeline() {
-    let pipeline = ImpairmentPipeline(profile: DirectionProfile())
+@Test func defaultProfileBuildsEmptyPipelines() {
+    let profile = DirectionProfile()
 
-    #expect(pipeline.isEmpty)
+    #expect(ImpairmentPipeline(profile: profile, stage: .entry).isEmpty)
+    #expect(ImpairmentPipeline(profile: profile, stage: .departure).isEmpty)
 }
 
-@Test func aLossyProfileBuildsAPipeline() {
-    let pipeline = ImpairmentPipeline(profile: DirectionProfile(loss: Percentage(1)))
+@Test func aLossyProfileBuildsAnEntryPipelineOnly() {
+    let profile = DirectionProfile(loss: Percentage(1))
 
-    #expect(!pipeline.isEmpty)
+    #expect(!ImpairmentPipeline(profile: profile, stage: .entry).isEmpty)
+    #expect(ImpairmentPipeline(profile: profile, stage: .departure).isEmpty)
 }
 
 @Test func propagationDelayAddsDelayAfterSerialisation() {

@@ -41,7 +41,8 @@ struct DatagramKeyTests {
 
         #expect(direction.lossModel == .random)
         #expect(direction.duplicate == .zero && direction.reorder == .zero)
-        #expect(ImpairmentPipeline(profile: direction, kinds: ImpairmentPipeline.datagramKinds).isEmpty)
+        #expect(ImpairmentPipeline(profile: direction, stage: .entry).isEmpty)
+        #expect(ImpairmentPipeline(profile: direction, stage: .departure).isEmpty)
     }
 
     @Test func anUnknownLossModelSaysWhichExist() {

@@ -45,9 +45,8 @@ public final class DatagramLink {
     public init(profile: DirectionShape, seed: UInt64, kind: DatagramKind = .udpPayload) {
         self.profile = profile
         self.kind = kind
-        entryImpairments = ImpairmentPipeline(profile: profile, kinds: ImpairmentPipeline.datagramKinds(at: .entry))
-        departureImpairments = ImpairmentPipeline(
-            profile: profile, kinds: ImpairmentPipeline.datagramKinds(at: .departure))
+        entryImpairments = ImpairmentPipeline(profile: profile, stage: .entry)
+        departureImpairments = ImpairmentPipeline(profile: profile, stage: .departure)
         random = SeededRandom(seed: seed)
         bottleneck = Bottleneck(
             discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
@@ -66,9 +65,8 @@ public final class DatagramLink {
         latest = max(latest, now)
         let old = profile
         profile = newProfile
-        entryImpairments = ImpairmentPipeline(profile: newProfile, kinds: ImpairmentPipeline.datagramKinds(at: .entry))
-        departureImpairments = ImpairmentPipeline(
-            profile: newProfile, kinds: ImpairmentPipeline.datagramKinds(at: .departure))
+        entryImpairments = ImpairmentPipeline(profile: newProfile, stage: .entry)
+        departureImpairments = ImpairmentPipeline(profile: newProfile, stage: .departure)
         isPassThrough = passesThrough
         if old.trace != newProfile.trace || old.bandwidth != newProfile.bandwidth || old.burst != newProfile.burst
             || old.accounting != newProfile.accounting

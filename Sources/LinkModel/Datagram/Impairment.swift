@@ -85,25 +85,20 @@ public struct ImpairmentPipeline: Sendable {
         Corruption.self,
     ]
 
-    private var stages: [any Impairment]
+    private var impairments: [any Impairment]
 
-    /// The stages of `kinds` that `profile` turns on, in the order of `kinds`.
-    public init(profile: DirectionShape, kinds: [any Impairment.Type] = datagramKinds) {
-        stages = kinds.compactMap { $0.init(profile: profile) }
+    /// The impairments of `datagramKinds` acting at `stage` that `profile` turns on, in their registered order.
+    public init(profile: DirectionShape, stage: ImpairmentStage) {
+        impairments = Self.datagramKinds.filter { $0.stage == stage }.compactMap { $0.init(profile: profile) }
     }
 
-    /// The kinds of `datagramKinds` that act at `stage`, in order.
-    public static func datagramKinds(at stage: ImpairmentStage) -> [any Impairment.Type] {
-        datagramKinds.filter { $0.stage == stage }
-    }
+    /// True when the profile turns none of the stage's kinds on, so the pipeline leaves every datagram as it is.
+    public var isEmpty: Bool { impairments.isEmpty }
 
-    /// True when the profile turns none of the kinds on, so the pipeline leaves every datagram as it is.
-    public var isEmpty: Bool { stages.isEmpty }
-
-    /// Runs every stage on `segment`, in order.
+    /// Runs every impairment on `segment`, in order.
     public mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom) {
-        for index in stages.indices {
-            stages[index].apply(to: &segment, random: &random)
+        for index in impairments.indices {
+            impairments[index].apply(to: &segment, random: &random)
         }
     }
 }
