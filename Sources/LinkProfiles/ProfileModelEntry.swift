@@ -8,11 +8,14 @@ extension Impairment {
     public init?(profile: DirectionProfile) { self.init(profile: profile.shape) }
 }
 
-extension ImpairmentPipeline {
-    /// The impairments acting at `stage` that `profile`'s shape turns on, in their registered order.
-    public init(profile: DirectionProfile, stage: ImpairmentStage) {
-        self.init(profile: profile.shape, stage: stage)
-    }
+extension EntryImpairments {
+    /// The entry impairments `profile`'s shape turns on.
+    public init(profile: DirectionProfile) { self.init(profile: profile.shape) }
+}
+
+extension DepartureImpairments {
+    /// The departure impairments `profile`'s shape turns on.
+    public init(profile: DirectionProfile) { self.init(profile: profile.shape) }
 }
 
 extension DatagramLink {

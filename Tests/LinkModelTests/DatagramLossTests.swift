@@ -20,14 +20,10 @@ struct DatagramLossTests {
         #expect(withinBinomial99(lost, trials: 20_000, probability: 0.03))
     }
 
-    @Test func aLostDatagramIsReportedWithNoCopiesAndIsNeverRetried() {
+    @Test func aLostDatagramNamesRandomLossAsItsCause() {
         var loss = DatagramLoss(probability: 1)
         var random = SeededRandom(seed: 1)
-        var segment = SegmentFate(departure: .ms(3))
 
-        loss.apply(to: &segment, random: &random)
-
-        #expect(segment.lost && segment.lossCause == .random)
-        #expect(segment.copies == 1)
+        #expect(loss.drawLoss(random: &random) == .random)
     }
 }

@@ -45,19 +45,17 @@ struct GilbertElliottLossTests {
         var random = SeededRandom(seed: 1)
 
         for _ in 0..<1000 {
-            var segment = SegmentFate(departure: .zero)
-            model.apply(to: &segment, random: &random)
-            #expect(!segment.lost)
+            #expect(model.drawLoss(random: &random) == nil)
         }
         #expect(!model.isBad)
     }
 
     @Test func randomLossIsOffUnderTheGilbertElliottModel() {
         let profile = DirectionProfile(loss: Percentage(50), lossModel: .gilbertElliott)
-        let pipeline = ImpairmentPipeline(profile: profile, stage: .entry)
+        let entry = EntryImpairments(profile: profile)
 
         #expect(DatagramLoss(profile: profile) == nil)
         #expect(GilbertElliottLoss(profile: profile) != nil)
-        #expect(!pipeline.isEmpty)
+        #expect(!entry.isEmpty)
     }
 }

@@ -5,15 +5,15 @@ import Testing
 @Test func defaultProfileBuildsEmptyPipelines() {
     let profile = DirectionProfile()
 
-    #expect(ImpairmentPipeline(profile: profile, stage: .entry).isEmpty)
-    #expect(ImpairmentPipeline(profile: profile, stage: .departure).isEmpty)
+    #expect(EntryImpairments(profile: profile).isEmpty)
+    #expect(DepartureImpairments(profile: profile).isEmpty)
 }
 
 @Test func aLossyProfileBuildsAnEntryPipelineOnly() {
     let profile = DirectionProfile(loss: Percentage(1))
 
-    #expect(!ImpairmentPipeline(profile: profile, stage: .entry).isEmpty)
-    #expect(ImpairmentPipeline(profile: profile, stage: .departure).isEmpty)
+    #expect(!EntryImpairments(profile: profile).isEmpty)
+    #expect(DepartureImpairments(profile: profile).isEmpty)
 }
 
 @Test func propagationDelayAddsDelayAfterSerialisation() {

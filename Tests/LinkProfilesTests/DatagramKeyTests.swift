@@ -41,8 +41,8 @@ struct DatagramKeyTests {
 
         #expect(direction.lossModel == .random)
         #expect(direction.duplicate == .zero && direction.reorder == .zero)
-        #expect(ImpairmentPipeline(profile: direction, stage: .entry).isEmpty)
-        #expect(ImpairmentPipeline(profile: direction, stage: .departure).isEmpty)
+        #expect(EntryImpairments(profile: direction).isEmpty)
+        #expect(DepartureImpairments(profile: direction).isEmpty)
     }
 
     @Test func anUnknownLossModelSaysWhichExist() {

@@ -4,7 +4,7 @@
 /// netem flips a bit of the packet, so the receiving kernel's checksum usually discards it; linkcond relays the
 /// payload, so the receiver gets it with the bit flipped. Both copies of a duplicated datagram carry the flip. TCP
 /// streams are never corrupted: their bytes cross the TCP model, which delivers them intact or not at all.
-public struct Corruption: ProbabilityImpairment {
+public struct Corruption: ProbabilityImpairment, DepartureImpairment {
     public static let name = "corrupt"
     public static let outcome = "corrupted"
     public static let effect =

@@ -26,9 +26,9 @@ public final class DatagramLink {
     /// What the sizes this link is given stand for, so that `frames` adds the headers they lack.
     private let kind: DatagramKind
     /// The impairments drawn as a datagram enters the link: its loss.
-    private var entryImpairments: ImpairmentPipeline
+    private var entryImpairments: EntryImpairments
     /// The impairments after the bottleneck: duplication, delay and jitter, reordering, corruption.
-    private var departureImpairments: ImpairmentPipeline
+    private var departureImpairments: DepartureImpairments
     private var random: SeededRandom
     private var bottleneck: Bottleneck
     private var flows: [Int: DatagramFlow] = [:]
@@ -45,8 +45,8 @@ public final class DatagramLink {
     public init(profile: DirectionShape, seed: UInt64, kind: DatagramKind = .udpPayload) {
         self.profile = profile
         self.kind = kind
-        entryImpairments = ImpairmentPipeline(profile: profile, stage: .entry)
-        departureImpairments = ImpairmentPipeline(profile: profile, stage: .departure)
+        entryImpairments = EntryImpairments(profile: profile)
+        departureImpairments = DepartureImpairments(profile: profile)
         random = SeededRandom(seed: seed)
         bottleneck = Bottleneck(
             discipline: profile.queueManagement.makeDiscipline(limit: profile.queueLimit),
@@ -65,8 +65,8 @@ public final class DatagramLink {
         latest = max(latest, now)
         let old = profile
         profile = newProfile
-        entryImpairments = ImpairmentPipeline(profile: newProfile, stage: .entry)
-        departureImpairments = ImpairmentPipeline(profile: newProfile, stage: .departure)
+        entryImpairments = EntryImpairments(profile: newProfile)
+        departureImpairments = DepartureImpairments(profile: newProfile)
         isPassThrough = passesThrough
         if old.trace != newProfile.trace || old.bandwidth != newProfile.bandwidth || old.burst != newProfile.burst
             || old.accounting != newProfile.accounting
@@ -119,7 +119,7 @@ public final class DatagramLink {
         latest = now
         tally.counters.datagramsEnqueued += 1
         settle(bottleneck.advance(to: now))
-        if let cause = lossOnEntry(size) {
+        if let cause = entryImpairments.drawLoss(random: &random) {
             let index = flow.nextDatagramIndex
             flow.nextDatagramIndex += 1
             tally.counters.bytesEnqueued += size
@@ -209,14 +209,6 @@ public final class DatagramLink {
                     flow: packet.flow, at: fate.deliverAt)
             }
         }
-    }
-
-    /// The loss drawn for a datagram of `size` bytes entering the link now, if it is lost.
-    private func lossOnEntry(_ size: Int) -> LossCause? {
-        guard !entryImpairments.isEmpty else { return nil }
-        var fate = SegmentFate(departure: latest, payloadBytes: size)
-        entryImpairments.apply(to: &fate, random: &random)
-        return fate.lossCause
     }
 
     /// Counts a datagram lost by `cause` in the link's counters.

@@ -1,10 +1,7 @@
 /// Independent random loss of datagrams: each one is dropped with probability `loss`, as netem's `loss random`.
 ///
 /// Unlike a lost TCP segment, which the transport model's sender repairs, a dropped datagram is gone.
-public struct DatagramLoss: Impairment {
-    /// Drawn as the datagram enters the link, as netem draws its loss.
-    public static let stage = ImpairmentStage.entry
-
+public struct DatagramLoss: EntryImpairment {
     public var probability: Double
 
     public init(probability: Double) {
@@ -16,8 +13,7 @@ public struct DatagramLoss: Impairment {
         self.init(probability: profile.loss.probability)
     }
 
-    public mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom) {
-        guard !segment.lost, random.chance(probability) else { return }
-        segment.drop(.random)
+    public mutating func drawLoss(random: inout SeededRandom) -> LossCause? {
+        random.chance(probability) ? .random : nil
     }
 }

@@ -2,7 +2,7 @@
 ///
 /// Both copies arrive at the same instant. The copy is made after the bottleneck, so it costs no serialisation
 /// (netem, which re-enqueues its copy at the root qdisc, charges it one).
-public struct Duplication: Impairment {
+public struct Duplication: DepartureImpairment {
     public var probability: Double
 
     public init(probability: Double) {

@@ -46,10 +46,7 @@ public struct GilbertElliottParameters: Hashable, Sendable {
 }
 
 /// Bursty datagram loss by the Gilbert-Elliott model; the chain starts in the good state.
-public struct GilbertElliottLoss: Impairment {
-    /// Drawn as the datagram enters the link, as netem draws its loss.
-    public static let stage = ImpairmentStage.entry
-
+public struct GilbertElliottLoss: EntryImpairment {
     public var parameters: GilbertElliottParameters
     /// Whether the chain is in the bad state now.
     public private(set) var isBad = false
@@ -63,8 +60,8 @@ public struct GilbertElliottLoss: Impairment {
         self.init(parameters: profile.gilbertElliott)
     }
 
-    public mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom) {
-        if step(random: &random) && !segment.lost { segment.drop(.burst) }
+    public mutating func drawLoss(random: inout SeededRandom) -> LossCause? {
+        step(random: &random) ? .burst : nil
     }
 
     /// One step of the chain for one packet: whether the chain loses it, then the move to the next state. Two

@@ -1,7 +1,7 @@
 /// What happens to one datagram, as the impairments decide.
 ///
-/// `deliverAt` starts when the datagram left the bottleneck (for the loss drawn as it enters: when it entered);
-/// each impairment may push it later, add copies, or mark the datagram `lost` (never delivered).
+/// `deliverAt` starts when the datagram left the bottleneck; each impairment may push it later, add copies, or mark
+/// the datagram `lost` (never delivered).
 public struct SegmentFate: Hashable, Sendable {
     /// When the receiver may read the datagram; never earlier than it left the bottleneck.
     public var deliverAt: Instant
@@ -46,53 +46,94 @@ public enum LossCause: Hashable, Sendable {
     case burst
 }
 
-/// Where on a datagram's way through a link an impairment acts.
-public enum ImpairmentStage: Sendable {
-    /// As the datagram enters the link, before its queue and rate, where netem draws its loss
-    /// (`netem_enqueue`): a datagram dropped here takes no room in the queue and no time at the rate. Only loss
-    /// acts here: the link keeps nothing of this stage's decision but whether the datagram was lost.
-    case entry
-    /// Once the bottleneck has serialised the datagram.
-    case departure
-}
-
-/// One per-datagram effect of a link (delay, loss, and so on), applied in a pipeline at its `stage`.
+/// One per-datagram effect of a link (loss, delay, and so on) that a direction profile turns on.
 ///
-/// A new impairment is one type conforming to this protocol, one entry in `ImpairmentPipeline.datagramKinds`, and
-/// one test. (TCP streams take their loss and delay in `StreamLink`'s transport model instead.) It draws every
-/// random number from `random`, so a seed reproduces its decisions.
+/// The protocol an impairment conforms to says where it acts: `EntryImpairment` as the datagram enters the link,
+/// `DepartureImpairment` once it leaves the bottleneck. A new impairment is one type conforming to either, one entry in
+/// `ImpairmentKind.all`, and one test. (TCP streams take their loss and delay in `StreamLink`'s transport model
+/// instead.) It draws every random number from the `random` it is given, so a seed reproduces its decisions.
 public protocol Impairment: Sendable {
-    /// Where the impairment acts; after the bottleneck unless it says otherwise.
-    static var stage: ImpairmentStage { get }
-
     /// The impairment `profile` asks for, or nil when the profile leaves this effect off.
     init?(profile: DirectionShape)
+}
 
+/// An impairment drawn as a datagram enters the link, before its queue and rate, where netem draws its loss
+/// (`netem_enqueue`). It decides only whether the datagram is lost, so a datagram lost here takes no room in the
+/// queue and no time at the rate, and no other effect can be drawn before the bottleneck.
+public protocol EntryImpairment: Impairment {
+    /// Draws whether the datagram entering the link now is lost, and by which loss model; nil lets it in.
+    mutating func drawLoss(random: inout SeededRandom) -> LossCause?
+}
+
+/// An impairment applied once the bottleneck has serialised the datagram.
+public protocol DepartureImpairment: Impairment {
     /// Decides this impairment's share of `segment`'s fate.
     mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom)
 }
 
-extension Impairment {
-    public static var stage: ImpairmentStage { .departure }
-}
+/// An impairment type a datagram link runs, registered with the stage it acts at.
+public enum ImpairmentKind: Sendable {
+    /// Drawn as the datagram enters the link.
+    case entry(any EntryImpairment.Type)
+    /// Applied once the bottleneck has serialised the datagram.
+    case departure(any DepartureImpairment.Type)
 
-/// The impairments a direction profile asks for, applied in order to every datagram at one stage.
-public struct ImpairmentPipeline: Sendable {
-    /// Every impairment kind a datagram link knows, in the order they apply: a datagram is lost or not (as it
-    /// enters), then duplicated, delayed, and perhaps held back behind later ones.
-    public static let datagramKinds: [any Impairment.Type] = [
-        DatagramLoss.self, GilbertElliottLoss.self, Duplication.self, PropagationDelay.self, Reordering.self,
-        Corruption.self,
+    /// Every impairment kind a datagram link knows, in the order they apply: a datagram is lost or not as it enters,
+    /// then, once it leaves the bottleneck, duplicated, delayed, perhaps held back behind later ones, and corrupted.
+    public static let all: [ImpairmentKind] = [
+        .entry(DatagramLoss.self), .entry(GilbertElliottLoss.self), .departure(Duplication.self),
+        .departure(PropagationDelay.self), .departure(Reordering.self), .departure(Corruption.self),
     ]
 
-    private var impairments: [any Impairment]
+    /// The impairment type, whatever its stage.
+    public var type: any Impairment.Type {
+        switch self {
+        case .entry(let type): type
+        case .departure(let type): type
+        }
+    }
+}
 
-    /// The impairments of `datagramKinds` acting at `stage` that `profile` turns on, in their registered order.
-    public init(profile: DirectionShape, stage: ImpairmentStage) {
-        impairments = Self.datagramKinds.filter { $0.stage == stage }.compactMap { $0.init(profile: profile) }
+/// The entry impairments a direction profile turns on, drawn in their order in `ImpairmentKind.all` for every
+/// datagram that enters the link.
+public struct EntryImpairments: Sendable {
+    private var impairments: [any EntryImpairment]
+
+    /// The entry impairments `profile` turns on.
+    public init(profile: DirectionShape) {
+        impairments = ImpairmentKind.all.compactMap { kind in
+            if case .entry(let type) = kind { type.init(profile: profile) } else { nil }
+        }
     }
 
-    /// True when the profile turns none of the stage's kinds on, so the pipeline leaves every datagram as it is.
+    /// True when the profile turns no loss on, so every datagram enters without a draw.
+    public var isEmpty: Bool { impairments.isEmpty }
+
+    /// Draws whether a datagram entering the link now is lost, and why. Every impairment draws, so a loss model's
+    /// state moves on with each datagram; the first that loses it names the cause.
+    public mutating func drawLoss(random: inout SeededRandom) -> LossCause? {
+        var cause: LossCause?
+        for index in impairments.indices {
+            let drawn = impairments[index].drawLoss(random: &random)
+            if cause == nil { cause = drawn }
+        }
+        return cause
+    }
+}
+
+/// The departure impairments a direction profile turns on, applied in their order in `ImpairmentKind.all` to every
+/// datagram that leaves the bottleneck.
+public struct DepartureImpairments: Sendable {
+    private var impairments: [any DepartureImpairment]
+
+    /// The departure impairments `profile` turns on.
+    public init(profile: DirectionShape) {
+        impairments = ImpairmentKind.all.compactMap { kind in
+            if case .departure(let type) = kind { type.init(profile: profile) } else { nil }
+        }
+    }
+
+    /// True when the profile turns none on, so a datagram is delivered, once and intact, as it leaves the bottleneck.
     public var isEmpty: Bool { impairments.isEmpty }
 
     /// Runs every impairment on `segment`, in order.

@@ -1,9 +1,10 @@
 /// A datagram impairment that one probability per direction turns on, declared whole by its type: the probability
 /// is stored in `DirectionShape.declaredImpairments` under the type, the settings layer derives its profile key
-/// from `name`, and the pipeline runs it from its place in `ImpairmentPipeline.datagramKinds`.
+/// from `name`, and the link runs it from its place in `ImpairmentKind.all`, at the stage it conforms to
+/// (`EntryImpairment` or `DepartureImpairment`).
 ///
-/// So a new one is its own file, its test, and one line in `datagramKinds`. Only datagrams cross the pipeline:
-/// TCP streams, which take their loss in `StreamLink`'s transport model, never meet these effects.
+/// So a new one is its own file, its test, and one line in `ImpairmentKind.all`. Only datagrams meet these effects:
+/// TCP streams take their loss in `StreamLink`'s transport model.
 public protocol ProbabilityImpairment: Impairment {
     /// netem's name for the effect, which profiles use as its key (`corrupt`).
     static var name: String { get }

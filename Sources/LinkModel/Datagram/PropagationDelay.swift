@@ -2,7 +2,7 @@
 ///
 /// The offset is clamped at zero, so nothing arrives before it was sent; datagrams may overtake each other.
 /// (`StreamLink` draws a TCP segment's delay itself and keeps a stream's arrivals in order.)
-public struct PropagationDelay: Impairment {
+public struct PropagationDelay: DepartureImpairment {
     public var delay: Duration
     public var jitter: Duration
 

@@ -3,7 +3,7 @@
 ///
 /// netem instead sends a reordered packet early, which needs a delay to jump; holding back reorders on a link
 /// without delay too. The hold is the one-way delay, at least `minimumHoldBack`.
-public struct Reordering: Impairment {
+public struct Reordering: DepartureImpairment {
     /// The smallest extra delay of a held-back datagram.
     public static let minimumHoldBack = Duration.milliseconds(10)
 

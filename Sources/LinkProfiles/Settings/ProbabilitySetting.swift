@@ -1,7 +1,7 @@
 import LinkModel
 
 /// The profile key of a `ProbabilityImpairment`: its `name`, with a percentage, for both directions or with an
-/// `uplink.`/`downlink.` prefix. One exists for every such impairment in `ImpairmentPipeline.datagramKinds`
+/// `uplink.`/`downlink.` prefix. One exists for every such impairment in `ImpairmentKind.all`
 /// (`ProfileSettings.probabilitySettings`), so the impairment's registration there is all the settings need.
 public enum ProbabilitySetting<Kind: ProbabilityImpairment>: PercentageSetting {
     public static var key: String { Kind.name }
@@ -20,10 +20,10 @@ public enum ProbabilitySetting<Kind: ProbabilityImpairment>: PercentageSetting {
 }
 
 extension ProfileSettings {
-    /// A `ProbabilitySetting` for each probability impairment the datagram pipeline runs, in the pipeline's order.
+    /// A `ProbabilitySetting` for each probability impairment a datagram link runs, in the order they apply.
     static var probabilitySettings: [any DirectionSetting.Type] {
-        ImpairmentPipeline.datagramKinds.compactMap { kind in
-            (kind as? any ProbabilityImpairment.Type).map { setting(for: $0) }
+        ImpairmentKind.all.compactMap { kind in
+            (kind.type as? any ProbabilityImpairment.Type).map { setting(for: $0) }
         }
     }
 
