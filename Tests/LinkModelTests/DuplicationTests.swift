@@ -38,15 +38,4 @@ struct DuplicationTests {
         #expect(outcomes.map(\.0) == [.ms(0), .ms(10)])
         #expect(outcomes.map(\.1) == [2, 2])
     }
-
-    @Test func aLostDatagramIsNotDuplicated() {
-        var duplication = Duplication(probability: 1)
-        var random = SeededRandom(seed: 1)
-        var segment = SegmentFate(departure: .zero)
-        segment.drop(.random)
-
-        duplication.apply(to: &segment, random: &random)
-
-        #expect(segment.copies == 1)
-    }
 }

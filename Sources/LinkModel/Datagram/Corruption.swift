@@ -20,7 +20,7 @@ public struct Corruption: ProbabilityImpairment, DepartureImpairment {
 
     /// Draws whether to corrupt a delivered datagram, then, if so, which of its payload bits to flip.
     public mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom) {
-        guard !segment.lost, random.chance(probability), segment.payloadBytes > 0 else { return }
+        guard random.chance(probability), segment.payloadBytes > 0 else { return }
         segment.flippedBit = Int.random(in: 0..<segment.payloadBytes * 8, using: &random)
     }
 }

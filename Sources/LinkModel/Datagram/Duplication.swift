@@ -15,7 +15,7 @@ public struct Duplication: DepartureImpairment {
     }
 
     public mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom) {
-        guard !segment.lost, random.chance(probability) else { return }
+        guard random.chance(probability) else { return }
         segment.copies += 1
     }
 }

@@ -1,14 +1,10 @@
-/// What happens to one datagram, as the impairments decide.
+/// What happens to one datagram after the bottleneck, as the departure impairments decide.
 ///
-/// `deliverAt` starts when the datagram left the bottleneck; each impairment may push it later, add copies, or mark
-/// the datagram `lost` (never delivered).
+/// `deliverAt` starts when the datagram left the bottleneck; each impairment may push it later, add copies, or flip
+/// a payload bit. Loss is no part of it: the entry stage has drawn it already.
 public struct SegmentFate: Hashable, Sendable {
     /// When the receiver may read the datagram; never earlier than it left the bottleneck.
     public var deliverAt: Instant
-    /// The datagram never reaches the receiver.
-    public var lost: Bool
-    /// Which loss model dropped a datagram, for the link's counters; nil for a segment that was not dropped.
-    public var lossCause: LossCause?
     /// How many copies of the datagram the receiver gets (2 when the link duplicated it).
     public var copies: Int
     /// The datagram's payload bytes, for effects on its content (0 where only its timing matters).
@@ -19,8 +15,6 @@ public struct SegmentFate: Hashable, Sendable {
     /// The fate of a datagram whose last byte left the bottleneck at `departure`: delivered then, once.
     public init(departure: Instant) {
         self.deliverAt = departure
-        self.lost = false
-        self.lossCause = nil
         self.copies = 1
     }
 
@@ -28,13 +22,6 @@ public struct SegmentFate: Hashable, Sendable {
     public init(departure: Instant, payloadBytes: Int) {
         self.init(departure: departure)
         self.payloadBytes = payloadBytes
-    }
-
-    /// Marks a datagram dropped by `cause`: it is never delivered.
-    public mutating func drop(_ cause: LossCause) {
-        lost = true
-        lossCause = cause
-        deliverAt = .never
     }
 }
 

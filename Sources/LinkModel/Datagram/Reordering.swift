@@ -26,7 +26,7 @@ public struct Reordering: DepartureImpairment {
     }
 
     public mutating func apply(to segment: inout SegmentFate, random: inout SeededRandom) {
-        guard !segment.lost, random.chance(probability) else { return }
+        guard random.chance(probability) else { return }
         segment.deliverAt = segment.deliverAt.addingSaturating(nanoseconds: holdBack.nanoseconds)
     }
 }
