@@ -204,6 +204,45 @@ wait_drained() {
 # qdisc's counter counts its segments, so the two together say whether the router forwards segments or units.
 router_skbs() { $ip -n rtr -s link show r0 | awk '/TX:/ { getline; print $2; exit }'; }
 
+# bottleneck_counters DEV: what the router's qdisc on DEV sent and dropped (queue overflow and random loss).
+bottleneck_counters() {
+    $tc -s -n rtr qdisc show dev "$1" |
+        sed -n 's/^ *Sent \([0-9]*\) bytes \([0-9]*\) pkt (dropped \([0-9]*\).*/\2 packets of \1 bytes, \3 dropped/p' | tail -1
+}
+
+# With UDP=1, a UDP flood through each shaped cell instead of the TCP probes: RUNS floods at each of UDP_LOADS
+# times the rate, each into fresh qdiscs and a fresh sink, printed as "GUEST: udp RATE RTT LOSS LOAD METRIC RUN
+# VALUE" (sent and received datagrams, the span of the arrivals), then the router's count of what it dropped.
+if [ "${UDP:-0}" = 1 ]; then
+    udp_port=5002
+    while read -r rate rtt loss wire delay queue; do
+        [ "$rate" != 0 ] || continue
+        for load in $UDP_LOADS; do
+            run=1
+            while [ $run -le "$RUNS" ]; do
+                unshape
+                shape "$wire" "$delay" "$loss" netem
+                $ip netns exec srv /bin/tcpprobe sink $server $udp_port 1000 >/tmp/sink.out &
+                sink_pid=$!
+                sleep 0.5
+                kbits=$(awk -v r="$rate" -v l="$load" 'BEGIN { printf "%d", r * 1000 * l }')
+                udp="GUEST: udp $rate $rtt $loss $load"
+                /bin/tcpprobe flood $server $udp_port "$kbits" "$UDP_SECONDS" "$UDP_BYTES" |
+                    while read -r _ sent; do echo "$udp sent $run $sent"; done
+                wait $sink_pid
+                awk -v udp="$udp" -v run=$run '$1 == "sink" { print udp, "received", run, $2; print udp, "span_ms", run, $4 }' \
+                    /tmp/sink.out
+                echo "GUEST: cell $rate $rtt $loss: load $load run $run: router uplink bottleneck (r1):" \
+                    "$(bottleneck_counters r1)"
+                run=$((run + 1))
+            done
+        done
+    done </cells
+    unshape
+    echo "GUEST: done"
+    exit 0
+fi
+
 while read -r rate rtt loss wire delay queue; do
     cell="$rate $rtt $loss"
     unshape
@@ -237,7 +276,7 @@ while read -r rate rtt loss wire delay queue; do
         bulk_sampled $run "$bulk"
         run=$((run + 1))
     done
-    counters=$($tc -s -n rtr qdisc show dev r0 | sed -n 's/^ *Sent \([0-9]*\) bytes \([0-9]*\) pkt (dropped \([0-9]*\).*/\2 packets of \1 bytes, \3 dropped/p' | tail -1)
+    counters=$(bottleneck_counters r0)
     echo "GUEST: cell $cell: router downlink bottleneck (dropped: queue overflow and random loss): ${counters:-no counters};" \
         "$(( $(router_skbs) - skbs_before )) packets handed on to c0 (a packet of several segments counts once)"
 done </cells

@@ -8,7 +8,7 @@
 #            [--bulk-runs N] [--rates "1 10"] [--rtts "10 50 200"] [--losses "0 0.5 2"] [--latency-seconds S]
 #            [--real FILE] [--linkcond-queue NAME=PROFILE-LINES]... [--linkcond-lines PROFILE-LINES]
 #            [--guest-offloads off|on] [--exec] [--cells "RATE/RTT/LOSS ..."] [--fetches "BYTES ..."] [--capture]
-#            [--out DIR]
+#            [--udp] [--udp-loads "LOAD ..."] [--udp-seconds S] [--out DIR]
 #   --linkcond        the binary under test (default .build/release/linkcond; build it first)
 #   --cells           these cells instead of every combination of --rates, --rtts and --losses
 #   --fetches         the fetches each run makes, of "10000 100000 1000000" (the default; the 1 MB fetch brings
@@ -26,6 +26,11 @@
 #   --capture         the guest also captures every TCP segment of each shaped cell's fetches on the server's and
 #                     the client's interface (tcpprobe capture) into DIR/guest.log as "GUEST: capture" lines: what
 #                     each side sent and received, so a loss, a lost ACK and each repair can be told apart
+#   --udp             a UDP flood instead of the TCP probes: for each shaped cell, --runs floods of 1200-byte
+#                     datagrams for --udp-seconds (default 5) at each of --udp-loads times the rate (default
+#                     "0.5 2": under the rate, where loss alone thins the flow, and over it, where netem's order
+#                     shows: loss drawn as a packet enters leaves the rate whole for the rest). Both sides count
+#                     frames here (netem's rate, and `bandwidth.counts = frames`), so the guest's rate is R itself
 #   --bulk-runs N     bulk runs per cell (default 1; their median is reported): a lossy long-RTT cell varies
 #                     between runs by more than the targets, on both sides
 #   --linkcond-queue  also measure linkcond's working latency with these extra profile lines, for a queue
@@ -64,6 +69,7 @@ exec_mode=""
 capture=0
 guest_offloads=off
 linkcond_lines=""
+udp_mode="" udp_loads="0.5 2" udp_seconds=5 udp_bytes=1200
 out="$repo/.build/netem-compare"
 declare -A linkcond_queues=()
 
@@ -86,6 +92,9 @@ while [ $# -gt 0 ]; do
         --capture) capture=1; shift ;;
         --guest-offloads) guest_offloads=$2; shift 2 ;;
         --linkcond-lines) linkcond_lines=$2; shift 2 ;;
+        --udp) udp_mode=1; shift ;;
+        --udp-loads) udp_loads=$2; shift 2 ;;
+        --udp-seconds) udp_seconds=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         *) echo "compare: unknown option \"$1\" (see the usage at the top of $0)" >&2; exit 2 ;;
     esac
@@ -94,7 +103,11 @@ for size in $fetches; do
     case $size in 10000 | 100000 | 1000000) ;; *) echo "compare: --fetches \"$size\": expected 10000, 100000 or 1000000" >&2; exit 2 ;; esac
 done
 case $guest_offloads in off | on) ;; *) echo "compare: --guest-offloads \"$guest_offloads\": expected off or on" >&2; exit 2 ;; esac
-for number in $runs $bulk_runs $bulk_seconds $latency_seconds; do
+for load in $udp_loads; do
+    [[ $load =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare: --udp-loads \"$load\": expected positive numbers" >&2; exit 2; }
+done
+[ -z "$udp_mode" ] || [ -z "$exec_mode" ] || { echo "compare: --udp and --exec cannot be combined" >&2; exit 2; }
+for number in $runs $bulk_runs $bulk_seconds $latency_seconds $udp_seconds; do
     [[ $number =~ ^[1-9][0-9]*$ ]] || { echo "compare: \"$number\": expected a positive whole number" >&2; exit 2; }
 done
 [ -x "$linkcond" ] || { echo "compare: no linkcond binary at $linkcond (swift build -c release, or give --linkcond PATH)" >&2; exit 2; }
@@ -141,7 +154,12 @@ cc -static -O2 -Wall -o "$work/tcpprobe" "$here/tcpprobe.c"
 
 # One line per cell: rate_mbit rtt_ms loss_pct wire_bit_per_s delay_each_ms queue_packets; rate 0 is unshaped.
 queue_packets=$(( (queue_bytes + 1447) / 1448 ))
-wire_rate() { awk -v r="$1" 'BEGIN { printf "%d", r * 1e6 * 1514 / 1448 }'; }
+# A flood's datagrams are smaller: the guest's queue holds as many whole frames as linkcond's queue bytes do.
+[ -z "$udp_mode" ] || queue_packets=$(( queue_bytes / (udp_bytes + 42) ))
+wire_rate() {
+    if [ -n "$udp_mode" ]; then awk -v r="$1" 'BEGIN { printf "%d", r * 1e6 }'
+    else awk -v r="$1" 'BEGIN { printf "%d", r * 1e6 * 1514 / 1448 }'; fi
+}
 half() { awk -v t="$1" 'BEGIN { printf "%g", t / 2 }'; }
 {
     echo "0 0 0 0 0 0"
@@ -195,6 +213,10 @@ IDLE_BYTES=$idle_bytes
 LATENCY_SECONDS=$latency_seconds
 OFFLOADS=$guest_offloads
 CAPTURE=$capture
+UDP=${udp_mode:-0}
+UDP_LOADS="$udp_loads"
+UDP_SECONDS=$udp_seconds
+UDP_BYTES=$udp_bytes
 LATENCY_QDISCS="fifo codel fq_codel"
 LATENCY_CELL="$latency_rate $latency_rtt $(wire_rate $latency_rate) $(half $latency_rtt) $queue_packets"
 CONF
@@ -222,6 +244,7 @@ INIT
     cp "$work/guest.log" "$out/guest.log"
     grep -q '^GUEST: done' "$work/guest.log" || { echo "compare: the guest did not finish; see $out/console.log" >&2; return 1; }
     awk '$2 == "sample" { print "real," $3 "," $4 "," $5 "," $6 "," $7 "," $8 }
+         $2 == "udp" { print "real," $3 "," $4 "," $5 ",udp_" $7 ":" $6 "," $8 "," $9 }
          $2 == "latency" && NF == 10 { c = "real," $4 "," $5 ",0,latency:" $3 ":"
                                        print c "idle,1," $6; print c "loaded_p50,1," $7; print c "loaded_p90,1," $8
                                        print c "loaded_mbit,1," $10 }' \
@@ -331,14 +354,62 @@ measure_linkcond() {
     done
 }
 
+# flood_through_linkcond PROFILE LOAD RUN: one UDP flood through a fresh `linkcond run` with PROFILE to a fresh
+# sink, as raw CSV rows named udp_sent, udp_received and udp_span_ms (like the guest's).
+flood_through_linkcond() {
+    local sink_port="" lc_udp_port="" kbits
+    rm -f "$work/sink.out" "$work/lc.out"
+    "${boost[@]}" "$work/tcpprobe" sink 127.0.0.1 0 1000 >"$work/sink.out" &
+    server_pid=$!
+    for _ in $(seq 1 100); do
+        sink_port=$(awk '/^ready/ { print $2 }' "$work/sink.out" 2>/dev/null || true)
+        [ -n "$sink_port" ] && break
+        sleep 0.05
+    done
+    "${boost[@]}" "$linkcond" run --udp-listen 127.0.0.1:0 --udp-upstream "127.0.0.1:$sink_port" --profile "$1" \
+        >"$work/lc.out" 2>>"$work/linkcond.log" &
+    lc_pid=$!
+    for _ in $(seq 1 200); do
+        lc_udp_port=$(sed -n 's/^ready udp 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$work/lc.out" 2>/dev/null || true)
+        [ -n "$lc_udp_port" ] && break
+        kill -0 "$lc_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    [ -n "$lc_udp_port" ] || { echo "compare: linkcond did not become ready with $1" >&2; tail -5 "$work/linkcond.log" >&2; return 1; }
+    kbits=$(awk -v r="$rate" -v l="$2" 'BEGIN { printf "%d", r * 1000 * l }')
+    "${boost[@]}" "$work/tcpprobe" flood 127.0.0.1 "$lc_udp_port" "$kbits" "$udp_seconds" "$udp_bytes" \
+        | awk -v c="linkcond,$rate,$rtt,$loss" -v l="$2" -v r="$3" '{ print c ",udp_sent:" l "," r "," $2 }'
+    wait "$server_pid"
+    awk -v c="linkcond,$rate,$rtt,$loss" -v l="$2" -v r="$3" \
+        '$1 == "sink" { print c ",udp_received:" l "," r "," $2; print c ",udp_span_ms:" l "," r "," $4 }' "$work/sink.out"
+    server_pid=""
+    stop_linkcond
+}
+
+# The guest's floods through linkcond on loopback: the same cells, loads and runs.
+measure_linkcond_udp() {
+    local rate rtt loss wire delay queue profile load run
+    while read -r rate rtt loss wire delay queue; do
+        [ "$rate" != 0 ] || continue
+        profile="$work/cell.profile"
+        printf 'bandwidth = %s Mbit/s\nbandwidth.counts = frames\ndelay = %s ms\nloss = %s %%\nqueue = %d B\n' \
+            "$rate" "$delay" "$loss" "$queue_bytes" >"$profile"
+        for load in $udp_loads; do
+            for run in $(seq 1 "$runs"); do flood_through_linkcond "$profile" "$load" "$run"; done
+        done
+    done <"$work/cells"
+}
+
+measure=measure_linkcond
+[ -z "$udp_mode" ] || measure=measure_linkcond_udp
 if [ -n "$real_samples" ]; then
     grep '^real,' "$real_samples" >"$work/real.csv"
     echo "compare: real-TCP samples from $real_samples"
-    measure_linkcond >"$work/linkcond.csv"
+    $measure >"$work/linkcond.csv"
 else
     boot_guest >"$work/guest.out" 2>&1 &
     guest_pid=$!
-    measure_linkcond >"$work/linkcond.csv"
+    $measure >"$work/linkcond.csv"
     echo "compare: linkcond half done after $(( $(date +%s) - started )) s; waiting for the guest"
     guest_status=0
     wait "$guest_pid" || guest_status=$?
@@ -347,7 +418,9 @@ else
 fi
 
 { echo "side,rate_mbit,rtt_ms,loss_pct,metric,run,value"; cat "$work/real.csv" "$work/linkcond.csv"; } >"$out/raw.csv"
-python3 "$here/compare-report.py" "$out" \
+report="$here/compare-report.py"
+[ -z "$udp_mode" ] || report="$here/compare-udp-report.py"
+python3 "$report" "$out" \
     "$(date -u '+%Y-%m-%d'), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end, $runs runs per transfer (median), bulk $bulk_seconds s, checkout $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 cat "$out/report.md"
 echo "compare: finished in $(( $(date +%s) - started )) s; $out/report.{md,json,csv}, raw samples $out/raw.csv"

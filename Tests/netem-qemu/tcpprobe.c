@@ -13,6 +13,8 @@
  *   tcpprobe bulk HOST PORT SECONDS                   -> "bulk SECONDS MBITS" (payload Mbit/s, from connect())
  *   tcpprobe latency HOST PORT SECONDS INTERVAL_MS    -> "latency IDLE_P50 LOADED_P50 LOADED_P90 COUNT MBITS"
  *   tcpprobe capture IFACE                            -> one line per TCP segment, until SIGTERM (below)
+ *   tcpprobe flood HOST PORT KBITS SECONDS BYTES      -> "flood SENT" (UDP datagrams sent)
+ *   tcpprobe sink HOST PORT QUIET_MS                  -> "ready PORT", then "sink COUNT BYTES SPAN_MS"
  * fetch with IDLE_MS keeps the connection, waits IDLE_MS and then times a second request of BYTES2 on it: the
  * request after idle, which pays Linux's slow start after idle (tcp_slow_start_after_idle) on a real stack.
  * latency times 1-byte request/response pings on a second connection while the first downloads in bulk: the
@@ -404,9 +406,67 @@ static int capture(const char *interface) {
     return 0;
 }
 
+enum { datagram_limit = 65507, sink_buffer_bytes = 4 << 20, first_datagram_wait_ms = 60000 };
+
+static int flood(struct sockaddr_in address, long long kbits, long long seconds, long long bytes) {
+    if (bytes < 1 || bytes > datagram_limit || kbits < 1) fail("flood: BYTES must be 1-65507 and KBITS positive");
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0) die("socket");
+    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) die("connect");
+    double interval_ms = (double)bytes * 8.0 / (double)kbits;
+    long long total = (long long)((double)seconds * 1e3 / interval_ms);
+    double started = now_ms();
+    long long sent = 0;
+    while (sent < total) {
+        long long due = (long long)((now_ms() - started) / interval_ms) + 1;
+        for (; sent < due && sent < total; sent++) {
+            if (send(fd, chunk, (size_t)bytes, 0) < 0 && errno != ENOBUFS && errno != ECONNREFUSED) die("send");
+        }
+        double next = started + (double)sent * interval_ms - now_ms();
+        if (next > 0) {
+            long long nanoseconds = (long long)(next * 1e6);
+            struct timespec pause = { .tv_sec = nanoseconds / 1000000000, .tv_nsec = nanoseconds % 1000000000 };
+            nanosleep(&pause, NULL);
+        }
+    }
+    printf("flood %lld\n", sent);
+    return 0;
+}
+
+static int sink(struct sockaddr_in address, long long quiet_ms) {
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0) die("socket");
+    int size = sink_buffer_bytes;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) != 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0) die("bind");
+    socklen_t length = sizeof address;
+    getsockname(fd, (struct sockaddr *)&address, &length);
+    printf("ready %u\n", ntohs(address.sin_port));
+    fflush(stdout);
+    long long count = 0, received = 0;
+    double first = 0, last = 0;
+    struct pollfd waiting = { .fd = fd, .events = POLLIN };
+    for (;;) {
+        int ready = poll(&waiting, 1, count == 0 ? first_datagram_wait_ms : (int)quiet_ms);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready < 0) die("poll");
+        if (ready == 0) break;
+        ssize_t got = recv(fd, chunk, chunk_bytes, 0);
+        if (got < 0) die("recv");
+        last = now_ms();
+        if (count == 0) first = last;
+        count++;
+        received += got;
+    }
+    printf("sink %lld %lld %.3f\n", count, received, last - first);
+    return 0;
+}
+
 static void usage(void) {
     fail("usage: tcpprobe serve HOST PORT | fetch HOST PORT BYTES [IDLE_MS BYTES] | bulk HOST PORT SECONDS"
-         " | latency HOST PORT SECONDS INTERVAL_MS | capture IFACE");
+         " | latency HOST PORT SECONDS INTERVAL_MS | capture IFACE | flood HOST PORT KBITS SECONDS BYTES"
+         " | sink HOST PORT QUIET_MS");
 }
 
 int main(int argc, char **argv) {
@@ -422,6 +482,9 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "bulk") == 0 && argc == 5) return bulk(address, parse_count(argv[4], "SECONDS"));
     if (strcmp(mode, "latency") == 0 && argc == 6)
         return latency(address, parse_count(argv[4], "SECONDS"), parse_count(argv[5], "INTERVAL_MS"));
+    if (strcmp(mode, "flood") == 0 && argc == 7)
+        return flood(address, parse_count(argv[4], "KBITS"), parse_count(argv[5], "SECONDS"), parse_count(argv[6], "BYTES"));
+    if (strcmp(mode, "sink") == 0 && argc == 5) return sink(address, parse_count(argv[4], "QUIET_MS"));
     usage();
     return 1;
 }
