@@ -161,14 +161,34 @@ tcp_counters() {
                         print prefix name[$1, i] "=" $i }'
 }
 
+# Waits (at most 10 s) until every connection to the server has finished closing at both ends, so that a
+# transfer's counters hold its close (a lost FIN's resend or probe) and the next transfer's do not: the server's
+# sockets have left every state but LISTEN and TIME_WAIT, the client's every state but TIME_WAIT (/proc/net/tcp:
+# 06 TIME_WAIT, 0A LISTEN; ports in hex).
+wait_closed() {
+    local tries=0 port_hex open
+    port_hex=$(printf '%04X' $port)
+    while [ $tries -lt 200 ]; do
+        open=$({ $ip netns exec srv cat /proc/net/tcp |
+                    awk -v p=":$port_hex" 'substr($2, length($2) - 4) == p && $4 != "0A" && $4 != "06"'
+                awk -v p=":$port_hex" 'substr($3, length($3) - 4) == p && $4 != "06"' /proc/net/tcp; } | wc -l)
+        [ "$open" -eq 0 ] && return 0
+        sleep 0.05
+        tries=$((tries + 1))
+    done
+    echo "GUEST: cell $cell: a connection to the server was still closing after 10 s"
+}
+
 # fetch_sampled RUN BYTES [IDLE_MS BYTES2]: one tcpprobe fetch, its times as samples, and the TCP counters over
-# it as samples named counter:fetch_BYTES:NAME (with IDLE_MS, the request after idle is in them too).
+# it, its close included, as samples named counter:fetch_BYTES:NAME (with IDLE_MS, the request after idle is in
+# them too).
 fetch_sampled() {
     local run=$1 size=$2 before after
     before=$(tcp_counters)
     /bin/tcpprobe fetch $server $port "$size" ${3:-} ${4:-} | while read -r kind bytes ms; do
         if [ "$kind" = fetch ]; then sample "fetch_$bytes" "$run" "$ms"; else sample "idle_$bytes" "$run" "$ms"; fi
     done
+    wait_closed
     after=$(tcp_counters)
     counter_samples "fetch_$size" "$run" "$before" "$after"
 }
@@ -179,11 +199,12 @@ counter_samples() {
         { if ($1 in first) print "GUEST: sample " cell " counter:" transfer ":" $1 " " run " " ($2 - first[$1]); else first[$1] = $2 }'
 }
 
-# bulk_sampled RUN SECONDS: one bulk download, its rate as a sample and the TCP counters over it.
+# bulk_sampled RUN SECONDS: one bulk download, its rate as a sample and the TCP counters over it and its close.
 bulk_sampled() {
     local before after
     before=$(tcp_counters)
     /bin/tcpprobe bulk $server $port "$2" | while read -r _ _ mbit; do sample bulk_mbit "$1" "$mbit"; done
+    wait_closed
     after=$(tcp_counters)
     counter_samples "bulk_${2}s" "$1" "$before" "$after"
 }
