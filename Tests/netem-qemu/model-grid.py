@@ -197,19 +197,25 @@ def weighted_median(points):
             return value
 
 
-def matched_median(real, model, metric):
-    """The model's median of `metric` with its runs weighted to the real runs' distribution of MATCHED_BY: each
-    real run stands for the model's runs that retransmitted as many segments (counts beyond the model's 10th and
-    90th percentiles share a class with them, where its runs thin out). None when a real run's class has no model
-    runs."""
+def retransmission_class(model):
+    """A function giving a run's class by MATCHED_BY: its count, where counts beyond the model's 10th and 90th
+    percentiles share a class with them, as the model's runs thin out there."""
     counts = sorted(run[MATCHED_BY] for run in model)
     low, high = counts[int(0.1 * (len(counts) - 1))], counts[int(0.9 * (len(counts) - 1))]
+    return lambda run: min(max(run[MATCHED_BY], low), high)
+
+
+def matched_median(real, model, metric):
+    """The model's median of `metric` with its runs weighted to the real runs' distribution of MATCHED_BY: each
+    real run stands for the model's runs of its `retransmission_class`. None when a real run's class has no model
+    runs."""
+    class_of = retransmission_class(model)
     classes = defaultdict(list)
     for run in model:
-        classes[min(max(run[MATCHED_BY], low), high)].append(run[metric])
+        classes[class_of(run)].append(run[metric])
     points = []
     for run in real:
-        values = classes.get(min(max(run[MATCHED_BY], low), high))
+        values = classes.get(class_of(run))
         if not values:
             return None
         points += [(value, 1 / len(values)) for value in values]
@@ -241,6 +247,54 @@ def matched_table(real, model):
                          f"{statistics.mean(run[MATCHED_BY] for run in runs):.2f}")
         lines.append(f"| {cell[0]} | {cell[1]} | {cell[2]} | {len(counted)} | {retransmitted} | " + " | ".join(out) + " |")
     return "\n".join(lines) if len(lines) > 2 else None
+
+
+def class_table(real, model, cell, metric):
+    """One cell's `metric`, real against model, per `retransmission_class`: a difference of the plain medians splits
+    into the losses each side drew (the runs per class) and the time a transfer takes given them (the medians)."""
+    complete = lambda run: MATCHED_BY in run and metric in run
+    counted = [run for run in real.get(cell, []) if complete(run)]
+    runs = [run for run in model.get(cell, []) if complete(run)]
+    if not counted or not runs:
+        return None
+    class_of = retransmission_class(runs)
+    low, high = min(map(class_of, runs)), max(map(class_of, runs))
+    lines = ["| RetransSegs | real runs | real median ms | model runs | model median ms | model ÷ real |",
+             "|---|---|---|---|---|---|"]
+    def row(label, real_values, model_values):
+        median = lambda values: f"{statistics.median(values):.0f}" if values else "–"
+        ratio = (f"{statistics.median(model_values) / statistics.median(real_values):.2f}"
+                 if real_values and model_values else "–")
+        lines.append(f"| {label} | {len(real_values)} | {median(real_values)} | {len(model_values)} | "
+                     f"{median(model_values)} | {ratio} |")
+    for value in sorted({class_of(run) for run in counted + runs}):
+        label = f"{'≤ ' if value == low and low > 0 else '≥ ' if value == high else ''}{value:g}"
+        row(label, [run[metric] for run in counted if class_of(run) == value],
+            [run[metric] for run in runs if class_of(run) == value])
+    row("all", [run[metric] for run in counted], [run[metric] for run in runs])
+    return "\n".join(lines)
+
+
+def mode_table(real, real_runs_of_cell, model, cell, metric, split):
+    """A two-mode entry's `metric` split at `split` ms, the gap between its modes: each set's share of runs below
+    it and the median within each mode. Where the share is near a half, the plain median falls in whichever mode
+    holds a run more, and these say more than it does."""
+    complete = lambda run: metric in run and MATCHED_BY in run
+    sets = [("real, every run", real.get((cell, metric), [])),
+            ("real, runs with counters", [run[metric] for run in real_runs_of_cell if complete(run)]),
+            ("real, runs without counters", [run[metric] for run in real_runs_of_cell
+                                             if metric in run and MATCHED_BY not in run]),
+            ("model", model.get((cell, metric), []))]
+    lines = [f"| runs of | runs | below {split:g} ms | median | median below | median above |",
+             "|---|---|---|---|---|---|"]
+    for label, values in sets:
+        if not values:
+            continue
+        below, above = [v for v in values if v < split], [v for v in values if v >= split]
+        median = lambda part: f"{statistics.median(part):.0f}" if part else "–"
+        lines.append(f"| {label} | {len(values)} | {100 * len(below) / len(values):.1f} % | {median(values)} | "
+                     f"{median(below)} | {median(above)} |")
+    return "\n".join(lines)
 
 
 def guest_round_trips():
