@@ -86,15 +86,15 @@ REAL_FETCHES = [
     "grid-today/fresh", "grid-today/cells-10-10-50", "lossless-10runs", "counters-20runs", "bulk5-drained",
     "bulk-counters", "handshake-100", "mb-40", "mb-50", "hystart-exits", "mb-200-05", "mb-three-cells",
     "mb-two-cells", "small-100b", "small-300", "sameboot-10k", "sameboot-100k", "sameboot-200", "sameboot-1m",
-    "sameboot-100k-10",
+    "sameboot-100k-10", "sameboot-100k-200-05",
 ]
 # The boots that measured the guest's own timing beside their lossy runs (`same_boot_table`): lossless cells in the
 # same boot, or both sides' counters around each fetch, which tell the fetches that met no loss. The last group
 # pools every boot with both sides' counters.
 WITH_CLIENT_COUNTERS = ["handshake-100", "small-100b", "small-300", "sameboot-10k", "sameboot-100k", "sameboot-200",
-                        "sameboot-100k-10"]
+                        "sameboot-100k-10", "sameboot-100k-200-05"]
 SAME_BOOT = [["sameboot-10k"], ["sameboot-100k"], ["sameboot-100k-10"], ["sameboot-200"], ["sameboot-1m"],
-             WITH_CLIENT_COUNTERS]
+             ["sameboot-100k-200-05"], WITH_CLIENT_COUNTERS]
 # Real bulk samples, by length of the download. Lossless cells come from model-v2-full and bulk5-drained only: the
 # other model-v2 runs drew loss in pairs on the sender, exec runs reuse stored real samples, and lossless-10runs'
 # later bulk runs shared the link with the previous run's queue.
