@@ -79,6 +79,16 @@ public enum ImpairmentKind: Sendable {
         case .departure(let type): type
         }
     }
+
+    /// The type of an entry impairment; nil for a departure one.
+    var entryType: (any EntryImpairment.Type)? {
+        if case .entry(let type) = self { type } else { nil }
+    }
+
+    /// The type of a departure impairment; nil for an entry one.
+    var departureType: (any DepartureImpairment.Type)? {
+        if case .departure(let type) = self { type } else { nil }
+    }
 }
 
 /// The entry impairments a direction profile turns on, drawn in their order in `ImpairmentKind.all` for every
@@ -88,9 +98,7 @@ public struct EntryImpairments: Sendable {
 
     /// The entry impairments `profile` turns on.
     public init(profile: DirectionShape) {
-        impairments = ImpairmentKind.all.compactMap { kind in
-            if case .entry(let type) = kind { type.init(profile: profile) } else { nil }
-        }
+        impairments = ImpairmentKind.all.compactMap(\.entryType).compactMap { $0.init(profile: profile) }
     }
 
     /// True when the profile turns no loss on, so every datagram enters without a draw.
@@ -115,9 +123,7 @@ public struct DepartureImpairments: Sendable {
 
     /// The departure impairments `profile` turns on.
     public init(profile: DirectionShape) {
-        impairments = ImpairmentKind.all.compactMap { kind in
-            if case .departure(let type) = kind { type.init(profile: profile) } else { nil }
-        }
+        impairments = ImpairmentKind.all.compactMap(\.departureType).compactMap { $0.init(profile: profile) }
     }
 
     /// True when the profile turns none on, so a datagram is delivered, once and intact, as it leaves the bottleneck.
