@@ -252,20 +252,49 @@ INIT
     grep -v '^GUEST: \(sample\|capture\)' "$work/guest.log" | sed 's/^GUEST: /compare: guest: /'
 }
 
-# start_linkcond PROFILE-FILE: starts a fresh tcpprobe server and linkcond in front of it, so each cell starts
-# with no state left by the previous one; sets server_pid, lc_pid and lc_port.
-start_linkcond() {
-    local server_port=""
+# start_probe_server MODE [ARGS...]: starts `tcpprobe MODE 127.0.0.1 0 ARGS` (the TCP server, or a UDP sink) in
+# the background, its output in server.out, and waits for its port; sets server_pid and server_port (empty if it
+# did not start).
+start_probe_server() {
+    local mode=$1
+    shift
+    server_port=""
     # Removed first: the background job truncates server.out only when it starts, so a busy machine would let
     # the loop below read the previous cell's (dead) server port.
     rm -f "$work/server.out"
-    "${boost[@]}" "$work/tcpprobe" serve 127.0.0.1 0 >"$work/server.out" &
+    "${boost[@]}" "$work/tcpprobe" "$mode" 127.0.0.1 0 "$@" >"$work/server.out" &
     server_pid=$!
     for _ in $(seq 1 100); do
         server_port=$(awk '/^ready/ { print $2 }' "$work/server.out" 2>/dev/null || true)
-        [ -n "$server_port" ] && break
+        [ -n "$server_port" ] && return 0
         sleep 0.05
     done
+}
+
+# run_linkcond KIND PROFILE-FILE ARGS...: starts `linkcond run ARGS --profile PROFILE-FILE` and waits for its
+# "ready KIND" line (tcp or udp); sets lc_pid and lc_port, or says why not and fails.
+run_linkcond() {
+    local kind=$1 profile=$2
+    shift 2
+    lc_port=""
+    rm -f "$work/lc.out"
+    "${boost[@]}" "$linkcond" run "$@" --profile "$profile" >"$work/lc.out" 2>>"$work/linkcond.log" &
+    lc_pid=$!
+    for _ in $(seq 1 200); do
+        lc_port=$(sed -n "s/^ready $kind 127\.0\.0\.1:\([0-9]*\) .*/\1/p" "$work/lc.out" 2>/dev/null || true)
+        [ -n "$lc_port" ] && return 0
+        kill -0 "$lc_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "compare: linkcond did not become ready with $profile:" >&2
+    tail -5 "$work/linkcond.log" >&2
+    return 1
+}
+
+# start_linkcond PROFILE-FILE: starts a fresh tcpprobe server and linkcond in front of it, so each cell starts
+# with no state left by the previous one; sets server_pid, lc_pid and lc_port.
+start_linkcond() {
+    start_probe_server serve
     cell_profile=$1
     if [ -n "$exec_mode" ]; then
         lc_port=$server_port
@@ -273,19 +302,7 @@ start_linkcond() {
         echo "compare: the probe server did not start" >&2
         return 1
     fi
-    rm -f "$work/lc.out"
-    "${boost[@]}" "$linkcond" run --listen 127.0.0.1:0 --upstream "127.0.0.1:$server_port" --profile "$1" \
-        >"$work/lc.out" 2>>"$work/linkcond.log" &
-    lc_pid=$!
-    for _ in $(seq 1 200); do
-        lc_port=$(sed -n 's/^ready tcp 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$work/lc.out" 2>/dev/null || true)
-        [ -n "$lc_port" ] && return 0
-        kill -0 "$lc_pid" 2>/dev/null || break
-        sleep 0.05
-    done
-    echo "compare: linkcond did not become ready with $1:" >&2
-    tail -5 "$work/linkcond.log" >&2
-    return 1
+    run_linkcond tcp "$1" --listen 127.0.0.1:0 --upstream "127.0.0.1:$server_port"
 }
 
 stop_linkcond() {
@@ -357,31 +374,15 @@ measure_linkcond() {
 # flood_through_linkcond PROFILE LOAD RUN: one UDP flood through a fresh `linkcond run` with PROFILE to a fresh
 # sink, as raw CSV rows named udp_sent, udp_received and udp_span_ms (like the guest's).
 flood_through_linkcond() {
-    local sink_port="" lc_udp_port="" kbits
-    rm -f "$work/sink.out" "$work/lc.out"
-    "${boost[@]}" "$work/tcpprobe" sink 127.0.0.1 0 1000 >"$work/sink.out" &
-    server_pid=$!
-    for _ in $(seq 1 100); do
-        sink_port=$(awk '/^ready/ { print $2 }' "$work/sink.out" 2>/dev/null || true)
-        [ -n "$sink_port" ] && break
-        sleep 0.05
-    done
-    "${boost[@]}" "$linkcond" run --udp-listen 127.0.0.1:0 --udp-upstream "127.0.0.1:$sink_port" --profile "$1" \
-        >"$work/lc.out" 2>>"$work/linkcond.log" &
-    lc_pid=$!
-    for _ in $(seq 1 200); do
-        lc_udp_port=$(sed -n 's/^ready udp 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$work/lc.out" 2>/dev/null || true)
-        [ -n "$lc_udp_port" ] && break
-        kill -0 "$lc_pid" 2>/dev/null || break
-        sleep 0.05
-    done
-    [ -n "$lc_udp_port" ] || { echo "compare: linkcond did not become ready with $1" >&2; tail -5 "$work/linkcond.log" >&2; return 1; }
+    local kbits
+    start_probe_server sink 1000
+    run_linkcond udp "$1" --udp-listen 127.0.0.1:0 --udp-upstream "127.0.0.1:$server_port" || return 1
     kbits=$(awk -v r="$rate" -v l="$2" 'BEGIN { printf "%d", r * 1000 * l }')
-    "${boost[@]}" "$work/tcpprobe" flood 127.0.0.1 "$lc_udp_port" "$kbits" "$udp_seconds" "$udp_bytes" \
+    "${boost[@]}" "$work/tcpprobe" flood 127.0.0.1 "$lc_port" "$kbits" "$udp_seconds" "$udp_bytes" \
         | awk -v c="linkcond,$rate,$rtt,$loss" -v l="$2" -v r="$3" '{ print c ",udp_sent:" l "," r "," $2 }'
     wait "$server_pid"
     awk -v c="linkcond,$rate,$rtt,$loss" -v l="$2" -v r="$3" \
-        '$1 == "sink" { print c ",udp_received:" l "," r "," $2; print c ",udp_span_ms:" l "," r "," $4 }' "$work/sink.out"
+        '$1 == "sink" { print c ",udp_received:" l "," r "," $2; print c ",udp_span_ms:" l "," r "," $4 }' "$work/server.out"
     server_pid=""
     stop_linkcond
 }
