@@ -25,7 +25,7 @@
 # (pfifo, codel or fq_codel) and a 30 ms burst, which absorbs that timer lateness.
 #
 # Reads /compare.conf (RUNS, FETCHES, BULK_SECONDS, FLOOR_BULK_SECONDS, IDLE_MS, IDLE_BYTES, LATENCY_SECONDS,
-# OFFLOADS, LATENCY_QDISCS, LATENCY_CELL, CAPTURE) and /cells (one cell a line: rate_mbit rtt_ms loss_pct wire_bit_per_s
+# OFFLOADS, LATENCY_QDISCS, LATENCY_CELL, CAPTURE, UDP, UDP_LOADS, UDP_SECONDS, UDP_BYTES) and /cells (one cell a line: rate_mbit rtt_ms loss_pct wire_bit_per_s
 # delay_each_ms queue_packets; rate 0 is the unshaped floor). iproute2's ip and tc are called by path, never
 # busybox's applets.
 set -u
@@ -243,9 +243,14 @@ if [ "${UDP:-0}" = 1 ]; then
             while [ $run -le "$RUNS" ]; do
                 unshape
                 shape "$wire" "$delay" "$loss" netem
+                rm -f /tmp/sink.out
                 $ip netns exec srv /bin/tcpprobe sink $server $udp_port 1000 >/tmp/sink.out &
                 sink_pid=$!
-                sleep 0.5
+                tries=0
+                while ! grep -q '^ready' /tmp/sink.out 2>/dev/null && [ $tries -lt 100 ]; do
+                    sleep 0.05
+                    tries=$((tries + 1))
+                done
                 kbits=$(awk -v r="$rate" -v l="$load" 'BEGIN { printf "%d", r * 1000 * l }')
                 udp="GUEST: udp $rate $rtt $loss $load"
                 /bin/tcpprobe flood $server $udp_port "$kbits" "$UDP_SECONDS" "$UDP_BYTES" |
@@ -277,6 +282,7 @@ while read -r rate rtt loss wire delay queue; do
     skbs_before=$(router_skbs)
     # Unrecorded: the first connection of a cell also pays neighbour discovery and first-touch costs.
     /bin/tcpprobe fetch $server $port 10000 >/dev/null
+    wait_closed
     ping_ms=$(ping -c 5 -i 0.2 -W 2 $server | sed -n 's|.*min/avg/max = [0-9.]*/\([0-9.]*\)/.*|\1|p')
     sample ping 1 "${ping_ms:-nan}"
     start_capture

@@ -30,7 +30,9 @@
 #                     datagrams for --udp-seconds (default 5) at each of --udp-loads times the rate (default
 #                     "0.5 2": under the rate, where loss alone thins the flow, and over it, where netem's order
 #                     shows: loss drawn as a packet enters leaves the rate whole for the rest). Both sides count
-#                     frames here (netem's rate, and `bandwidth.counts = frames`), so the guest's rate is R itself
+#                     frames here (netem's rate, and `bandwidth.counts = frames`), so the guest's rate is R itself.
+#                     The TCP options (--fetches, --capture, --linkcond-lines, --exec) do not apply; DIR gets
+#                     report.md and report.csv
 #   --bulk-runs N     bulk runs per cell (default 1; their median is reported): a lossy long-RTT cell varies
 #                     between runs by more than the targets, on both sides
 #   --linkcond-queue  also measure linkcond's working latency with these extra profile lines, for a queue
@@ -104,7 +106,8 @@ for size in $fetches; do
 done
 case $guest_offloads in off | on) ;; *) echo "compare: --guest-offloads \"$guest_offloads\": expected off or on" >&2; exit 2 ;; esac
 for load in $udp_loads; do
-    [[ $load =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare: --udp-loads \"$load\": expected positive numbers" >&2; exit 2; }
+    [[ $load =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v l="$load" 'BEGIN { exit !(l > 0) }' \
+        || { echo "compare: --udp-loads \"$load\": expected positive numbers" >&2; exit 2; }
 done
 [ -z "$udp_mode" ] || [ -z "$exec_mode" ] || { echo "compare: --udp and --exec cannot be combined" >&2; exit 2; }
 for number in $runs $bulk_runs $bulk_seconds $latency_seconds $udp_seconds; do
@@ -249,7 +252,7 @@ INIT
                                        print c "idle,1," $6; print c "loaded_p50,1," $7; print c "loaded_p90,1," $8
                                        print c "loaded_mbit,1," $10 }' \
         "$work/guest.log" >"$work/real.csv"
-    grep -v '^GUEST: \(sample\|capture\)' "$work/guest.log" | sed 's/^GUEST: /compare: guest: /'
+    grep -v '^GUEST: \(sample\|capture\|udp\)' "$work/guest.log" | sed 's/^GUEST: /compare: guest: /'
 }
 
 # start_probe_server MODE [ARGS...]: starts `tcpprobe MODE 127.0.0.1 0 ARGS` (the TCP server, or a UDP sink) in
@@ -269,6 +272,8 @@ start_probe_server() {
         [ -n "$server_port" ] && return 0
         sleep 0.05
     done
+    echo "compare: tcpprobe $mode did not start" >&2
+    return 1
 }
 
 # run_linkcond KIND PROFILE-FILE ARGS...: starts `linkcond run ARGS --profile PROFILE-FILE` and waits for its
@@ -294,13 +299,11 @@ run_linkcond() {
 # start_linkcond PROFILE-FILE: starts a fresh tcpprobe server and linkcond in front of it, so each cell starts
 # with no state left by the previous one; sets server_pid, lc_pid and lc_port.
 start_linkcond() {
-    start_probe_server serve
+    start_probe_server serve || return 1
     cell_profile=$1
     if [ -n "$exec_mode" ]; then
         lc_port=$server_port
-        [ -n "$lc_port" ] && return 0
-        echo "compare: the probe server did not start" >&2
-        return 1
+        return 0
     fi
     run_linkcond tcp "$1" --listen 127.0.0.1:0 --upstream "127.0.0.1:$server_port"
 }
@@ -375,7 +378,7 @@ measure_linkcond() {
 # sink, as raw CSV rows named udp_sent, udp_received and udp_span_ms (like the guest's).
 flood_through_linkcond() {
     local kbits
-    start_probe_server sink 1000
+    start_probe_server sink 1000 || return 1
     run_linkcond udp "$1" --udp-listen 127.0.0.1:0 --udp-upstream "127.0.0.1:$server_port" || return 1
     kbits=$(awk -v r="$rate" -v l="$2" 'BEGIN { printf "%d", r * 1000 * l }')
     "${boost[@]}" "$work/tcpprobe" flood 127.0.0.1 "$lc_port" "$kbits" "$udp_seconds" "$udp_bytes" \
@@ -419,9 +422,13 @@ else
 fi
 
 { echo "side,rate_mbit,rtt_ms,loss_pct,metric,run,value"; cat "$work/real.csv" "$work/linkcond.csv"; } >"$out/raw.csv"
-report="$here/compare-report.py"
-[ -z "$udp_mode" ] || report="$here/compare-udp-report.py"
+report="$here/compare-report.py" outputs="report.{md,json,csv}"
+measured="$runs runs per transfer (median), bulk $bulk_seconds s"
+if [ -n "$udp_mode" ]; then
+    report="$here/compare-udp-report.py" outputs="report.{md,csv}"
+    measured="$runs floods a load of $udp_bytes-byte datagrams for $udp_seconds s at $udp_loads times the rate"
+fi
 python3 "$report" "$out" \
-    "$(date -u '+%Y-%m-%d'), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end, $runs runs per transfer (median), bulk $bulk_seconds s, checkout $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    "$(date -u '+%Y-%m-%d'), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end, $measured, checkout $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 cat "$out/report.md"
-echo "compare: finished in $(( $(date +%s) - started )) s; $out/report.{md,json,csv}, raw samples $out/raw.csv"
+echo "compare: finished in $(( $(date +%s) - started )) s; $out/$outputs, raw samples $out/raw.csv"

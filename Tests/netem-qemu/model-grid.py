@@ -275,7 +275,7 @@ def class_table(real, model, cell, metric):
     return "\n".join(lines)
 
 
-def mode_table(real, real_runs_of_cell, model, cell, metric, split):
+def mode_table(real, real_runs_of_cell, model_samples, cell, metric, split):
     """A two-mode entry's `metric` split at `split` ms, the gap between its modes: each set's share of runs below
     it and the median within each mode. Where the share is near a half, the plain median falls in whichever mode
     holds a run more, and these say more than it does."""
@@ -284,7 +284,7 @@ def mode_table(real, real_runs_of_cell, model, cell, metric, split):
             ("real, runs with counters", [run[metric] for run in real_runs_of_cell if complete(run)]),
             ("real, runs without counters", [run[metric] for run in real_runs_of_cell
                                              if metric in run and MATCHED_BY not in run]),
-            ("model", model.get((cell, metric), []))]
+            ("model", model_samples.get((cell, metric), []))]
     lines = [f"| runs of | runs | below {split:g} ms | median | median below | median above |",
              "|---|---|---|---|---|---|"]
     for label, values in sets:

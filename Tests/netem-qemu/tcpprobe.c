@@ -13,7 +13,7 @@
  *   tcpprobe bulk HOST PORT SECONDS                   -> "bulk SECONDS MBITS" (payload Mbit/s, from connect())
  *   tcpprobe latency HOST PORT SECONDS INTERVAL_MS    -> "latency IDLE_P50 LOADED_P50 LOADED_P90 COUNT MBITS"
  *   tcpprobe capture IFACE                            -> one line per TCP segment, until SIGTERM (below)
- *   tcpprobe flood HOST PORT KBITS SECONDS BYTES      -> "flood SENT" (UDP datagrams sent)
+ *   tcpprobe flood HOST PORT KBITS SECONDS BYTES      -> "flood SENT" (UDP datagrams the kernel took)
  *   tcpprobe sink HOST PORT QUIET_MS                  -> "ready PORT", then "sink COUNT BYTES SPAN_MS"
  * fetch with IDLE_MS keeps the connection, waits IDLE_MS and then times a second request of BYTES2 on it: the
  * request after idle, which pays Linux's slow start after idle (tcp_slow_start_after_idle) on a real stack.
@@ -416,13 +416,14 @@ static int flood(struct sockaddr_in address, long long kbits, long long seconds,
     double interval_ms = (double)bytes * 8.0 / (double)kbits;
     long long total = (long long)((double)seconds * 1e3 / interval_ms);
     double started = now_ms();
-    long long sent = 0;
-    while (sent < total) {
+    long long attempted = 0, sent = 0;
+    while (attempted < total) {
         long long due = (long long)((now_ms() - started) / interval_ms) + 1;
-        for (; sent < due && sent < total; sent++) {
-            if (send(fd, chunk, (size_t)bytes, 0) < 0 && errno != ENOBUFS && errno != ECONNREFUSED) die("send");
+        for (; attempted < due && attempted < total; attempted++) {
+            if (send(fd, chunk, (size_t)bytes, 0) >= 0) sent++;
+            else if (errno != ENOBUFS && errno != ECONNREFUSED) die("send");
         }
-        double next = started + (double)sent * interval_ms - now_ms();
+        double next = started + (double)attempted * interval_ms - now_ms();
         if (next > 0) {
             long long nanoseconds = (long long)(next * 1e6);
             struct timespec pause = { .tv_sec = nanoseconds / 1000000000, .tv_nsec = nanoseconds % 1000000000 };
