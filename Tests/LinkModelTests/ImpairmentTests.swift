@@ -2,14 +2,14 @@ import LinkModel
 import LinkProfiles
 import Testing
 
-@Test func defaultProfileBuildsEmptyPipelines() {
+@Test func aDefaultProfileTurnsNoImpairmentOn() {
     let profile = DirectionProfile()
 
     #expect(EntryImpairments(profile: profile).isEmpty)
     #expect(DepartureImpairments(profile: profile).isEmpty)
 }
 
-@Test func aLossyProfileBuildsAnEntryPipelineOnly() {
+@Test func aLossyProfileTurnsOnOnlyAnEntryImpairment() {
     let profile = DirectionProfile(loss: Percentage(1))
 
     #expect(!EntryImpairments(profile: profile).isEmpty)

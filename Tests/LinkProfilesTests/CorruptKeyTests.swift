@@ -1,7 +1,7 @@
 import LinkConditioner
 import Testing
 
-/// The `corrupt` key, which `Corruption`'s registration in the datagram pipeline declares.
+/// The `corrupt` key, which `Corruption`'s registration in `ImpairmentKind.all` declares.
 @Suite struct CorruptKeyTests {
     @Test func corruptSetsBothDirectionsOrOneAndRendersPerDirection() throws {
         let profile = try Profile(parsing: "corrupt = 10 %\nuplink.corrupt = 0.5 %")
